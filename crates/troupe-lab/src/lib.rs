@@ -1,0 +1,1 @@
+//! The reliability lab: workloads, fault schedules, events, statistics and reports (in construction).

@@ -1,0 +1,1 @@
+//! Troupe: a typed actor runtime with Erlang/OTP supervision on tokio (in construction).
