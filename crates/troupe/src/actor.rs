@@ -40,10 +40,7 @@ pub trait Actor: Send + Sized + 'static {
 
     /// Runs once before the first message. An error stops the actor with
     /// [`ExitReason::Error`] (and fails a supervisor's start of it).
-    fn started(
-        &mut self,
-        ctx: &mut Ctx<Self>,
-    ) -> impl Future<Output = Result<(), ActorError>> + Send {
+    fn started(&mut self, ctx: &mut Ctx<Self>) -> impl Future<Output = Result<(), ActorError>> + Send {
         let _ = ctx;
         async { Ok(()) }
     }
@@ -53,22 +50,14 @@ pub trait Actor: Send + Sized + 'static {
 
     /// Runs on a graceful stop (a stop request or [`Ctx::stop`]); not after a kill, a panic, or
     /// an exit signal from a link (as in OTP, where such a process does not run `terminate`).
-    fn stopped(
-        &mut self,
-        reason: &ExitReason,
-        ctx: &mut Ctx<Self>,
-    ) -> impl Future<Output = ()> + Send {
+    fn stopped(&mut self, reason: &ExitReason, ctx: &mut Ctx<Self>) -> impl Future<Output = ()> + Send {
         let _ = (reason, ctx);
         async {}
     }
 
     /// An exit signal from a linked actor, delivered only when trapping exits
     /// ([`Ctx::trap_exit`]). The default ignores it.
-    fn on_exit(
-        &mut self,
-        signal: ExitSignal,
-        ctx: &mut Ctx<Self>,
-    ) -> impl Future<Output = ()> + Send {
+    fn on_exit(&mut self, signal: ExitSignal, ctx: &mut Ctx<Self>) -> impl Future<Output = ()> + Send {
         let _ = (signal, ctx);
         async {}
     }

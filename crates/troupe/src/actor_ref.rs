@@ -47,16 +47,12 @@ impl<M> Clone for ActorRef<M> {
 
 impl<M: Send + 'static> ActorRef<M> {
     pub(crate) fn local(cell: Arc<Cell<M>>) -> Self {
-        Self {
-            inner: Inner::Local(cell),
-        }
+        Self { inner: Inner::Local(cell) }
     }
 
     /// A reference that sends through `sender` (used by adapters and remote references).
     pub fn from_dyn(sender: Arc<dyn DynSender<M>>) -> Self {
-        Self {
-            inner: Inner::Dyn(sender),
-        }
+        Self { inner: Inner::Dyn(sender) }
     }
 
     /// The actor's identity.
@@ -183,14 +179,8 @@ impl<M: Send + 'static> ActorRef<M> {
     /// # }
     /// ```
     #[must_use]
-    pub fn adapt<N: Send + 'static>(
-        &self,
-        f: impl Fn(N) -> M + Send + Sync + 'static,
-    ) -> ActorRef<N> {
-        ActorRef::from_dyn(Arc::new(Adapter {
-            target: self.clone(),
-            f,
-        }))
+    pub fn adapt<N: Send + 'static>(&self, f: impl Fn(N) -> M + Send + Sync + 'static) -> ActorRef<N> {
+        ActorRef::from_dyn(Arc::new(Adapter { target: self.clone(), f }))
     }
 }
 
@@ -208,16 +198,12 @@ struct Adapter<M, F> {
     f: F,
 }
 
-impl<M: Send + 'static, N: Send + 'static, F: Fn(N) -> M + Send + Sync + 'static> DynSender<N>
-    for Adapter<M, F>
-{
+impl<M: Send + 'static, N: Send + 'static, F: Fn(N) -> M + Send + Sync + 'static> DynSender<N> for Adapter<M, F> {
     fn send(&self, msg: N) -> Result<(), SendError<N>> {
         if !self.target.is_alive() {
             return Err(SendError::new(SendErrorKind::Gone, Some(msg)));
         }
-        self.target
-            .send((self.f)(msg))
-            .map_err(|e| SendError::new(e.kind(), None))
+        self.target.send((self.f)(msg)).map_err(|e| SendError::new(e.kind(), None))
     }
 
     fn any(&self) -> AnyRef {

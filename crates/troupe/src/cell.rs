@@ -110,14 +110,7 @@ impl<M> Inner<M> {
 impl<M: Send + 'static> Cell<M> {
     /// A new cell, `Running`: the caller spawns its first activation.
     pub(crate) fn new(config: MailboxConfig, links: Vec<AnyRef>) -> Self {
-        let extra = if links.is_empty() {
-            None
-        } else {
-            Some(Box::new(Extra {
-                links,
-                ..Default::default()
-            }))
-        };
+        let extra = if links.is_empty() { None } else { Some(Box::new(Extra { links, ..Default::default() })) };
         Self {
             id: ActorId::next_local(),
             killed: AtomicBool::new(false),
@@ -145,9 +138,7 @@ impl<M: Send + 'static> Cell<M> {
         if let Some(cap) = g.config.capacity() {
             if g.queue.len() >= cap {
                 match g.config.overflow() {
-                    Overflow::Backpressure => {
-                        return Err(SendError::new(SendErrorKind::Full, Some(msg)))
-                    }
+                    Overflow::Backpressure => return Err(SendError::new(SendErrorKind::Full, Some(msg))),
                     Overflow::DropNewest => {
                         g.extra().dropped += 1;
                         drop(g);
@@ -175,8 +166,7 @@ impl<M: Send + 'static> Cell<M> {
     /// dead) so the caller should retry at once.
     pub(crate) fn wait_for_room(&self, waker: &Waker) -> bool {
         let mut g = self.inner.lock();
-        let full =
-            g.status != Status::Dead && g.config.capacity().is_some_and(|c| g.queue.len() >= c);
+        let full = g.status != Status::Dead && g.config.capacity().is_some_and(|c| g.queue.len() >= c);
         if full {
             g.extra().blocked_senders.push(waker.clone());
         }
@@ -196,9 +186,7 @@ impl<M: Send + 'static> Cell<M> {
         match g.queue.pop_front() {
             Some(m) => {
                 let unblock = match g.extra.as_mut() {
-                    Some(e) if !e.blocked_senders.is_empty() => {
-                        Some(std::mem::take(&mut e.blocked_senders))
-                    }
+                    Some(e) if !e.blocked_senders.is_empty() => Some(std::mem::take(&mut e.blocked_senders)),
                     _ => None,
                 };
                 drop(g);
@@ -212,10 +200,7 @@ impl<M: Send + 'static> Cell<M> {
     }
 
     /// Rule 3: parks the state unless something arrived or a kill is pending.
-    pub(crate) fn try_hibernate<D: Dormant<M> + 'static>(
-        &self,
-        state: Box<D>,
-    ) -> Result<(), Box<D>> {
+    pub(crate) fn try_hibernate<D: Dormant<M> + 'static>(&self, state: Box<D>) -> Result<(), Box<D>> {
         let mut g = self.inner.lock();
         if self.is_killed() || !g.queue.is_empty() || g.has_sys() {
             return Err(state);
@@ -250,10 +235,7 @@ impl<M: Send + 'static> Cell<M> {
             let queue = std::mem::take(&mut g.queue);
             let dormant = g.dormant.take();
             let extra = g.extra.take();
-            g.extra = Some(Box::new(Extra {
-                exit: Some(reason.clone()),
-                ..Default::default()
-            }));
+            g.extra = Some(Box::new(Extra { exit: Some(reason.clone()), ..Default::default() }));
             (extra, queue, dormant)
         };
         drop(dormant);
@@ -266,17 +248,10 @@ impl<M: Send + 'static> Cell<M> {
 
 fn notify_death(id: ActorId, reason: &ExitReason, e: Extra) {
     for l in e.links {
-        l.0.push_sys(Sys::Exit(ExitSignal {
-            from: id,
-            reason: reason.clone(),
-        }));
+        l.0.push_sys(Sys::Exit(ExitSignal { from: id, reason: reason.clone() }));
     }
     for (mid, watcher) in e.monitors {
-        watcher.0.push_sys(Sys::Down(Down {
-            id: mid,
-            actor: id,
-            reason: reason.clone(),
-        }));
+        watcher.0.push_sys(Sys::Down(Down { id: mid, actor: id, reason: reason.clone() }));
     }
     if !e.names.is_empty() || !e.groups.is_empty() {
         registry::forget(id, &e.names, &e.groups);
@@ -401,11 +376,7 @@ impl<M: Send + 'static> Process for Cell<M> {
     fn watch(&self) -> Result<oneshot::Receiver<ExitReason>, ExitReason> {
         let mut g = self.inner.lock();
         if g.status == Status::Dead {
-            return Err(g
-                .extra
-                .as_ref()
-                .and_then(|e| e.exit.clone())
-                .unwrap_or(ExitReason::NoProc));
+            return Err(g.extra.as_ref().and_then(|e| e.exit.clone()).unwrap_or(ExitReason::NoProc));
         }
         let (tx, rx) = oneshot::channel();
         g.extra().watchers.push(tx);

@@ -41,23 +41,10 @@ impl TimerRef {
 }
 
 impl<A: Actor> Ctx<A> {
-    pub(crate) fn new(
-        cell: Arc<Cell<A::Msg>>,
-        parent: Option<ActorId>,
-        init_ack: Option<oneshot::Sender<()>>,
-    ) -> Self {
-        let extra = (parent.is_some() || init_ack.is_some()).then(|| {
-            Box::new(CtxExtra {
-                parent,
-                init_ack,
-                ..Default::default()
-            })
-        });
-        Self {
-            cell,
-            trap_exit: false,
-            extra,
-        }
+    pub(crate) fn new(cell: Arc<Cell<A::Msg>>, parent: Option<ActorId>, init_ack: Option<oneshot::Sender<()>>) -> Self {
+        let extra = (parent.is_some() || init_ack.is_some())
+            .then(|| Box::new(CtxExtra { parent, init_ack, ..Default::default() }));
+        Self { cell, trap_exit: false, extra }
     }
 
     fn extra(&mut self) -> &mut CtxExtra {
@@ -117,10 +104,7 @@ impl<A: Actor> Ctx<A> {
             return Ok(());
         }
         if self.trap_exit {
-            let sig = ExitSignal {
-                from: other.id(),
-                reason: ExitReason::NoProc,
-            };
+            let sig = ExitSignal { from: other.id(), reason: ExitReason::NoProc };
             self.cell.clone().push_sys(Sys::Exit(sig));
             Ok(())
         } else {
@@ -139,11 +123,7 @@ impl<A: Actor> Ctx<A> {
     pub fn monitor(&mut self, other: &AnyRef) -> MonitorId {
         let id = MonitorId::next();
         if !other.0.add_monitor(id, AnyRef(self.cell.clone())) {
-            let down = Down {
-                id,
-                actor: other.id(),
-                reason: ExitReason::NoProc,
-            };
+            let down = Down { id, actor: other.id(), reason: ExitReason::NoProc };
             self.cell.clone().push_sys(Sys::Down(down));
         }
         id

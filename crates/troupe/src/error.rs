@@ -41,21 +41,17 @@ impl<M> SendError<M> {
 
 impl<M> fmt::Debug for SendError<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SendError")
-            .field("kind", &self.kind)
-            .finish_non_exhaustive()
+        f.debug_struct("SendError").field("kind", &self.kind).finish_non_exhaustive()
     }
 }
 
 impl<M> fmt::Display for SendError<M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.kind {
-            SendErrorKind::Gone => {
-                f.write_str("send failed: the actor has stopped; look it up again or restart it")
+            SendErrorKind::Gone => f.write_str("send failed: the actor has stopped; look it up again or restart it"),
+            SendErrorKind::Full => {
+                f.write_str("send failed: the actor's bounded mailbox is full; retry later or use send_wait")
             }
-            SendErrorKind::Full => f.write_str(
-                "send failed: the actor's bounded mailbox is full; retry later or use send_wait",
-            ),
         }
     }
 }
@@ -80,9 +76,7 @@ impl fmt::Display for AskError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             AskError::Gone => "ask failed: the actor has stopped",
-            AskError::Timeout => {
-                "ask failed: no reply within the timeout; raise it or check the actor is not stuck"
-            }
+            AskError::Timeout => "ask failed: no reply within the timeout; raise it or check the actor is not stuck",
             AskError::Full => "ask failed: the actor's bounded mailbox is full; retry later",
             AskError::NoReply => "ask failed: the actor dropped the reply handle without answering",
         })
@@ -140,10 +134,7 @@ impl fmt::Display for RegistryError {
                 write!(f, "actor {id} is not alive and cannot be registered")
             }
             RegistryError::WrongType { name } => {
-                write!(
-                    f,
-                    "name {name:?} is registered to an actor of another message type"
-                )
+                write!(f, "name {name:?} is registered to an actor of another message type")
             }
         }
     }

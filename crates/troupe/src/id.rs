@@ -20,9 +20,7 @@ const SEQ_MASK: u64 = (1 << SEQ_BITS) - 1;
 /// assert_eq!((id.node(), id.seq()), (3, 42));
 /// assert_eq!(id.to_string(), "<3.42>");
 /// ```
-#[derive(
-    Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 pub struct ActorId(u64);
 
 impl ActorId {

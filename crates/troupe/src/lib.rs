@@ -54,7 +54,5 @@ pub use error::{ActorError, AskError, LinkError, RegistryError, SendError, SendE
 pub use exit::{Down, ExitReason, ExitSignal};
 pub use id::{ActorId, MonitorId};
 pub use mailbox::{MailboxConfig, Overflow};
-pub use registry::{
-    group_members, join_group, leave_group, register, unregister, whereis, whereis_any,
-};
+pub use registry::{group_members, join_group, leave_group, register, unregister, whereis, whereis_any};
 pub use spawn::{spawn, spawn_with, Spawn};

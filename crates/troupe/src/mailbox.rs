@@ -38,10 +38,7 @@ impl MailboxConfig {
     /// An unbounded mailbox (the default).
     #[must_use]
     pub const fn unbounded() -> Self {
-        Self {
-            cap: 0,
-            overflow: Overflow::Backpressure,
-        }
+        Self { cap: 0, overflow: Overflow::Backpressure }
     }
 
     /// A mailbox holding at most `capacity` user messages, with backpressure.
@@ -56,10 +53,7 @@ impl MailboxConfig {
             "MailboxConfig::bounded: capacity must be between 1 and {}, got {capacity}",
             u32::MAX
         );
-        Self {
-            cap: capacity as u32,
-            overflow: Overflow::Backpressure,
-        }
+        Self { cap: capacity as u32, overflow: Overflow::Backpressure }
     }
 
     /// Sets what happens when the bounded mailbox is full (no effect on an unbounded one).

@@ -50,22 +50,13 @@ pub fn register<M: Send + 'static>(name: &str, actor: &ActorRef<M>) -> Result<()
     let mut t = TABLES.lock();
     if let Some(e) = t.names.get(name) {
         if e.any.is_alive() {
-            return Err(RegistryError::NameTaken {
-                name: name.to_owned(),
-                holder: e.any.id(),
-            });
+            return Err(RegistryError::NameTaken { name: name.to_owned(), holder: e.any.id() });
         }
     }
     if !local_cell_add(&any, name, false) {
         return Err(RegistryError::NotAlive(any.id()));
     }
-    t.names.insert(
-        name.to_owned(),
-        Entry {
-            any,
-            typed: Box::new(actor.clone()),
-        },
-    );
+    t.names.insert(name.to_owned(), Entry { any, typed: Box::new(actor.clone()) });
     Ok(())
 }
 
@@ -90,28 +81,18 @@ pub fn whereis<M: Send + 'static>(name: &str) -> Result<Option<ActorRef<M>>, Reg
     }
     match e.typed.downcast_ref::<ActorRef<M>>() {
         Some(r) => Ok(Some(r.clone())),
-        None => Err(RegistryError::WrongType {
-            name: name.to_owned(),
-        }),
+        None => Err(RegistryError::WrongType { name: name.to_owned() }),
     }
 }
 
 /// The actor holding `name`, whatever its message type.
 #[must_use]
 pub fn whereis_any(name: &str) -> Option<AnyRef> {
-    TABLES
-        .lock()
-        .names
-        .get(name)
-        .map(|e| e.any.clone())
-        .filter(AnyRef::is_alive)
+    TABLES.lock().names.get(name).map(|e| e.any.clone()).filter(AnyRef::is_alive)
 }
 
 /// Adds `actor` to process group `group` (an actor may join several groups, once each).
-pub fn join_group<M: Send + 'static>(
-    group: &str,
-    actor: &ActorRef<M>,
-) -> Result<(), RegistryError> {
+pub fn join_group<M: Send + 'static>(group: &str, actor: &ActorRef<M>) -> Result<(), RegistryError> {
     let any = actor.any();
     let mut t = TABLES.lock();
     let members = t.groups.entry(group.to_owned()).or_default();
@@ -121,10 +102,7 @@ pub fn join_group<M: Send + 'static>(
     if !local_cell_add(&any, group, true) {
         return Err(RegistryError::NotAlive(any.id()));
     }
-    members.push(Entry {
-        any,
-        typed: Box::new(actor.clone()),
-    });
+    members.push(Entry { any, typed: Box::new(actor.clone()) });
     Ok(())
 }
 

@@ -12,7 +12,7 @@ use std::future::{poll_fn, Future};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::pin;
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Context, Poll, Waker};
 
 use tokio::sync::oneshot;
 
@@ -89,13 +89,21 @@ pub(crate) fn spawn_inner<A: Actor>(
     let parent = link.as_ref().map(AnyRef::id);
     let cell = Arc::new(Cell::new(opts.mailbox, link.into_iter().collect()));
     let ctx = Ctx::new(cell.clone(), parent, ack);
-    let state = Box::new(State {
-        actor,
-        ctx,
-        started: false,
-    });
-    state.activate(cell.clone());
+    let state = Box::new(State { actor, ctx, started: false });
+    start_inline(cell.clone(), state);
     ActorRef::local(cell)
+}
+
+/// Runs the first activation's opening stretch on the spawner's stack: `started`, then parking.
+/// When it finishes without waiting, the actor parks without ever having had a task (a million
+/// idle actors cost no task memory and no allocator churn). When it waits, the same future
+/// moves into a task, whose first poll registers the real waker.
+fn start_inline<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>) {
+    let mut fut = Box::pin(activation(cell, state));
+    let mut cx = Context::from_waker(Waker::noop());
+    if fut.as_mut().poll(&mut cx).is_pending() {
+        tokio::spawn(fut);
+    }
 }
 
 struct State<A: Actor> {
@@ -118,20 +126,18 @@ impl<A: Actor> Dormant<A::Msg> for State<A> {
 async fn activation<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>) {
     let outcome = {
         let mut run = pin!(run(cell.clone(), state));
-        let mut waker_set = false;
+        let mut known: Option<Waker> = None;
         poll_fn(|cx| {
             if cell.is_killed() {
                 return Poll::Ready(Outcome::Exit(ExitReason::Killed));
             }
-            if !waker_set {
+            if !known.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
                 cell.set_waker(cx.waker());
-                waker_set = true;
+                known = Some(cx.waker().clone());
             }
             match catch_unwind(AssertUnwindSafe(|| run.as_mut().poll(cx))) {
                 Ok(p) => p,
-                Err(panic) => {
-                    Poll::Ready(Outcome::Exit(ExitReason::Panicked(panic_message(&*panic))))
-                }
+                Err(panic) => Poll::Ready(Outcome::Exit(ExitReason::Panicked(panic_message(&*panic)))),
             }
         })
         .await
@@ -156,7 +162,9 @@ async fn run<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> Outcom
             return stop(st, reason).await;
         }
     }
-    let mut lingered = false;
+    // Linger (one yield before parking) only once a message has been handled: a partner is
+    // likely to answer soon. A freshly started actor with nothing to do parks at once.
+    let mut lingered = true;
     let mut budget = FAIRNESS_BUDGET;
     loop {
         match cell.try_recv() {

@@ -34,10 +34,7 @@ pub struct ChildSpec {
 impl ChildSpec {
     /// A worker child made by `factory` at each (re)start: a fresh state every time.
     /// Defaults (OTP's): `Permanent`, shutdown `Timeout(5 s)`.
-    pub fn worker<A: Actor>(
-        id: impl Into<String>,
-        factory: impl Fn() -> A + Send + Sync + 'static,
-    ) -> WorkerSpec<A> {
+    pub fn worker<A: Actor>(id: impl Into<String>, factory: impl Fn() -> A + Send + Sync + 'static) -> WorkerSpec<A> {
         WorkerSpec {
             id: id.into(),
             restart: Restart::Permanent,
@@ -68,10 +65,7 @@ impl ChildSpec {
 
     pub(crate) fn validate(&self) -> Result<(), SupervisorError> {
         if self.id.is_empty() {
-            return Err(SupervisorError::InvalidSpec {
-                field: "child.id".into(),
-                problem: "must not be empty".into(),
-            });
+            return Err(SupervisorError::InvalidSpec { field: "child.id".into(), problem: "must not be empty".into() });
         }
         if self.shutdown == Shutdown::Timeout(Duration::ZERO) {
             return Err(SupervisorError::InvalidSpec {
@@ -133,8 +127,7 @@ impl<A: Actor> From<WorkerSpec<A>> for ChildSpec {
             let actor = match catch_unwind(AssertUnwindSafe(|| factory())) {
                 Ok(a) => a,
                 Err(_) => {
-                    let reason =
-                        ExitReason::Panicked(format!("the factory of child {id:?} panicked"));
+                    let reason = ExitReason::Panicked(format!("the factory of child {id:?} panicked"));
                     return Box::pin(async move { Err(reason) });
                 }
             };
@@ -151,14 +144,7 @@ impl<A: Actor> From<WorkerSpec<A>> for ChildSpec {
                 }
             })
         });
-        ChildSpec {
-            id: w.id,
-            restart: w.restart,
-            shutdown: w.shutdown,
-            kind: w.kind,
-            start,
-            nested: w.nested,
-        }
+        ChildSpec { id: w.id, restart: w.restart, shutdown: w.shutdown, kind: w.kind, start, nested: w.nested }
     }
 }
 

@@ -90,10 +90,9 @@ impl fmt::Display for SupervisorError {
             SupervisorError::InvalidSpec { field, problem } => {
                 write!(f, "invalid supervisor spec: {field} {problem}")
             }
-            SupervisorError::DuplicateId(id) => write!(
-                f,
-                "invalid supervisor spec: two children have the id {id:?}; ids must be unique"
-            ),
+            SupervisorError::DuplicateId(id) => {
+                write!(f, "invalid supervisor spec: two children have the id {id:?}; ids must be unique")
+            }
             SupervisorError::StartFailed { child, reason } => {
                 write!(f, "child {child:?} failed to start: {reason}")
             }
@@ -121,11 +120,7 @@ impl From<AskError> for SupervisorError {
 pub async fn start(spec: SupervisorSpec) -> Result<SupervisorRef, SupervisorError> {
     spec.validate()?;
     let slot = server::FailureSlot::default();
-    let (r, ack) = spawn_acked(
-        Supervisor::with_failure_slot(spec, slot.clone()),
-        Spawn::new(),
-        None,
-    );
+    let (r, ack) = spawn_acked(Supervisor::with_failure_slot(spec, slot.clone()), Spawn::new(), None);
     if ack.await.is_ok() {
         return Ok(SupervisorRef(r));
     }
@@ -159,46 +154,32 @@ impl SupervisorRef {
 
     /// Adds and starts a child at run time (a dynamic supervisor's `start_child`). An empty id
     /// gets a unique one.
-    pub async fn start_child(
-        &self,
-        spec: impl Into<ChildSpec>,
-    ) -> Result<ActorId, SupervisorError> {
+    pub async fn start_child(&self, spec: impl Into<ChildSpec>) -> Result<ActorId, SupervisorError> {
         let spec = spec.into();
-        self.0
-            .ask(|r| SupervisorMsg(Cmd::StartChild(spec, r)), CALL_TIMEOUT)
-            .await?
+        self.0.ask(|r| SupervisorMsg(Cmd::StartChild(spec, r)), CALL_TIMEOUT).await?
     }
 
     /// Stops a child (it stays in the spec, not restarted, until `restart_child`).
     pub async fn terminate_child(&self, id: &str) -> Result<(), SupervisorError> {
         let id = id.to_owned();
-        self.0
-            .ask(|r| SupervisorMsg(Cmd::TerminateChild(id, r)), CALL_TIMEOUT)
-            .await?
+        self.0.ask(|r| SupervisorMsg(Cmd::TerminateChild(id, r)), CALL_TIMEOUT).await?
     }
 
     /// Starts a terminated child again.
     pub async fn restart_child(&self, id: &str) -> Result<ActorId, SupervisorError> {
         let id = id.to_owned();
-        self.0
-            .ask(|r| SupervisorMsg(Cmd::RestartChild(id, r)), CALL_TIMEOUT)
-            .await?
+        self.0.ask(|r| SupervisorMsg(Cmd::RestartChild(id, r)), CALL_TIMEOUT).await?
     }
 
     /// Removes a terminated child's spec.
     pub async fn delete_child(&self, id: &str) -> Result<(), SupervisorError> {
         let id = id.to_owned();
-        self.0
-            .ask(|r| SupervisorMsg(Cmd::DeleteChild(id, r)), CALL_TIMEOUT)
-            .await?
+        self.0.ask(|r| SupervisorMsg(Cmd::DeleteChild(id, r)), CALL_TIMEOUT).await?
     }
 
     /// The children in start order.
     pub async fn which_children(&self) -> Result<Vec<ChildInfo>, SupervisorError> {
-        Ok(self
-            .0
-            .ask(|r| SupervisorMsg(Cmd::Which(r)), CALL_TIMEOUT)
-            .await?)
+        Ok(self.0.ask(|r| SupervisorMsg(Cmd::Which(r)), CALL_TIMEOUT).await?)
     }
 
     /// Stops the supervisor: its children stop in reverse order first. Returns its exit reason.

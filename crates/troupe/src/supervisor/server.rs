@@ -71,29 +71,13 @@ impl Supervisor {
     pub(crate) fn new(mut spec: SupervisorSpec) -> Self {
         let children = std::mem::take(&mut spec.children)
             .into_iter()
-            .map(|spec| Child {
-                spec,
-                actor: None,
-                started_at: Instant::now(),
-                pending: false,
-                backoff_n: 0,
-            })
+            .map(|spec| Child { spec, actor: None, started_at: Instant::now(), pending: false, backoff_n: 0 })
             .collect();
-        Self {
-            spec,
-            children,
-            restarts: VecDeque::new(),
-            next_auto_id: 0,
-            generation: 0,
-            start_failure: None,
-        }
+        Self { spec, children, restarts: VecDeque::new(), next_auto_id: 0, generation: 0, start_failure: None }
     }
 
     pub(crate) fn with_failure_slot(spec: SupervisorSpec, slot: FailureSlot) -> Self {
-        Self {
-            start_failure: Some(slot),
-            ..Self::new(spec)
-        }
+        Self { start_failure: Some(slot), ..Self::new(spec) }
     }
 
     async fn start_one(&mut self, i: usize, me: &AnyRef) -> Result<ActorId, ExitReason> {
@@ -138,11 +122,7 @@ impl Supervisor {
     fn count_restart(&mut self) -> bool {
         let now = Instant::now();
         self.restarts.push_back(now);
-        while self
-            .restarts
-            .front()
-            .is_some_and(|t| now.duration_since(*t) > self.spec.period)
-        {
+        while self.restarts.front().is_some_and(|t| now.duration_since(*t) > self.spec.period) {
             self.restarts.pop_front();
         }
         self.restarts.len() <= self.spec.intensity as usize
@@ -208,11 +188,7 @@ impl Supervisor {
         let exp = c.backoff_n.min(30);
         c.backoff_n += 1;
         let base = b.min.saturating_mul(1u32 << exp.min(31)).min(b.max);
-        let stretch = if b.jitter > 0.0 {
-            rand::thread_rng().gen_range(0.0..=b.jitter)
-        } else {
-            0.0
-        };
+        let stretch = if b.jitter > 0.0 { rand::thread_rng().gen_range(0.0..=b.jitter) } else { 0.0 };
         Some(base.mul_f64(1.0 + stretch))
     }
 
@@ -238,17 +214,10 @@ impl Supervisor {
     }
 
     fn find(&self, id: &str) -> Result<usize, SupervisorError> {
-        self.children
-            .iter()
-            .position(|c| c.spec.id == id)
-            .ok_or_else(|| SupervisorError::NoSuchChild(id.to_owned()))
+        self.children.iter().position(|c| c.spec.id == id).ok_or_else(|| SupervisorError::NoSuchChild(id.to_owned()))
     }
 
-    async fn start_child(
-        &mut self,
-        ctx: &mut Ctx<Self>,
-        mut spec: ChildSpec,
-    ) -> Result<ActorId, SupervisorError> {
+    async fn start_child(&mut self, ctx: &mut Ctx<Self>, mut spec: ChildSpec) -> Result<ActorId, SupervisorError> {
         if spec.id.is_empty() {
             self.next_auto_id += 1;
             spec.id = format!("child-{}", self.next_auto_id);
@@ -263,23 +232,14 @@ impl Supervisor {
             }
         }
         let child_id = spec.id.clone();
-        self.children.push(Child {
-            spec,
-            actor: None,
-            started_at: Instant::now(),
-            pending: false,
-            backoff_n: 0,
-        });
+        self.children.push(Child { spec, actor: None, started_at: Instant::now(), pending: false, backoff_n: 0 });
         let i = self.children.len() - 1;
         let me = AnyRef(ctx.cell.clone());
         match self.start_one(i, &me).await {
             Ok(id) => Ok(id),
             Err(reason) => {
                 self.children.pop();
-                Err(SupervisorError::StartFailed {
-                    child: child_id,
-                    reason,
-                })
+                Err(SupervisorError::StartFailed { child: child_id, reason })
             }
         }
     }
@@ -311,9 +271,7 @@ impl Actor for Supervisor {
                 if let Some(slot) = &self.start_failure {
                     *slot.lock() = Some((id.clone(), reason.clone()));
                 }
-                return Err(ActorError(format!(
-                    "child {id:?} failed to start: {reason}"
-                )));
+                return Err(ActorError(format!("child {id:?} failed to start: {reason}")));
             }
         }
         Ok(())
@@ -338,9 +296,7 @@ impl Actor for Supervisor {
             }
             Cmd::RestartChild(id, reply) => {
                 let r = match self.find(&id) {
-                    Ok(i) if self.children[i].actor.is_some() => {
-                        Err(SupervisorError::ChildRunning(id))
-                    }
+                    Ok(i) if self.children[i].actor.is_some() => Err(SupervisorError::ChildRunning(id)),
                     Ok(i) => {
                         let me = AnyRef(ctx.cell.clone());
                         self.start_one(i, &me)
@@ -353,9 +309,7 @@ impl Actor for Supervisor {
             }
             Cmd::DeleteChild(id, reply) => {
                 let r = match self.find(&id) {
-                    Ok(i) if self.children[i].actor.is_some() => {
-                        Err(SupervisorError::ChildRunning(id))
-                    }
+                    Ok(i) if self.children[i].actor.is_some() => Err(SupervisorError::ChildRunning(id)),
                     Ok(i) => {
                         self.children.remove(i);
                         Ok(())
@@ -378,11 +332,7 @@ impl Actor for Supervisor {
             ctx.stop(sig.reason);
             return;
         }
-        let Some(i) = self
-            .children
-            .iter()
-            .position(|c| c.actor.as_ref().is_some_and(|a| a.id() == sig.from))
-        else {
+        let Some(i) = self.children.iter().position(|c| c.actor.as_ref().is_some_and(|a| a.id() == sig.from)) else {
             return; // an exit of an actor that is no longer (or never was) a child
         };
         self.on_child_exit(ctx, i, sig.reason).await;

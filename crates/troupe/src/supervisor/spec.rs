@@ -122,36 +122,19 @@ impl SupervisorSpec {
 
     /// Checks every rule and names the first field that breaks one.
     pub fn validate(&self) -> Result<(), SupervisorError> {
-        let bad = |field: &str, problem: String| {
-            Err(SupervisorError::InvalidSpec {
-                field: field.to_owned(),
-                problem,
-            })
-        };
+        let bad = |field: &str, problem: String| Err(SupervisorError::InvalidSpec { field: field.to_owned(), problem });
         if self.period.is_zero() {
-            return bad(
-                "period",
-                "must be greater than zero (restarts are counted over it)".into(),
-            );
+            return bad("period", "must be greater than zero (restarts are counted over it)".into());
         }
         if let Some(b) = &self.backoff {
             if b.min.is_zero() {
                 return bad("backoff.min", "must be greater than zero".into());
             }
             if b.min > b.max {
-                return bad(
-                    "backoff.max",
-                    format!(
-                        "must be at least backoff.min ({:?}), got {:?}",
-                        b.min, b.max
-                    ),
-                );
+                return bad("backoff.max", format!("must be at least backoff.min ({:?}), got {:?}", b.min, b.max));
             }
             if !(0.0..=1.0).contains(&b.jitter) {
-                return bad(
-                    "backoff.jitter",
-                    format!("must be within 0.0..=1.0, got {}", b.jitter),
-                );
+                return bad("backoff.jitter", format!("must be within 0.0..=1.0, got {}", b.jitter));
             }
         }
         if self.max_children == Some(0) {
@@ -159,13 +142,7 @@ impl SupervisorSpec {
         }
         if let Some(max) = self.max_children {
             if self.children.len() > max {
-                return bad(
-                    "children",
-                    format!(
-                        "{} static children exceed max_children {max}",
-                        self.children.len()
-                    ),
-                );
+                return bad("children", format!("{} static children exceed max_children {max}", self.children.len()));
             }
         }
         for (i, c) in self.children.iter().enumerate() {
