@@ -13,8 +13,8 @@
 //! 5. Kill sets `killed` under the lock. An idle actor dies at once; a running one is woken and
 //!    its task stops at its next poll without running more actor code.
 //! 6. Death happens once: status becomes `Dead`, queued messages are dropped (pending `ask`s see
-//!    `Gone`), then links get an exit signal, monitors a `Down`, names are released and death
-//!    watchers are told the reason. Nothing is accepted after death.
+//!    `Gone`), then links get an exit signal, monitors a `Down`, names are released, and only
+//!    then are death watchers told the reason. Nothing is accepted after death.
 //! 7. An actor lives until it stops, referenced or not (as an Erlang process does): its parked
 //!    state holds its own cell, so dropping every `ActorRef` does not end it.
 
@@ -85,6 +85,8 @@ struct Extra {
     blocked_senders: Vec<Waker>,
     dropped: u64,
     exit: Option<ExitReason>,
+    /// Death notifications are done; `terminated()` may now answer at once.
+    settled: bool,
 }
 
 impl<M> Inner<M> {
@@ -223,7 +225,8 @@ impl<M: Send + 'static> Cell<M> {
         self.inner.lock().extra.as_ref().map_or(0, |e| e.dropped)
     }
 
-    /// Rule 6.
+    /// Rule 6. Watchers (`terminated()`) are told last, so a caller that saw the death knows
+    /// its links and monitors have already been signalled.
     pub(crate) fn die(&self, reason: ExitReason) {
         let (extra, queue, dormant) = {
             let mut g = self.inner.lock();
@@ -240,13 +243,24 @@ impl<M: Send + 'static> Cell<M> {
         };
         drop(dormant);
         drop(queue);
-        if let Some(e) = extra {
-            notify_death(self.id, &reason, *e);
+        let mut watchers = match extra {
+            Some(e) => notify_death(self.id, &reason, *e),
+            None => Vec::new(),
+        };
+        {
+            let mut g = self.inner.lock();
+            let e = g.extra();
+            e.settled = true;
+            watchers.append(&mut e.watchers);
+        }
+        for w in watchers {
+            let _ = w.send(reason.clone());
         }
     }
 }
 
-fn notify_death(id: ActorId, reason: &ExitReason, e: Extra) {
+/// Signals links and monitors, releases names, wakes blocked senders; returns the watchers.
+fn notify_death(id: ActorId, reason: &ExitReason, e: Extra) -> Vec<oneshot::Sender<ExitReason>> {
     for l in e.links {
         l.0.push_sys(Sys::Exit(ExitSignal { from: id, reason: reason.clone() }));
     }
@@ -256,12 +270,10 @@ fn notify_death(id: ActorId, reason: &ExitReason, e: Extra) {
     if !e.names.is_empty() || !e.groups.is_empty() {
         registry::forget(id, &e.names, &e.groups);
     }
-    for w in e.watchers {
-        let _ = w.send(reason.clone());
-    }
     for w in e.blocked_senders {
         w.wake();
     }
+    e.watchers
 }
 
 impl<M: Send + 'static> Process for Cell<M> {
@@ -376,7 +388,9 @@ impl<M: Send + 'static> Process for Cell<M> {
     fn watch(&self) -> Result<oneshot::Receiver<ExitReason>, ExitReason> {
         let mut g = self.inner.lock();
         if g.status == Status::Dead {
-            return Err(g.extra.as_ref().and_then(|e| e.exit.clone()).unwrap_or(ExitReason::NoProc));
+            if let Some(e) = g.extra.as_ref().filter(|e| e.settled) {
+                return Err(e.exit.clone().unwrap_or(ExitReason::NoProc));
+            }
         }
         let (tx, rx) = oneshot::channel();
         g.extra().watchers.push(tx);
