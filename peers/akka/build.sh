@@ -35,6 +35,9 @@ fi
 cd "$HERE"
 LOG="$(mktemp)"
 trap 'rm -f "$LOG"' EXIT
+# copy-dependencies never deletes: start target/lib afresh so a dependency dropped from the
+# pom cannot linger on the run scripts' classpath.
+rm -rf "$HERE/target/lib"
 MVN=(nice mvn -B -q -Dstyle.color=never package)
 if ! "${MVN[@]}" -o >"$LOG" 2>&1; then
     echo "akka peers: offline build failed; retrying online (fetching dependencies)" >&2
