@@ -56,3 +56,8 @@ pub use id::{ActorId, MonitorId};
 pub use mailbox::{MailboxConfig, Overflow};
 pub use registry::{group_members, join_group, leave_group, register, unregister, whereis, whereis_any};
 pub use spawn::{spawn, spawn_with, Spawn};
+
+/// The README's example compiles and runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;
