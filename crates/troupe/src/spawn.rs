@@ -188,7 +188,7 @@ async fn run<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> Outcom
             Item::Killed => return Outcome::Exit(ExitReason::Killed),
             Item::Empty if !lingered => {
                 lingered = true;
-                tokio::task::yield_now().await;
+                reschedule().await;
                 continue;
             }
             Item::Empty => match cell.try_hibernate(st) {
@@ -206,7 +206,7 @@ async fn run<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> Outcom
         budget -= 1;
         if budget == 0 {
             budget = FAIRNESS_BUDGET;
-            tokio::task::yield_now().await;
+            reschedule().await;
         }
     }
 }
@@ -214,6 +214,22 @@ async fn run<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> Outcom
 async fn stop<A: Actor>(mut st: Box<State<A>>, reason: ExitReason) -> Outcome {
     st.actor.stopped(&reason, &mut st.ctx).await;
     Outcome::Exit(reason)
+}
+
+/// Goes to the back of the worker's run queue once. Unlike `tokio::task::yield_now`, which
+/// defers the wake until the worker next polls its I/O driver (a syscall when the queue is
+/// short), a self-wake is requeued at once, so a partner actor runs in between.
+async fn reschedule() {
+    let mut yielded = false;
+    poll_fn(|cx| {
+        if yielded {
+            return Poll::Ready(());
+        }
+        yielded = true;
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    })
+    .await;
 }
 
 fn panic_message(p: &(dyn Any + Send)) -> String {
