@@ -1,5 +1,6 @@
 //! Criterion benches for the hot paths: send to an idle and to a busy actor, ask round trip,
 //! spawn of an idle actor. Run with `cargo bench -p troupe`.
+#![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use std::time::Duration;
 

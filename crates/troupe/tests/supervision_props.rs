@@ -271,11 +271,11 @@ async fn scenario(strategy: Strategy, intensity: u32, children: Vec<Node>, crash
                 true
             }
             1 => {
-                victim.send(Cmd::Panic("prop".into())).ok().unwrap();
+                victim.send(Cmd::Panic("prop".into())).unwrap();
                 true
             }
             _ => {
-                victim.send(Cmd::Exit(troupe::ExitReason::Normal)).ok().unwrap();
+                victim.send(Cmd::Exit(troupe::ExitReason::Normal)).unwrap();
                 false
             }
         };

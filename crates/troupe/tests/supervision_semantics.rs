@@ -95,8 +95,8 @@ impl How {
     fn apply(self, victim: &troupe::ActorRef<Cmd>) {
         match self {
             How::Killed => victim.kill(),
-            How::Panicked => victim.send(Cmd::Panic("table".into())).ok().expect("alive"),
-            other => victim.send(Cmd::Exit(other.reason())).ok().expect("alive"),
+            How::Panicked => victim.send(Cmd::Panic("table".into())).expect("alive"),
+            other => victim.send(Cmd::Exit(other.reason())).expect("alive"),
         }
     }
 }

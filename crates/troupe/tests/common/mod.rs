@@ -110,7 +110,7 @@ pub async fn hold(p: &troupe::ActorRef<Cmd>) -> (Arc<tokio::sync::Notify>, Arc<s
     let (tx, rx) = tokio::sync::oneshot::channel();
     let release = Arc::new(tokio::sync::Notify::new());
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    p.send(Cmd::Hold { entered: tx, release: release.clone(), done: done.clone() }).ok().expect("probe alive");
+    p.send(Cmd::Hold { entered: tx, release: release.clone(), done: done.clone() }).expect("probe alive");
     rx.await.expect("probe entered the handler");
     (release, done)
 }
