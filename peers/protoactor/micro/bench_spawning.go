@@ -1,8 +1,9 @@
 // Spawn-heavy benches of the Proto.Actor peer: fjcreate, fib, skynet and memory.
 //
-// Creating actors is the measured work here, so the clock starts before the first spawn. Actors
-// are spawned as children of the actor that needs them (ctx.Spawn), the Proto.Actor way of
-// building a tree, and each one stops itself once it has replied.
+// Creating actors is the measured work here, so the clock starts before the first spawn. In
+// fjcreate, fib and skynet actors are spawned as children of the actor that needs them
+// (ctx.Spawn), the Proto.Actor way of building a tree, and each one stops itself once it has
+// replied. memory spawns its idle actors from the main goroutine, as the CAF peer does.
 package main
 
 import (
@@ -196,52 +197,19 @@ func runSkynet(sys *actor.ActorSystem, p params) (outcome, error) {
 	return outcome{elapsed}, nil
 }
 
-// ---- memory -----------------------------------------------------------------------------
+// ---- memory -------------------------------------------------------------------------------
 
-type (
-	ready        struct{}
-	stopAndTell  struct{ notify *actor.PID }
-	stoppedReply struct{}
-)
-
-var readyMsg = &ready{}
-
-// holder spawns n idle children, answers its start request once every child has started, and
-// on stopAndTell stops itself (and so all its children), telling notify when that is done.
-type holder struct {
-	n, ready int
-	replyTo  *actor.PID
-	notify   *actor.PID
-}
-
-func idleReceive(ctx actor.Context) {
-	if _, ok := ctx.Message().(*actor.Started); ok {
-		ctx.Send(ctx.Parent(), readyMsg)
-	}
-}
-
-func (a *holder) Receive(ctx actor.Context) {
-	switch m := ctx.Message().(type) {
-	case *start:
-		a.n, a.replyTo = m.n, ctx.Sender()
-		props := actor.PropsFromFunc(idleReceive)
-		for i := 0; i < m.n; i++ {
-			ctx.Spawn(props)
+// idleProps makes an idle actor: it reports to started once it has started, then only waits,
+// and reports to stopped when it stops.
+func idleProps(started, stopped *actor.PID) *actor.Props {
+	return actor.PropsFromFunc(func(ctx actor.Context) {
+		switch ctx.Message().(type) {
+		case *actor.Started:
+			ctx.Send(started, &workerDone{1})
+		case *actor.Stopped:
+			ctx.Send(stopped, &workerDone{1})
 		}
-	case *ready:
-		a.ready++
-		if a.ready == a.n {
-			ctx.Send(a.replyTo, &finished{value: int64(a.ready)})
-		}
-	case *stopAndTell:
-		a.notify = m.notify
-		ctx.Stop(ctx.Self())
-	case *actor.Stopped:
-		// Delivered after every child has stopped.
-		if a.notify != nil {
-			ctx.Send(a.notify, &stoppedReply{})
-		}
-	}
+	})
 }
 
 // rssBytes reads the resident set size of this process from /proc/self/status after a full
@@ -268,18 +236,28 @@ func rssBytes() (int64, error) {
 	return 0, fmt.Errorf("no VmRSS in /proc/self/status")
 }
 
-// runMemory spawns n idle actors once (no warm-up: a warm-up would leave the registry's maps
-// grown and hide part of the cost), reports spawn time and resident bytes per actor, then stops
-// them all.
+// runMemory spawns n idle actors from the main goroutine with RootContext.Spawn, keeping their
+// PIDs, once (no warm-up: a warm-up would leave the registry's maps grown and hide part of the
+// cost); reports spawn time (until every actor has started) and resident bytes per actor; then
+// stops them all and waits until each has stopped.
 func runMemory(sys *actor.ActorSystem, p params) error {
 	n := p["n"]
+	newCollector := func() *actor.PID {
+		return sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &collectorActor{} }))
+	}
+	started, stopped := newCollector(), newCollector()
+	props := idleProps(started, stopped)
 	before, err := rssBytes()
 	if err != nil {
 		return err
 	}
 	t0 := time.Now()
-	h := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &holder{} }))
-	res, err := await[*finished](sys.Root.RequestFuture(h, &start{n}, waitLimit))
+	allStarted := sys.Root.RequestFuture(started, &awaitWorker{n}, waitLimit)
+	pids := make([]*actor.PID, n)
+	for i := range pids {
+		pids[i] = sys.Root.Spawn(props)
+	}
+	res, err := await[*finished](allStarted)
 	spawn := time.Since(t0)
 	if err != nil {
 		return err
@@ -297,10 +275,15 @@ func runMemory(sys *actor.ActorSystem, p params) error {
 	emit("memory", "spawn_ms", ms(spawn), "ms", p)
 	emit("memory", "time_ms", ms(spawn), "ms", p)
 
-	stopped := actor.NewFuture(sys, waitLimit)
-	sys.Root.Send(h, &stopAndTell{stopped.PID()})
-	if _, err := await[*stoppedReply](stopped); err != nil {
+	allStopped := sys.Root.RequestFuture(stopped, &awaitWorker{n}, waitLimit)
+	for _, pid := range pids {
+		sys.Root.Stop(pid)
+	}
+	if res, err = await[*finished](allStopped); err != nil {
 		return fmt.Errorf("stopping the idle actors: %w", err)
+	}
+	if res.value != int64(n) {
+		return fmt.Errorf("%d actors stopped, want %d", res.value, n)
 	}
 	return nil
 }
