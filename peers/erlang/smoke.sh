@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # smoke.sh: the Erlang peer's smoke test (peer contract): builds every Erlang
-# workload, runs the JSON codec's EUnit tests, a very short run of every
+# workload, runs the EUnit tests of the shared modules, a very short run of every
 # micro-benchmark (checking the output shape and that stdout holds nothing
 # else), and two short SCP runs on loopback-free local files (checking the
 # event stream: ready, one throughput line per second, the scheduled kills,
@@ -17,12 +17,12 @@ step() { echo "smoke: $*" >&2; }
 "$here/scp/build"
 "$here/micro/build"
 
-# --- JSON codec unit tests --------------------------------------------------
+# --- unit tests of the shared modules (JSON codec, event writer) -------------
 mkdir -p "$tmp/ebin"
-erlc -o "$tmp/ebin" "$here/common/troupe_json.erl" "$here/common/troupe_json_tests.erl"
+erlc -o "$tmp/ebin" "$here"/common/*.erl
 erl -noshell -noinput -pa "$tmp/ebin" -eval \
-    'case eunit:test(troupe_json_tests) of ok -> halt(0); _ -> halt(1) end.' >&2 ||
-    fail "troupe_json EUnit tests"
+    'case eunit:test([troupe_json_tests, troupe_events_tests]) of ok -> halt(0); _ -> halt(1) end.' >&2 ||
+    fail "EUnit tests of peers/erlang/common"
 
 # --- micro: every bench, small sizes, one rep -------------------------------
 num='-?[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?'
