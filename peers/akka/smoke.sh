@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Smoke test of the Akka peer (peer contract): builds both workloads, runs every micro-benchmark
+# once with small parameters and checks each stdout line's shape, then runs two short SCP runs
+# (with and without recovery) on hand-made schedules and checks the events they append: the
+# throughput seconds, the faults carried out, the restarts, the skipped kill, run_finished.
+# Exits non-zero on the first failure. About a minute on a 2-core machine.
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+fail() {
+    echo "akka smoke: FAIL: $*" >&2
+    exit 1
+}
+
+"$HERE/scp/build"
+"$HERE/micro/build"
+
+# --- micro: every bench, small parameters, reps=1 -----------------------------------------
+micro() { # bench, expect msgs_per_s (yes/no), args...
+    local bench="$1" rate="$2"
+    shift 2
+    local out="$WORK/micro-$bench.out"
+    if ! timeout 120 "$HERE/micro/run" "$bench" reps=1 "$@" >"$out" 2>"$WORK/micro-$bench.err"; then
+        cat "$WORK/micro-$bench.err" >&2
+        fail "micro $bench exited non-zero"
+    fi
+    local num='-?[0-9]+(\.[0-9]+)?'
+    local line_re="^\{\"bench\":\"$bench\",\"runtime\":\"akka\",\"metric\":\"[a-z_]+\",\"value\":$num,\"unit\":\"[A-Za-z/]+\",\"params\":\{(\"[a-z_]+\":-?[0-9]+,)*\"reps\":1\}\}$"
+    while IFS= read -r line; do
+        [[ "$line" =~ $line_re ]] || fail "micro $bench: malformed line: $line"
+    done <"$out"
+    grep -q '"metric":"time_ms"' "$out" || [ "$bench" = memory ] || fail "micro $bench: no time_ms"
+    if [ "$rate" = yes ]; then
+        grep -q '"metric":"msgs_per_s"' "$out" || fail "micro $bench: no msgs_per_s"
+    fi
+    echo "akka smoke: micro $bench ok: $(tr '\n' ' ' <"$out" | cut -c1-160)"
+}
+micro pingpong yes n=2000
+micro count yes n=20000
+micro fjthrput yes n=200 actors=8
+micro fjcreate no n=2000
+micro threadring yes actors=10 n=5000
+micro chameneos yes chameneos=10 n=2000
+micro big yes n=200 actors=10
+micro fib no n=12
+micro skynet no depth=3 width=10
+micro memory no n=20000
+grep -q '"metric":"bytes_per_actor"' "$WORK/micro-memory.out" || fail "memory: no bytes_per_actor"
+grep -q '"metric":"spawn_ms"' "$WORK/micro-memory.out" || fail "memory: no spawn_ms"
+# A wrong parameter must be refused (exit 2), not ignored.
+if "$HERE/micro/run" pingpong nosuchkey=1 >/dev/null 2>&1; then
+    fail "micro accepted an unknown parameter"
+fi
+
+# --- scp ----------------------------------------------------------------------------------
+scp_run() { # name, config json, schedule lines
+    local name="$1"
+    printf '%s\n' "$2" >"$WORK/$name.config.json"
+    printf '%s\n' "$3" >"$WORK/$name.schedule.jsonl"
+    if ! TROUPE_CONFIG="$WORK/$name.config.json" TROUPE_SCHEDULE="$WORK/$name.schedule.jsonl" \
+        TROUPE_EVENTS="$WORK/$name.events.jsonl" TROUPE_RUN_ID="smoke-$name" \
+        timeout 60 "$HERE/scp/run" 2>"$WORK/$name.err"; then
+        cat "$WORK/$name.err" >&2
+        fail "scp $name exited non-zero"
+    fi
+}
+count_ev() { grep -c "\"ev\":\"$2\"" "$WORK/$1.events.jsonl" || true; }
+check_common() { # name, duration
+    local ev="$WORK/$1.events.jsonl"
+    grep -q -v '^{"ts_us":[0-9]*,"run":"smoke-'"$1"'","rt":"akka","node":"[^"]*","ev":"' "$ev" &&
+        fail "scp $1: a line without the common fields: $(grep -v '"rt":"akka"' "$ev" | head -1)"
+    [ "$(count_ev "$1" run_started)" = 1 ] || fail "scp $1: run_started count"
+    grep -q '"ev":"ready","what":"pairs","count":' "$ev" || fail "scp $1: no ready event"
+    local s
+    for ((s = 0; s < $2; s++)); do
+        grep -q "\"ev\":\"throughput\",\"second\":$s,\"count\":" "$ev" || fail "scp $1: no throughput second $s"
+    done
+    [ "$(count_ev "$1" throughput)" = "$2" ] || fail "scp $1: expected $2 throughput events"
+    tail -1 "$ev" | grep -q '"ev":"run_finished","dropped_events":0,"errors":0,' ||
+        fail "scp $1: last line is not a clean run_finished: $(tail -1 "$ev")"
+}
+
+# With recovery: two kills, each followed by a restart; exchanges keep flowing.
+scp_run recover '{"pairs":4,"supervisors":2,"delay_ms":50,"payload_bytes":100,"recovery":true,"duration_s":3,"warmup_s":1,"seed":7}' \
+'{"at_ms":500,"id":"k1","kind":"kill","group":0,"slot":0,"restart":true}
+{"at_ms":1500,"id":"k2","kind":"kill","group":1,"slot":1,"restart":true}'
+check_common recover 3
+grep -q '"ev":"fault_injected","id":"k1","target":"g0/s0","kind":"kill"' "$WORK/recover.events.jsonl" || fail "recover: k1"
+grep -q '"ev":"fault_injected","id":"k2","target":"g1/s1","kind":"kill"' "$WORK/recover.events.jsonl" || fail "recover: k2"
+grep -q '"ev":"restarted","target":"g0/s0","attempt":1' "$WORK/recover.events.jsonl" || fail "recover: restart g0/s0"
+grep -q '"ev":"restarted","target":"g1/s1","attempt":1' "$WORK/recover.events.jsonl" || fail "recover: restart g1/s1"
+grep -q '"skipped_faults":0' "$WORK/recover.events.jsonl" || fail "recover: skipped faults"
+# 4 pairs at 50 ms: about 80 exchanges a second; demand at least half in the last second.
+last="$(grep '"ev":"throughput","second":2,' "$WORK/recover.events.jsonl" | sed 's/.*"count":\([0-9]*\).*/\1/')"
+[ "$last" -ge 40 ] || fail "recover: only $last exchanges in the last second"
+
+# Without recovery: 2 pairs, 3 kills in group 0: the second kill of slot 0 takes the next live
+# slot (1), the third finds none and is skipped; nothing is restarted, throughput drops to 0.
+scp_run norecover '{"pairs":2,"supervisors":1,"delay_ms":50,"payload_bytes":10,"recovery":false,"duration_s":3,"warmup_s":1,"seed":7}' \
+'{"at_ms":300,"id":"p1","kind":"kill","group":0,"slot":0,"restart":false}
+{"at_ms":600,"id":"p2","kind":"kill","group":0,"slot":0,"restart":false}
+{"at_ms":900,"id":"p3","kind":"kill","group":0,"slot":1,"restart":false}
+{"at_ms":9000,"id":"late","kind":"kill","group":0,"slot":1,"restart":false}'
+check_common norecover 3
+grep -q '"ev":"fault_injected","id":"p1","target":"g0/s0"' "$WORK/norecover.events.jsonl" || fail "norecover: p1"
+grep -q '"ev":"fault_injected","id":"p2","target":"g0/s1"' "$WORK/norecover.events.jsonl" || fail "norecover: p2 wrap"
+[ "$(count_ev norecover fault_injected)" = 2 ] || fail "norecover: expected 2 faults injected"
+[ "$(count_ev norecover restarted)" = 0 ] || fail "norecover: something restarted"
+grep -q '"skipped_faults":1,"faults_after_window":1' "$WORK/norecover.events.jsonl" || fail "norecover: skipped/after-window counts"
+grep -q '"ev":"throughput","second":2,"count":0' "$WORK/norecover.events.jsonl" || fail "norecover: throughput did not drop to 0"
+echo "akka smoke: scp ok (recovery and no-recovery runs)"
+echo "akka smoke: passed"

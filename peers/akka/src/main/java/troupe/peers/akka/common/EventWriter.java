@@ -1,0 +1,156 @@
+// Owns the lab event stream of one Akka peer process (events.md): builds each JSON line with the
+// common fields at the moment of the event, and hands it to a dedicated writer thread through a
+// bounded queue. Exists so that no actor ever blocks on I/O: a full queue drops the line and
+// counts it, and the count is reported in the final `run_finished` event.
+package troupe.peers.akka.common;
+
+import java.io.BufferedWriter;
+import java.io.FileOutputStream;
+import java.io.IOException;
+import java.io.OutputStreamWriter;
+import java.io.Writer;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongFunction;
+
+public final class EventWriter {
+    /** Lines the queue holds before new events are dropped (and counted). */
+    public static final int CAPACITY = 65_536;
+    private static final String STOP = new String("stop"); // identity sentinel
+
+    private final ArrayBlockingQueue<String> queue = new ArrayBlockingQueue<>(CAPACITY);
+    private final AtomicLong dropped = new AtomicLong();
+    private final AtomicLong writeErrors = new AtomicLong();
+    private final String prefixTail; // ,"run":..,"rt":..,"node":..,"ev":
+    private final Writer out;
+    private final Thread thread;
+    private volatile LongFunction<String> lastLine;
+
+    private EventWriter(Writer out, String run, String rt, String node) {
+        this.out = out;
+        StringBuilder b = new StringBuilder(",\"run\":");
+        Json.quote(b, run).append(",\"rt\":");
+        Json.quote(b, rt).append(",\"node\":");
+        Json.quote(b, node).append(",\"ev\":");
+        this.prefixTail = b.toString();
+        this.thread = new Thread(this::loop, "troupe-event-writer");
+        this.thread.setDaemon(true);
+        this.thread.start();
+    }
+
+    /**
+     * Opens the destination named by {@code target} (TROUPE_EVENTS): a file path (appended to)
+     * or {@code tcp://HOST:PORT}.
+     */
+    public static EventWriter open(String target, String run, String rt, String node)
+            throws IOException {
+        Writer w;
+        if (target.startsWith("tcp://")) {
+            String hp = target.substring("tcp://".length());
+            int colon = hp.lastIndexOf(':');
+            if (colon <= 0) {
+                throw new IOException("TROUPE_EVENTS " + target + ": expected tcp://HOST:PORT");
+            }
+            @SuppressWarnings("resource")
+            Socket s = new Socket(hp.substring(0, colon), Integer.parseInt(hp.substring(colon + 1)));
+            w = new OutputStreamWriter(s.getOutputStream(), StandardCharsets.UTF_8);
+        } else if (target.contains("://")) {
+            throw new IOException("TROUPE_EVENTS " + target
+                    + ": only a file path or tcp://HOST:PORT is supported by the Akka peer");
+        } else {
+            w = new OutputStreamWriter(new FileOutputStream(target, true), StandardCharsets.UTF_8);
+        }
+        return new EventWriter(new BufferedWriter(w, 1 << 16), run, rt, node);
+    }
+
+    /** Microseconds since the Unix epoch, wall clock. */
+    public static long nowMicros() {
+        Instant now = Instant.now();
+        return now.getEpochSecond() * 1_000_000L + now.getNano() / 1_000;
+    }
+
+    /** Builds the line for event {@code ev}; {@code extra} is ",\"k\":v..." or empty. */
+    private String line(String ev, String extra) {
+        StringBuilder b = new StringBuilder(96 + extra.length());
+        b.append("{\"ts_us\":").append(nowMicros()).append(prefixTail);
+        Json.quote(b, ev).append(extra).append('}');
+        return b.toString();
+    }
+
+    /** Queues event {@code ev}; never blocks. {@code extra} is ",\"k\":v..." or empty. */
+    public void emit(String ev, String extra) {
+        if (!queue.offer(line(ev, extra))) {
+            dropped.incrementAndGet();
+        }
+    }
+
+    public long dropped() {
+        return dropped.get();
+    }
+
+    public long writeErrors() {
+        return writeErrors.get();
+    }
+
+    /**
+     * Writes everything queued, then the event built by {@code last} from the final drop count
+     * (the run_finished line, which must not be droppable), flushes and closes. Blocks the
+     * caller up to {@code timeoutMs}; returns false if the writer did not finish in time.
+     */
+    public boolean finish(String ev, LongFunction<String> lastExtra, long timeoutMs)
+            throws InterruptedException {
+        lastLine = d -> line(ev, lastExtra.apply(d));
+        if (!queue.offer(STOP, timeoutMs, TimeUnit.MILLISECONDS)) {
+            return false;
+        }
+        thread.join(timeoutMs);
+        return !thread.isAlive() && writeErrors.get() == 0;
+    }
+
+    private void loop() {
+        List<String> batch = new ArrayList<>(1024);
+        long lastFlush = System.nanoTime();
+        boolean dirty = false;
+        try {
+            while (true) {
+                String first = queue.poll(200, TimeUnit.MILLISECONDS);
+                if (first != null) {
+                    batch.add(first);
+                    queue.drainTo(batch, 4096);
+                    for (String l : batch) {
+                        if (l == STOP) {
+                            // Lines queued after STOP cannot exist: finish() is the last caller.
+                            out.write(lastLine.apply(dropped.get()));
+                            out.write('\n');
+                            out.flush();
+                            out.close();
+                            return;
+                        }
+                        out.write(l);
+                        out.write('\n');
+                        dirty = true;
+                    }
+                    batch.clear();
+                }
+                long now = System.nanoTime();
+                // Flush when idle, and at least once a second under load.
+                if (dirty && (queue.isEmpty() || now - lastFlush >= 1_000_000_000L)) {
+                    out.flush();
+                    lastFlush = now;
+                    dirty = false;
+                }
+            }
+        } catch (IOException e) {
+            writeErrors.incrementAndGet();
+            System.err.println("event writer: " + e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

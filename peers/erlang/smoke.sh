@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# smoke.sh: the Erlang peer's smoke test (peer contract): builds every Erlang
+# workload, runs the EUnit tests of the shared modules, a very short run of every
+# micro-benchmark (checking the output shape and that stdout holds nothing
+# else), and two short SCP runs on loopback-free local files (checking the
+# event stream: ready, one throughput line per second, the scheduled kills,
+# restarts only when recovery is on, run_finished last), plus rejection of a
+# bad config. Exits non-zero on the first failure. Takes well under 3 minutes.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "smoke: FAIL: $*" >&2; exit 1; }
+step() { echo "smoke: $*" >&2; }
+
+# --- build (exit 3 with the install hint passes through) -------------------
+"$here/scp/build"
+"$here/micro/build"
+
+# --- unit tests of the shared modules (JSON codec, event writer) -------------
+mkdir -p "$tmp/ebin"
+erlc -o "$tmp/ebin" "$here"/common/*.erl
+erl -noshell -noinput -pa "$tmp/ebin" -eval \
+    'case eunit:test([troupe_json_tests, troupe_events_tests]) of ok -> halt(0); _ -> halt(1) end.' >&2 ||
+    fail "EUnit tests of peers/erlang/common"
+
+# --- micro: every bench, small sizes, one rep -------------------------------
+num='-?[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?'
+check_micro() {   # bench, expected metrics (space separated), args...
+    local bench=$1 metrics=$2; shift 2
+    local out="$tmp/micro-$bench.out"
+    "$here/micro/run" "$bench" "$@" >"$out" 2>"$tmp/micro-$bench.err" ||
+        { cat "$tmp/micro-$bench.err" >&2; fail "micro $bench exited non-zero"; }
+    local n_lines; n_lines=$(wc -l <"$out")
+    [[ $n_lines -eq $(wc -w <<<"$metrics") ]] || fail "micro $bench: $n_lines lines, expected metrics: $metrics"
+    for m in $metrics; do
+        grep -Eq "^\{\"bench\":\"$bench\",\"runtime\":\"erlang\",\"metric\":\"$m\",\"value\":$num,\"unit\":\"[A-Za-z/]+\",\"params\":\{(\"[a-z_]+\":[0-9]+,)*\"reps\":[0-9]+\}\}$" "$out" ||
+            { cat "$out" >&2; fail "micro $bench: no well-formed $m line"; }
+    done
+    step "micro $bench ok: $(grep -o '"metric":"time_ms","value":[^,]*' "$out")"
+}
+check_micro pingpong   "time_ms msgs_per_s" n=2000 reps=1
+check_micro count      "time_ms msgs_per_s" n=20000 reps=1
+check_micro fjthrput   "time_ms msgs_per_s" n=200 actors=10 reps=1
+check_micro fjcreate   "time_ms"            n=2000 reps=1
+check_micro threadring "time_ms msgs_per_s" actors=10 n=1000 reps=1
+check_micro chameneos  "time_ms msgs_per_s" chameneos=10 n=1000 reps=1
+check_micro big        "time_ms msgs_per_s" n=200 actors=10 reps=1
+check_micro fib        "time_ms"            n=12 reps=1
+check_micro skynet     "time_ms"            depth=3 width=10 reps=2
+check_micro memory     "bytes_per_actor vm_bytes_per_actor spawn_ms time_ms" n=20000
+if "$here/micro/run" count n=0 >"$tmp/bad.out" 2>/dev/null; then fail "micro accepted n=0"; fi
+[[ ! -s $tmp/bad.out ]] || fail "micro printed to stdout on bad arguments"
+
+# --- SCP ----------------------------------------------------------------------
+run_scp() {   # name, config json, schedule lines
+    local name=$1
+    printf '%s\n' "$2" >"$tmp/$name.config.json"
+    printf '%s\n' "$3" >"$tmp/$name.schedule.jsonl"
+    TROUPE_CONFIG="$tmp/$name.config.json" TROUPE_SCHEDULE="$tmp/$name.schedule.jsonl" \
+    TROUPE_EVENTS="$tmp/$name.events.jsonl" TROUPE_RUN_ID="smoke-$name" \
+        "$here/scp/run" 2>"$tmp/$name.err"
+}
+count_ev() { grep -c "\"ev\":\"$2\"" "$tmp/$1.events.jsonl" || true; }
+common_fields='^\{"ts_us":[0-9]{16},"run":"smoke-[a-z]+","rt":"erlang","node":"[^"]+","ev":"[a-z_]+"'
+
+# 16 pairs, 4 sub-supervisors, 50 ms delay: ceiling 320 exchanges/s.
+run_scp rec '{"pairs":16,"supervisors":4,"delay_ms":50,"payload_bytes":100,"recovery":true,"duration_s":3,"warmup_s":1,"pattern":"uniform","seed":1}' \
+'{"at_ms":300,"id":"k1","kind":"kill","group":1,"slot":2,"restart":true}
+{"at_ms":900,"id":"k2","kind":"kill","group":1,"slot":2,"restart":true}
+{"at_ms":1500,"id":"k3","kind":"kill","group":3,"slot":0,"restart":false}
+{"at_ms":2100,"id":"k4","kind":"kill","group":3,"slot":0,"restart":true}' ||
+    { cat "$tmp/rec.err" >&2; fail "scp (recovery) exited non-zero"; }
+ev=$tmp/rec.events.jsonl
+grep -Evq "$common_fields" "$ev" && fail "scp: a line lacks the common fields"
+head -1 "$ev" | grep -q '"ev":"run_started","workload":"scp","config":{"pairs":16' || fail "scp: first line is not run_started"
+tail -1 "$ev" | grep -q '"ev":"run_finished","dropped_events":0,"errors":0,"skipped_faults":0}$' || fail "scp: last line is not a clean run_finished"
+grep -q '"ev":"ready","what":"pairs","count":16}' "$ev" || fail "scp: no ready line"
+[[ $(count_ev rec throughput) -eq 3 ]] || fail "scp: expected 3 throughput lines"
+total=$(grep -o '"ev":"throughput","second":[0-9]*,"count":[0-9]*' "$ev" | awk -F: '{s+=$NF} END {print s+0}')
+[[ $total -ge 480 ]] || fail "scp: only $total exchanges in 3 s (ceiling 960)"
+for id in k1 k2 k3 k4; do grep -q "\"fault_injected\",\"id\":\"$id\"" "$ev" || fail "scp: $id not injected"; done
+grep -q '"id":"k4","target":"g3/s1"' "$ev" || fail "scp: k4 should move past the permanently killed g3/s0 to g3/s1"
+grep -q '"ev":"restarted","target":"g1/s2","attempt":2}' "$ev" || fail "scp: no second restart of g1/s2"
+grep -q '"ev":"restarted","target":"g3/s0"' "$ev" && fail "scp: g3/s0 restarted after a restart:false kill"
+step "scp recovery run ok: $total exchanges, $(count_ev rec restarted) restarts"
+
+# recovery off: killed servers stay dead; a kill of a dead slot moves on, and
+# when the whole group is dead the action is skipped and counted.
+run_scp norec '{"pairs":4,"supervisors":2,"delay_ms":50,"payload_bytes":10,"recovery":false,"duration_s":2,"warmup_s":0}' \
+'{"at_ms":100,"id":"a","kind":"kill","group":0,"slot":1}
+{"at_ms":200,"id":"b","kind":"kill","group":0,"slot":1}
+{"at_ms":300,"id":"c","kind":"kill","group":0,"slot":0}' ||
+    { cat "$tmp/norec.err" >&2; fail "scp (no recovery) exited non-zero"; }
+ev=$tmp/norec.events.jsonl
+[[ $(count_ev norec restarted) -eq 0 ]] || fail "scp: restarts with recovery=false"
+grep -q '"id":"b","target":"g0/s0"' "$ev" || fail "scp: b should land on g0/s0"
+tail -1 "$ev" | grep -q '"skipped_faults":1}$' || fail "scp: c should be skipped"
+step "scp no-recovery run ok"
+
+# bad input is refused before anything starts, with exit 2
+printf '{"pairs":10,"supervisors":3}\n' >"$tmp/bad.json"
+set +e
+TROUPE_CONFIG="$tmp/bad.json" TROUPE_EVENTS="$tmp/bad.events" "$here/scp/run" 2>"$tmp/bad.err"
+rc=$?
+set -e
+[[ $rc -eq 2 ]] || fail "scp: bad config gave exit $rc, expected 2"
+grep -q 'supervisors' "$tmp/bad.err" || fail "scp: bad config error does not name the key"
+step "all Erlang smoke checks passed"
