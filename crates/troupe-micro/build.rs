@@ -19,10 +19,6 @@ fn main() {
             }
         }
     }
-    let versions = if found.is_empty() {
-        "unknown (no Cargo.lock)".to_string()
-    } else {
-        found.join(", ")
-    };
+    let versions = if found.is_empty() { "unknown (no Cargo.lock)".to_string() } else { found.join(", ") };
     println!("cargo:rustc-env=TROUPE_MICRO_VERSIONS={versions}");
 }

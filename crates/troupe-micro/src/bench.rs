@@ -71,19 +71,10 @@ impl Bench {
 
     /// Looks a benchmark up by its contract name.
     pub fn from_name(name: &str) -> Result<Bench, Error> {
-        Bench::ALL
-            .into_iter()
-            .find(|b| b.name() == name)
-            .ok_or_else(|| {
-                let known: Vec<&str> = Bench::ALL.iter().map(|b| b.name()).collect();
-                Error::new(
-                    ErrorKind::Usage,
-                    format!(
-                        "unknown micro-benchmark `{name}`; known: {}",
-                        known.join(", ")
-                    ),
-                )
-            })
+        Bench::ALL.into_iter().find(|b| b.name() == name).ok_or_else(|| {
+            let known: Vec<&str> = Bench::ALL.iter().map(|b| b.name()).collect();
+            Error::new(ErrorKind::Usage, format!("unknown micro-benchmark `{name}`; known: {}", known.join(", ")))
+        })
     }
 
     /// The Savina default parameters of the benchmark, by the contract's key names.
@@ -111,16 +102,10 @@ impl Bench {
         let mut values = BTreeMap::new();
         for &(key, default) in self.defaults() {
             let scoped = overrides.get(&format!("{}.{key}", self.name()));
-            let v = scoped
-                .or_else(|| overrides.get(key))
-                .copied()
-                .unwrap_or(default);
+            let v = scoped.or_else(|| overrides.get(key)).copied().unwrap_or(default);
             values.insert(key, v);
         }
-        let p = Params {
-            bench: self,
-            values,
-        };
+        let p = Params { bench: self, values };
         p.validate()?;
         Ok(p)
     }
@@ -158,20 +143,13 @@ impl Params {
     /// The parameters as `key=value` arguments for a peer program.
     #[must_use]
     pub fn as_args(&self) -> Vec<String> {
-        self.values
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect()
+        self.values.iter().map(|(k, v)| format!("{k}={v}")).collect()
     }
 
     /// The parameters plus `reps`, as printed in a result line.
     #[must_use]
     pub fn with_reps(&self, reps: u32) -> BTreeMap<String, u64> {
-        let mut m: BTreeMap<String, u64> = self
-            .values
-            .iter()
-            .map(|(k, v)| ((*k).to_string(), *v))
-            .collect();
+        let mut m: BTreeMap<String, u64> = self.values.iter().map(|(k, v)| ((*k).to_string(), *v)).collect();
         m.insert("reps".into(), u64::from(reps));
         m
     }
@@ -185,23 +163,13 @@ impl Params {
             }
         }
         match b {
-            Bench::ThreadRing if self.get("actors") < 2 => {
-                bad("threadring: actors must be at least 2".into())
-            }
+            Bench::ThreadRing if self.get("actors") < 2 => bad("threadring: actors must be at least 2".into()),
             Bench::Big if self.get("actors") < 2 => bad("big: actors must be at least 2".into()),
-            Bench::Chameneos if self.get("chameneos") < 2 => {
-                bad("chameneos: chameneos must be at least 2".into())
+            Bench::Chameneos if self.get("chameneos") < 2 => bad("chameneos: chameneos must be at least 2".into()),
+            Bench::Fib if !(2..=40).contains(&self.get("n")) => {
+                bad("fib: n must be in 2..=40 (the root is an actor; above 40 is billions of actors)".into())
             }
-            Bench::Fib if !(2..=40).contains(&self.get("n")) => bad(
-                "fib: n must be in 2..=40 (the root is an actor; above 40 is billions of actors)"
-                    .into(),
-            ),
-            Bench::Skynet
-                if self
-                    .get("width")
-                    .checked_pow(self.get("depth") as u32)
-                    .is_none_or(|l| l > 50_000_000) =>
-            {
+            Bench::Skynet if self.get("width").checked_pow(self.get("depth") as u32).is_none_or(|l| l > 50_000_000) => {
                 bad("skynet: width^depth must stay at most 50,000,000 leaves".into())
             }
             _ => Ok(()),
@@ -284,10 +252,7 @@ pub fn records(runtime: &str, p: &Params, reps: u32, times: &[Duration]) -> Vec<
         params: params.clone(),
     }];
     if let Some(msgs) = messages(p) {
-        let rates: Vec<f64> = times
-            .iter()
-            .map(|d| msgs / d.as_secs_f64().max(1e-9))
-            .collect();
+        let rates: Vec<f64> = times.iter().map(|d| msgs / d.as_secs_f64().max(1e-9)).collect();
         out.push(Record {
             bench: p.bench.name().into(),
             runtime: runtime.into(),
@@ -306,10 +271,7 @@ fn round3(x: f64) -> f64 {
 
 /// A failed correctness check: the benchmark computed the wrong total.
 pub fn wrong_total(bench: Bench, runtime: &str, what: &str, got: u64, want: u64) -> Error {
-    Error::new(
-        ErrorKind::Failed,
-        format!("{runtime} {bench}: wrong {what}: got {got}, expected {want}"),
-    )
+    Error::new(ErrorKind::Failed, format!("{runtime} {bench}: wrong {what}: got {got}, expected {want}"))
 }
 
 /// Checks a total, failing loudly on a mismatch.
@@ -462,9 +424,7 @@ mod tests {
         let p = Bench::PingPong.params(&o).unwrap();
         assert_eq!(p.get("n"), 7);
         assert_eq!(p.as_args(), vec!["n=7".to_string()]);
-        assert!(Bench::ThreadRing
-            .params(&BTreeMap::from([("actors".into(), 1)]))
-            .is_err());
+        assert!(Bench::ThreadRing.params(&BTreeMap::from([("actors".into(), 1)])).is_err());
         o.insert("fib.n".to_string(), 12);
         assert_eq!(Bench::Fib.params(&o).unwrap().get("n"), 12);
         assert_eq!(Bench::Count.params(&o).unwrap().get("n"), 7);

@@ -29,10 +29,8 @@ pub(crate) fn run(opts: &MicroOptions, out: &mut dyn Write) -> Result<(), Error>
     let benches = select_benches(opts)?;
     let runtimes = select_runtimes(opts)?;
     let reps = opts.reps.unwrap_or(3).max(1);
-    let params: Vec<(Bench, Params)> = benches
-        .iter()
-        .map(|&b| b.params(&opts.params).map(|p| (b, p)))
-        .collect::<Result<_, _>>()?;
+    let params: Vec<(Bench, Params)> =
+        benches.iter().map(|&b| b.params(&opts.params).map(|p| (b, p))).collect::<Result<_, _>>()?;
 
     let mut problems: Vec<Problem> = Vec::new();
     let mut ready: Vec<String> = Vec::new();
@@ -47,22 +45,14 @@ pub(crate) fn run(opts: &MicroOptions, out: &mut dyn Write) -> Result<(), Error>
             Ok(()) => ready.push(rt.clone()),
             Err(error) => {
                 eprintln!("micro: {rt}: {error}");
-                problems.push(Problem {
-                    runtime: rt.clone(),
-                    bench: None,
-                    error,
-                });
+                problems.push(Problem { runtime: rt.clone(), bench: None, error });
             }
         }
     }
 
     let mut records: Vec<Record> = Vec::new();
     for (bench, p) in &params {
-        let now: Vec<String> = runtimes
-            .iter()
-            .filter(|r| ready.contains(r))
-            .cloned()
-            .collect();
+        let now: Vec<String> = runtimes.iter().filter(|r| ready.contains(r)).cloned().collect();
         for rt in &now {
             eprintln!("micro: {bench} on {rt} ({}) ...", p.as_args().join(" "));
             let result = if crate::IN_PROCESS_RUNTIMES.contains(&rt.as_str()) {
@@ -72,9 +62,7 @@ pub(crate) fn run(opts: &MicroOptions, out: &mut dyn Write) -> Result<(), Error>
                     crate::run_in_process(rt, *bench, p, reps)
                 }
             } else {
-                let r = root
-                    .as_deref()
-                    .expect("external runtimes are ready only with a root");
+                let r = root.as_deref().expect("external runtimes are ready only with a root");
                 run_peer(r, rt, *bench, p, reps)
             };
             match result {
@@ -90,11 +78,7 @@ pub(crate) fn run(opts: &MicroOptions, out: &mut dyn Write) -> Result<(), Error>
                 Err(error) => {
                     eprintln!("micro: {bench} on {rt}: {error}");
                     let missing = error.kind == ErrorKind::Missing;
-                    problems.push(Problem {
-                        runtime: rt.clone(),
-                        bench: Some(*bench),
-                        error,
-                    });
+                    problems.push(Problem { runtime: rt.clone(), bench: Some(*bench), error });
                     if missing {
                         ready.retain(|r| r != rt);
                     }
@@ -104,8 +88,7 @@ pub(crate) fn run(opts: &MicroOptions, out: &mut dyn Write) -> Result<(), Error>
     }
 
     if !opts.json {
-        crate::table::render(&records, &runtimes, &benches, reps, &problems, out)
-            .map_err(write_failed)?;
+        crate::table::render(&records, &runtimes, &benches, reps, &problems, out).map_err(write_failed)?;
     }
     summarize(&problems)
 }
@@ -134,17 +117,13 @@ fn select_benches(opts: &MicroOptions) -> Result<Vec<Bench>, Error> {
 
 fn select_runtimes(opts: &MicroOptions) -> Result<Vec<String>, Error> {
     let names: Vec<String> = if opts.runtimes.is_empty() {
-        crate::DEFAULT_RUNTIMES
-            .iter()
-            .map(|s| s.to_string())
-            .collect()
+        crate::DEFAULT_RUNTIMES.iter().map(|s| s.to_string()).collect()
     } else {
         opts.runtimes.iter().map(|s| s.trim().to_string()).collect()
     };
     let mut v: Vec<String> = Vec::new();
     for n in names {
-        let known = crate::IN_PROCESS_RUNTIMES.contains(&n.as_str())
-            || crate::EXTERNAL_RUNTIMES.contains(&n.as_str());
+        let known = crate::IN_PROCESS_RUNTIMES.contains(&n.as_str()) || crate::EXTERNAL_RUNTIMES.contains(&n.as_str());
         if !known {
             return Err(crate::unknown_runtime(&n));
         }
@@ -173,10 +152,7 @@ fn summarize(problems: &[Problem]) -> Result<(), Error> {
             None => format!("{}: {}", p.runtime, p.error),
         })
         .collect();
-    Err(Error::new(
-        kind,
-        format!("micro-benchmarks incomplete:\n  {}", lines.join("\n  ")),
-    ))
+    Err(Error::new(kind, format!("micro-benchmarks incomplete:\n  {}", lines.join("\n  "))))
 }
 
 /// The project root: `TROUPE_HOME`, else the nearest folder at or above the current directory
@@ -217,10 +193,7 @@ fn install_hint(rt: &str) -> String {
 fn build_peer(root: &Path, rt: &str) -> Result<(), Error> {
     let script = root.join("peers").join(rt).join("micro").join("build");
     if !script.is_file() {
-        return Err(Error::new(
-            ErrorKind::Missing,
-            format!("no peer program: {} does not exist", script.display()),
-        ));
+        return Err(Error::new(ErrorKind::Missing, format!("no peer program: {} does not exist", script.display())));
     }
     eprintln!("micro: building {rt} ({}) ...", script.display());
     let mut cmd = Command::new("bash");
@@ -229,37 +202,24 @@ fn build_peer(root: &Path, rt: &str) -> Result<(), Error> {
     match done.code {
         Some(0) => Ok(()),
         Some(3) => {
-            let said = done
-                .stderr
-                .lines()
-                .find(|l| l.contains("missing toolchain"));
+            let said = done.stderr.lines().find(|l| l.contains("missing toolchain"));
             let msg = match said {
                 Some(l) => l.trim().to_string(),
                 None => format!("missing toolchain for {rt}; {}", install_hint(rt)),
             };
             Err(Error::new(ErrorKind::Missing, msg))
         }
-        code => Err(Error::new(
-            ErrorKind::Failed,
-            format!("build failed ({}): {}", exit_text(code), tail(&done.stderr)),
-        )),
+        code => {
+            Err(Error::new(ErrorKind::Failed, format!("build failed ({}): {}", exit_text(code), tail(&done.stderr))))
+        }
     }
 }
 
 /// Runs `peers/<rt>/micro/run <bench> key=value... reps=N` and reads its JSON lines.
-fn run_peer(
-    root: &Path,
-    rt: &str,
-    bench: Bench,
-    p: &Params,
-    reps: u32,
-) -> Result<Vec<Record>, Error> {
+fn run_peer(root: &Path, rt: &str, bench: Bench, p: &Params, reps: u32) -> Result<Vec<Record>, Error> {
     let script = root.join("peers").join(rt).join("micro").join("run");
     if !script.is_file() {
-        return Err(Error::new(
-            ErrorKind::Missing,
-            format!("no peer program: {} does not exist", script.display()),
-        ));
+        return Err(Error::new(ErrorKind::Missing, format!("no peer program: {} does not exist", script.display())));
     }
     let mut cmd = Command::new("bash");
     cmd.arg(&script).arg(bench.name()).args(p.as_args());
@@ -271,21 +231,13 @@ fn run_peer(
     if done.code != Some(0) {
         return Err(Error::new(
             ErrorKind::Failed,
-            format!(
-                "{} {} exited with {}",
-                script.display(),
-                bench,
-                exit_text(done.code)
-            ),
+            format!("{} {} exited with {}", script.display(), bench, exit_text(done.code)),
         ));
     }
     let mut recs = Vec::new();
     for line in done.stdout.lines().filter(|l| !l.trim().is_empty()) {
         let rec: Record = serde_json::from_str(line).map_err(|e| {
-            Error::new(
-                ErrorKind::Failed,
-                format!("{rt} {bench}: stdout line is not a result line ({e}): {line}"),
-            )
+            Error::new(ErrorKind::Failed, format!("{rt} {bench}: stdout line is not a result line ({e}): {line}"))
         })?;
         if rec.bench != bench.name() {
             return Err(Error::new(
@@ -296,10 +248,7 @@ fn run_peer(
         recs.push(rec);
     }
     if recs.is_empty() {
-        return Err(Error::new(
-            ErrorKind::Failed,
-            format!("{rt} {bench}: printed no result line"),
-        ));
+        return Err(Error::new(ErrorKind::Failed, format!("{rt} {bench}: printed no result line")));
     }
     Ok(recs)
 }
@@ -313,11 +262,7 @@ struct Finished {
 /// Runs `cmd` to completion within `deadline` (killed past it). Stdout is captured (or, with
 /// `stdout_to_stderr`, forwarded to stderr so a build's chatter never reaches the results);
 /// stderr is forwarded and also kept for error messages.
-fn run_bounded(
-    mut cmd: Command,
-    deadline: Duration,
-    stdout_to_stderr: bool,
-) -> Result<Finished, Error> {
+fn run_bounded(mut cmd: Command, deadline: Duration, stdout_to_stderr: bool) -> Result<Finished, Error> {
     let what = format!("{cmd:?}");
     let mut child = cmd
         .stdout(Stdio::piped())
@@ -357,18 +302,10 @@ fn run_bounded(
                 let _ = child.wait();
                 return Err(Error::new(
                     ErrorKind::Failed,
-                    format!(
-                        "{what} did not finish within {} s; killed",
-                        deadline.as_secs()
-                    ),
+                    format!("{what} did not finish within {} s; killed", deadline.as_secs()),
                 ));
             }
-            Err(e) => {
-                return Err(Error::new(
-                    ErrorKind::Failed,
-                    format!("cannot wait for {what}: {e}"),
-                ))
-            }
+            Err(e) => return Err(Error::new(ErrorKind::Failed, format!("cannot wait for {what}: {e}"))),
         }
     };
     Ok(Finished {

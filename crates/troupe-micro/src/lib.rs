@@ -91,10 +91,7 @@ pub struct Error {
 
 impl Error {
     pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error {
-            kind,
-            message: message.into(),
-        }
+        Error { kind, message: message.into() }
     }
 }
 
@@ -125,12 +122,7 @@ pub fn run(opts: &MicroOptions, out: &mut dyn Write) -> Result<(), Error> {
 
 /// Runs one benchmark (not `memory`) on one in-process runtime with the warm-up + `reps` +
 /// median rule and returns its result lines. Correctness failures are errors.
-pub fn run_in_process(
-    runtime: &str,
-    bench: Bench,
-    params: &Params,
-    reps: u32,
-) -> Result<Vec<Record>, Error> {
+pub fn run_in_process(runtime: &str, bench: Bench, params: &Params, reps: u32) -> Result<Vec<Record>, Error> {
     if bench == Bench::Memory {
         return Err(Error::new(
             ErrorKind::Usage,

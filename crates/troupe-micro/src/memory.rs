@@ -68,9 +68,7 @@ pub(crate) fn child_main(spec: &str, out: &mut dyn Write) -> Result<(), Error> {
         )
     };
     let mut parts = spec.split(':');
-    let (Some("memory"), Some(rt), Some(n), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
+    let (Some("memory"), Some(rt), Some(n), None) = (parts.next(), parts.next(), parts.next(), parts.next()) else {
         return Err(bad());
     };
     let n: u64 = n.parse().map_err(|_| bad())?;
@@ -92,7 +90,7 @@ pub(crate) fn measure(runtime: &str, n: u64) -> Result<Vec<Record>, Error> {
         "kameo" => crate::kameo::memory::spawn_idle(n, &mut probe)?,
         "ractor" => crate::ractor::memory::spawn_idle(n, &mut probe)?,
         "actix" => crate::actix::memory::spawn_idle(n, &mut probe)?,
-        "troupe" => crate::troupe_rt::memory_spawn_idle(n, &mut probe)?,
+        "troupe" => crate::troupe_rt::memory::spawn_idle(n, &mut probe)?,
         other => return Err(crate::unknown_runtime(other)),
     };
     let (Some(before), Some(after)) = (probe.before, probe.after) else {
@@ -101,9 +99,7 @@ pub(crate) fn measure(runtime: &str, n: u64) -> Result<Vec<Record>, Error> {
             "memory: cannot read resident memory (no VmRSS in /proc/self/status)",
         ));
     };
-    let params = [("n".to_string(), n), ("reps".to_string(), 1)]
-        .into_iter()
-        .collect();
+    let params = [("n".to_string(), n), ("reps".to_string(), 1)].into_iter().collect();
     let per_actor = after.saturating_sub(before) as f64 / n as f64;
     Ok(vec![
         Record {
@@ -127,16 +123,10 @@ pub(crate) fn measure(runtime: &str, n: u64) -> Result<Vec<Record>, Error> {
 
 /// The parent side: runs `memory` for `runtime` in a fresh child process and returns the
 /// child's result lines.
-pub(crate) fn run_child(
-    runtime: &str,
-    n: u64,
-    child_args: Option<&[String]>,
-) -> Result<Vec<Record>, Error> {
+pub(crate) fn run_child(runtime: &str, n: u64, child_args: Option<&[String]>) -> Result<Vec<Record>, Error> {
     let failed = |m: String| Error::new(ErrorKind::Failed, format!("{runtime} memory: {m}"));
     if child_request().is_some() {
-        return Err(failed(format!(
-            "{CHILD_ENV} is set here already; refusing to nest children"
-        )));
+        return Err(failed(format!("{CHILD_ENV} is set here already; refusing to nest children")));
     }
     let exe = std::env::current_exe().map_err(|e| failed(format!("no current executable: {e}")))?;
     let args: Vec<String> = match child_args {
@@ -152,12 +142,8 @@ pub(crate) fn run_child(
         .spawn()
         .map_err(|e| failed(format!("cannot start {}: {e}", exe.display())))?;
     let stdout = child.stdout.take().expect("stdout is piped");
-    let reader = std::thread::spawn(move || {
-        BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-            .collect::<Vec<String>>()
-    });
+    let reader =
+        std::thread::spawn(move || BufReader::new(stdout).lines().map_while(Result::ok).collect::<Vec<String>>());
     let deadline = Instant::now() + ITERATION_DEADLINE;
     let status = loop {
         match child.try_wait() {
@@ -166,9 +152,7 @@ pub(crate) fn run_child(
             Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(failed(format!(
-                    "child did not finish within {ITERATION_DEADLINE:?}"
-                )));
+                return Err(failed(format!("child did not finish within {ITERATION_DEADLINE:?}")));
             }
             Err(e) => return Err(failed(format!("cannot wait for the child: {e}"))),
         }

@@ -18,7 +18,10 @@ pub(crate) fn render(
     problems: &[Problem],
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    writeln!(out, "micro-benchmarks: median of {reps} measured reps after 1 warm-up (memory: 1 run in a fresh process)")?;
+    writeln!(
+        out,
+        "micro-benchmarks: median of {reps} measured reps after 1 warm-up (memory: 1 run in a fresh process)"
+    )?;
     writeln!(out, "machine: {}", machine())?;
     writeln!(out, "libraries: {}", env!("TROUPE_MICRO_VERSIONS"))?;
     let mut header = vec!["bench".to_string(), "metric".to_string()];
@@ -27,20 +30,12 @@ pub(crate) fn render(
     let mut rows = vec![header];
     for b in benches {
         for m in METRICS {
-            let cell = |rt: &str| {
-                records
-                    .iter()
-                    .find(|r| r.bench == b.name() && r.metric == m && r.runtime == rt)
-            };
+            let cell = |rt: &str| records.iter().find(|r| r.bench == b.name() && r.metric == m && r.runtime == rt);
             if !runtimes.iter().any(|rt| cell(rt).is_some()) {
                 continue;
             }
             let mut row = vec![b.name().to_string(), m.to_string()];
-            row.extend(
-                runtimes
-                    .iter()
-                    .map(|rt| cell(rt).map_or("-".into(), fmt_value)),
-            );
+            row.extend(runtimes.iter().map(|rt| cell(rt).map_or("-".into(), fmt_value)));
             row.push(ratio(records, b.name(), m).map_or("-".into(), |x| format!("{x:.2}x")));
             rows.push(row);
         }
@@ -61,16 +56,8 @@ pub(crate) fn render(
 /// troupe / best peer for rates, best peer / troupe for times and bytes; > 1 means Troupe wins.
 fn ratio(records: &[Record], bench: &str, metric: &str) -> Option<f64> {
     let of = |r: &&Record| r.bench == bench && r.metric == metric;
-    let troupe = records
-        .iter()
-        .filter(of)
-        .find(|r| r.runtime == "troupe")?
-        .value;
-    let peers = records
-        .iter()
-        .filter(of)
-        .filter(|r| r.runtime != "troupe")
-        .map(|r| r.value);
+    let troupe = records.iter().filter(of).find(|r| r.runtime == "troupe")?.value;
+    let peers = records.iter().filter(of).filter(|r| r.runtime != "troupe").map(|r| r.value);
     if Record::higher_is_better(metric) {
         let best = peers.fold(f64::NAN, f64::max);
         (best > 0.0).then(|| troupe / best)
@@ -99,38 +86,17 @@ fn fmt_value(r: &Record) -> String {
 
 fn write_aligned(rows: &[Vec<String>], out: &mut dyn Write) -> io::Result<()> {
     let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let widths: Vec<usize> = (0..cols)
-        .map(|c| {
-            rows.iter()
-                .filter_map(|r| r.get(c))
-                .map(|s| s.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
+    let widths: Vec<usize> =
+        (0..cols).map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0)).collect();
     for (i, row) in rows.iter().enumerate() {
         let cells: Vec<String> = row
             .iter()
             .enumerate()
-            .map(|(c, s)| {
-                if c < 2 {
-                    format!("{s:<w$}", w = widths[c])
-                } else {
-                    format!("{s:>w$}", w = widths[c])
-                }
-            })
+            .map(|(c, s)| if c < 2 { format!("{s:<w$}", w = widths[c]) } else { format!("{s:>w$}", w = widths[c]) })
             .collect();
         writeln!(out, "{}", cells.join("  ").trim_end())?;
         if i == 0 {
-            writeln!(
-                out,
-                "{}",
-                widths
-                    .iter()
-                    .map(|w| "-".repeat(*w))
-                    .collect::<Vec<_>>()
-                    .join("  ")
-            )?;
+            writeln!(out, "{}", widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("  "))?;
         }
     }
     Ok(())
@@ -147,11 +113,7 @@ fn machine() -> String {
         })
         .unwrap_or_else(|| "unknown CPU".into());
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    format!(
-        "{cpu}, {cores} cores available, {} {}",
-        std::env::consts::OS,
-        std::env::consts::ARCH
-    )
+    format!("{cpu}, {cores} cores available, {} {}", std::env::consts::OS, std::env::consts::ARCH)
 }
 
 #[cfg(test)]

@@ -17,12 +17,7 @@ pub(crate) fn tokio_runtime() -> Result<tokio::runtime::Runtime, Error> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| {
-            Error::new(
-                ErrorKind::Failed,
-                format!("cannot start a tokio runtime: {e}"),
-            )
-        })
+        .map_err(|e| Error::new(ErrorKind::Failed, format!("cannot start a tokio runtime: {e}")))
 }
 
 /// Waits for a benchmark's completion value, bounded by [`ITERATION_DEADLINE`].
@@ -35,10 +30,7 @@ pub(crate) async fn wait<T>(rx: oneshot::Receiver<T>, what: &str) -> Result<T, E
         )),
         Err(_) => Err(Error::new(
             ErrorKind::Failed,
-            format!(
-                "{what}: no completion within {} s (hung?)",
-                ITERATION_DEADLINE.as_secs()
-            ),
+            format!("{what}: no completion within {} s (hung?)", ITERATION_DEADLINE.as_secs()),
         )),
     }
 }

@@ -39,16 +39,8 @@ pub(super) async fn fjthrput(p: &Params) -> Result<Duration, Error> {
     let (n, actors) = (p.get("n"), p.get("actors"));
     let t0 = Instant::now();
     let (sink, rx) = Sink::start_new(actors);
-    let workers: Vec<Addr<Worker>> = (0..actors)
-        .map(|_| {
-            Worker {
-                expected: n,
-                processed: 0,
-                sink: sink.clone(),
-            }
-            .start()
-        })
-        .collect();
+    let workers: Vec<Addr<Worker>> =
+        (0..actors).map(|_| Worker { expected: n, processed: 0, sink: sink.clone() }.start()).collect();
     for _ in 0..n {
         for w in &workers {
             w.do_send(Work);
@@ -57,13 +49,7 @@ pub(super) async fn fjthrput(p: &Params) -> Result<Duration, Error> {
     drop(workers);
     let total = wait(rx, "actix fjthrput").await?;
     let elapsed = t0.elapsed();
-    check(
-        Bench::FjThrput,
-        NAME,
-        "messages processed",
-        total,
-        n * actors,
-    )?;
+    check(Bench::FjThrput, NAME, "messages processed", total, n * actors)?;
     Ok(elapsed)
 }
 

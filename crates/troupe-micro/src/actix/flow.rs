@@ -91,21 +91,12 @@ pub(super) async fn pingpong(p: &Params) -> Result<Duration, Error> {
     let t0 = Instant::now();
     let pong = Ponger { pings: 0 }.start();
     let (tx, rx) = oneshot::channel();
-    let ping = Pinger {
-        pong: pong.clone(),
-        left: n,
-        pongs: 0,
-        done: Some(tx),
-    }
-    .start();
+    let ping = Pinger { pong: pong.clone(), left: n, pongs: 0, done: Some(tx) }.start();
     ping.do_send(Start);
     drop(ping);
     let pongs = wait(rx, "actix pingpong").await?;
     let elapsed = t0.elapsed();
-    let pings = pong
-        .send(PingsSeen)
-        .await
-        .map_err(|e| failed("actix pingpong", e))?;
+    let pings = pong.send(PingsSeen).await.map_err(|e| failed("actix pingpong", e))?;
     check(Bench::PingPong, NAME, "pongs received", pongs, n)?;
     check(Bench::PingPong, NAME, "pings answered", pings, n)?;
     Ok(elapsed)
@@ -149,10 +140,7 @@ pub(super) async fn count(p: &Params) -> Result<Duration, Error> {
     for _ in 0..n {
         counter.do_send(Increment);
     }
-    let total = counter
-        .send(Total)
-        .await
-        .map_err(|e| failed("actix count", e))?;
+    let total = counter.send(Total).await.map_err(|e| failed("actix count", e))?;
     let elapsed = t0.elapsed();
     check(Bench::Count, NAME, "total", total, n)?;
     Ok(elapsed)
@@ -206,15 +194,7 @@ pub(super) async fn threadring(p: &Params) -> Result<Duration, Error> {
     let (actors, n) = (p.count("actors"), p.get("n"));
     let t0 = Instant::now();
     let (sink, rx) = Sink::start_new(1);
-    let ring: Vec<Addr<RingNode>> = (0..actors)
-        .map(|_| {
-            RingNode {
-                next: None,
-                sink: sink.clone(),
-            }
-            .start()
-        })
-        .collect();
+    let ring: Vec<Addr<RingNode>> = (0..actors).map(|_| RingNode { next: None, sink: sink.clone() }.start()).collect();
     for (i, node) in ring.iter().enumerate() {
         node.do_send(SetNext(ring[(i + 1) % actors].clone()));
     }

@@ -42,10 +42,7 @@ async fn until(counter: &AtomicU64, n: u64, what: &str) -> Result<(), Error> {
     let deadline = Instant::now() + ITERATION_DEADLINE;
     while counter.load(Ordering::Relaxed) < n {
         if Instant::now() > deadline {
-            return Err(Error::new(
-                ErrorKind::Failed,
-                format!("actix memory: {what} timed out"),
-            ));
+            return Err(Error::new(ErrorKind::Failed, format!("actix memory: {what} timed out")));
         }
         tokio::task::yield_now().await;
     }
@@ -62,15 +59,8 @@ pub(crate) fn spawn_idle(n: u64, probe: &mut Probe) -> Result<Duration, Error> {
         let stopped = Arc::new(AtomicU64::new(0));
         lock(&inner).before();
         let t0 = Instant::now();
-        let actors: Vec<Addr<Idle>> = (0..n)
-            .map(|_| {
-                Idle {
-                    started: started.clone(),
-                    stopped: stopped.clone(),
-                }
-                .start()
-            })
-            .collect();
+        let actors: Vec<Addr<Idle>> =
+            (0..n).map(|_| Idle { started: started.clone(), stopped: stopped.clone() }.start()).collect();
         until(&started, n, "start").await?;
         let spawn = t0.elapsed();
         lock(&inner).after();

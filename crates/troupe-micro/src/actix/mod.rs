@@ -29,23 +29,14 @@ where
     F: FnOnce() -> Fut + Send + 'static,
     Fut: std::future::Future<Output = Result<T, Error>>,
 {
-    let worker = std::thread::Builder::new()
-        .name("actix-bench".into())
-        .spawn(move || {
-            let system = System::new();
-            let out = system.block_on(f());
-            System::current().stop();
-            out
-        });
-    let worker = worker.map_err(|e| {
-        Error::new(
-            ErrorKind::Failed,
-            format!("actix: cannot start a thread: {e}"),
-        )
-    })?;
-    worker
-        .join()
-        .map_err(|_| Error::new(ErrorKind::Failed, "actix: the benchmark thread panicked"))?
+    let worker = std::thread::Builder::new().name("actix-bench".into()).spawn(move || {
+        let system = System::new();
+        let out = system.block_on(f());
+        System::current().stop();
+        out
+    });
+    let worker = worker.map_err(|e| Error::new(ErrorKind::Failed, format!("actix: cannot start a thread: {e}")))?;
+    worker.join().map_err(|_| Error::new(ErrorKind::Failed, "actix: the benchmark thread panicked"))?
 }
 
 /// Runs `count` iterations of `bench` in one actix System and returns their times.
@@ -84,16 +75,7 @@ pub(crate) struct Sink {
 impl Sink {
     pub(crate) fn start_new(expected: u64) -> (Addr<Sink>, oneshot::Receiver<u64>) {
         let (tx, rx) = oneshot::channel();
-        (
-            Sink {
-                expected,
-                seen: 0,
-                sum: 0,
-                done: Some(tx),
-            }
-            .start(),
-            rx,
-        )
+        (Sink { expected, seen: 0, sum: 0, done: Some(tx) }.start(), rx)
     }
 }
 

@@ -128,34 +128,14 @@ pub(super) async fn chameneos(p: &Params) -> Result<Duration, Error> {
     let (creatures, n) = (p.get("chameneos"), p.get("n"));
     let t0 = Instant::now();
     let (tx, rx) = oneshot::channel();
-    let mall = Mall {
-        meetings_left: n,
-        waiting: None,
-        creatures,
-        faded: 0,
-        meetings_sum: 0,
-        done: Some(tx),
-    }
-    .start();
+    let mall = Mall { meetings_left: n, waiting: None, creatures, faded: 0, meetings_sum: 0, done: Some(tx) }.start();
     for i in 0..creatures as usize {
-        Creature {
-            colour: Colour::initial(i),
-            meetings: 0,
-            mall: mall.clone(),
-        }
-        .start()
-        .do_send(Go);
+        Creature { colour: Colour::initial(i), meetings: 0, mall: mall.clone() }.start().do_send(Go);
     }
     drop(mall);
     let sum = wait(rx, "actix chameneos").await?;
     let elapsed = t0.elapsed();
-    check(
-        Bench::Chameneos,
-        NAME,
-        "sum of meetings (2 per meeting)",
-        sum,
-        2 * n,
-    )?;
+    check(Bench::Chameneos, NAME, "sum of meetings (2 per meeting)", sum, 2 * n)?;
     Ok(elapsed)
 }
 

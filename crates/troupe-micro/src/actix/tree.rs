@@ -60,13 +60,7 @@ impl Handler<Compute> for Fib {
                 self.sum += child;
             } else {
                 let parent = Parent::Actor(ctx.address());
-                Fib {
-                    parent,
-                    pending: 0,
-                    sum: 0,
-                }
-                .start()
-                .do_send(Compute(child));
+                Fib { parent, pending: 0, sum: 0 }.start().do_send(Compute(child));
                 self.pending += 1;
             }
         }
@@ -93,13 +87,7 @@ pub(super) async fn fib(p: &Params) -> Result<Duration, Error> {
     let n = p.get("n");
     let t0 = Instant::now();
     let (tx, rx) = oneshot::channel();
-    Fib {
-        parent: Parent::Root(Some(tx)),
-        pending: 0,
-        sum: 0,
-    }
-    .start()
-    .do_send(Compute(n));
+    Fib { parent: Parent::Root(Some(tx)), pending: 0, sum: 0 }.start().do_send(Compute(n));
     let v = wait(rx, "actix fib").await?;
     let elapsed = t0.elapsed();
     check(Bench::Fib, NAME, "fib", v, fib_value(n))?;
@@ -137,13 +125,7 @@ impl Handler<Sky> for Node {
         self.pending = s.width;
         for i in 0..s.width {
             let parent = Parent::Actor(ctx.address());
-            Node {
-                parent,
-                pending: 0,
-                sum: 0,
-            }
-            .start()
-            .do_send(Sky {
+            Node { parent, pending: 0, sum: 0 }.start().do_send(Sky {
                 num: s.num + i * step,
                 size: step,
                 width: s.width,
@@ -169,17 +151,7 @@ pub(super) async fn skynet(p: &Params) -> Result<Duration, Error> {
     let t0 = Instant::now();
     let (tx, rx) = oneshot::channel();
     let size = width.pow(depth as u32);
-    Node {
-        parent: Parent::Root(Some(tx)),
-        pending: 0,
-        sum: 0,
-    }
-    .start()
-    .do_send(Sky {
-        num: 0,
-        size,
-        width,
-    });
+    Node { parent: Parent::Root(Some(tx)), pending: 0, sum: 0 }.start().do_send(Sky { num: 0, size, width });
     let v = wait(rx, "actix skynet").await?;
     let elapsed = t0.elapsed();
     check(Bench::Skynet, NAME, "sum", v, skynet_value(depth, width))?;

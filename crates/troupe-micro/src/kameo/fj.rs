@@ -38,31 +38,16 @@ pub(super) async fn fjthrput(p: &Params) -> Result<Duration, Error> {
     let t0 = Instant::now();
     let (tx, rx) = oneshot::channel();
     let sink = Sink::spawn(Sink::new(actors, tx));
-    let workers: Vec<ActorRef<Worker>> = (0..actors)
-        .map(|_| {
-            Worker::spawn(Worker {
-                expected: n,
-                processed: 0,
-                sink: sink.clone(),
-            })
-        })
-        .collect();
+    let workers: Vec<ActorRef<Worker>> =
+        (0..actors).map(|_| Worker::spawn(Worker { expected: n, processed: 0, sink: sink.clone() })).collect();
     for _ in 0..n {
         for w in &workers {
-            w.tell(Work)
-                .await
-                .map_err(|e| failed("kameo fjthrput", e))?;
+            w.tell(Work).await.map_err(|e| failed("kameo fjthrput", e))?;
         }
     }
     let total = wait(rx, "kameo fjthrput").await?;
     let elapsed = t0.elapsed();
-    check(
-        Bench::FjThrput,
-        NAME,
-        "messages processed",
-        total,
-        n * actors,
-    )?;
+    check(Bench::FjThrput, NAME, "messages processed", total, n * actors)?;
     Ok(elapsed)
 }
 
@@ -88,9 +73,7 @@ pub(super) async fn fjcreate(p: &Params) -> Result<Duration, Error> {
     let sink = Sink::spawn(Sink::new(n, tx));
     for _ in 0..n {
         let a = Ephemeral::spawn(Ephemeral { sink: sink.clone() });
-        a.tell(Hello)
-            .await
-            .map_err(|e| failed("kameo fjcreate", e))?;
+        a.tell(Hello).await.map_err(|e| failed("kameo fjcreate", e))?;
     }
     let total = wait(rx, "kameo fjcreate").await?;
     let elapsed = t0.elapsed();

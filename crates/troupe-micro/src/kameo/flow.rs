@@ -36,12 +36,7 @@ struct PingsSeen;
 impl Pinger {
     async fn send_ping(&mut self, me: &ActorRef<Pinger>) {
         self.left -= 1;
-        let sent = self
-            .pong
-            .tell(Ping {
-                reply_to: me.clone(),
-            })
-            .await;
+        let sent = self.pong.tell(Ping { reply_to: me.clone() }).await;
         assert!(sent.is_ok(), "pong stopped");
     }
 }
@@ -89,21 +84,11 @@ pub(super) async fn pingpong(p: &Params) -> Result<Duration, Error> {
     let t0 = Instant::now();
     let pong = Ponger::spawn(Ponger { pings: 0 });
     let (tx, rx) = oneshot::channel();
-    let ping = Pinger::spawn(Pinger {
-        pong: pong.clone(),
-        left: n,
-        pongs: 0,
-        done: Some(tx),
-    });
-    ping.tell(Start)
-        .await
-        .map_err(|e| failed("kameo pingpong start", e))?;
+    let ping = Pinger::spawn(Pinger { pong: pong.clone(), left: n, pongs: 0, done: Some(tx) });
+    ping.tell(Start).await.map_err(|e| failed("kameo pingpong start", e))?;
     let pongs = wait(rx, "kameo pingpong").await?;
     let elapsed = t0.elapsed();
-    let pings = pong
-        .ask(PingsSeen)
-        .await
-        .map_err(|e| failed("kameo pingpong", e))?;
+    let pings = pong.ask(PingsSeen).await.map_err(|e| failed("kameo pingpong", e))?;
     let _ = pong.stop_gracefully().await;
     pong.wait_for_shutdown().await;
     check(Bench::PingPong, NAME, "pongs received", pongs, n)?;
@@ -139,15 +124,9 @@ pub(super) async fn count(p: &Params) -> Result<Duration, Error> {
     let t0 = Instant::now();
     let counter = Counter::spawn(Counter { total: 0 });
     for _ in 0..n {
-        counter
-            .tell(Increment)
-            .await
-            .map_err(|e| failed("kameo count", e))?;
+        counter.tell(Increment).await.map_err(|e| failed("kameo count", e))?;
     }
-    let total = counter
-        .ask(Total)
-        .await
-        .map_err(|e| failed("kameo count", e))?;
+    let total = counter.ask(Total).await.map_err(|e| failed("kameo count", e))?;
     let elapsed = t0.elapsed();
     counter.wait_for_shutdown().await;
     check(Bench::Count, NAME, "total", total, n)?;
@@ -197,24 +176,13 @@ pub(super) async fn threadring(p: &Params) -> Result<Duration, Error> {
     let t0 = Instant::now();
     let (tx, rx) = oneshot::channel();
     let sink = Sink::spawn(Sink::new(1, tx));
-    let ring: Vec<ActorRef<RingNode>> = (0..actors)
-        .map(|_| {
-            RingNode::spawn(RingNode {
-                next: None,
-                sink: sink.clone(),
-            })
-        })
-        .collect();
+    let ring: Vec<ActorRef<RingNode>> =
+        (0..actors).map(|_| RingNode::spawn(RingNode { next: None, sink: sink.clone() })).collect();
     for (i, node) in ring.iter().enumerate() {
         let next = ring[(i + 1) % actors].clone();
-        node.tell(SetNext(next))
-            .await
-            .map_err(|e| failed("kameo threadring", e))?;
+        node.tell(SetNext(next)).await.map_err(|e| failed("kameo threadring", e))?;
     }
-    ring[0]
-        .tell(Token(n, 0))
-        .await
-        .map_err(|e| failed("kameo threadring", e))?;
+    ring[0].tell(Token(n, 0)).await.map_err(|e| failed("kameo threadring", e))?;
     let hops = wait(rx, "kameo threadring").await?;
     let elapsed = t0.elapsed();
     for node in &ring {

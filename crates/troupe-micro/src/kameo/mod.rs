@@ -59,12 +59,7 @@ pub(crate) struct Sink {
 
 impl Sink {
     pub(crate) fn new(expected: u64, done: oneshot::Sender<u64>) -> Self {
-        Sink {
-            expected,
-            seen: 0,
-            sum: 0,
-            done: Some(done),
-        }
+        Sink { expected, seen: 0, sum: 0, done: Some(done) }
     }
 }
 

@@ -56,12 +56,7 @@ impl Message<MeetRequest> for Mall {
             None => self.waiting = Some((req.from, req.colour)),
             Some((first, _)) => {
                 self.meetings_left -= 1;
-                let _ = first
-                    .tell(MeetWith {
-                        other: req.from,
-                        colour: req.colour,
-                    })
-                    .await;
+                let _ = first.tell(MeetWith { other: req.from, colour: req.colour }).await;
             }
         }
     }
@@ -83,13 +78,7 @@ impl Message<Faded> for Mall {
 
 impl Creature {
     async fn request(&self, me: &ActorRef<Creature>) {
-        let sent = self
-            .mall
-            .tell(MeetRequest {
-                from: me.clone(),
-                colour: self.colour,
-            })
-            .await;
+        let sent = self.mall.tell(MeetRequest { from: me.clone(), colour: self.colour }).await;
         assert!(sent.is_ok(), "mall stopped");
     }
 }
@@ -132,35 +121,17 @@ pub(super) async fn chameneos(p: &Params) -> Result<Duration, Error> {
     let (creatures, n) = (p.get("chameneos"), p.get("n"));
     let t0 = Instant::now();
     let (tx, rx) = oneshot::channel();
-    let mall = Mall::spawn(Mall {
-        meetings_left: n,
-        waiting: None,
-        creatures,
-        faded: 0,
-        meetings_sum: 0,
-        done: Some(tx),
-    });
+    let mall =
+        Mall::spawn(Mall { meetings_left: n, waiting: None, creatures, faded: 0, meetings_sum: 0, done: Some(tx) });
     let all: Vec<ActorRef<Creature>> = (0..creatures as usize)
-        .map(|i| {
-            Creature::spawn(Creature {
-                colour: Colour::initial(i),
-                meetings: 0,
-                mall: mall.clone(),
-            })
-        })
+        .map(|i| Creature::spawn(Creature { colour: Colour::initial(i), meetings: 0, mall: mall.clone() }))
         .collect();
     for c in &all {
         c.tell(Go).await.map_err(|e| failed("kameo chameneos", e))?;
     }
     let sum = wait(rx, "kameo chameneos").await?;
     let elapsed = t0.elapsed();
-    check(
-        Bench::Chameneos,
-        NAME,
-        "sum of meetings (2 per meeting)",
-        sum,
-        2 * n,
-    )?;
+    check(Bench::Chameneos, NAME, "sum of meetings (2 per meeting)", sum, 2 * n)?;
     Ok(elapsed)
 }
 
@@ -257,9 +228,7 @@ pub(super) async fn big(p: &Params) -> Result<Duration, Error> {
             .collect(),
     );
     for a in all.iter() {
-        a.tell(Peers(all.clone()))
-            .await
-            .map_err(|e| failed("kameo big", e))?;
+        a.tell(Peers(all.clone())).await.map_err(|e| failed("kameo big", e))?;
     }
     for a in all.iter() {
         a.tell(Begin).await.map_err(|e| failed("kameo big", e))?;

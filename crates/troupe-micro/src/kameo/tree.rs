@@ -54,11 +54,7 @@ impl Message<Compute> for Fib {
             if child <= 1 {
                 self.sum += child;
             } else {
-                let c = Fib::spawn(Fib {
-                    parent: Parent::Actor(ctx.actor_ref().clone()),
-                    pending: 0,
-                    sum: 0,
-                });
+                let c = Fib::spawn(Fib { parent: Parent::Actor(ctx.actor_ref().clone()), pending: 0, sum: 0 });
                 self.pending += 1;
                 let _ = c.tell(Compute(child)).await;
             }
@@ -84,11 +80,7 @@ pub(super) async fn fib(p: &Params) -> Result<Duration, Error> {
     let n = p.get("n");
     let t0 = Instant::now();
     let (tx, rx) = oneshot::channel();
-    let root = Fib::spawn(Fib {
-        parent: Parent::Root(Some(tx)),
-        pending: 0,
-        sum: 0,
-    });
+    let root = Fib::spawn(Fib { parent: Parent::Root(Some(tx)), pending: 0, sum: 0 });
     let _ = root.tell(Compute(n)).await;
     drop(root);
     let v = wait(rx, "kameo fib").await?;
@@ -138,18 +130,8 @@ impl Message<Sky> for Node {
         let step = s.size / s.width;
         self.pending = s.width;
         for i in 0..s.width {
-            let c = Node::spawn(Node {
-                parent: Parent::Actor(ctx.actor_ref().clone()),
-                pending: 0,
-                sum: 0,
-            });
-            let _ = c
-                .tell(Sky {
-                    num: s.num + i * step,
-                    size: step,
-                    width: s.width,
-                })
-                .await;
+            let c = Node::spawn(Node { parent: Parent::Actor(ctx.actor_ref().clone()), pending: 0, sum: 0 });
+            let _ = c.tell(Sky { num: s.num + i * step, size: step, width: s.width }).await;
         }
     }
 }
@@ -169,18 +151,8 @@ pub(super) async fn skynet(p: &Params) -> Result<Duration, Error> {
     let (depth, width) = (p.get("depth"), p.get("width"));
     let t0 = Instant::now();
     let (tx, rx) = oneshot::channel();
-    let root = Node::spawn(Node {
-        parent: Parent::Root(Some(tx)),
-        pending: 0,
-        sum: 0,
-    });
-    let _ = root
-        .tell(Sky {
-            num: 0,
-            size: width.pow(depth as u32),
-            width,
-        })
-        .await;
+    let root = Node::spawn(Node { parent: Parent::Root(Some(tx)), pending: 0, sum: 0 });
+    let _ = root.tell(Sky { num: 0, size: width.pow(depth as u32), width }).await;
     drop(root);
     let v = wait(rx, "kameo skynet").await?;
     let elapsed = t0.elapsed();

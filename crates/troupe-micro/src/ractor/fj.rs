@@ -31,19 +31,10 @@ impl Actor for Worker {
         _: ActorRef<Work>,
         (expected, sink): Self::Arguments,
     ) -> Result<WorkerState, ActorProcessingErr> {
-        Ok(WorkerState {
-            expected,
-            processed: 0,
-            sink,
-        })
+        Ok(WorkerState { expected, processed: 0, sink })
     }
 
-    async fn handle(
-        &self,
-        myself: ActorRef<Work>,
-        _: Work,
-        st: &mut WorkerState,
-    ) -> Result<(), ActorProcessingErr> {
+    async fn handle(&self, myself: ActorRef<Work>, _: Work, st: &mut WorkerState) -> Result<(), ActorProcessingErr> {
         st.processed += fj_compute(37.2);
         if st.processed == st.expected {
             st.sink.cast(st.processed)?;
@@ -68,13 +59,7 @@ pub(super) async fn fjthrput(p: &Params) -> Result<Duration, Error> {
     }
     let total = wait(rx, "ractor fjthrput").await?;
     let elapsed = t0.elapsed();
-    check(
-        Bench::FjThrput,
-        NAME,
-        "messages processed",
-        total,
-        n * actors,
-    )?;
+    check(Bench::FjThrput, NAME, "messages processed", total, n * actors)?;
     Ok(elapsed)
 }
 
@@ -88,11 +73,7 @@ impl Actor for Ephemeral {
     type State = ActorRef<u64>;
     type Arguments = ActorRef<u64>;
 
-    async fn pre_start(
-        &self,
-        _: ActorRef<Hello>,
-        sink: ActorRef<u64>,
-    ) -> Result<ActorRef<u64>, ActorProcessingErr> {
+    async fn pre_start(&self, _: ActorRef<Hello>, sink: ActorRef<u64>) -> Result<ActorRef<u64>, ActorProcessingErr> {
         Ok(sink)
     }
 

@@ -37,11 +37,7 @@ impl Actor for Pinger {
     type State = PingState;
     type Arguments = PingState;
 
-    async fn pre_start(
-        &self,
-        _: ActorRef<PingMsg>,
-        st: PingState,
-    ) -> Result<PingState, ActorProcessingErr> {
+    async fn pre_start(&self, _: ActorRef<PingMsg>, st: PingState) -> Result<PingState, ActorProcessingErr> {
         Ok(st)
     }
 
@@ -76,12 +72,7 @@ impl Actor for Ponger {
         Ok(0)
     }
 
-    async fn handle(
-        &self,
-        _: ActorRef<PongMsg>,
-        msg: PongMsg,
-        pings: &mut u64,
-    ) -> Result<(), ActorProcessingErr> {
+    async fn handle(&self, _: ActorRef<PongMsg>, msg: PongMsg, pings: &mut u64) -> Result<(), ActorProcessingErr> {
         match msg {
             PongMsg::Ping(from) => {
                 *pings += 1;
@@ -100,15 +91,9 @@ pub(super) async fn pingpong(p: &Params) -> Result<Duration, Error> {
     let t0 = Instant::now();
     let (pong, pong_handle) = spawn(Ponger, ()).await?;
     let (tx, rx) = oneshot::channel();
-    let st = PingState {
-        pong: pong.clone(),
-        left: n,
-        pongs: 0,
-        done: Some(tx),
-    };
+    let st = PingState { pong: pong.clone(), left: n, pongs: 0, done: Some(tx) };
     let (ping, _) = spawn(Pinger, st).await?;
-    ping.cast(PingMsg::Start)
-        .map_err(|e| failed("ractor pingpong", e))?;
+    ping.cast(PingMsg::Start).map_err(|e| failed("ractor pingpong", e))?;
     let pongs = wait(rx, "ractor pingpong").await?;
     let elapsed = t0.elapsed();
     let pings = call!(pong, PongMsg::Seen).map_err(|e| failed("ractor pingpong", e))?;
@@ -156,9 +141,7 @@ pub(super) async fn count(p: &Params) -> Result<Duration, Error> {
     let t0 = Instant::now();
     let (counter, handle) = spawn(Counter, ()).await?;
     for _ in 0..n {
-        counter
-            .cast(CounterMsg::Increment)
-            .map_err(|e| failed("ractor count", e))?;
+        counter.cast(CounterMsg::Increment).map_err(|e| failed("ractor count", e))?;
     }
     let total = call!(counter, CounterMsg::Total).map_err(|e| failed("ractor count", e))?;
     let elapsed = t0.elapsed();
@@ -186,20 +169,11 @@ impl Actor for RingNode {
     type State = RingState;
     type Arguments = ActorRef<u64>;
 
-    async fn pre_start(
-        &self,
-        _: ActorRef<RingMsg>,
-        sink: ActorRef<u64>,
-    ) -> Result<RingState, ActorProcessingErr> {
+    async fn pre_start(&self, _: ActorRef<RingMsg>, sink: ActorRef<u64>) -> Result<RingState, ActorProcessingErr> {
         Ok(RingState { next: None, sink })
     }
 
-    async fn handle(
-        &self,
-        _: ActorRef<RingMsg>,
-        msg: RingMsg,
-        st: &mut RingState,
-    ) -> Result<(), ActorProcessingErr> {
+    async fn handle(&self, _: ActorRef<RingMsg>, msg: RingMsg, st: &mut RingState) -> Result<(), ActorProcessingErr> {
         match msg {
             RingMsg::SetNext(next) => st.next = Some(next),
             RingMsg::Token(0, hops) => st.sink.cast(hops)?,
@@ -223,13 +197,9 @@ pub(super) async fn threadring(p: &Params) -> Result<Duration, Error> {
     }
     for (i, (node, _)) in ring.iter().enumerate() {
         let next = ring[(i + 1) % actors].0.clone();
-        node.cast(RingMsg::SetNext(next))
-            .map_err(|e| failed("ractor threadring", e))?;
+        node.cast(RingMsg::SetNext(next)).map_err(|e| failed("ractor threadring", e))?;
     }
-    ring[0]
-        .0
-        .cast(RingMsg::Token(n, 0))
-        .map_err(|e| failed("ractor threadring", e))?;
+    ring[0].0.cast(RingMsg::Token(n, 0)).map_err(|e| failed("ractor threadring", e))?;
     let hops = wait(rx, "ractor threadring").await?;
     let elapsed = t0.elapsed();
     for (node, _) in &ring {

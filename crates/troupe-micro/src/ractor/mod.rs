@@ -67,20 +67,10 @@ impl Actor for Sink {
         _: ActorRef<u64>,
         (expected, done): Self::Arguments,
     ) -> Result<SinkState, ActorProcessingErr> {
-        Ok(SinkState {
-            expected,
-            seen: 0,
-            sum: 0,
-            done: Some(done),
-        })
+        Ok(SinkState { expected, seen: 0, sum: 0, done: Some(done) })
     }
 
-    async fn handle(
-        &self,
-        myself: ActorRef<u64>,
-        v: u64,
-        st: &mut SinkState,
-    ) -> Result<(), ActorProcessingErr> {
+    async fn handle(&self, myself: ActorRef<u64>, v: u64, st: &mut SinkState) -> Result<(), ActorProcessingErr> {
         st.seen += 1;
         st.sum += v;
         if st.seen == st.expected {
@@ -96,9 +86,8 @@ impl Actor for Sink {
 /// Spawns a [`Sink`] expecting `expected` reports.
 pub(crate) async fn sink(expected: u64) -> Result<(ActorRef<u64>, oneshot::Receiver<u64>), Error> {
     let (tx, rx) = oneshot::channel();
-    let (r, _) = Actor::spawn(None, Sink, (expected, tx))
-        .await
-        .map_err(|e| failed("ractor: cannot spawn the sink", e))?;
+    let (r, _) =
+        Actor::spawn(None, Sink, (expected, tx)).await.map_err(|e| failed("ractor: cannot spawn the sink", e))?;
     Ok((r, rx))
 }
 
@@ -107,7 +96,5 @@ pub(crate) async fn spawn<A: Actor>(
     handler: A,
     args: A::Arguments,
 ) -> Result<(ActorRef<A::Msg>, ::ractor::concurrency::JoinHandle<()>), Error> {
-    Actor::spawn(None, handler, args)
-        .await
-        .map_err(|e| failed("ractor: spawn failed", e))
+    Actor::spawn(None, handler, args).await.map_err(|e| failed("ractor: spawn failed", e))
 }

@@ -33,11 +33,7 @@ impl Actor for Mall {
     type State = MallState;
     type Arguments = MallState;
 
-    async fn pre_start(
-        &self,
-        _: ActorRef<MallMsg>,
-        st: MallState,
-    ) -> Result<MallState, ActorProcessingErr> {
+    async fn pre_start(&self, _: ActorRef<MallMsg>, st: MallState) -> Result<MallState, ActorProcessingErr> {
         Ok(st)
     }
 
@@ -131,37 +127,19 @@ pub(super) async fn chameneos(p: &Params) -> Result<Duration, Error> {
     let (creatures, n) = (p.get("chameneos"), p.get("n"));
     let t0 = Instant::now();
     let (tx, rx) = oneshot::channel();
-    let st = MallState {
-        meetings_left: n,
-        waiting: None,
-        creatures,
-        faded: 0,
-        meetings_sum: 0,
-        done: Some(tx),
-    };
+    let st = MallState { meetings_left: n, waiting: None, creatures, faded: 0, meetings_sum: 0, done: Some(tx) };
     let (mall, _) = spawn(Mall, st).await?;
     let mut all = Vec::with_capacity(creatures as usize);
     for i in 0..creatures as usize {
-        let st = CreatureState {
-            colour: Colour::initial(i),
-            meetings: 0,
-            mall: mall.clone(),
-        };
+        let st = CreatureState { colour: Colour::initial(i), meetings: 0, mall: mall.clone() };
         all.push(spawn(Creature, st).await?.0);
     }
     for c in &all {
-        c.cast(CreatureMsg::Go)
-            .map_err(|e| failed("ractor chameneos", e))?;
+        c.cast(CreatureMsg::Go).map_err(|e| failed("ractor chameneos", e))?;
     }
     let sum = wait(rx, "ractor chameneos").await?;
     let elapsed = t0.elapsed();
-    check(
-        Bench::Chameneos,
-        NAME,
-        "sum of meetings (2 per meeting)",
-        sum,
-        2 * n,
-    )?;
+    check(Bench::Chameneos, NAME, "sum of meetings (2 per meeting)", sum, 2 * n)?;
     Ok(elapsed)
 }
 
@@ -203,22 +181,10 @@ impl Actor for BigActor {
         (id, n, sink): Self::Arguments,
     ) -> Result<BigState, ActorProcessingErr> {
         let rng = SplitMix::new(BIG_SEED + id as u64);
-        Ok(BigState {
-            id,
-            peers: Arc::new(Vec::new()),
-            rng,
-            pings_left: n,
-            pongs: 0,
-            sink,
-        })
+        Ok(BigState { id, peers: Arc::new(Vec::new()), rng, pings_left: n, pongs: 0, sink })
     }
 
-    async fn handle(
-        &self,
-        _: ActorRef<BigMsg>,
-        msg: BigMsg,
-        st: &mut BigState,
-    ) -> Result<(), ActorProcessingErr> {
+    async fn handle(&self, _: ActorRef<BigMsg>, msg: BigMsg, st: &mut BigState) -> Result<(), ActorProcessingErr> {
         match msg {
             BigMsg::Peers(p) => st.peers = p,
             BigMsg::Begin => st.ping_someone()?,
@@ -249,8 +215,7 @@ pub(super) async fn big(p: &Params) -> Result<Duration, Error> {
     }
     let all = Arc::new(refs);
     for a in all.iter() {
-        a.cast(BigMsg::Peers(all.clone()))
-            .map_err(|e| failed("ractor big", e))?;
+        a.cast(BigMsg::Peers(all.clone())).map_err(|e| failed("ractor big", e))?;
     }
     for a in all.iter() {
         a.cast(BigMsg::Begin).map_err(|e| failed("ractor big", e))?;

@@ -49,16 +49,8 @@ impl Actor for Fib {
     type State = TreeState<FibMsg>;
     type Arguments = Parent<FibMsg>;
 
-    async fn pre_start(
-        &self,
-        _: ActorRef<FibMsg>,
-        parent: Parent<FibMsg>,
-    ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(TreeState {
-            parent,
-            pending: 0,
-            sum: 0,
-        })
+    async fn pre_start(&self, _: ActorRef<FibMsg>, parent: Parent<FibMsg>) -> Result<Self::State, ActorProcessingErr> {
+        Ok(TreeState { parent, pending: 0, sum: 0 })
     }
 
     async fn handle(
@@ -97,8 +89,7 @@ pub(super) async fn fib(p: &Params) -> Result<Duration, Error> {
     let t0 = Instant::now();
     let (tx, rx) = oneshot::channel();
     let (root, _) = spawn(Fib, Parent::Root(Some(tx))).await?;
-    root.cast(FibMsg::Compute(n))
-        .map_err(|e| failed("ractor fib", e))?;
+    root.cast(FibMsg::Compute(n)).map_err(|e| failed("ractor fib", e))?;
     let v = wait(rx, "ractor fib").await?;
     let elapsed = t0.elapsed();
     check(Bench::Fib, NAME, "fib", v, fib_value(n))?;
@@ -122,16 +113,8 @@ impl Actor for Node {
     type State = TreeState<SkyMsg>;
     type Arguments = Parent<SkyMsg>;
 
-    async fn pre_start(
-        &self,
-        _: ActorRef<SkyMsg>,
-        parent: Parent<SkyMsg>,
-    ) -> Result<Self::State, ActorProcessingErr> {
-        Ok(TreeState {
-            parent,
-            pending: 0,
-            sum: 0,
-        })
+    async fn pre_start(&self, _: ActorRef<SkyMsg>, parent: Parent<SkyMsg>) -> Result<Self::State, ActorProcessingErr> {
+        Ok(TreeState { parent, pending: 0, sum: 0 })
     }
 
     async fn handle(
@@ -147,11 +130,7 @@ impl Actor for Node {
                 st.pending = width;
                 for i in 0..width {
                     let (c, _) = Actor::spawn(None, Node, Parent::Actor(myself.clone())).await?;
-                    c.cast(SkyMsg::Sky {
-                        num: num + i * step,
-                        size: step,
-                        width,
-                    })?;
+                    c.cast(SkyMsg::Sky { num: num + i * step, size: step, width })?;
                 }
                 return Ok(());
             }
@@ -174,12 +153,7 @@ pub(super) async fn skynet(p: &Params) -> Result<Duration, Error> {
     let (tx, rx) = oneshot::channel();
     let (root, _) = spawn(Node, Parent::Root(Some(tx))).await?;
     let size = width.pow(depth as u32);
-    root.cast(SkyMsg::Sky {
-        num: 0,
-        size,
-        width,
-    })
-    .map_err(|e| failed("ractor skynet", e))?;
+    root.cast(SkyMsg::Sky { num: 0, size, width }).map_err(|e| failed("ractor skynet", e))?;
     let v = wait(rx, "ractor skynet").await?;
     let elapsed = t0.elapsed();
     check(Bench::Skynet, NAME, "sum", v, skynet_value(depth, width))?;
