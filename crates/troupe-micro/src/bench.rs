@@ -406,6 +406,14 @@ mod tests {
     }
 
     #[test]
+    fn a_wrong_total_is_a_failure_naming_runtime_and_bench() {
+        assert!(check(Bench::Count, "kameo", "total", 5, 5).is_ok());
+        let e = check(Bench::Count, "kameo", "total", 4, 5).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Failed);
+        assert_eq!(e.message, "kameo count: wrong total: got 4, expected 5");
+    }
+
+    #[test]
     fn other_never_picks_self() {
         let mut r = SplitMix::new(1);
         for me in 0..5 {
