@@ -148,6 +148,25 @@ pub fn memory_in_this_process(runtime: &str, n: u64) -> Result<Vec<Record>, Erro
     memory::measure(runtime, n)
 }
 
+/// Renders result lines (from this run or read back from JSON lines, any runtimes mixed) as
+/// the driver's table: one row per benchmark and metric, one column per runtime in order of
+/// first appearance, and "troupe vs best peer".
+pub fn render_table(records: &[Record], out: &mut dyn Write) -> std::io::Result<()> {
+    let mut runtimes: Vec<String> = Vec::new();
+    for r in records {
+        if !runtimes.contains(&r.runtime) {
+            runtimes.push(r.runtime.clone());
+        }
+    }
+    let benches: Vec<Bench> = Bench::ALL.into_iter().filter(|b| records.iter().any(|r| r.bench == b.name())).collect();
+    let reps = records
+        .iter()
+        .find(|r| r.bench != "memory")
+        .and_then(|r| r.params.get("reps"))
+        .map_or(3, |&v| u32::try_from(v).unwrap_or(u32::MAX));
+    table::render(records, &runtimes, &benches, reps, &[], out)
+}
+
 pub(crate) fn unknown_runtime(name: &str) -> Error {
     Error::new(
         ErrorKind::Usage,
