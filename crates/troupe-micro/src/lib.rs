@@ -8,9 +8,11 @@
 //!
 //! How the pieces fit:
 //! - [`bench`]: names, default parameters, the result line, shared helpers.
-//! - `actix/`, `ractor/`, `kameo/`: each benchmark written the way that library's users write
-//!   actors (actix on its own `System`/`Arbiter`; ractor and kameo on a multi-thread tokio
-//!   runtime with default settings).
+//! - `troupe_rt/`, `actix/`, `ractor/`, `kameo/`: each benchmark written the way that
+//!   library's users write actors (actix on its own `System`/`Arbiter`; Troupe, ractor and
+//!   kameo on a multi-thread tokio runtime with default settings), one file per family:
+//!   `flow` (pingpong, count, threadring), `fj` (fjthrput, fjcreate), `pairs` (chameneos, big),
+//!   `tree` (fib, skynet), `memory`.
 //! - `memory`: the `memory` benchmark runs in a fresh child process per runtime (see
 //!   [`CHILD_ENV`]), because a resident-set delta measured in a process that already ran other
 //!   benchmarks counts their leftovers.

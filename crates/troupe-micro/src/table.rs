@@ -54,10 +54,12 @@ pub(crate) fn render(
 }
 
 /// troupe / best peer for rates, best peer / troupe for times and bytes; > 1 means Troupe wins.
+/// Values that are not positive (a negative resident-set delta after a garbage collection, say)
+/// are measurement artefacts and never count as the best peer.
 fn ratio(records: &[Record], bench: &str, metric: &str) -> Option<f64> {
     let of = |r: &&Record| r.bench == bench && r.metric == metric;
     let troupe = records.iter().filter(of).find(|r| r.runtime == "troupe")?.value;
-    let peers = records.iter().filter(of).filter(|r| r.runtime != "troupe").map(|r| r.value);
+    let peers = records.iter().filter(of).filter(|r| r.runtime != "troupe" && r.value > 0.0).map(|r| r.value);
     if Record::higher_is_better(metric) {
         let best = peers.fold(f64::NAN, f64::max);
         (best > 0.0).then(|| troupe / best)
@@ -144,5 +146,7 @@ mod tests {
         assert_eq!(ratio(&rs, "pingpong", "time_ms"), Some(2.0));
         assert_eq!(ratio(&rs, "pingpong", "msgs_per_s"), Some(1.5));
         assert_eq!(ratio(&rs[1..], "pingpong", "time_ms"), None);
+        let with_artefact = vec![rec("troupe", "time_ms", 50.0), rec("akka", "time_ms", -10.0)];
+        assert_eq!(ratio(&with_artefact, "pingpong", "time_ms"), None);
     }
 }
