@@ -35,5 +35,7 @@ impl std::error::Error for Error {}
 /// Runs the selected micro-benchmarks and writes their results to `out`.
 pub fn run(opts: &MicroOptions, out: &mut dyn Write) -> Result<(), Error> {
     let _ = (opts, out);
-    Err(Error { message: "the micro-benchmarks are not built yet".into() })
+    Err(Error {
+        message: "the micro-benchmarks are not built yet".into(),
+    })
 }

@@ -1,1 +1,60 @@
-//! Troupe: a typed actor runtime with Erlang/OTP supervision on tokio (in construction).
+//! Troupe: typed actors on tokio with Erlang/OTP supervision semantics.
+//!
+//! - [`Actor`]: async handlers, one message at a time, `started`/`stopped` hooks.
+//! - [`ActorRef`]: typed, cheap to clone; `send`, `ask` with a timeout, `kill`, `stop`.
+//! - Links and monitors exactly as in OTP ([`Ctx::link`], [`Ctx::monitor`], [`Ctx::trap_exit`]).
+//! - [`supervisor`]: `one_for_one`, `one_for_all`, `rest_for_one`, dynamic children,
+//!   `permanent`/`transient`/`temporary`, restart intensity, backoff, ordered shutdown.
+//! - A registry of names and process groups ([`register`], [`whereis`], [`join_group`]).
+//! - Mailboxes unbounded, or bounded with backpressure or drop policies ([`MailboxConfig`]).
+//! - [`compute`] for CPU-heavy work that must not starve other actors.
+//!
+//! An idle actor has no task: it costs its cell and its state, nothing else, so a million idle
+//! actors fit in well under 256 MB.
+//!
+//! ```
+//! # #[tokio::main] async fn main() {
+//! use std::time::Duration;
+//! use troupe::{Actor, Ctx, ReplyTo};
+//!
+//! struct Greeter;
+//! impl Actor for Greeter {
+//!     type Msg = (String, ReplyTo<String>);
+//!     async fn handle(&mut self, (name, reply): Self::Msg, _: &mut Ctx<Self>) {
+//!         reply.send(format!("hello, {name}"));
+//!     }
+//! }
+//!
+//! let g = troupe::spawn(Greeter);
+//! let answer = g.ask(|r| ("Joe".to_string(), r), Duration::from_secs(1)).await.unwrap();
+//! assert_eq!(answer, "hello, Joe");
+//! # }
+//! ```
+
+mod actor;
+mod actor_ref;
+mod any_ref;
+mod cell;
+mod compute;
+mod ctx;
+mod error;
+mod exit;
+mod id;
+mod mailbox;
+mod registry;
+mod spawn;
+pub mod supervisor;
+
+pub use actor::Actor;
+pub use actor_ref::{ActorRef, DynSender, ReplyTo};
+pub use any_ref::AnyRef;
+pub use compute::compute;
+pub use ctx::{Ctx, TimerRef};
+pub use error::{ActorError, AskError, LinkError, RegistryError, SendError, SendErrorKind};
+pub use exit::{Down, ExitReason, ExitSignal};
+pub use id::{ActorId, MonitorId};
+pub use mailbox::{MailboxConfig, Overflow};
+pub use registry::{
+    group_members, join_group, leave_group, register, unregister, whereis, whereis_any,
+};
+pub use spawn::{spawn, spawn_with, Spawn};

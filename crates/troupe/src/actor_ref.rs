@@ -1,0 +1,248 @@
+//! [`ActorRef`]: the typed, cloneable, location-transparent handle to an actor; [`ReplyTo`] for
+//! request/reply; adapters that accept another message type.
+//!
+//! A local target is reached directly (no serialisation, no allocation beyond the queue slot);
+//! other targets (adapters now, remote actors with `troupe-remote`) go through [`DynSender`].
+
+use std::fmt;
+use std::future::poll_fn;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use crate::any_ref::AnyRef;
+use crate::cell::Cell;
+use crate::error::{AskError, SendError, SendErrorKind};
+use crate::{ActorId, ExitReason};
+
+/// A sender for targets that are not a local cell: adapters, and remote actors.
+pub trait DynSender<M>: Send + Sync + 'static {
+    /// Delivers or enqueues `msg`.
+    fn send(&self, msg: M) -> Result<(), SendError<M>>;
+    /// The underlying actor, for identity, liveness, stop/kill, links and monitors.
+    fn any(&self) -> AnyRef;
+}
+
+/// A typed reference to an actor accepting `M`. Cheap to clone, `Send + Sync`.
+pub struct ActorRef<M> {
+    inner: Inner<M>,
+}
+
+enum Inner<M> {
+    Local(Arc<Cell<M>>),
+    Dyn(Arc<dyn DynSender<M>>),
+}
+
+impl<M> Clone for ActorRef<M> {
+    fn clone(&self) -> Self {
+        let inner = match &self.inner {
+            Inner::Local(c) => Inner::Local(c.clone()),
+            Inner::Dyn(d) => Inner::Dyn(d.clone()),
+        };
+        Self { inner }
+    }
+}
+
+impl<M: Send + 'static> ActorRef<M> {
+    pub(crate) fn local(cell: Arc<Cell<M>>) -> Self {
+        Self {
+            inner: Inner::Local(cell),
+        }
+    }
+
+    /// A reference that sends through `sender` (used by adapters and remote references).
+    pub fn from_dyn(sender: Arc<dyn DynSender<M>>) -> Self {
+        Self {
+            inner: Inner::Dyn(sender),
+        }
+    }
+
+    /// The actor's identity.
+    #[must_use]
+    pub fn id(&self) -> ActorId {
+        match &self.inner {
+            Inner::Local(c) => c.id,
+            Inner::Dyn(d) => d.any().id(),
+        }
+    }
+
+    /// This reference without its message type.
+    #[must_use]
+    pub fn any(&self) -> AnyRef {
+        match &self.inner {
+            Inner::Local(c) => AnyRef(c.clone()),
+            Inner::Dyn(d) => d.any(),
+        }
+    }
+
+    /// Sends without waiting. Fails with the message handed back when the actor has stopped
+    /// or its bounded mailbox (with backpressure) is full.
+    pub fn send(&self, msg: M) -> Result<(), SendError<M>> {
+        match &self.inner {
+            Inner::Local(c) => c.send(msg),
+            Inner::Dyn(d) => d.send(msg),
+        }
+    }
+
+    /// Sends, waiting for room when the bounded mailbox is full. Fails only when the actor
+    /// has stopped.
+    pub async fn send_wait(&self, msg: M) -> Result<(), SendError<M>> {
+        let Inner::Local(cell) = &self.inner else {
+            return self.send(msg);
+        };
+        let mut msg = Some(msg);
+        poll_fn(|cx| {
+            let m = msg.take().expect("send_wait polled after completion");
+            match cell.send(m) {
+                Ok(()) => Poll::Ready(Ok(())),
+                Err(e) if e.kind() == SendErrorKind::Full => {
+                    msg = e.into_inner();
+                    if cell.wait_for_room(cx.waker()) {
+                        Poll::Pending
+                    } else {
+                        cx.waker().wake_by_ref();
+                        Poll::Pending
+                    }
+                }
+                Err(e) => Poll::Ready(Err(e)),
+            }
+        })
+        .await
+    }
+
+    /// Request/reply: builds the message around a [`ReplyTo`] and waits up to `timeout` for
+    /// the answer. Fails promptly with [`AskError::Gone`] when the actor is dead or dies.
+    pub async fn ask<R: Send + 'static>(
+        &self,
+        make: impl FnOnce(ReplyTo<R>) -> M,
+        timeout: Duration,
+    ) -> Result<R, AskError> {
+        let (tx, rx) = oneshot::channel();
+        self.send(make(ReplyTo(tx))).map_err(|e| match e.kind() {
+            SendErrorKind::Full => AskError::Full,
+            _ => AskError::Gone,
+        })?;
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(r)) => Ok(r),
+            Ok(Err(_)) if self.is_alive() => Err(AskError::NoReply),
+            Ok(Err(_)) => Err(AskError::Gone),
+            Err(_) => Err(AskError::Timeout),
+        }
+    }
+
+    /// True until the actor has stopped.
+    #[must_use]
+    pub fn is_alive(&self) -> bool {
+        self.any().is_alive()
+    }
+
+    /// Kills it brutally (OTP `exit(Pid, kill)`): no more of its code runs.
+    pub fn kill(&self) {
+        self.any().kill();
+    }
+
+    /// Asks it to stop gracefully with reason `Normal`; see [`AnyRef::stop`].
+    pub fn stop(&self) {
+        self.any().stop(ExitReason::Normal);
+    }
+
+    /// Waits until it has stopped; returns why.
+    pub async fn terminated(&self) -> ExitReason {
+        self.any().terminated().await
+    }
+
+    /// Messages dropped by a `DropNewest`/`DropOldest` mailbox so far.
+    #[must_use]
+    pub fn dropped(&self) -> u64 {
+        match &self.inner {
+            Inner::Local(c) => c.dropped(),
+            Inner::Dyn(_) => 0,
+        }
+    }
+
+    /// A reference accepting `N`, mapped into `M` by `f` (Akka's message adapters).
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() {
+    /// use std::time::Duration;
+    /// use troupe::{Actor, Ctx, ReplyTo};
+    /// struct Log(Vec<String>);
+    /// enum Msg { Line(String), Dump(ReplyTo<Vec<String>>) }
+    /// impl Actor for Log {
+    ///     type Msg = Msg;
+    ///     async fn handle(&mut self, m: Msg, _: &mut Ctx<Self>) {
+    ///         match m { Msg::Line(l) => self.0.push(l), Msg::Dump(r) => r.send(self.0.clone()) }
+    ///     }
+    /// }
+    /// let log = troupe::spawn(Log(vec![]));
+    /// let numbers = log.adapt(|n: u32| Msg::Line(n.to_string()));
+    /// numbers.send(7).unwrap();
+    /// assert_eq!(log.ask(Msg::Dump, Duration::from_secs(1)).await.unwrap(), vec!["7"]);
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn adapt<N: Send + 'static>(
+        &self,
+        f: impl Fn(N) -> M + Send + Sync + 'static,
+    ) -> ActorRef<N> {
+        ActorRef::from_dyn(Arc::new(Adapter {
+            target: self.clone(),
+            f,
+        }))
+    }
+}
+
+impl<M> fmt::Debug for ActorRef<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.inner {
+            Inner::Local(c) => write!(f, "ActorRef({})", c.id),
+            Inner::Dyn(_) => f.write_str("ActorRef(dyn)"),
+        }
+    }
+}
+
+struct Adapter<M, F> {
+    target: ActorRef<M>,
+    f: F,
+}
+
+impl<M: Send + 'static, N: Send + 'static, F: Fn(N) -> M + Send + Sync + 'static> DynSender<N>
+    for Adapter<M, F>
+{
+    fn send(&self, msg: N) -> Result<(), SendError<N>> {
+        if !self.target.is_alive() {
+            return Err(SendError::new(SendErrorKind::Gone, Some(msg)));
+        }
+        self.target
+            .send((self.f)(msg))
+            .map_err(|e| SendError::new(e.kind(), None))
+    }
+
+    fn any(&self) -> AnyRef {
+        self.target.any()
+    }
+}
+
+/// The reply half of an `ask`: send exactly one answer.
+pub struct ReplyTo<R>(oneshot::Sender<R>);
+
+impl<R> ReplyTo<R> {
+    /// Sends the answer; a caller that gave up (timeout) is ignored.
+    pub fn send(self, reply: R) {
+        let _ = self.0.send(reply);
+    }
+
+    /// True when the asker is no longer waiting.
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.0.is_closed()
+    }
+}
+
+impl<R> fmt::Debug for ReplyTo<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ReplyTo")
+    }
+}

@@ -1,0 +1,97 @@
+//! [`AnyRef`]: a reference to an actor of any message type, for what every actor supports
+//! whatever it accepts: identity, liveness, kill, stop, links, monitors, waiting for its death.
+//! Supervisors, links, monitors and the registry hold these.
+
+use std::fmt;
+use std::sync::Arc;
+
+use tokio::sync::oneshot;
+
+use crate::cell::Sys;
+use crate::{ActorId, ExitReason, MonitorId};
+
+/// What the runtime needs from any actor, local or (later) remote.
+pub(crate) trait Process: Send + Sync + 'static {
+    fn id(&self) -> ActorId;
+    fn is_alive(&self) -> bool;
+    /// Delivers a system message; false when the actor is dead.
+    fn push_sys(self: Arc<Self>, sys: Sys) -> bool;
+    fn kill(self: Arc<Self>);
+    /// Adds a link; false when the actor is dead.
+    fn add_link(&self, other: AnyRef) -> bool;
+    fn remove_link(&self, other: ActorId);
+    /// Adds a monitor; false when the actor is dead.
+    fn add_monitor(&self, id: MonitorId, watcher: AnyRef) -> bool;
+    fn remove_monitor(&self, id: MonitorId);
+    /// A receiver told the exit reason at death, or the reason now if already dead.
+    fn watch(&self) -> Result<oneshot::Receiver<ExitReason>, ExitReason>;
+    /// Records a registered name or group so death releases it; false when dead.
+    fn add_name(&self, name: &str, group: bool) -> bool;
+    fn remove_name(&self, name: &str, group: bool);
+}
+
+/// A reference to an actor whatever its message type: identity, liveness, stop, kill, waiting
+/// for its end. Get one from [`crate::ActorRef::any`].
+///
+/// ```
+/// # #[tokio::main] async fn main() {
+/// use troupe::{Actor, Ctx, ExitReason};
+/// struct Idle;
+/// impl Actor for Idle {
+///     type Msg = ();
+///     async fn handle(&mut self, _: (), _: &mut Ctx<Self>) {}
+/// }
+/// let any = troupe::spawn(Idle).any();
+/// any.kill();
+/// assert_eq!(any.terminated().await, ExitReason::Killed);
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct AnyRef(pub(crate) Arc<dyn Process>);
+
+impl AnyRef {
+    /// The actor's identity.
+    #[must_use]
+    pub fn id(&self) -> ActorId {
+        self.0.id()
+    }
+
+    /// True until the actor has stopped (or a kill is pending).
+    #[must_use]
+    pub fn is_alive(&self) -> bool {
+        self.0.is_alive()
+    }
+
+    /// Kills it brutally: no more of its code runs; links and monitors see `Killed`.
+    pub fn kill(&self) {
+        self.0.clone().kill();
+    }
+
+    /// Asks it to stop gracefully with `reason`: it finishes the message in hand, runs its
+    /// `stopped` hook and exits. Queued user messages are dropped.
+    pub fn stop(&self, reason: ExitReason) {
+        self.0.clone().push_sys(Sys::Stop(reason));
+    }
+
+    /// Waits until the actor has stopped and returns why (at once if it already has).
+    pub async fn terminated(&self) -> ExitReason {
+        match self.0.watch() {
+            Err(reason) => reason,
+            Ok(rx) => rx.await.unwrap_or(ExitReason::NoProc),
+        }
+    }
+}
+
+impl PartialEq for AnyRef {
+    fn eq(&self, other: &Self) -> bool {
+        self.id() == other.id()
+    }
+}
+
+impl Eq for AnyRef {}
+
+impl fmt::Debug for AnyRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "AnyRef({})", self.id())
+    }
+}

@@ -1,0 +1,414 @@
+//! The shared heart of one actor: its mailbox (two lanes), its lifecycle status, and its
+//! relations (links, monitors, names, death watchers). Every `ActorRef` points at a `Cell`.
+//!
+//! Rules (each is checked by tests in `tests/core_*.rs`):
+//! 1. Status is `Running` (a tokio task owns the actor state), `Idle` (no task: the state is
+//!    parked in the cell as `dormant`) or `Dead`. All transitions happen under the cell's lock.
+//! 2. A message or system message arriving at an `Idle` actor moves it to `Running` and spawns
+//!    one activation task; an arrival at a `Running` actor only enqueues (no wake is needed: the
+//!    task re-checks the mailbox before it parks, rule 3).
+//! 3. A task parks the state only when, under the lock, both lanes are empty and no kill is
+//!    pending; otherwise it keeps running. So no message is ever stranded in an idle mailbox.
+//! 4. System messages are taken before user messages.
+//! 5. Kill sets `killed` under the lock. An idle actor dies at once; a running one is woken and
+//!    its task stops at its next poll without running more actor code.
+//! 6. Death happens once: status becomes `Dead`, queued messages are dropped (pending `ask`s see
+//!    `Gone`), then links get an exit signal, monitors a `Down`, names are released and death
+//!    watchers are told the reason. Nothing is accepted after death.
+//! 7. An actor lives until it stops, referenced or not (as an Erlang process does): its parked
+//!    state holds its own cell, so dropping every `ActorRef` does not end it.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::Waker;
+
+use parking_lot::Mutex;
+use tokio::sync::oneshot;
+
+use crate::any_ref::{AnyRef, Process};
+use crate::error::{SendError, SendErrorKind};
+use crate::mailbox::{MailboxConfig, Overflow};
+use crate::{registry, ActorId, Down, ExitReason, ExitSignal, MonitorId};
+
+/// A system message: handled before user messages, never counted against capacity.
+pub(crate) enum Sys {
+    Exit(ExitSignal),
+    Down(Down),
+    Stop(ExitReason),
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Status {
+    Running,
+    Idle,
+    Dead,
+}
+
+/// Actor state parked in an idle cell; activating it spawns its task again.
+pub(crate) trait Dormant<M>: Send {
+    fn activate(self: Box<Self>, cell: Arc<Cell<M>>);
+}
+
+/// What the activation loop gets from the mailbox.
+pub(crate) enum Item<M> {
+    Msg(M),
+    Sys(Sys),
+    Killed,
+    Empty,
+}
+
+pub(crate) struct Cell<M> {
+    pub(crate) id: ActorId,
+    killed: AtomicBool,
+    inner: Mutex<Inner<M>>,
+}
+
+struct Inner<M> {
+    queue: VecDeque<M>,
+    dormant: Option<Box<dyn Dormant<M>>>,
+    waker: Option<Waker>,
+    extra: Option<Box<Extra>>,
+    config: MailboxConfig,
+    status: Status,
+}
+
+/// The rarely used parts, allocated on first use so an idle actor stays small.
+#[derive(Default)]
+struct Extra {
+    sys: VecDeque<Sys>,
+    links: Vec<AnyRef>,
+    monitors: Vec<(MonitorId, AnyRef)>,
+    names: Vec<String>,
+    groups: Vec<String>,
+    watchers: Vec<oneshot::Sender<ExitReason>>,
+    blocked_senders: Vec<Waker>,
+    dropped: u64,
+    exit: Option<ExitReason>,
+}
+
+impl<M> Inner<M> {
+    fn extra(&mut self) -> &mut Extra {
+        self.extra.get_or_insert_with(Default::default)
+    }
+
+    fn has_sys(&self) -> bool {
+        self.extra.as_ref().is_some_and(|e| !e.sys.is_empty())
+    }
+
+    /// Rule 2: returns the parked state to activate when the actor was idle.
+    fn wake_idle(&mut self) -> Option<Box<dyn Dormant<M>>> {
+        if self.status != Status::Idle {
+            return None;
+        }
+        let d = self.dormant.take()?;
+        self.status = Status::Running;
+        Some(d)
+    }
+}
+
+impl<M: Send + 'static> Cell<M> {
+    /// A new cell, `Running`: the caller spawns its first activation.
+    pub(crate) fn new(config: MailboxConfig, links: Vec<AnyRef>) -> Self {
+        let extra = if links.is_empty() {
+            None
+        } else {
+            Some(Box::new(Extra {
+                links,
+                ..Default::default()
+            }))
+        };
+        Self {
+            id: ActorId::next_local(),
+            killed: AtomicBool::new(false),
+            inner: Mutex::new(Inner {
+                queue: VecDeque::new(),
+                dormant: None,
+                waker: None,
+                extra,
+                config,
+                status: Status::Running,
+            }),
+        }
+    }
+
+    pub(crate) fn is_killed(&self) -> bool {
+        self.killed.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn send(self: &Arc<Self>, msg: M) -> Result<(), SendError<M>> {
+        let mut g = self.inner.lock();
+        if g.status == Status::Dead || self.is_killed() {
+            return Err(SendError::new(SendErrorKind::Gone, Some(msg)));
+        }
+        let mut evicted = None;
+        if let Some(cap) = g.config.capacity() {
+            if g.queue.len() >= cap {
+                match g.config.overflow() {
+                    Overflow::Backpressure => {
+                        return Err(SendError::new(SendErrorKind::Full, Some(msg)))
+                    }
+                    Overflow::DropNewest => {
+                        g.extra().dropped += 1;
+                        drop(g);
+                        drop(msg);
+                        return Ok(());
+                    }
+                    Overflow::DropOldest => {
+                        evicted = g.queue.pop_front();
+                        g.extra().dropped += 1;
+                    }
+                }
+            }
+        }
+        g.queue.push_back(msg);
+        let wake = g.wake_idle();
+        drop(g);
+        drop(evicted);
+        if let Some(d) = wake {
+            d.activate(self.clone());
+        }
+        Ok(())
+    }
+
+    /// Registers a blocked `send_wait` caller; returns false when there is room (or the actor is
+    /// dead) so the caller should retry at once.
+    pub(crate) fn wait_for_room(&self, waker: &Waker) -> bool {
+        let mut g = self.inner.lock();
+        let full =
+            g.status != Status::Dead && g.config.capacity().is_some_and(|c| g.queue.len() >= c);
+        if full {
+            g.extra().blocked_senders.push(waker.clone());
+        }
+        full
+    }
+
+    pub(crate) fn try_recv(&self) -> Item<M> {
+        let mut g = self.inner.lock();
+        if self.is_killed() {
+            return Item::Killed;
+        }
+        if let Some(e) = g.extra.as_mut() {
+            if let Some(s) = e.sys.pop_front() {
+                return Item::Sys(s);
+            }
+        }
+        match g.queue.pop_front() {
+            Some(m) => {
+                let unblock = match g.extra.as_mut() {
+                    Some(e) if !e.blocked_senders.is_empty() => {
+                        Some(std::mem::take(&mut e.blocked_senders))
+                    }
+                    _ => None,
+                };
+                drop(g);
+                for w in unblock.into_iter().flatten() {
+                    w.wake();
+                }
+                Item::Msg(m)
+            }
+            None => Item::Empty,
+        }
+    }
+
+    /// Rule 3: parks the state unless something arrived or a kill is pending.
+    pub(crate) fn try_hibernate<D: Dormant<M> + 'static>(
+        &self,
+        state: Box<D>,
+    ) -> Result<(), Box<D>> {
+        let mut g = self.inner.lock();
+        if self.is_killed() || !g.queue.is_empty() || g.has_sys() {
+            return Err(state);
+        }
+        g.status = Status::Idle;
+        g.waker = None;
+        g.dormant = Some(state);
+        Ok(())
+    }
+
+    pub(crate) fn set_waker(&self, waker: &Waker) {
+        let mut g = self.inner.lock();
+        match &g.waker {
+            Some(w) if w.will_wake(waker) => {}
+            _ => g.waker = Some(waker.clone()),
+        }
+    }
+
+    pub(crate) fn dropped(&self) -> u64 {
+        self.inner.lock().extra.as_ref().map_or(0, |e| e.dropped)
+    }
+
+    /// Rule 6.
+    pub(crate) fn die(&self, reason: ExitReason) {
+        let (extra, queue, dormant) = {
+            let mut g = self.inner.lock();
+            if g.status == Status::Dead {
+                return;
+            }
+            g.status = Status::Dead;
+            g.waker = None;
+            let queue = std::mem::take(&mut g.queue);
+            let dormant = g.dormant.take();
+            let extra = g.extra.take();
+            g.extra = Some(Box::new(Extra {
+                exit: Some(reason.clone()),
+                ..Default::default()
+            }));
+            (extra, queue, dormant)
+        };
+        drop(dormant);
+        drop(queue);
+        if let Some(e) = extra {
+            notify_death(self.id, &reason, *e);
+        }
+    }
+}
+
+fn notify_death(id: ActorId, reason: &ExitReason, e: Extra) {
+    for l in e.links {
+        l.0.push_sys(Sys::Exit(ExitSignal {
+            from: id,
+            reason: reason.clone(),
+        }));
+    }
+    for (mid, watcher) in e.monitors {
+        watcher.0.push_sys(Sys::Down(Down {
+            id: mid,
+            actor: id,
+            reason: reason.clone(),
+        }));
+    }
+    if !e.names.is_empty() || !e.groups.is_empty() {
+        registry::forget(id, &e.names, &e.groups);
+    }
+    for w in e.watchers {
+        let _ = w.send(reason.clone());
+    }
+    for w in e.blocked_senders {
+        w.wake();
+    }
+}
+
+impl<M: Send + 'static> Process for Cell<M> {
+    fn id(&self) -> ActorId {
+        self.id
+    }
+
+    fn is_alive(&self) -> bool {
+        !self.is_killed() && self.inner.lock().status != Status::Dead
+    }
+
+    fn push_sys(self: Arc<Self>, sys: Sys) -> bool {
+        let mut g = self.inner.lock();
+        if g.status == Status::Dead {
+            return false;
+        }
+        let e = g.extra();
+        if let Sys::Exit(sig) = &sys {
+            // OTP: an exit signal over a link also removes that link.
+            let from = sig.from;
+            e.links.retain(|l| l.id() != from);
+        }
+        e.sys.push_back(sys);
+        let wake = g.wake_idle();
+        drop(g);
+        if let Some(d) = wake {
+            d.activate(self);
+        }
+        true
+    }
+
+    fn kill(self: Arc<Self>) {
+        let mut g = self.inner.lock();
+        if g.status == Status::Dead || self.is_killed() {
+            return;
+        }
+        self.killed.store(true, Ordering::Release);
+        match g.status {
+            Status::Idle => {
+                let d = g.dormant.take();
+                drop(g);
+                drop(d);
+                self.die(ExitReason::Killed);
+            }
+            _ => {
+                let w = g.waker.clone();
+                drop(g);
+                if let Some(w) = w {
+                    w.wake();
+                }
+            }
+        }
+    }
+
+    fn add_link(&self, other: AnyRef) -> bool {
+        let mut g = self.inner.lock();
+        if g.status == Status::Dead || self.is_killed() {
+            return false;
+        }
+        let e = g.extra();
+        if !e.links.iter().any(|l| l.id() == other.id()) {
+            e.links.push(other);
+        }
+        true
+    }
+
+    fn remove_link(&self, other: ActorId) {
+        let mut g = self.inner.lock();
+        if let Some(e) = g.extra.as_mut() {
+            e.links.retain(|l| l.id() != other);
+        }
+    }
+
+    fn add_monitor(&self, id: MonitorId, watcher: AnyRef) -> bool {
+        let mut g = self.inner.lock();
+        if g.status == Status::Dead {
+            return false;
+        }
+        g.extra().monitors.push((id, watcher));
+        true
+    }
+
+    fn remove_monitor(&self, id: MonitorId) {
+        let mut g = self.inner.lock();
+        if let Some(e) = g.extra.as_mut() {
+            e.monitors.retain(|(m, _)| *m != id);
+        }
+    }
+
+    fn add_name(&self, name: &str, group: bool) -> bool {
+        let mut g = self.inner.lock();
+        if g.status == Status::Dead || self.is_killed() {
+            return false;
+        }
+        let e = g.extra();
+        if group {
+            e.groups.push(name.to_owned())
+        } else {
+            e.names.push(name.to_owned())
+        }
+        true
+    }
+
+    fn remove_name(&self, name: &str, group: bool) {
+        let mut g = self.inner.lock();
+        if let Some(e) = g.extra.as_mut() {
+            let list = if group { &mut e.groups } else { &mut e.names };
+            list.retain(|n| n != name);
+        }
+    }
+
+    fn watch(&self) -> Result<oneshot::Receiver<ExitReason>, ExitReason> {
+        let mut g = self.inner.lock();
+        if g.status == Status::Dead {
+            return Err(g
+                .extra
+                .as_ref()
+                .and_then(|e| e.exit.clone())
+                .unwrap_or(ExitReason::NoProc));
+        }
+        let (tx, rx) = oneshot::channel();
+        g.extra().watchers.push(tx);
+        Ok(rx)
+    }
+}

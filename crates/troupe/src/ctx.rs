@@ -1,0 +1,218 @@
+//! [`Ctx`]: what a running actor can do to itself and around it: its own ref, stopping,
+//! trapping exits, links, monitors, spawning children, and timers that die with it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use tokio::task::AbortHandle;
+
+use crate::any_ref::{AnyRef, Process};
+use crate::cell::{Cell, Sys};
+use crate::error::LinkError;
+use crate::spawn::{spawn_inner, Spawn};
+use crate::{Actor, ActorId, ActorRef, Down, ExitReason, ExitSignal, MonitorId};
+
+/// The context handed to every hook and handler of actor `A`.
+pub struct Ctx<A: Actor> {
+    pub(crate) cell: Arc<Cell<A::Msg>>,
+    trap_exit: bool,
+    extra: Option<Box<CtxExtra>>,
+}
+
+#[derive(Default)]
+struct CtxExtra {
+    timers: Vec<AbortHandle>,
+    stop: Option<ExitReason>,
+    parent: Option<ActorId>,
+    init_ack: Option<oneshot::Sender<()>>,
+}
+
+/// A timer started by [`Ctx::send_after`] or [`Ctx::interval`]; it dies with its actor.
+#[derive(Debug)]
+#[must_use = "dropping a TimerRef does not cancel the timer; keep it to cancel"]
+pub struct TimerRef(AbortHandle);
+
+impl TimerRef {
+    /// Cancels the timer; a message not yet sent will not be.
+    pub fn cancel(&self) {
+        self.0.abort();
+    }
+}
+
+impl<A: Actor> Ctx<A> {
+    pub(crate) fn new(
+        cell: Arc<Cell<A::Msg>>,
+        parent: Option<ActorId>,
+        init_ack: Option<oneshot::Sender<()>>,
+    ) -> Self {
+        let extra = (parent.is_some() || init_ack.is_some()).then(|| {
+            Box::new(CtxExtra {
+                parent,
+                init_ack,
+                ..Default::default()
+            })
+        });
+        Self {
+            cell,
+            trap_exit: false,
+            extra,
+        }
+    }
+
+    fn extra(&mut self) -> &mut CtxExtra {
+        self.extra.get_or_insert_with(Default::default)
+    }
+
+    /// This actor's identity.
+    #[must_use]
+    pub fn id(&self) -> ActorId {
+        self.cell.id
+    }
+
+    /// A reference to this actor.
+    #[must_use]
+    pub fn myself(&self) -> ActorRef<A::Msg> {
+        ActorRef::local(self.cell.clone())
+    }
+
+    /// The actor that spawned this one linked (its supervisor, for supervised children).
+    #[must_use]
+    pub fn parent(&self) -> Option<ActorId> {
+        self.extra.as_ref().and_then(|e| e.parent)
+    }
+
+    /// Stops this actor after the current handler returns: `stopped` runs, then it exits with
+    /// `reason`.
+    pub fn stop(&mut self, reason: ExitReason) {
+        self.extra().stop = Some(reason);
+    }
+
+    pub(crate) fn take_stop(&mut self) -> Option<ExitReason> {
+        self.extra.as_mut().and_then(|e| e.stop.take())
+    }
+
+    pub(crate) fn take_init_ack(&mut self) -> Option<oneshot::Sender<()>> {
+        self.extra.as_mut().and_then(|e| e.init_ack.take())
+    }
+
+    /// Traps exits (OTP `process_flag(trap_exit, true)`): exit signals from links arrive at
+    /// [`Actor::on_exit`] instead of stopping this actor.
+    pub fn trap_exit(&mut self, trap: bool) {
+        self.trap_exit = trap;
+    }
+
+    /// Whether this actor traps exits.
+    #[must_use]
+    pub fn traps_exit(&self) -> bool {
+        self.trap_exit
+    }
+
+    /// Links this actor and `other` both ways. If `other` is already dead: when trapping exits,
+    /// an `ExitSignal { reason: NoProc }` arrives; otherwise `Err(LinkError::NoProc)` (OTP).
+    pub fn link(&mut self, other: &AnyRef) -> Result<(), LinkError> {
+        let me = AnyRef(self.cell.clone());
+        if other.0.add_link(me) {
+            self.cell.add_link(other.clone());
+            return Ok(());
+        }
+        if self.trap_exit {
+            let sig = ExitSignal {
+                from: other.id(),
+                reason: ExitReason::NoProc,
+            };
+            self.cell.clone().push_sys(Sys::Exit(sig));
+            Ok(())
+        } else {
+            Err(LinkError::NoProc(other.id()))
+        }
+    }
+
+    /// Removes a link both ways (no signal is sent).
+    pub fn unlink(&mut self, other: &AnyRef) {
+        other.0.remove_link(self.id());
+        self.cell.remove_link(other.id());
+    }
+
+    /// Monitors `other`: when it stops, [`Actor::on_down`] gets a [`Down`]. Monitoring an actor
+    /// that is already dead delivers `Down { reason: NoProc }` at once.
+    pub fn monitor(&mut self, other: &AnyRef) -> MonitorId {
+        let id = MonitorId::next();
+        if !other.0.add_monitor(id, AnyRef(self.cell.clone())) {
+            let down = Down {
+                id,
+                actor: other.id(),
+                reason: ExitReason::NoProc,
+            };
+            self.cell.clone().push_sys(Sys::Down(down));
+        }
+        id
+    }
+
+    /// Removes a monitor set with [`Ctx::monitor`]. A `Down` already queued may still arrive.
+    pub fn demonitor(&mut self, other: &AnyRef, id: MonitorId) {
+        other.0.remove_monitor(id);
+    }
+
+    /// Spawns an actor linked to this one (OTP `spawn_link`); it knows this actor as its parent.
+    pub fn spawn_link<B: Actor>(&mut self, actor: B) -> ActorRef<B::Msg> {
+        self.spawn_link_with(actor, Spawn::new())
+    }
+
+    /// [`Ctx::spawn_link`] with options (mailbox).
+    pub fn spawn_link_with<B: Actor>(&mut self, actor: B, opts: Spawn) -> ActorRef<B::Msg> {
+        let me = AnyRef(self.cell.clone());
+        let child = spawn_inner(actor, opts, Some(me), None);
+        self.cell.add_link(child.any());
+        child
+    }
+
+    /// Sends `msg` to this actor after `delay`. The timer dies with the actor.
+    pub fn send_after(&mut self, delay: Duration, msg: A::Msg) -> TimerRef {
+        let me = self.myself();
+        let task = tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            let _ = me.send(msg);
+        });
+        self.track(task.abort_handle())
+    }
+
+    /// Sends a clone of `msg` to this actor every `period` (first after one period). The timer
+    /// dies with the actor.
+    pub fn interval(&mut self, period: Duration, msg: A::Msg) -> TimerRef
+    where
+        A::Msg: Clone + Sync,
+    {
+        let me = self.myself();
+        let task = tokio::spawn(async move {
+            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+            loop {
+                tick.tick().await;
+                if me.send(msg.clone()).is_err() {
+                    break;
+                }
+            }
+        });
+        self.track(task.abort_handle())
+    }
+
+    fn track(&mut self, handle: AbortHandle) -> TimerRef {
+        let timers = &mut self.extra().timers;
+        if timers.len() >= 16 {
+            timers.retain(|t| !t.is_finished());
+        }
+        timers.push(handle.clone());
+        TimerRef(handle)
+    }
+}
+
+impl<A: Actor> Drop for Ctx<A> {
+    /// Timers die with their actor, however it ends.
+    fn drop(&mut self) {
+        if let Some(e) = &self.extra {
+            for t in &e.timers {
+                t.abort();
+            }
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! Why an actor stopped ([`ExitReason`]) and the two signals that carry it to others: the
+//! [`ExitSignal`] a link delivers and the [`Down`] a monitor delivers.
+//!
+//! Rules (Erlang/OTP's, which Troupe follows):
+//! 1. `Normal` does not propagate over links to actors that do not trap exits; every other reason
+//!    does, and the linked actor exits with the same reason.
+//! 2. A transient child is restarted only when its reason is abnormal: anything but `Normal` and
+//!    `Shutdown` ([`ExitReason::is_abnormal`]).
+//! 3. Monitoring or linking an actor that is already dead yields `NoProc`.
+
+use std::fmt;
+
+use crate::{ActorId, MonitorId};
+
+/// Why an actor stopped.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[non_exhaustive]
+pub enum ExitReason {
+    /// It finished its work: a graceful stop or `Ctx::stop(Normal)`.
+    Normal,
+    /// Its supervisor shut it down, or a supervisor gave up after too many restarts.
+    Shutdown,
+    /// It was killed brutally; none of its code ran after the kill.
+    Killed,
+    /// A handler panicked; the panic message.
+    Panicked(String),
+    /// It stopped with an error of its own (`started` failed, or `Ctx::stop(Error(..))`).
+    Error(String),
+    /// The actor it was linked to or monitored did not exist.
+    NoProc,
+    /// The node it lived on became unreachable.
+    NoConnection,
+}
+
+impl ExitReason {
+    /// True for every reason except `Normal` and `Shutdown` (OTP's rule for transient children).
+    ///
+    /// ```
+    /// use troupe::ExitReason;
+    /// assert!(!ExitReason::Normal.is_abnormal());
+    /// assert!(!ExitReason::Shutdown.is_abnormal());
+    /// assert!(ExitReason::Killed.is_abnormal());
+    /// ```
+    #[must_use]
+    pub fn is_abnormal(&self) -> bool {
+        !matches!(self, ExitReason::Normal | ExitReason::Shutdown)
+    }
+}
+
+impl fmt::Display for ExitReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExitReason::Normal => f.write_str("normal"),
+            ExitReason::Shutdown => f.write_str("shutdown"),
+            ExitReason::Killed => f.write_str("killed"),
+            ExitReason::Panicked(m) => write!(f, "panicked: {m}"),
+            ExitReason::Error(m) => write!(f, "error: {m}"),
+            ExitReason::NoProc => f.write_str("noproc"),
+            ExitReason::NoConnection => f.write_str("noconnection"),
+        }
+    }
+}
+
+/// Delivered over a link to an actor that traps exits ([`crate::Actor::on_exit`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExitSignal {
+    /// The linked actor that exited.
+    pub from: ActorId,
+    /// Why it exited.
+    pub reason: ExitReason,
+}
+
+/// Delivered to a monitoring actor when the monitored one stops ([`crate::Actor::on_down`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Down {
+    /// The monitor that fired.
+    pub id: MonitorId,
+    /// The actor that stopped.
+    pub actor: ActorId,
+    /// Why it stopped; `NoProc` when it was already dead when the monitor was set.
+    pub reason: ExitReason,
+}

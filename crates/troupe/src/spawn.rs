@@ -1,0 +1,219 @@
+//! Spawning and running actors: the activation task.
+//!
+//! An actor has a tokio task only while it has work (`cell.rs`, rules 1-3). An activation task
+//! runs `started` (first activation only), then takes messages, system lane first, until the
+//! mailbox is empty; it yields once (so a partner can answer without this actor being re-spawned)
+//! and, still empty, parks the state in the cell and ends. Every poll first checks for a pending
+//! kill and catches panics, so a kill or a panic ends the actor without running more of its code
+//! and without touching any other actor.
+
+use std::any::Any;
+use std::future::{poll_fn, Future};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::pin;
+use std::sync::Arc;
+use std::task::Poll;
+
+use tokio::sync::oneshot;
+
+use crate::any_ref::AnyRef;
+use crate::cell::{Cell, Dormant, Item, Sys};
+use crate::{Actor, ActorRef, Ctx, ExitReason, MailboxConfig};
+
+/// How many messages an activation handles before yielding to other tasks.
+const FAIRNESS_BUDGET: u32 = 256;
+
+/// Options for spawning an actor.
+///
+/// ```
+/// # #[tokio::main] async fn main() {
+/// use troupe::{Actor, Ctx, MailboxConfig, Spawn};
+/// struct Sink;
+/// impl Actor for Sink {
+///     type Msg = u8;
+///     async fn handle(&mut self, _: u8, _: &mut Ctx<Self>) {}
+/// }
+/// let r = troupe::spawn_with(Sink, Spawn::new().mailbox(MailboxConfig::bounded(8)));
+/// r.send(1).unwrap();
+/// # }
+/// ```
+#[derive(Clone, Copy, Debug, Default)]
+#[must_use]
+pub struct Spawn {
+    mailbox: MailboxConfig,
+}
+
+impl Spawn {
+    /// Default options: an unbounded mailbox.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the mailbox.
+    pub fn mailbox(mut self, mailbox: MailboxConfig) -> Self {
+        self.mailbox = mailbox;
+        self
+    }
+}
+
+/// Spawns a top-level actor on the current tokio runtime.
+///
+/// # Panics
+/// When called outside a tokio runtime (as `tokio::spawn` does).
+pub fn spawn<A: Actor>(actor: A) -> ActorRef<A::Msg> {
+    spawn_inner(actor, Spawn::new(), None, None)
+}
+
+/// [`spawn`] with options.
+pub fn spawn_with<A: Actor>(actor: A, opts: Spawn) -> ActorRef<A::Msg> {
+    spawn_inner(actor, opts, None, None)
+}
+
+/// Spawns `actor`, linked to `link` when given, and returns a receiver told when `started`
+/// has completed (dropped without a value when it failed). Supervisors start children this way.
+pub(crate) fn spawn_acked<A: Actor>(
+    actor: A,
+    opts: Spawn,
+    link: Option<AnyRef>,
+) -> (ActorRef<A::Msg>, oneshot::Receiver<()>) {
+    let (tx, rx) = oneshot::channel();
+    (spawn_inner(actor, opts, link, Some(tx)), rx)
+}
+
+pub(crate) fn spawn_inner<A: Actor>(
+    actor: A,
+    opts: Spawn,
+    link: Option<AnyRef>,
+    ack: Option<oneshot::Sender<()>>,
+) -> ActorRef<A::Msg> {
+    let parent = link.as_ref().map(AnyRef::id);
+    let cell = Arc::new(Cell::new(opts.mailbox, link.into_iter().collect()));
+    let ctx = Ctx::new(cell.clone(), parent, ack);
+    let state = Box::new(State {
+        actor,
+        ctx,
+        started: false,
+    });
+    state.activate(cell.clone());
+    ActorRef::local(cell)
+}
+
+struct State<A: Actor> {
+    actor: A,
+    ctx: Ctx<A>,
+    started: bool,
+}
+
+enum Outcome {
+    Parked,
+    Exit(ExitReason),
+}
+
+impl<A: Actor> Dormant<A::Msg> for State<A> {
+    fn activate(self: Box<Self>, cell: Arc<Cell<A::Msg>>) {
+        tokio::spawn(activation(cell, self));
+    }
+}
+
+async fn activation<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>) {
+    let outcome = {
+        let mut run = pin!(run(cell.clone(), state));
+        let mut waker_set = false;
+        poll_fn(|cx| {
+            if cell.is_killed() {
+                return Poll::Ready(Outcome::Exit(ExitReason::Killed));
+            }
+            if !waker_set {
+                cell.set_waker(cx.waker());
+                waker_set = true;
+            }
+            match catch_unwind(AssertUnwindSafe(|| run.as_mut().poll(cx))) {
+                Ok(p) => p,
+                Err(panic) => {
+                    Poll::Ready(Outcome::Exit(ExitReason::Panicked(panic_message(&*panic))))
+                }
+            }
+        })
+        .await
+        // The actor's state is dropped here, before anyone is told of its death.
+    };
+    if let Outcome::Exit(reason) = outcome {
+        cell.die(reason);
+    }
+}
+
+async fn run<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> Outcome {
+    if !st.started {
+        st.started = true;
+        let ack = st.ctx.take_init_ack();
+        if let Err(e) = st.actor.started(&mut st.ctx).await {
+            return Outcome::Exit(ExitReason::Error(e.0));
+        }
+        if let Some(ack) = ack {
+            let _ = ack.send(());
+        }
+        if let Some(reason) = st.ctx.take_stop() {
+            return stop(st, reason).await;
+        }
+    }
+    let mut lingered = false;
+    let mut budget = FAIRNESS_BUDGET;
+    loop {
+        match cell.try_recv() {
+            Item::Msg(m) => {
+                lingered = false;
+                st.actor.handle(m, &mut st.ctx).await;
+            }
+            Item::Sys(Sys::Stop(reason)) => return stop(st, reason).await,
+            Item::Sys(Sys::Exit(sig)) => {
+                lingered = false;
+                if st.ctx.traps_exit() {
+                    st.actor.on_exit(sig, &mut st.ctx).await;
+                } else if sig.reason != ExitReason::Normal {
+                    return Outcome::Exit(sig.reason);
+                }
+            }
+            Item::Sys(Sys::Down(d)) => {
+                lingered = false;
+                st.actor.on_down(d, &mut st.ctx).await;
+            }
+            Item::Killed => return Outcome::Exit(ExitReason::Killed),
+            Item::Empty if !lingered => {
+                lingered = true;
+                tokio::task::yield_now().await;
+                continue;
+            }
+            Item::Empty => match cell.try_hibernate(st) {
+                Ok(()) => return Outcome::Parked,
+                Err(back) => {
+                    st = back;
+                    lingered = false;
+                    continue;
+                }
+            },
+        }
+        if let Some(reason) = st.ctx.take_stop() {
+            return stop(st, reason).await;
+        }
+        budget -= 1;
+        if budget == 0 {
+            budget = FAIRNESS_BUDGET;
+            tokio::task::yield_now().await;
+        }
+    }
+}
+
+async fn stop<A: Actor>(mut st: Box<State<A>>, reason: ExitReason) -> Outcome {
+    st.actor.stopped(&reason, &mut st.ctx).await;
+    Outcome::Exit(reason)
+}
+
+fn panic_message(p: &(dyn Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "panic with a non-string payload".to_owned()
+    }
+}

@@ -1,0 +1,206 @@
+//! Child specifications ([`ChildSpec`], built from [`WorkerSpec`]) and [`ChildRef`], the handle
+//! that keeps addressing "the child" across its restarts.
+
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::RwLock;
+
+use super::server::Supervisor;
+use super::spec::{ChildKind, Restart, Shutdown, SupervisorSpec};
+use super::SupervisorError;
+use crate::any_ref::AnyRef;
+use crate::error::{SendError, SendErrorKind};
+use crate::spawn::{spawn_acked, Spawn};
+use crate::{Actor, ActorRef, ExitReason, MailboxConfig};
+
+type StartFuture = Pin<Box<dyn Future<Output = Result<AnyRef, ExitReason>> + Send>>;
+type StartFn = Arc<dyn Fn(AnyRef) -> StartFuture + Send + Sync>;
+
+/// A child as its supervisor holds it: how to start it, when to restart it, how to stop it.
+#[derive(Clone)]
+pub struct ChildSpec {
+    pub(crate) id: String,
+    pub(crate) restart: Restart,
+    pub(crate) shutdown: Shutdown,
+    pub(crate) kind: ChildKind,
+    pub(crate) start: StartFn,
+    nested: Option<Box<SupervisorSpec>>,
+}
+
+impl ChildSpec {
+    /// A worker child made by `factory` at each (re)start: a fresh state every time.
+    /// Defaults (OTP's): `Permanent`, shutdown `Timeout(5 s)`.
+    pub fn worker<A: Actor>(
+        id: impl Into<String>,
+        factory: impl Fn() -> A + Send + Sync + 'static,
+    ) -> WorkerSpec<A> {
+        WorkerSpec {
+            id: id.into(),
+            restart: Restart::Permanent,
+            shutdown: Shutdown::Timeout(Duration::from_secs(5)),
+            kind: ChildKind::Worker,
+            mailbox: MailboxConfig::unbounded(),
+            factory: Arc::new(factory),
+            handle: ChildRef::new(),
+            nested: None,
+        }
+    }
+
+    /// A child supervisor. Defaults: `Permanent`, shutdown `Infinity`.
+    pub fn supervisor(id: impl Into<String>, spec: SupervisorSpec) -> WorkerSpec<Supervisor> {
+        let nested = spec.clone();
+        let mut w = ChildSpec::worker(id, move || Supervisor::new(spec.clone()));
+        w.kind = ChildKind::Supervisor;
+        w.shutdown = Shutdown::Infinity;
+        w.nested = Some(Box::new(nested));
+        w
+    }
+
+    /// The child's id within its supervisor.
+    #[must_use]
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), SupervisorError> {
+        if self.id.is_empty() {
+            return Err(SupervisorError::InvalidSpec {
+                field: "child.id".into(),
+                problem: "must not be empty".into(),
+            });
+        }
+        if self.shutdown == Shutdown::Timeout(Duration::ZERO) {
+            return Err(SupervisorError::InvalidSpec {
+                field: format!("child {:?} shutdown", self.id),
+                problem: "Timeout(0) would kill at once; use Shutdown::Brutal for that".into(),
+            });
+        }
+        if let Some(n) = &self.nested {
+            n.validate()?;
+        }
+        Ok(())
+    }
+}
+
+/// A typed worker spec: set restart, shutdown and mailbox, take a [`ChildRef`], then hand it to
+/// [`SupervisorSpec::child`] or [`super::SupervisorRef::start_child`].
+#[must_use]
+pub struct WorkerSpec<A: Actor> {
+    id: String,
+    restart: Restart,
+    shutdown: Shutdown,
+    kind: ChildKind,
+    mailbox: MailboxConfig,
+    factory: Arc<dyn Fn() -> A + Send + Sync>,
+    handle: ChildRef<A::Msg>,
+    nested: Option<Box<SupervisorSpec>>,
+}
+
+impl<A: Actor> WorkerSpec<A> {
+    /// Sets the restart type.
+    pub fn restart(mut self, restart: Restart) -> Self {
+        self.restart = restart;
+        self
+    }
+
+    /// Sets how the child is stopped.
+    pub fn shutdown(mut self, shutdown: Shutdown) -> Self {
+        self.shutdown = shutdown;
+        self
+    }
+
+    /// Sets the child's mailbox.
+    pub fn mailbox(mut self, mailbox: MailboxConfig) -> Self {
+        self.mailbox = mailbox;
+        self
+    }
+
+    /// A handle that resolves to the child's current incarnation, across restarts.
+    #[must_use]
+    pub fn handle(&self) -> ChildRef<A::Msg> {
+        self.handle.clone()
+    }
+}
+
+impl<A: Actor> From<WorkerSpec<A>> for ChildSpec {
+    fn from(w: WorkerSpec<A>) -> Self {
+        let (factory, handle, mailbox, id) = (w.factory, w.handle, w.mailbox, w.id.clone());
+        let start: StartFn = Arc::new(move |sup: AnyRef| -> StartFuture {
+            let actor = match catch_unwind(AssertUnwindSafe(|| factory())) {
+                Ok(a) => a,
+                Err(_) => {
+                    let reason =
+                        ExitReason::Panicked(format!("the factory of child {id:?} panicked"));
+                    return Box::pin(async move { Err(reason) });
+                }
+            };
+            let (child, ack) = spawn_acked(actor, Spawn::new().mailbox(mailbox), Some(sup.clone()));
+            sup.0.add_link(child.any());
+            let handle = handle.clone();
+            Box::pin(async move {
+                match ack.await {
+                    Ok(()) => {
+                        *handle.0.write() = Some(child.clone());
+                        Ok(child.any())
+                    }
+                    Err(_) => Err(child.terminated().await),
+                }
+            })
+        });
+        ChildSpec {
+            id: w.id,
+            restart: w.restart,
+            shutdown: w.shutdown,
+            kind: w.kind,
+            start,
+            nested: w.nested,
+        }
+    }
+}
+
+/// Addresses a supervised child across restarts: each restart is a new actor with a new
+/// identity, and the handle follows it.
+pub struct ChildRef<M>(Arc<RwLock<Option<ActorRef<M>>>>);
+
+impl<M> Clone for ChildRef<M> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+impl<M: Send + 'static> ChildRef<M> {
+    fn new() -> Self {
+        Self(Arc::new(RwLock::new(None)))
+    }
+
+    /// The current incarnation, when one is alive.
+    #[must_use]
+    pub fn get(&self) -> Option<ActorRef<M>> {
+        self.0.read().clone().filter(ActorRef::is_alive)
+    }
+
+    /// Sends to the current incarnation; `Gone` while none is alive (e.g. mid-restart).
+    pub fn send(&self, msg: M) -> Result<(), SendError<M>> {
+        match self.get() {
+            Some(r) => r.send(msg),
+            None => Err(SendError::new(SendErrorKind::Gone, Some(msg))),
+        }
+    }
+}
+
+/// One row of [`super::SupervisorRef::which_children`].
+#[derive(Clone, Debug)]
+pub struct ChildInfo {
+    /// The child's id.
+    pub id: String,
+    /// The running incarnation, if any.
+    pub actor: Option<AnyRef>,
+    /// Worker or supervisor.
+    pub kind: ChildKind,
+    /// Its restart type.
+    pub restart: Restart,
+}

@@ -1,0 +1,214 @@
+//! Supervision with the semantics of Erlang/OTP's `supervisor`: strategies, restart types,
+//! restart intensity on a sliding window, backoff, ordered start and reverse-ordered shutdown,
+//! dynamic children, and [`ChildRef`] handles that follow a child across restarts.
+//! The rules are written out in `server.rs` and each is pinned by a test.
+//!
+//! ```
+//! # #[tokio::main] async fn main() {
+//! use std::time::Duration;
+//! use troupe::{Actor, Ctx};
+//! use troupe::supervisor::{self, ChildSpec, Restart, Strategy, SupervisorSpec};
+//!
+//! struct Worker;
+//! impl Actor for Worker {
+//!     type Msg = &'static str;
+//!     async fn handle(&mut self, m: &'static str, _: &mut Ctx<Self>) {
+//!         if m == "crash" { panic!("asked to crash") }
+//!     }
+//! }
+//!
+//! let worker = ChildSpec::worker("w", || Worker).restart(Restart::Permanent);
+//! let handle = worker.handle();
+//! let spec = SupervisorSpec::new(Strategy::OneForOne).intensity(5, Duration::from_secs(1)).child(worker);
+//! let sup = supervisor::start(spec).await.unwrap();
+//!
+//! let first = handle.get().unwrap();
+//! first.send("crash").unwrap();
+//! assert!(matches!(first.terminated().await, troupe::ExitReason::Panicked(_)));
+//! // The supervisor restarts it; the handle follows the new incarnation.
+//! let second = loop {
+//!     if let Some(r) = handle.get() { break r; }
+//!     tokio::task::yield_now().await;
+//! };
+//! assert_ne!(first.id(), second.id());
+//! sup.stop().await;
+//! # }
+//! ```
+
+mod child;
+mod server;
+mod spec;
+
+use std::fmt;
+use std::time::Duration;
+
+pub use child::{ChildInfo, ChildRef, ChildSpec, WorkerSpec};
+pub use server::{Supervisor, SupervisorMsg};
+pub use spec::{Backoff, ChildKind, Restart, Shutdown, Strategy, SupervisorSpec};
+
+use server::Cmd;
+
+use crate::spawn::{spawn_acked, Spawn};
+use crate::{ActorId, ActorRef, AnyRef, AskError, ExitReason};
+
+/// How long supervisor calls wait; OTP waits forever, a dead supervisor answers `Gone` at once.
+const CALL_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// Why a supervisor operation failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SupervisorError {
+    /// The spec breaks a rule; `field` names it.
+    InvalidSpec {
+        /// The offending field.
+        field: String,
+        /// What is wrong and what is allowed.
+        problem: String,
+    },
+    /// Two children share an id.
+    DuplicateId(String),
+    /// A child failed to start.
+    StartFailed {
+        /// The child's id.
+        child: String,
+        /// Why it stopped.
+        reason: ExitReason,
+    },
+    /// No child has this id.
+    NoSuchChild(String),
+    /// The child is running; terminate it first.
+    ChildRunning(String),
+    /// The supervisor already has its maximum number of children.
+    MaxChildren(usize),
+    /// The supervisor has stopped.
+    Gone,
+}
+
+impl fmt::Display for SupervisorError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SupervisorError::InvalidSpec { field, problem } => {
+                write!(f, "invalid supervisor spec: {field} {problem}")
+            }
+            SupervisorError::DuplicateId(id) => write!(
+                f,
+                "invalid supervisor spec: two children have the id {id:?}; ids must be unique"
+            ),
+            SupervisorError::StartFailed { child, reason } => {
+                write!(f, "child {child:?} failed to start: {reason}")
+            }
+            SupervisorError::NoSuchChild(id) => write!(f, "no child has the id {id:?}"),
+            SupervisorError::ChildRunning(id) => {
+                write!(f, "child {id:?} is running; terminate it first")
+            }
+            SupervisorError::MaxChildren(n) => {
+                write!(f, "the supervisor already has its maximum of {n} children")
+            }
+            SupervisorError::Gone => f.write_str("the supervisor has stopped"),
+        }
+    }
+}
+
+impl std::error::Error for SupervisorError {}
+
+impl From<AskError> for SupervisorError {
+    fn from(_: AskError) -> Self {
+        SupervisorError::Gone
+    }
+}
+
+/// Validates `spec`, spawns the supervisor and waits until all its children have started.
+pub async fn start(spec: SupervisorSpec) -> Result<SupervisorRef, SupervisorError> {
+    spec.validate()?;
+    let slot = server::FailureSlot::default();
+    let (r, ack) = spawn_acked(
+        Supervisor::with_failure_slot(spec, slot.clone()),
+        Spawn::new(),
+        None,
+    );
+    if ack.await.is_ok() {
+        return Ok(SupervisorRef(r));
+    }
+    let reason = r.terminated().await;
+    let (child, reason) = slot.lock().take().unwrap_or((String::new(), reason));
+    Err(SupervisorError::StartFailed { child, reason })
+}
+
+/// A handle to a running supervisor.
+#[derive(Clone, Debug)]
+pub struct SupervisorRef(ActorRef<SupervisorMsg>);
+
+impl SupervisorRef {
+    /// Wraps a supervisor's actor ref (e.g. from a [`ChildRef`] of a child supervisor).
+    #[must_use]
+    pub fn from_ref(r: ActorRef<SupervisorMsg>) -> Self {
+        Self(r)
+    }
+
+    /// The supervisor's actor ref.
+    #[must_use]
+    pub fn actor(&self) -> &ActorRef<SupervisorMsg> {
+        &self.0
+    }
+
+    /// The supervisor as an untyped ref.
+    #[must_use]
+    pub fn any(&self) -> AnyRef {
+        self.0.any()
+    }
+
+    /// Adds and starts a child at run time (a dynamic supervisor's `start_child`). An empty id
+    /// gets a unique one.
+    pub async fn start_child(
+        &self,
+        spec: impl Into<ChildSpec>,
+    ) -> Result<ActorId, SupervisorError> {
+        let spec = spec.into();
+        self.0
+            .ask(|r| SupervisorMsg(Cmd::StartChild(spec, r)), CALL_TIMEOUT)
+            .await?
+    }
+
+    /// Stops a child (it stays in the spec, not restarted, until `restart_child`).
+    pub async fn terminate_child(&self, id: &str) -> Result<(), SupervisorError> {
+        let id = id.to_owned();
+        self.0
+            .ask(|r| SupervisorMsg(Cmd::TerminateChild(id, r)), CALL_TIMEOUT)
+            .await?
+    }
+
+    /// Starts a terminated child again.
+    pub async fn restart_child(&self, id: &str) -> Result<ActorId, SupervisorError> {
+        let id = id.to_owned();
+        self.0
+            .ask(|r| SupervisorMsg(Cmd::RestartChild(id, r)), CALL_TIMEOUT)
+            .await?
+    }
+
+    /// Removes a terminated child's spec.
+    pub async fn delete_child(&self, id: &str) -> Result<(), SupervisorError> {
+        let id = id.to_owned();
+        self.0
+            .ask(|r| SupervisorMsg(Cmd::DeleteChild(id, r)), CALL_TIMEOUT)
+            .await?
+    }
+
+    /// The children in start order.
+    pub async fn which_children(&self) -> Result<Vec<ChildInfo>, SupervisorError> {
+        Ok(self
+            .0
+            .ask(|r| SupervisorMsg(Cmd::Which(r)), CALL_TIMEOUT)
+            .await?)
+    }
+
+    /// Stops the supervisor: its children stop in reverse order first. Returns its exit reason.
+    pub async fn stop(&self) -> ExitReason {
+        self.0.any().stop(ExitReason::Shutdown);
+        self.0.terminated().await
+    }
+
+    /// Waits until the supervisor has stopped.
+    pub async fn terminated(&self) -> ExitReason {
+        self.0.terminated().await
+    }
+}

@@ -1,0 +1,395 @@
+//! The supervisor actor: starts its children in order, restarts them per strategy and restart
+//! type within the intensity limit, and stops them in reverse order.
+//!
+//! Rules (OTP `supervisor`; each has a test in `tests/supervision_*.rs`):
+//! 1. A supervisor traps exits and links to every child it starts.
+//! 2. Children start in spec order; if one fails to start, those already started are stopped in
+//!    reverse order and the supervisor fails to start, naming the child.
+//! 3. On a child's exit: `Permanent` restarts, `Transient` restarts only on an abnormal reason,
+//!    `Temporary` never restarts and its spec is removed. A child that needs no restart
+//!    affects no other child.
+//! 4. A restart is counted first: more than `intensity` restarts within `period` (a sliding
+//!    window on the monotonic clock) make the supervisor stop all children in reverse order and
+//!    exit with `Shutdown`, which its own supervisor sees as an exit of its child.
+//! 5. `OneForAll` stops every other running child, `RestForOne` every child started after the
+//!    exited one, in reverse order; then those children restart in order (temporary ones that
+//!    were stopped this way are removed instead).
+//! 6. Stopping a child: unlink, then `Brutal` kills, `Timeout(t)` asks it to stop and kills it
+//!    after `t`, `Infinity` asks and waits.
+//! 7. An exit signal from the supervisor's parent, or a stop request, stops all children in
+//!    reverse order, then the supervisor exits with the same reason.
+//! 8. With backoff, restarts wait the backoff delay; the children to restart are stopped at once.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use rand::Rng;
+use tokio::time::Instant;
+
+use super::child::{ChildInfo, ChildSpec};
+use super::spec::{Restart, Shutdown, Strategy, SupervisorSpec};
+use super::SupervisorError;
+use crate::any_ref::AnyRef;
+use crate::{Actor, ActorError, ActorId, Ctx, ExitReason, ExitSignal, ReplyTo};
+
+/// The supervisor actor. Start one with [`super::start`] or as a child with
+/// [`ChildSpec::supervisor`]; talk to it through [`super::SupervisorRef`].
+pub struct Supervisor {
+    spec: SupervisorSpec,
+    children: Vec<Child>,
+    restarts: VecDeque<Instant>,
+    next_auto_id: u64,
+    generation: u64,
+    start_failure: Option<FailureSlot>,
+}
+
+/// Where a top-level supervisor reports which child failed to start.
+pub(crate) type FailureSlot = std::sync::Arc<parking_lot::Mutex<Option<(String, ExitReason)>>>;
+
+struct Child {
+    spec: ChildSpec,
+    actor: Option<AnyRef>,
+    started_at: Instant,
+    /// Waiting to be started by a restart (possibly delayed by backoff).
+    pending: bool,
+    backoff_n: u32,
+}
+
+/// A message to a supervisor; build them through [`super::SupervisorRef`].
+pub struct SupervisorMsg(pub(crate) Cmd);
+
+pub(crate) enum Cmd {
+    StartChild(ChildSpec, ReplyTo<Result<ActorId, SupervisorError>>),
+    TerminateChild(String, ReplyTo<Result<(), SupervisorError>>),
+    RestartChild(String, ReplyTo<Result<ActorId, SupervisorError>>),
+    DeleteChild(String, ReplyTo<Result<(), SupervisorError>>),
+    Which(ReplyTo<Vec<ChildInfo>>),
+    DelayedRestart(u64),
+}
+
+impl Supervisor {
+    pub(crate) fn new(mut spec: SupervisorSpec) -> Self {
+        let children = std::mem::take(&mut spec.children)
+            .into_iter()
+            .map(|spec| Child {
+                spec,
+                actor: None,
+                started_at: Instant::now(),
+                pending: false,
+                backoff_n: 0,
+            })
+            .collect();
+        Self {
+            spec,
+            children,
+            restarts: VecDeque::new(),
+            next_auto_id: 0,
+            generation: 0,
+            start_failure: None,
+        }
+    }
+
+    pub(crate) fn with_failure_slot(spec: SupervisorSpec, slot: FailureSlot) -> Self {
+        Self {
+            start_failure: Some(slot),
+            ..Self::new(spec)
+        }
+    }
+
+    async fn start_one(&mut self, i: usize, me: &AnyRef) -> Result<ActorId, ExitReason> {
+        let start = self.children[i].spec.start.clone();
+        let a = start(me.clone()).await?;
+        let id = a.id();
+        let c = &mut self.children[i];
+        c.actor = Some(a);
+        c.pending = false;
+        c.started_at = Instant::now();
+        Ok(id)
+    }
+
+    /// Rule 6.
+    async fn stop_child(ctx: &mut Ctx<Self>, actor: AnyRef, shutdown: Shutdown) {
+        ctx.unlink(&actor);
+        match shutdown {
+            Shutdown::Brutal => actor.kill(),
+            Shutdown::Timeout(t) => {
+                actor.stop(ExitReason::Shutdown);
+                if tokio::time::timeout(t, actor.terminated()).await.is_ok() {
+                    return;
+                }
+                tracing::warn!(child = %actor.id(), "child did not stop within {t:?}; killing it");
+                actor.kill();
+            }
+            Shutdown::Infinity => actor.stop(ExitReason::Shutdown),
+        }
+        actor.terminated().await;
+    }
+
+    /// Stops the children at `indices` (given in start order) in reverse order.
+    async fn stop_children(&mut self, ctx: &mut Ctx<Self>, indices: &[usize]) {
+        for &i in indices.iter().rev() {
+            if let Some(a) = self.children[i].actor.take() {
+                Self::stop_child(ctx, a, self.children[i].spec.shutdown).await;
+            }
+        }
+    }
+
+    /// Rule 4: counts a restart; false when the intensity is exceeded.
+    fn count_restart(&mut self) -> bool {
+        let now = Instant::now();
+        self.restarts.push_back(now);
+        while self
+            .restarts
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > self.spec.period)
+        {
+            self.restarts.pop_front();
+        }
+        self.restarts.len() <= self.spec.intensity as usize
+    }
+
+    fn give_up(&mut self, ctx: &mut Ctx<Self>) {
+        tracing::warn!(supervisor = %ctx.id(), intensity = self.spec.intensity, period = ?self.spec.period,
+            "restart intensity exceeded; shutting down");
+        ctx.stop(ExitReason::Shutdown);
+    }
+
+    async fn on_child_exit(&mut self, ctx: &mut Ctx<Self>, i: usize, reason: ExitReason) {
+        let c = &mut self.children[i];
+        c.actor = None;
+        let restart = match c.spec.restart {
+            Restart::Permanent => true,
+            Restart::Transient => reason.is_abnormal(),
+            Restart::Temporary => false,
+        };
+        if !restart {
+            if c.spec.restart == Restart::Temporary {
+                self.children.remove(i);
+            }
+            return;
+        }
+        if !self.count_restart() {
+            return self.give_up(ctx);
+        }
+        // Rule 5: which children go down with it.
+        let affected: Vec<usize> = match self.spec.strategy {
+            Strategy::OneForOne => vec![i],
+            Strategy::OneForAll => (0..self.children.len()).collect(),
+            Strategy::RestForOne => (i..self.children.len()).collect(),
+        };
+        let others: Vec<usize> = affected.iter().copied().filter(|&j| j != i).collect();
+        self.stop_children(ctx, &others).await;
+        for &j in &affected {
+            self.children[j].pending = true;
+        }
+        // Temporary siblings stopped by the strategy are removed, not restarted.
+        let mut j = 0;
+        self.children.retain(|c| {
+            let keep = !(others.contains(&j) && c.spec.restart == Restart::Temporary);
+            j += 1;
+            keep
+        });
+        match self.backoff_delay(i) {
+            Some(delay) => {
+                self.generation += 1;
+                let msg = SupervisorMsg(Cmd::DelayedRestart(self.generation));
+                let _ = ctx.send_after(delay, msg);
+            }
+            None => self.start_pending(ctx).await,
+        }
+    }
+
+    fn backoff_delay(&mut self, i: usize) -> Option<Duration> {
+        let b = self.spec.backoff?;
+        let c = self.children.get_mut(i)?;
+        if c.started_at.elapsed() > b.max {
+            c.backoff_n = 0;
+        }
+        let exp = c.backoff_n.min(30);
+        c.backoff_n += 1;
+        let base = b.min.saturating_mul(1u32 << exp.min(31)).min(b.max);
+        let stretch = if b.jitter > 0.0 {
+            rand::thread_rng().gen_range(0.0..=b.jitter)
+        } else {
+            0.0
+        };
+        Some(base.mul_f64(1.0 + stretch))
+    }
+
+    /// Starts pending children in order; a failed start counts as another restart.
+    async fn start_pending(&mut self, ctx: &mut Ctx<Self>) {
+        let me = AnyRef(ctx.cell.clone());
+        let mut i = 0;
+        while i < self.children.len() {
+            if !self.children[i].pending {
+                i += 1;
+                continue;
+            }
+            match self.start_one(i, &me).await {
+                Ok(_) => i += 1,
+                Err(reason) => {
+                    tracing::warn!(child = %self.children[i].spec.id, %reason, "child failed to restart");
+                    if !self.count_restart() {
+                        return self.give_up(ctx);
+                    }
+                }
+            }
+        }
+    }
+
+    fn find(&self, id: &str) -> Result<usize, SupervisorError> {
+        self.children
+            .iter()
+            .position(|c| c.spec.id == id)
+            .ok_or_else(|| SupervisorError::NoSuchChild(id.to_owned()))
+    }
+
+    async fn start_child(
+        &mut self,
+        ctx: &mut Ctx<Self>,
+        mut spec: ChildSpec,
+    ) -> Result<ActorId, SupervisorError> {
+        if spec.id.is_empty() {
+            self.next_auto_id += 1;
+            spec.id = format!("child-{}", self.next_auto_id);
+        }
+        spec.validate()?;
+        if self.children.iter().any(|c| c.spec.id == spec.id) {
+            return Err(SupervisorError::DuplicateId(spec.id));
+        }
+        if let Some(max) = self.spec.max_children {
+            if self.children.len() >= max {
+                return Err(SupervisorError::MaxChildren(max));
+            }
+        }
+        let child_id = spec.id.clone();
+        self.children.push(Child {
+            spec,
+            actor: None,
+            started_at: Instant::now(),
+            pending: false,
+            backoff_n: 0,
+        });
+        let i = self.children.len() - 1;
+        let me = AnyRef(ctx.cell.clone());
+        match self.start_one(i, &me).await {
+            Ok(id) => Ok(id),
+            Err(reason) => {
+                self.children.pop();
+                Err(SupervisorError::StartFailed {
+                    child: child_id,
+                    reason,
+                })
+            }
+        }
+    }
+
+    fn which(&self) -> Vec<ChildInfo> {
+        self.children
+            .iter()
+            .map(|c| ChildInfo {
+                id: c.spec.id.clone(),
+                actor: c.actor.clone(),
+                kind: c.spec.kind,
+                restart: c.spec.restart,
+            })
+            .collect()
+    }
+}
+
+impl Actor for Supervisor {
+    type Msg = SupervisorMsg;
+
+    async fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), ActorError> {
+        ctx.trap_exit(true);
+        let me = AnyRef(ctx.cell.clone());
+        for i in 0..self.children.len() {
+            if let Err(reason) = self.start_one(i, &me).await {
+                let id = self.children[i].spec.id.clone();
+                let started: Vec<usize> = (0..i).collect();
+                self.stop_children(ctx, &started).await;
+                if let Some(slot) = &self.start_failure {
+                    *slot.lock() = Some((id.clone(), reason.clone()));
+                }
+                return Err(ActorError(format!(
+                    "child {id:?} failed to start: {reason}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle(&mut self, SupervisorMsg(cmd): SupervisorMsg, ctx: &mut Ctx<Self>) {
+        match cmd {
+            Cmd::StartChild(spec, reply) => reply.send(self.start_child(ctx, spec).await),
+            Cmd::TerminateChild(id, reply) => {
+                let r = match self.find(&id) {
+                    Ok(i) => {
+                        self.children[i].pending = false;
+                        self.stop_children(ctx, &[i]).await;
+                        if self.children[i].spec.restart == Restart::Temporary {
+                            self.children.remove(i);
+                        }
+                        Ok(())
+                    }
+                    Err(e) => Err(e),
+                };
+                reply.send(r);
+            }
+            Cmd::RestartChild(id, reply) => {
+                let r = match self.find(&id) {
+                    Ok(i) if self.children[i].actor.is_some() => {
+                        Err(SupervisorError::ChildRunning(id))
+                    }
+                    Ok(i) => {
+                        let me = AnyRef(ctx.cell.clone());
+                        self.start_one(i, &me)
+                            .await
+                            .map_err(|reason| SupervisorError::StartFailed { child: id, reason })
+                    }
+                    Err(e) => Err(e),
+                };
+                reply.send(r);
+            }
+            Cmd::DeleteChild(id, reply) => {
+                let r = match self.find(&id) {
+                    Ok(i) if self.children[i].actor.is_some() => {
+                        Err(SupervisorError::ChildRunning(id))
+                    }
+                    Ok(i) => {
+                        self.children.remove(i);
+                        Ok(())
+                    }
+                    Err(e) => Err(e),
+                };
+                reply.send(r);
+            }
+            Cmd::Which(reply) => reply.send(self.which()),
+            Cmd::DelayedRestart(generation) => {
+                if generation == self.generation {
+                    self.start_pending(ctx).await;
+                }
+            }
+        }
+    }
+
+    async fn on_exit(&mut self, sig: ExitSignal, ctx: &mut Ctx<Self>) {
+        if Some(sig.from) == ctx.parent() {
+            ctx.stop(sig.reason);
+            return;
+        }
+        let Some(i) = self
+            .children
+            .iter()
+            .position(|c| c.actor.as_ref().is_some_and(|a| a.id() == sig.from))
+        else {
+            return; // an exit of an actor that is no longer (or never was) a child
+        };
+        self.on_child_exit(ctx, i, sig.reason).await;
+    }
+
+    async fn stopped(&mut self, _reason: &ExitReason, ctx: &mut Ctx<Self>) {
+        let all: Vec<usize> = (0..self.children.len()).collect();
+        self.stop_children(ctx, &all).await;
+    }
+}

@@ -1,0 +1,179 @@
+//! Supervisor and child specifications, with OTP's defaults, validated when built.
+
+use std::time::Duration;
+
+use super::child::ChildSpec;
+use super::SupervisorError;
+
+/// Which children restart when one must (OTP's restart strategies).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strategy {
+    /// Only the child that exited is restarted.
+    OneForOne,
+    /// All children are terminated (in reverse start order) and restarted (in start order).
+    OneForAll,
+    /// The exited child and every child started after it are terminated and restarted.
+    RestForOne,
+}
+
+/// When a child is restarted (OTP's restart types).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Restart {
+    /// Always restarted.
+    Permanent,
+    /// Restarted only after an abnormal exit (not `Normal`, not `Shutdown`).
+    Transient,
+    /// Never restarted; its spec is removed when it exits.
+    Temporary,
+}
+
+/// How a child is stopped when its supervisor terminates it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shutdown {
+    /// Killed at once.
+    Brutal,
+    /// Asked to stop (its `stopped` hook runs), killed if still alive after this long.
+    Timeout(Duration),
+    /// Asked to stop, waited for without limit (the default for child supervisors).
+    Infinity,
+}
+
+/// Optional restart backoff (Akka's `restartWithBackoff`): the n-th consecutive restart of a
+/// child waits `min * 2^(n-1)`, capped at `max`, stretched by up to `jitter` (0.0..=1.0) at
+/// random. A child that ran longer than `max` before exiting starts again from `min`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Backoff {
+    /// The first delay.
+    pub min: Duration,
+    /// The largest delay.
+    pub max: Duration,
+    /// Random stretch, a fraction of the delay, 0.0..=1.0.
+    pub jitter: f64,
+}
+
+/// Whether a child is a worker or a supervisor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChildKind {
+    /// Any actor.
+    Worker,
+    /// A supervisor (default shutdown `Infinity`).
+    Supervisor,
+}
+
+/// A supervisor's specification. Defaults are OTP's: intensity 1 restart per 5 s period, no
+/// backoff, no limit on dynamic children.
+///
+/// ```
+/// use std::time::Duration;
+/// use troupe::supervisor::{SupervisorSpec, Strategy};
+/// let spec = SupervisorSpec::new(Strategy::OneForOne).intensity(3, Duration::ZERO);
+/// let err = spec.validate().unwrap_err();
+/// assert!(err.to_string().contains("period"));
+/// ```
+#[derive(Clone)]
+#[must_use]
+pub struct SupervisorSpec {
+    pub(crate) strategy: Strategy,
+    pub(crate) intensity: u32,
+    pub(crate) period: Duration,
+    pub(crate) backoff: Option<Backoff>,
+    pub(crate) max_children: Option<usize>,
+    pub(crate) children: Vec<ChildSpec>,
+}
+
+impl SupervisorSpec {
+    /// A spec with `strategy` and OTP's defaults.
+    pub fn new(strategy: Strategy) -> Self {
+        Self {
+            strategy,
+            intensity: 1,
+            period: Duration::from_secs(5),
+            backoff: None,
+            max_children: None,
+            children: Vec::new(),
+        }
+    }
+
+    /// More than `intensity` restarts within `period` make the supervisor give up: it
+    /// terminates its children and exits with `Shutdown`.
+    pub fn intensity(mut self, intensity: u32, period: Duration) -> Self {
+        self.intensity = intensity;
+        self.period = period;
+        self
+    }
+
+    /// Delays restarts with exponential backoff.
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = Some(backoff);
+        self
+    }
+
+    /// Caps the number of children (static and dynamic).
+    pub fn max_children(mut self, max: usize) -> Self {
+        self.max_children = Some(max);
+        self
+    }
+
+    /// Adds a child; children start in the order added and stop in reverse.
+    pub fn child(mut self, child: impl Into<ChildSpec>) -> Self {
+        self.children.push(child.into());
+        self
+    }
+
+    /// Checks every rule and names the first field that breaks one.
+    pub fn validate(&self) -> Result<(), SupervisorError> {
+        let bad = |field: &str, problem: String| {
+            Err(SupervisorError::InvalidSpec {
+                field: field.to_owned(),
+                problem,
+            })
+        };
+        if self.period.is_zero() {
+            return bad(
+                "period",
+                "must be greater than zero (restarts are counted over it)".into(),
+            );
+        }
+        if let Some(b) = &self.backoff {
+            if b.min.is_zero() {
+                return bad("backoff.min", "must be greater than zero".into());
+            }
+            if b.min > b.max {
+                return bad(
+                    "backoff.max",
+                    format!(
+                        "must be at least backoff.min ({:?}), got {:?}",
+                        b.min, b.max
+                    ),
+                );
+            }
+            if !(0.0..=1.0).contains(&b.jitter) {
+                return bad(
+                    "backoff.jitter",
+                    format!("must be within 0.0..=1.0, got {}", b.jitter),
+                );
+            }
+        }
+        if self.max_children == Some(0) {
+            return bad("max_children", "must be at least 1".into());
+        }
+        if let Some(max) = self.max_children {
+            if self.children.len() > max {
+                return bad(
+                    "children",
+                    format!(
+                        "{} static children exceed max_children {max}",
+                        self.children.len()
+                    ),
+                );
+            }
+        }
+        for (i, c) in self.children.iter().enumerate() {
+            c.validate()?;
+            if self.children[..i].iter().any(|o| o.id == c.id) {
+                return Err(SupervisorError::DuplicateId(c.id.clone()));
+            }
+        }
+        Ok(())
+    }
+}
