@@ -18,6 +18,7 @@ pub mod report;
 pub mod root;
 pub mod run;
 pub mod schedule;
+pub mod scp;
 pub mod sweep;
 
 pub use error::{Error, ErrorKind, Result};

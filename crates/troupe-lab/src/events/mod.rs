@@ -32,8 +32,10 @@ pub struct Event {
     pub node: String,
     /// Runtime that emitted it.
     pub rt: String,
-    /// The whole line.
+    /// The whole line, parsed.
     pub raw: Value,
+    /// The line as written (kept so merging does not reorder its fields).
+    pub line: String,
 }
 
 impl Event {
@@ -90,6 +92,7 @@ pub fn parse_line(line: &str) -> std::result::Result<Event, String> {
         rt: obj["rt"].as_str().unwrap_or("").to_string(),
         ev,
         raw,
+        line: line.trim_end().to_string(),
     })
 }
 
@@ -119,7 +122,7 @@ pub fn merge(inputs: &[&Path], out: &Path) -> Result<Vec<Event>> {
     let f = std::fs::File::create(out).map_err(|e| Error::io(out, e))?;
     let mut w = BufWriter::new(f);
     for e in &all {
-        writeln!(w, "{}", e.raw).map_err(|e| Error::io(out, e))?;
+        writeln!(w, "{}", e.line).map_err(|e| Error::io(out, e))?;
     }
     w.flush().map_err(|e| Error::io(out, e))?;
     Ok(all)
