@@ -29,8 +29,10 @@ impl Bar {
     pub(crate) fn new(points: &[Point]) -> Bar {
         let bar = ProgressBar::new(0);
         bar.set_style(
-            ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {percent}% ETA {eta_precise}  {msg}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {percent}% ETA {eta_precise}  {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         Bar {
             bar,
@@ -63,16 +65,24 @@ impl SweepObserver for Bar {
         self.index = done;
         self.bar.set_length(self.pending_secs.max(1));
         if done > 0 {
-            self.bar.println(format!("resuming: {done} of {total} runs already complete"));
+            self.bar
+                .println(format!("resuming: {done} of {total} runs already complete"));
         }
     }
 
     fn started(&mut self, point: &Point) {
         self.index += 1;
-        self.bar.set_message(format!("run {}/{}: {}", self.index, self.total_points, point.name));
+        self.bar.set_message(format!(
+            "run {}/{}: {}",
+            self.index, self.total_points, point.name
+        ));
         self.stop_ticker();
         let planned = planned_secs(point);
-        let (bar, base, running) = (self.bar.clone(), Arc::clone(&self.base), Arc::clone(&self.running));
+        let (bar, base, running) = (
+            self.bar.clone(),
+            Arc::clone(&self.base),
+            Arc::clone(&self.running),
+        );
         running.store(true, Ordering::SeqCst);
         let t0 = Instant::now();
         self.ticker = Some(std::thread::spawn(move || {
@@ -90,10 +100,19 @@ impl SweepObserver for Bar {
         self.bar.set_position(b);
         let what = match (&outcome.stats, outcome.manifest.status) {
             (Some(s), troupe_lab::manifest::Status::Ok) => {
-                format!("ok  mean {:.1}/s ({:.2}% of ceiling), kills {}", s.mean, s.pct_ceiling, s.kills)
+                format!(
+                    "ok  mean {:.1}/s ({:.2}% of ceiling), kills {}",
+                    s.mean, s.pct_ceiling, s.kills
+                )
             }
-            _ => format!("FAILED: {}", outcome.manifest.reason.clone().unwrap_or_default()),
+            _ => format!(
+                "FAILED: {}",
+                outcome.manifest.reason.clone().unwrap_or_default()
+            ),
         };
-        self.bar.println(format!("[{}/{}] {}: {what}", self.index, self.total_points, point.name));
+        self.bar.println(format!(
+            "[{}/{}] {}: {what}",
+            self.index, self.total_points, point.name
+        ));
     }
 }

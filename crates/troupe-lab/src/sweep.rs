@@ -65,7 +65,7 @@ pub struct SweepFile {
     pub workload: String,
     /// Runtimes.
     pub runtimes: Vec<String>,
-    /// Resolved config before the axes are applied.
+    /// Config before the axes are applied (defaults, file, fixed overrides; not validated).
     pub base_config: serde_json::Value,
     /// The axes: key and values as given.
     pub axes: Vec<(String, Vec<String>)>,
@@ -120,7 +120,9 @@ pub fn expand(spec: &SweepSpec) -> Result<Grid> {
         }
         Ok(b)
     };
-    let base = base_builder(&[])?.build()?;
+    // The base is recorded as given; it is validated only as part of each grid point, since
+    // an axis may override the keys that make it invalid on its own.
+    let base = base_builder(&[])?.values_json();
     // The cartesian product of the axes, first axis outermost.
     let mut combos: Vec<Vec<String>> = vec![vec![]];
     for (k, vals) in &axes {
@@ -182,7 +184,7 @@ pub fn expand(spec: &SweepSpec) -> Result<Grid> {
         format: 1,
         workload: spec.workload.clone(),
         runtimes: spec.runtimes.clone(),
-        base_config: base.to_json(),
+        base_config: base,
         axes,
         points: points.iter().map(|p| p.name.clone()).collect(),
     };

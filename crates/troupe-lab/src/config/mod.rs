@@ -400,6 +400,17 @@ impl ConfigBuilder {
         self
     }
 
+    /// The values applied so far as a JSON object in schema order, without validation.
+    pub fn values_json(&self) -> serde_json::Value {
+        let mut m = serde_json::Map::new();
+        for k in self.schema.keys {
+            if let Some(v) = self.values.get(k.name) {
+                m.insert(k.name.to_string(), v.to_json());
+            }
+        }
+        serde_json::Value::Object(m)
+    }
+
     /// Runs the cross-key rules and returns the config, or every problem found.
     pub fn build(&self) -> Result<Config> {
         let cfg = Config {

@@ -150,19 +150,6 @@ fn cross_check(c: &Config) -> Vec<CrossIssue> {
             },
         ));
     }
-    for key in ["burst_size", "random_burst_max"] {
-        let v = c.int(key);
-        if v > pairs {
-            out.push((
-                vec![key, "pairs"],
-                ConfigIssue {
-                    key: key.into(),
-                    value: v.to_string(),
-                    problem: format!("must be at most pairs = {pairs}"),
-                },
-            ));
-        }
-    }
     let in_flight = pairs.saturating_mul(c.int("payload_bytes"));
     if in_flight > (2_i64 << 30) {
         out.push((

@@ -36,7 +36,9 @@ pub(crate) struct Tally {
 
 /// Carries out one action (rules 1-3); returns whether a server was killed.
 fn kill(a: &FaultAction, targets: &Targets, main: &Handle, emitter: &Emitter) -> bool {
-    let Some(slots) = targets.get(a.group as usize) else { return false };
+    let Some(slots) = targets.get(a.group as usize) else {
+        return false;
+    };
     for k in 0..slots.len() {
         let s = (a.slot as usize + k) % slots.len();
         if let Some(server) = slots[s].get() {
@@ -63,32 +65,38 @@ pub(crate) fn spawn(
     main: Handle,
     mut stop: oneshot::Receiver<()>,
 ) -> std::io::Result<std::thread::JoinHandle<Tally>> {
-    std::thread::Builder::new().name("scp-injector".into()).spawn(move || {
-        let mut tally = Tally::default();
-        let rt = match tokio::runtime::Builder::new_current_thread().enable_time().build() {
-            Ok(rt) => rt,
-            Err(_) => {
-                tally.skipped = actions.len() as u64;
-                return tally;
-            }
-        };
-        rt.block_on(async {
-            for (i, a) in actions.iter().enumerate() {
-                let when = tokio::time::Instant::from_std(start + Duration::from_millis(a.at_ms));
-                tokio::select! {
-                    _ = tokio::time::sleep_until(when) => {}
-                    _ = &mut stop => {
-                        tally.skipped += (actions.len() - i) as u64;
-                        return;
+    std::thread::Builder::new()
+        .name("scp-injector".into())
+        .spawn(move || {
+            let mut tally = Tally::default();
+            let rt = match tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .build()
+            {
+                Ok(rt) => rt,
+                Err(_) => {
+                    tally.skipped = actions.len() as u64;
+                    return tally;
+                }
+            };
+            rt.block_on(async {
+                for (i, a) in actions.iter().enumerate() {
+                    let when =
+                        tokio::time::Instant::from_std(start + Duration::from_millis(a.at_ms));
+                    tokio::select! {
+                        _ = tokio::time::sleep_until(when) => {}
+                        _ = &mut stop => {
+                            tally.skipped += (actions.len() - i) as u64;
+                            return;
+                        }
+                    }
+                    if kill(a, &targets, &main, &emitter) {
+                        tally.killed += 1;
+                    } else {
+                        tally.skipped += 1;
                     }
                 }
-                if kill(a, &targets, &main, &emitter) {
-                    tally.killed += 1;
-                } else {
-                    tally.skipped += 1;
-                }
-            }
-        });
-        tally
-    })
+            });
+            tally
+        })
 }

@@ -35,9 +35,11 @@ use actors::{AggMsg, Aggregator, Server, Shared};
 const NODE: &str = "sub";
 
 fn env_path(name: &str) -> Result<PathBuf> {
-    std::env::var_os(name)
-        .map(PathBuf::from)
-        .ok_or_else(|| Error::other(format!("{name} is not set; `troupe lab exec` is started by `troupe lab run`")))
+    std::env::var_os(name).map(PathBuf::from).ok_or_else(|| {
+        Error::other(format!(
+            "{name} is not set; `troupe lab exec` is started by `troupe lab run`"
+        ))
+    })
 }
 
 /// Runs the SUB from the environment contract; returns the process exit code.
@@ -80,7 +82,10 @@ async fn drive(
         "run_started",
         json!({"workload": "scp", "config": cfg_json, "version": format!("troupe {}", env!("CARGO_PKG_VERSION"))}),
     );
-    let (mut sigterm, mut sigint) = match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+    let (mut sigterm, mut sigint) = match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
         (Ok(a), Ok(b)) => (a, b),
         _ => return (1, actions.len() as u64, false),
     };
@@ -89,7 +94,11 @@ async fn drive(
     let shared_slot: Arc<std::sync::OnceLock<Arc<Shared>>> = Arc::default();
     let slot2 = Arc::clone(&shared_slot);
     let agg_spec = ChildSpec::worker("aggregator", move || {
-        Aggregator::new(Arc::clone(slot2.get().expect("shared state is set before the tree starts")))
+        Aggregator::new(Arc::clone(
+            slot2
+                .get()
+                .expect("shared state is set before the tree starts"),
+        ))
     })
     .restart(Restart::Permanent);
     let shared = Arc::new(Shared {
@@ -101,20 +110,27 @@ async fn drive(
     });
     let _ = shared_slot.set(Arc::clone(&shared));
 
-    let restart = if scp.recovery { Restart::Transient } else { Restart::Temporary };
+    let restart = if scp.recovery {
+        Restart::Transient
+    } else {
+        Restart::Temporary
+    };
     let pps = scp.pairs_per_supervisor();
     let mut head = SupervisorSpec::new(Strategy::OneForOne)
         .intensity(1_000_000, Duration::from_secs(1))
         .child(agg_spec);
     let mut targets = Vec::with_capacity(scp.supervisors as usize);
     for g in 0..scp.supervisors {
-        let mut sub = SupervisorSpec::new(Strategy::OneForOne).intensity(1_000_000, Duration::from_secs(1));
+        let mut sub =
+            SupervisorSpec::new(Strategy::OneForOne).intensity(1_000_000, Duration::from_secs(1));
         let mut handles = Vec::with_capacity(pps as usize);
         for i in 0..pps {
             let shared = Arc::clone(&shared);
             let starts = Arc::new(AtomicU32::new(0));
-            let spec = ChildSpec::worker(format!("s{i}"), move || Server::new(Arc::clone(&shared), g, i, &starts))
-                .restart(restart);
+            let spec = ChildSpec::worker(format!("s{i}"), move || {
+                Server::new(Arc::clone(&shared), g, i, &starts)
+            })
+            .restart(restart);
             handles.push(spec.handle());
             sub = sub.child(spec);
         }
@@ -136,7 +152,10 @@ async fn drive(
         _ = sigterm.recv() => interrupted = true,
         _ = sigint.recv() => interrupted = true,
     }
-    let mut tally = injector::Tally { killed: 0, skipped: actions.len() as u64 };
+    let mut tally = injector::Tally {
+        killed: 0,
+        skipped: actions.len() as u64,
+    };
     if !interrupted {
         let start = std::time::Instant::now();
         let (done_tx, done_rx) = oneshot::channel();
@@ -150,7 +169,14 @@ async fn drive(
             shared.errors.fetch_add(1, Ordering::Relaxed);
         }
         let (stop_tx, stop_rx) = oneshot::channel();
-        let inj = injector::spawn(actions.clone(), Arc::new(targets), start, em.clone(), tokio::runtime::Handle::current(), stop_rx);
+        let inj = injector::spawn(
+            actions.clone(),
+            Arc::new(targets),
+            start,
+            em.clone(),
+            tokio::runtime::Handle::current(),
+            stop_rx,
+        );
         tokio::select! {
             _ = done_rx => {}
             _ = sigterm.recv() => interrupted = true,
@@ -183,5 +209,9 @@ async fn drive(
         }
     }
     let _ = tokio::time::timeout(Duration::from_secs(30), sup.stop()).await;
-    (shared.errors.load(Ordering::Relaxed), tally.skipped, interrupted)
+    (
+        shared.errors.load(Ordering::Relaxed),
+        tally.skipped,
+        interrupted,
+    )
 }
