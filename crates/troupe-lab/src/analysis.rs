@@ -13,7 +13,10 @@
 //!    the burst is within 1% of the baseline mean, else the time from the burst to the start of
 //!    the first later second that is; "unrecovered" if none is before the window ends. The
 //!    baseline is the same ratio's 0% run when known (sweeps), else the ceiling. Resolution 1 s.
-//! 5. Progressive steps: step j covers `[5j, 5j+5)` s; its measured mean uses seconds
+//! 5. In-flight loss model (for patterns with recovery): a kill at a uniformly random phase of
+//!    an exchange of `delay_ms` throws away the part already waited, on average half an
+//!    exchange; so kills/s x 0.5 is the drop a runtime with instant restarts would show.
+//! 6. Progressive steps: step j covers `[5j, 5j+5)` s; its measured mean uses seconds
 //!    5j+1..5j+4 (skipping the second the kills land in); expected = step 0's mean times the
 //!    fraction of pairs still alive; deviation in points of step 0's mean.
 
@@ -65,7 +68,7 @@ pub struct Recovery {
     pub against: String,
 }
 
-/// One progressive step (definition 5).
+/// One progressive step (definition 6).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Step {
     /// Step index (0 = before any kill).
@@ -111,6 +114,8 @@ pub struct RunStats {
     pub recovery: Option<Recovery>,
     /// Progressive steps.
     pub steps: Vec<Step>,
+    /// Exchanges/s lost to in-flight exchanges under definition 5 (0 without kills).
+    pub inflight_loss: f64,
     /// Throughput seconds reported more than once or outside the window.
     pub bad_seconds: usize,
 }
@@ -228,7 +233,13 @@ impl RunStats {
         } else {
             Vec::new()
         };
+        let inflight_loss = if scp.recovery && !seconds.is_empty() {
+            kill_at.len() as f64 * 0.5 / seconds.len() as f64
+        } else {
+            0.0
+        };
         RunStats {
+            inflight_loss,
             seconds,
             mean,
             ceiling,

@@ -102,6 +102,19 @@ pub fn git_commit(root: &Path) -> Option<(String, bool)> {
     Some((commit, dirty))
 }
 
+/// The git commit of the project: tried at `root` (when known), then the current directory,
+/// then the folder of this program (a `target/` inside the checkout).
+pub fn git_commit_near(root: Option<&Path>) -> Option<(String, bool)> {
+    let mut places: Vec<std::path::PathBuf> = root.into_iter().map(Path::to_path_buf).collect();
+    places.extend(std::env::current_dir().ok());
+    places.extend(
+        std::env::current_exe()
+            .ok()
+            .and_then(|p| p.parent().map(Path::to_path_buf)),
+    );
+    places.iter().find_map(|p| git_commit(p))
+}
+
 /// Milliseconds since the Unix epoch.
 pub fn now_unix_ms() -> u64 {
     SystemTime::now()

@@ -138,7 +138,7 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
     let actions = analysis::schedule_for(&req.config)?;
     schedule::write(&schedule_path, &actions)?;
 
-    let git = req.project_root.as_deref().and_then(machine::git_commit);
+    let git = machine::git_commit_near(req.project_root.as_deref());
     let mut manifest = Manifest {
         format: 1,
         run_id: run_id.clone(),

@@ -163,6 +163,10 @@ pub fn recovery_text(st: &RunStats) -> String {
     match &st.recovery {
         None => "n/a (no bursts)".into(),
         Some(r) if r.bursts == 0 => "n/a (no bursts of 2 or more kills)".into(),
+        Some(r) if r.recovered == 0 => format!(
+            "none of {} bursts: no second after them came within 1% of the {}",
+            r.bursts, r.against
+        ),
         Some(r) => {
             format!(
             "{}/{} bursts recovered within 1% of the {}; median {} ms, max {} ms (1 s resolution)",
@@ -311,6 +315,14 @@ pub fn summary_rows(st: &RunStats) -> Vec<(String, String)> {
         ("dropped events".into(), st.dropped_events.to_string()),
         ("errors".into(), st.errors.to_string()),
         ("recovery after bursts".into(), recovery_text(st)),
+        (
+            "in-flight loss model".into(),
+            format!(
+                "{:.1}/s ({:.2}% of ceiling): half an exchange per kill",
+                st.inflight_loss,
+                100.0 * st.inflight_loss / st.ceiling
+            ),
+        ),
     ]
 }
 
