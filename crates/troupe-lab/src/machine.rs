@@ -115,6 +115,13 @@ pub fn git_commit_near(root: Option<&Path>) -> Option<(String, bool)> {
     places.iter().find_map(|p| git_commit(p))
 }
 
+/// The 1, 5 and 15 minute load averages (`/proc/loadavg`), if readable.
+pub fn loadavg() -> Option<String> {
+    let s = read("/proc/loadavg");
+    let f: Vec<&str> = s.split_whitespace().take(3).collect();
+    (f.len() == 3).then(|| f.join(" "))
+}
+
 /// Milliseconds since the Unix epoch.
 pub fn now_unix_ms() -> u64 {
     SystemTime::now()

@@ -61,6 +61,12 @@ pub struct Manifest {
     pub status: Status,
     /// Why it failed.
     pub reason: Option<String>,
+    /// `/proc/loadavg` when the run started (the machine may be shared).
+    #[serde(default)]
+    pub loadavg_start: Option<String>,
+    /// `/proc/loadavg` when the run ended.
+    #[serde(default)]
+    pub loadavg_end: Option<String>,
 }
 
 impl Manifest {

@@ -161,6 +161,8 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
         interrupted: false,
         status: Status::Running,
         reason: None,
+        loadavg_start: machine::loadavg(),
+        loadavg_end: None,
     };
     manifest.write(&dir)?;
 
@@ -238,6 +240,7 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
     };
     manifest.reason = reason;
     manifest.ended_at = Some(machine::rfc3339(machine::now_unix_ms()));
+    manifest.loadavg_end = machine::loadavg();
     manifest.write(&dir)?;
     if let Some(st) = &stats {
         crate::report::write_run_outputs(&dir, &manifest, &req.config, st)?;

@@ -344,6 +344,14 @@ pub fn provenance_rows(m: &Manifest) -> Vec<(String, String)> {
                 (None, _) => "none (not a git checkout)".into(),
             },
         ),
+        (
+            "load average (1/5/15 min) at start / end".into(),
+            format!(
+                "{} / {}",
+                m.loadavg_start.as_deref().unwrap_or("-"),
+                m.loadavg_end.as_deref().unwrap_or("-")
+            ),
+        ),
         ("started".into(), m.started_at.clone()),
         (
             "ended".into(),

@@ -111,6 +111,8 @@ pub fn write_run(dir: &Path, cfg: &Config, counts: &[u64], status: Status) -> Ve
         interrupted: false,
         status,
         reason: None,
+        loadavg_start: None,
+        loadavg_end: None,
     };
     m.write(dir).unwrap();
     sched
