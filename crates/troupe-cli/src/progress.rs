@@ -53,6 +53,15 @@ impl Bar {
         }
     }
 
+    /// A line above the bar; plain stderr when the bar is hidden (not a terminal).
+    fn line(&self, text: String) {
+        if self.bar.is_hidden() {
+            eprintln!("{text}");
+        } else {
+            self.bar.println(text);
+        }
+    }
+
     pub(crate) fn finish(mut self) {
         self.stop_ticker();
         self.bar.finish_and_clear();
@@ -65,8 +74,7 @@ impl SweepObserver for Bar {
         self.index = done;
         self.bar.set_length(self.pending_secs.max(1));
         if done > 0 {
-            self.bar
-                .println(format!("resuming: {done} of {total} runs already complete"));
+            self.line(format!("resuming: {done} of {total} runs already complete"));
         }
     }
 
@@ -110,7 +118,7 @@ impl SweepObserver for Bar {
                 outcome.manifest.reason.clone().unwrap_or_default()
             ),
         };
-        self.bar.println(format!(
+        self.line(format!(
             "[{}/{}] {}: {what}",
             self.index, self.total_points, point.name
         ));

@@ -68,10 +68,13 @@ pub struct RunOutcome {
 pub fn prepare_dir(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     if dir.join(crate::manifest::FILE).exists() {
-        return Err(Error::other(format!(
-            "{} already holds a run; choose another --out",
-            dir.display()
-        )));
+        return Err(Error::io(
+            dir,
+            std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                "already holds a run; choose another --out",
+            ),
+        ));
     }
     let probe = dir.join(".write-probe");
     std::fs::write(&probe, b"").map_err(|e| Error::io(&probe, e))?;

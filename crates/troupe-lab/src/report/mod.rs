@@ -317,11 +317,15 @@ pub fn summary_rows(st: &RunStats) -> Vec<(String, String)> {
         ("recovery after bursts".into(), recovery_text(st)),
         (
             "in-flight loss model".into(),
-            format!(
-                "{:.1}/s ({:.2}% of ceiling): half an exchange per kill",
-                st.inflight_loss,
-                100.0 * st.inflight_loss / st.ceiling
-            ),
+            if st.inflight_loss > 0.0 {
+                format!(
+                    "{:.1}/s ({:.2}% of ceiling): half an exchange per restarted kill",
+                    st.inflight_loss,
+                    100.0 * st.inflight_loss / st.ceiling
+                )
+            } else {
+                "n/a (no restarted kills)".into()
+            },
         ),
     ]
 }
