@@ -6,7 +6,7 @@
 //! 2. Values are applied in order: defaults, then the TOML file, then each `--set`.
 //! 3. Every problem is collected (unknown keys, wrong types, out of range, cross-key rules)
 //!    and reported together, naming key, value and what is allowed; nothing starts on error.
-//! 4. A resolved config is a flat JSON object in schema order: what a child gets in
+//! 4. A resolved config is a flat JSON object (keys sorted): what a child gets in
 //!    `TROUPE_CONFIG` and what the manifest records.
 
 pub mod scp;
@@ -255,7 +255,7 @@ impl Config {
         self.values.insert(key, v);
     }
 
-    /// The resolved config as a flat JSON object in schema order.
+    /// The resolved config as a flat JSON object (serde_json sorts its keys).
     pub fn to_json(&self) -> serde_json::Value {
         let mut m = serde_json::Map::new();
         for k in self.order {
@@ -400,7 +400,7 @@ impl ConfigBuilder {
         self
     }
 
-    /// The values applied so far as a JSON object in schema order, without validation.
+    /// The values applied so far as a JSON object (keys sorted), without validation.
     pub fn values_json(&self) -> serde_json::Value {
         let mut m = serde_json::Map::new();
         for k in self.schema.keys {
