@@ -75,12 +75,19 @@ enum LabCommand {
         /// Only these benchmarks, comma separated.
         #[arg(long, value_delimiter = ',')]
         only: Option<Vec<String>>,
-        /// Runtimes, comma separated.
-        #[arg(long, value_delimiter = ',', default_value = "troupe")]
+        /// Runtimes, comma separated: troupe, actix, ractor, kameo, erlang, akka, protoactor, caf
+        /// (default: troupe,actix,ractor,kameo).
+        #[arg(long, value_delimiter = ',')]
         runtimes: Vec<String>,
         /// One JSON object per line instead of a table.
         #[arg(long)]
         json: bool,
+        /// Measured repetitions per benchmark after one warm-up (default 3; memory runs once).
+        #[arg(long)]
+        reps: Option<u32>,
+        /// Override a parameter: `n=1000` for every benchmark that has `n`, `fib.n=20` for one.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
     },
     /// Print the resolved config of a workload (defaults, --config, --set) as TOML.
     Config {
@@ -128,40 +135,38 @@ pub(crate) fn main(args: LabArgs) -> i32 {
 
 fn dispatch(args: LabArgs) -> anyhow::Result<i32> {
     match args.command {
-        LabCommand::Run {
-            workload,
-            config,
-            sets,
-            out,
-            runtime,
-        } => cmd_run(&workload, config.as_deref(), &sets, out, &runtime),
-        LabCommand::Sweep {
-            workload,
-            config,
-            sets,
-            out,
-            runtimes,
-        } => cmd_sweep(&workload, config.as_deref(), sets, out, runtimes),
-        LabCommand::Report { dir } => cmd_report(&dir),
-        LabCommand::Micro {
-            only,
-            runtimes,
-            json,
-        } => {
-            let opts = troupe_micro::MicroOptions {
-                only,
-                runtimes,
-                json,
-            };
-            let mut out = std::io::stdout().lock();
-            troupe_micro::run(&opts, &mut out).map_err(|e| anyhow::anyhow!("{e}"))?;
-            Ok(0)
+        LabCommand::Run { workload, config, sets, out, runtime } => {
+            cmd_run(&workload, config.as_deref(), &sets, out, &runtime)
         }
-        LabCommand::Config {
-            workload,
-            config,
-            sets,
-        } => {
+        LabCommand::Sweep { workload, config, sets, out, runtimes } => {
+            cmd_sweep(&workload, config.as_deref(), sets, out, runtimes)
+        }
+        LabCommand::Report { dir } => cmd_report(&dir),
+        LabCommand::Micro { only, runtimes, json, reps, sets } => {
+            let mut params = std::collections::BTreeMap::new();
+            for s in &sets {
+                let parsed = s.split_once('=').and_then(|(k, v)| Some((k.trim(), v.trim().parse::<u64>().ok()?)));
+                let Some((k, v)) = parsed else {
+                    eprintln!("troupe lab micro: --set {s:?} is not KEY=NUMBER (e.g. n=1000 or fib.n=20)");
+                    return Ok(code::USAGE);
+                };
+                params.insert(k.to_owned(), v);
+            }
+            let opts = troupe_micro::MicroOptions { only, runtimes, json, reps, params, child_args: None };
+            let mut out = std::io::stdout().lock();
+            match troupe_micro::run(&opts, &mut out) {
+                Ok(()) => Ok(0),
+                Err(e) => {
+                    eprintln!("troupe lab micro: {e}");
+                    Ok(match e.kind {
+                        troupe_micro::ErrorKind::Usage => code::USAGE,
+                        troupe_micro::ErrorKind::Missing => code::TOOLCHAIN,
+                        _ => code::FAILED,
+                    })
+                }
+            }
+        }
+        LabCommand::Config { workload, config, sets } => {
             let cfg = resolve(&workload, config.as_deref(), &sets)?;
             if let Some(obj) = cfg.to_json().as_object() {
                 for (k, v) in obj {
@@ -172,19 +177,12 @@ fn dispatch(args: LabArgs) -> anyhow::Result<i32> {
         }
         LabCommand::Exec { workload } => match workload.as_str() {
             "scp" => Ok(troupe_lab::scp::exec_from_env()?),
-            w => Err(Error::new(ErrorKind::Unsupported(format!(
-                "no Troupe SUB for workload {w:?}"
-            )))
-            .into()),
+            w => Err(Error::new(ErrorKind::Unsupported(format!("no Troupe SUB for workload {w:?}"))).into()),
         },
     }
 }
 
-fn resolve(
-    workload: &str,
-    file: Option<&Path>,
-    sets: &[String],
-) -> anyhow::Result<troupe_lab::config::Config> {
+fn resolve(workload: &str, file: Option<&Path>, sets: &[String]) -> anyhow::Result<troupe_lab::config::Config> {
     let mut b = ConfigBuilder::new(workload)?;
     if let Some(f) = file {
         let text = std::fs::read_to_string(f).map_err(|e| Error::io(f, e))?;
@@ -199,45 +197,32 @@ fn resolve(
 /// Installs the Ctrl-C handler: the first Ctrl-C sets `stop`, a second one exits at once.
 fn ctrl_c(stop: &Stop) {
     let stop = stop.clone();
-    let spawned = std::thread::Builder::new()
-        .name("ctrl-c".into())
-        .spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            rt.block_on(async move {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    eprintln!("\ntroupe lab: stopping (Ctrl-C again to quit at once)");
-                    stop.trigger();
-                }
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    std::process::exit(code::INTERRUPTED);
-                }
-            });
+    let spawned = std::thread::Builder::new().name("ctrl-c".into()).spawn(move || {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+            return;
+        };
+        rt.block_on(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("\ntroupe lab: stopping (Ctrl-C again to quit at once)");
+                stop.trigger();
+            }
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(code::INTERRUPTED);
+            }
         });
+    });
     if spawned.is_err() {
-        eprintln!(
-            "troupe lab: cannot install the Ctrl-C handler; Ctrl-C will not stop runs cleanly"
-        );
+        eprintln!("troupe lab: cannot install the Ctrl-C handler; Ctrl-C will not stop runs cleanly");
     }
 }
 
 fn troupe_exe(workload: &str) -> anyhow::Result<TroupeExe> {
     let program = std::env::current_exe().context("cannot find this program's path")?;
-    Ok(TroupeExe {
-        program,
-        args: vec!["lab".into(), "exec".into(), workload.into()],
-    })
+    Ok(TroupeExe { program, args: vec!["lab".into(), "exec".into(), workload.into()] })
 }
 
 fn default_out(name: &str) -> PathBuf {
-    PathBuf::from("lab-runs").join(format!(
-        "{name}-{}",
-        machine::folder_stamp(machine::now_unix_ms())
-    ))
+    PathBuf::from("lab-runs").join(format!("{name}-{}", machine::folder_stamp(machine::now_unix_ms())))
 }
 
 fn cmd_run(
@@ -265,19 +250,14 @@ fn cmd_run(
         command: std::env::args().collect(),
         run_id: None,
     };
-    eprintln!(
-        "troupe lab: running {workload} on {runtime} into {}",
-        req.out_dir.display()
-    );
+    eprintln!("troupe lab: running {workload} on {runtime} into {}", req.out_dir.display());
     let outcome = troupe_lab::run::run(&req, &stop)?;
     print_summary(&outcome);
-    Ok(
-        match (outcome.manifest.interrupted, outcome.manifest.status) {
-            (true, _) => code::INTERRUPTED,
-            (false, Status::Ok) => 0,
-            _ => code::FAILED,
-        },
-    )
+    Ok(match (outcome.manifest.interrupted, outcome.manifest.status) {
+        (true, _) => code::INTERRUPTED,
+        (false, Status::Ok) => 0,
+        _ => code::FAILED,
+    })
 }
 
 fn print_summary(o: &RunOutcome) {
@@ -296,15 +276,9 @@ fn print_summary(o: &RunOutcome) {
     if let Some(st) = &o.stats {
         rows.extend(report::summary_rows(st));
     }
-    rows.push((
-        "report".into(),
-        o.dir.join("report.html").display().to_string(),
-    ));
+    rows.push(("report".into(), o.dir.join("report.html").display().to_string()));
     if m.status != Status::Ok {
-        rows.push((
-            "stderr".into(),
-            o.dir.join("stderr.txt").display().to_string(),
-        ));
+        rows.push(("stderr".into(), o.dir.join("stderr.txt").display().to_string()));
     }
     let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
     for (k, v) in rows {
@@ -320,18 +294,10 @@ fn cmd_sweep(
     runtimes: Vec<String>,
 ) -> anyhow::Result<i32> {
     let config_file = match file {
-        Some(f) => Some((
-            f.display().to_string(),
-            std::fs::read_to_string(f).map_err(|e| Error::io(f, e))?,
-        )),
+        Some(f) => Some((f.display().to_string(), std::fs::read_to_string(f).map_err(|e| Error::io(f, e))?)),
         None => None,
     };
-    let spec = sweep::SweepSpec {
-        workload: workload.into(),
-        config_file,
-        sets,
-        runtimes: runtimes.clone(),
-    };
+    let spec = sweep::SweepSpec { workload: workload.into(), config_file, sets, runtimes: runtimes.clone() };
     let grid = sweep::expand(&spec)?;
     let project_root = match root::project_root() {
         Ok(r) => Some(r),
@@ -341,29 +307,12 @@ fn cmd_sweep(
     let out = out.unwrap_or_else(|| default_out(&format!("sweep-{workload}")));
     let stop = Stop::new();
     ctrl_c(&stop);
-    let pending: Vec<_> = grid
-        .points
-        .iter()
-        .filter(|p| !sweep::is_complete(&out.join("runs").join(&p.name)))
-        .cloned()
-        .collect();
-    eprintln!(
-        "troupe lab: sweep of {} runs ({} to do) into {}",
-        grid.points.len(),
-        pending.len(),
-        out.display()
-    );
+    let pending: Vec<_> =
+        grid.points.iter().filter(|p| !sweep::is_complete(&out.join("runs").join(&p.name))).cloned().collect();
+    eprintln!("troupe lab: sweep of {} runs ({} to do) into {}", grid.points.len(), pending.len(), out.display());
     let mut bar = crate::progress::Bar::new(&pending);
     let command: Vec<String> = std::env::args().collect();
-    let result = sweep::run(
-        &grid,
-        &out,
-        &troupe_exe(workload)?,
-        project_root,
-        &command,
-        &stop,
-        &mut bar,
-    );
+    let result = sweep::run(&grid, &out, &troupe_exe(workload)?, project_root, &command, &stop, &mut bar);
     bar.finish();
     let s = result?;
     say!(
@@ -372,11 +321,7 @@ fn cmd_sweep(
         s.ok,
         s.failed,
         s.skipped,
-        if s.interrupted {
-            ", interrupted (run the same command again to resume)"
-        } else {
-            ""
-        }
+        if s.interrupted { ", interrupted (run the same command again to resume)" } else { "" }
     );
     say!("report  {}", out.join("report.html").display());
     Ok(if s.interrupted {
@@ -391,25 +336,13 @@ fn cmd_sweep(
 fn cmd_report(dir: &Path) -> anyhow::Result<i32> {
     if dir.join("sweep.json").is_file() {
         let rows = sweep::write_report(dir)?;
-        say!(
-            "rebuilt the report of a sweep of {} runs: {}",
-            rows.len(),
-            dir.join("report.html").display()
-        );
+        say!("rebuilt the report of a sweep of {} runs: {}", rows.len(), dir.join("report.html").display());
     } else if dir.join("manifest.json").is_file() {
         let (m, stats) = report::rebuild_run(dir, None)?;
-        let o = RunOutcome {
-            dir: dir.to_path_buf(),
-            manifest: m,
-            stats,
-        };
+        let o = RunOutcome { dir: dir.to_path_buf(), manifest: m, stats };
         print_summary(&o);
     } else if !dir.is_dir() {
-        return Err(Error::io(
-            dir,
-            std::io::Error::new(std::io::ErrorKind::NotFound, "no such folder"),
-        )
-        .into());
+        return Err(Error::io(dir, std::io::Error::new(std::io::ErrorKind::NotFound, "no such folder")).into());
     } else {
         return Err(Error::new(ErrorKind::NotARun(dir.to_path_buf())).into());
     }

@@ -80,17 +80,10 @@ impl SweepObserver for Bar {
 
     fn started(&mut self, point: &Point) {
         self.index += 1;
-        self.bar.set_message(format!(
-            "run {}/{}: {}",
-            self.index, self.total_points, point.name
-        ));
+        self.bar.set_message(format!("run {}/{}: {}", self.index, self.total_points, point.name));
         self.stop_ticker();
         let planned = planned_secs(point);
-        let (bar, base, running) = (
-            self.bar.clone(),
-            Arc::clone(&self.base),
-            Arc::clone(&self.running),
-        );
+        let (bar, base, running) = (self.bar.clone(), Arc::clone(&self.base), Arc::clone(&self.running));
         running.store(true, Ordering::SeqCst);
         let t0 = Instant::now();
         self.ticker = Some(std::thread::spawn(move || {
@@ -108,19 +101,10 @@ impl SweepObserver for Bar {
         self.bar.set_position(b);
         let what = match (&outcome.stats, outcome.manifest.status) {
             (Some(s), troupe_lab::manifest::Status::Ok) => {
-                format!(
-                    "ok  mean {:.1}/s ({:.2}% of ceiling), kills {}",
-                    s.mean, s.pct_ceiling, s.kills
-                )
+                format!("ok  mean {:.1}/s ({:.2}% of ceiling), kills {}", s.mean, s.pct_ceiling, s.kills)
             }
-            _ => format!(
-                "FAILED: {}",
-                outcome.manifest.reason.clone().unwrap_or_default()
-            ),
+            _ => format!("FAILED: {}", outcome.manifest.reason.clone().unwrap_or_default()),
         };
-        self.line(format!(
-            "[{}/{}] {}: {what}",
-            self.index, self.total_points, point.name
-        ));
+        self.line(format!("[{}/{}] {}: {what}", self.index, self.total_points, point.name));
     }
 }

@@ -34,9 +34,7 @@ use crate::schedule::{self, FaultAction, PROGRESSIVE_STEP_MS};
 pub fn schedule_for(cfg: &Config) -> Result<Vec<FaultAction>> {
     match cfg.workload() {
         "scp" => Ok(schedule::scp_schedule(&ScpConfig::from_config(cfg))),
-        w => Err(Error::new(ErrorKind::Unsupported(format!(
-            "no schedule for workload {w:?}"
-        )))),
+        w => Err(Error::new(ErrorKind::Unsupported(format!("no schedule for workload {w:?}")))),
     }
 }
 
@@ -136,12 +134,7 @@ fn median(v: &mut [f64]) -> f64 {
 impl RunStats {
     /// Computes the statistics of an SCP run. `baseline` is the mean of the same ratio's 0%
     /// run when known.
-    pub fn compute(
-        cfg: &Config,
-        events: &[Event],
-        sched: &[FaultAction],
-        baseline: Option<f64>,
-    ) -> RunStats {
+    pub fn compute(cfg: &Config, events: &[Event], sched: &[FaultAction], baseline: Option<f64>) -> RunStats {
         let scp = ScpConfig::from_config(cfg);
         let d = scp.duration_s as usize;
         let mut counts: BTreeMap<u32, u64> = BTreeMap::new();
@@ -187,20 +180,9 @@ impl RunStats {
             }
         }
         let window_start = median(&mut offsets);
-        let mut seconds: Vec<SecondRow> = counts
-            .iter()
-            .map(|(&s, &c)| SecondRow {
-                second: s,
-                count: c,
-                kills: 0,
-                restarts: 0,
-            })
-            .collect();
-        let index: HashMap<u32, usize> = seconds
-            .iter()
-            .enumerate()
-            .map(|(i, r)| (r.second, i))
-            .collect();
+        let mut seconds: Vec<SecondRow> =
+            counts.iter().map(|(&s, &c)| SecondRow { second: s, count: c, kills: 0, restarts: 0 }).collect();
+        let index: HashMap<u32, usize> = seconds.iter().enumerate().map(|(i, r)| (r.second, i)).collect();
         for at in &kill_at {
             if let Some(&i) = index.get(&((at / 1000) as u32)) {
                 seconds[i].kills += 1;
@@ -233,11 +215,8 @@ impl RunStats {
         } else {
             Vec::new()
         };
-        let inflight_loss = if scp.recovery && !seconds.is_empty() {
-            kill_at.len() as f64 * 0.5 / seconds.len() as f64
-        } else {
-            0.0
-        };
+        let inflight_loss =
+            if scp.recovery && !seconds.is_empty() { kill_at.len() as f64 * 0.5 / seconds.len() as f64 } else { 0.0 };
         RunStats {
             inflight_loss,
             seconds,
@@ -286,13 +265,7 @@ impl RunStats {
     }
 }
 
-fn recovery(
-    rows: &[SecondRow],
-    kill_at: &[u64],
-    baseline: Option<f64>,
-    ceiling: f64,
-    d: usize,
-) -> Recovery {
+fn recovery(rows: &[SecondRow], kill_at: &[u64], baseline: Option<f64>, ceiling: f64, d: usize) -> Recovery {
     let base = baseline.unwrap_or(ceiling);
     let mut groups: BTreeMap<u64, usize> = BTreeMap::new();
     for &at in kill_at {
@@ -319,17 +292,9 @@ fn recovery(
     Recovery {
         bursts,
         recovered,
-        median_ms: if times.is_empty() {
-            f64::NAN
-        } else {
-            median(&mut times)
-        },
+        median_ms: if times.is_empty() { f64::NAN } else { median(&mut times) },
         max_ms,
-        against: if baseline.is_some() {
-            "baseline run".into()
-        } else {
-            "ceiling".into()
-        },
+        against: if baseline.is_some() { "baseline run".into() } else { "ceiling".into() },
     }
 }
 
@@ -341,29 +306,18 @@ fn progressive_steps(scp: &ScpConfig, rows: &[SecondRow], kill_at: &[u64]) -> Ve
     let mut step0 = f64::NAN;
     for j in 0..n_steps {
         let start = j * step_s;
-        let secs: Vec<f64> = (start + 1..start + step_s)
-            .filter_map(|s| count_at.get(&s).map(|&c| c as f64))
-            .collect();
+        let secs: Vec<f64> = (start + 1..start + step_s).filter_map(|s| count_at.get(&s).map(|&c| c as f64)).collect();
         if secs.is_empty() {
             continue;
         }
         let measured = secs.iter().sum::<f64>() / secs.len() as f64;
-        let killed = kill_at
-            .iter()
-            .filter(|&&at| at <= u64::from(start) * 1000)
-            .count() as u64;
+        let killed = kill_at.iter().filter(|&&at| at <= u64::from(start) * 1000).count() as u64;
         let alive = u64::from(scp.pairs).saturating_sub(killed);
         if j == 0 {
             step0 = measured;
         }
         let expected = step0 * alive as f64 / f64::from(scp.pairs);
-        out.push(Step {
-            index: j,
-            alive,
-            measured,
-            expected,
-            deviation_points: 100.0 * (measured - expected) / step0,
-        });
+        out.push(Step { index: j, alive, measured, expected, deviation_points: 100.0 * (measured - expected) / step0 });
     }
     out
 }

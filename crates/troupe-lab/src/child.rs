@@ -57,10 +57,9 @@ impl Ending {
                 (None, Some(sig)) => format!("the child was killed by signal {sig}"),
                 _ => "the child ended abnormally".into(),
             }),
-            Ending::TimedOut(d) => Some(format!(
-                "the child hung past its deadline of {} s and was killed",
-                d.as_secs()
-            )),
+            Ending::TimedOut(d) => {
+                Some(format!("the child hung past its deadline of {} s and was killed", d.as_secs()))
+            }
             Ending::Interrupted => Some("interrupted (Ctrl-C)".into()),
         }
     }
@@ -99,12 +98,8 @@ pub fn run(spec: &ChildSpec, deadline: Duration, stop: &Stop) -> Result<Ending> 
     if let Some(d) = &spec.cwd {
         cmd.current_dir(d);
     }
-    let mut child = cmd.spawn().map_err(|e| {
-        Error::new(ErrorKind::Spawn {
-            program: spec.program.clone(),
-            source: e,
-        })
-    })?;
+    let mut child =
+        cmd.spawn().map_err(|e| Error::new(ErrorKind::Spawn { program: spec.program.clone(), source: e }))?;
     let pgid = Pid::from_raw(child.id() as i32);
     let (tx, rx) = mpsc::channel();
     let waiter = std::thread::spawn(move || {
@@ -116,9 +111,7 @@ pub fn run(spec: &ChildSpec, deadline: Duration, stop: &Stop) -> Result<Ending> 
         match rx.recv_timeout(tick) {
             Ok(Ok(status)) => break Ending::Exited(status),
             Ok(Err(e)) => return Err(Error::other(format!("waiting for the child failed: {e}"))),
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(Error::other("the child's waiter thread died"))
-            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Err(Error::other("the child's waiter thread died")),
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
         if stop.is_set() {

@@ -86,18 +86,12 @@ impl Error {
 
     /// Shorthand for an I/O error on `path`.
     pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::new(ErrorKind::Io {
-            path: path.into(),
-            source,
-        })
+        Error::new(ErrorKind::Io { path: path.into(), source })
     }
 
     /// Shorthand for a malformed file.
     pub fn malformed(path: impl Into<PathBuf>, detail: impl Into<String>) -> Self {
-        Error::new(ErrorKind::Malformed {
-            path: path.into(),
-            detail: detail.into(),
-        })
+        Error::new(ErrorKind::Malformed { path: path.into(), detail: detail.into() })
     }
 
     /// Shorthand for [`ErrorKind::Other`].

@@ -33,9 +33,7 @@ impl Machine {
         let cpuinfo = read("/proc/cpuinfo");
         let cpu_model = cpuinfo
             .lines()
-            .find(|l| {
-                l.starts_with("model name") || l.starts_with("Model") || l.starts_with("cpu model")
-            })
+            .find(|l| l.starts_with("model name") || l.starts_with("Model") || l.starts_with("cpu model"))
             .and_then(|l| l.split_once(':'))
             .map(|(_, v)| v.trim().to_string())
             .unwrap_or_else(|| "unknown".into());
@@ -54,15 +52,9 @@ impl Machine {
             .unwrap_or_else(|| "unknown".into());
         Machine {
             cpu_model,
-            cores: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(0),
+            cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
             memory_bytes,
-            kernel: if kernel.is_empty() {
-                "unknown".into()
-            } else {
-                kernel
-            },
+            kernel: if kernel.is_empty() { "unknown".into() } else { kernel },
             os,
         }
     }
@@ -82,12 +74,7 @@ impl Machine {
 
 /// The git commit of the project at `root` and whether the tree has changes, if it is a repo.
 pub fn git_commit(root: &Path) -> Option<(String, bool)> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(["rev-parse", "HEAD"])
-        .output()
-        .ok()?;
+    let out = Command::new("git").arg("-C").arg(root).args(["rev-parse", "HEAD"]).output().ok()?;
     if !out.status.success() {
         return None;
     }
@@ -107,11 +94,7 @@ pub fn git_commit(root: &Path) -> Option<(String, bool)> {
 pub fn git_commit_near(root: Option<&Path>) -> Option<(String, bool)> {
     let mut places: Vec<std::path::PathBuf> = root.into_iter().map(Path::to_path_buf).collect();
     places.extend(std::env::current_dir().ok());
-    places.extend(
-        std::env::current_exe()
-            .ok()
-            .and_then(|p| p.parent().map(Path::to_path_buf)),
-    );
+    places.extend(std::env::current_exe().ok().and_then(|p| p.parent().map(Path::to_path_buf)));
     places.iter().find_map(|p| git_commit(p))
 }
 
@@ -124,19 +107,13 @@ pub fn loadavg() -> Option<String> {
 
 /// Milliseconds since the Unix epoch.
 pub fn now_unix_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
 /// Formats Unix milliseconds as RFC 3339 UTC, e.g. `2026-11-22T06:34:45.123Z`.
 pub fn rfc3339(unix_ms: u64) -> String {
     let (y, mo, d, h, mi, s) = civil(unix_ms / 1000);
-    format!(
-        "{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{:03}Z",
-        unix_ms % 1000
-    )
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{:03}Z", unix_ms % 1000)
 }
 
 /// Formats Unix milliseconds as a compact stamp for folder names, e.g. `20261122-063445`.
@@ -158,14 +135,7 @@ fn civil(secs: u64) -> (i64, u32, u32, u32, u32, u32) {
     let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
     let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
     let y = yoe + era * 400 + i64::from(m <= 2);
-    (
-        y,
-        m,
-        d,
-        (rem / 3600) as u32,
-        (rem % 3600 / 60) as u32,
-        (rem % 60) as u32,
-    )
+    (y, m, d, (rem / 3600) as u32, (rem % 3600 / 60) as u32, (rem % 60) as u32)
 }
 
 #[cfg(test)]

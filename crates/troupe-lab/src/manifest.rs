@@ -74,8 +74,8 @@ impl Manifest {
     pub fn write(&self, dir: &Path) -> Result<()> {
         let path = dir.join(FILE);
         let tmp = dir.join(".manifest.json.tmp");
-        let text = serde_json::to_string_pretty(self)
-            .map_err(|e| Error::other(format!("cannot encode the manifest: {e}")))?;
+        let text =
+            serde_json::to_string_pretty(self).map_err(|e| Error::other(format!("cannot encode the manifest: {e}")))?;
         std::fs::write(&tmp, text + "\n").map_err(|e| Error::io(&tmp, e))?;
         std::fs::rename(&tmp, &path).map_err(|e| Error::io(&path, e))
     }

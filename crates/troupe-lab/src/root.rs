@@ -24,8 +24,5 @@ pub fn project_root() -> Result<PathBuf> {
         };
     }
     let cwd = std::env::current_dir().map_err(|e| Error::io(".", e))?;
-    cwd.ancestors()
-        .find(|p| is_root(p))
-        .map(Path::to_path_buf)
-        .ok_or_else(|| Error::new(ErrorKind::NoProjectRoot))
+    cwd.ancestors().find(|p| is_root(p)).map(Path::to_path_buf).ok_or_else(|| Error::new(ErrorKind::NoProjectRoot))
 }

@@ -70,10 +70,7 @@ pub fn prepare_dir(dir: &Path) -> Result<()> {
     if dir.join(crate::manifest::FILE).exists() {
         return Err(Error::io(
             dir,
-            std::io::Error::new(
-                std::io::ErrorKind::AlreadyExists,
-                "already holds a run; choose another --out",
-            ),
+            std::io::Error::new(std::io::ErrorKind::AlreadyExists, "already holds a run; choose another --out"),
         ));
     }
     let probe = dir.join(".write-probe");
@@ -82,13 +79,7 @@ pub fn prepare_dir(dir: &Path) -> Result<()> {
 }
 
 /// Builds a peer's program: `peers/<rt>/<workload>/build`. Exit 3 is a missing toolchain.
-fn build_peer(
-    root: &Path,
-    runtime: &str,
-    workload: &str,
-    dir: &Path,
-    stop: &Stop,
-) -> Result<PathBuf> {
+fn build_peer(root: &Path, runtime: &str, workload: &str, dir: &Path, stop: &Stop) -> Result<PathBuf> {
     let wdir = root.join("peers").join(runtime).join(workload);
     let build = wdir.join("build");
     let run = wdir.join("run");
@@ -110,10 +101,7 @@ fn build_peer(
         Ending::Exited(s) if s.success() => Ok(run),
         Ending::Exited(s) if s.code() == Some(3) => {
             let msg = std::fs::read_to_string(dir.join("build-stderr.txt")).unwrap_or_default();
-            Err(Error::new(ErrorKind::MissingToolchain {
-                runtime: runtime.into(),
-                message: msg.trim().to_string(),
-            }))
+            Err(Error::new(ErrorKind::MissingToolchain { runtime: runtime.into(), message: msg.trim().to_string() }))
         }
         other => Err(Error::other(format!(
             "building the {runtime} {workload} program failed ({}); see {}",
@@ -128,15 +116,13 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
     let dir = req.out_dir.clone();
     prepare_dir(&dir)?;
     let workload = req.config.workload();
-    let run_id = req.run_id.clone().unwrap_or_else(|| {
-        dir.file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "run".into())
-    });
+    let run_id = req
+        .run_id
+        .clone()
+        .unwrap_or_else(|| dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "run".into()));
     let cfg_json = req.config.to_json();
     let config_path = dir.join("config.json");
-    std::fs::write(&config_path, format!("{cfg_json}\n"))
-        .map_err(|e| Error::io(&config_path, e))?;
+    std::fs::write(&config_path, format!("{cfg_json}\n")).map_err(|e| Error::io(&config_path, e))?;
     let schedule_path = dir.join("schedule.jsonl");
     let actions = analysis::schedule_for(&req.config)?;
     schedule::write(&schedule_path, &actions)?;
@@ -172,10 +158,7 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
     let (program, args) = if req.runtime == "troupe" {
         (req.troupe.program.clone(), req.troupe.args.clone())
     } else {
-        let root = req
-            .project_root
-            .as_deref()
-            .ok_or_else(|| Error::new(ErrorKind::NoProjectRoot))?;
+        let root = req.project_root.as_deref().ok_or_else(|| Error::new(ErrorKind::NoProjectRoot))?;
         match build_peer(root, &req.runtime, workload, &dir, stop) {
             Ok(p) => (p, vec![]),
             Err(e) => {
@@ -190,10 +173,7 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
         args,
         env: vec![
             ("TROUPE_CONFIG".into(), config_path.display().to_string()),
-            (
-                "TROUPE_SCHEDULE".into(),
-                schedule_path.display().to_string(),
-            ),
+            ("TROUPE_SCHEDULE".into(), schedule_path.display().to_string()),
             ("TROUPE_EVENTS".into(), raw_events.display().to_string()),
             ("TROUPE_RUN_ID".into(), run_id),
         ],
@@ -201,8 +181,7 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
         stdout: dir.join("stdout.txt"),
         stderr: dir.join("stderr.txt"),
     };
-    let window =
-        Duration::from_secs((req.config.int("warmup_s") + req.config.int("duration_s")) as u64);
+    let window = Duration::from_secs((req.config.int("warmup_s") + req.config.int("duration_s")) as u64);
     let ending = child::run(&spec, window + DEADLINE_SLACK, stop)?;
     let mut reason = ending.failure();
     manifest.interrupted = matches!(ending, Ending::Interrupted);
@@ -216,11 +195,7 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
     match events::merge(&[&raw_events], &merged) {
         Ok(evs) => {
             let _ = std::fs::remove_file(&raw_events);
-            if let Some(v) = evs
-                .iter()
-                .find(|e| e.ev == "run_started")
-                .and_then(|e| e.raw.get("version"))
-            {
+            if let Some(v) = evs.iter().find(|e| e.ev == "run_started").and_then(|e| e.raw.get("version")) {
                 if let Some(v) = v.as_str() {
                     manifest.runtime_version = v.to_string();
                 }
@@ -236,11 +211,7 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
             reason.get_or_insert_with(|| format!("malformed events: {e}"));
         }
     }
-    manifest.status = if reason.is_some() {
-        Status::Failed
-    } else {
-        Status::Ok
-    };
+    manifest.status = if reason.is_some() { Status::Failed } else { Status::Ok };
     manifest.reason = reason;
     manifest.ended_at = Some(machine::rfc3339(machine::now_unix_ms()));
     manifest.loadavg_end = machine::loadavg();
@@ -248,11 +219,7 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
     if let Some(st) = &stats {
         crate::report::write_run_outputs(&dir, &manifest, &req.config, st)?;
     }
-    Ok(RunOutcome {
-        dir,
-        manifest,
-        stats,
-    })
+    Ok(RunOutcome { dir, manifest, stats })
 }
 
 fn finish_failed(m: &mut Manifest, dir: &Path, reason: String, interrupted: bool) -> Result<()> {

@@ -64,12 +64,7 @@ pub fn scp_schedule(cfg: &ScpConfig) -> Vec<FaultAction> {
             let r = cfg.kill_rate();
             let n = total_kills(r, cfg.duration_s);
             let bs = u64::from(cfg.burst_size);
-            (
-                (0..n)
-                    .map(|i| at((i / bs * bs) as f64, r, window_ms))
-                    .collect(),
-                true,
-            )
+            ((0..n).map(|i| at((i / bs * bs) as f64, r, window_ms)).collect(), true)
         }
         Pattern::Random => (random_times(cfg, &mut rng, window_ms), true),
         Pattern::Progressive => return progressive(cfg, &mut rng, window_ms),
@@ -104,22 +99,14 @@ fn random_times(cfg: &ScpConfig, rng: &mut ChaCha8Rng, window_ms: u64) -> Vec<u6
     let mut sizes = Vec::new();
     let mut total = 0u64;
     while total < n {
-        let size = if max < 2 || rng.gen_bool(0.5) {
-            1
-        } else {
-            rng.gen_range(2..=max)
-        };
+        let size = if max < 2 || rng.gen_bool(0.5) { 1 } else { rng.gen_range(2..=max) };
         let size = size.min(n - total);
         sizes.push(size);
         total += size;
     }
     let mut starts: Vec<u64> = sizes.iter().map(|_| rng.gen_range(0..window_ms)).collect();
     starts.sort_unstable();
-    starts
-        .iter()
-        .zip(&sizes)
-        .flat_map(|(&t, &s)| std::iter::repeat_n(t, s as usize))
-        .collect()
+    starts.iter().zip(&sizes).flat_map(|(&t, &s)| std::iter::repeat_n(t, s as usize)).collect()
 }
 
 fn progressive(cfg: &ScpConfig, rng: &mut ChaCha8Rng, window_ms: u64) -> Vec<FaultAction> {
@@ -167,8 +154,7 @@ pub fn to_jsonl(actions: &[FaultAction]) -> String {
 /// Writes a schedule file.
 pub fn write(path: &Path, actions: &[FaultAction]) -> Result<()> {
     let mut f = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;
-    f.write_all(to_jsonl(actions).as_bytes())
-        .map_err(|e| Error::io(path, e))
+    f.write_all(to_jsonl(actions).as_bytes()).map_err(|e| Error::io(path, e))
 }
 
 /// Reads a schedule file, failing on the first malformed line.
@@ -177,9 +163,6 @@ pub fn read(path: &Path) -> Result<Vec<FaultAction>> {
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(n, l)| {
-            serde_json::from_str(l)
-                .map_err(|e| Error::malformed(path, format!("line {}: {e}", n + 1)))
-        })
+        .map(|(n, l)| serde_json::from_str(l).map_err(|e| Error::malformed(path, format!("line {}: {e}", n + 1))))
         .collect()
 }

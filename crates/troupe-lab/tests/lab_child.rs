@@ -28,11 +28,7 @@ fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
 fn gone(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,
-        Ok(s) => s
-            .rsplit(')')
-            .next()
-            .map(|r| r.trim_start().starts_with('Z'))
-            .unwrap_or(true),
+        Ok(s) => s.rsplit(')').next().map(|r| r.trim_start().starts_with('Z')).unwrap_or(true),
     }
 }
 
@@ -43,10 +39,7 @@ fn a_crash_keeps_status_and_stderr() {
     let end = child::run(&spec, Duration::from_secs(30), &Stop::new()).unwrap();
     assert!(matches!(end, Ending::Exited(s) if s.code() == Some(7)));
     assert!(end.failure().unwrap().contains("status 7"));
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("stderr.txt")).unwrap(),
-        "it broke\n"
-    );
+    assert_eq!(std::fs::read_to_string(dir.path().join("stderr.txt")).unwrap(), "it broke\n");
 }
 
 #[test]
@@ -58,11 +51,7 @@ fn a_hung_child_is_killed_with_its_group() {
     let end = child::run(&spec, Duration::from_millis(500), &Stop::new()).unwrap();
     assert!(matches!(end, Ending::TimedOut(_)), "{end:?}");
     assert!(t0.elapsed() < Duration::from_secs(15));
-    let pid: u32 = std::fs::read_to_string(dir.path().join("mark"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let pid: u32 = std::fs::read_to_string(dir.path().join("mark")).unwrap().trim().parse().unwrap();
     wait_for("the grandchild to die", || gone(pid));
 }
 

@@ -20,14 +20,8 @@ fn issues(b: &ConfigBuilder) -> Vec<ConfigIssue> {
 fn defaults_are_the_spec_values() {
     let c = ConfigBuilder::new("scp").unwrap().build().unwrap();
     let s = ScpConfig::from_config(&c);
-    assert_eq!(
-        (s.pairs, s.supervisors, s.delay_ms, s.payload_bytes),
-        (1024, 32, 200, 500)
-    );
-    assert_eq!(
-        (s.failure_rate, s.burst_size, s.random_burst_max),
-        (5.0, 25, 10)
-    );
+    assert_eq!((s.pairs, s.supervisors, s.delay_ms, s.payload_bytes), (1024, 32, 200, 500));
+    assert_eq!((s.failure_rate, s.burst_size, s.random_burst_max), (5.0, 25, 10));
     assert_eq!((s.duration_s, s.warmup_s), (60, 5));
     assert!(s.recovery && s.basis_exchanges);
     assert_eq!(s.ceiling(), 5120.0);
@@ -37,18 +31,11 @@ fn defaults_are_the_spec_values() {
 #[test]
 fn file_then_overrides_in_order() {
     let mut b = ConfigBuilder::new("scp").unwrap();
-    b.apply_toml(
-        "pairs = 64\nsupervisors = 4\nfailure_rate = 2\npattern = \"burst\"\n",
-        "f.toml",
-    );
-    b.apply_set("supervisors=8")
-        .apply_set("failure_basis=pairs");
+    b.apply_toml("pairs = 64\nsupervisors = 4\nfailure_rate = 2\npattern = \"burst\"\n", "f.toml");
+    b.apply_set("supervisors=8").apply_set("failure_basis=pairs");
     let s = ScpConfig::from_config(&b.build().unwrap());
     assert_eq!((s.pairs, s.supervisors), (64, 8));
-    assert_eq!(
-        s.failure_rate, 2.0,
-        "an integer is accepted where a number is wanted"
-    );
+    assert_eq!(s.failure_rate, 2.0, "an integer is accepted where a number is wanted");
     assert_eq!(s.kill_rate(), 64.0 * 2.0 / 100.0);
 }
 
@@ -56,21 +43,10 @@ fn file_then_overrides_in_order() {
 fn every_error_is_reported_at_once() {
     let mut b = ConfigBuilder::new("scp").unwrap();
     b.apply_toml("pairs = \"many\"\ncolour = 3\ndelay_ms = 0\n", "f.toml");
-    b.apply_set("failure_rate=25")
-        .apply_set("pattern=sometimes")
-        .apply_set("recovery=maybe")
-        .apply_set("nokey");
+    b.apply_set("failure_rate=25").apply_set("pattern=sometimes").apply_set("recovery=maybe").apply_set("nokey");
     let list = issues(&b);
     let keys: Vec<&str> = list.iter().map(|i| i.key.as_str()).collect();
-    for k in [
-        "pairs",
-        "colour",
-        "delay_ms",
-        "failure_rate",
-        "pattern",
-        "recovery",
-        "nokey",
-    ] {
+    for k in ["pairs", "colour", "delay_ms", "failure_rate", "pattern", "recovery", "nokey"] {
         assert!(keys.contains(&k), "{k} missing from {list:#?}");
     }
     let rate = list.iter().find(|i| i.key == "failure_rate").unwrap();
@@ -135,8 +111,5 @@ fn resolved_config_round_trips_through_json() {
     b2.apply_json(&c.to_json());
     assert_eq!(b2.build().unwrap(), c);
     let keys: Vec<String> = c.to_json().as_object().unwrap().keys().cloned().collect();
-    assert!(
-        keys.contains(&"failure_basis".to_string()) && keys.len() == 13,
-        "{keys:?}"
-    );
+    assert!(keys.contains(&"failure_basis".to_string()) && keys.len() == 13, "{keys:?}");
 }

@@ -26,15 +26,10 @@ fn run_report_is_rebuilt_from_the_recorded_files() {
     assert_eq!(st.mean, 85.0);
     let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"));
-    assert!(
-        html.contains("<svg")
-            && html.contains("85.0 exchanges/s")
-            && html.contains("Progressive steps")
-    );
+    assert!(html.contains("<svg") && html.contains("85.0 exchanges/s") && html.contains("Progressive steps"));
     assert!(html.contains(&m.machine.cpu_model.replace('&', "&amp;")));
     assert!(
-        !html.contains("<script") && !html.contains("http://")
-            || html.contains("xmlns=\"http://www.w3.org/2000/svg\""),
+        !html.contains("<script") && !html.contains("http://") || html.contains("xmlns=\"http://www.w3.org/2000/svg\""),
         "self-contained: no scripts, nothing fetched"
     );
     let csv = std::fs::read_to_string(dir.path().join("scp.csv")).unwrap();
@@ -45,10 +40,7 @@ fn run_report_is_rebuilt_from_the_recorded_files() {
     assert!(dir.path().join("throughput.svg").is_file());
     // Rebuilding again gives the same bytes (nothing depends on the time of the rebuild).
     report::rebuild_run(dir.path(), None).unwrap();
-    assert_eq!(
-        std::fs::read_to_string(dir.path().join("report.html")).unwrap(),
-        html
-    );
+    assert_eq!(std::fs::read_to_string(dir.path().join("report.html")).unwrap(), html);
 }
 
 #[test]
@@ -80,32 +72,15 @@ fn sweep_report_computes_drops_against_the_ratio_baseline() {
     };
     let grid = sweep::expand(&spec).unwrap();
     // 2 ratios x (1 shared baseline + 2 patterns at 20%) = 6 runs.
-    assert_eq!(
-        grid.points.len(),
-        6,
-        "{:?}",
-        grid.points.iter().map(|p| &p.name).collect::<Vec<_>>()
-    );
-    std::fs::write(
-        dir.path().join("sweep.json"),
-        serde_json::to_string(&grid.file).unwrap(),
-    )
-    .unwrap();
+    assert_eq!(grid.points.len(), 6, "{:?}", grid.points.iter().map(|p| &p.name).collect::<Vec<_>>());
+    std::fs::write(dir.path().join("sweep.json"), serde_json::to_string(&grid.file).unwrap()).unwrap();
     for p in &grid.points {
         let base = p.config.float("failure_rate") == 0.0;
         let counts = if base { vec![10; 10] } else { vec![9; 10] };
-        support::write_run(
-            &dir.path().join("runs").join(&p.name),
-            &p.config,
-            &counts,
-            Status::Ok,
-        );
+        support::write_run(&dir.path().join("runs").join(&p.name), &p.config, &counts, Status::Ok);
     }
     let rows = sweep::write_report(dir.path()).unwrap();
-    let faulty: Vec<_> = rows
-        .iter()
-        .filter(|r| r.cfg.as_ref().unwrap().failure_rate > 0.0)
-        .collect();
+    let faulty: Vec<_> = rows.iter().filter(|r| r.cfg.as_ref().unwrap().failure_rate > 0.0).collect();
     assert_eq!(faulty.len(), 4);
     for r in faulty {
         assert_eq!(r.baseline, Some(10.0));

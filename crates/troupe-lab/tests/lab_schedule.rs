@@ -120,10 +120,7 @@ fn random_mixes_singles_and_bursts() {
     assert_eq!(r.len(), 2560);
     assert!(groups.values().any(|&n| n == 1));
     assert!(groups.values().any(|&n| n >= 5));
-    assert!(
-        groups.values().all(|&n| n <= 20),
-        "two events may share a ms, never more"
-    );
+    assert!(groups.values().all(|&n| n <= 20), "two events may share a ms, never more");
 }
 
 #[test]

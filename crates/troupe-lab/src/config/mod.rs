@@ -44,9 +44,9 @@ impl Value {
     fn to_json(&self) -> serde_json::Value {
         match self {
             Value::Int(i) => (*i).into(),
-            Value::Float(x) => serde_json::Number::from_f64(*x)
-                .map(serde_json::Value::Number)
-                .unwrap_or(serde_json::Value::Null),
+            Value::Float(x) => {
+                serde_json::Number::from_f64(*x).map(serde_json::Value::Number).unwrap_or(serde_json::Value::Null)
+            }
             Value::Bool(b) => (*b).into(),
             Value::Str(s) => s.clone().into(),
         }
@@ -96,11 +96,9 @@ impl KeyKind {
                     Ok(Value::Int(i))
                 }
             }
-            (KeyKind::Float { min, max }, Value::Int(i)) => KeyKind::Float {
-                min: *min,
-                max: *max,
+            (KeyKind::Float { min, max }, Value::Int(i)) => {
+                KeyKind::Float { min: *min, max: *max }.check(Value::Float(i as f64))
             }
-            .check(Value::Float(i as f64)),
             (KeyKind::Float { min, max }, Value::Float(x)) => {
                 if !x.is_finite() || x < *min || x > *max {
                     Err(format!("out of range; allowed: {}", self.allowed()))
@@ -177,11 +175,7 @@ impl Schema {
     }
 
     fn known(&self) -> String {
-        self.keys
-            .iter()
-            .map(|k| k.name)
-            .collect::<Vec<_>>()
-            .join(", ")
+        self.keys.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")
     }
 }
 
@@ -279,36 +273,19 @@ impl ConfigBuilder {
     /// Starts from the workload's embedded defaults.
     pub fn new(workload: &str) -> Result<Self> {
         let schema = schema(workload)?;
-        let values = schema
-            .keys
-            .iter()
-            .map(|k| (k.name, (k.default)()))
-            .collect();
-        Ok(ConfigBuilder {
-            schema,
-            values,
-            issues: Vec::new(),
-            bad: BTreeSet::new(),
-        })
+        let values = schema.keys.iter().map(|k| (k.name, (k.default)())).collect();
+        Ok(ConfigBuilder { schema, values, issues: Vec::new(), bad: BTreeSet::new() })
     }
 
     fn issue(&mut self, key: &str, value: String, problem: String) {
         self.bad.insert(key.to_string());
-        self.issues.push(ConfigIssue {
-            key: key.to_string(),
-            value,
-            problem,
-        });
+        self.issues.push(ConfigIssue { key: key.to_string(), value, problem });
     }
 
     fn put(&mut self, key: &str, v: Value) {
         let Some(spec) = self.schema.key(key) else {
             let known = self.schema.known();
-            self.issue(
-                key,
-                v.to_string(),
-                format!("unknown key; known keys: {known}"),
-            );
+            self.issue(key, v.to_string(), format!("unknown key; known keys: {known}"));
             return;
         };
         match spec.kind.check(v.clone()) {
@@ -335,16 +312,8 @@ impl ConfigBuilder {
                 toml::Value::Boolean(b) => Value::Bool(b),
                 toml::Value::String(s) => Value::Str(s),
                 other => {
-                    let allowed = self
-                        .schema
-                        .key(&k)
-                        .map(|s| s.kind.allowed())
-                        .unwrap_or_else(|| "a known key".into());
-                    self.issue(
-                        &k,
-                        other.to_string(),
-                        format!("wrong type; expected {allowed}"),
-                    );
+                    let allowed = self.schema.key(&k).map(|s| s.kind.allowed()).unwrap_or_else(|| "a known key".into());
+                    self.issue(&k, other.to_string(), format!("wrong type; expected {allowed}"));
                     continue;
                 }
             };
@@ -384,11 +353,7 @@ impl ConfigBuilder {
         let k = k.trim();
         let Some(spec) = self.schema.key(k) else {
             let known = self.schema.known();
-            self.issue(
-                k,
-                v.to_string(),
-                format!("unknown key; known keys: {known}"),
-            );
+            self.issue(k, v.to_string(), format!("unknown key; known keys: {known}"));
             return self;
         };
         match spec.kind.parse(v) {
@@ -413,11 +378,7 @@ impl ConfigBuilder {
 
     /// Runs the cross-key rules and returns the config, or every problem found.
     pub fn build(&self) -> Result<Config> {
-        let cfg = Config {
-            workload: self.schema.workload,
-            values: self.values.clone(),
-            order: self.schema.keys,
-        };
+        let cfg = Config { workload: self.schema.workload, values: self.values.clone(), order: self.schema.keys };
         let mut issues = self.issues.clone();
         for (keys, issue) in (self.schema.cross_check)(&cfg) {
             if keys.iter().all(|k| !self.bad.contains(*k)) {

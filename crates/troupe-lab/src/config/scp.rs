@@ -12,46 +12,30 @@ pub const FAILURE_BASES: &[&str] = &["exchanges", "pairs"];
 const MAX_PAIRS: i64 = 1 << 20;
 
 /// The SCP schema.
-pub static SCHEMA: Schema = Schema {
-    workload: "scp",
-    keys: KEYS,
-    cross_check,
-};
+pub static SCHEMA: Schema = Schema { workload: "scp", keys: KEYS, cross_check };
 
 static KEYS: &[KeySpec] = &[
     KeySpec {
         name: "pairs",
-        kind: KeyKind::Int {
-            min: 1,
-            max: MAX_PAIRS,
-        },
+        kind: KeyKind::Int { min: 1, max: MAX_PAIRS },
         default: || Value::Int(1024),
         doc: "number of server/client pairs (P)",
     },
     KeySpec {
         name: "supervisors",
-        kind: KeyKind::Int {
-            min: 1,
-            max: MAX_PAIRS,
-        },
+        kind: KeyKind::Int { min: 1, max: MAX_PAIRS },
         default: || Value::Int(32),
         doc: "number of sub-supervisors (S, a divisor of pairs); P/S pairs per supervisor",
     },
     KeySpec {
         name: "delay_ms",
-        kind: KeyKind::Int {
-            min: 1,
-            max: 60_000,
-        },
+        kind: KeyKind::Int { min: 1, max: 60_000 },
         default: || Value::Int(200),
         doc: "simulated processing time of the client per exchange, in ms",
     },
     KeySpec {
         name: "payload_bytes",
-        kind: KeyKind::Int {
-            min: 0,
-            max: 16 << 20,
-        },
+        kind: KeyKind::Int { min: 0, max: 16 << 20 },
         default: || Value::Int(500),
         doc: "bytes carried by each Ping and Pong",
     },
@@ -63,10 +47,7 @@ static KEYS: &[KeySpec] = &[
     },
     KeySpec {
         name: "failure_rate",
-        kind: KeyKind::Float {
-            min: 0.0,
-            max: 20.0,
-        },
+        kind: KeyKind::Float { min: 0.0, max: 20.0 },
         default: || Value::Float(5.0),
         doc: "percent; kills/s = rate/100 * pairs * 1000/delay_ms (exchanges basis)",
     },
@@ -84,28 +65,19 @@ static KEYS: &[KeySpec] = &[
     },
     KeySpec {
         name: "burst_size",
-        kind: KeyKind::Int {
-            min: 1,
-            max: MAX_PAIRS,
-        },
+        kind: KeyKind::Int { min: 1, max: MAX_PAIRS },
         default: || Value::Int(25),
         doc: "kills per burst (burst pattern)",
     },
     KeySpec {
         name: "random_burst_max",
-        kind: KeyKind::Int {
-            min: 1,
-            max: MAX_PAIRS,
-        },
+        kind: KeyKind::Int { min: 1, max: MAX_PAIRS },
         default: || Value::Int(10),
         doc: "largest burst of the random pattern",
     },
     KeySpec {
         name: "duration_s",
-        kind: KeyKind::Int {
-            min: 1,
-            max: 86_400,
-        },
+        kind: KeyKind::Int { min: 1, max: 86_400 },
         default: || Value::Int(60),
         doc: "length of the measurement window, s",
     },
@@ -117,10 +89,7 @@ static KEYS: &[KeySpec] = &[
     },
     KeySpec {
         name: "seed",
-        kind: KeyKind::Int {
-            min: 0,
-            max: i64::MAX,
-        },
+        kind: KeyKind::Int { min: 0, max: i64::MAX },
         default: || Value::Int(1),
         doc: "seed of the one PRNG every random choice comes from",
     },
@@ -157,9 +126,7 @@ fn cross_check(c: &Config) -> Vec<CrossIssue> {
             ConfigIssue {
                 key: "payload_bytes".into(),
                 value: c.int("payload_bytes").to_string(),
-                problem: format!(
-                    "pairs * payload_bytes = {in_flight} B in flight; allowed at most 2 GiB"
-                ),
+                problem: format!("pairs * payload_bytes = {in_flight} B in flight; allowed at most 2 GiB"),
             },
         ));
     }
@@ -167,14 +134,7 @@ fn cross_check(c: &Config) -> Vec<CrossIssue> {
     let kills = typed.kill_rate() * typed.duration_s as f64;
     if kills > MAX_KILLS {
         out.push((
-            vec![
-                "failure_rate",
-                "pairs",
-                "delay_ms",
-                "duration_s",
-                "failure_basis",
-                "pattern",
-            ],
+            vec!["failure_rate", "pairs", "delay_ms", "duration_s", "failure_basis", "pattern"],
             ConfigIssue {
                 key: "failure_rate".into(),
                 value: typed.failure_rate.to_string(),

@@ -24,16 +24,9 @@ pub struct Collector {
 impl Collector {
     /// Listens on `bind` (e.g. `127.0.0.1:0`) and appends lines to `path`.
     pub fn start(bind: &str, path: &Path) -> Result<Collector> {
-        let listener = TcpListener::bind(bind)
-            .map_err(|e| Error::other(format!("cannot listen on {bind}: {e}")))?;
-        let addr = listener
-            .local_addr()
-            .map_err(|e| Error::other(e.to_string()))?;
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|e| Error::io(path, e))?;
+        let listener = TcpListener::bind(bind).map_err(|e| Error::other(format!("cannot listen on {bind}: {e}")))?;
+        let addr = listener.local_addr().map_err(|e| Error::other(e.to_string()))?;
+        let file = OpenOptions::new().create(true).append(true).open(path).map_err(|e| Error::io(path, e))?;
         let file = Arc::new(Mutex::new(file));
         let conns: Arc<Mutex<Vec<JoinHandle<()>>>> = Arc::default();
         let conns2 = Arc::clone(&conns);
@@ -75,13 +68,7 @@ impl Collector {
                 }
             }
         });
-        Ok(Collector {
-            addr,
-            conns,
-            acceptor: Some(acceptor),
-            stopping,
-            path: path.to_path_buf(),
-        })
+        Ok(Collector { addr, conns, acceptor: Some(acceptor), stopping, path: path.to_path_buf() })
     }
 
     /// The address to put in `TROUPE_EVENTS` as `tcp://{addr}`.
@@ -103,11 +90,7 @@ impl Collector {
         if let Some(a) = self.acceptor.take() {
             let _ = a.join();
         }
-        let handles: Vec<_> = self
-            .conns
-            .lock()
-            .map(|mut c| c.drain(..).collect())
-            .unwrap_or_default();
+        let handles: Vec<_> = self.conns.lock().map(|mut c| c.drain(..).collect()).unwrap_or_default();
         for h in handles {
             let _ = h.join();
         }

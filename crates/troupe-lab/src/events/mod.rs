@@ -50,18 +50,11 @@ impl Event {
     }
 }
 
-fn need(
-    obj: &serde_json::Map<String, Value>,
-    field: &str,
-    int: bool,
-) -> std::result::Result<(), String> {
+fn need(obj: &serde_json::Map<String, Value>, field: &str, int: bool) -> std::result::Result<(), String> {
     match obj.get(field) {
         Some(v) if int && (v.is_i64() || v.is_u64()) => Ok(()),
         Some(Value::String(_)) if !int => Ok(()),
-        Some(v) => Err(format!(
-            "field {field:?} is {v}, expected {}",
-            if int { "an integer" } else { "a string" }
-        )),
+        Some(v) => Err(format!("field {field:?} is {v}, expected {}", if int { "an integer" } else { "a string" })),
         None => Err(format!("missing field {field:?}")),
     }
 }
@@ -105,8 +98,7 @@ pub fn read(path: &Path) -> Result<Vec<Event>> {
         if line.trim().is_empty() {
             continue;
         }
-        let ev = parse_line(&line)
-            .map_err(|e| Error::malformed(path, format!("line {}: {e}", n + 1)))?;
+        let ev = parse_line(&line).map_err(|e| Error::malformed(path, format!("line {}: {e}", n + 1)))?;
         out.push(ev);
     }
     Ok(out)

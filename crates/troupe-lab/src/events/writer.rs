@@ -53,10 +53,7 @@ pub struct Emitter {
 
 /// Microseconds since the Unix epoch (CLOCK_REALTIME).
 pub fn now_us() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros() as i64)
-        .unwrap_or(0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0)
 }
 
 impl Emitter {
@@ -126,11 +123,7 @@ impl Transport {
     fn open(self) -> Result<Box<dyn Write + Send>> {
         Ok(match self {
             Transport::File(p) => {
-                let f = OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&p)
-                    .map_err(|e| Error::io(&p, e))?;
+                let f = OpenOptions::new().create(true).append(true).open(&p).map_err(|e| Error::io(&p, e))?;
                 Box::new(BufWriter::with_capacity(1 << 16, f))
             }
             Transport::Tcp(addr) => {
@@ -159,11 +152,7 @@ impl EventWriter {
             .spawn(move || {
                 let mut errors = 0u64;
                 let mut put = |sink: &mut Box<dyn Write + Send>, l: &str| {
-                    if sink
-                        .write_all(l.as_bytes())
-                        .and_then(|_| sink.write_all(b"\n"))
-                        .is_err()
-                    {
+                    if sink.write_all(l.as_bytes()).and_then(|_| sink.write_all(b"\n")).is_err() {
                         errors += 1;
                     }
                 };
@@ -202,32 +191,18 @@ impl EventWriter {
             Value::from(common.node)
         );
         Ok(EventWriter {
-            emitter: Emitter {
-                tx,
-                dropped: Arc::new(AtomicU64::new(0)),
-                prefix: prefix.into(),
-            },
+            emitter: Emitter { tx, dropped: Arc::new(AtomicU64::new(0)), prefix: prefix.into() },
             thread: Some(thread),
         })
     }
 
     /// Starts a writer from `TROUPE_EVENTS` and `TROUPE_RUN_ID`, for runtime `rt` on `node`.
     pub fn from_env(rt: &str, node: &str) -> Result<EventWriter> {
-        let spec = std::env::var("TROUPE_EVENTS").map_err(|_| {
-            Error::other("TROUPE_EVENTS is not set (a file path or tcp://HOST:PORT)")
-        })?;
+        let spec = std::env::var("TROUPE_EVENTS")
+            .map_err(|_| Error::other("TROUPE_EVENTS is not set (a file path or tcp://HOST:PORT)"))?;
         let run = std::env::var("TROUPE_RUN_ID").unwrap_or_else(|_| "unnamed".into());
-        let common = Common {
-            run,
-            rt: rt.into(),
-            node: node.into(),
-        };
-        EventWriter::start(
-            Transport::parse(&spec),
-            common,
-            DEFAULT_CAPACITY,
-            Duration::from_secs(1),
-        )
+        let common = Common { run, rt: rt.into(), node: node.into() };
+        EventWriter::start(Transport::parse(&spec), common, DEFAULT_CAPACITY, Duration::from_secs(1))
     }
 
     /// A handle for emitting.

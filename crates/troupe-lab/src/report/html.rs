@@ -28,10 +28,7 @@ pub struct Page {
 impl Page {
     /// A page with a title.
     pub fn new(title: &str) -> Page {
-        let mut p = Page {
-            body: String::new(),
-            title: title.into(),
-        };
+        let mut p = Page { body: String::new(), title: title.into() };
         let _ = writeln!(p.body, "<h1>{}</h1>", escape(title));
         p
     }
@@ -56,12 +53,7 @@ impl Page {
     pub fn kv(&mut self, rows: &[(String, String)]) {
         self.body.push_str("<table class=\"kv\">\n");
         for (k, v) in rows {
-            let _ = writeln!(
-                self.body,
-                "<tr><th>{}</th><td>{}</td></tr>",
-                escape(k),
-                escape(v)
-            );
+            let _ = writeln!(self.body, "<tr><th>{}</th><td>{}</td></tr>", escape(k), escape(v));
         }
         self.body.push_str("</table>\n");
     }
@@ -94,11 +86,7 @@ impl Page {
             Some(i) => &svg[i..],
             None => svg,
         };
-        let _ = writeln!(
-            self.body,
-            "<figure>{svg}<figcaption>{}</figcaption></figure>",
-            escape(caption)
-        );
+        let _ = writeln!(self.body, "<figure>{svg}<figcaption>{}</figcaption></figure>", escape(caption));
     }
 
     /// The finished document.

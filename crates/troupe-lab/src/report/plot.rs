@@ -20,12 +20,7 @@ pub struct Series {
 impl Series {
     /// A plain solid line.
     pub fn line(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
-        Series {
-            name: name.into(),
-            points,
-            dashed: false,
-            markers: false,
-        }
+        Series { name: name.into(), points, dashed: false, markers: false }
     }
 }
 
@@ -56,10 +51,7 @@ const PALETTE: [RGBColor; 8] = [
 ];
 
 fn bounds(series: &[Series]) -> ((f64, f64), (f64, f64)) {
-    let pts = series
-        .iter()
-        .flat_map(|s| s.points.iter())
-        .filter(|p| p.0.is_finite() && p.1.is_finite());
+    let pts = series.iter().flat_map(|s| s.points.iter()).filter(|p| p.0.is_finite() && p.1.is_finite());
     let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
     for &(x, y) in pts {
         x0 = x0.min(x);
@@ -119,25 +111,16 @@ fn draw(chart: &Chart, width: u32, height: u32, buf: &mut String) -> Result<(), 
     for (i, s) in chart.series.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
         let style = color.stroke_width(2);
-        let pts: Vec<(f64, f64)> = s
-            .points
-            .iter()
-            .copied()
-            .filter(|p| p.0.is_finite() && p.1.is_finite())
-            .collect();
+        let pts: Vec<(f64, f64)> = s.points.iter().copied().filter(|p| p.0.is_finite() && p.1.is_finite()).collect();
         let anno = if s.dashed {
-            ctx.draw_series(DashedLineSeries::new(pts.clone(), 6, 4, style))
-                .map_err(err)?
+            ctx.draw_series(DashedLineSeries::new(pts.clone(), 6, 4, style)).map_err(err)?
         } else {
-            ctx.draw_series(LineSeries::new(pts.clone(), style))
-                .map_err(err)?
+            ctx.draw_series(LineSeries::new(pts.clone(), style)).map_err(err)?
         };
-        anno.label(s.name.as_str()).legend(move |(x, y)| {
-            PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-        });
+        anno.label(s.name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
         if s.markers {
-            ctx.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
-                .map_err(err)?;
+            ctx.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled()))).map_err(err)?;
         }
     }
     if chart.series.len() > 1 || chart.series.iter().any(|s| !s.name.is_empty()) {

@@ -60,13 +60,7 @@ impl Server {
     /// A fresh server; `starts` counts this slot's starts across restarts.
     pub(crate) fn new(shared: Arc<Shared>, group: u32, slot: u32, starts: &AtomicU32) -> Server {
         let attempt = starts.fetch_add(1, Ordering::Relaxed) + 1;
-        Server {
-            shared,
-            group,
-            slot,
-            attempt,
-            client: None,
-        }
+        Server { shared, group, slot, attempt, client: None }
     }
 }
 
@@ -80,14 +74,8 @@ impl Actor for Server {
                 json!({"target": format!("g{}/s{}", self.group, self.slot), "attempt": self.attempt}),
             );
         }
-        let client = ctx.spawn_link(Client {
-            server: ctx.myself(),
-            delay: self.shared.delay,
-        });
-        if client
-            .send(ClientMsg::Ping(vec![0u8; self.shared.payload_bytes]))
-            .is_err()
-        {
+        let client = ctx.spawn_link(Client { server: ctx.myself(), delay: self.shared.delay });
+        if client.send(ClientMsg::Ping(vec![0u8; self.shared.payload_bytes])).is_err() {
             self.shared.errors.fetch_add(1, Ordering::Relaxed);
         }
         self.client = Some(client);
@@ -133,11 +121,7 @@ pub(crate) enum AggMsg {
     /// One exchange completed.
     Inc,
     /// Start the window at `start`, lasting `seconds`; `done` fires after the last second.
-    StartWindow {
-        start: Instant,
-        seconds: u32,
-        done: oneshot::Sender<()>,
-    },
+    StartWindow { start: Instant, seconds: u32, done: oneshot::Sender<()> },
     /// Window second n ended.
     Tick(u32),
 }
@@ -152,12 +136,7 @@ pub(crate) struct Aggregator {
 
 impl Aggregator {
     pub(crate) fn new(shared: Arc<Shared>) -> Aggregator {
-        Aggregator {
-            shared,
-            count: 0,
-            window: None,
-            done: None,
-        }
+        Aggregator { shared, count: 0, window: None, done: None }
     }
 }
 
@@ -167,32 +146,22 @@ impl Actor for Aggregator {
     async fn handle(&mut self, msg: AggMsg, ctx: &mut Ctx<Self>) {
         match msg {
             AggMsg::Inc => self.count += 1,
-            AggMsg::StartWindow {
-                start,
-                seconds,
-                done,
-            } => {
+            AggMsg::StartWindow { start, seconds, done } => {
                 self.count = 0;
                 self.window = Some((start, seconds));
                 self.done = Some(done);
-                let first =
-                    (start + Duration::from_secs(1)).saturating_duration_since(Instant::now());
+                let first = (start + Duration::from_secs(1)).saturating_duration_since(Instant::now());
                 let _t = ctx.send_after(first, AggMsg::Tick(0));
             }
             AggMsg::Tick(s) => {
                 let Some((start, seconds)) = self.window else {
                     return;
                 };
-                self.shared
-                    .emitter
-                    .emit("throughput", json!({"second": s, "count": self.count}));
+                self.shared.emitter.emit("throughput", json!({"second": s, "count": self.count}));
                 self.count = 0;
                 if s + 1 < seconds {
                     let next = start + Duration::from_secs(u64::from(s) + 2);
-                    let _t = ctx.send_after(
-                        next.saturating_duration_since(Instant::now()),
-                        AggMsg::Tick(s + 1),
-                    );
+                    let _t = ctx.send_after(next.saturating_duration_since(Instant::now()), AggMsg::Tick(s + 1));
                 } else if let Some(d) = self.done.take() {
                     let _ = d.send(());
                 }

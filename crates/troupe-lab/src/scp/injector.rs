@@ -46,10 +46,8 @@ fn kill(a: &FaultAction, targets: &Targets, main: &Handle, emitter: &Emitter) ->
                 let _in_main = main.enter();
                 server.kill();
             }
-            emitter.emit(
-                "fault_injected",
-                json!({"id": a.id, "target": format!("g{}/s{}", a.group, s), "kind": a.kind}),
-            );
+            emitter
+                .emit("fault_injected", json!({"id": a.id, "target": format!("g{}/s{}", a.group, s), "kind": a.kind}));
             return true;
         }
     }
@@ -65,38 +63,32 @@ pub(crate) fn spawn(
     main: Handle,
     mut stop: oneshot::Receiver<()>,
 ) -> std::io::Result<std::thread::JoinHandle<Tally>> {
-    std::thread::Builder::new()
-        .name("scp-injector".into())
-        .spawn(move || {
-            let mut tally = Tally::default();
-            let rt = match tokio::runtime::Builder::new_current_thread()
-                .enable_time()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(_) => {
-                    tally.skipped = actions.len() as u64;
-                    return tally;
-                }
-            };
-            rt.block_on(async {
-                for (i, a) in actions.iter().enumerate() {
-                    let when =
-                        tokio::time::Instant::from_std(start + Duration::from_millis(a.at_ms));
-                    tokio::select! {
-                        _ = tokio::time::sleep_until(when) => {}
-                        _ = &mut stop => {
-                            tally.skipped += (actions.len() - i) as u64;
-                            return;
-                        }
-                    }
-                    if kill(a, &targets, &main, &emitter) {
-                        tally.killed += 1;
-                    } else {
-                        tally.skipped += 1;
+    std::thread::Builder::new().name("scp-injector".into()).spawn(move || {
+        let mut tally = Tally::default();
+        let rt = match tokio::runtime::Builder::new_current_thread().enable_time().build() {
+            Ok(rt) => rt,
+            Err(_) => {
+                tally.skipped = actions.len() as u64;
+                return tally;
+            }
+        };
+        rt.block_on(async {
+            for (i, a) in actions.iter().enumerate() {
+                let when = tokio::time::Instant::from_std(start + Duration::from_millis(a.at_ms));
+                tokio::select! {
+                    _ = tokio::time::sleep_until(when) => {}
+                    _ = &mut stop => {
+                        tally.skipped += (actions.len() - i) as u64;
+                        return;
                     }
                 }
-            });
-            tally
-        })
+                if kill(a, &targets, &main, &emitter) {
+                    tally.killed += 1;
+                } else {
+                    tally.skipped += 1;
+                }
+            }
+        });
+        tally
+    })
 }

@@ -86,15 +86,7 @@ pub struct Grid {
 }
 
 fn sanitize(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "._-".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect()
 }
 
 /// Expands and validates the grid (rules 1-2).
@@ -105,10 +97,7 @@ pub fn expand(spec: &SweepSpec) -> Result<Grid> {
         match s.split_once('=') {
             Some((k, v)) if v.contains(',') => axes.push((
                 k.trim().to_string(),
-                v.split(',')
-                    .map(|x| x.trim().to_string())
-                    .filter(|x| !x.is_empty())
-                    .collect(),
+                v.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect(),
             )),
             _ => fixed.push(s.clone()),
         }
@@ -147,11 +136,7 @@ pub fn expand(spec: &SweepSpec) -> Result<Grid> {
         for combo in &combos {
             match base_builder(combo)?.build() {
                 Ok(cfg) => {
-                    let cfg = if cfg.workload() == "scp" {
-                        scp::canonical(&cfg)
-                    } else {
-                        cfg
-                    };
+                    let cfg = if cfg.workload() == "scp" { scp::canonical(&cfg) } else { cfg };
                     let key = format!("{runtime}|{}", cfg.to_json());
                     if !seen.insert(key) {
                         continue;
@@ -161,11 +146,7 @@ pub fn expand(spec: &SweepSpec) -> Result<Grid> {
                         let v = cfg.get(k).map(|v| v.to_string()).unwrap_or_default();
                         let _ = write!(name, "_{}-{}", sanitize(k), sanitize(v.trim_matches('"')));
                     }
-                    points.push(Point {
-                        name,
-                        runtime: runtime.clone(),
-                        config: cfg,
-                    });
+                    points.push(Point { name, runtime: runtime.clone(), config: cfg });
                 }
                 Err(e) => match e.kind() {
                     ErrorKind::InvalidConfig(list) => {
@@ -206,9 +187,7 @@ pub trait SweepObserver {
 
 /// Whether `dir` holds a completed (ok) run.
 pub fn is_complete(dir: &Path) -> bool {
-    Manifest::read(dir)
-        .map(|m| m.status == Status::Ok && !m.interrupted)
-        .unwrap_or(false)
+    Manifest::read(dir).map(|m| m.status == Status::Ok && !m.interrupted).unwrap_or(false)
 }
 
 /// Runs the grid into `dir` (rules 3-4), then writes the sweep report.
@@ -225,26 +204,17 @@ pub fn run(
     let sweep_json = dir.join("sweep.json");
     if sweep_json.is_file() {
         let text = std::fs::read_to_string(&sweep_json).map_err(|e| Error::io(&sweep_json, e))?;
-        let old: SweepFile = serde_json::from_str(&text)
-            .map_err(|e| Error::malformed(&sweep_json, e.to_string()))?;
+        let old: SweepFile = serde_json::from_str(&text).map_err(|e| Error::malformed(&sweep_json, e.to_string()))?;
         if old != grid.file {
             return Err(Error::new(ErrorKind::SweepMismatch(dir.to_path_buf())));
         }
     } else {
-        let text =
-            serde_json::to_string_pretty(&grid.file).map_err(|e| Error::other(e.to_string()))?;
+        let text = serde_json::to_string_pretty(&grid.file).map_err(|e| Error::other(e.to_string()))?;
         std::fs::write(&sweep_json, text + "\n").map_err(|e| Error::io(&sweep_json, e))?;
     }
-    let done = grid
-        .points
-        .iter()
-        .filter(|p| is_complete(&dir.join("runs").join(&p.name)))
-        .count();
+    let done = grid.points.iter().filter(|p| is_complete(&dir.join("runs").join(&p.name))).count();
     obs.planned(grid.points.len(), done);
-    let mut summary = SweepSummary {
-        skipped: done,
-        ..SweepSummary::default()
-    };
+    let mut summary = SweepSummary { skipped: done, ..SweepSummary::default() };
     for p in &grid.points {
         if stop.is_set() {
             summary.interrupted = true;

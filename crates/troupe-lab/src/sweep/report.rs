@@ -43,13 +43,7 @@ pub struct Row {
 }
 
 fn ratio_key(rt: &str, c: &ScpConfig) -> (String, u32, u32, u64, usize) {
-    (
-        rt.to_string(),
-        c.pairs,
-        c.supervisors,
-        c.delay_ms,
-        c.payload_bytes,
-    )
+    (rt.to_string(), c.pairs, c.supervisors, c.delay_ms, c.payload_bytes)
 }
 
 /// Reads every run of a sweep folder, with baselines and drops filled in.
@@ -59,8 +53,7 @@ pub fn load_rows(dir: &Path) -> Result<(SweepFile, Vec<Row>, Option<Manifest>)> 
         return Err(Error::new(ErrorKind::NotARun(dir.to_path_buf())));
     }
     let text = std::fs::read_to_string(&sweep_json).map_err(|e| Error::io(&sweep_json, e))?;
-    let file: SweepFile =
-        serde_json::from_str(&text).map_err(|e| Error::malformed(&sweep_json, e.to_string()))?;
+    let file: SweepFile = serde_json::from_str(&text).map_err(|e| Error::malformed(&sweep_json, e.to_string()))?;
     // First pass: baselines.
     let mut baselines: BTreeMap<(String, u32, u32, u64, usize), f64> = BTreeMap::new();
     let mut loaded = Vec::new();
@@ -130,8 +123,7 @@ pub fn load_rows(dir: &Path) -> Result<(SweepFile, Vec<Row>, Option<Manifest>)> 
 }
 
 fn opt(x: Option<f64>, prec: usize) -> String {
-    x.map(|v| format!("{v:.prec$}"))
-        .unwrap_or_else(|| "-".into())
+    x.map(|v| format!("{v:.prec$}")).unwrap_or_else(|| "-".into())
 }
 
 /// Writes `sweep.csv` and `report.html` for a sweep folder (rule 5).
@@ -154,11 +146,7 @@ pub fn write_report(dir: &Path) -> Result<Vec<Row>> {
             c.delay_ms,
             c.pattern.as_str(),
             c.failure_rate,
-            if c.basis_exchanges {
-                "exchanges"
-            } else {
-                "pairs"
-            },
+            if c.basis_exchanges { "exchanges" } else { "pairs" },
             if r.status == "ok" { "ok" } else { "failed" },
             opt(r.mean, 2),
             opt(r.pct_ceiling, 3),
@@ -171,22 +159,14 @@ pub fn write_report(dir: &Path) -> Result<Vec<Row>> {
     let csv_path = dir.join("sweep.csv");
     std::fs::write(&csv_path, csv).map_err(|e| Error::io(&csv_path, e))?;
 
-    let mut page = html::Page::new(&format!(
-        "{} sweep: {}",
-        file.workload.to_uppercase(),
-        dir.display()
-    ));
+    let mut page = html::Page::new(&format!("{} sweep: {}", file.workload.to_uppercase(), dir.display()));
     let ok = rows.iter().filter(|r| r.status == "ok").count();
     page.p(&format!(
         "{} runs planned, {} ok, {} not ok or not run. Axes: {}. Runtimes: {}.",
         rows.len(),
         ok,
         rows.len() - ok,
-        file.axes
-            .iter()
-            .map(|(k, v)| format!("{k} = {}", v.join(", ")))
-            .collect::<Vec<_>>()
-            .join("; "),
+        file.axes.iter().map(|(k, v)| format!("{k} = {}", v.join(", "))).collect::<Vec<_>>().join("; "),
         file.runtimes.join(", ")
     ));
     for (i, (svg, caption)) in charts(&rows).into_iter().enumerate() {
@@ -203,10 +183,8 @@ pub fn write_report(dir: &Path) -> Result<Vec<Row>> {
             vec![
                 html::link(&format!("runs/{}/report.html", r.name), &r.name),
                 r.runtime.clone(),
-                c.map(|c| format!("1:{}", c.pairs_per_supervisor()))
-                    .unwrap_or_default(),
-                c.map(|c| c.pattern.as_str().to_string())
-                    .unwrap_or_default(),
+                c.map(|c| format!("1:{}", c.pairs_per_supervisor())).unwrap_or_default(),
+                c.map(|c| c.pattern.as_str().to_string()).unwrap_or_default(),
                 c.map(|c| c.failure_rate.to_string()).unwrap_or_default(),
                 opt(r.mean, 1),
                 opt(r.pct_ceiling, 2),
@@ -235,10 +213,8 @@ pub fn write_report(dir: &Path) -> Result<Vec<Row>> {
         ],
         &table,
     );
-    page.p(
-        "Drop = (baseline mean - mean) / baseline mean, where the baseline is the same \
-            runtime and ratio at 0% failures in this sweep.",
-    );
+    page.p("Drop = (baseline mean - mean) / baseline mean, where the baseline is the same \
+            runtime and ratio at 0% failures in this sweep.");
     page.h2("Base config");
     let base: Vec<(String, String)> = file
         .base_config
@@ -257,12 +233,7 @@ pub fn write_report(dir: &Path) -> Result<Vec<Row>> {
 
 type Line = (String, Vec<(f64, f64)>);
 
-fn lines_by<F, G>(
-    rows: &[Row],
-    mut key: F,
-    mut y: G,
-    include: &dyn Fn(&Row, &ScpConfig) -> bool,
-) -> Vec<Line>
+fn lines_by<F, G>(rows: &[Row], mut key: F, mut y: G, include: &dyn Fn(&Row, &ScpConfig) -> bool) -> Vec<Line>
 where
     F: FnMut(&Row, &ScpConfig) -> String,
     G: FnMut(&Row) -> Option<f64>,
@@ -313,12 +284,7 @@ fn chart_svg(title: String, y_label: &str, lines: Vec<Line>) -> String {
         y_label: y_label.into(),
         series: lines
             .into_iter()
-            .map(|(name, points)| plot::Series {
-                name,
-                points,
-                dashed: false,
-                markers: true,
-            })
+            .map(|(name, points)| plot::Series { name, points, dashed: false, markers: true })
             .collect(),
         y_range: None,
     };
@@ -327,17 +293,9 @@ fn chart_svg(title: String, y_label: &str, lines: Vec<Line>) -> String {
 
 /// The sweep charts with their captions.
 fn charts(rows: &[Row]) -> Vec<(String, String)> {
-    let patterns: BTreeSet<scp::Pattern> = rows
-        .iter()
-        .filter_map(|r| r.cfg.as_ref())
-        .filter(|c| !c.is_baseline())
-        .map(|c| c.pattern)
-        .collect();
-    let runtimes: BTreeSet<&str> = rows
-        .iter()
-        .map(|r| r.runtime.as_str())
-        .filter(|r| !r.is_empty())
-        .collect();
+    let patterns: BTreeSet<scp::Pattern> =
+        rows.iter().filter_map(|r| r.cfg.as_ref()).filter(|c| !c.is_baseline()).map(|c| c.pattern).collect();
+    let runtimes: BTreeSet<&str> = rows.iter().map(|r| r.runtime.as_str()).filter(|r| !r.is_empty()).collect();
     let multi_rt = runtimes.len() > 1;
     let label = |r: &Row, what: String| {
         if multi_rt {
@@ -349,18 +307,9 @@ fn charts(rows: &[Row]) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for &pat in &patterns {
         let include = move |_: &Row, c: &ScpConfig| c.pattern == pat || c.is_baseline();
-        let lines = lines_by(
-            rows,
-            |r, c| label(r, format!("1:{}", c.pairs_per_supervisor())),
-            |r| r.mean,
-            &include,
-        );
+        let lines = lines_by(rows, |r, c| label(r, format!("1:{}", c.pairs_per_supervisor())), |r| r.mean, &include);
         out.push((
-            chart_svg(
-                format!("Throughput vs failure rate, {} failures", pat.as_str()),
-                "mean exchanges/s",
-                lines,
-            ),
+            chart_svg(format!("Throughput vs failure rate, {} failures", pat.as_str()), "mean exchanges/s", lines),
             format!(
                 "Mean throughput against failure rate for the {} pattern, one line per ratio \
                  (pairs per supervisor); 0% is the ratio's baseline run (seed 001 figs 5-6).",
@@ -368,16 +317,8 @@ fn charts(rows: &[Row]) -> Vec<(String, String)> {
             ),
         ));
     }
-    let ratios: BTreeSet<u32> = rows
-        .iter()
-        .filter_map(|r| r.cfg.as_ref())
-        .map(|c| c.pairs_per_supervisor())
-        .collect();
-    let mut compare: Vec<u32> = ratios
-        .iter()
-        .copied()
-        .filter(|r| *r == 1 || *r == 64)
-        .collect();
+    let ratios: BTreeSet<u32> = rows.iter().filter_map(|r| r.cfg.as_ref()).map(|c| c.pairs_per_supervisor()).collect();
+    let mut compare: Vec<u32> = ratios.iter().copied().filter(|r| *r == 1 || *r == 64).collect();
     if compare.is_empty() {
         compare = ratios.iter().copied().collect();
     }
@@ -386,15 +327,8 @@ fn charts(rows: &[Row]) -> Vec<(String, String)> {
             let include = move |_: &Row, c: &ScpConfig| c.pairs_per_supervisor() == pps;
             let mut lines = Vec::new();
             for &pat in &patterns {
-                let inc = move |r: &Row, c: &ScpConfig| {
-                    include(r, c) && (c.pattern == pat || c.is_baseline())
-                };
-                for (k, pts) in lines_by(
-                    rows,
-                    |r, _| label(r, pat.as_str().to_string()),
-                    |r| r.mean,
-                    &inc,
-                ) {
+                let inc = move |r: &Row, c: &ScpConfig| include(r, c) && (c.pattern == pat || c.is_baseline());
+                for (k, pts) in lines_by(rows, |r, _| label(r, pat.as_str().to_string()), |r| r.mean, &inc) {
                     lines.push((k, pts));
                 }
             }
@@ -418,10 +352,7 @@ fn charts(rows: &[Row]) -> Vec<(String, String)> {
         if lines.iter().any(|(_, p)| !p.is_empty()) {
             out.push((
                 chart_svg(
-                    format!(
-                        "Throughput relative to the 0% baseline, {} failures",
-                        pat.as_str()
-                    ),
+                    format!("Throughput relative to the 0% baseline, {} failures", pat.as_str()),
                     "% of baseline",
                     lines,
                 ),

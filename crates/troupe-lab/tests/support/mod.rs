@@ -34,16 +34,8 @@ fn line(ts: i64, ev: &str, extra: serde_json::Value) -> String {
 /// scheduled fault carried out at its `at_ms` and (if `restart`) restarted 1 ms later.
 pub fn events(cfg: &Config, sched: &[FaultAction], counts: &[u64]) -> String {
     let mut out = vec![
-        line(
-            T0 - 2_000_000,
-            "run_started",
-            json!({"workload": "scp", "config": cfg.to_json()}),
-        ),
-        line(
-            T0 - 1_000_000,
-            "ready",
-            json!({"what": "pairs", "count": cfg.int("pairs")}),
-        ),
+        line(T0 - 2_000_000, "run_started", json!({"workload": "scp", "config": cfg.to_json()})),
+        line(T0 - 1_000_000, "ready", json!({"what": "pairs", "count": cfg.int("pairs")})),
     ];
     for a in sched {
         let ts = T0 + a.at_ms as i64 * 1000;
@@ -61,11 +53,7 @@ pub fn events(cfg: &Config, sched: &[FaultAction], counts: &[u64]) -> String {
         }
     }
     for (s, c) in counts.iter().enumerate() {
-        out.push(line(
-            T0 + (s as i64 + 1) * 1_000_000 + 300,
-            "throughput",
-            json!({"second": s, "count": c}),
-        ));
+        out.push(line(T0 + (s as i64 + 1) * 1_000_000 + 300, "throughput", json!({"second": s, "count": c})));
     }
     out.push(line(
         T0 + counts.len() as i64 * 1_000_000 + 5000,
@@ -74,14 +62,7 @@ pub fn events(cfg: &Config, sched: &[FaultAction], counts: &[u64]) -> String {
     ));
     let mut with_ts: Vec<(i64, String)> = out
         .into_iter()
-        .map(|l| {
-            (
-                serde_json::from_str::<serde_json::Value>(&l).unwrap()["ts_us"]
-                    .as_i64()
-                    .unwrap(),
-                l,
-            )
-        })
+        .map(|l| (serde_json::from_str::<serde_json::Value>(&l).unwrap()["ts_us"].as_i64().unwrap(), l))
         .collect();
     with_ts.sort_by_key(|p| p.0);
     with_ts.into_iter().map(|p| p.1 + "\n").collect()
