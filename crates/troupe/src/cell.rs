@@ -2,13 +2,17 @@
 //! relations (links, monitors, names, death watchers). Every `ActorRef` points at a `Cell`.
 //!
 //! Rules (each is checked by tests in `tests/core_*.rs`):
-//! 1. Status is `Running` (a tokio task owns the actor state), `Idle` (no task: the state is
-//!    parked in the cell as `dormant`) or `Dead`. All transitions happen under the cell's lock.
+//! 1. Status is `Running` (a tokio task owns the actor state and is working), `Waiting` (the task
+//!    is parked on the mailbox with its waker stored), `Idle` (no task: the state is parked in the
+//!    cell as `dormant`) or `Dead`. All transitions happen under the cell's lock.
 //! 2. A message or system message arriving at an `Idle` actor moves it to `Running` and spawns
-//!    one activation task; an arrival at a `Running` actor only enqueues (no wake is needed: the
-//!    task re-checks the mailbox before it parks, rule 3).
-//! 3. A task parks the state only when, under the lock, both lanes are empty and no kill is
-//!    pending; otherwise it keeps running. So no message is ever stranded in an idle mailbox.
+//!    one activation task; at a `Waiting` actor it moves it to `Running` and wakes the task; at a
+//!    `Running` actor it only enqueues (the task re-checks the mailbox before it waits).
+//! 3. A task waits, or parks the state, only when, under the lock, both lanes are empty and no
+//!    kill is pending. So no message is ever stranded in a waiting or idle mailbox.
+//! 3a. A task parks the state (and ends) when it has had nothing to do since the previous sweep
+//!    of the sweeper (`sweeper.rs`, about a second), or at once after `started` when it has never
+//!    had a message. Busy actors keep their task; idle ones cost no task.
 //! 4. System messages are taken before user messages.
 //! 5. Kill sets `killed` under the lock. An idle actor dies at once; a running one is woken and
 //!    its task stops at its next poll without running more actor code.
@@ -41,6 +45,7 @@ pub(crate) enum Sys {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Status {
     Running,
+    Waiting,
     Idle,
     Dead,
 }
@@ -71,6 +76,12 @@ struct Inner<M> {
     extra: Option<Box<Extra>>,
     config: MailboxConfig,
     status: Status,
+    /// On the sweeper's list (rule 3a).
+    swept: bool,
+    /// Took a message since the last sweep.
+    active: bool,
+    /// The sweeper asked the task to park the state.
+    park: bool,
 }
 
 /// The rarely used parts, allocated on first use so an idle actor stays small.
@@ -98,14 +109,39 @@ impl<M> Inner<M> {
         self.extra.as_ref().is_some_and(|e| !e.sys.is_empty())
     }
 
-    /// Rule 2: returns the parked state to activate when the actor was idle.
-    fn wake_idle(&mut self) -> Option<Box<dyn Dormant<M>>> {
-        if self.status != Status::Idle {
-            return None;
+    /// Rule 2: what an arrival must do to get the message handled.
+    fn wake(&mut self) -> Wake<M> {
+        match self.status {
+            Status::Idle => match self.dormant.take() {
+                Some(d) => {
+                    self.status = Status::Running;
+                    Wake::Activate(d)
+                }
+                None => Wake::Nothing,
+            },
+            Status::Waiting => {
+                self.status = Status::Running;
+                self.waker.clone().map_or(Wake::Nothing, Wake::Task)
+            }
+            _ => Wake::Nothing,
         }
-        let d = self.dormant.take()?;
-        self.status = Status::Running;
-        Some(d)
+    }
+}
+
+/// What an arrival does to the receiving actor (rule 2), carried out after the lock is released.
+pub(crate) enum Wake<M> {
+    Nothing,
+    Task(Waker),
+    Activate(Box<dyn Dormant<M>>),
+}
+
+impl<M> Wake<M> {
+    fn run(self, cell: Arc<Cell<M>>) {
+        match self {
+            Wake::Nothing => {}
+            Wake::Task(w) => w.wake(),
+            Wake::Activate(d) => d.activate(cell),
+        }
     }
 }
 
@@ -123,6 +159,9 @@ impl<M: Send + 'static> Cell<M> {
                 extra,
                 config,
                 status: Status::Running,
+                swept: false,
+                active: false,
+                park: false,
             }),
         }
     }
@@ -155,11 +194,11 @@ impl<M: Send + 'static> Cell<M> {
             }
         }
         g.queue.push_back(msg);
-        let wake = g.wake_idle();
+        let wake = g.wake();
         drop(g);
         drop(evicted);
-        if let Some(d) = wake {
-            d.activate(self.clone());
+        if !matches!(wake, Wake::Nothing) {
+            wake.run(self.clone());
         }
         Ok(())
     }
@@ -187,6 +226,8 @@ impl<M: Send + 'static> Cell<M> {
         }
         match g.queue.pop_front() {
             Some(m) => {
+                g.active = true;
+                g.park = false;
                 let unblock = match g.extra.as_mut() {
                     Some(e) if !e.blocked_senders.is_empty() => Some(std::mem::take(&mut e.blocked_senders)),
                     _ => None,
@@ -199,6 +240,40 @@ impl<M: Send + 'static> Cell<M> {
             }
             None => Item::Empty,
         }
+    }
+
+    /// The next item, or `Pending` with the task waiting (rule 1-3); `Ready(Empty)` when the
+    /// sweeper asked the task to park its state (rule 3a).
+    pub(crate) fn poll_next(self: &Arc<Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Item<M>> {
+        use std::task::Poll;
+        match self.try_recv() {
+            Item::Empty => {}
+            item => return Poll::Ready(item),
+        }
+        let mut g = self.inner.lock();
+        if self.is_killed() {
+            return Poll::Ready(Item::Killed);
+        }
+        if !g.queue.is_empty() || g.has_sys() {
+            drop(g);
+            return Poll::Ready(self.try_recv());
+        }
+        if g.park {
+            g.park = false;
+            return Poll::Ready(Item::Empty);
+        }
+        g.status = Status::Waiting;
+        match &g.waker {
+            Some(w) if w.will_wake(cx.waker()) => {}
+            _ => g.waker = Some(cx.waker().clone()),
+        }
+        let register = !g.swept;
+        g.swept = true;
+        drop(g);
+        if register {
+            crate::sweeper::register(Arc::downgrade(self) as std::sync::Weak<dyn crate::sweeper::Sweepable>);
+        }
+        Poll::Pending
     }
 
     /// Rule 3: parks the state unless something arrived or a kill is pending.
@@ -276,6 +351,38 @@ fn notify_death(id: ActorId, reason: &ExitReason, e: Extra) -> Vec<oneshot::Send
     e.watchers
 }
 
+impl<M: Send + 'static> crate::sweeper::Sweepable for Cell<M> {
+    fn sweep(&self) -> bool {
+        let mut g = self.inner.lock();
+        match g.status {
+            Status::Running => {
+                g.active = false;
+                true
+            }
+            Status::Waiting if g.active => {
+                g.active = false;
+                true
+            }
+            Status::Waiting => {
+                // Rule 3a: nothing to do for a whole sweep period; ask the task to park.
+                g.swept = false;
+                g.park = true;
+                g.status = Status::Running;
+                let w = g.waker.clone();
+                drop(g);
+                if let Some(w) = w {
+                    w.wake();
+                }
+                false
+            }
+            Status::Idle | Status::Dead => {
+                g.swept = false;
+                false
+            }
+        }
+    }
+}
+
 impl<M: Send + 'static> Process for Cell<M> {
     fn id(&self) -> ActorId {
         self.id
@@ -297,11 +404,9 @@ impl<M: Send + 'static> Process for Cell<M> {
             e.links.retain(|l| l.id() != from);
         }
         e.sys.push_back(sys);
-        let wake = g.wake_idle();
+        let wake = g.wake();
         drop(g);
-        if let Some(d) = wake {
-            d.activate(self);
-        }
+        wake.run(self);
         true
     }
 

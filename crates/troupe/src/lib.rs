@@ -44,6 +44,7 @@ mod mailbox;
 mod registry;
 mod spawn;
 pub mod supervisor;
+mod sweeper;
 
 pub use actor::Actor;
 pub use actor_ref::{ActorRef, DynSender, ReplyTo};
