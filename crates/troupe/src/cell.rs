@@ -11,8 +11,8 @@
 //! 3. A task waits, or parks the state, only when, under the lock, both lanes are empty and no
 //!    kill is pending. So no message is ever stranded in a waiting or idle mailbox.
 //! 3a. A task parks the state (and ends) when it has had nothing to do since the previous sweep
-//!    of the sweeper (`sweeper.rs`, about a second), or at once after `started` when it has never
-//!    had a message. Busy actors keep their task; idle ones cost no task.
+//!     of the sweeper (`sweeper.rs`, about a second), or at once after `started` when it has
+//!     never had a message. Busy actors keep their task; idle ones cost no task.
 //! 4. System messages are taken before user messages.
 //! 5. Kill sets `killed` under the lock. An idle actor dies at once; a running one is woken and
 //!    its task stops at its next poll without running more actor code.
