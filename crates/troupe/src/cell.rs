@@ -10,16 +10,16 @@
 //!    `Running` actor it only enqueues (the task re-checks the mailbox before it waits).
 //! 3. A task waits, or parks the state, only when, under the lock, both lanes are empty and no
 //!    kill is pending. So no message is ever stranded in a waiting or idle mailbox.
-//! 3a. A task parks the state (and ends) when it has had nothing to do since the previous sweep
-//!     of the sweeper (`sweeper.rs`, about a second), or at once after `started` when it has
-//!     never had a message. Busy actors keep their task; idle ones cost no task.
-//! 4. System messages are taken before user messages.
-//! 5. Kill sets `killed` under the lock. An idle actor dies at once; a running one is woken and
+//! 4. A task parks the state (and ends) when it has had nothing to do since the previous sweep
+//!    of the sweeper (`sweeper.rs`, about a second), or at once after `started` when it has
+//!    never had a message. Busy actors keep their task; idle ones cost no task.
+//! 5. System messages are taken before user messages.
+//! 6. Kill sets `killed` under the lock. An idle actor dies at once; a running one is woken and
 //!    its task stops at its next poll without running more actor code.
-//! 6. Death happens once: status becomes `Dead`, queued messages are dropped (pending `ask`s see
+//! 7. Death happens once: status becomes `Dead`, queued messages are dropped (pending `ask`s see
 //!    `Gone`), then links get an exit signal, monitors a `Down`, names are released, and only
 //!    then are death watchers told the reason. Nothing is accepted after death.
-//! 7. An actor lives until it stops, referenced or not (as an Erlang process does): its parked
+//! 8. An actor lives until it stops, referenced or not (as an Erlang process does): its parked
 //!    state holds its own cell, so dropping every `ActorRef` does not end it.
 
 use std::collections::VecDeque;
@@ -76,7 +76,7 @@ struct Inner<M> {
     extra: Option<Box<Extra>>,
     config: MailboxConfig,
     status: Status,
-    /// On the sweeper's list (rule 3a).
+    /// On the sweeper's list (rule 4).
     swept: bool,
     /// Took a message since the last sweep.
     active: bool,
@@ -242,8 +242,8 @@ impl<M: Send + 'static> Cell<M> {
         }
     }
 
-    /// The next item, or `Pending` with the task waiting (rule 1-3); `Ready(Empty)` when the
-    /// sweeper asked the task to park its state (rule 3a).
+    /// The next item, or `Pending` with the task waiting (rules 1-3); `Ready(Empty)` when the
+    /// sweeper asked the task to park its state (rule 4).
     pub(crate) fn poll_next(self: &Arc<Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Item<M>> {
         use std::task::Poll;
         match self.try_recv() {
@@ -300,7 +300,7 @@ impl<M: Send + 'static> Cell<M> {
         self.inner.lock().extra.as_ref().map_or(0, |e| e.dropped)
     }
 
-    /// Rule 6. Watchers (`terminated()`) are told last, so a caller that saw the death knows
+    /// Rule 7. Watchers (`terminated()`) are told last, so a caller that saw the death knows
     /// its links and monitors have already been signalled.
     pub(crate) fn die(&self, reason: ExitReason) {
         let (extra, queue, dormant) = {
@@ -364,7 +364,7 @@ impl<M: Send + 'static> crate::sweeper::Sweepable for Cell<M> {
                 true
             }
             Status::Waiting => {
-                // Rule 3a: nothing to do for a whole sweep period; ask the task to park.
+                // Rule 4: nothing to do for a whole sweep period; ask the task to park.
                 g.swept = false;
                 g.park = true;
                 g.status = Status::Running;

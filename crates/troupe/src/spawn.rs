@@ -1,6 +1,6 @@
 //! Spawning and running actors: the activation task.
 //!
-//! An actor has a tokio task only while it has work (`cell.rs`, rules 1-3a). An activation task
+//! An actor has a tokio task only while it has work (`cell.rs`, rules 1-4). An activation task
 //! runs `started` (first activation only), then takes messages, system lane first; when the
 //! mailbox is empty it waits on it (a send wakes it), and when it has been idle for a sweep
 //! period it parks the state in the cell and ends. Every poll first checks for a pending
@@ -163,7 +163,7 @@ async fn run<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> Outcom
         }
     }
     // A fresh activation first drains what woke it; once it has handled something it waits on
-    // the mailbox (a send wakes it), until the sweeper asks it to park (cell.rs, rule 3a).
+    // the mailbox (a send wakes it), until the sweeper asks it to park (cell.rs, rule 4).
     let mut handled = false;
     let mut budget = FAIRNESS_BUDGET;
     loop {

@@ -1,5 +1,5 @@
 //! The sweeper: one background thread that lets actors idle for about a second give up their
-//! tokio task (`cell.rs`, rule 3a), so a million actors that once worked and now wait cost no
+//! tokio task (`cell.rs`, rule 4), so a million actors that once worked and now wait cost no
 //! more than a million that never worked.
 //!
 //! An actor registers itself once when it first waits on an empty mailbox. Every period the

@@ -1,4 +1,4 @@
-//! The activation model (`cell.rs`, rules 1-3a): an actor that never had a message has no
+//! The activation model (`cell.rs`, rules 1-4): an actor that never had a message has no
 //! task; one that worked keeps its task while busy and gives it up after a sweep period idle;
 //! a parked actor wakes on the next message with its state intact.
 
