@@ -82,6 +82,45 @@ struct Inner<M> {
     active: bool,
     /// The sweeper asked the task to park the state.
     park: bool,
+    /// After death: the reason when it carries no text (see `ExitCode`), else in `extra.exit`.
+    exit: ExitCode,
+    /// After death: links and monitors have been signalled; `terminated()` may answer at once.
+    settled: bool,
+}
+
+/// An exit reason without text, kept in a byte so a death allocates nothing.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum ExitCode {
+    None,
+    Normal,
+    Shutdown,
+    Killed,
+    NoProc,
+    NoConnection,
+}
+
+impl ExitCode {
+    fn of(reason: &ExitReason) -> Self {
+        match reason {
+            ExitReason::Normal => ExitCode::Normal,
+            ExitReason::Shutdown => ExitCode::Shutdown,
+            ExitReason::Killed => ExitCode::Killed,
+            ExitReason::NoProc => ExitCode::NoProc,
+            ExitReason::NoConnection => ExitCode::NoConnection,
+            _ => ExitCode::None,
+        }
+    }
+
+    fn reason(self) -> Option<ExitReason> {
+        Some(match self {
+            ExitCode::None => return None,
+            ExitCode::Normal => ExitReason::Normal,
+            ExitCode::Shutdown => ExitReason::Shutdown,
+            ExitCode::Killed => ExitReason::Killed,
+            ExitCode::NoProc => ExitReason::NoProc,
+            ExitCode::NoConnection => ExitReason::NoConnection,
+        })
+    }
 }
 
 /// The rarely used parts, allocated on first use so an idle actor stays small.
@@ -95,9 +134,8 @@ struct Extra {
     watchers: Vec<oneshot::Sender<ExitReason>>,
     blocked_senders: Vec<Waker>,
     dropped: u64,
+    /// After death, a reason with text (others are in `Inner::exit`).
     exit: Option<ExitReason>,
-    /// Death notifications are done; `terminated()` may now answer at once.
-    settled: bool,
 }
 
 impl<M> Inner<M> {
@@ -162,6 +200,8 @@ impl<M: Send + 'static> Cell<M> {
                 swept: false,
                 active: false,
                 park: false,
+                exit: ExitCode::None,
+                settled: false,
             }),
         }
     }
@@ -313,7 +353,10 @@ impl<M: Send + 'static> Cell<M> {
             let queue = std::mem::take(&mut g.queue);
             let dormant = g.dormant.take();
             let extra = g.extra.take();
-            g.extra = Some(Box::new(Extra { exit: Some(reason.clone()), ..Default::default() }));
+            g.exit = ExitCode::of(&reason);
+            if g.exit == ExitCode::None {
+                g.extra = Some(Box::new(Extra { exit: Some(reason.clone()), ..Default::default() }));
+            }
             (extra, queue, dormant)
         };
         drop(dormant);
@@ -324,9 +367,10 @@ impl<M: Send + 'static> Cell<M> {
         };
         {
             let mut g = self.inner.lock();
-            let e = g.extra();
-            e.settled = true;
-            watchers.append(&mut e.watchers);
+            g.settled = true;
+            if let Some(e) = g.extra.as_mut() {
+                watchers.append(&mut e.watchers);
+            }
         }
         for w in watchers {
             let _ = w.send(reason.clone());
@@ -492,10 +536,9 @@ impl<M: Send + 'static> Process for Cell<M> {
 
     fn watch(&self) -> Result<oneshot::Receiver<ExitReason>, ExitReason> {
         let mut g = self.inner.lock();
-        if g.status == Status::Dead {
-            if let Some(e) = g.extra.as_ref().filter(|e| e.settled) {
-                return Err(e.exit.clone().unwrap_or(ExitReason::NoProc));
-            }
+        if g.status == Status::Dead && g.settled {
+            let text = g.extra.as_ref().and_then(|e| e.exit.clone());
+            return Err(g.exit.reason().or(text).unwrap_or(ExitReason::NoProc));
         }
         let (tx, rx) = oneshot::channel();
         g.extra().watchers.push(tx);
