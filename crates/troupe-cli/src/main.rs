@@ -12,6 +12,9 @@
 mod lab;
 mod progress;
 
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::{Parser, Subcommand};
 
 /// Exit codes.
