@@ -177,7 +177,7 @@ pub struct WireReply {
 
 /// What a transport installs (per thread, with [`with_serde_hook`]) while it (de)serialises a
 /// message, so that refs and reply handles inside it can be exported and rebuilt.
-pub trait SerdeHook {
+pub trait SerdeHook: Send + Sync {
     /// `r` is an `&ActorRef<M>` with `TypeId::of::<M>() == msg_type`.
     fn encode_ref(&self, r: &dyn Any, msg_type: TypeId) -> Result<WireRef, String>;
     /// Returns a `Box<ActorRef<M>>` with `TypeId::of::<M>() == msg_type`.
