@@ -42,6 +42,7 @@
 //! # }
 //! ```
 
+pub mod bench;
 mod blob;
 pub mod cli;
 pub mod codec;
