@@ -142,7 +142,12 @@ fn measure<C: Codec, T: Serialize + DeserializeOwned + PartialEq + std::fmt::Deb
     (best, size)
 }
 
-fn row<T: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug>(name: &str, v: &T, iters: u32, totals: &mut [f64; 3]) {
+fn row<T: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug>(
+    name: &str,
+    v: &T,
+    iters: u32,
+    totals: &mut [f64; 3],
+) {
     let b = measure::<Bincode, T>(v, iters);
     let p = measure::<Postcard, T>(v, iters);
     let r = measure::<Rmp, T>(v, iters);
@@ -164,7 +169,8 @@ fn main() {
     row("data header", &header, iters, &mut totals);
     row("ping(u64)", &Ping::Ping(123_456), iters, &mut totals);
     let wr = WireRef { node: "127.0.0.1:40123".into(), id: 77, tag: 0x1234_5678_9abc_def0 };
-    let chat = ChatLine { room: "lobby".into(), from: wr, text: "hello there, how are you".into(), at_us: 1_700_000_000_000 };
+    let chat =
+        ChatLine { room: "lobby".into(), from: wr, text: "hello there, how are you".into(), at_us: 1_700_000_000_000 };
     row("chat line with a ref", &chat, iters, &mut totals);
     row("control: monitor", &Control::Monitor { watcher: 12, target: 99, mid: 5 }, iters, &mut totals);
     let payload = Payload { seq: 9, data: vec![7u8; 512] };

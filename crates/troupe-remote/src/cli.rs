@@ -30,9 +30,7 @@ fn say(line: &str) {
 pub fn node_main(config_path: &Path) -> Result<(), Error> {
     let cfg = NodeConfig::from_file(config_path)?;
     let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TROUPE_LOG").unwrap_or_else(|_| "warn".into()),
-        )
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("TROUPE_LOG").unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
         .try_init();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(Error::io)?;

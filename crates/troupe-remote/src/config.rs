@@ -139,7 +139,10 @@ impl NodeConfig {
         let mut names = vec!["control", "default"];
         for c in &self.channels {
             if names.contains(&c.name.as_str()) {
-                return Err(Error::config(format!("channel {:?} is defined twice (control and default are built in)", c.name)));
+                return Err(Error::config(format!(
+                    "channel {:?} is defined twice (control and default are built in)",
+                    c.name
+                )));
             }
             names.push(&c.name);
         }

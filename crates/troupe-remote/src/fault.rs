@@ -44,7 +44,10 @@ pub(crate) enum Verdict {
     Pass,
     Drop,
     /// Send it `copies` times (1 or 2) after `delay`.
-    Send { copies: u8, delay: Duration },
+    Send {
+        copies: u8,
+        delay: Duration,
+    },
 }
 
 #[derive(Default)]

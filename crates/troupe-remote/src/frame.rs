@@ -39,7 +39,11 @@ pub mod kind {
 }
 
 /// Appends a frame with the given kind, its body written by `body`; patches the length.
-pub fn write_frame(out: &mut Vec<u8>, kind: u8, body: impl FnOnce(&mut Vec<u8>) -> Result<(), Error>) -> Result<(), Error> {
+pub fn write_frame(
+    out: &mut Vec<u8>,
+    kind: u8,
+    body: impl FnOnce(&mut Vec<u8>) -> Result<(), Error>,
+) -> Result<(), Error> {
     let start = out.len();
     out.extend_from_slice(&[0, 0, 0, 0, kind]);
     if let Err(e) = body(out) {
@@ -170,7 +174,8 @@ impl DataHeader {
             0 => Target::Id(r.u64()?),
             1 => {
                 let len = r.u16()? as usize;
-                let name = std::str::from_utf8(r.take(len)?).map_err(|_| Error::malformed("actor name is not UTF-8"))?;
+                let name =
+                    std::str::from_utf8(r.take(len)?).map_err(|_| Error::malformed("actor name is not UTF-8"))?;
                 Target::Name(name.to_owned())
             }
             t => return Err(Error::malformed(format!("unknown target kind {t}"))),

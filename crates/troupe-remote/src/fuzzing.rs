@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
 
+use crate::codec;
 use crate::frame::{kind, read_reply, DataHeader, FrameBuf};
 use crate::handshake::{self, Identity};
 use crate::proto::{Challenge, Control, Hello, Proof, Refuse};
-use crate::codec;
 
 /// Cuts `data` into frames (in chunks whose sizes come from the data itself, to exercise
 /// reassembly) and parses every frame body as its kind says.

@@ -83,7 +83,9 @@ async fn recv<S: AsyncRead + Unpin>(s: &mut S, fb: &mut FrameBuf) -> Result<(u8,
         let read = *n.as_ref().unwrap_or(&0);
         fb.filled(HANDSHAKE_MAX, read);
         match n {
-            Ok(0) => return Err(ErrorKind::Handshake("the peer closed the connection during the handshake".into()).into()),
+            Ok(0) => {
+                return Err(ErrorKind::Handshake("the peer closed the connection during the handshake".into()).into())
+            }
             Ok(_) => {}
             Err(e) => return Err(Error::io(e)),
         }
@@ -138,7 +140,8 @@ pub async fn dial<S: AsyncRead + AsyncWrite + Unpin>(
         }
         let check = mac(secret, "troupe/1 acceptor", &n_d, &ch.nonce, &me.name, &ch.name);
         if check.verify_slice(&ch.proof).is_err() {
-            let _ = send(s, kind::REFUSE, &Refuse { version: VERSION, reason: "auth: bad acceptor proof".into() }).await;
+            let _ =
+                send(s, kind::REFUSE, &Refuse { version: VERSION, reason: "auth: bad acceptor proof".into() }).await;
             return Err(ErrorKind::Auth("the acceptor's proof is wrong".into()).into());
         }
         let proof = mac(secret, "troupe/1 dialler", &ch.nonce, &n_d, &me.name, &ch.name).finalize().into_bytes();

@@ -32,7 +32,10 @@ async fn a_global_name_registered_on_one_node_resolves_on_the_others() {
     let r = eventually(|| a.whereis_global::<Echo>("discovery").unwrap()).await;
     assert_eq!(r.ask(|x| Echo(Blob(b"ok".to_vec()), x), T).await.unwrap().0, b"ok");
     // A wrong type is a typed error; an unknown name is None.
-    assert!(matches!(a.whereis_global::<troupe_remote::services::Counter>("discovery").unwrap_err().kind, ErrorKind::TypeMismatch { .. }));
+    assert!(matches!(
+        a.whereis_global::<troupe_remote::services::Counter>("discovery").unwrap_err().kind,
+        ErrorKind::TypeMismatch { .. }
+    ));
     assert!(a.whereis_global::<Echo>("nobody").unwrap().is_none());
     // Registering a taken name fails; a fresh one is seen by the other node process.
     let mine = troupe::spawn(Echoer);

@@ -23,11 +23,8 @@ pub struct ChildNode {
 impl ChildNode {
     /// Starts a node with the TOML configuration `toml` (which must name it and set the secret).
     pub fn start(launcher: &Launcher, toml: &str) -> Result<ChildNode, Error> {
-        let config = std::env::temp_dir().join(format!(
-            "troupe-bench-{}-{}.toml",
-            std::process::id(),
-            rand::random::<u32>()
-        ));
+        let config =
+            std::env::temp_dir().join(format!("troupe-bench-{}-{}.toml", std::process::id(), rand::random::<u32>()));
         std::fs::write(&config, toml).map_err(Error::io)?;
         let mut child = Command::new(&launcher.program)
             .args(&launcher.args)

@@ -50,7 +50,13 @@ fn config_toml(name: &str, parallelism: u16, affinity: bool) -> String {
     )
 }
 
-async fn experiment(node: &Node, addr: &str, payload: usize, conc: usize, total: usize) -> Result<(Vec<f64>, f64), Error> {
+async fn experiment(
+    node: &Node,
+    addr: &str,
+    payload: usize,
+    conc: usize,
+    total: usize,
+) -> Result<(Vec<f64>, f64), Error> {
     let per = total.div_ceil(conc);
     let mut tasks = Vec::new();
     let t = Instant::now();
@@ -83,7 +89,8 @@ async fn experiment(node: &Node, addr: &str, payload: usize, conc: usize, total:
 pub fn contention(launcher: &Launcher, p: &ContentionParams) -> Result<Vec<Row>, Error> {
     let rt = runtime()?;
     let mut rows = Vec::new();
-    let configs = [("single", 1u16, true), ("parallel-random", p.parallelism, false), ("parallel-affinity", p.parallelism, true)];
+    let configs =
+        [("single", 1u16, true), ("parallel-random", p.parallelism, false), ("parallel-affinity", p.parallelism, true)];
     for (label, par, aff) in configs {
         let mut child = ChildNode::start(launcher, &config_toml("far", par, aff))?;
         let near: NodeConfig = toml::from_str(&config_toml("near", par, aff)).map_err(Error::config)?;

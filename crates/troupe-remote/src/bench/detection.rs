@@ -51,7 +51,10 @@ impl Actor for Monitor {
 }
 
 fn one(launcher: &Launcher, rt: &tokio::runtime::Runtime, stop: bool, p: &DetectionParams) -> Result<f64, Error> {
-    let hb = format!("heartbeat_interval_ms = {}\nheartbeat_timeout_ms = {}\n", p.heartbeat_interval_ms, p.heartbeat_timeout_ms);
+    let hb = format!(
+        "heartbeat_interval_ms = {}\nheartbeat_timeout_ms = {}\n",
+        p.heartbeat_interval_ms, p.heartbeat_timeout_ms
+    );
     let mut child = ChildNode::start(
         launcher,
         &format!("name = \"far\"\nsecret = \"{SECRET}\"\nlisten = \"127.0.0.1:0\"\nservices = [\"echo\"]\n{hb}"),

@@ -280,7 +280,14 @@ async fn inbound_conn(node: Arc<NodeInner>, mut sock: TcpStream, from: SocketAdd
     peer.session.lock().tasks.push(task.abort_handle());
 }
 
-async fn inbound_reader(node: Weak<NodeInner>, peer: Arc<Peer>, mut sock: TcpStream, mut fb: FrameBuf, mut ctx: InCtx, from: SocketAddr) {
+async fn inbound_reader(
+    node: Weak<NodeInner>,
+    peer: Arc<Peer>,
+    mut sock: TcpStream,
+    mut fb: FrameBuf,
+    mut ctx: InCtx,
+    from: SocketAddr,
+) {
     let why = loop {
         let Some(n) = node.upgrade() else { return };
         let r = drain_frames(&n, &peer, &mut fb, &mut ctx);
@@ -444,7 +451,8 @@ async fn maintenance(weak: Weak<NodeInner>) {
             let silent = now_us.saturating_sub(p.last_seen_us.load(Ordering::Relaxed));
             if silent > timeout {
                 let gen = p.generation();
-                let why = format!("nothing received for {} ms (heartbeat timeout {} ms)", silent / 1000, timeout / 1000);
+                let why =
+                    format!("nothing received for {} ms (heartbeat timeout {} ms)", silent / 1000, timeout / 1000);
                 peer_down(&node, &p, Some(gen), &why);
                 continue;
             }

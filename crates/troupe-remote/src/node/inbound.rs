@@ -33,7 +33,13 @@ pub(crate) struct InCtx {
     pub(crate) acks: Vec<u64>,
 }
 
-pub(crate) fn dispatch(node: &Arc<NodeInner>, peer: &Arc<Peer>, ctx: &mut InCtx, k: u8, body: &[u8]) -> Result<(), Error> {
+pub(crate) fn dispatch(
+    node: &Arc<NodeInner>,
+    peer: &Arc<Peer>,
+    ctx: &mut InCtx,
+    k: u8,
+    body: &[u8],
+) -> Result<(), Error> {
     match k {
         kind::DATA => data(node, peer, ctx, body),
         kind::REPLY => {
@@ -116,7 +122,9 @@ fn control(node: &Arc<NodeInner>, peer: &Arc<Peer>, c: Control) {
                     peer.control(&Control::Down { mid, actor: id, reason: troupe::ExitReason::NoProc });
                 }
             }
-            None => peer.control(&Control::Down { mid, actor: target_key(&target), reason: troupe::ExitReason::NoProc }),
+            None => {
+                peer.control(&Control::Down { mid, actor: target_key(&target), reason: troupe::ExitReason::NoProc })
+            }
         },
         Control::Demonitor { mid } => {
             if let Some((any, id)) = peer.relations.lock().monitors_in.remove(&mid) {

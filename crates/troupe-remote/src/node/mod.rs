@@ -426,7 +426,12 @@ impl Node {
     }
 
     /// [`Node::lookup`] whose ref sends with `opts`.
-    pub async fn lookup_with<M: RemoteMessage>(&self, addr: &str, name: &str, opts: SendOptions) -> Result<ActorRef<M>, Error> {
+    pub async fn lookup_with<M: RemoteMessage>(
+        &self,
+        addr: &str,
+        name: &str,
+        opts: SendOptions,
+    ) -> Result<ActorRef<M>, Error> {
         let tag = types::register::<M>();
         let peer = self.inner.peer_for(addr);
         self.inner.wait_up(&peer).await?;
@@ -460,13 +465,7 @@ impl Node {
                 return Err(ErrorKind::NameTaken(format!("{name} (held on {})", e.node)).into());
             }
             let id = self.inner.export_anonymous(refs::export_parts(actor));
-            let entry = GlobalEntry {
-                name: name.to_owned(),
-                node: self.addr(),
-                id,
-                tag,
-                tag_name: M::TAG.to_owned(),
-            };
+            let entry = GlobalEntry { name: name.to_owned(), node: self.addr(), id, tag, tag_name: M::TAG.to_owned() };
             g.insert(name.to_owned(), entry.clone());
             entry
         };

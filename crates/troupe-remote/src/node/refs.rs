@@ -21,7 +21,9 @@ use std::sync::{Arc, Weak};
 
 use tokio::sync::oneshot;
 use troupe::remote_api::{self, RemoteProcess, SerdeHook, WireRef, WireReply};
-use troupe::{ActorId, ActorRef, AnyRef, DynSender, ExitReason, ExitSignal, MonitorId, ReplyTo, SendError, SendErrorKind};
+use troupe::{
+    ActorId, ActorRef, AnyRef, DynSender, ExitReason, ExitSignal, MonitorId, ReplyTo, SendError, SendErrorKind,
+};
 
 use crate::codec::{self, tag_hash};
 use crate::frame::{kind, DataHeader, Target};
@@ -115,7 +117,12 @@ impl RemoteActor {
     }
 
     /// Rule 1: encodes `msg` into a lane.
-    pub(crate) fn send_msg<M: RemoteMessage>(&self, msg: &M, opts: &SendOptions, channel: usize) -> Result<(), SendFail> {
+    pub(crate) fn send_msg<M: RemoteMessage>(
+        &self,
+        msg: &M,
+        opts: &SendOptions,
+        channel: usize,
+    ) -> Result<(), SendFail> {
         self.ensure_connected();
         let sender = opts.sender.map_or(0, |s| s.to_bits());
         let lane = self.peer.pick_lane(channel, opts.partition_key, sender, self.key());
@@ -130,13 +137,21 @@ thread_local! {
 }
 
 /// Writes a data frame body: header, payload, then the reply trailer (`[u64]*n`, `u8 n`).
-fn encode_data<M: RemoteMessage>(peer: &Peer, target: &Target, tag: u64, seq: u64, msg: &M, b: &mut Vec<u8>) -> Result<(), crate::Error> {
+fn encode_data<M: RemoteMessage>(
+    peer: &Peer,
+    target: &Target,
+    tag: u64,
+    seq: u64,
+    msg: &M,
+    b: &mut Vec<u8>,
+) -> Result<(), crate::Error> {
     DataHeader { target: target.clone(), tag, ack_seq: seq }.write(b)?;
     CURRENT_PEER.with(|c| c.set(peer.index));
     let r = remote_api::with_serde_hook(&peer.shared.hook, || codec::encode_into(msg, b));
     let replies = REPLIES.with(|r| std::mem::take(&mut *r.borrow_mut()));
     r?;
-    let n = u8::try_from(replies.len()).map_err(|_| crate::Error::malformed("more than 255 reply handles in one message"))?;
+    let n = u8::try_from(replies.len())
+        .map_err(|_| crate::Error::malformed("more than 255 reply handles in one message"))?;
     for id in &replies {
         b.extend_from_slice(&id.to_le_bytes());
     }
@@ -447,7 +462,11 @@ impl SerdeHook for NodeHook {
     fn decode_reply(&self, w: WireReply, ty: TypeId) -> Result<Box<dyn Any + Send>, String> {
         let e = types::entry(ty)?;
         if w.tag != e.tag {
-            return Err(format!("a reply handle for {} arrived where {} was expected", types::tag_name_of(w.tag), e.tag_name));
+            return Err(format!(
+                "a reply handle for {} arrived where {} was expected",
+                types::tag_name_of(w.tag),
+                e.tag_name
+            ));
         }
         let node = self.node()?;
         let peer = node.peer_for(&w.node);

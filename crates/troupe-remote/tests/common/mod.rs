@@ -71,7 +71,8 @@ impl NodeProc {
 
     /// Waits (bounded) for a stdout line matching `pred`; panics with the lines seen otherwise.
     pub fn wait_line(&mut self, pred: impl Fn(&str) -> bool, limit: Duration) -> String {
-        self.try_wait_line(pred, limit).unwrap_or_else(|| panic!("node {}: expected line not seen within {limit:?}", self.name))
+        self.try_wait_line(pred, limit)
+            .unwrap_or_else(|| panic!("node {}: expected line not seen within {limit:?}", self.name))
     }
 
     /// Like `wait_line`, `None` on timeout.
