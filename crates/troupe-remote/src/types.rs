@@ -71,6 +71,8 @@ builtin! {
     crate::Blob => "troupe.blob",
 }
 
+type PendingFn = fn(Box<dyn Any + Send>) -> Option<Box<dyn PendingReply>>;
+
 /// What the registry knows of one type.
 pub(crate) struct TypeEntry {
     pub(crate) tag: u64,
@@ -84,7 +86,7 @@ pub(crate) struct TypeEntry {
     /// When an `&ActorRef<M>` is one of our remote refs: its actor.
     pub(crate) remote_of: fn(&dyn Any) -> Option<Arc<RemoteActor>>,
     /// From a `Box<ReplyTo<M>>`: the pending entry that decodes and delivers the answer.
-    pub(crate) pending: fn(Box<dyn Any + Send>) -> Option<Box<dyn PendingReply>>,
+    pub(crate) pending: PendingFn,
     /// A `Box<ReplyTo<M>>` that answers through `sink`.
     pub(crate) make_reply: fn(ReplySink) -> Box<dyn Any + Send>,
 }

@@ -149,6 +149,10 @@ pub(crate) struct Peers {
     by_index: Vec<Arc<Peer>>,
 }
 
+/// A lookup's answer: (actor number, tag hash, tag).
+pub(crate) type Found = (u64, u64, String);
+
+#[allow(clippy::type_complexity)]
 pub(crate) struct NodeInner {
     pub(crate) shared: Arc<Shared>,
     pub(crate) cfg: NodeConfig,
@@ -156,8 +160,9 @@ pub(crate) struct NodeInner {
     pub(crate) peers: RwLock<Peers>,
     pub(crate) exports: RwLock<HashMap<u64, Arc<Export>>>,
     pub(crate) names: RwLock<HashMap<String, u64>>,
+    /// Asks waiting for a remote answer: reply number -> (peer index, the waiting handle).
     pub(crate) pending: Mutex<HashMap<u64, (u16, Box<dyn PendingReply>)>>,
-    pub(crate) lookups: Mutex<HashMap<u64, oneshot::Sender<Option<(u64, u64, String)>>>>,
+    pub(crate) lookups: Mutex<HashMap<u64, oneshot::Sender<Option<Found>>>>,
     pub(crate) globals: RwLock<HashMap<String, GlobalEntry>>,
     pub(crate) events: broadcast::Sender<NodeEvent>,
     pub(crate) tasks: Mutex<Vec<AbortHandle>>,
