@@ -1,1 +1,24 @@
-//! The reliability lab: workloads, fault schedules, events, statistics and reports (in construction).
+//! The reliability lab: workload configs, fault schedules, the event writer and collector,
+//! running Troupe and peer runtimes as child processes, statistics and reports, sweeps, and
+//! the Troupe SCP SUB itself.
+//!
+//! The lab measures every runtime the same way: each run's system under test is a child
+//! process given `TROUPE_CONFIG`, `TROUPE_SCHEDULE`, `TROUPE_EVENTS` and `TROUPE_RUN_ID`
+//! (`common.md`, the peer-program contract), and everything reported is computed from the
+//! events it wrote (`events.md`).
+
+pub mod analysis;
+pub mod child;
+pub mod config;
+pub mod error;
+pub mod events;
+pub mod machine;
+pub mod manifest;
+pub mod report;
+pub mod root;
+pub mod run;
+pub mod schedule;
+pub mod scp;
+pub mod sweep;
+
+pub use error::{Error, ErrorKind, Result};

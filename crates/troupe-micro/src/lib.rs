@@ -1,27 +1,100 @@
-//! Micro-benchmarks (workloads.md §6) on Troupe and the Rust peers actix, ractor and kameo,
-//! and the peer runtimes' programs under `peers/<runtime>/micro`.
+//! Micro-benchmarks (workloads.md §6) on Troupe and the Rust peers actix, ractor and kameo, and
+//! the driver that also runs the peer runtimes' programs under `peers/<runtime>/micro`.
 //!
-//! Under construction: the interface below is what the CLI calls; no benchmark is built yet.
+//! This crate exists so that the ten Savina-style benchmarks of the peer-program contract
+//! (common brief, "Micro-benchmarks") are measured the same way on every runtime: one
+//! unmeasured warm-up iteration, `reps` measured ones, the median reported as one JSON line per
+//! metric. [`run`] is what `troupe lab micro` calls.
+//!
+//! How the pieces fit:
+//! - [`bench`]: names, default parameters, the result line, shared helpers.
+//! - `troupe_rt/`, `actix/`, `ractor/`, `kameo/`: each benchmark written the way that
+//!   library's users write actors (actix on its own `System`/`Arbiter`; Troupe, ractor and
+//!   kameo on a multi-thread tokio runtime with default settings), one file per family:
+//!   `flow` (pingpong, count, threadring), `fj` (fjthrput, fjcreate), `pairs` (chameneos, big),
+//!   `tree` (fib, skynet), `memory`.
+//! - `memory`: the `memory` benchmark runs in a fresh child process per runtime (see
+//!   [`CHILD_ENV`]), because a resident-set delta measured in a process that already ran other
+//!   benchmarks counts their leftovers.
+//! - `driver`: runs the selected benchmarks on the selected runtimes, in-process or through the
+//!   external peer programs, and prints JSON lines or a table.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::io::Write;
+
+pub mod bench;
+
+mod actix;
+mod driver;
+mod kameo;
+mod memory;
+mod ractor;
+mod table;
+mod troupe_rt;
+mod util;
+
+pub use bench::{Bench, Params, Record};
+pub use memory::CHILD_ENV;
+
+/// The runtimes measured inside this process.
+pub const IN_PROCESS_RUNTIMES: [&str; 4] = ["troupe", "actix", "ractor", "kameo"];
+
+/// The runtimes measured through their own programs under `peers/<runtime>/micro`.
+pub const EXTERNAL_RUNTIMES: [&str; 4] = ["erlang", "akka", "protoactor", "caf"];
+
+/// The runtimes run when [`MicroOptions::runtimes`] is empty.
+pub const DEFAULT_RUNTIMES: [&str; 4] = IN_PROCESS_RUNTIMES;
 
 /// What `troupe lab micro` was asked to run.
 #[derive(Debug, Clone, Default)]
 pub struct MicroOptions {
     /// Benchmarks to run by name; `None` runs all.
     pub only: Option<Vec<String>>,
-    /// Runtimes to run, e.g. `troupe`, `actix`, `ractor`, `kameo`, `erlang`.
+    /// Runtimes to run, e.g. `troupe`, `actix`, `ractor`, `kameo`, `erlang`; empty runs
+    /// [`DEFAULT_RUNTIMES`].
     pub runtimes: Vec<String>,
     /// Print one JSON object per line instead of a table.
     pub json: bool,
+    /// Measured repetitions per benchmark (after one warm-up); `None` means 3. The `memory`
+    /// benchmark always runs once.
+    pub reps: Option<u32>,
+    /// Parameter overrides by the contract's key names (`n`, `actors`, `depth`, ...); each
+    /// benchmark takes the keys it has and ignores the others.
+    pub params: BTreeMap<String, u64>,
+    /// Arguments the `memory` child process is started with (the same executable, with
+    /// [`CHILD_ENV`] set); `None` repeats this process's own arguments, which is right for any
+    /// binary whose `main` reaches [`run`] again with the same command line (the `troupe` CLI,
+    /// the `micro` example).
+    pub child_args: Option<Vec<String>>,
+}
+
+/// What kind of failure an [`Error`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// An unknown benchmark or runtime name, or a bad parameter.
+    Usage,
+    /// A runtime could not be run: its peer program, its toolchain, or (for Troupe) its
+    /// implementation is missing. The results of the other runtimes were still written.
+    Missing,
+    /// A benchmark ran and failed: a wrong total, a crash, a timeout.
+    Failed,
 }
 
 /// Why a micro-benchmark run failed.
 #[derive(Debug)]
 pub struct Error {
+    /// What kind of failure this is.
+    pub kind: ErrorKind,
     /// What went wrong and what to do about it.
     pub message: String,
+}
+
+impl Error {
+    pub(crate) fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error { kind, message: message.into() }
+    }
 }
 
 impl fmt::Display for Error {
@@ -33,7 +106,76 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 
 /// Runs the selected micro-benchmarks and writes their results to `out`.
+///
+/// With [`MicroOptions::json`] `out` gets only the contract's JSON lines; otherwise a table.
+/// Progress and notes go to stderr. When a runtime cannot be run (missing peer program or
+/// toolchain) the others still run and the error returned at the end names it, with its
+/// install command. A benchmark that fails its correctness check makes the run return
+/// [`ErrorKind::Failed`] after the other results were written.
+///
+/// If this process is a `memory` child (env [`CHILD_ENV`] set), it runs only that measurement
+/// and writes its JSON lines to `out`, whatever `opts` says.
 pub fn run(opts: &MicroOptions, out: &mut dyn Write) -> Result<(), Error> {
-    let _ = (opts, out);
-    Err(Error { message: "the micro-benchmarks are not built yet".into() })
+    if let Some(spec) = memory::child_request() {
+        return memory::child_main(&spec, out);
+    }
+    driver::run(opts, out)
+}
+
+/// Runs one benchmark (not `memory`) on one in-process runtime with the warm-up + `reps` +
+/// median rule and returns its result lines. Correctness failures are errors.
+pub fn run_in_process(runtime: &str, bench: Bench, params: &Params, reps: u32) -> Result<Vec<Record>, Error> {
+    if bench == Bench::Memory {
+        return Err(Error::new(
+            ErrorKind::Usage,
+            "memory runs in a child process: use run() or memory_in_this_process()",
+        ));
+    }
+    let reps = reps.max(1);
+    let count = reps as usize + 1;
+    let times = match runtime {
+        "actix" => actix::iterations(bench, params, count)?,
+        "ractor" => ractor::iterations(bench, params, count)?,
+        "kameo" => kameo::iterations(bench, params, count)?,
+        "troupe" => troupe_rt::iterations(bench, params, count)?,
+        other => return Err(unknown_runtime(other)),
+    };
+    Ok(bench::records(runtime, params, reps, &times[1..]))
+}
+
+/// Measures `memory` for `runtime` in the current process and returns its result lines
+/// (`bytes_per_actor`, `spawn_ms`). The driver calls this in a fresh child process; calling it
+/// in a process that already ran other work gives a polluted resident-set delta.
+pub fn memory_in_this_process(runtime: &str, n: u64) -> Result<Vec<Record>, Error> {
+    memory::measure(runtime, n)
+}
+
+/// Renders result lines (from this run or read back from JSON lines, any runtimes mixed) as
+/// the driver's table: one row per benchmark and metric, one column per runtime in order of
+/// first appearance, and "troupe vs best peer".
+pub fn render_table(records: &[Record], out: &mut dyn Write) -> std::io::Result<()> {
+    let mut runtimes: Vec<String> = Vec::new();
+    for r in records {
+        if !runtimes.contains(&r.runtime) {
+            runtimes.push(r.runtime.clone());
+        }
+    }
+    let benches: Vec<Bench> = Bench::ALL.into_iter().filter(|b| records.iter().any(|r| r.bench == b.name())).collect();
+    let reps = records
+        .iter()
+        .find(|r| r.bench != "memory")
+        .and_then(|r| r.params.get("reps"))
+        .map_or(3, |&v| u32::try_from(v).unwrap_or(u32::MAX));
+    table::render(records, &runtimes, &benches, reps, &[], out)
+}
+
+pub(crate) fn unknown_runtime(name: &str) -> Error {
+    Error::new(
+        ErrorKind::Usage,
+        format!(
+            "unknown runtime `{name}`; known: {}, {}",
+            IN_PROCESS_RUNTIMES.join(", "),
+            EXTERNAL_RUNTIMES.join(", ")
+        ),
+    )
 }

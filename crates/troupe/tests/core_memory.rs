@@ -68,7 +68,11 @@ fn spawning_and_stopping_many_actors_leaks_nothing() {
         }
         let peak = LIVE.load(Ordering::SeqCst);
         for (i, r) in refs.iter().enumerate() {
-            if i % 2 == 0 { r.stop() } else { r.kill() }
+            if i % 2 == 0 {
+                r.stop()
+            } else {
+                r.kill()
+            }
         }
         for r in &refs {
             r.terminated().await;

@@ -1,0 +1,350 @@
+//! `troupe lab ...`: run, sweep, report, micro, and the hidden `exec` that is the Troupe SUB
+//! child. Thin: it parses, installs the Ctrl-C handler, calls troupe-lab / troupe-micro, prints
+//! a summary, and maps errors to the exit codes listed in main.rs.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use clap::{Args, Subcommand};
+use troupe_lab::child::Stop;
+use troupe_lab::config::ConfigBuilder;
+use troupe_lab::manifest::Status;
+use troupe_lab::run::{RunOutcome, RunRequest, TroupeExe};
+use troupe_lab::{machine, report, root, sweep, Error, ErrorKind};
+
+use crate::code;
+
+/// Prints a line to stdout, ignoring a closed pipe (`troupe lab run ... | head`).
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($t)*);
+    }};
+}
+
+#[derive(Args)]
+pub(crate) struct LabArgs {
+    #[command(subcommand)]
+    command: LabCommand,
+}
+
+#[derive(Subcommand)]
+enum LabCommand {
+    /// One run: writes a run folder (manifest, events, schedule, CSV, report.html).
+    Run {
+        /// The workload (scp).
+        workload: String,
+        /// A TOML file of config keys.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Override one key: --set key=value (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        /// The run folder [default: lab-runs/<workload>-<timestamp>].
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// The runtime: troupe, or a peer with peers/<runtime>/<workload>.
+        #[arg(long, default_value = "troupe")]
+        runtime: String,
+    },
+    /// A grid of runs: --set key=v1,v2,... makes an axis. Resumable: run it again with the same
+    /// --out to finish an interrupted sweep.
+    Sweep {
+        /// The workload (scp).
+        workload: String,
+        /// A TOML file of config keys.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// --set key=value or --set key=v1,v2,... (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUES")]
+        sets: Vec<String>,
+        /// The sweep folder [default: lab-runs/sweep-<workload>-<timestamp>].
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Runtimes, comma separated.
+        #[arg(long, default_value = "troupe", value_delimiter = ',')]
+        runtimes: Vec<String>,
+    },
+    /// Rebuild the report of a run or sweep folder from its recorded events.
+    Report {
+        /// The run or sweep folder.
+        dir: PathBuf,
+    },
+    /// Micro-benchmarks (workloads.md §6).
+    Micro {
+        /// Only these benchmarks, comma separated.
+        #[arg(long, value_delimiter = ',')]
+        only: Option<Vec<String>>,
+        /// Runtimes, comma separated: troupe, actix, ractor, kameo, erlang, akka, protoactor, caf
+        /// (default: troupe,actix,ractor,kameo).
+        #[arg(long, value_delimiter = ',')]
+        runtimes: Vec<String>,
+        /// One JSON object per line instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Measured repetitions per benchmark after one warm-up (default 3; memory runs once).
+        #[arg(long)]
+        reps: Option<u32>,
+        /// Override a parameter: `n=1000` for every benchmark that has `n`, `fib.n=20` for one.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+    },
+    /// Print the resolved config of a workload (defaults, --config, --set) as TOML.
+    Config {
+        /// The workload (scp).
+        workload: String,
+        /// A TOML file of config keys.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Override one key (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+    },
+    /// The Troupe SUB of a workload, started by `lab run` as a child process (environment
+    /// contract: TROUPE_CONFIG, TROUPE_SCHEDULE, TROUPE_EVENTS, TROUPE_RUN_ID).
+    #[command(hide = true)]
+    Exec {
+        /// The workload (scp).
+        workload: String,
+    },
+}
+
+/// Maps a lab error to an exit code.
+fn exit_code(e: &anyhow::Error) -> i32 {
+    match e.downcast_ref::<Error>().map(Error::kind) {
+        Some(ErrorKind::InvalidConfig(_)) | Some(ErrorKind::Unsupported(_)) => code::USAGE,
+        Some(ErrorKind::MissingToolchain { .. }) => code::TOOLCHAIN,
+        Some(ErrorKind::Io { .. })
+        | Some(ErrorKind::NotARun(_))
+        | Some(ErrorKind::NoProjectRoot)
+        | Some(ErrorKind::SweepMismatch(_))
+        | Some(ErrorKind::Malformed { .. }) => code::FILES,
+        _ => code::FAILED,
+    }
+}
+
+pub(crate) fn main(args: LabArgs) -> i32 {
+    match dispatch(args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("troupe lab: {e:#}");
+            exit_code(&e)
+        }
+    }
+}
+
+fn dispatch(args: LabArgs) -> anyhow::Result<i32> {
+    match args.command {
+        LabCommand::Run { workload, config, sets, out, runtime } => {
+            cmd_run(&workload, config.as_deref(), &sets, out, &runtime)
+        }
+        LabCommand::Sweep { workload, config, sets, out, runtimes } => {
+            cmd_sweep(&workload, config.as_deref(), sets, out, runtimes)
+        }
+        LabCommand::Report { dir } => cmd_report(&dir),
+        LabCommand::Micro { only, runtimes, json, reps, sets } => {
+            let mut params = std::collections::BTreeMap::new();
+            for s in &sets {
+                let parsed = s.split_once('=').and_then(|(k, v)| Some((k.trim(), v.trim().parse::<u64>().ok()?)));
+                let Some((k, v)) = parsed else {
+                    eprintln!("troupe lab micro: --set {s:?} is not KEY=NUMBER (e.g. n=1000 or fib.n=20)");
+                    return Ok(code::USAGE);
+                };
+                params.insert(k.to_owned(), v);
+            }
+            let opts = troupe_micro::MicroOptions { only, runtimes, json, reps, params, child_args: None };
+            let mut out = std::io::stdout().lock();
+            match troupe_micro::run(&opts, &mut out) {
+                Ok(()) => Ok(0),
+                Err(e) => {
+                    eprintln!("troupe lab micro: {e}");
+                    Ok(match e.kind {
+                        troupe_micro::ErrorKind::Usage => code::USAGE,
+                        troupe_micro::ErrorKind::Missing => code::TOOLCHAIN,
+                        _ => code::FAILED,
+                    })
+                }
+            }
+        }
+        LabCommand::Config { workload, config, sets } => {
+            let cfg = resolve(&workload, config.as_deref(), &sets)?;
+            if let Some(obj) = cfg.to_json().as_object() {
+                for (k, v) in obj {
+                    say!("{k} = {v}");
+                }
+            }
+            Ok(0)
+        }
+        LabCommand::Exec { workload } => match workload.as_str() {
+            "scp" => Ok(troupe_lab::scp::exec_from_env()?),
+            w => Err(Error::new(ErrorKind::Unsupported(format!("no Troupe SUB for workload {w:?}"))).into()),
+        },
+    }
+}
+
+fn resolve(workload: &str, file: Option<&Path>, sets: &[String]) -> anyhow::Result<troupe_lab::config::Config> {
+    let mut b = ConfigBuilder::new(workload)?;
+    if let Some(f) = file {
+        let text = std::fs::read_to_string(f).map_err(|e| Error::io(f, e))?;
+        b.apply_toml(&text, &f.display().to_string());
+    }
+    for s in sets {
+        b.apply_set(s);
+    }
+    Ok(b.build()?)
+}
+
+/// Installs the Ctrl-C handler: the first Ctrl-C sets `stop`, a second one exits at once.
+fn ctrl_c(stop: &Stop) {
+    let stop = stop.clone();
+    let spawned = std::thread::Builder::new().name("ctrl-c".into()).spawn(move || {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+            return;
+        };
+        rt.block_on(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!("\ntroupe lab: stopping (Ctrl-C again to quit at once)");
+                stop.trigger();
+            }
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(code::INTERRUPTED);
+            }
+        });
+    });
+    if spawned.is_err() {
+        eprintln!("troupe lab: cannot install the Ctrl-C handler; Ctrl-C will not stop runs cleanly");
+    }
+}
+
+fn troupe_exe(workload: &str) -> anyhow::Result<TroupeExe> {
+    let program = std::env::current_exe().context("cannot find this program's path")?;
+    Ok(TroupeExe { program, args: vec!["lab".into(), "exec".into(), workload.into()] })
+}
+
+fn default_out(name: &str) -> PathBuf {
+    PathBuf::from("lab-runs").join(format!("{name}-{}", machine::folder_stamp(machine::now_unix_ms())))
+}
+
+fn cmd_run(
+    workload: &str,
+    file: Option<&Path>,
+    sets: &[String],
+    out: Option<PathBuf>,
+    runtime: &str,
+) -> anyhow::Result<i32> {
+    let config = resolve(workload, file, sets)?;
+    let project_root = match root::project_root() {
+        Ok(r) => Some(r),
+        Err(e) if runtime != "troupe" => return Err(e.into()),
+        Err(_) => None,
+    };
+    let out = out.unwrap_or_else(|| default_out(workload));
+    let stop = Stop::new();
+    ctrl_c(&stop);
+    let req = RunRequest {
+        config,
+        runtime: runtime.into(),
+        out_dir: out,
+        troupe: troupe_exe(workload)?,
+        project_root,
+        command: std::env::args().collect(),
+        run_id: None,
+    };
+    eprintln!("troupe lab: running {workload} on {runtime} into {}", req.out_dir.display());
+    let outcome = troupe_lab::run::run(&req, &stop)?;
+    print_summary(&outcome);
+    Ok(match (outcome.manifest.interrupted, outcome.manifest.status) {
+        (true, _) => code::INTERRUPTED,
+        (false, Status::Ok) => 0,
+        _ => code::FAILED,
+    })
+}
+
+fn print_summary(o: &RunOutcome) {
+    let m = &o.manifest;
+    let mut rows: Vec<(String, String)> = vec![
+        ("run".into(), o.dir.display().to_string()),
+        (
+            "status".into(),
+            match m.status {
+                Status::Ok => "ok".into(),
+                _ => format!("FAILED: {}", m.reason.clone().unwrap_or_default()),
+            },
+        ),
+        ("runtime".into(), m.runtime_version.clone()),
+    ];
+    if let Some(st) = &o.stats {
+        rows.extend(report::summary_rows(st));
+    }
+    rows.push(("report".into(), o.dir.join("report.html").display().to_string()));
+    if m.status != Status::Ok {
+        rows.push(("stderr".into(), o.dir.join("stderr.txt").display().to_string()));
+    }
+    let w = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
+    for (k, v) in rows {
+        say!("{k:<w$}  {v}");
+    }
+}
+
+fn cmd_sweep(
+    workload: &str,
+    file: Option<&Path>,
+    sets: Vec<String>,
+    out: Option<PathBuf>,
+    runtimes: Vec<String>,
+) -> anyhow::Result<i32> {
+    let config_file = match file {
+        Some(f) => Some((f.display().to_string(), std::fs::read_to_string(f).map_err(|e| Error::io(f, e))?)),
+        None => None,
+    };
+    let spec = sweep::SweepSpec { workload: workload.into(), config_file, sets, runtimes: runtimes.clone() };
+    let grid = sweep::expand(&spec)?;
+    let project_root = match root::project_root() {
+        Ok(r) => Some(r),
+        Err(e) if runtimes.iter().any(|r| r != "troupe") => return Err(e.into()),
+        Err(_) => None,
+    };
+    let out = out.unwrap_or_else(|| default_out(&format!("sweep-{workload}")));
+    let stop = Stop::new();
+    ctrl_c(&stop);
+    let pending: Vec<_> =
+        grid.points.iter().filter(|p| !sweep::is_complete(&out.join("runs").join(&p.name))).cloned().collect();
+    eprintln!("troupe lab: sweep of {} runs ({} to do) into {}", grid.points.len(), pending.len(), out.display());
+    let mut bar = crate::progress::Bar::new(&pending);
+    let command: Vec<String> = std::env::args().collect();
+    let result = sweep::run(&grid, &out, &troupe_exe(workload)?, project_root, &command, &stop, &mut bar);
+    bar.finish();
+    let s = result?;
+    say!(
+        "sweep {}: {} ok, {} failed, {} already complete{}",
+        out.display(),
+        s.ok,
+        s.failed,
+        s.skipped,
+        if s.interrupted { ", interrupted (run the same command again to resume)" } else { "" }
+    );
+    say!("report  {}", out.join("report.html").display());
+    Ok(if s.interrupted {
+        code::INTERRUPTED
+    } else if s.failed > 0 {
+        code::FAILED
+    } else {
+        0
+    })
+}
+
+fn cmd_report(dir: &Path) -> anyhow::Result<i32> {
+    if dir.join("sweep.json").is_file() {
+        let rows = sweep::write_report(dir)?;
+        say!("rebuilt the report of a sweep of {} runs: {}", rows.len(), dir.join("report.html").display());
+    } else if dir.join("manifest.json").is_file() {
+        let (m, stats) = report::rebuild_run(dir, None)?;
+        let o = RunOutcome { dir: dir.to_path_buf(), manifest: m, stats };
+        print_summary(&o);
+    } else if !dir.is_dir() {
+        return Err(Error::io(dir, std::io::Error::new(std::io::ErrorKind::NotFound, "no such folder")).into());
+    } else {
+        return Err(Error::new(ErrorKind::NotARun(dir.to_path_buf())).into());
+    }
+    Ok(0)
+}

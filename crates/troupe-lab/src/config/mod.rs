@@ -1,0 +1,394 @@
+//! Workload configuration: a typed key schema per workload, embedded defaults, a TOML file and
+//! `--set key=value` overrides, validated all at once (workloads.md "Conventions").
+//!
+//! Rules:
+//! 1. Every key has a kind (integer, number, boolean, choice), an allowed range and a default.
+//! 2. Values are applied in order: defaults, then the TOML file, then each `--set`.
+//! 3. Every problem is collected (unknown keys, wrong types, out of range, cross-key rules)
+//!    and reported together, naming key, value and what is allowed; nothing starts on error.
+//! 4. A resolved config is a flat JSON object (keys sorted): what a child gets in
+//!    `TROUPE_CONFIG` and what the manifest records.
+
+pub mod scp;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use crate::error::{ConfigIssue, Error, ErrorKind, Result};
+
+/// A configuration value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// An integer.
+    Int(i64),
+    /// A number (integers are accepted where a number is wanted).
+    Float(f64),
+    /// A boolean.
+    Bool(bool),
+    /// One of a fixed set of words.
+    Str(String),
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Int(i) => write!(f, "{i}"),
+            Value::Float(x) => write!(f, "{x}"),
+            Value::Bool(b) => write!(f, "{b}"),
+            Value::Str(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+impl Value {
+    fn to_json(&self) -> serde_json::Value {
+        match self {
+            Value::Int(i) => (*i).into(),
+            Value::Float(x) => {
+                serde_json::Number::from_f64(*x).map(serde_json::Value::Number).unwrap_or(serde_json::Value::Null)
+            }
+            Value::Bool(b) => (*b).into(),
+            Value::Str(s) => s.clone().into(),
+        }
+    }
+}
+
+/// The kind and allowed range of a key.
+#[derive(Debug, Clone, Copy)]
+pub enum KeyKind {
+    /// An integer in `min..=max`.
+    Int {
+        /// Smallest allowed value.
+        min: i64,
+        /// Largest allowed value.
+        max: i64,
+    },
+    /// A number in `min..=max`.
+    Float {
+        /// Smallest allowed value.
+        min: f64,
+        /// Largest allowed value.
+        max: f64,
+    },
+    /// `true` or `false`.
+    Bool,
+    /// One of the listed words.
+    Choice(&'static [&'static str]),
+}
+
+impl KeyKind {
+    fn allowed(&self) -> String {
+        match self {
+            KeyKind::Int { min, max } => format!("an integer in {min}..={max}"),
+            KeyKind::Float { min, max } => format!("a number in {min}..={max}"),
+            KeyKind::Bool => "true or false".into(),
+            KeyKind::Choice(words) => format!("one of {}", words.join(", ")),
+        }
+    }
+
+    /// Checks a typed value against the kind, converting integers to numbers where wanted.
+    fn check(&self, v: Value) -> std::result::Result<Value, String> {
+        match (self, v) {
+            (KeyKind::Int { min, max }, Value::Int(i)) => {
+                if i < *min || i > *max {
+                    Err(format!("out of range; allowed: {}", self.allowed()))
+                } else {
+                    Ok(Value::Int(i))
+                }
+            }
+            (KeyKind::Float { min, max }, Value::Int(i)) => {
+                KeyKind::Float { min: *min, max: *max }.check(Value::Float(i as f64))
+            }
+            (KeyKind::Float { min, max }, Value::Float(x)) => {
+                if !x.is_finite() || x < *min || x > *max {
+                    Err(format!("out of range; allowed: {}", self.allowed()))
+                } else {
+                    Ok(Value::Float(x))
+                }
+            }
+            (KeyKind::Bool, Value::Bool(b)) => Ok(Value::Bool(b)),
+            (KeyKind::Choice(words), Value::Str(s)) => {
+                if words.contains(&s.as_str()) {
+                    Ok(Value::Str(s))
+                } else {
+                    Err(format!("not allowed; allowed: {}", self.allowed()))
+                }
+            }
+            _ => Err(format!("wrong type; expected {}", self.allowed())),
+        }
+    }
+
+    /// Parses the text of a `--set` value by kind.
+    fn parse(&self, text: &str) -> std::result::Result<Value, String> {
+        let t = text.trim();
+        let v = match self {
+            KeyKind::Int { .. } => t
+                .replace('_', "")
+                .parse::<i64>()
+                .map(Value::Int)
+                .map_err(|_| format!("wrong type; expected {}", self.allowed()))?,
+            KeyKind::Float { .. } => match t.parse::<f64>() {
+                Ok(x) => Value::Float(x),
+                Err(_) => return Err(format!("wrong type; expected {}", self.allowed())),
+            },
+            KeyKind::Bool => match t {
+                "true" => Value::Bool(true),
+                "false" => Value::Bool(false),
+                _ => return Err(format!("wrong type; expected {}", self.allowed())),
+            },
+            KeyKind::Choice(_) => Value::Str(t.to_string()),
+        };
+        self.check(v)
+    }
+}
+
+/// One key of a workload's schema.
+#[derive(Debug, Clone)]
+pub struct KeySpec {
+    /// The key's name.
+    pub name: &'static str,
+    /// Kind and allowed range.
+    pub kind: KeyKind,
+    /// The embedded default.
+    pub default: fn() -> Value,
+    /// One line on what the key means.
+    pub doc: &'static str,
+}
+
+/// A cross-key problem with the keys it read.
+pub type CrossIssue = (Vec<&'static str>, ConfigIssue);
+
+/// A workload's keys plus its cross-key rules.
+pub struct Schema {
+    /// The workload name, e.g. `scp`.
+    pub workload: &'static str,
+    /// The keys, in the order the resolved config lists them.
+    pub keys: &'static [KeySpec],
+    /// Cross-key rules: each issue comes with the keys it reads, and is reported only when
+    /// all of those keys are individually valid (otherwise it would judge a default).
+    pub cross_check: fn(&Config) -> Vec<CrossIssue>,
+}
+
+impl Schema {
+    fn key(&self, name: &str) -> Option<&KeySpec> {
+        self.keys.iter().find(|k| k.name == name)
+    }
+
+    fn known(&self) -> String {
+        self.keys.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// Looks up a workload's schema by name.
+pub fn schema(workload: &str) -> Result<&'static Schema> {
+    match workload {
+        "scp" => Ok(&scp::SCHEMA),
+        other => Err(Error::new(ErrorKind::Unsupported(format!(
+            "workload {other:?} is not built in the lab yet; available: scp"
+        )))),
+    }
+}
+
+/// A resolved, validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    workload: &'static str,
+    values: BTreeMap<&'static str, Value>,
+    order: &'static [KeySpec],
+}
+
+impl PartialEq for Config {
+    fn eq(&self, other: &Config) -> bool {
+        self.workload == other.workload && self.values == other.values
+    }
+}
+
+impl Config {
+    /// The workload this config is for.
+    pub fn workload(&self) -> &'static str {
+        self.workload
+    }
+
+    /// The value of `key` (every schema key has one).
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.values.get(key)
+    }
+
+    /// An integer key's value (0 if the key is not an integer: schema bug).
+    pub fn int(&self, key: &str) -> i64 {
+        match self.values.get(key) {
+            Some(Value::Int(i)) => *i,
+            _ => 0,
+        }
+    }
+
+    /// A number key's value.
+    pub fn float(&self, key: &str) -> f64 {
+        match self.values.get(key) {
+            Some(Value::Float(x)) => *x,
+            Some(Value::Int(i)) => *i as f64,
+            _ => 0.0,
+        }
+    }
+
+    /// A boolean key's value.
+    pub fn bool(&self, key: &str) -> bool {
+        matches!(self.values.get(key), Some(Value::Bool(true)))
+    }
+
+    /// A choice key's value.
+    pub fn str(&self, key: &str) -> &str {
+        match self.values.get(key) {
+            Some(Value::Str(s)) => s,
+            _ => "",
+        }
+    }
+
+    /// Sets a key without validation (for canonicalising a config the lab built itself).
+    pub(crate) fn set_unchecked(&mut self, key: &'static str, v: Value) {
+        self.values.insert(key, v);
+    }
+
+    /// The resolved config as a flat JSON object (serde_json sorts its keys).
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut m = serde_json::Map::new();
+        for k in self.order {
+            if let Some(v) = self.values.get(k.name) {
+                m.insert(k.name.to_string(), v.to_json());
+            }
+        }
+        serde_json::Value::Object(m)
+    }
+}
+
+/// Builds a [`Config`] from defaults, a TOML file and overrides, collecting every problem.
+pub struct ConfigBuilder {
+    schema: &'static Schema,
+    values: BTreeMap<&'static str, Value>,
+    issues: Vec<ConfigIssue>,
+    bad: BTreeSet<String>,
+}
+
+impl ConfigBuilder {
+    /// Starts from the workload's embedded defaults.
+    pub fn new(workload: &str) -> Result<Self> {
+        let schema = schema(workload)?;
+        let values = schema.keys.iter().map(|k| (k.name, (k.default)())).collect();
+        Ok(ConfigBuilder { schema, values, issues: Vec::new(), bad: BTreeSet::new() })
+    }
+
+    fn issue(&mut self, key: &str, value: String, problem: String) {
+        self.bad.insert(key.to_string());
+        self.issues.push(ConfigIssue { key: key.to_string(), value, problem });
+    }
+
+    fn put(&mut self, key: &str, v: Value) {
+        let Some(spec) = self.schema.key(key) else {
+            let known = self.schema.known();
+            self.issue(key, v.to_string(), format!("unknown key; known keys: {known}"));
+            return;
+        };
+        match spec.kind.check(v.clone()) {
+            Ok(v) => {
+                self.values.insert(spec.name, v);
+            }
+            Err(p) => self.issue(key, v.to_string(), p),
+        }
+    }
+
+    /// Applies a TOML document (a flat table of keys); `origin` names it in messages.
+    pub fn apply_toml(&mut self, text: &str, origin: &str) -> &mut Self {
+        let table: toml::Table = match text.parse() {
+            Ok(t) => t,
+            Err(e) => {
+                self.issue(origin, "(file)".into(), format!("not valid TOML: {e}"));
+                return self;
+            }
+        };
+        for (k, v) in table {
+            let val = match v {
+                toml::Value::Integer(i) => Value::Int(i),
+                toml::Value::Float(x) => Value::Float(x),
+                toml::Value::Boolean(b) => Value::Bool(b),
+                toml::Value::String(s) => Value::Str(s),
+                other => {
+                    let allowed = self.schema.key(&k).map(|s| s.kind.allowed()).unwrap_or_else(|| "a known key".into());
+                    self.issue(&k, other.to_string(), format!("wrong type; expected {allowed}"));
+                    continue;
+                }
+            };
+            self.put(&k, val);
+        }
+        self
+    }
+
+    /// Applies a JSON object of keys (a recorded resolved config).
+    pub fn apply_json(&mut self, obj: &serde_json::Value) -> &mut Self {
+        let Some(map) = obj.as_object() else {
+            self.issue("config", obj.to_string(), "expected a JSON object".into());
+            return self;
+        };
+        for (k, v) in map {
+            let val = match v {
+                serde_json::Value::Number(n) if n.is_i64() => Value::Int(n.as_i64().unwrap_or(0)),
+                serde_json::Value::Number(n) => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
+                serde_json::Value::Bool(b) => Value::Bool(*b),
+                serde_json::Value::String(s) => Value::Str(s.clone()),
+                other => {
+                    self.issue(k, other.to_string(), "wrong type".into());
+                    continue;
+                }
+            };
+            self.put(k, val);
+        }
+        self
+    }
+
+    /// Applies one `key=value` override.
+    pub fn apply_set(&mut self, assignment: &str) -> &mut Self {
+        let Some((k, v)) = assignment.split_once('=') else {
+            self.issue(assignment, "(none)".into(), "expected key=value".into());
+            return self;
+        };
+        let k = k.trim();
+        let Some(spec) = self.schema.key(k) else {
+            let known = self.schema.known();
+            self.issue(k, v.to_string(), format!("unknown key; known keys: {known}"));
+            return self;
+        };
+        match spec.kind.parse(v) {
+            Ok(val) => {
+                self.values.insert(spec.name, val);
+            }
+            Err(p) => self.issue(k, v.to_string(), p),
+        }
+        self
+    }
+
+    /// The values applied so far as a JSON object (keys sorted), without validation.
+    pub fn values_json(&self) -> serde_json::Value {
+        let mut m = serde_json::Map::new();
+        for k in self.schema.keys {
+            if let Some(v) = self.values.get(k.name) {
+                m.insert(k.name.to_string(), v.to_json());
+            }
+        }
+        serde_json::Value::Object(m)
+    }
+
+    /// Runs the cross-key rules and returns the config, or every problem found.
+    pub fn build(&self) -> Result<Config> {
+        let cfg = Config { workload: self.schema.workload, values: self.values.clone(), order: self.schema.keys };
+        let mut issues = self.issues.clone();
+        for (keys, issue) in (self.schema.cross_check)(&cfg) {
+            if keys.iter().all(|k| !self.bad.contains(*k)) {
+                issues.push(issue);
+            }
+        }
+        if issues.is_empty() {
+            Ok(cfg)
+        } else {
+            Err(Error::new(ErrorKind::InvalidConfig(issues)))
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! The event writer of events.md for Troupe-side workloads: actors hand a line to a bounded
+//! buffer and never wait; a dedicated OS thread writes the lines to the transport.
+//!
+//! Rules:
+//! 1. `Emitter::emit` never blocks: when the buffer is full (or the writer is closed) the line
+//!    is dropped and counted; the count is reported in `run_finished.dropped_events`.
+//! 2. The writer thread flushes at least once per `flush_interval` (1 s by default) while
+//!    lines arrive or not, and at close.
+//! 3. `finish` writes `run_finished` last (waiting for room: it must not be dropped), flushes
+//!    and joins the thread; lines emitted after it are dropped.
+//! 4. Transports: a file path (appended to) or `tcp://HOST:PORT` (one connection).
+
+use std::fs::OpenOptions;
+use std::io::{BufWriter, Write};
+use std::net::TcpStream;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+/// Default buffer capacity, lines.
+pub const DEFAULT_CAPACITY: usize = 65_536;
+
+/// The fields every line carries besides `ts_us` and `ev`.
+#[derive(Debug, Clone)]
+pub struct Common {
+    /// Run id (`TROUPE_RUN_ID`).
+    pub run: String,
+    /// Runtime name, e.g. `troupe`.
+    pub rt: String,
+    /// Node / OS-process name.
+    pub node: String,
+}
+
+enum Msg {
+    Line(String),
+    Flush(SyncSender<()>),
+    Close(String, SyncSender<()>),
+}
+
+/// A cheap, cloneable handle actors use to emit events.
+#[derive(Clone)]
+pub struct Emitter {
+    tx: SyncSender<Msg>,
+    dropped: Arc<AtomicU64>,
+    prefix: Arc<str>,
+}
+
+/// Microseconds since the Unix epoch (CLOCK_REALTIME).
+pub fn now_us() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as i64).unwrap_or(0)
+}
+
+impl Emitter {
+    fn line(&self, ev: &str, fields: &Value) -> String {
+        let mut s = String::with_capacity(160);
+        s.push_str("{\"ts_us\":");
+        s.push_str(&now_us().to_string());
+        s.push_str(&self.prefix);
+        s.push_str(",\"ev\":");
+        s.push_str(&Value::from(ev).to_string());
+        if let Value::Object(m) = fields {
+            for (k, v) in m {
+                s.push(',');
+                s.push_str(&Value::from(k.as_str()).to_string());
+                s.push(':');
+                s.push_str(&v.to_string());
+            }
+        }
+        s.push('}');
+        s
+    }
+
+    /// Emits one event `ev` with extra `fields` (a JSON object). Never blocks; returns `false`
+    /// when the line was dropped (and counted).
+    pub fn emit(&self, ev: &str, fields: Value) -> bool {
+        let line = self.line(ev, &fields);
+        match self.tx.try_send(Msg::Line(line)) {
+            Ok(()) => true,
+            Err(TrySendError::Full(_)) | Err(TrySendError::Disconnected(_)) => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+                false
+            }
+        }
+    }
+
+    /// Lines dropped so far.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+}
+
+/// Owns the writer thread; hands out [`Emitter`]s.
+pub struct EventWriter {
+    emitter: Emitter,
+    thread: Option<JoinHandle<u64>>,
+}
+
+/// Where lines go.
+pub enum Transport {
+    /// Append to a file.
+    File(std::path::PathBuf),
+    /// Send to a collector over TCP.
+    Tcp(String),
+    /// Any writer (tests, custom sinks).
+    Writer(Box<dyn Write + Send>),
+}
+
+impl Transport {
+    /// Parses a `TROUPE_EVENTS` value: `tcp://HOST:PORT` or a file path.
+    pub fn parse(spec: &str) -> Transport {
+        match spec.strip_prefix("tcp://") {
+            Some(addr) => Transport::Tcp(addr.to_string()),
+            None => Transport::File(spec.into()),
+        }
+    }
+
+    fn open(self) -> Result<Box<dyn Write + Send>> {
+        Ok(match self {
+            Transport::File(p) => {
+                let f = OpenOptions::new().create(true).append(true).open(&p).map_err(|e| Error::io(&p, e))?;
+                Box::new(BufWriter::with_capacity(1 << 16, f))
+            }
+            Transport::Tcp(addr) => {
+                let s = TcpStream::connect(&addr)
+                    .map_err(|e| Error::other(format!("cannot connect to tcp://{addr}: {e}")))?;
+                Box::new(BufWriter::with_capacity(1 << 16, s))
+            }
+            Transport::Writer(w) => w,
+        })
+    }
+}
+
+impl EventWriter {
+    /// Starts a writer on `transport` with a buffer of `capacity` lines, flushing every
+    /// `flush_interval` at least.
+    pub fn start(
+        transport: Transport,
+        common: Common,
+        capacity: usize,
+        flush_interval: Duration,
+    ) -> Result<EventWriter> {
+        let mut sink = transport.open()?;
+        let (tx, rx) = mpsc::sync_channel::<Msg>(capacity.max(1));
+        let thread = std::thread::Builder::new()
+            .name("troupe-events".into())
+            .spawn(move || {
+                let mut errors = 0u64;
+                let mut put = |sink: &mut Box<dyn Write + Send>, l: &str| {
+                    if sink.write_all(l.as_bytes()).and_then(|_| sink.write_all(b"\n")).is_err() {
+                        errors += 1;
+                    }
+                };
+                let mut last_flush = Instant::now();
+                loop {
+                    let wait = flush_interval.saturating_sub(last_flush.elapsed());
+                    match rx.recv_timeout(wait) {
+                        Ok(Msg::Line(l)) => put(&mut sink, &l),
+                        Ok(Msg::Flush(ack)) => {
+                            let _ = sink.flush();
+                            last_flush = Instant::now();
+                            let _ = ack.send(());
+                        }
+                        Ok(Msg::Close(l, ack)) => {
+                            put(&mut sink, &l);
+                            let _ = sink.flush();
+                            let _ = ack.send(());
+                            break;
+                        }
+                        Err(RecvTimeoutError::Timeout) => {}
+                        Err(RecvTimeoutError::Disconnected) => break,
+                    }
+                    if last_flush.elapsed() >= flush_interval {
+                        let _ = sink.flush();
+                        last_flush = Instant::now();
+                    }
+                }
+                let _ = sink.flush();
+                errors
+            })
+            .map_err(|e| Error::other(format!("cannot start the event writer thread: {e}")))?;
+        let prefix = format!(
+            ",\"run\":{},\"rt\":{},\"node\":{}",
+            Value::from(common.run),
+            Value::from(common.rt),
+            Value::from(common.node)
+        );
+        Ok(EventWriter {
+            emitter: Emitter { tx, dropped: Arc::new(AtomicU64::new(0)), prefix: prefix.into() },
+            thread: Some(thread),
+        })
+    }
+
+    /// Starts a writer from `TROUPE_EVENTS` and `TROUPE_RUN_ID`, for runtime `rt` on `node`.
+    pub fn from_env(rt: &str, node: &str) -> Result<EventWriter> {
+        let spec = std::env::var("TROUPE_EVENTS")
+            .map_err(|_| Error::other("TROUPE_EVENTS is not set (a file path or tcp://HOST:PORT)"))?;
+        let run = std::env::var("TROUPE_RUN_ID").unwrap_or_else(|_| "unnamed".into());
+        let common = Common { run, rt: rt.into(), node: node.into() };
+        EventWriter::start(Transport::parse(&spec), common, DEFAULT_CAPACITY, Duration::from_secs(1))
+    }
+
+    /// A handle for emitting.
+    pub fn emitter(&self) -> Emitter {
+        self.emitter.clone()
+    }
+
+    /// Asks the thread to flush everything queued so far and waits until it has.
+    pub fn flush(&self) {
+        let (ack_tx, ack_rx) = mpsc::sync_channel(1);
+        if self.emitter.tx.send(Msg::Flush(ack_tx)).is_ok() {
+            let _ = ack_rx.recv();
+        }
+    }
+
+    /// Writes `run_finished` (with `dropped_events` filled in and the given extra fields, e.g.
+    /// `errors`), flushes and stops the thread. Returns the drops and the write errors.
+    pub fn finish(mut self, mut fields: Value) -> (u64, u64) {
+        let dropped = self.emitter.dropped();
+        if let Value::Object(m) = &mut fields {
+            m.insert("dropped_events".into(), dropped.into());
+        }
+        let line = self.emitter.line("run_finished", &fields);
+        let (ack_tx, ack_rx) = mpsc::sync_channel(1);
+        if self.emitter.tx.send(Msg::Close(line, ack_tx)).is_ok() {
+            let _ = ack_rx.recv();
+        }
+        let errors = self.thread.take().and_then(|t| t.join().ok()).unwrap_or(0);
+        (dropped, errors)
+    }
+}
+
+impl Drop for EventWriter {
+    fn drop(&mut self) {
+        if let Some(t) = self.thread.take() {
+            let (ack_tx, ack_rx) = mpsc::sync_channel(1);
+            if self.emitter.tx.send(Msg::Flush(ack_tx)).is_ok() {
+                let _ = ack_rx.recv();
+            }
+            drop(t);
+        }
+    }
+}

@@ -1,0 +1,152 @@
+//! What a run was measured on: CPU model, cores, memory, kernel, OS (from /proc and
+//! /etc/os-release), the git commit of the project, and UTC timestamps, so numbers always
+//! travel with their machine and versions (house style 7).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+/// The machine a run was measured on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Machine {
+    /// CPU model name (`/proc/cpuinfo`).
+    pub cpu_model: String,
+    /// Logical cores available to the process.
+    pub cores: usize,
+    /// Total memory, bytes (`/proc/meminfo` MemTotal).
+    pub memory_bytes: u64,
+    /// Kernel release.
+    pub kernel: String,
+    /// Operating system (`/etc/os-release` PRETTY_NAME).
+    pub os: String,
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+impl Machine {
+    /// Describes this machine (fields it cannot read are `unknown` or 0).
+    pub fn detect() -> Machine {
+        let cpuinfo = read("/proc/cpuinfo");
+        let cpu_model = cpuinfo
+            .lines()
+            .find(|l| l.starts_with("model name") || l.starts_with("Model") || l.starts_with("cpu model"))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+            .unwrap_or_else(|| "unknown".into());
+        let memory_bytes = read("/proc/meminfo")
+            .lines()
+            .find(|l| l.starts_with("MemTotal:"))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|kb| kb.parse::<u64>().ok())
+            .map(|kb| kb * 1024)
+            .unwrap_or(0);
+        let kernel = read("/proc/sys/kernel/osrelease").trim().to_string();
+        let os = read("/etc/os-release")
+            .lines()
+            .find_map(|l| l.strip_prefix("PRETTY_NAME="))
+            .map(|v| v.trim_matches('"').to_string())
+            .unwrap_or_else(|| "unknown".into());
+        Machine {
+            cpu_model,
+            cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+            memory_bytes,
+            kernel: if kernel.is_empty() { "unknown".into() } else { kernel },
+            os,
+        }
+    }
+
+    /// One line for tables and reports.
+    pub fn summary(&self) -> String {
+        format!(
+            "{}, {} cores, {:.1} GiB, Linux {}, {}",
+            self.cpu_model,
+            self.cores,
+            self.memory_bytes as f64 / (1u64 << 30) as f64,
+            self.kernel,
+            self.os
+        )
+    }
+}
+
+/// The git commit of the project at `root` and whether the tree has changes, if it is a repo.
+pub fn git_commit(root: &Path) -> Option<(String, bool)> {
+    let out = Command::new("git").arg("-C").arg(root).args(["rev-parse", "HEAD"]).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let commit = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let dirty = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(["status", "--porcelain", "--untracked-files=no"])
+        .output()
+        .map(|o| !o.stdout.is_empty())
+        .unwrap_or(false);
+    Some((commit, dirty))
+}
+
+/// The git commit of the project: tried at `root` (when known), then the current directory,
+/// then the folder of this program (a `target/` inside the checkout).
+pub fn git_commit_near(root: Option<&Path>) -> Option<(String, bool)> {
+    let mut places: Vec<std::path::PathBuf> = root.into_iter().map(Path::to_path_buf).collect();
+    places.extend(std::env::current_dir().ok());
+    places.extend(std::env::current_exe().ok().and_then(|p| p.parent().map(Path::to_path_buf)));
+    places.iter().find_map(|p| git_commit(p))
+}
+
+/// The 1, 5 and 15 minute load averages (`/proc/loadavg`), if readable.
+pub fn loadavg() -> Option<String> {
+    let s = read("/proc/loadavg");
+    let f: Vec<&str> = s.split_whitespace().take(3).collect();
+    (f.len() == 3).then(|| f.join(" "))
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_unix_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// Formats Unix milliseconds as RFC 3339 UTC, e.g. `2026-11-22T06:34:45.123Z`.
+pub fn rfc3339(unix_ms: u64) -> String {
+    let (y, mo, d, h, mi, s) = civil(unix_ms / 1000);
+    format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{:03}Z", unix_ms % 1000)
+}
+
+/// Formats Unix milliseconds as a compact stamp for folder names, e.g. `20261122-063445`.
+pub fn folder_stamp(unix_ms: u64) -> String {
+    let (y, mo, d, h, mi, s) = civil(unix_ms / 1000);
+    format!("{y:04}{mo:02}{d:02}-{h:02}{mi:02}{s:02}")
+}
+
+/// Splits Unix seconds into UTC calendar fields (days-from-civil inverse, proleptic Gregorian).
+fn civil(secs: u64) -> (i64, u32, u32, u32, u32, u32) {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d, (rem / 3600) as u32, (rem % 3600 / 60) as u32, (rem % 60) as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_known_dates() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(rfc3339(1_662_854_400_123), "2022-09-11T00:00:00.123Z");
+        assert_eq!(folder_stamp(1_662_854_461_000), "20220911-000101");
+    }
+}

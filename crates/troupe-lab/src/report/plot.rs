@@ -1,0 +1,136 @@
+//! Line charts rendered to SVG text with plotters, for inlining into the self-contained
+//! report.html and for writing beside it. One function, many series; the caller decides what
+//! the lines mean.
+
+use plotters::prelude::*;
+
+/// One line of a chart.
+#[derive(Debug, Clone)]
+pub struct Series {
+    /// Legend text.
+    pub name: String,
+    /// Points, in x order.
+    pub points: Vec<(f64, f64)>,
+    /// Drawn dashed (references such as the ceiling).
+    pub dashed: bool,
+    /// Draw a marker on each point (sparse data such as sweep points).
+    pub markers: bool,
+}
+
+impl Series {
+    /// A plain solid line.
+    pub fn line(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
+        Series { name: name.into(), points, dashed: false, markers: false }
+    }
+}
+
+/// A chart to draw.
+#[derive(Debug, Clone)]
+pub struct Chart {
+    /// Title.
+    pub title: String,
+    /// X axis label.
+    pub x_label: String,
+    /// Y axis label.
+    pub y_label: String,
+    /// The lines.
+    pub series: Vec<Series>,
+    /// Y range; computed from the data when `None`.
+    pub y_range: Option<(f64, f64)>,
+}
+
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(255, 127, 14),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(23, 190, 207),
+];
+
+fn bounds(series: &[Series]) -> ((f64, f64), (f64, f64)) {
+    let pts = series.iter().flat_map(|s| s.points.iter()).filter(|p| p.0.is_finite() && p.1.is_finite());
+    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+    for &(x, y) in pts {
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y0 = y0.min(y);
+        y1 = y1.max(y);
+    }
+    if x0 > x1 {
+        return ((0.0, 1.0), (0.0, 1.0));
+    }
+    if x1 - x0 < 1e-9 {
+        x1 = x0 + 1.0;
+    }
+    if y1 - y0 < 1e-9 {
+        y0 -= 1.0;
+        y1 += 1.0;
+    }
+    let pad = (y1 - y0) * 0.08;
+    ((x0, x1), (y0 - pad, y1 + pad))
+}
+
+/// Renders `chart` as an SVG document of `width` x `height` pixels.
+pub fn svg(chart: &Chart, width: u32, height: u32) -> String {
+    let mut buf = String::new();
+    if let Err(e) = draw(chart, width, height, &mut buf) {
+        return format!(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"40\">\
+             <text x=\"4\" y=\"20\">plot failed: {}</text></svg>",
+            super::html::escape(&e)
+        );
+    }
+    buf
+}
+
+fn draw(chart: &Chart, width: u32, height: u32, buf: &mut String) -> Result<(), String> {
+    let err = |e: DrawingAreaErrorKind<_>| e.to_string();
+    let root = SVGBackend::with_string(buf, (width, height)).into_drawing_area();
+    root.fill(&WHITE).map_err(err)?;
+    let ((x0, x1), (mut y0, mut y1)) = bounds(&chart.series);
+    if let Some((a, b)) = chart.y_range {
+        y0 = a;
+        y1 = b;
+    }
+    let mut ctx = ChartBuilder::on(&root)
+        .caption(&chart.title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(70)
+        .build_cartesian_2d(x0..x1, y0..y1)
+        .map_err(err)?;
+    ctx.configure_mesh()
+        .x_desc(chart.x_label.as_str())
+        .y_desc(chart.y_label.as_str())
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()
+        .map_err(err)?;
+    for (i, s) in chart.series.iter().enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
+        let style = color.stroke_width(2);
+        let pts: Vec<(f64, f64)> = s.points.iter().copied().filter(|p| p.0.is_finite() && p.1.is_finite()).collect();
+        let anno = if s.dashed {
+            ctx.draw_series(DashedLineSeries::new(pts.clone(), 6, 4, style)).map_err(err)?
+        } else {
+            ctx.draw_series(LineSeries::new(pts.clone(), style)).map_err(err)?
+        };
+        anno.label(s.name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+        if s.markers {
+            ctx.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled()))).map_err(err)?;
+        }
+    }
+    if chart.series.len() > 1 || chart.series.iter().any(|s| !s.name.is_empty()) {
+        ctx.configure_series_labels()
+            .position(SeriesLabelPosition::LowerLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(180, 180, 180))
+            .draw()
+            .map_err(err)?;
+    }
+    root.present().map_err(err)?;
+    Ok(())
+}

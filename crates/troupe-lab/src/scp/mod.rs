@@ -1,0 +1,193 @@
+//! The Troupe SCP SUB (`troupe lab exec scp`): the supervised-communicating-processes system
+//! under test of workloads.md §1 written on the Troupe core, driven by the environment
+//! contract (TROUPE_CONFIG, TROUPE_SCHEDULE, TROUPE_EVENTS, TROUPE_RUN_ID) exactly as the
+//! peers' programs are.
+//!
+//! Structure: a head supervisor (one_for_one) supervises the aggregator and `supervisors`
+//! sub-supervisors (one_for_one, intensity 1,000,000 per 1 s so they never give up); child i
+//! of sub-supervisor g is the server of pair (g, i), transient when `recovery` is true,
+//! temporary otherwise. Sequence: `run_started`, build the tree, `ready {what: "pairs"}`,
+//! warm-up, window (the aggregator's `throughput` per second, the injector's kills), then the
+//! tree is stopped and `run_finished {dropped_events, errors, skipped_faults}` written.
+//! SIGTERM or SIGINT ends the run early, still writing `run_finished` (with `interrupted`).
+
+mod actors;
+mod injector;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::oneshot;
+use troupe::supervisor::{self, ChildSpec, Restart, Strategy, SupervisorSpec};
+
+use crate::config::scp::ScpConfig;
+use crate::config::ConfigBuilder;
+use crate::error::{Error, Result};
+use crate::events::writer::EventWriter;
+use crate::schedule;
+use actors::{AggMsg, Aggregator, Server, Shared};
+
+/// Node name in the events.
+const NODE: &str = "sub";
+
+fn env_path(name: &str) -> Result<PathBuf> {
+    std::env::var_os(name)
+        .map(PathBuf::from)
+        .ok_or_else(|| Error::other(format!("{name} is not set; `troupe lab exec` is started by `troupe lab run`")))
+}
+
+/// Runs the SUB from the environment contract; returns the process exit code.
+pub fn exec_from_env() -> Result<i32> {
+    let cfg_path = env_path("TROUPE_CONFIG")?;
+    let text = std::fs::read_to_string(&cfg_path).map_err(|e| Error::io(&cfg_path, e))?;
+    let json: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| Error::malformed(&cfg_path, e.to_string()))?;
+    let mut b = ConfigBuilder::new("scp")?;
+    b.apply_json(&json);
+    let config = b.build()?;
+    let actions = schedule::read(&env_path("TROUPE_SCHEDULE")?)?;
+    let writer = EventWriter::from_env("troupe", NODE)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("troupe-sub")
+        .build()
+        .map_err(|e| Error::other(format!("cannot start the tokio runtime: {e}")))?;
+    let cfg_json = config.to_json();
+    let scp = ScpConfig::from_config(&config);
+    let (errors, skipped, interrupted) = rt.block_on(drive(scp, cfg_json, actions, &writer));
+    let (_, write_errors) = writer.finish(json!({
+        "errors": errors,
+        "skipped_faults": skipped,
+        "interrupted": interrupted,
+    }));
+    rt.shutdown_timeout(Duration::from_secs(1));
+    Ok(if write_errors > 0 { 1 } else { 0 })
+}
+
+/// Builds the tree, runs warm-up and window, tears down. Returns (errors, skipped, interrupted).
+async fn drive(
+    scp: ScpConfig,
+    cfg_json: serde_json::Value,
+    actions: Vec<schedule::FaultAction>,
+    writer: &EventWriter,
+) -> (u64, u64, bool) {
+    let em = writer.emitter();
+    em.emit(
+        "run_started",
+        json!({"workload": "scp", "config": cfg_json, "version": format!("troupe {}", env!("CARGO_PKG_VERSION"))}),
+    );
+    let (mut sigterm, mut sigint) = match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
+        (Ok(a), Ok(b)) => (a, b),
+        _ => return (1, actions.len() as u64, false),
+    };
+
+    // The aggregator handle must exist before `shared`, which the aggregator itself holds.
+    let shared_slot: Arc<std::sync::OnceLock<Arc<Shared>>> = Arc::default();
+    let slot2 = Arc::clone(&shared_slot);
+    let agg_spec = ChildSpec::worker("aggregator", move || {
+        Aggregator::new(Arc::clone(slot2.get().expect("shared state is set before the tree starts")))
+    })
+    .restart(Restart::Permanent);
+    let shared = Arc::new(Shared {
+        emitter: em.clone(),
+        delay: Duration::from_millis(scp.delay_ms),
+        payload_bytes: scp.payload_bytes,
+        aggregator: agg_spec.handle(),
+        errors: AtomicU64::new(0),
+    });
+    let _ = shared_slot.set(Arc::clone(&shared));
+
+    let restart = if scp.recovery { Restart::Transient } else { Restart::Temporary };
+    let pps = scp.pairs_per_supervisor();
+    let mut head =
+        SupervisorSpec::new(Strategy::OneForOne).intensity(1_000_000, Duration::from_secs(1)).child(agg_spec);
+    let mut targets = Vec::with_capacity(scp.supervisors as usize);
+    for g in 0..scp.supervisors {
+        let mut sub = SupervisorSpec::new(Strategy::OneForOne).intensity(1_000_000, Duration::from_secs(1));
+        let mut handles = Vec::with_capacity(pps as usize);
+        for i in 0..pps {
+            let shared = Arc::clone(&shared);
+            let starts = Arc::new(AtomicU32::new(0));
+            let spec = ChildSpec::worker(format!("s{i}"), move || Server::new(Arc::clone(&shared), g, i, &starts))
+                .restart(restart);
+            handles.push(spec.handle());
+            sub = sub.child(spec);
+        }
+        targets.push(handles);
+        head = head.child(ChildSpec::supervisor(format!("g{g}"), sub));
+    }
+    let sup = match supervisor::start(head).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("troupe scp: the supervision tree did not start: {e}");
+            return (1, actions.len() as u64, false);
+        }
+    };
+    em.emit("ready", json!({"what": "pairs", "count": scp.pairs}));
+
+    let mut interrupted = false;
+    tokio::select! {
+        _ = tokio::time::sleep(Duration::from_secs(scp.warmup_s)) => {}
+        _ = sigterm.recv() => interrupted = true,
+        _ = sigint.recv() => interrupted = true,
+    }
+    let mut tally = injector::Tally { killed: 0, skipped: actions.len() as u64 };
+    if !interrupted {
+        let start = std::time::Instant::now();
+        let (done_tx, done_rx) = oneshot::channel();
+        let msg = AggMsg::StartWindow {
+            start: tokio::time::Instant::from_std(start),
+            seconds: scp.duration_s as u32,
+            done: done_tx,
+        };
+        if shared.aggregator.send(msg).is_err() {
+            eprintln!("troupe scp: the aggregator is not running");
+            shared.errors.fetch_add(1, Ordering::Relaxed);
+        }
+        let (stop_tx, stop_rx) = oneshot::channel();
+        let inj = injector::spawn(
+            actions.clone(),
+            Arc::new(targets),
+            start,
+            em.clone(),
+            tokio::runtime::Handle::current(),
+            stop_rx,
+        );
+        tokio::select! {
+            _ = done_rx => {}
+            _ = sigterm.recv() => interrupted = true,
+            _ = sigint.recv() => interrupted = true,
+        }
+        // Every action is due before the window ends; let the injector finish the last ones
+        // (dropping `stop_tx` would also stop it, so it lives until the join).
+        let mut stop_tx = Some(stop_tx);
+        if interrupted {
+            if let Some(t) = stop_tx.take() {
+                let _ = t.send(());
+            }
+        }
+        match inj {
+            Ok(h) => {
+                let joined = tokio::task::spawn_blocking(move || {
+                    let r = h.join();
+                    drop(stop_tx);
+                    r
+                })
+                .await;
+                if let Ok(Ok(t)) = joined {
+                    tally = t;
+                }
+            }
+            Err(e) => {
+                eprintln!("troupe scp: cannot start the injector thread: {e}");
+                shared.errors.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(30), sup.stop()).await;
+    (shared.errors.load(Ordering::Relaxed), tally.skipped, interrupted)
+}

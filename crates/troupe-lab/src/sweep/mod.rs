@@ -1,0 +1,273 @@
+//! Sweeps: a grid of runs (keys given several values x runtimes), run one after another into
+//! one folder, resumable, with one report across the grid.
+//!
+//! Rules:
+//! 1. `--set key=v1,v2,...` with two or more values makes `key` an axis; one value is a
+//!    fixed override. Every grid point is validated before the first run starts, and every
+//!    problem of every point is reported at once.
+//! 2. Points that inject nothing (`failure_rate = 0` or `pattern = none`) are the same run
+//!    whatever the pattern: they are canonicalised and run once, as the ratio's baseline.
+//! 3. The folder holds `sweep.json` (workload, runtimes, base config, axes, point names) and
+//!    `runs/<point>/` run folders. Running again into the same folder skips every point whose
+//!    manifest says `ok` and reruns the others (failed, interrupted, never finished); a folder
+//!    made for a different grid is refused.
+//! 4. A failed run does not stop the sweep; a missing toolchain, an unstartable program or
+//!    Ctrl-C does.
+//! 5. The report: `sweep.csv` (one row per run), per-run reports rebuilt against their
+//!    baseline, and `report.html` with throughput vs failure rate per pattern (one line per
+//!    ratio), pattern comparison at 1:1 and 1:64, and throughput normalised to each ratio's
+//!    baseline.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::child::Stop;
+use crate::config::scp;
+use crate::config::{Config, ConfigBuilder};
+use crate::error::{ConfigIssue, Error, ErrorKind, Result};
+use crate::manifest::{Manifest, Status};
+use crate::run::{self, RunOutcome, RunRequest, TroupeExe};
+
+mod report;
+
+pub use report::{load_rows, write_report, Row};
+
+/// What to sweep.
+#[derive(Debug, Clone)]
+pub struct SweepSpec {
+    /// Workload name.
+    pub workload: String,
+    /// A TOML config file's (path, text), applied before the overrides.
+    pub config_file: Option<(String, String)>,
+    /// `key=value[,value...]` overrides.
+    pub sets: Vec<String>,
+    /// Runtimes to run every point on.
+    pub runtimes: Vec<String>,
+}
+
+/// One run of the grid.
+#[derive(Debug, Clone)]
+pub struct Point {
+    /// Folder name under `runs/`.
+    pub name: String,
+    /// Runtime.
+    pub runtime: String,
+    /// Resolved config.
+    pub config: Config,
+}
+
+/// `sweep.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepFile {
+    /// Format version.
+    pub format: u32,
+    /// Workload.
+    pub workload: String,
+    /// Runtimes.
+    pub runtimes: Vec<String>,
+    /// Config before the axes are applied (defaults, file, fixed overrides; not validated).
+    pub base_config: serde_json::Value,
+    /// The axes: key and values as given.
+    pub axes: Vec<(String, Vec<String>)>,
+    /// Point folder names, in run order.
+    pub points: Vec<String>,
+}
+
+/// The expanded grid.
+#[derive(Debug, Clone)]
+pub struct Grid {
+    /// What `sweep.json` records.
+    pub file: SweepFile,
+    /// The runs.
+    pub points: Vec<Point>,
+}
+
+fn sanitize(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect()
+}
+
+/// Expands and validates the grid (rules 1-2).
+pub fn expand(spec: &SweepSpec) -> Result<Grid> {
+    let mut fixed = Vec::new();
+    let mut axes: Vec<(String, Vec<String>)> = Vec::new();
+    for s in &spec.sets {
+        match s.split_once('=') {
+            Some((k, v)) if v.contains(',') => axes.push((
+                k.trim().to_string(),
+                v.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect(),
+            )),
+            _ => fixed.push(s.clone()),
+        }
+    }
+    let base_builder = |extra: &[String]| -> Result<ConfigBuilder> {
+        let mut b = ConfigBuilder::new(&spec.workload)?;
+        if let Some((origin, text)) = &spec.config_file {
+            b.apply_toml(text, origin);
+        }
+        for s in fixed.iter().chain(extra) {
+            b.apply_set(s);
+        }
+        Ok(b)
+    };
+    // The base is recorded as given; it is validated only as part of each grid point, since
+    // an axis may override the keys that make it invalid on its own.
+    let base = base_builder(&[])?.values_json();
+    // The cartesian product of the axes, first axis outermost.
+    let mut combos: Vec<Vec<String>> = vec![vec![]];
+    for (k, vals) in &axes {
+        combos = combos
+            .into_iter()
+            .flat_map(|c| {
+                vals.iter().map(move |v| {
+                    let mut c = c.clone();
+                    c.push(format!("{k}={v}"));
+                    c
+                })
+            })
+            .collect();
+    }
+    let mut issues: Vec<ConfigIssue> = Vec::new();
+    let mut points = Vec::new();
+    let mut seen = BTreeSet::new();
+    for runtime in &spec.runtimes {
+        for combo in &combos {
+            match base_builder(combo)?.build() {
+                Ok(cfg) => {
+                    let cfg = if cfg.workload() == "scp" { scp::canonical(&cfg) } else { cfg };
+                    let key = format!("{runtime}|{}", cfg.to_json());
+                    if !seen.insert(key) {
+                        continue;
+                    }
+                    let mut name = sanitize(runtime);
+                    for (k, _) in &axes {
+                        let v = cfg.get(k).map(|v| v.to_string()).unwrap_or_default();
+                        let _ = write!(name, "_{}-{}", sanitize(k), sanitize(v.trim_matches('"')));
+                    }
+                    points.push(Point { name, runtime: runtime.clone(), config: cfg });
+                }
+                Err(e) => match e.kind() {
+                    ErrorKind::InvalidConfig(list) => {
+                        for i in list {
+                            if !issues.contains(i) {
+                                issues.push(i.clone());
+                            }
+                        }
+                    }
+                    _ => return Err(e),
+                },
+            }
+        }
+    }
+    if !issues.is_empty() {
+        return Err(Error::new(ErrorKind::InvalidConfig(issues)));
+    }
+    let file = SweepFile {
+        format: 1,
+        workload: spec.workload.clone(),
+        runtimes: spec.runtimes.clone(),
+        base_config: base,
+        axes,
+        points: points.iter().map(|p| p.name.clone()).collect(),
+    };
+    Ok(Grid { file, points })
+}
+
+/// Progress callbacks (the CLI draws a progress bar from them).
+pub trait SweepObserver {
+    /// The sweep is about to start: `total` points, `done` already complete from before.
+    fn planned(&mut self, total: usize, done: usize);
+    /// A point starts.
+    fn started(&mut self, point: &Point);
+    /// A point ended (ok or failed).
+    fn finished(&mut self, point: &Point, outcome: &RunOutcome);
+}
+
+/// Whether `dir` holds a completed (ok) run.
+pub fn is_complete(dir: &Path) -> bool {
+    Manifest::read(dir).map(|m| m.status == Status::Ok && !m.interrupted).unwrap_or(false)
+}
+
+/// Runs the grid into `dir` (rules 3-4), then writes the sweep report.
+pub fn run(
+    grid: &Grid,
+    dir: &Path,
+    troupe: &TroupeExe,
+    project_root: Option<PathBuf>,
+    command: &[String],
+    stop: &Stop,
+    obs: &mut dyn SweepObserver,
+) -> Result<SweepSummary> {
+    std::fs::create_dir_all(dir.join("runs")).map_err(|e| Error::io(dir, e))?;
+    let sweep_json = dir.join("sweep.json");
+    if sweep_json.is_file() {
+        let text = std::fs::read_to_string(&sweep_json).map_err(|e| Error::io(&sweep_json, e))?;
+        let old: SweepFile = serde_json::from_str(&text).map_err(|e| Error::malformed(&sweep_json, e.to_string()))?;
+        if old != grid.file {
+            return Err(Error::new(ErrorKind::SweepMismatch(dir.to_path_buf())));
+        }
+    } else {
+        let text = serde_json::to_string_pretty(&grid.file).map_err(|e| Error::other(e.to_string()))?;
+        std::fs::write(&sweep_json, text + "\n").map_err(|e| Error::io(&sweep_json, e))?;
+    }
+    let done = grid.points.iter().filter(|p| is_complete(&dir.join("runs").join(&p.name))).count();
+    obs.planned(grid.points.len(), done);
+    let mut summary = SweepSummary { skipped: done, ..SweepSummary::default() };
+    for p in &grid.points {
+        if stop.is_set() {
+            summary.interrupted = true;
+            break;
+        }
+        let rdir = dir.join("runs").join(&p.name);
+        if is_complete(&rdir) {
+            continue;
+        }
+        if rdir.exists() {
+            std::fs::remove_dir_all(&rdir).map_err(|e| Error::io(&rdir, e))?;
+        }
+        obs.started(p);
+        let req = RunRequest {
+            config: p.config.clone(),
+            runtime: p.runtime.clone(),
+            out_dir: rdir,
+            troupe: troupe.clone(),
+            project_root: project_root.clone(),
+            command: command.to_vec(),
+            run_id: Some(p.name.clone()),
+        };
+        let outcome = match run::run(&req, stop) {
+            Ok(o) => o,
+            Err(e) => {
+                // Keep the report of what did run; the error (e.g. a missing toolchain) wins.
+                let _ = write_report(dir);
+                return Err(e);
+            }
+        };
+        obs.finished(p, &outcome);
+        if outcome.manifest.interrupted {
+            summary.interrupted = true;
+            break;
+        }
+        match outcome.manifest.status {
+            Status::Ok => summary.ok += 1,
+            _ => summary.failed += 1,
+        }
+    }
+    write_report(dir)?;
+    Ok(summary)
+}
+
+/// How a sweep went.
+#[derive(Debug, Default, Clone)]
+pub struct SweepSummary {
+    /// Runs completed now.
+    pub ok: usize,
+    /// Runs failed now.
+    pub failed: usize,
+    /// Runs already complete from an earlier invocation.
+    pub skipped: usize,
+    /// Whether Ctrl-C stopped it.
+    pub interrupted: bool,
+}

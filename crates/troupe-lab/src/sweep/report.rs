@@ -1,0 +1,368 @@
+//! The sweep report (sweep rule 5): every run of a sweep folder read back with its ratio's
+//! baseline, `sweep.csv` with one row per run, per-run reports rebuilt against the baseline,
+//! and `report.html` with the cross-run charts of seed 001 (figs 5-9).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::SweepFile;
+use crate::config::scp::{self, ScpConfig};
+use crate::error::{Error, ErrorKind, Result};
+use crate::manifest::{Manifest, Status};
+use crate::report::{self, html, plot};
+
+/// One run's line in the sweep report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// Folder name.
+    pub name: String,
+    /// Runtime.
+    pub runtime: String,
+    /// Typed config.
+    #[serde(skip)]
+    pub cfg: Option<ScpConfig>,
+    /// Status.
+    pub status: String,
+    /// Mean throughput.
+    pub mean: Option<f64>,
+    /// Percent of ceiling.
+    pub pct_ceiling: Option<f64>,
+    /// Same ratio's baseline mean.
+    pub baseline: Option<f64>,
+    /// Drop vs baseline, percent.
+    pub drop_pct: Option<f64>,
+    /// Kills.
+    pub kills: u64,
+    /// Restarts.
+    pub restarts: u64,
+    /// Recovery text.
+    pub recovery: String,
+}
+
+fn ratio_key(rt: &str, c: &ScpConfig) -> (String, u32, u32, u64, usize) {
+    (rt.to_string(), c.pairs, c.supervisors, c.delay_ms, c.payload_bytes)
+}
+
+/// Reads every run of a sweep folder, with baselines and drops filled in.
+pub fn load_rows(dir: &Path) -> Result<(SweepFile, Vec<Row>, Option<Manifest>)> {
+    let sweep_json = dir.join("sweep.json");
+    if !sweep_json.is_file() {
+        return Err(Error::new(ErrorKind::NotARun(dir.to_path_buf())));
+    }
+    let text = std::fs::read_to_string(&sweep_json).map_err(|e| Error::io(&sweep_json, e))?;
+    let file: SweepFile = serde_json::from_str(&text).map_err(|e| Error::malformed(&sweep_json, e.to_string()))?;
+    // First pass: baselines.
+    let mut baselines: BTreeMap<(String, u32, u32, u64, usize), f64> = BTreeMap::new();
+    let mut loaded = Vec::new();
+    let mut first_manifest = None;
+    for name in &file.points {
+        let rdir = dir.join("runs").join(name);
+        if !rdir.join("manifest.json").is_file() {
+            loaded.push((name.clone(), None));
+            continue;
+        }
+        let (m, cfg, st) = report::load_run(&rdir, None)?;
+        let scp = ScpConfig::from_config(&cfg);
+        if m.status == Status::Ok && scp.is_baseline() {
+            if let Some(st) = &st {
+                baselines.insert(ratio_key(&m.runtime, &scp), st.mean);
+            }
+        }
+        first_manifest.get_or_insert_with(|| m.clone());
+        loaded.push((name.clone(), Some((m, scp))));
+    }
+    let mut rows = Vec::new();
+    for (name, l) in loaded {
+        let Some((m, scp)) = l else {
+            rows.push(Row {
+                name,
+                runtime: String::new(),
+                cfg: None,
+                status: "not run".into(),
+                mean: None,
+                pct_ceiling: None,
+                baseline: None,
+                drop_pct: None,
+                kills: 0,
+                restarts: 0,
+                recovery: String::new(),
+            });
+            continue;
+        };
+        let base = baselines.get(&ratio_key(&m.runtime, &scp)).copied();
+        let rdir = dir.join("runs").join(&name);
+        let (m, st) = report::rebuild_run(&rdir, base)?;
+        let ok = m.status == Status::Ok;
+        let mean = st.as_ref().filter(|_| ok).map(|s| s.mean);
+        rows.push(Row {
+            name,
+            runtime: m.runtime.clone(),
+            cfg: Some(scp),
+            status: match (&m.status, m.interrupted) {
+                (_, true) => "interrupted".into(),
+                (Status::Ok, _) => "ok".into(),
+                (Status::Failed, _) => format!("failed: {}", m.reason.clone().unwrap_or_default()),
+                (Status::Running, _) => "running or abandoned".into(),
+            },
+            mean,
+            pct_ceiling: st.as_ref().filter(|_| ok).map(|s| s.pct_ceiling),
+            baseline: base,
+            drop_pct: match (mean, base) {
+                (Some(x), Some(b)) if b > 0.0 => Some(100.0 * (b - x) / b),
+                _ => None,
+            },
+            kills: st.as_ref().map(|s| s.kills).unwrap_or(0),
+            restarts: st.as_ref().map(|s| s.restarts).unwrap_or(0),
+            recovery: st.as_ref().map(report::recovery_text).unwrap_or_default(),
+        });
+    }
+    Ok((file, rows, first_manifest))
+}
+
+fn opt(x: Option<f64>, prec: usize) -> String {
+    x.map(|v| format!("{v:.prec$}")).unwrap_or_else(|| "-".into())
+}
+
+/// Writes `sweep.csv` and `report.html` for a sweep folder (rule 5).
+pub fn write_report(dir: &Path) -> Result<Vec<Row>> {
+    let (file, rows, first) = load_rows(dir)?;
+    let mut csv = String::from(
+        "run,runtime,pairs,supervisors,pairs_per_supervisor,delay_ms,pattern,failure_rate,\
+         failure_basis,status,mean,pct_of_ceiling,baseline_mean,drop_pct,kills,restarts\n",
+    );
+    for r in &rows {
+        let Some(c) = &r.cfg else { continue };
+        let _ = writeln!(
+            csv,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            r.name,
+            r.runtime,
+            c.pairs,
+            c.supervisors,
+            c.pairs_per_supervisor(),
+            c.delay_ms,
+            c.pattern.as_str(),
+            c.failure_rate,
+            if c.basis_exchanges { "exchanges" } else { "pairs" },
+            if r.status == "ok" { "ok" } else { "failed" },
+            opt(r.mean, 2),
+            opt(r.pct_ceiling, 3),
+            opt(r.baseline, 2),
+            opt(r.drop_pct, 3),
+            r.kills,
+            r.restarts
+        );
+    }
+    let csv_path = dir.join("sweep.csv");
+    std::fs::write(&csv_path, csv).map_err(|e| Error::io(&csv_path, e))?;
+
+    let mut page = html::Page::new(&format!("{} sweep: {}", file.workload.to_uppercase(), dir.display()));
+    let ok = rows.iter().filter(|r| r.status == "ok").count();
+    page.p(&format!(
+        "{} runs planned, {} ok, {} not ok or not run. Axes: {}. Runtimes: {}.",
+        rows.len(),
+        ok,
+        rows.len() - ok,
+        file.axes.iter().map(|(k, v)| format!("{k} = {}", v.join(", "))).collect::<Vec<_>>().join("; "),
+        file.runtimes.join(", ")
+    ));
+    for (i, (svg, caption)) in charts(&rows).into_iter().enumerate() {
+        let name = format!("sweep-{i}.svg");
+        let p = dir.join(&name);
+        std::fs::write(&p, &svg).map_err(|e| Error::io(&p, e))?;
+        page.figure(&svg, &caption);
+    }
+    page.h2("Runs");
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let c = r.cfg.as_ref();
+            vec![
+                html::link(&format!("runs/{}/report.html", r.name), &r.name),
+                r.runtime.clone(),
+                c.map(|c| format!("1:{}", c.pairs_per_supervisor())).unwrap_or_default(),
+                c.map(|c| c.pattern.as_str().to_string()).unwrap_or_default(),
+                c.map(|c| c.failure_rate.to_string()).unwrap_or_default(),
+                opt(r.mean, 1),
+                opt(r.pct_ceiling, 2),
+                opt(r.drop_pct, 2),
+                r.kills.to_string(),
+                r.restarts.to_string(),
+                r.recovery.clone(),
+                r.status.clone(),
+            ]
+        })
+        .collect();
+    page.table(
+        &[
+            "run",
+            "runtime",
+            "ratio",
+            "pattern",
+            "rate %",
+            "mean/s",
+            "% ceiling",
+            "drop vs 0% %",
+            "kills",
+            "restarts",
+            "recovery after bursts",
+            "status",
+        ],
+        &table,
+    );
+    page.p("Drop = (baseline mean - mean) / baseline mean, where the baseline is the same \
+            runtime and ratio at 0% failures in this sweep.");
+    page.h2("Base config");
+    let base: Vec<(String, String)> = file
+        .base_config
+        .as_object()
+        .map(|o| o.iter().map(|(k, v)| (k.clone(), v.to_string())).collect())
+        .unwrap_or_default();
+    page.kv(&base);
+    if let Some(m) = first {
+        page.h2("Provenance (first run)");
+        page.kv(&report::provenance_rows(&m));
+    }
+    let rp = dir.join("report.html");
+    std::fs::write(&rp, page.finish()).map_err(|e| Error::io(&rp, e))?;
+    Ok(rows)
+}
+
+type Line = (String, Vec<(f64, f64)>);
+
+fn lines_by<F, G>(rows: &[Row], mut key: F, mut y: G, include: &dyn Fn(&Row, &ScpConfig) -> bool) -> Vec<Line>
+where
+    F: FnMut(&Row, &ScpConfig) -> String,
+    G: FnMut(&Row) -> Option<f64>,
+{
+    let mut m: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for r in rows {
+        let Some(c) = &r.cfg else { continue };
+        if !include(r, c) {
+            continue;
+        }
+        if let Some(v) = y(r) {
+            m.entry(key(r, c)).or_default().push((c.failure_rate, v));
+        }
+    }
+    let mut lines: Vec<Line> = m
+        .into_iter()
+        .map(|(k, mut pts)| {
+            pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            (k, pts)
+        })
+        .collect();
+    lines.sort_by_key(|l| natural(&l.0));
+    lines
+}
+
+/// A sort key that orders numbers inside labels by value ("1:64" before "1:1024").
+fn natural(s: &str) -> String {
+    let mut out = String::new();
+    let mut digits = String::new();
+    for c in s.chars().chain(std::iter::once('\0')) {
+        if c.is_ascii_digit() {
+            digits.push(c);
+            continue;
+        }
+        if !digits.is_empty() {
+            out.push_str(&format!("{digits:0>12}"));
+            digits.clear();
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn chart_svg(title: String, y_label: &str, lines: Vec<Line>) -> String {
+    let chart = plot::Chart {
+        title,
+        x_label: "failure rate (%)".into(),
+        y_label: y_label.into(),
+        series: lines
+            .into_iter()
+            .map(|(name, points)| plot::Series { name, points, dashed: false, markers: true })
+            .collect(),
+        y_range: None,
+    };
+    plot::svg(&chart, 900, 420)
+}
+
+/// The sweep charts with their captions.
+fn charts(rows: &[Row]) -> Vec<(String, String)> {
+    let patterns: BTreeSet<scp::Pattern> =
+        rows.iter().filter_map(|r| r.cfg.as_ref()).filter(|c| !c.is_baseline()).map(|c| c.pattern).collect();
+    let runtimes: BTreeSet<&str> = rows.iter().map(|r| r.runtime.as_str()).filter(|r| !r.is_empty()).collect();
+    let multi_rt = runtimes.len() > 1;
+    let label = |r: &Row, what: String| {
+        if multi_rt {
+            format!("{} {what}", r.runtime)
+        } else {
+            what
+        }
+    };
+    let mut out = Vec::new();
+    for &pat in &patterns {
+        let include = move |_: &Row, c: &ScpConfig| c.pattern == pat || c.is_baseline();
+        let lines = lines_by(rows, |r, c| label(r, format!("1:{}", c.pairs_per_supervisor())), |r| r.mean, &include);
+        out.push((
+            chart_svg(format!("Throughput vs failure rate, {} failures", pat.as_str()), "mean exchanges/s", lines),
+            format!(
+                "Mean throughput against failure rate for the {} pattern, one line per ratio \
+                 (pairs per supervisor); 0% is the ratio's baseline run (seed 001 figs 5-6).",
+                pat.as_str()
+            ),
+        ));
+    }
+    let ratios: BTreeSet<u32> = rows.iter().filter_map(|r| r.cfg.as_ref()).map(|c| c.pairs_per_supervisor()).collect();
+    let mut compare: Vec<u32> = ratios.iter().copied().filter(|r| *r == 1 || *r == 64).collect();
+    if compare.is_empty() {
+        compare = ratios.iter().copied().collect();
+    }
+    if patterns.len() > 1 {
+        for pps in compare {
+            let include = move |_: &Row, c: &ScpConfig| c.pairs_per_supervisor() == pps;
+            let mut lines = Vec::new();
+            for &pat in &patterns {
+                let inc = move |r: &Row, c: &ScpConfig| include(r, c) && (c.pattern == pat || c.is_baseline());
+                for (k, pts) in lines_by(rows, |r, _| label(r, pat.as_str().to_string()), |r| r.mean, &inc) {
+                    lines.push((k, pts));
+                }
+            }
+            out.push((
+                chart_svg(format!("Failure pattern comparison at 1:{pps}"), "mean exchanges/s", lines),
+                format!("Mean throughput against failure rate at 1:{pps}, one line per pattern (seed 001 figs 7-8)."),
+            ));
+        }
+    }
+    for &pat in &patterns {
+        let include = move |_: &Row, c: &ScpConfig| c.pattern == pat || c.is_baseline();
+        let lines = lines_by(
+            rows,
+            |r, c| label(r, format!("1:{}", c.pairs_per_supervisor())),
+            |r| match (r.mean, r.baseline) {
+                (Some(m), Some(b)) if b > 0.0 => Some(100.0 * m / b),
+                _ => None,
+            },
+            &include,
+        );
+        if lines.iter().any(|(_, p)| !p.is_empty()) {
+            out.push((
+                chart_svg(
+                    format!("Throughput relative to the 0% baseline, {} failures", pat.as_str()),
+                    "% of baseline",
+                    lines,
+                ),
+                format!(
+                    "Each ratio's throughput as a percentage of its own 0% baseline, {} pattern \
+                     (runtimes side by side when several were run; seed 001 fig 9).",
+                    pat.as_str()
+                ),
+            ));
+        }
+    }
+    out
+}

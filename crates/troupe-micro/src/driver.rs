@@ -1,0 +1,328 @@
+//! The driver behind [`crate::run`]: picks the benchmarks and runtimes, runs each benchmark on
+//! each runtime (in-process, in a `memory` child process, or through the external peer program
+//! `peers/<runtime>/micro/{build,run}`), streams JSON lines or collects a table, and turns what
+//! could not run into one error at the end that names every missing runtime and failed
+//! benchmark, so one missing toolchain never hides the other runtimes' results.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::bench::{Bench, Params, Record};
+use crate::{Error, ErrorKind, MicroOptions};
+
+/// Something that could not run: which runtime, which benchmark (if one), and why.
+#[derive(Debug)]
+pub(crate) struct Problem {
+    pub(crate) runtime: String,
+    pub(crate) bench: Option<Bench>,
+    pub(crate) error: Error,
+}
+
+/// How long a peer's `build` may take (a cold Maven or CMake build is slow on 2 cores).
+const BUILD_DEADLINE: Duration = Duration::from_secs(45 * 60);
+/// How long one peer `run` of one benchmark may take, all repetitions included.
+const PEER_RUN_DEADLINE: Duration = Duration::from_secs(60 * 60);
+
+pub(crate) fn run(opts: &MicroOptions, out: &mut dyn Write) -> Result<(), Error> {
+    let benches = select_benches(opts)?;
+    let runtimes = select_runtimes(opts)?;
+    let reps = opts.reps.unwrap_or(3).max(1);
+    let params: Vec<(Bench, Params)> =
+        benches.iter().map(|&b| b.params(&opts.params).map(|p| (b, p))).collect::<Result<_, _>>()?;
+
+    let mut problems: Vec<Problem> = Vec::new();
+    let mut ready: Vec<String> = Vec::new();
+    let mut root: Option<PathBuf> = None;
+    for rt in &runtimes {
+        if crate::IN_PROCESS_RUNTIMES.contains(&rt.as_str()) {
+            ready.push(rt.clone());
+            continue;
+        }
+        let built = project_root(&mut root).and_then(|r| build_peer(&r, rt));
+        match built {
+            Ok(()) => ready.push(rt.clone()),
+            Err(error) => {
+                eprintln!("micro: {rt}: {error}");
+                problems.push(Problem { runtime: rt.clone(), bench: None, error });
+            }
+        }
+    }
+
+    let mut records: Vec<Record> = Vec::new();
+    for (bench, p) in &params {
+        let now: Vec<String> = runtimes.iter().filter(|r| ready.contains(r)).cloned().collect();
+        for rt in &now {
+            eprintln!("micro: {bench} on {rt} ({}) ...", p.as_args().join(" "));
+            let result = if crate::IN_PROCESS_RUNTIMES.contains(&rt.as_str()) {
+                if *bench == Bench::Memory {
+                    crate::memory::run_child(rt, p.get("n"), opts.child_args.as_deref())
+                } else {
+                    crate::run_in_process(rt, *bench, p, reps)
+                }
+            } else {
+                let r = root.as_deref().expect("external runtimes are ready only with a root");
+                run_peer(r, rt, *bench, p, reps)
+            };
+            match result {
+                Ok(recs) => {
+                    if opts.json {
+                        for r in &recs {
+                            writeln!(out, "{}", r.to_json()).map_err(write_failed)?;
+                        }
+                        out.flush().map_err(write_failed)?;
+                    }
+                    records.extend(recs);
+                }
+                Err(error) => {
+                    eprintln!("micro: {bench} on {rt}: {error}");
+                    let missing = error.kind == ErrorKind::Missing;
+                    problems.push(Problem { runtime: rt.clone(), bench: Some(*bench), error });
+                    if missing {
+                        ready.retain(|r| r != rt);
+                    }
+                }
+            }
+        }
+    }
+
+    if !opts.json {
+        crate::table::render(&records, &runtimes, &benches, reps, &problems, out).map_err(write_failed)?;
+    }
+    summarize(&problems)
+}
+
+fn write_failed(e: std::io::Error) -> Error {
+    Error::new(ErrorKind::Failed, format!("cannot write the results: {e}"))
+}
+
+fn select_benches(opts: &MicroOptions) -> Result<Vec<Bench>, Error> {
+    match &opts.only {
+        None => Ok(Bench::ALL.to_vec()),
+        Some(names) if names.is_empty() => Ok(Bench::ALL.to_vec()),
+        Some(names) => {
+            let mut v = Vec::new();
+            for n in names {
+                let b = Bench::from_name(n.trim())?;
+                if !v.contains(&b) {
+                    v.push(b);
+                }
+            }
+            v.sort();
+            Ok(v)
+        }
+    }
+}
+
+fn select_runtimes(opts: &MicroOptions) -> Result<Vec<String>, Error> {
+    let names: Vec<String> = if opts.runtimes.is_empty() {
+        crate::DEFAULT_RUNTIMES.iter().map(|s| s.to_string()).collect()
+    } else {
+        opts.runtimes.iter().map(|s| s.trim().to_string()).collect()
+    };
+    let mut v: Vec<String> = Vec::new();
+    for n in names {
+        let known = crate::IN_PROCESS_RUNTIMES.contains(&n.as_str()) || crate::EXTERNAL_RUNTIMES.contains(&n.as_str());
+        if !known {
+            return Err(crate::unknown_runtime(&n));
+        }
+        if !v.contains(&n) {
+            v.push(n);
+        }
+    }
+    Ok(v)
+}
+
+/// One error for everything that could not run: `Failed` if any benchmark failed, else
+/// `Missing` if a runtime was missing.
+fn summarize(problems: &[Problem]) -> Result<(), Error> {
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let kind = if problems.iter().any(|p| p.error.kind != ErrorKind::Missing) {
+        ErrorKind::Failed
+    } else {
+        ErrorKind::Missing
+    };
+    let lines: Vec<String> = problems
+        .iter()
+        .map(|p| match p.bench {
+            Some(b) => format!("{} {}: {}", p.runtime, b, p.error),
+            None => format!("{}: {}", p.runtime, p.error),
+        })
+        .collect();
+    Err(Error::new(kind, format!("micro-benchmarks incomplete:\n  {}", lines.join("\n  "))))
+}
+
+/// The project root: `TROUPE_HOME`, else the nearest folder at or above the current directory
+/// holding both `peers/` and `Cargo.toml`. Cached in `slot`.
+fn project_root(slot: &mut Option<PathBuf>) -> Result<PathBuf, Error> {
+    if let Some(r) = slot {
+        return Ok(r.clone());
+    }
+    let found = match std::env::var_os("TROUPE_HOME") {
+        Some(h) => Some(PathBuf::from(h)),
+        None => {
+            let cwd = std::env::current_dir().ok();
+            cwd.and_then(|d| {
+                d.ancestors()
+                    .find(|a| a.join("peers").is_dir() && a.join("Cargo.toml").is_file())
+                    .map(Path::to_path_buf)
+            })
+        }
+    };
+    match found {
+        Some(r) => {
+            *slot = Some(r.clone());
+            Ok(r)
+        }
+        None => Err(Error::new(
+            ErrorKind::Missing,
+            "cannot find the project root (a folder holding peers/ and Cargo.toml) at or above \
+             the current directory; run from inside the project or set TROUPE_HOME",
+        )),
+    }
+}
+
+fn install_hint(rt: &str) -> String {
+    format!("install it with: bash scripts/install-{rt}.sh")
+}
+
+/// Runs `peers/<rt>/micro/build`. Exit 3 means a missing toolchain.
+fn build_peer(root: &Path, rt: &str) -> Result<(), Error> {
+    let script = root.join("peers").join(rt).join("micro").join("build");
+    if !script.is_file() {
+        return Err(Error::new(ErrorKind::Missing, format!("no peer program: {} does not exist", script.display())));
+    }
+    eprintln!("micro: building {rt} ({}) ...", script.display());
+    let mut cmd = Command::new("bash");
+    cmd.arg(&script).current_dir(root).stdin(Stdio::null());
+    let done = run_bounded(cmd, BUILD_DEADLINE, true)?;
+    match done.code {
+        Some(0) => Ok(()),
+        Some(3) => {
+            let said = done.stderr.lines().find(|l| l.contains("missing toolchain"));
+            let msg = match said {
+                Some(l) => l.trim().to_string(),
+                None => format!("missing toolchain for {rt}; {}", install_hint(rt)),
+            };
+            Err(Error::new(ErrorKind::Missing, msg))
+        }
+        code => {
+            Err(Error::new(ErrorKind::Failed, format!("build failed ({}): {}", exit_text(code), tail(&done.stderr))))
+        }
+    }
+}
+
+/// Runs `peers/<rt>/micro/run <bench> key=value... reps=N` and reads its JSON lines.
+fn run_peer(root: &Path, rt: &str, bench: Bench, p: &Params, reps: u32) -> Result<Vec<Record>, Error> {
+    let script = root.join("peers").join(rt).join("micro").join("run");
+    if !script.is_file() {
+        return Err(Error::new(ErrorKind::Missing, format!("no peer program: {} does not exist", script.display())));
+    }
+    let mut cmd = Command::new("bash");
+    cmd.arg(&script).arg(bench.name()).args(p.as_args());
+    if bench != Bench::Memory {
+        cmd.arg(format!("reps={reps}"));
+    }
+    cmd.current_dir(root).stdin(Stdio::null());
+    let done = run_bounded(cmd, PEER_RUN_DEADLINE, false)?;
+    if done.code != Some(0) {
+        return Err(Error::new(
+            ErrorKind::Failed,
+            format!("{} {} exited with {}", script.display(), bench, exit_text(done.code)),
+        ));
+    }
+    let mut recs = Vec::new();
+    for line in done.stdout.lines().filter(|l| !l.trim().is_empty()) {
+        let rec: Record = serde_json::from_str(line).map_err(|e| {
+            Error::new(ErrorKind::Failed, format!("{rt} {bench}: stdout line is not a result line ({e}): {line}"))
+        })?;
+        if rec.bench != bench.name() {
+            return Err(Error::new(
+                ErrorKind::Failed,
+                format!("{rt} {bench}: got a result for `{}`: {line}", rec.bench),
+            ));
+        }
+        recs.push(rec);
+    }
+    if recs.is_empty() {
+        return Err(Error::new(ErrorKind::Failed, format!("{rt} {bench}: printed no result line")));
+    }
+    Ok(recs)
+}
+
+struct Finished {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `cmd` to completion within `deadline` (killed past it). Stdout is captured (or, with
+/// `stdout_to_stderr`, forwarded to stderr so a build's chatter never reaches the results);
+/// stderr is forwarded and also kept for error messages.
+fn run_bounded(mut cmd: Command, deadline: Duration, stdout_to_stderr: bool) -> Result<Finished, Error> {
+    let what = format!("{cmd:?}");
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::new(ErrorKind::Failed, format!("cannot start {what}: {e}")))?;
+    let mut so = child.stdout.take().expect("piped");
+    let se = child.stderr.take().expect("piped");
+    let out_t = std::thread::spawn(move || {
+        if stdout_to_stderr {
+            for line in BufReader::new(so).lines().map_while(Result::ok) {
+                eprintln!("{line}");
+            }
+            String::new()
+        } else {
+            let mut s = String::new();
+            let _ = so.read_to_string(&mut s);
+            s
+        }
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut kept = String::new();
+        for line in BufReader::new(se).lines().map_while(Result::ok) {
+            eprintln!("{line}");
+            kept.push_str(&line);
+            kept.push('\n');
+        }
+        kept
+    });
+    let until = Instant::now() + deadline;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break s,
+            Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(50)),
+            Ok(None) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(Error::new(
+                    ErrorKind::Failed,
+                    format!("{what} did not finish within {} s; killed", deadline.as_secs()),
+                ));
+            }
+            Err(e) => return Err(Error::new(ErrorKind::Failed, format!("cannot wait for {what}: {e}"))),
+        }
+    };
+    Ok(Finished {
+        code: status.code(),
+        stdout: out_t.join().unwrap_or_default(),
+        stderr: err_t.join().unwrap_or_default(),
+    })
+}
+
+fn exit_text(code: Option<i32>) -> String {
+    match code {
+        Some(c) => format!("exit code {c}"),
+        None => "a signal".into(),
+    }
+}
+
+fn tail(s: &str) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(5)..].join(" | ")
+}

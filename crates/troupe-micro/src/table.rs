@@ -1,0 +1,152 @@
+//! The human-readable form of a micro-benchmark run: one row per benchmark and metric, one
+//! column per runtime, and "troupe vs best peer" as a ratio where > 1 means Troupe wins
+//! (throughput: troupe / best peer; time and bytes: best peer / troupe). The header states the
+//! library versions, the repetitions and the machine, as every comparison table must.
+
+use std::io::{self, Write};
+
+use crate::bench::{Bench, Record};
+use crate::driver::Problem;
+
+const METRICS: [&str; 4] = ["time_ms", "msgs_per_s", "bytes_per_actor", "spawn_ms"];
+
+pub(crate) fn render(
+    records: &[Record],
+    runtimes: &[String],
+    benches: &[Bench],
+    reps: u32,
+    problems: &[Problem],
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "micro-benchmarks: median of {reps} measured reps after 1 warm-up (memory: 1 run in a fresh process)"
+    )?;
+    writeln!(out, "machine: {}", machine())?;
+    writeln!(out, "libraries: {}", env!("TROUPE_MICRO_VERSIONS"))?;
+    let mut header = vec!["bench".to_string(), "metric".to_string()];
+    header.extend(runtimes.iter().cloned());
+    header.push("troupe vs best peer".into());
+    let mut rows = vec![header];
+    for b in benches {
+        for m in METRICS {
+            let cell = |rt: &str| records.iter().find(|r| r.bench == b.name() && r.metric == m && r.runtime == rt);
+            if !runtimes.iter().any(|rt| cell(rt).is_some()) {
+                continue;
+            }
+            let mut row = vec![b.name().to_string(), m.to_string()];
+            row.extend(runtimes.iter().map(|rt| cell(rt).map_or("-".into(), fmt_value)));
+            row.push(ratio(records, b.name(), m).map_or("-".into(), |x| format!("{x:.2}x")));
+            rows.push(row);
+        }
+    }
+    write_aligned(&rows, out)?;
+    if !problems.is_empty() {
+        writeln!(out, "not run:")?;
+        for p in problems {
+            match p.bench {
+                Some(b) => writeln!(out, "  {} {}: {}", p.runtime, b, p.error)?,
+                None => writeln!(out, "  {}: {}", p.runtime, p.error)?,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// troupe / best peer for rates, best peer / troupe for times and bytes; > 1 means Troupe wins.
+/// Values that are not positive (a negative resident-set delta after a garbage collection, say)
+/// are measurement artefacts and never count as the best peer.
+fn ratio(records: &[Record], bench: &str, metric: &str) -> Option<f64> {
+    let of = |r: &&Record| r.bench == bench && r.metric == metric;
+    let troupe = records.iter().filter(of).find(|r| r.runtime == "troupe")?.value;
+    let peers = records.iter().filter(of).filter(|r| r.runtime != "troupe" && r.value > 0.0).map(|r| r.value);
+    if Record::higher_is_better(metric) {
+        let best = peers.fold(f64::NAN, f64::max);
+        (best > 0.0).then(|| troupe / best)
+    } else {
+        let best = peers.fold(f64::NAN, f64::min);
+        (troupe > 0.0 && best.is_finite()).then(|| best / troupe)
+    }
+}
+
+fn fmt_value(r: &Record) -> String {
+    match r.metric.as_str() {
+        "msgs_per_s" => {
+            let v = r.value;
+            if v >= 1e6 {
+                format!("{:.2}M/s", v / 1e6)
+            } else if v >= 1e3 {
+                format!("{:.1}k/s", v / 1e3)
+            } else {
+                format!("{v:.0}/s")
+            }
+        }
+        "bytes_per_actor" => format!("{:.0} B", r.value),
+        _ => format!("{:.1} ms", r.value),
+    }
+}
+
+fn write_aligned(rows: &[Vec<String>], out: &mut dyn Write) -> io::Result<()> {
+    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> =
+        (0..cols).map(|c| rows.iter().filter_map(|r| r.get(c)).map(|s| s.chars().count()).max().unwrap_or(0)).collect();
+    for (i, row) in rows.iter().enumerate() {
+        let cells: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(c, s)| if c < 2 { format!("{s:<w$}", w = widths[c]) } else { format!("{s:>w$}", w = widths[c]) })
+            .collect();
+        writeln!(out, "{}", cells.join("  ").trim_end())?;
+        if i == 0 {
+            writeln!(out, "{}", widths.iter().map(|w| "-".repeat(*w)).collect::<Vec<_>>().join("  "))?;
+        }
+    }
+    Ok(())
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!("{cpu}, {cores} cores available, {} {}", std::env::consts::OS, std::env::consts::ARCH)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn rec(rt: &str, metric: &str, value: f64) -> Record {
+        Record {
+            bench: "pingpong".into(),
+            runtime: rt.into(),
+            metric: metric.into(),
+            value,
+            unit: String::new(),
+            params: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn ratio_above_one_means_troupe_wins() {
+        let rs = vec![
+            rec("troupe", "time_ms", 50.0),
+            rec("actix", "time_ms", 100.0),
+            rec("kameo", "time_ms", 200.0),
+            rec("troupe", "msgs_per_s", 3e6),
+            rec("actix", "msgs_per_s", 2e6),
+        ];
+        assert_eq!(ratio(&rs, "pingpong", "time_ms"), Some(2.0));
+        assert_eq!(ratio(&rs, "pingpong", "msgs_per_s"), Some(1.5));
+        assert_eq!(ratio(&rs[1..], "pingpong", "time_ms"), None);
+        let with_artefact = vec![rec("troupe", "time_ms", 50.0), rec("akka", "time_ms", -10.0)];
+        assert_eq!(ratio(&with_artefact, "pingpong", "time_ms"), None);
+    }
+}

@@ -1,0 +1,61 @@
+//! The `memory` benchmark through the driver, as `troupe lab micro` runs it: each runtime in a
+//! fresh child process. This test binary has no libtest harness (`harness = false`) because
+//! the child is this very executable started again: `main` calls `troupe_micro::run` first
+//! thing, which in the child (env TROUPE_MICRO_CHILD set) measures and prints its line.
+
+use std::process::ExitCode;
+
+use troupe_micro::{MicroOptions, Record};
+
+fn main() -> ExitCode {
+    let opts = MicroOptions {
+        only: Some(vec!["memory".into()]),
+        runtimes: ["troupe", "actix", "ractor", "kameo"].map(String::from).to_vec(),
+        json: true,
+        reps: None,
+        params: [("n".to_string(), 2000)].into_iter().collect(),
+        child_args: Some(Vec::new()),
+    };
+    let mut out = Vec::new();
+    let result = troupe_micro::run(&opts, &mut out);
+    if std::env::var_os(troupe_micro::CHILD_ENV).is_some() {
+        // The child: hand the lines to the parent and stop.
+        print!("{}", String::from_utf8_lossy(&out));
+        return if result.is_ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE };
+    }
+    let checks: Result<(), String> = (|| {
+        result.map_err(|e| e.to_string())?;
+        let text = String::from_utf8(out).map_err(|e| e.to_string())?;
+        let recs: Vec<Record> =
+            text.lines().map(|l| serde_json::from_str(l).map_err(|e| format!("{e}: {l}"))).collect::<Result<_, _>>()?;
+        for rt in ["troupe", "actix", "ractor", "kameo"] {
+            let mine: Vec<(&str, &str)> = recs
+                .iter()
+                .filter(|r| r.runtime == rt && r.bench == "memory")
+                .map(|r| (r.metric.as_str(), r.unit.as_str()))
+                .collect();
+            if mine != [("bytes_per_actor", "B"), ("spawn_ms", "ms")] {
+                return Err(format!("{rt}: got {mine:?}\n{text}"));
+            }
+        }
+        if recs.iter().any(|r| r.params.get("n") != Some(&2000) || r.params.get("reps") != Some(&1)) {
+            return Err(format!("wrong params:\n{text}"));
+        }
+        if recs.iter().any(|r| r.metric == "bytes_per_actor" && r.value <= 0.0) {
+            return Err(format!("a fresh process must grow when it spawns actors:\n{text}"));
+        }
+        Ok(())
+    })();
+    match checks {
+        Ok(()) => {
+            println!("memory_in_fresh_child_processes ... ok");
+            println!("1 passed, 0 failed");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("memory_in_fresh_child_processes ... FAILED: {e}");
+            println!("0 passed, 1 failed");
+            ExitCode::FAILURE
+        }
+    }
+}
