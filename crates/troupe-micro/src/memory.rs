@@ -13,7 +13,9 @@
 //! Rules: (1) resident memory is read from `/proc/self/status` (`VmRSS`) right before the first
 //! spawn and after every actor has started; (2) `bytes_per_actor` = (after - before) / n and
 //! `spawn_ms` = time from the first spawn until all have started; (3) no warm-up and reps=1:
-//! a warm-up would leave freed memory in the allocator and hide the cost being measured.
+//! a warm-up would leave freed memory in the allocator and hide the cost being measured;
+//! (4) for runtimes that report it (Troupe), `bytes_per_actor_after_stop` = (resident after all
+//! stopped and `malloc_trim` - before) / n, the leak check.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -32,6 +34,7 @@ pub const CHILD_ENV: &str = "TROUPE_MICRO_CHILD";
 pub(crate) struct Probe {
     before: Option<u64>,
     after: Option<u64>,
+    released: Option<u64>,
 }
 
 impl Probe {
@@ -43,6 +46,18 @@ impl Probe {
     /// Records the resident set once every actor has started.
     pub(crate) fn after(&mut self) {
         self.after = rss_bytes();
+    }
+
+    /// Records the resident set after every actor has stopped and its refs are dropped, once
+    /// the C allocator has been asked to return free pages (glibc keeps them otherwise, which
+    /// would hide whether the runtime released anything).
+    pub(crate) fn released(&mut self) {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        // SAFETY: malloc_trim only releases free heap pages; it has no preconditions.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+        self.released = rss_bytes();
     }
 }
 
@@ -99,9 +114,23 @@ pub(crate) fn measure(runtime: &str, n: u64) -> Result<Vec<Record>, Error> {
             "memory: cannot read resident memory (no VmRSS in /proc/self/status)",
         ));
     };
-    let params = [("n".to_string(), n), ("reps".to_string(), 1)].into_iter().collect();
+    let params: std::collections::BTreeMap<String, u64> =
+        [("n".to_string(), n), ("reps".to_string(), 1)].into_iter().collect();
     let per_actor = after.saturating_sub(before) as f64 / n as f64;
-    Ok(vec![
+    let mut records = Vec::new();
+    if let Some(released) = probe.released {
+        // What stays resident per actor after all stopped (rule 4): near 0 means no leak.
+        let kept = released.saturating_sub(before) as f64 / n as f64;
+        records.push(Record {
+            bench: Bench::Memory.name().into(),
+            runtime: runtime.into(),
+            metric: "bytes_per_actor_after_stop".into(),
+            value: (kept * 10.0).round() / 10.0,
+            unit: "B".into(),
+            params: params.clone(),
+        });
+    }
+    records.extend(vec![
         Record {
             bench: Bench::Memory.name().into(),
             runtime: runtime.into(),
@@ -118,7 +147,8 @@ pub(crate) fn measure(runtime: &str, n: u64) -> Result<Vec<Record>, Error> {
             unit: "ms".into(),
             params,
         },
-    ])
+    ]);
+    Ok(records)
 }
 
 /// The parent side: runs `memory` for `runtime` in a fresh child process and returns the

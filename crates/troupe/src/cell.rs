@@ -2,20 +2,24 @@
 //! relations (links, monitors, names, death watchers). Every `ActorRef` points at a `Cell`.
 //!
 //! Rules (each is checked by tests in `tests/core_*.rs`):
-//! 1. Status is `Running` (a tokio task owns the actor state), `Idle` (no task: the state is
-//!    parked in the cell as `dormant`) or `Dead`. All transitions happen under the cell's lock.
+//! 1. Status is `Running` (a tokio task owns the actor state and is working), `Waiting` (the task
+//!    is parked on the mailbox with its waker stored), `Idle` (no task: the state is parked in the
+//!    cell as `dormant`) or `Dead`. All transitions happen under the cell's lock.
 //! 2. A message or system message arriving at an `Idle` actor moves it to `Running` and spawns
-//!    one activation task; an arrival at a `Running` actor only enqueues (no wake is needed: the
-//!    task re-checks the mailbox before it parks, rule 3).
-//! 3. A task parks the state only when, under the lock, both lanes are empty and no kill is
-//!    pending; otherwise it keeps running. So no message is ever stranded in an idle mailbox.
-//! 4. System messages are taken before user messages.
-//! 5. Kill sets `killed` under the lock. An idle actor dies at once; a running one is woken and
+//!    one activation task; at a `Waiting` actor it moves it to `Running` and wakes the task; at a
+//!    `Running` actor it only enqueues (the task re-checks the mailbox before it waits).
+//! 3. A task waits, or parks the state, only when, under the lock, both lanes are empty and no
+//!    kill is pending. So no message is ever stranded in a waiting or idle mailbox.
+//! 4. A task parks the state (and ends) when it has had nothing to do since the previous sweep
+//!    of the sweeper (`sweeper.rs`, about a second), or at once after `started` when it has
+//!    never had a message. Busy actors keep their task; idle ones cost no task.
+//! 5. System messages are taken before user messages.
+//! 6. Kill sets `killed` under the lock. An idle actor dies at once; a running one is woken and
 //!    its task stops at its next poll without running more actor code.
-//! 6. Death happens once: status becomes `Dead`, queued messages are dropped (pending `ask`s see
+//! 7. Death happens once: status becomes `Dead`, queued messages are dropped (pending `ask`s see
 //!    `Gone`), then links get an exit signal, monitors a `Down`, names are released, and only
 //!    then are death watchers told the reason. Nothing is accepted after death.
-//! 7. An actor lives until it stops, referenced or not (as an Erlang process does): its parked
+//! 8. An actor lives until it stops, referenced or not (as an Erlang process does): its parked
 //!    state holds its own cell, so dropping every `ActorRef` does not end it.
 
 use std::collections::VecDeque;
@@ -41,6 +45,7 @@ pub(crate) enum Sys {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Status {
     Running,
+    Waiting,
     Idle,
     Dead,
 }
@@ -71,6 +76,51 @@ struct Inner<M> {
     extra: Option<Box<Extra>>,
     config: MailboxConfig,
     status: Status,
+    /// On the sweeper's list (rule 4).
+    swept: bool,
+    /// Took a message since the last sweep.
+    active: bool,
+    /// The sweeper asked the task to park the state.
+    park: bool,
+    /// After death: the reason when it carries no text (see `ExitCode`), else in `extra.exit`.
+    exit: ExitCode,
+    /// After death: links and monitors have been signalled; `terminated()` may answer at once.
+    settled: bool,
+}
+
+/// An exit reason without text, kept in a byte so a death allocates nothing.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum ExitCode {
+    None,
+    Normal,
+    Shutdown,
+    Killed,
+    NoProc,
+    NoConnection,
+}
+
+impl ExitCode {
+    fn of(reason: &ExitReason) -> Self {
+        match reason {
+            ExitReason::Normal => ExitCode::Normal,
+            ExitReason::Shutdown => ExitCode::Shutdown,
+            ExitReason::Killed => ExitCode::Killed,
+            ExitReason::NoProc => ExitCode::NoProc,
+            ExitReason::NoConnection => ExitCode::NoConnection,
+            _ => ExitCode::None,
+        }
+    }
+
+    fn reason(self) -> Option<ExitReason> {
+        Some(match self {
+            ExitCode::None => return None,
+            ExitCode::Normal => ExitReason::Normal,
+            ExitCode::Shutdown => ExitReason::Shutdown,
+            ExitCode::Killed => ExitReason::Killed,
+            ExitCode::NoProc => ExitReason::NoProc,
+            ExitCode::NoConnection => ExitReason::NoConnection,
+        })
+    }
 }
 
 /// The rarely used parts, allocated on first use so an idle actor stays small.
@@ -84,9 +134,8 @@ struct Extra {
     watchers: Vec<oneshot::Sender<ExitReason>>,
     blocked_senders: Vec<Waker>,
     dropped: u64,
+    /// After death, a reason with text (others are in `Inner::exit`).
     exit: Option<ExitReason>,
-    /// Death notifications are done; `terminated()` may now answer at once.
-    settled: bool,
 }
 
 impl<M> Inner<M> {
@@ -98,14 +147,39 @@ impl<M> Inner<M> {
         self.extra.as_ref().is_some_and(|e| !e.sys.is_empty())
     }
 
-    /// Rule 2: returns the parked state to activate when the actor was idle.
-    fn wake_idle(&mut self) -> Option<Box<dyn Dormant<M>>> {
-        if self.status != Status::Idle {
-            return None;
+    /// Rule 2: what an arrival must do to get the message handled.
+    fn wake(&mut self) -> Wake<M> {
+        match self.status {
+            Status::Idle => match self.dormant.take() {
+                Some(d) => {
+                    self.status = Status::Running;
+                    Wake::Activate(d)
+                }
+                None => Wake::Nothing,
+            },
+            Status::Waiting => {
+                self.status = Status::Running;
+                self.waker.clone().map_or(Wake::Nothing, Wake::Task)
+            }
+            _ => Wake::Nothing,
         }
-        let d = self.dormant.take()?;
-        self.status = Status::Running;
-        Some(d)
+    }
+}
+
+/// What an arrival does to the receiving actor (rule 2), carried out after the lock is released.
+pub(crate) enum Wake<M> {
+    Nothing,
+    Task(Waker),
+    Activate(Box<dyn Dormant<M>>),
+}
+
+impl<M> Wake<M> {
+    fn run(self, cell: Arc<Cell<M>>) {
+        match self {
+            Wake::Nothing => {}
+            Wake::Task(w) => w.wake(),
+            Wake::Activate(d) => d.activate(cell),
+        }
     }
 }
 
@@ -123,6 +197,11 @@ impl<M: Send + 'static> Cell<M> {
                 extra,
                 config,
                 status: Status::Running,
+                swept: false,
+                active: false,
+                park: false,
+                exit: ExitCode::None,
+                settled: false,
             }),
         }
     }
@@ -155,11 +234,11 @@ impl<M: Send + 'static> Cell<M> {
             }
         }
         g.queue.push_back(msg);
-        let wake = g.wake_idle();
+        let wake = g.wake();
         drop(g);
         drop(evicted);
-        if let Some(d) = wake {
-            d.activate(self.clone());
+        if !matches!(wake, Wake::Nothing) {
+            wake.run(self.clone());
         }
         Ok(())
     }
@@ -187,6 +266,8 @@ impl<M: Send + 'static> Cell<M> {
         }
         match g.queue.pop_front() {
             Some(m) => {
+                g.active = true;
+                g.park = false;
                 let unblock = match g.extra.as_mut() {
                     Some(e) if !e.blocked_senders.is_empty() => Some(std::mem::take(&mut e.blocked_senders)),
                     _ => None,
@@ -199,6 +280,40 @@ impl<M: Send + 'static> Cell<M> {
             }
             None => Item::Empty,
         }
+    }
+
+    /// The next item, or `Pending` with the task waiting (rules 1-3); `Ready(Empty)` when the
+    /// sweeper asked the task to park its state (rule 4).
+    pub(crate) fn poll_next(self: &Arc<Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Item<M>> {
+        use std::task::Poll;
+        match self.try_recv() {
+            Item::Empty => {}
+            item => return Poll::Ready(item),
+        }
+        let mut g = self.inner.lock();
+        if self.is_killed() {
+            return Poll::Ready(Item::Killed);
+        }
+        if !g.queue.is_empty() || g.has_sys() {
+            drop(g);
+            return Poll::Ready(self.try_recv());
+        }
+        if g.park {
+            g.park = false;
+            return Poll::Ready(Item::Empty);
+        }
+        g.status = Status::Waiting;
+        match &g.waker {
+            Some(w) if w.will_wake(cx.waker()) => {}
+            _ => g.waker = Some(cx.waker().clone()),
+        }
+        let register = !g.swept;
+        g.swept = true;
+        drop(g);
+        if register {
+            crate::sweeper::register(Arc::downgrade(self) as std::sync::Weak<dyn crate::sweeper::Sweepable>);
+        }
+        Poll::Pending
     }
 
     /// Rule 3: parks the state unless something arrived or a kill is pending.
@@ -225,7 +340,7 @@ impl<M: Send + 'static> Cell<M> {
         self.inner.lock().extra.as_ref().map_or(0, |e| e.dropped)
     }
 
-    /// Rule 6. Watchers (`terminated()`) are told last, so a caller that saw the death knows
+    /// Rule 7. Watchers (`terminated()`) are told last, so a caller that saw the death knows
     /// its links and monitors have already been signalled.
     pub(crate) fn die(&self, reason: ExitReason) {
         let (extra, queue, dormant) = {
@@ -238,7 +353,10 @@ impl<M: Send + 'static> Cell<M> {
             let queue = std::mem::take(&mut g.queue);
             let dormant = g.dormant.take();
             let extra = g.extra.take();
-            g.extra = Some(Box::new(Extra { exit: Some(reason.clone()), ..Default::default() }));
+            g.exit = ExitCode::of(&reason);
+            if g.exit == ExitCode::None {
+                g.extra = Some(Box::new(Extra { exit: Some(reason.clone()), ..Default::default() }));
+            }
             (extra, queue, dormant)
         };
         drop(dormant);
@@ -249,9 +367,10 @@ impl<M: Send + 'static> Cell<M> {
         };
         {
             let mut g = self.inner.lock();
-            let e = g.extra();
-            e.settled = true;
-            watchers.append(&mut e.watchers);
+            g.settled = true;
+            if let Some(e) = g.extra.as_mut() {
+                watchers.append(&mut e.watchers);
+            }
         }
         for w in watchers {
             let _ = w.send(reason.clone());
@@ -276,6 +395,38 @@ fn notify_death(id: ActorId, reason: &ExitReason, e: Extra) -> Vec<oneshot::Send
     e.watchers
 }
 
+impl<M: Send + 'static> crate::sweeper::Sweepable for Cell<M> {
+    fn sweep(&self) -> bool {
+        let mut g = self.inner.lock();
+        match g.status {
+            Status::Running => {
+                g.active = false;
+                true
+            }
+            Status::Waiting if g.active => {
+                g.active = false;
+                true
+            }
+            Status::Waiting => {
+                // Rule 4: nothing to do for a whole sweep period; ask the task to park.
+                g.swept = false;
+                g.park = true;
+                g.status = Status::Running;
+                let w = g.waker.clone();
+                drop(g);
+                if let Some(w) = w {
+                    w.wake();
+                }
+                false
+            }
+            Status::Idle | Status::Dead => {
+                g.swept = false;
+                false
+            }
+        }
+    }
+}
+
 impl<M: Send + 'static> Process for Cell<M> {
     fn id(&self) -> ActorId {
         self.id
@@ -297,11 +448,9 @@ impl<M: Send + 'static> Process for Cell<M> {
             e.links.retain(|l| l.id() != from);
         }
         e.sys.push_back(sys);
-        let wake = g.wake_idle();
+        let wake = g.wake();
         drop(g);
-        if let Some(d) = wake {
-            d.activate(self);
-        }
+        wake.run(self);
         true
     }
 
@@ -387,10 +536,9 @@ impl<M: Send + 'static> Process for Cell<M> {
 
     fn watch(&self) -> Result<oneshot::Receiver<ExitReason>, ExitReason> {
         let mut g = self.inner.lock();
-        if g.status == Status::Dead {
-            if let Some(e) = g.extra.as_ref().filter(|e| e.settled) {
-                return Err(e.exit.clone().unwrap_or(ExitReason::NoProc));
-            }
+        if g.status == Status::Dead && g.settled {
+            let text = g.extra.as_ref().and_then(|e| e.exit.clone());
+            return Err(g.exit.reason().or(text).unwrap_or(ExitReason::NoProc));
         }
         let (tx, rx) = oneshot::channel();
         g.extra().watchers.push(tx);

@@ -45,6 +45,7 @@ mod registry;
 pub mod remote_api;
 mod spawn;
 pub mod supervisor;
+mod sweeper;
 
 pub use actor::Actor;
 pub use actor_ref::{ActorRef, DynSender, ReplyTo};

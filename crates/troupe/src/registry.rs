@@ -2,7 +2,7 @@
 //!
 //! Rules:
 //! 1. A name maps to at most one live actor; registering a taken name fails naming the holder.
-//! 2. A dead actor holds no name and belongs to no group (released in its death, `cell.rs` rule 6).
+//! 2. A dead actor holds no name and belongs to no group (released in its death, `cell.rs` rule 7).
 //! 3. Lookups are typed: a name registered for messages `M` is found only as `ActorRef<M>`.
 
 use std::any::Any;

@@ -1,9 +1,9 @@
 //! Spawning and running actors: the activation task.
 //!
-//! An actor has a tokio task only while it has work (`cell.rs`, rules 1-3). An activation task
-//! runs `started` (first activation only), then takes messages, system lane first, until the
-//! mailbox is empty; it yields once (so a partner can answer without this actor being re-spawned)
-//! and, still empty, parks the state in the cell and ends. Every poll first checks for a pending
+//! An actor has a tokio task only while it has work (`cell.rs`, rules 1-4). An activation task
+//! runs `started` (first activation only), then takes messages, system lane first; when the
+//! mailbox is empty it waits on it (a send wakes it), and when it has been idle for a sweep
+//! period it parks the state in the cell and ends. Every poll first checks for a pending
 //! kill and catches panics, so a kill or a panic ends the actor without running more of its code
 //! and without touching any other actor.
 
@@ -162,19 +162,20 @@ async fn run<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> Outcom
             return stop(st, reason).await;
         }
     }
-    // Linger (one yield before parking) only once a message has been handled: a partner is
-    // likely to answer soon. A freshly started actor with nothing to do parks at once.
-    let mut lingered = true;
+    // A fresh activation first drains what woke it; once it has handled something it waits on
+    // the mailbox (a send wakes it), until the sweeper asks it to park (cell.rs, rule 4).
+    let mut handled = false;
     let mut budget = FAIRNESS_BUDGET;
     loop {
-        match cell.try_recv() {
+        let item = if handled { poll_fn(|cx| cell.poll_next(cx)).await } else { cell.try_recv() };
+        match item {
             Item::Msg(m) => {
-                lingered = false;
+                handled = true;
                 st.actor.handle(m, &mut st.ctx).await;
             }
             Item::Sys(Sys::Stop(reason)) => return stop(st, reason).await,
             Item::Sys(Sys::Exit(sig)) => {
-                lingered = false;
+                handled = true;
                 if st.ctx.traps_exit() {
                     st.actor.on_exit(sig, &mut st.ctx).await;
                 } else if sig.reason != ExitReason::Normal {
@@ -182,20 +183,14 @@ async fn run<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> Outcom
                 }
             }
             Item::Sys(Sys::Down(d)) => {
-                lingered = false;
+                handled = true;
                 st.actor.on_down(d, &mut st.ctx).await;
             }
             Item::Killed => return Outcome::Exit(ExitReason::Killed),
-            Item::Empty if !lingered => {
-                lingered = true;
-                reschedule().await;
-                continue;
-            }
             Item::Empty => match cell.try_hibernate(st) {
                 Ok(()) => return Outcome::Parked,
                 Err(back) => {
                     st = back;
-                    lingered = false;
                     continue;
                 }
             },
@@ -216,9 +211,9 @@ async fn stop<A: Actor>(mut st: Box<State<A>>, reason: ExitReason) -> Outcome {
     Outcome::Exit(reason)
 }
 
-/// Goes to the back of the worker's run queue once. Unlike `tokio::task::yield_now`, which
-/// defers the wake until the worker next polls its I/O driver (a syscall when the queue is
-/// short), a self-wake is requeued at once, so a partner actor runs in between.
+/// Goes to the back of the worker's run queue once, so a busy actor lets others run. (Unlike
+/// `tokio::task::yield_now`, which defers the wake until the worker next polls its I/O driver, a
+/// self-wake is requeued at once.)
 async fn reschedule() {
     let mut yielded = false;
     poll_fn(|cx| {

@@ -334,7 +334,7 @@ proptest! {
 }
 
 /// The shrunk case that exposed `terminated()` answering before the exit signal reached the
-/// supervisor (fixed in `cell.rs`, rule 6): two kills escalating through intensity-0 supervisors.
+/// supervisor (fixed in `cell.rs`, rule 7): two kills escalating through intensity-0 supervisors.
 #[test]
 fn regression_terminated_answered_before_links_were_signalled() {
     use Node::*;

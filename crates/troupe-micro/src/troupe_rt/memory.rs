@@ -33,6 +33,8 @@ pub(crate) fn spawn_idle(n: u64, probe: &mut Probe) -> Result<Duration, Error> {
         for a in &actors {
             a.terminated().await;
         }
+        drop(actors);
+        probe.released();
         Ok(spawn)
     })
 }

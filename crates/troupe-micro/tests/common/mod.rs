@@ -77,7 +77,11 @@ pub fn check_lines(runtime: &str, bench: Bench, p: &Params, reps: u64, recs: &[R
 pub fn memory_well_formed(runtime: &str) {
     let recs = troupe_micro::memory_in_this_process(runtime, 500).unwrap_or_else(|e| panic!("{runtime} memory: {e}"));
     let metrics: Vec<(&str, &str)> = recs.iter().map(|r| (r.metric.as_str(), r.unit.as_str())).collect();
-    assert_eq!(metrics, vec![("bytes_per_actor", "B"), ("spawn_ms", "ms")]);
+    let mut expected = vec![("bytes_per_actor", "B"), ("spawn_ms", "ms")];
+    if runtime == "troupe" {
+        expected.insert(0, ("bytes_per_actor_after_stop", "B"));
+    }
+    assert_eq!(metrics, expected);
     for r in &recs {
         assert_eq!(r.params.get("n"), Some(&500));
         assert_eq!(r.params.get("reps"), Some(&1));
