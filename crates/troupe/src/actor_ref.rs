@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
 use crate::any_ref::AnyRef;
@@ -23,6 +24,10 @@ pub trait DynSender<M>: Send + Sync + 'static {
     fn send(&self, msg: M) -> Result<(), SendError<M>>;
     /// The underlying actor, for identity, liveness, stop/kill, links and monitors.
     fn any(&self) -> AnyRef;
+    /// This sender as `Any`, so a transport can recognise its own senders (default: `None`).
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 }
 
 /// A typed reference to an actor accepting `M`. Cheap to clone, `Send + Sync`.
@@ -53,6 +58,14 @@ impl<M: Send + 'static> ActorRef<M> {
     /// A reference that sends through `sender` (used by adapters and remote references).
     pub fn from_dyn(sender: Arc<dyn DynSender<M>>) -> Self {
         Self { inner: Inner::Dyn(sender) }
+    }
+
+    /// The sender behind a non-local ref, as `Any` ([`DynSender::as_any`]); `None` for a local one.
+    pub(crate) fn dyn_as_any(&self) -> Option<&dyn std::any::Any> {
+        match &self.inner {
+            Inner::Local(_) => None,
+            Inner::Dyn(d) => d.as_any(),
+        }
     }
 
     /// The actor's identity.
@@ -116,7 +129,7 @@ impl<M: Send + 'static> ActorRef<M> {
         timeout: Duration,
     ) -> Result<R, AskError> {
         let (tx, rx) = oneshot::channel();
-        self.send(make(ReplyTo(tx))).map_err(|e| match e.kind() {
+        self.send(make(ReplyTo::local(tx))).map_err(|e| match e.kind() {
             SendErrorKind::Full => AskError::Full,
             _ => AskError::Gone,
         })?;
@@ -212,18 +225,51 @@ impl<M: Send + 'static, N: Send + 'static, F: Fn(N) -> M + Send + Sync + 'static
 }
 
 /// The reply half of an `ask`: send exactly one answer.
-pub struct ReplyTo<R>(oneshot::Sender<R>);
+///
+/// It answers a local asker directly, or, when the `ask` came from another node, through a
+/// closure the transport installed ([`ReplyTo::from_fn`]).
+pub struct ReplyTo<R>(Mutex<Option<ReplyInner<R>>>);
+
+pub(crate) enum ReplyInner<R> {
+    Local(oneshot::Sender<R>),
+    Fn(Box<dyn FnOnce(R) + Send>),
+}
 
 impl<R> ReplyTo<R> {
-    /// Sends the answer; a caller that gave up (timeout) is ignored.
-    pub fn send(self, reply: R) {
-        let _ = self.0.send(reply);
+    fn local(tx: oneshot::Sender<R>) -> Self {
+        Self(Mutex::new(Some(ReplyInner::Local(tx))))
     }
 
-    /// True when the asker is no longer waiting.
+    /// A reply handle that answers by calling `f` (transports use it for a remote asker).
+    pub fn from_fn(f: impl FnOnce(R) + Send + 'static) -> Self {
+        Self(Mutex::new(Some(ReplyInner::Fn(Box::new(f)))))
+    }
+
+    /// Sends the answer; a caller that gave up (timeout) is ignored.
+    pub fn send(self, reply: R) {
+        match self.0.into_inner() {
+            Some(ReplyInner::Local(tx)) => {
+                let _ = tx.send(reply);
+            }
+            Some(ReplyInner::Fn(f)) => f(reply),
+            None => {}
+        }
+    }
+
+    /// True when the asker is no longer waiting (always false for a remote asker, which is
+    /// known only when its node answers).
     #[must_use]
     pub fn is_closed(&self) -> bool {
-        self.0.is_closed()
+        match &*self.0.lock() {
+            Some(ReplyInner::Local(tx)) => tx.is_closed(),
+            Some(ReplyInner::Fn(_)) => false,
+            None => true,
+        }
+    }
+
+    /// Moves the answering half out, leaving this handle answered (for serialisation).
+    pub(crate) fn take(&self) -> Option<ReplyTo<R>> {
+        self.0.lock().take().map(|i| ReplyTo(Mutex::new(Some(i))))
     }
 }
 

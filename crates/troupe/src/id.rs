@@ -73,7 +73,7 @@ impl fmt::Debug for ActorId {
 
 /// The identity of one monitor, returned by [`crate::Ctx::monitor`] and carried in [`crate::Down`].
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub struct MonitorId(u64);
+pub struct MonitorId(pub(crate) u64);
 
 impl MonitorId {
     pub(crate) fn next() -> Self {

@@ -42,6 +42,7 @@ mod exit;
 mod id;
 mod mailbox;
 mod registry;
+pub mod remote_api;
 mod spawn;
 pub mod supervisor;
 mod sweeper;

@@ -1,0 +1,95 @@
+//! `remote-latency`: round-trip time of an `ask` to the `echo` service on a node in another OS
+//! process, at a light fixed rate (one ask every `interval_us`, never more than one in
+//! flight), so queues stay empty and the figure is the transport's own latency. Reports the
+//! p50 and p99 of all samples of the median repetition (by p50), in two modes: `idle` (the
+//! asker's multi-threaded runtime sleeps between asks, so every round trip pays for waking
+//! idle threads) and `busy-poll` (a single-threaded asker that yields in a loop between asks,
+//! as BEAM schedulers spin before sleeping). The far node is the same in both.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::{quantile, runtime, ChildNode, Launcher, Row, SECRET};
+use crate::error::Error;
+use crate::services::Echo;
+use crate::{Blob, Node, NodeConfig};
+
+/// Parameters (defaults: 5,000 asks, one every 200 µs, 16-byte payload, 3 reps).
+#[derive(Clone, Debug)]
+pub struct LatencyParams {
+    /// Asks per repetition.
+    pub samples: u32,
+    /// Pause between asks.
+    pub interval_us: u64,
+    /// Payload bytes.
+    pub payload: usize,
+    /// Measured repetitions.
+    pub reps: u32,
+}
+
+impl Default for LatencyParams {
+    fn default() -> Self {
+        Self { samples: 5000, interval_us: 200, payload: 16, reps: 3 }
+    }
+}
+
+async fn one(echo: &troupe::ActorRef<Echo>, p: &LatencyParams, spin: bool) -> Result<Vec<f64>, Error> {
+    let mut v = Vec::with_capacity(p.samples as usize);
+    let payload = Blob(vec![7; p.payload]);
+    for _ in 0..p.samples {
+        let b = payload.clone();
+        let t = Instant::now();
+        echo.ask(|r| Echo(b, r), Duration::from_secs(10))
+            .await
+            .map_err(|e| Error::io(format!("echo ask failed: {e}")))?;
+        v.push(t.elapsed().as_secs_f64() * 1e6);
+        if spin {
+            let until = Instant::now() + Duration::from_micros(p.interval_us);
+            while Instant::now() < until {
+                tokio::task::yield_now().await;
+            }
+        } else {
+            tokio::time::sleep(Duration::from_micros(p.interval_us)).await;
+        }
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    Ok(v)
+}
+
+/// Runs `remote-latency`.
+pub fn remote_latency(launcher: &Launcher, p: &LatencyParams) -> Result<Vec<Row>, Error> {
+    let mut child = ChildNode::start(
+        launcher,
+        &format!("name = \"echo\"\nsecret = \"{SECRET}\"\nlisten = \"127.0.0.1:0\"\nservices = [\"echo\"]\n"),
+    )?;
+    let mut rows = Vec::new();
+    for (mode, spin) in [("idle", false), ("busy-poll", true)] {
+        let rt = if spin {
+            tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(Error::io)?
+        } else {
+            runtime()?
+        };
+        let t = std::time::Instant::now();
+        let mut runs = rt.block_on(async {
+            let node = Node::start(NodeConfig::new("asker", SECRET)).await?;
+            let echo = node.lookup::<Echo>(&child.addr, "echo").await?;
+            one(&echo, &LatencyParams { samples: p.samples.min(1000), ..p.clone() }, spin).await?;
+            let mut runs = Vec::new();
+            for _ in 0..p.reps.max(1) {
+                runs.push(one(&echo, p, spin).await?);
+            }
+            node.shutdown();
+            Ok::<_, Error>(runs)
+        })?;
+        let rate = f64::from(p.samples.min(1000) + p.samples * p.reps.max(1)) / t.elapsed().as_secs_f64();
+        runs.sort_by(|a, b| quantile(a, 0.5).total_cmp(&quantile(b, 0.5)));
+        let mid = &runs[runs.len() / 2];
+        let params = json!({"mode": mode, "samples": p.samples, "interval_us": p.interval_us, "asks_per_s": rate.round(),
+            "payload_bytes": p.payload, "reps": p.reps, "transport": "tcp loopback, 2 OS processes"});
+        rows.push(Row::new("remote-latency", "rtt_p50_us", quantile(mid, 0.5), "us", params.clone()));
+        rows.push(Row::new("remote-latency", "rtt_p99_us", quantile(mid, 0.99), "us", params));
+    }
+    let _ = child.cmd("quit");
+    Ok(rows)
+}

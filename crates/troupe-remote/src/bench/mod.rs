@@ -1,0 +1,117 @@
+//! The distribution benchmarks as library functions, for `troupe lab micro --only <name>`:
+//! [`remote_pingpong`], [`remote_latency`], [`contention`] and [`detection`]. Each starts the
+//! far node as a separate OS process (a [`Launcher`]: the `troupe-node` binary, or
+//! `troupe node` of the CLI), runs one unmeasured warm-up iteration and `reps` measured ones,
+//! and returns rows in the micro-benchmark JSON line format (median over the reps).
+
+mod child;
+mod contention;
+mod detection;
+mod latency;
+mod pingpong;
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+pub use child::ChildNode;
+pub use contention::{contention, ContentionParams};
+pub use detection::{detection, DetectionParams};
+pub use latency::{remote_latency, LatencyParams};
+pub use pingpong::{remote_pingpong, PingPongParams};
+
+use crate::error::Error;
+
+/// One result line: `{"bench","runtime":"troupe","metric","value","unit","params"}`.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct Row {
+    /// The benchmark's name (`remote-pingpong`, ...).
+    pub bench: String,
+    /// Always `troupe`.
+    pub runtime: String,
+    /// What was measured.
+    pub metric: String,
+    /// The median over the measured repetitions.
+    pub value: f64,
+    /// Its unit.
+    pub unit: String,
+    /// The parameters of the run.
+    pub params: serde_json::Value,
+}
+
+impl Row {
+    pub(crate) fn new(bench: &str, metric: &str, value: f64, unit: &str, params: serde_json::Value) -> Self {
+        Row { bench: bench.into(), runtime: "troupe".into(), metric: metric.into(), value, unit: unit.into(), params }
+    }
+
+    /// The row as one JSON line.
+    #[must_use]
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// How to start the far node: `program [args...] --config FILE`.
+#[derive(Clone, Debug)]
+pub struct Launcher {
+    /// The executable.
+    pub program: PathBuf,
+    /// Arguments before `--config FILE` (e.g. `["node"]` for the `troupe` CLI).
+    pub args: Vec<String>,
+}
+
+impl Launcher {
+    /// `troupe-node` from the directory of the running executable (or its parent, for test
+    /// and bench binaries under `deps/`), or `TROUPE_NODE_BIN` when set.
+    pub fn troupe_node() -> Result<Launcher, Error> {
+        if let Ok(p) = std::env::var("TROUPE_NODE_BIN") {
+            return Ok(Launcher { program: p.into(), args: vec![] });
+        }
+        let exe = std::env::current_exe().map_err(Error::io)?;
+        let mut dir = exe.parent().map(PathBuf::from);
+        for _ in 0..2 {
+            let Some(d) = dir else { break };
+            let cand = d.join("troupe-node");
+            if cand.is_file() {
+                return Ok(Launcher { program: cand, args: vec![] });
+            }
+            dir = d.parent().map(PathBuf::from);
+        }
+        Err(Error::config(
+            "troupe-node not found next to this executable; build it with \
+             `cargo build --release -p troupe-remote --bin troupe-node` or set TROUPE_NODE_BIN",
+        ))
+    }
+
+    /// Runs `program args... --config FILE`.
+    #[must_use]
+    pub fn command(program: impl Into<PathBuf>, args: &[&str]) -> Launcher {
+        Launcher { program: program.into(), args: args.iter().map(|s| (*s).to_owned()).collect() }
+    }
+}
+
+/// The median of `v` (which must not be empty).
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// The `q` quantile (0..=1) of sorted samples.
+pub(crate) fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Error> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(Error::io)
+}
+
+pub(crate) const SECRET: &str = "troupe-bench";

@@ -1,0 +1,102 @@
+//! `remote-pingpong`: a ping actor on this node and the `pong` service on a node in another
+//! OS process, over loopback. The ping side keeps `window` pings in flight (the batching the
+//! transport does is what makes throughput); `messages` counts pings plus pongs, so
+//! `msgs_per_s = messages / time`. Time runs from the first ping to the last pong.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use troupe::{Actor, ActorRef, Ctx};
+
+use super::{median, runtime, ChildNode, Launcher, Row, SECRET};
+use crate::error::{Error, ErrorKind};
+use crate::services::{Pong, PongReply};
+use crate::{Node, NodeConfig};
+
+/// Parameters (defaults: 1,000,000 messages, 1,000 in flight, 3 reps).
+#[derive(Clone, Debug)]
+pub struct PingPongParams {
+    /// Pings plus pongs.
+    pub messages: u64,
+    /// Pings in flight.
+    pub window: u64,
+    /// Measured repetitions.
+    pub reps: u32,
+}
+
+impl Default for PingPongParams {
+    fn default() -> Self {
+        Self { messages: 1_000_000, window: 1000, reps: 3 }
+    }
+}
+
+struct Pinger {
+    pong: ActorRef<Pong>,
+    sent: u64,
+    got: u64,
+    pings: u64,
+    done: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Actor for Pinger {
+    type Msg = PongReply;
+    async fn handle(&mut self, _: PongReply, _: &mut Ctx<Self>) {
+        self.got += 1;
+        if self.sent < self.pings {
+            self.sent += 1;
+            let _ = self.pong.send(Pong::Ping(self.sent));
+        }
+        if self.got == self.pings {
+            if let Some(d) = self.done.take() {
+                let _ = d.send(());
+            }
+        }
+    }
+}
+
+async fn one(node: &Node, pong: &ActorRef<Pong>, p: &PingPongParams) -> Result<f64, Error> {
+    let pings = p.messages / 2;
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let w = p.window.min(pings);
+    let pinger = troupe::spawn(Pinger { pong: pong.clone(), sent: w, got: 0, pings, done: Some(tx) });
+    pong.send(Pong::Hello(pinger.clone())).map_err(|_| Error::from(ErrorKind::Closed))?;
+    let t = Instant::now();
+    for i in 1..=w {
+        let _ = pong.send(Pong::Ping(i));
+    }
+    tokio::time::timeout(Duration::from_secs(300), rx)
+        .await
+        .map_err(|_| Error::from(ErrorKind::Timeout("remote ping-pong did not finish in 300 s".into())))?
+        .map_err(|_| Error::from(ErrorKind::Closed))?;
+    let secs = t.elapsed().as_secs_f64();
+    pinger.kill();
+    let _ = node;
+    Ok(secs)
+}
+
+/// Runs `remote-pingpong`.
+pub fn remote_pingpong(launcher: &Launcher, p: &PingPongParams) -> Result<Vec<Row>, Error> {
+    let mut child = ChildNode::start(
+        launcher,
+        &format!("name = \"pong\"\nsecret = \"{SECRET}\"\nlisten = \"127.0.0.1:0\"\nservices = [\"pong\"]\n"),
+    )?;
+    let rt = runtime()?;
+    let times = rt.block_on(async {
+        let node = Node::start(NodeConfig::new("ping", SECRET)).await?;
+        let pong = node.lookup::<Pong>(&child.addr, "pong").await?;
+        one(&node, &pong, &PingPongParams { messages: p.messages.min(100_000), ..p.clone() }).await?;
+        let mut v = Vec::new();
+        for _ in 0..p.reps.max(1) {
+            v.push(one(&node, &pong, p).await?);
+        }
+        node.shutdown();
+        Ok::<_, Error>(v)
+    })?;
+    let _ = child.cmd("quit");
+    let secs = median(times);
+    let params = json!({"messages": p.messages, "window": p.window, "reps": p.reps, "transport": "tcp loopback, 2 OS processes"});
+    Ok(vec![
+        Row::new("remote-pingpong", "time_ms", secs * 1e3, "ms", params.clone()),
+        Row::new("remote-pingpong", "msgs_per_s", p.messages as f64 / secs, "msg/s", params),
+    ])
+}

@@ -1,0 +1,109 @@
+//! `troupe node --config FILE`: runs one node in the foreground. The CLI crate calls
+//! [`node_main`]; the `troupe-node` binary of this crate does too (tests start it as an OS
+//! process).
+//!
+//! Protocol on standard output, one line each (logs go to standard error):
+//! - `listening on ADDR` once the node listens (the first line);
+//! - `event {json}` for each node event (`node_up`, `node_down`, `refused`);
+//! - the answers to commands below.
+//!
+//! Commands on standard input (optional; the node keeps running when input ends):
+//! `connect ADDR` (answers `connected NAME ADDR` or `error ...`), `partition ADDR`, `heal ADDR`,
+//! `faults PEER|* CHANNEL|* {json FaultConfig}`, `clear-faults`, `stats` (answers
+//! `stats {json}`), `quit`. The node also stops on SIGINT or SIGTERM.
+
+use std::io::Write;
+use std::path::Path;
+
+use tokio::io::AsyncBufReadExt;
+
+use crate::error::Error;
+use crate::{services, FaultConfig, Node, NodeConfig};
+
+fn say(line: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+/// Runs a node from the TOML configuration at `config_path` until `quit`, SIGINT or SIGTERM.
+pub fn node_main(config_path: &Path) -> Result<(), Error> {
+    let cfg = NodeConfig::from_file(config_path)?;
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("TROUPE_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .try_init();
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(Error::io)?;
+    rt.block_on(run(cfg))
+}
+
+async fn run(cfg: NodeConfig) -> Result<(), Error> {
+    let node = Node::start(cfg.clone()).await?;
+    services::start(&node, &cfg.services)?;
+    let mut events = node.subscribe();
+    say(&format!("listening on {}", node.addr()));
+    tokio::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(ev) => say(&format!("event {}", serde_json::to_string(&ev).unwrap_or_default())),
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(_) => return,
+            }
+        }
+    });
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).map_err(Error::io)?;
+    let stdin_node = node.clone();
+    let commands = async move {
+        let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if !command(&stdin_node, line.trim()).await {
+                return;
+            }
+        }
+        std::future::pending::<()>().await;
+    };
+    tokio::select! {
+        () = commands => {}
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+    node.shutdown();
+    Ok(())
+}
+
+/// Runs one command; false to quit.
+async fn command(node: &Node, line: &str) -> bool {
+    let mut parts = line.splitn(4, ' ');
+    match (parts.next().unwrap_or(""), parts.next(), parts.next(), parts.next()) {
+        ("", ..) => {}
+        ("quit", ..) => return false,
+        ("connect", Some(addr), ..) => match node.connect(addr).await {
+            Ok(p) => say(&format!("connected {} {}", p.name, p.addr)),
+            Err(e) => say(&format!("error {e}")),
+        },
+        ("partition", Some(addr), ..) => {
+            node.partition(addr);
+            say(&format!("partitioned {addr}"));
+        }
+        ("heal", Some(addr), ..) => {
+            node.heal(addr);
+            say(&format!("healed {addr}"));
+        }
+        ("faults", Some(peer), Some(channel), Some(json)) => match serde_json::from_str::<FaultConfig>(json) {
+            Ok(f) => {
+                let p = (peer != "*").then_some(peer);
+                let c = (channel != "*").then_some(channel);
+                node.set_faults(p, c, f);
+                say("faults set");
+            }
+            Err(e) => say(&format!("error bad fault config: {e}")),
+        },
+        ("clear-faults", ..) => {
+            node.clear_faults();
+            say("faults cleared");
+        }
+        ("stats", ..) => say(&format!("stats {}", serde_json::to_string(&node.stats()).unwrap_or_default())),
+        (other, ..) => say(&format!("error unknown command {other:?}")),
+    }
+    true
+}

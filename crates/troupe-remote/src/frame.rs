@@ -1,0 +1,279 @@
+//! Framing: every message on a connection is `[u32 big-endian length][u8 kind][body]`, where
+//! the length counts the kind byte and the body.
+//!
+//! Rules:
+//! 1. A length of 0 (no kind byte) is malformed; a length above the connection's limit is
+//!    refused before any of the body is read or buffered.
+//! 2. Before authentication the limit is [`HANDSHAKE_MAX`] (4 KiB), so an unauthenticated peer
+//!    cannot make a node buffer more than that.
+//! 3. The decoder never panics and never reads past what it was given; a frame split across
+//!    reads is kept until it is complete.
+//! 4. The data-frame header is a fixed little-endian layout (no serde on the hot path); every
+//!    other body is a [`crate::codec`] value.
+
+use crate::error::{Error, ErrorKind};
+
+/// The frame-size limit while the handshake runs.
+pub const HANDSHAKE_MAX: usize = 4096;
+/// The default frame-size limit after it (16 MiB).
+pub const DEFAULT_MAX_FRAME: usize = 16 << 20;
+
+/// Frame kinds.
+pub mod kind {
+    /// Handshake: the dialler's hello.
+    pub const HELLO: u8 = 1;
+    /// Handshake: the acceptor's challenge and proof.
+    pub const CHALLENGE: u8 = 2;
+    /// Handshake: the dialler's proof.
+    pub const PROOF: u8 = 3;
+    /// Handshake: accepted.
+    pub const WELCOME: u8 = 4;
+    /// Handshake: refused, with a reason.
+    pub const REFUSE: u8 = 5;
+    /// A user message for an actor.
+    pub const DATA: u8 = 16;
+    /// The answer to a remote `ask`.
+    pub const REPLY: u8 = 17;
+    /// The runtime's own traffic (monitors, links, heartbeats, acks, names).
+    pub const CONTROL: u8 = 18;
+}
+
+/// Appends a frame with the given kind, its body written by `body`; patches the length.
+pub fn write_frame(
+    out: &mut Vec<u8>,
+    kind: u8,
+    body: impl FnOnce(&mut Vec<u8>) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let start = out.len();
+    out.extend_from_slice(&[0, 0, 0, 0, kind]);
+    if let Err(e) = body(out) {
+        out.truncate(start);
+        return Err(e);
+    }
+    let len = out.len() - start - 4;
+    let Ok(len32) = u32::try_from(len) else {
+        out.truncate(start);
+        return Err(ErrorKind::FrameTooLarge { size: len, max: u32::MAX as usize }.into());
+    };
+    out[start..start + 4].copy_from_slice(&len32.to_be_bytes());
+    Ok(())
+}
+
+/// Accumulates bytes read from a connection and cuts them into frames.
+#[derive(Debug, Default)]
+pub struct FrameBuf {
+    buf: Vec<u8>,
+    start: usize,
+}
+
+impl FrameBuf {
+    /// An empty buffer.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Room to read into: at least `n` bytes at the end, compacting consumed bytes first.
+    pub fn spare(&mut self, n: usize) -> &mut [u8] {
+        if self.start > 0 && (self.start == self.buf.len() || self.start > self.buf.len() / 2) {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        let len = self.buf.len();
+        self.buf.resize(len + n, 0);
+        &mut self.buf[len..]
+    }
+
+    /// After reading into [`FrameBuf::spare`]: keep only the `read` bytes actually filled of
+    /// the `n` offered.
+    pub fn filled(&mut self, n: usize, read: usize) {
+        let len = self.buf.len();
+        self.buf.truncate(len - n + read.min(n));
+    }
+
+    /// Appends bytes (for tests and fuzzing).
+    pub fn extend(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+
+    /// Bytes buffered and not yet cut into frames.
+    #[must_use]
+    pub fn pending(&self) -> usize {
+        self.buf.len() - self.start
+    }
+
+    /// The next complete frame as `(kind, body)`, `Ok(None)` when more bytes are needed, or an
+    /// error (rule 1) after which the connection must be closed.
+    pub fn next_frame(&mut self, max: usize) -> Result<Option<(u8, &[u8])>, Error> {
+        let avail = &self.buf[self.start..];
+        if avail.len() < 4 {
+            return Ok(None);
+        }
+        let len = u32::from_be_bytes([avail[0], avail[1], avail[2], avail[3]]) as usize;
+        if len == 0 {
+            return Err(Error::malformed("zero-length frame"));
+        }
+        if len > max {
+            return Err(ErrorKind::FrameTooLarge { size: len, max }.into());
+        }
+        if avail.len() < 4 + len {
+            return Ok(None);
+        }
+        let s = self.start;
+        self.start += 4 + len;
+        Ok(Some((self.buf[s + 4], &self.buf[s + 5..s + 4 + len])))
+    }
+}
+
+/// Where a data frame goes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Target {
+    /// An actor by its number on the receiving node.
+    Id(u64),
+    /// An actor by its registered name there.
+    Name(String),
+}
+
+/// The fixed header of a data frame. The body is the header, the payload, then a trailer of
+/// the pending-reply numbers created while encoding the payload (`[u64 LE]*n`, then `u8 n`), so
+/// the payload can be encoded straight into the frame and a refusal can fail those replies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DataHeader {
+    /// The receiving actor.
+    pub target: Target,
+    /// The stable hash of the message type's tag.
+    pub tag: u64,
+    /// Sequence number for acknowledged delivery; 0 when no ack is wanted.
+    pub ack_seq: u64,
+}
+
+impl DataHeader {
+    /// Appends the header.
+    pub fn write(&self, out: &mut Vec<u8>) -> Result<(), Error> {
+        match &self.target {
+            Target::Id(id) => {
+                out.push(0);
+                out.extend_from_slice(&id.to_le_bytes());
+            }
+            Target::Name(n) => {
+                let len = u16::try_from(n.len()).map_err(|_| Error::malformed("actor name longer than 65535 bytes"))?;
+                out.push(1);
+                out.extend_from_slice(&len.to_le_bytes());
+                out.extend_from_slice(n.as_bytes());
+            }
+        }
+        out.extend_from_slice(&self.tag.to_le_bytes());
+        out.extend_from_slice(&self.ack_seq.to_le_bytes());
+        Ok(())
+    }
+
+    /// Parses a data-frame body into its header, payload and reply numbers.
+    pub fn read(body: &[u8]) -> Result<(DataHeader, &[u8], Vec<u64>), Error> {
+        let mut r = Reader(body);
+        let target = match r.u8()? {
+            0 => Target::Id(r.u64()?),
+            1 => {
+                let len = r.u16()? as usize;
+                let name =
+                    std::str::from_utf8(r.take(len)?).map_err(|_| Error::malformed("actor name is not UTF-8"))?;
+                Target::Name(name.to_owned())
+            }
+            t => return Err(Error::malformed(format!("unknown target kind {t}"))),
+        };
+        let tag = r.u64()?;
+        let ack_seq = r.u64()?;
+        let rest = r.0;
+        let (&n, rest) = rest.split_last().ok_or_else(|| Error::malformed("data frame without its trailer"))?;
+        let n = n as usize;
+        if rest.len() < 8 * n {
+            return Err(Error::malformed("data frame trailer longer than the frame"));
+        }
+        let (payload, trailer) = rest.split_at(rest.len() - 8 * n);
+        let mut t = Reader(trailer);
+        let replies = (0..n).map(|_| t.u64()).collect::<Result<Vec<_>, _>>()?;
+        Ok((DataHeader { target, tag, ack_seq }, payload, replies))
+    }
+}
+
+/// The fixed header of a reply frame: `[u64 reply id][u64 tag]`, then the payload.
+pub fn read_reply(body: &[u8]) -> Result<(u64, u64, &[u8]), Error> {
+    let mut r = Reader(body);
+    Ok((r.u64()?, r.u64()?, r.0))
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], Error> {
+        if self.0.len() < n {
+            return Err(Error::malformed("truncated header"));
+        }
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        Ok(a)
+    }
+    fn u8(&mut self) -> Result<u8, Error> {
+        Ok(self.take(1)?[0])
+    }
+    fn u16(&mut self) -> Result<u16, Error> {
+        let b = self.take(2)?;
+        Ok(u16::from_le_bytes([b[0], b[1]]))
+    }
+    fn u64(&mut self) -> Result<u64, Error> {
+        let b = self.take(8)?;
+        let mut a = [0u8; 8];
+        a.copy_from_slice(b);
+        Ok(u64::from_le_bytes(a))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_split_across_reads_are_reassembled() {
+        let mut out = Vec::new();
+        write_frame(&mut out, kind::CONTROL, |b| {
+            b.extend_from_slice(b"hello");
+            Ok(())
+        })
+        .unwrap();
+        let mut fb = FrameBuf::new();
+        fb.extend(&out[..3]);
+        assert!(fb.next_frame(100).unwrap().is_none());
+        fb.extend(&out[3..]);
+        let (k, body) = fb.next_frame(100).unwrap().unwrap();
+        assert_eq!((k, body), (kind::CONTROL, &b"hello"[..]));
+        assert!(fb.next_frame(100).unwrap().is_none());
+    }
+
+    #[test]
+    fn oversized_and_empty_frames_are_refused() {
+        let mut fb = FrameBuf::new();
+        fb.extend(&1000u32.to_be_bytes());
+        assert!(matches!(fb.next_frame(999).unwrap_err().kind, ErrorKind::FrameTooLarge { size: 1000, max: 999 }));
+        let mut fb = FrameBuf::new();
+        fb.extend(&0u32.to_be_bytes());
+        assert!(fb.next_frame(999).is_err());
+    }
+
+    #[test]
+    fn data_header_round_trips() {
+        for target in [Target::Id(42), Target::Name("echo".into())] {
+            let h = DataHeader { target, tag: 9, ack_seq: 3 };
+            let mut b = Vec::new();
+            h.write(&mut b).unwrap();
+            let header_len = b.len();
+            b.extend_from_slice(b"payload");
+            b.extend_from_slice(&1u64.to_le_bytes());
+            b.extend_from_slice(&2u64.to_le_bytes());
+            b.push(2);
+            let (h2, p, replies) = DataHeader::read(&b).unwrap();
+            assert_eq!((h2, p, replies), (h, &b"payload"[..], vec![1, 2]));
+            for cut in 0..header_len {
+                assert!(DataHeader::read(&b[..cut]).is_err(), "cut at {cut}");
+            }
+        }
+    }
+}

@@ -1,0 +1,274 @@
+//! The versioned, authenticated handshake that opens every connection.
+//!
+//! Rules (each checked by tests here and in `tests/remote_bad_input.rs`):
+//! 1. The dialler sends `Hello` (magic, version, name, listen address, incarnation, channel,
+//!    lane, a fresh 32-byte nonce). A wrong magic or version is refused with `Refuse` naming the
+//!    acceptor's version, and the connection closes.
+//! 2. The acceptor answers `Challenge`: its own identity, its fresh nonce, and a proof
+//!    `HMAC-SHA256(secret, "troupe/1 acceptor" | dialler nonce | acceptor nonce | names)`.
+//! 3. The dialler checks the proof (in constant time) and answers `Proof` with
+//!    `HMAC-SHA256(secret, "troupe/1 dialler" | acceptor nonce | dialler nonce | names)`; a bad
+//!    acceptor proof ends the handshake on the dialler's side. The labels differ per direction,
+//!    so one side's proof can never be replayed as the other's.
+//! 4. The acceptor checks that proof; on success it sends `Welcome`, else `Refuse` and closes.
+//!    Nothing but handshake frames is accepted before `Welcome`, and each is at most
+//!    [`HANDSHAKE_MAX`] bytes.
+//! 5. The whole handshake has a deadline; a silent or stopped peer fails it with `Timeout`.
+
+use std::time::Duration;
+
+use hmac::{Hmac, Mac};
+use rand::RngCore;
+use sha2::Sha256;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+use crate::codec;
+use crate::error::{Error, ErrorKind};
+use crate::frame::{kind, write_frame, FrameBuf, HANDSHAKE_MAX};
+use crate::proto::{Challenge, Hello, Proof, Refuse, MAGIC, VERSION};
+
+/// One side's identity as the handshake states it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Identity {
+    /// Node name.
+    pub name: String,
+    /// Listen address.
+    pub listen: String,
+    /// Incarnation (random per node lifetime).
+    pub incarnation: u64,
+}
+
+/// What the acceptor learns: the dialler and which lane this connection is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Accepted {
+    /// The dialler.
+    pub peer: Identity,
+    /// The channel.
+    pub channel: String,
+    /// The lane.
+    pub lane: u16,
+}
+
+type HmacSha256 = Hmac<Sha256>;
+
+fn mac(secret: &[u8], label: &str, first: &[u8; 32], second: &[u8; 32], dialler: &str, acceptor: &str) -> HmacSha256 {
+    let mut m = HmacSha256::new_from_slice(secret).expect("HMAC takes keys of any length");
+    for part in [label.as_bytes(), first, second, dialler.as_bytes(), acceptor.as_bytes()] {
+        m.update(&(part.len() as u32).to_be_bytes());
+        m.update(part);
+    }
+    m
+}
+
+fn nonce() -> [u8; 32] {
+    let mut n = [0u8; 32];
+    rand::thread_rng().fill_bytes(&mut n);
+    n
+}
+
+async fn send<S: AsyncWrite + Unpin, T: serde::Serialize>(s: &mut S, k: u8, v: &T) -> Result<(), Error> {
+    let mut out = Vec::new();
+    write_frame(&mut out, k, |b| codec::encode_into(v, b))?;
+    s.write_all(&out).await.map_err(Error::io)?;
+    s.flush().await.map_err(Error::io)
+}
+
+async fn recv<S: AsyncRead + Unpin>(s: &mut S, fb: &mut FrameBuf) -> Result<(u8, Vec<u8>), Error> {
+    loop {
+        if let Some((k, body)) = fb.next_frame(HANDSHAKE_MAX)? {
+            return Ok((k, body.to_vec()));
+        }
+        let spare = fb.spare(HANDSHAKE_MAX);
+        let n = s.read(spare).await;
+        let read = *n.as_ref().unwrap_or(&0);
+        fb.filled(HANDSHAKE_MAX, read);
+        match n {
+            Ok(0) => {
+                return Err(ErrorKind::Handshake("the peer closed the connection during the handshake".into()).into())
+            }
+            Ok(_) => {}
+            Err(e) => return Err(Error::io(e)),
+        }
+    }
+}
+
+fn refused(body: &[u8]) -> Error {
+    match codec::decode::<Refuse>(body) {
+        Ok(r) if r.version != VERSION => ErrorKind::Version { ours: VERSION, theirs: r.version }.into(),
+        Ok(r) if r.reason.starts_with("auth") => ErrorKind::Auth(format!("the peer refused us: {}", r.reason)).into(),
+        Ok(r) => ErrorKind::Handshake(format!("the peer refused us: {}", r.reason)).into(),
+        Err(_) => ErrorKind::Handshake("the peer refused us with an unreadable reason".into()).into(),
+    }
+}
+
+fn unexpected(k: u8) -> Error {
+    ErrorKind::Handshake(format!("unexpected frame kind {k} during the handshake")).into()
+}
+
+/// Runs the dialler's side (rules 1, 3); returns the acceptor's identity and any bytes the
+/// acceptor sent after `Welcome`.
+pub async fn dial<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    me: &Identity,
+    channel: &str,
+    lane: u16,
+    secret: &[u8],
+    deadline: Duration,
+) -> Result<(Identity, FrameBuf), Error> {
+    let fut = async {
+        let n_d = nonce();
+        let hello = Hello {
+            magic: MAGIC,
+            version: VERSION,
+            name: me.name.clone(),
+            listen: me.listen.clone(),
+            incarnation: me.incarnation,
+            channel: channel.to_owned(),
+            lane,
+            nonce: n_d,
+        };
+        send(s, kind::HELLO, &hello).await?;
+        let mut fb = FrameBuf::new();
+        let (k, body) = recv(s, &mut fb).await?;
+        let ch: Challenge = match k {
+            kind::CHALLENGE => codec::decode(&body)?,
+            kind::REFUSE => return Err(refused(&body)),
+            k => return Err(unexpected(k)),
+        };
+        if ch.version != VERSION {
+            return Err(ErrorKind::Version { ours: VERSION, theirs: ch.version }.into());
+        }
+        let check = mac(secret, "troupe/1 acceptor", &n_d, &ch.nonce, &me.name, &ch.name);
+        if check.verify_slice(&ch.proof).is_err() {
+            let _ =
+                send(s, kind::REFUSE, &Refuse { version: VERSION, reason: "auth: bad acceptor proof".into() }).await;
+            return Err(ErrorKind::Auth("the acceptor's proof is wrong".into()).into());
+        }
+        let proof = mac(secret, "troupe/1 dialler", &ch.nonce, &n_d, &me.name, &ch.name).finalize().into_bytes();
+        send(s, kind::PROOF, &Proof { proof: proof.into() }).await?;
+        let (k, body) = recv(s, &mut fb).await?;
+        match k {
+            kind::WELCOME => {}
+            kind::REFUSE => return Err(refused(&body)),
+            k => return Err(unexpected(k)),
+        }
+        Ok((Identity { name: ch.name, listen: ch.listen, incarnation: ch.incarnation }, fb))
+    };
+    tokio::time::timeout(deadline, fut)
+        .await
+        .map_err(|_| Error::new(ErrorKind::Timeout(format!("handshake did not finish within {deadline:?}"))))?
+}
+
+/// Runs the acceptor's side (rules 1, 2, 4); returns the dialler, its lane, and the bytes
+/// that followed its proof (data frames may follow at once).
+pub async fn accept<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    me: &Identity,
+    secret: &[u8],
+    deadline: Duration,
+) -> Result<(Accepted, FrameBuf), Error> {
+    let fut = async {
+        let mut fb = FrameBuf::new();
+        let (k, body) = recv(s, &mut fb).await?;
+        if k != kind::HELLO {
+            return Err(unexpected(k));
+        }
+        let hello: Hello = codec::decode(&body)?;
+        if hello.magic != MAGIC || hello.version != VERSION {
+            let reason = format!("version: this node speaks troupe protocol {VERSION}");
+            let _ = send(s, kind::REFUSE, &Refuse { version: VERSION, reason }).await;
+            return Err(ErrorKind::Version { ours: VERSION, theirs: hello.version }.into());
+        }
+        let n_a = nonce();
+        let proof = mac(secret, "troupe/1 acceptor", &hello.nonce, &n_a, &hello.name, &me.name).finalize().into_bytes();
+        let ch = Challenge {
+            version: VERSION,
+            name: me.name.clone(),
+            listen: me.listen.clone(),
+            incarnation: me.incarnation,
+            nonce: n_a,
+            proof: proof.into(),
+        };
+        send(s, kind::CHALLENGE, &ch).await?;
+        let (k, body) = recv(s, &mut fb).await?;
+        let p: Proof = match k {
+            kind::PROOF => codec::decode(&body)?,
+            kind::REFUSE => return Err(refused(&body)),
+            k => return Err(unexpected(k)),
+        };
+        let check = mac(secret, "troupe/1 dialler", &n_a, &hello.nonce, &hello.name, &me.name);
+        if check.verify_slice(&p.proof).is_err() {
+            let _ = send(s, kind::REFUSE, &Refuse { version: VERSION, reason: "auth: wrong secret".into() }).await;
+            return Err(ErrorKind::Auth(format!("node {:?} at {} gave a wrong proof", hello.name, hello.listen)).into());
+        }
+        let mut out = Vec::new();
+        write_frame(&mut out, kind::WELCOME, |_| Ok(()))?;
+        s.write_all(&out).await.map_err(Error::io)?;
+        let peer = Identity { name: hello.name, listen: hello.listen, incarnation: hello.incarnation };
+        Ok((Accepted { peer, channel: hello.channel, lane: hello.lane }, fb))
+    };
+    tokio::time::timeout(deadline, fut)
+        .await
+        .map_err(|_| Error::new(ErrorKind::Timeout(format!("handshake did not finish within {deadline:?}"))))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(name: &str) -> Identity {
+        Identity { name: name.into(), listen: format!("{name}:1"), incarnation: 7 }
+    }
+
+    async fn pair(sa: &'static [u8], sb: &'static [u8]) -> (Result<Identity, Error>, Result<Accepted, Error>) {
+        let (mut a, mut b) = tokio::io::duplex(1 << 16);
+        let d = Duration::from_secs(2);
+        let (ia, ib) = (id("a"), id("b"));
+        let (x, y) = tokio::join!(dial(&mut a, &ia, "default", 0, sa, d), accept(&mut b, &ib, sb, d));
+        (x.map(|r| r.0), y.map(|r| r.0))
+    }
+
+    #[tokio::test]
+    async fn same_secret_authenticates_both_ways() {
+        let (a, b) = pair(b"s3cret", b"s3cret").await;
+        assert_eq!(a.unwrap(), id("b"));
+        let acc = b.unwrap();
+        assert_eq!((acc.peer, acc.channel.as_str(), acc.lane), (id("a"), "default", 0));
+    }
+
+    #[tokio::test]
+    async fn a_wrong_secret_fails_on_both_sides() {
+        let (a, b) = pair(b"one", b"two").await;
+        assert!(matches!(a.unwrap_err().kind, ErrorKind::Auth(_)));
+        assert!(b.is_err());
+    }
+
+    #[tokio::test]
+    async fn a_silent_peer_times_out() {
+        let (_a, mut b) = tokio::io::duplex(1024);
+        let r = accept(&mut b, &id("b"), b"x", Duration::from_millis(50)).await;
+        assert!(matches!(r.unwrap_err().kind, ErrorKind::Timeout(_)));
+    }
+
+    #[tokio::test]
+    async fn a_wrong_version_is_refused_with_ours() {
+        let (mut a, mut b) = tokio::io::duplex(1 << 16);
+        let hello = Hello {
+            magic: MAGIC,
+            version: 99,
+            name: "old".into(),
+            listen: "x".into(),
+            incarnation: 1,
+            channel: "default".into(),
+            lane: 0,
+            nonce: [0; 32],
+        };
+        send(&mut a, kind::HELLO, &hello).await.unwrap();
+        let r = accept(&mut b, &id("b"), b"x", Duration::from_secs(1)).await;
+        assert_eq!(r.unwrap_err().kind, ErrorKind::Version { ours: VERSION, theirs: 99 });
+        let mut fb = FrameBuf::new();
+        let (k, body) = recv(&mut a, &mut fb).await.unwrap();
+        assert_eq!(k, kind::REFUSE);
+        assert_eq!(codec::decode::<Refuse>(&body).unwrap().version, VERSION);
+    }
+}

@@ -1,0 +1,67 @@
+//! Troupe distribution: nodes, the wire format, authenticated sessions, location-transparent
+//! remote refs, remote monitors and links, channels with parallelism and affinity,
+//! acknowledged delivery, global names, and built-in fault injection.
+//!
+//! - [`Node`]: start one with a [`NodeConfig`], [`Node::connect`] to peers, [`Node::export`]
+//!   actors by name, forge refs to remote actors ([`Node::remote_ref`]) or look them up with a
+//!   type check ([`Node::lookup`]). A remote `ActorRef<M>` is the same type as a local one;
+//!   local sends never serialise.
+//! - Messages that cross nodes implement [`RemoteMessage`] (serde plus a stable tag);
+//!   `ActorRef` and `ReplyTo` inside them travel too, so `ask` works across nodes.
+//! - Wire: see [`frame`] and [`handshake`]; codec: [`codec`] (bincode, chosen by measurement).
+//! - Faults: [`Node::set_faults`], [`Node::partition`], [`Node::heal`].
+//!
+//! ```
+//! # #[tokio::main] async fn main() {
+//! use std::time::Duration;
+//! use serde::{Deserialize, Serialize};
+//! use troupe::{Actor, Ctx, ReplyTo};
+//! use troupe_remote::{Nested, Node, NodeConfig, RemoteMessage};
+//!
+//! #[derive(Serialize, Deserialize)]
+//! struct Hello(String, ReplyTo<String>);
+//! impl RemoteMessage for Hello {
+//!     const TAG: &'static str = "doc.hello.v1";
+//!     fn nested(n: &mut Nested) { n.add::<String>(); }
+//! }
+//! struct Greeter;
+//! impl Actor for Greeter {
+//!     type Msg = Hello;
+//!     async fn handle(&mut self, Hello(name, reply): Hello, _: &mut Ctx<Self>) {
+//!         reply.send(format!("hello, {name}"));
+//!     }
+//! }
+//!
+//! let a = Node::start(NodeConfig::new("a", "s3cret")).await.unwrap();
+//! let b = Node::start(NodeConfig::new("b", "s3cret")).await.unwrap();
+//! b.export("greeter", &troupe::spawn(Greeter)).unwrap();
+//! let greeter = a.lookup::<Hello>(&b.addr(), "greeter").await.unwrap();
+//! let answer = greeter.ask(|r| Hello("Joe".into(), r), Duration::from_secs(5)).await.unwrap();
+//! assert_eq!(answer, "hello, Joe");
+//! # a.shutdown(); b.shutdown();
+//! # }
+//! ```
+
+pub mod bench;
+mod blob;
+pub mod cli;
+pub mod codec;
+mod config;
+mod error;
+mod fault;
+pub mod frame;
+pub mod fuzzing;
+pub mod handshake;
+mod node;
+pub mod proto;
+pub mod services;
+mod types;
+
+pub use blob::Blob;
+pub use codec::tag_hash;
+pub use config::{ChannelConfig, NodeConfig};
+pub use error::{Error, ErrorKind};
+pub use fault::FaultConfig;
+pub use node::refs::{send_with, SendOptions};
+pub use node::{Node, NodeEvent, PeerInfo, StatsSnapshot};
+pub use types::{register, Nested, RemoteMessage};

@@ -1,0 +1,466 @@
+//! Connections: the accept loop, dialling a peer's lanes (with reconnect backoff), the writer
+//! and reader task of every connection, the maintenance tick (heartbeats, the heartbeat
+//! timeout, retransmission, sweeping abandoned asks), and what happens when a peer is lost.
+//! The rules are those of `node/mod.rs` (connection model, up/down) and `peer.rs` (lanes).
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use troupe::remote_api;
+use troupe::{ActorId, Down, ExitReason};
+
+use crate::error::{Error, ErrorKind};
+use crate::frame::FrameBuf;
+use crate::handshake::{self, Identity};
+use crate::node::inbound::{self, InCtx};
+use crate::node::peer::{Lane, Peer, Status, Watcher};
+use crate::node::{NodeEvent, NodeInner};
+use crate::proto::Control;
+
+const READ_CHUNK: usize = 64 * 1024;
+
+pub(crate) fn start_background(inner: &Arc<NodeInner>, listener: TcpListener) {
+    let weak = Arc::downgrade(inner);
+    let a = tokio::spawn(accept_loop(weak.clone(), listener));
+    let m = tokio::spawn(maintenance(weak));
+    inner.tasks.lock().extend([a.abort_handle(), m.abort_handle()]);
+}
+
+async fn accept_loop(weak: Weak<NodeInner>, listener: TcpListener) {
+    loop {
+        let accepted = listener.accept().await;
+        let Some(node) = weak.upgrade() else { return };
+        match accepted {
+            Ok((sock, from)) => {
+                node.shared.stats.connections_accepted.fetch_add(1, Ordering::Relaxed);
+                let _ = sock.set_nodelay(true);
+                tokio::spawn(inbound_conn(node, sock, from));
+            }
+            Err(e) => {
+                tracing::warn!("accept failed: {e}");
+                drop(node);
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
+impl NodeInner {
+    /// Starts connecting to `peer` unless it is up or already connecting.
+    pub(crate) fn ensure_connected(self: &Arc<Self>, peer: &Arc<Peer>) {
+        if self.closed.load(Ordering::Acquire) {
+            return;
+        }
+        let start = peer.status.send_if_modified(|s| {
+            if matches!(s, Status::Down(_)) {
+                *s = Status::Connecting;
+                true
+            } else {
+                false
+            }
+        });
+        if start {
+            tokio::spawn(connect_task(self.clone(), peer.clone()));
+        }
+    }
+
+    /// Connects if needed and waits for the outcome (rule 4 of `node/mod.rs`).
+    pub(crate) async fn wait_up(self: &Arc<Self>, peer: &Arc<Peer>) -> Result<(), Error> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(ErrorKind::Closed.into());
+        }
+        let mut rx = peer.status.subscribe();
+        self.ensure_connected(peer);
+        let limit = Duration::from_millis(self.cfg.connect_timeout_ms + self.cfg.handshake_timeout_ms + 1000);
+        let wait = async {
+            loop {
+                let st = rx.borrow_and_update().clone();
+                match st {
+                    Status::Up => return Ok(()),
+                    Status::Down(Some(e)) => return Err(e),
+                    Status::Down(None) => self.ensure_connected(peer),
+                    Status::Connecting => {}
+                }
+                if rx.changed().await.is_err() {
+                    return Err(ErrorKind::Closed.into());
+                }
+            }
+        };
+        tokio::time::timeout(limit, wait)
+            .await
+            .map_err(|_| Error::new(ErrorKind::Timeout(format!("connecting to {}", peer.addr))))?
+    }
+}
+
+async fn connect_task(node: Arc<NodeInner>, peer: Arc<Peer>) {
+    let mut backoff = Duration::from_millis(node.cfg.reconnect_min_ms);
+    let max = Duration::from_millis(node.cfg.reconnect_max_ms);
+    loop {
+        let e = match connect_once(&node, &peer).await {
+            Ok(()) => return,
+            Err(e) => e,
+        };
+        tracing::info!(peer = %peer.addr, "connect failed: {e}");
+        {
+            let mut s = peer.session.lock();
+            s.generation += 1;
+            for t in s.tasks.drain(..) {
+                t.abort();
+            }
+        }
+        peer.up.store(false, Ordering::Release);
+        peer.status.send_replace(Status::Down(Some(e)));
+        fail_relations(&node, &peer);
+        for l in peer.channels.iter().flat_map(|c| &c.lanes) {
+            l.reset();
+        }
+        if !peer.keep.load(Ordering::Relaxed) || node.closed.load(Ordering::Acquire) {
+            return;
+        }
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(max);
+        let again = peer.status.send_if_modified(|s| {
+            if matches!(s, Status::Down(_)) {
+                *s = Status::Connecting;
+                true
+            } else {
+                false
+            }
+        });
+        if !again || node.closed.load(Ordering::Acquire) {
+            return;
+        }
+    }
+}
+
+async fn dial(node: &NodeInner, addr: &str, channel: &str, lane: u16) -> Result<(Identity, TcpStream), Error> {
+    let limit = Duration::from_millis(node.cfg.connect_timeout_ms);
+    let mut sock = match tokio::time::timeout(limit, TcpStream::connect(addr)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return Err(ErrorKind::Unreachable(format!("{addr} ({e})")).into()),
+        Err(_) => return Err(ErrorKind::Unreachable(format!("{addr} (no answer within {limit:?})")).into()),
+    };
+    let _ = sock.set_nodelay(true);
+    let hs = Duration::from_millis(node.cfg.handshake_timeout_ms);
+    let (id, _) = handshake::dial(&mut sock, &node.shared.me, channel, lane, &node.secret, hs).await?;
+    Ok((id, sock))
+}
+
+async fn connect_once(node: &Arc<NodeInner>, peer: &Arc<Peer>) -> Result<(), Error> {
+    if node.shared.faults.is_partitioned(&peer.addr) {
+        return Err(ErrorKind::Unreachable(format!("{} (partitioned by fault injection)", peer.addr)).into());
+    }
+    let (ident, control) = dial(node, &peer.addr, "control", 0).await?;
+    let mut streams = vec![(peer.control_lane().clone(), control)];
+    for ch in peer.channels.iter().skip(1) {
+        for lane in &ch.lanes {
+            let (id2, s) = dial(node, &peer.addr, &ch.name, lane.index).await?;
+            if id2.incarnation != ident.incarnation {
+                return Err(ErrorKind::Handshake("the peer restarted while we connected".into()).into());
+            }
+            streams.push((lane.clone(), s));
+        }
+    }
+    let gen = {
+        let mut s = peer.session.lock();
+        s.name = ident.name.clone();
+        s.incarnation = ident.incarnation;
+        s.generation += 1;
+        s.generation
+    };
+    peer.seen();
+    let mut handles = Vec::new();
+    for (lane, sock) in streams {
+        let (r, w) = sock.into_split();
+        handles.push(tokio::spawn(writer(Arc::downgrade(node), peer.clone(), lane, w, gen)).abort_handle());
+        handles.push(tokio::spawn(outbound_reader(Arc::downgrade(node), peer.clone(), r, gen)).abort_handle());
+    }
+    {
+        let mut s = peer.session.lock();
+        if s.generation != gen {
+            for h in handles {
+                h.abort();
+            }
+            return Err(ErrorKind::Closed.into());
+        }
+        s.tasks.extend(handles);
+    }
+    peer.up.store(true, Ordering::Release);
+    peer.status.send_replace(Status::Up);
+    tracing::info!(peer = %peer.addr, name = %ident.name, "node up");
+    node.emit(NodeEvent::NodeUp { name: ident.name, addr: peer.addr.clone() });
+    let me = &node.shared.me.listen;
+    let mine: Vec<_> = node.globals.read().values().filter(|e| &e.node == me).cloned().collect();
+    peer.control(&Control::Globals { entries: mine, full: true });
+    Ok(())
+}
+
+async fn writer(node: Weak<NodeInner>, peer: Arc<Peer>, lane: Arc<Lane>, mut w: OwnedWriteHalf, gen: u64) {
+    let mut spare = Vec::new();
+    loop {
+        let batch = {
+            let mut g = lane.buf.lock();
+            if g.out.is_empty() {
+                None
+            } else {
+                Some(std::mem::replace(&mut g.out, std::mem::take(&mut spare)))
+            }
+        };
+        let Some(mut b) = batch else {
+            lane.notify.notified().await;
+            continue;
+        };
+        if let Err(e) = w.write_all(&b).await {
+            if let Some(n) = node.upgrade() {
+                peer_down(&n, &peer, Some(gen), &format!("write failed: {e}"));
+            }
+            return;
+        }
+        peer.shared.stats.bytes_out.fetch_add(b.len() as u64, Ordering::Relaxed);
+        b.clear();
+        if b.capacity() <= 4 << 20 {
+            spare = b;
+        }
+    }
+}
+
+async fn outbound_reader(node: Weak<NodeInner>, peer: Arc<Peer>, mut r: OwnedReadHalf, gen: u64) {
+    let mut buf = [0u8; 256];
+    let why = loop {
+        match r.read(&mut buf).await {
+            Ok(0) => break "the peer closed the connection".to_owned(),
+            Ok(_) => {}
+            Err(e) => break format!("read failed: {e}"),
+        }
+    };
+    if let Some(n) = node.upgrade() {
+        peer_down(&n, &peer, Some(gen), &why);
+    }
+}
+
+async fn inbound_conn(node: Arc<NodeInner>, mut sock: TcpStream, from: SocketAddr) {
+    let stats = &node.shared.stats;
+    let hs = Duration::from_millis(node.cfg.handshake_timeout_ms);
+    let (acc, fb) = match handshake::accept(&mut sock, &node.shared.me, &node.secret, hs).await {
+        Ok(x) => x,
+        Err(e) => {
+            stats.handshake_failures.fetch_add(1, Ordering::Relaxed);
+            if matches!(e.kind, ErrorKind::Auth(_)) {
+                stats.auth_failures.fetch_add(1, Ordering::Relaxed);
+            }
+            stats.connections_closed.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!("closing connection from {from}: {e}");
+            return;
+        }
+    };
+    let peer = node.peer_for(&acc.peer.listen);
+    if node.shared.faults.is_partitioned(&peer.addr) {
+        stats.connections_closed.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    let restarted = {
+        let s = peer.session.lock();
+        (s.incarnation != 0 && s.incarnation != acc.peer.incarnation && peer.is_up()).then_some(s.generation)
+    };
+    if let Some(gen) = restarted {
+        peer_down(&node, &peer, Some(gen), "the peer restarted (new incarnation)");
+    }
+    peer.seen();
+    let control = acc.channel == "control";
+    if control {
+        node.ensure_connected(&peer);
+    }
+    let ctx = InCtx { channel: acc.channel, lane: acc.lane, incarnation: acc.peer.incarnation, acks: Vec::new() };
+    let task = tokio::spawn(inbound_reader(Arc::downgrade(&node), peer.clone(), sock, fb, ctx, from));
+    peer.session.lock().tasks.push(task.abort_handle());
+}
+
+async fn inbound_reader(
+    node: Weak<NodeInner>,
+    peer: Arc<Peer>,
+    mut sock: TcpStream,
+    mut fb: FrameBuf,
+    mut ctx: InCtx,
+    from: SocketAddr,
+) {
+    let why = loop {
+        let Some(n) = node.upgrade() else { return };
+        let r = drain_frames(&n, &peer, &mut fb, &mut ctx);
+        drop(n);
+        if let Err(e) = r {
+            break Err(e);
+        }
+        let spare = fb.spare(READ_CHUNK);
+        let res = sock.read(spare).await;
+        let got = *res.as_ref().unwrap_or(&0);
+        fb.filled(READ_CHUNK, got);
+        match res {
+            Ok(0) => break Ok("the peer closed the connection"),
+            Ok(n) => {
+                peer.shared.stats.bytes_in.fetch_add(n as u64, Ordering::Relaxed);
+                if !peer.shared.faults.active() || !peer.shared.faults.is_partitioned(&peer.addr) {
+                    peer.seen();
+                }
+            }
+            Err(_) => break Ok("read failed"),
+        }
+    };
+    let Some(n) = node.upgrade() else { return };
+    let stats = &n.shared.stats;
+    stats.connections_closed.fetch_add(1, Ordering::Relaxed);
+    match why {
+        Err(e) => {
+            // Bad input closes only this connection.
+            match e.kind {
+                ErrorKind::FrameTooLarge { .. } => stats.oversized_frames.fetch_add(1, Ordering::Relaxed),
+                _ => stats.malformed_frames.fetch_add(1, Ordering::Relaxed),
+            };
+            tracing::warn!(peer = %peer.addr, "closing connection from {from}: {e}");
+        }
+        Ok(reason) if ctx.channel == "control" => {
+            let current = {
+                let s = peer.session.lock();
+                (s.incarnation == ctx.incarnation).then_some(s.generation)
+            };
+            if let Some(gen) = current {
+                peer_down(&n, &peer, Some(gen), reason);
+            }
+        }
+        Ok(_) => {}
+    }
+}
+
+fn drain_frames(node: &Arc<NodeInner>, peer: &Arc<Peer>, fb: &mut FrameBuf, ctx: &mut InCtx) -> Result<(), Error> {
+    let partitioned = peer.shared.faults.active() && peer.shared.faults.is_partitioned(&peer.addr);
+    let max = node.shared.max_frame;
+    while let Some((k, body)) = fb.next_frame(max)? {
+        node.shared.stats.frames_in.fetch_add(1, Ordering::Relaxed);
+        if partitioned {
+            continue;
+        }
+        inbound::dispatch(node, peer, ctx, k, body)?;
+    }
+    if !ctx.acks.is_empty() {
+        let seqs = std::mem::take(&mut ctx.acks);
+        peer.control(&Control::Ack { channel: ctx.channel.clone(), lane: ctx.lane, seqs });
+    }
+    Ok(())
+}
+
+/// Delivers a monitor's `Down`.
+pub(crate) fn fire(peer: &Peer, key: u64, mid: u64, w: Watcher, reason: ExitReason) {
+    match w {
+        Watcher::Actor(any, id) => {
+            let down = Down { id, actor: ActorId::new(peer.index, key), reason };
+            let _ = remote_api::deliver_down(&any, down);
+        }
+        Watcher::Once(tx) => {
+            let _ = tx.send(reason);
+        }
+    }
+    let _ = mid;
+}
+
+/// Rule 2 of `node/mod.rs`: every relation crossing to `peer` learns it is lost.
+pub(crate) fn fail_relations(node: &NodeInner, peer: &Peer) {
+    let rel = std::mem::take(&mut *peer.relations.lock());
+    for (mid, (key, w)) in rel.monitors_out {
+        fire(peer, key, mid, w, ExitReason::NoConnection);
+    }
+    for ((_, remote), (local, _)) in rel.links {
+        let _ = remote_api::deliver_exit(&local, ActorId::new(peer.index, remote), ExitReason::NoConnection);
+    }
+    for (_, (local, id)) in rel.monitors_in {
+        remote_api::remove_monitor(&local, id);
+    }
+    node.pending.lock().retain(|_, (idx, _)| *idx != peer.index);
+}
+
+/// Declares `peer` down (when `gen` is its current session, or always with `None`).
+pub(crate) fn peer_down(node: &Arc<NodeInner>, peer: &Arc<Peer>, gen: Option<u64>, reason: &str) {
+    let (tasks, name, was_up) = {
+        let mut s = peer.session.lock();
+        if gen.is_some_and(|g| g != s.generation) {
+            return;
+        }
+        s.generation += 1;
+        (std::mem::take(&mut s.tasks), s.name.clone(), peer.up.swap(false, Ordering::AcqRel))
+    };
+    for t in tasks {
+        t.abort();
+    }
+    for l in peer.channels.iter().flat_map(|c| &c.lanes) {
+        l.reset();
+    }
+    peer.dedup.lock().clear();
+    let err = Error::new(ErrorKind::Unreachable(format!("{} ({reason})", peer.addr)));
+    peer.status.send_replace(Status::Down(Some(err)));
+    fail_relations(node, peer);
+    node.globals.write().retain(|_, e| e.node != peer.addr);
+    if was_up {
+        node.shared.stats.nodes_down.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(peer = %peer.addr, %name, "node down: {reason}");
+        node.emit(NodeEvent::NodeDown { name, addr: peer.addr.clone(), reason: reason.to_owned() });
+    }
+    if peer.keep.load(Ordering::Relaxed) && !node.closed.load(Ordering::Acquire) {
+        let node = Arc::downgrade(node);
+        let peer = peer.clone();
+        let delay = Duration::from_millis(node.upgrade().map_or(100, |n| n.cfg.reconnect_min_ms));
+        tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            if let Some(n) = node.upgrade() {
+                n.ensure_connected(&peer);
+            }
+        });
+    }
+}
+
+async fn maintenance(weak: Weak<NodeInner>) {
+    let (hb, timeout, ack) = match weak.upgrade() {
+        Some(n) => (
+            Duration::from_millis(n.cfg.heartbeat_interval_ms),
+            n.cfg.heartbeat_timeout_ms * 1000,
+            Duration::from_millis(n.cfg.ack_timeout_ms.max(1)),
+        ),
+        None => return,
+    };
+    let tick = (hb / 4).min(ack / 2).clamp(Duration::from_millis(2), Duration::from_millis(100));
+    let mut last_hb = Instant::now();
+    let mut last_sweep = Instant::now();
+    loop {
+        tokio::time::sleep(tick).await;
+        let Some(node) = weak.upgrade() else { return };
+        let now = Instant::now();
+        let beat = now.duration_since(last_hb) >= hb;
+        if beat {
+            last_hb = now;
+        }
+        let now_us = node.shared.now_us();
+        for p in node.all_peers() {
+            if !p.is_up() {
+                continue;
+            }
+            if beat {
+                p.control(&Control::Heartbeat);
+            }
+            let silent = now_us.saturating_sub(p.last_seen_us.load(Ordering::Relaxed));
+            if silent > timeout {
+                let gen = p.generation();
+                let why =
+                    format!("nothing received for {} ms (heartbeat timeout {} ms)", silent / 1000, timeout / 1000);
+                peer_down(&node, &p, Some(gen), &why);
+                continue;
+            }
+            p.retransmit(ack);
+        }
+        if now.duration_since(last_sweep) >= Duration::from_secs(1) {
+            last_sweep = now;
+            node.pending.lock().retain(|_, (_, p)| !p.is_closed());
+        }
+    }
+}

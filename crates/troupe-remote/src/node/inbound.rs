@@ -1,0 +1,217 @@
+//! Inbound dispatch: what a node does with each authenticated frame from a peer.
+//!
+//! Rules:
+//! 1. A frame that does not parse, or a kind not allowed after the handshake, is an error that
+//!    closes this connection only; a payload that does not decode as the target's message type
+//!    is refused back to the sender (the connection stays).
+//! 2. A data frame goes to the actor its target names (number or exported name) only when the
+//!    frame's type tag equals the actor's; otherwise the sender gets `Refused` with the actor's
+//!    real tag and every reply handle the message carried fails at once.
+//! 3. With a sequence number, a data frame is acknowledged after this read batch, and handled
+//!    only the first time that number arrives on its lane (duplicates are dropped and counted).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use troupe::remote_api;
+use troupe::ActorId;
+
+use crate::codec;
+use crate::error::Error;
+use crate::frame::{kind, read_reply, DataHeader, Target};
+use crate::node::peer::Peer;
+use crate::node::refs::{target_key, RemoteActor, SendOptions, WatcherProxy};
+use crate::node::{NodeEvent, NodeInner};
+use crate::proto::{Control, GlobalEntry, RefuseReason};
+use crate::types;
+
+/// The state of one inbound connection.
+pub(crate) struct InCtx {
+    pub(crate) channel: String,
+    pub(crate) lane: u16,
+    pub(crate) incarnation: u64,
+    pub(crate) acks: Vec<u64>,
+}
+
+pub(crate) fn dispatch(
+    node: &Arc<NodeInner>,
+    peer: &Arc<Peer>,
+    ctx: &mut InCtx,
+    k: u8,
+    body: &[u8],
+) -> Result<(), Error> {
+    match k {
+        kind::DATA => data(node, peer, ctx, body),
+        kind::REPLY => {
+            let (id, _tag, payload) = read_reply(body)?;
+            let pending = node.pending.lock().remove(&id);
+            if let Some((_, p)) = pending {
+                let r = remote_api::with_serde_hook(&node.shared.hook, || p.deliver(payload));
+                if let Err(e) = r {
+                    tracing::warn!(peer = %peer.addr, "reply {id} did not decode: {e}");
+                }
+            }
+            Ok(())
+        }
+        kind::CONTROL => {
+            let c: Control = codec::decode(body)?;
+            control(node, peer, c);
+            Ok(())
+        }
+        k => Err(Error::malformed(format!("frame kind {k} is not allowed after the handshake"))),
+    }
+}
+
+fn data(node: &Arc<NodeInner>, peer: &Arc<Peer>, ctx: &mut InCtx, body: &[u8]) -> Result<(), Error> {
+    let (h, payload, replies) = DataHeader::read(body)?;
+    if h.ack_seq != 0 {
+        ctx.acks.push(h.ack_seq);
+        let first = peer.dedup.lock().entry((ctx.channel.clone(), ctx.lane)).or_default().first(h.ack_seq);
+        if !first {
+            node.shared.stats.duplicates_dropped.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+    }
+    let refuse = |reason: RefuseReason| {
+        node.shared.stats.refused_in.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(peer = %peer.addr, target = ?h.target, "refused: {reason:?}");
+        peer.control(&Control::Refused { target: h.target.clone(), tag: h.tag, replies: replies.clone(), reason });
+    };
+    let Some((_, ex)) = node.resolve_local(&h.target) else {
+        refuse(RefuseReason::NoActor);
+        return Ok(());
+    };
+    if ex.tag != h.tag {
+        refuse(RefuseReason::TypeMismatch { found: ex.tag_name.to_owned() });
+        return Ok(());
+    }
+    if let Err(reason) = remote_api::with_serde_hook(&node.shared.hook, || (ex.deliver)(&*ex.typed, payload)) {
+        refuse(reason);
+    }
+    Ok(())
+}
+
+fn control(node: &Arc<NodeInner>, peer: &Arc<Peer>, c: Control) {
+    match c {
+        Control::Heartbeat => {}
+        Control::Ack { channel, lane, seqs } => peer.acked(&channel, lane, &seqs),
+        Control::Refused { target, tag, replies, reason } => {
+            node.shared.stats.refused_by_peer.fetch_add(1, Ordering::Relaxed);
+            {
+                let mut p = node.pending.lock();
+                for r in &replies {
+                    p.remove(r);
+                }
+            }
+            let reason = match reason {
+                RefuseReason::TypeMismatch { found } => {
+                    format!("type mismatch: sent {} but the actor accepts {found}", types::tag_name_of(tag))
+                }
+                r => format!("{r:?}"),
+            };
+            tracing::warn!(peer = %peer.addr, ?target, "message refused: {reason}");
+            node.emit(NodeEvent::Refused { addr: peer.addr.clone(), target: format!("{target:?}"), reason });
+        }
+        Control::Monitor { mid, target } => match node.resolve_local(&target).filter(|(_, e)| e.any.is_alive()) {
+            Some((id, ex)) => {
+                let local_mid = remote_api::new_monitor_id();
+                let proxy = troupe::AnyRef::from_remote(Arc::new(WatcherProxy { peer: peer.clone(), mid }));
+                peer.relations.lock().monitors_in.insert(mid, (ex.any.clone(), local_mid));
+                if !remote_api::add_monitor(&ex.any, local_mid, proxy) {
+                    peer.relations.lock().monitors_in.remove(&mid);
+                    peer.control(&Control::Down { mid, actor: id, reason: troupe::ExitReason::NoProc });
+                }
+            }
+            None => {
+                peer.control(&Control::Down { mid, actor: target_key(&target), reason: troupe::ExitReason::NoProc })
+            }
+        },
+        Control::Demonitor { mid } => {
+            if let Some((any, id)) = peer.relations.lock().monitors_in.remove(&mid) {
+                remote_api::remove_monitor(&any, id);
+            }
+        }
+        Control::Down { mid, actor: _, reason } => {
+            let w = peer.relations.lock().monitors_out.remove(&mid);
+            if let Some((key, w)) = w {
+                crate::node::conn::fire(peer, key, mid, w, reason);
+            }
+        }
+        Control::Link { from, to } => match node.resolve_local(&to).filter(|(_, e)| e.any.is_alive()) {
+            Some((id, ex)) => {
+                let proxy = RemoteActor::new(node, peer.clone(), Target::Id(from), 0, SendOptions::default());
+                let proxy = troupe::AnyRef::from_remote(Arc::new(proxy));
+                peer.relations.lock().links.insert((id, from), (ex.any.clone(), to.clone()));
+                if !remote_api::add_link(&ex.any, proxy) {
+                    peer.relations.lock().links.remove(&(id, from));
+                    peer.control(&Control::Exit { from: to, to: Target::Id(from), reason: troupe::ExitReason::NoProc });
+                }
+            }
+            None => peer.control(&Control::Exit { from: to, to: Target::Id(from), reason: troupe::ExitReason::NoProc }),
+        },
+        Control::Unlink { from, to } => {
+            if let Some((id, ex)) = node.resolve_local(&to) {
+                peer.relations.lock().links.remove(&(id, from));
+                remote_api::remove_link(&ex.any, ActorId::new(peer.index, from));
+            }
+        }
+        Control::Exit { from, to, reason } => {
+            let key = target_key(&from);
+            let local = match &to {
+                Target::Id(id) => peer.relations.lock().links.remove(&(*id, key)).map(|(a, _)| a),
+                Target::Name(_) => node.resolve_local(&to).map(|(_, e)| e.any.clone()),
+            };
+            if let Some(local) = local {
+                let _ = remote_api::deliver_exit(&local, ActorId::new(peer.index, key), reason);
+            }
+        }
+        Control::Kill { target } => {
+            if let Some((_, ex)) = node.resolve_local(&target) {
+                ex.any.kill();
+            }
+        }
+        Control::Stop { target, reason } => {
+            if let Some((_, ex)) = node.resolve_local(&target) {
+                ex.any.stop(reason);
+            }
+        }
+        Control::Lookup { req, name } => {
+            let found = node
+                .resolve_local(&Target::Name(name))
+                .filter(|(_, e)| e.any.is_alive())
+                .map(|(id, e)| (id, e.tag, e.tag_name.to_owned()));
+            peer.control(&Control::LookupReply { req, found });
+        }
+        Control::LookupReply { req, found } => {
+            if let Some(tx) = node.lookups.lock().remove(&req) {
+                let _ = tx.send(found);
+            }
+        }
+        Control::Globals { entries, full } => {
+            let mut g = node.globals.write();
+            if full {
+                g.retain(|_, e| e.node != peer.addr);
+            }
+            for e in entries {
+                merge_global(&mut g, e, &peer.addr);
+            }
+        }
+        Control::GlobalGone { name } => {
+            let mut g = node.globals.write();
+            if g.get(&name).is_some_and(|e| e.node == peer.addr) {
+                g.remove(&name);
+            }
+        }
+    }
+}
+
+/// Two nodes claiming one name: the lower node address keeps it, on every node alike.
+fn merge_global(g: &mut std::collections::HashMap<String, GlobalEntry>, mut e: GlobalEntry, from: &str) {
+    e.node = crate::node::canonical(from);
+    match g.get(&e.name) {
+        Some(old) if old.node != e.node && old.node < e.node => {}
+        _ => {
+            g.insert(e.name.clone(), e);
+        }
+    }
+}

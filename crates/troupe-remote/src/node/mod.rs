@@ -1,0 +1,602 @@
+//! A node: an OS process with a name and a listen address that hosts actors and reaches the
+//! actors of other nodes. [`Node`] is the public handle; the connection machinery is in
+//! `conn.rs`, inbound dispatch in `inbound.rs`, remote refs in `refs.rs`, peers in `peer.rs`.
+//!
+//! Rules:
+//! 1. Connections are one-way for data: a node sends over connections it dialled and receives
+//!    over connections it accepted, so two nodes never race to own one connection. A node that
+//!    accepts a control connection from a peer it has no session with dials back at once.
+//! 2. A peer is `Up` once our control lane to it has completed the handshake. It goes down when
+//!    a connection of the current session breaks or closes (prompt on SIGKILL: the kernel
+//!    closes the sockets), or when nothing arrived from it for `heartbeat_timeout` (a frozen
+//!    peer). Going down signals every crossing monitor and link with `NoConnection`, fails the
+//!    asks waiting on it, and drops what was queued for it.
+//! 3. Configured peers (and peers passed to [`Node::connect`]) are reconnected with exponential
+//!    backoff (`reconnect_min_ms` doubling to `reconnect_max_ms`); others reconnect on demand,
+//!    at the next send.
+//! 4. Unknown node names and unreachable addresses are typed errors ([`ErrorKind::UnknownNode`],
+//!    [`ErrorKind::Unreachable`], [`ErrorKind::Timeout`]), never hangs.
+
+pub(crate) mod conn;
+pub(crate) mod inbound;
+pub(crate) mod peer;
+pub(crate) mod refs;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Mutex, RwLock};
+use serde::Serialize;
+use tokio::sync::{broadcast, oneshot};
+use tokio::task::AbortHandle;
+use troupe::remote_api::SerdeHook;
+use troupe::ActorRef;
+
+use crate::config::{ChannelConfig, NodeConfig};
+use crate::error::{Error, ErrorKind};
+use crate::fault::{FaultConfig, Faults};
+use crate::frame::Target;
+use crate::handshake::Identity;
+use crate::proto::{Control, GlobalEntry};
+use crate::types::{self, RemoteMessage};
+use peer::Peer;
+use refs::{Export, PendingReply, RemoteActor, SendOptions};
+
+/// What a node reports to subscribers ([`Node::subscribe`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "ev", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum NodeEvent {
+    /// A session with a peer is established.
+    NodeUp {
+        /// Its name.
+        name: String,
+        /// Its listen address.
+        addr: String,
+    },
+    /// A peer was lost.
+    NodeDown {
+        /// Its name.
+        name: String,
+        /// Its listen address.
+        addr: String,
+        /// Why (connection closed, heartbeat timeout, ...).
+        reason: String,
+    },
+    /// A peer refused a message we sent (unknown actor, type mismatch, undecodable).
+    Refused {
+        /// The peer.
+        addr: String,
+        /// The target as we addressed it.
+        target: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Counters, readable with [`Node::stats`].
+#[derive(Default, Debug)]
+pub(crate) struct Stats {
+    pub(crate) frames_out: AtomicU64,
+    pub(crate) frames_in: AtomicU64,
+    pub(crate) bytes_out: AtomicU64,
+    pub(crate) bytes_in: AtomicU64,
+    pub(crate) connections_accepted: AtomicU64,
+    pub(crate) connections_closed: AtomicU64,
+    pub(crate) handshake_failures: AtomicU64,
+    pub(crate) auth_failures: AtomicU64,
+    pub(crate) malformed_frames: AtomicU64,
+    pub(crate) oversized_frames: AtomicU64,
+    pub(crate) refused_in: AtomicU64,
+    pub(crate) refused_by_peer: AtomicU64,
+    pub(crate) encode_errors: AtomicU64,
+    pub(crate) fault_dropped: AtomicU64,
+    pub(crate) fault_duplicated: AtomicU64,
+    pub(crate) fault_delayed: AtomicU64,
+    pub(crate) retransmits: AtomicU64,
+    pub(crate) duplicates_dropped: AtomicU64,
+    pub(crate) nodes_down: AtomicU64,
+}
+
+/// A snapshot of a node's counters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[allow(missing_docs)]
+pub struct StatsSnapshot {
+    pub frames_out: u64,
+    pub frames_in: u64,
+    pub bytes_out: u64,
+    pub bytes_in: u64,
+    pub connections_accepted: u64,
+    pub connections_closed: u64,
+    pub handshake_failures: u64,
+    pub auth_failures: u64,
+    pub malformed_frames: u64,
+    pub oversized_frames: u64,
+    pub refused_in: u64,
+    pub refused_by_peer: u64,
+    pub encode_errors: u64,
+    pub fault_dropped: u64,
+    pub fault_duplicated: u64,
+    pub fault_delayed: u64,
+    pub retransmits: u64,
+    pub duplicates_dropped: u64,
+    pub nodes_down: u64,
+}
+
+/// What every peer and lane of a node shares.
+pub(crate) struct Shared {
+    pub(crate) me: Identity,
+    pub(crate) channels: Vec<ChannelConfig>,
+    pub(crate) max_buffer: usize,
+    pub(crate) max_frame: usize,
+    pub(crate) faults: Faults,
+    pub(crate) stats: Stats,
+    pub(crate) hook: Arc<dyn SerdeHook>,
+    epoch: Instant,
+}
+
+impl Shared {
+    pub(crate) fn now_us(&self) -> u64 {
+        self.epoch.elapsed().as_micros() as u64
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct Peers {
+    by_addr: HashMap<String, Arc<Peer>>,
+    by_index: Vec<Arc<Peer>>,
+}
+
+/// A lookup's answer: (actor number, tag hash, tag).
+pub(crate) type Found = (u64, u64, String);
+
+#[allow(clippy::type_complexity)]
+pub(crate) struct NodeInner {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) cfg: NodeConfig,
+    pub(crate) secret: Vec<u8>,
+    pub(crate) peers: RwLock<Peers>,
+    pub(crate) exports: RwLock<HashMap<u64, Arc<Export>>>,
+    pub(crate) names: RwLock<HashMap<String, u64>>,
+    /// Asks waiting for a remote answer: reply number -> (peer index, the waiting handle).
+    pub(crate) pending: Mutex<HashMap<u64, (u16, Box<dyn PendingReply>)>>,
+    pub(crate) lookups: Mutex<HashMap<u64, oneshot::Sender<Option<Found>>>>,
+    pub(crate) globals: RwLock<HashMap<String, GlobalEntry>>,
+    pub(crate) events: broadcast::Sender<NodeEvent>,
+    pub(crate) tasks: Mutex<Vec<AbortHandle>>,
+    pub(crate) closed: AtomicBool,
+    next: AtomicU64,
+}
+
+impl NodeInner {
+    pub(crate) fn next_id(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn channel_index(&self, name: Option<&str>) -> usize {
+        match name {
+            None => 1,
+            Some(n) => self.shared.channels.iter().position(|c| c.name == n).unwrap_or(1),
+        }
+    }
+
+    /// The peer at `addr`, created (not connected) when new.
+    pub(crate) fn peer_for(self: &Arc<Self>, addr: &str) -> Arc<Peer> {
+        let addr = canonical(addr);
+        if let Some(p) = self.peers.read().by_addr.get(&addr) {
+            return p.clone();
+        }
+        let mut g = self.peers.write();
+        if let Some(p) = g.by_addr.get(&addr) {
+            return p.clone();
+        }
+        let index = u16::try_from(g.by_index.len() + 1).unwrap_or(u16::MAX);
+        let p = Arc::new(Peer::new(index, addr.clone(), self.shared.clone()));
+        g.by_addr.insert(addr, p.clone());
+        g.by_index.push(p.clone());
+        p
+    }
+
+    pub(crate) fn all_peers(&self) -> Vec<Arc<Peer>> {
+        self.peers.read().by_index.clone()
+    }
+
+    /// Exports an actor reached through a ref sent inside a message; returns its number.
+    pub(crate) fn export_anonymous(self: &Arc<Self>, ex: Export) -> u64 {
+        let id = if ex.adapter { (1 << 46) | self.next_id() } else { ex.any.id().seq() };
+        self.add_export(id, ex);
+        id
+    }
+
+    fn add_export(self: &Arc<Self>, id: u64, ex: Export) {
+        let any = ex.any.clone();
+        let fresh = {
+            let mut g = self.exports.write();
+            let fresh = !g.contains_key(&id);
+            g.entry(id).or_insert_with(|| Arc::new(ex));
+            fresh
+        };
+        if fresh {
+            // Rule 2 of refs.rs: the export goes with its actor.
+            let weak = Arc::downgrade(self);
+            tokio::spawn(async move {
+                any.terminated().await;
+                if let Some(n) = weak.upgrade() {
+                    n.exports.write().remove(&id);
+                    n.names.write().retain(|_, v| *v != id);
+                    let gone: Vec<String> = {
+                        let mut g = n.globals.write();
+                        let me = &n.shared.me.listen;
+                        let names: Vec<String> =
+                            g.values().filter(|e| &e.node == me && e.id == id).map(|e| e.name.clone()).collect();
+                        for name in &names {
+                            g.remove(name);
+                        }
+                        names
+                    };
+                    for name in gone {
+                        n.broadcast(&Control::GlobalGone { name });
+                    }
+                }
+            });
+        }
+    }
+
+    pub(crate) fn resolve_local(&self, t: &Target) -> Option<(u64, Arc<Export>)> {
+        let id = match t {
+            Target::Id(id) => *id,
+            Target::Name(n) => *self.names.read().get(n)?,
+        };
+        self.exports.read().get(&id).cloned().map(|e| (id, e))
+    }
+
+    pub(crate) fn broadcast(&self, msg: &Control) {
+        for p in self.all_peers() {
+            if p.is_up() {
+                p.control(msg);
+            }
+        }
+    }
+
+    pub(crate) fn emit(&self, ev: NodeEvent) {
+        let _ = self.events.send(ev);
+    }
+}
+
+/// Canonical form of an address: a parsed socket address prints one way.
+pub(crate) fn canonical(addr: &str) -> String {
+    addr.parse::<std::net::SocketAddr>().map_or_else(|_| addr.to_owned(), |a| a.to_string())
+}
+
+/// A running node. Cheap to clone; [`Node::shutdown`] stops it.
+///
+/// ```
+/// # #[tokio::main] async fn main() {
+/// use troupe_remote::{Node, NodeConfig};
+/// let a = Node::start(NodeConfig::new("a", "secret")).await.unwrap();
+/// let b = Node::start(NodeConfig::new("b", "secret")).await.unwrap();
+/// let info = a.connect(&b.addr()).await.unwrap();
+/// assert_eq!(info.name, "b");
+/// a.shutdown();
+/// b.shutdown();
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Node {
+    pub(crate) inner: Arc<NodeInner>,
+}
+
+/// A connected peer as [`Node::connect`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PeerInfo {
+    /// Its name.
+    pub name: String,
+    /// Its listen address.
+    pub addr: String,
+}
+
+impl Node {
+    /// Binds the listen address, starts accepting, and connects to the configured peers (in
+    /// the background: see [`Node::subscribe`] for when they are up).
+    pub async fn start(cfg: NodeConfig) -> Result<Node, Error> {
+        cfg.validate()?;
+        let listener = tokio::net::TcpListener::bind(&cfg.listen)
+            .await
+            .map_err(|e| Error::io(format!("cannot listen on {}: {e}", cfg.listen)))?;
+        let listen = listener.local_addr().map_err(Error::io)?.to_string();
+        let me = Identity { name: cfg.name.clone(), listen, incarnation: rand::random::<u64>() | 1 };
+        let inner = Arc::new_cyclic(|weak| {
+            let hook: Arc<dyn SerdeHook> = Arc::new(refs::NodeHook { node: weak.clone() });
+            let shared = Arc::new(Shared {
+                me,
+                channels: cfg.all_channels(),
+                max_buffer: cfg.max_buffer_bytes,
+                max_frame: cfg.max_frame_bytes,
+                faults: Faults::default(),
+                stats: Stats::default(),
+                hook,
+                epoch: Instant::now(),
+            });
+            NodeInner {
+                shared,
+                secret: cfg.secret.as_bytes().to_vec(),
+                cfg: cfg.clone(),
+                peers: RwLock::new(Peers::default()),
+                exports: RwLock::new(HashMap::new()),
+                names: RwLock::new(HashMap::new()),
+                pending: Mutex::new(HashMap::new()),
+                lookups: Mutex::new(HashMap::new()),
+                globals: RwLock::new(HashMap::new()),
+                events: broadcast::channel(1024).0,
+                tasks: Mutex::new(Vec::new()),
+                closed: AtomicBool::new(false),
+                next: AtomicU64::new(1),
+            }
+        });
+        conn::start_background(&inner, listener);
+        for p in &cfg.peers {
+            let peer = inner.peer_for(p);
+            peer.keep.store(true, Ordering::Relaxed);
+            inner.ensure_connected(&peer);
+        }
+        Ok(Node { inner })
+    }
+
+    /// This node's name.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.inner.shared.me.name
+    }
+
+    /// The address this node listens on (with the real port when port 0 was asked for).
+    #[must_use]
+    pub fn addr(&self) -> String {
+        self.inner.shared.me.listen.clone()
+    }
+
+    /// Connects to the node at `addr` (if not yet connected) and waits until the session is up
+    /// or fails. The peer is then kept connected (reconnected with backoff when lost).
+    pub async fn connect(&self, addr: &str) -> Result<PeerInfo, Error> {
+        let peer = self.inner.peer_for(addr);
+        peer.keep.store(true, Ordering::Relaxed);
+        self.inner.wait_up(&peer).await?;
+        Ok(PeerInfo { name: peer.name(), addr: peer.addr.clone() })
+    }
+
+    /// The address of the connected or known node named `name`.
+    pub fn resolve_node(&self, name: &str) -> Result<String, Error> {
+        self.inner
+            .all_peers()
+            .into_iter()
+            .find(|p| p.name() == name)
+            .map(|p| p.addr.clone())
+            .ok_or_else(|| ErrorKind::UnknownNode(name.to_owned()).into())
+    }
+
+    /// The connected peers.
+    #[must_use]
+    pub fn peers(&self) -> Vec<PeerInfo> {
+        self.inner
+            .all_peers()
+            .into_iter()
+            .filter(|p| p.is_up())
+            .map(|p| PeerInfo { name: p.name(), addr: p.addr.clone() })
+            .collect()
+    }
+
+    /// Makes `actor` reachable from other nodes as `name`.
+    pub fn export<M: RemoteMessage>(&self, name: &str, actor: &ActorRef<M>) -> Result<(), Error> {
+        types::register::<M>();
+        let ex = refs::export_parts(actor);
+        let mut names = self.inner.names.write();
+        if let Some(old) = names.get(name) {
+            if self.inner.exports.read().get(old).is_some_and(|e| e.any.is_alive()) {
+                return Err(ErrorKind::NameTaken(name.to_owned()).into());
+            }
+        }
+        let id = self.inner.export_anonymous(ex);
+        names.insert(name.to_owned(), id);
+        Ok(())
+    }
+
+    /// Removes a name given with [`Node::export`].
+    pub fn unexport(&self, name: &str) -> bool {
+        self.inner.names.write().remove(name).is_some()
+    }
+
+    /// Forges a ref to the actor named `name` on the node at `addr`, accepting `M`, without
+    /// asking that node (seed 003 §2.5). Sends go out when the node is reached; if the actor
+    /// does not exist or accepts another type, that node refuses the messages and this node
+    /// reports [`NodeEvent::Refused`]. Use [`Node::lookup`] to check first.
+    #[must_use]
+    pub fn remote_ref<M: RemoteMessage>(&self, addr: &str, name: &str) -> ActorRef<M> {
+        self.remote_ref_with(addr, name, SendOptions::default())
+    }
+
+    /// [`Node::remote_ref`] whose sends use `opts` (channel, partition key, ack).
+    #[must_use]
+    pub fn remote_ref_with<M: RemoteMessage>(&self, addr: &str, name: &str, opts: SendOptions) -> ActorRef<M> {
+        let tag = types::register::<M>();
+        let peer = self.inner.peer_for(addr);
+        let actor = RemoteActor::new(&self.inner, peer, Target::Name(name.to_owned()), tag, opts);
+        refs::remote_ref::<M>(Arc::new(actor))
+    }
+
+    /// Asks the node at `addr` for its actor named `name` and checks it accepts `M`: a typed
+    /// error when the node is unreachable, the name unknown, or the type another.
+    pub async fn lookup<M: RemoteMessage>(&self, addr: &str, name: &str) -> Result<ActorRef<M>, Error> {
+        self.lookup_with(addr, name, SendOptions::default()).await
+    }
+
+    /// [`Node::lookup`] whose ref sends with `opts`.
+    pub async fn lookup_with<M: RemoteMessage>(
+        &self,
+        addr: &str,
+        name: &str,
+        opts: SendOptions,
+    ) -> Result<ActorRef<M>, Error> {
+        let tag = types::register::<M>();
+        let peer = self.inner.peer_for(addr);
+        self.inner.wait_up(&peer).await?;
+        let req = self.inner.next_id();
+        let (tx, rx) = oneshot::channel();
+        self.inner.lookups.lock().insert(req, tx);
+        peer.control(&Control::Lookup { req, name: name.to_owned() });
+        let limit = Duration::from_millis(self.inner.cfg.heartbeat_timeout_ms);
+        let found = tokio::time::timeout(limit, rx).await;
+        self.inner.lookups.lock().remove(&req);
+        let found = match found {
+            Ok(Ok(f)) => f,
+            Ok(Err(_)) => return Err(ErrorKind::Unreachable(peer.addr.clone()).into()),
+            Err(_) => return Err(ErrorKind::Timeout(format!("lookup of {name:?} on {addr}")).into()),
+        };
+        let (id, found_tag, found_name) = found.ok_or_else(|| Error::new(ErrorKind::NoSuchName(name.to_owned())))?;
+        if found_tag != tag {
+            return Err(ErrorKind::TypeMismatch { expected: M::TAG.to_owned(), found: found_name }.into());
+        }
+        let actor = RemoteActor::new(&self.inner, peer, Target::Id(id), tag, opts);
+        Ok(refs::remote_ref::<M>(Arc::new(actor)))
+    }
+
+    /// Registers `actor` under a cluster-wide `name`, announced to every connected node (and to
+    /// nodes that connect later). Fails when a known node already holds the name.
+    pub fn register_global<M: RemoteMessage>(&self, name: &str, actor: &ActorRef<M>) -> Result<(), Error> {
+        let tag = types::register::<M>();
+        let entry = {
+            let mut g = self.inner.globals.write();
+            if let Some(e) = g.get(name) {
+                return Err(ErrorKind::NameTaken(format!("{name} (held on {})", e.node)).into());
+            }
+            let id = self.inner.export_anonymous(refs::export_parts(actor));
+            let entry = GlobalEntry { name: name.to_owned(), node: self.addr(), id, tag, tag_name: M::TAG.to_owned() };
+            g.insert(name.to_owned(), entry.clone());
+            entry
+        };
+        self.inner.broadcast(&Control::Globals { entries: vec![entry], full: false });
+        Ok(())
+    }
+
+    /// Releases a global name held by this node.
+    pub fn unregister_global(&self, name: &str) -> bool {
+        let me = self.addr();
+        let removed = {
+            let mut g = self.inner.globals.write();
+            match g.get(name) {
+                Some(e) if e.node == me => g.remove(name).is_some(),
+                _ => false,
+            }
+        };
+        if removed {
+            self.inner.broadcast(&Control::GlobalGone { name: name.to_owned() });
+        }
+        removed
+    }
+
+    /// Resolves a global name from any node: `Ok(None)` when nobody holds it, a
+    /// `TypeMismatch` error when its actor accepts another type.
+    pub fn whereis_global<M: RemoteMessage>(&self, name: &str) -> Result<Option<ActorRef<M>>, Error> {
+        let tag = types::register::<M>();
+        let Some(e) = self.inner.globals.read().get(name).cloned() else {
+            return Ok(None);
+        };
+        if e.tag != tag {
+            return Err(ErrorKind::TypeMismatch { expected: M::TAG.to_owned(), found: e.tag_name }.into());
+        }
+        if e.node == self.addr() {
+            let ex = self.inner.exports.read().get(&e.id).cloned();
+            return Ok(ex.and_then(|x| x.typed.downcast_ref::<ActorRef<M>>().cloned()));
+        }
+        let peer = self.inner.peer_for(&e.node);
+        let actor = RemoteActor::new(&self.inner, peer, Target::Id(e.id), tag, SendOptions::default());
+        Ok(Some(refs::remote_ref::<M>(Arc::new(actor))))
+    }
+
+    /// Node-up, node-down and refusal events from now on.
+    #[must_use]
+    pub fn subscribe(&self) -> broadcast::Receiver<NodeEvent> {
+        self.inner.events.subscribe()
+    }
+
+    /// The node's counters.
+    #[must_use]
+    pub fn stats(&self) -> StatsSnapshot {
+        let s = &self.inner.shared.stats;
+        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        StatsSnapshot {
+            frames_out: l(&s.frames_out),
+            frames_in: l(&s.frames_in),
+            bytes_out: l(&s.bytes_out),
+            bytes_in: l(&s.bytes_in),
+            connections_accepted: l(&s.connections_accepted),
+            connections_closed: l(&s.connections_closed),
+            handshake_failures: l(&s.handshake_failures),
+            auth_failures: l(&s.auth_failures),
+            malformed_frames: l(&s.malformed_frames),
+            oversized_frames: l(&s.oversized_frames),
+            refused_in: l(&s.refused_in),
+            refused_by_peer: l(&s.refused_by_peer),
+            encode_errors: l(&s.encode_errors),
+            fault_dropped: l(&s.fault_dropped),
+            fault_duplicated: l(&s.fault_duplicated),
+            fault_delayed: l(&s.fault_delayed),
+            retransmits: l(&s.retransmits),
+            duplicates_dropped: l(&s.duplicates_dropped),
+            nodes_down: l(&s.nodes_down),
+        }
+    }
+
+    /// Frames sent with `ack` and not yet acknowledged, over all peers.
+    #[must_use]
+    pub fn unacked(&self) -> usize {
+        self.inner.all_peers().iter().map(|p| p.unacked()).sum()
+    }
+
+    /// Sets a fault rule for frames this node sends: to `peer` (an address; `None` for every
+    /// peer) on `channel` (`None` for every channel but `control`).
+    pub fn set_faults(&self, peer: Option<&str>, channel: Option<&str>, cfg: FaultConfig) {
+        self.inner.shared.faults.set(peer.map(canonical), channel.map(str::to_owned), cfg);
+    }
+
+    /// Removes every fault rule and heals every partition.
+    pub fn clear_faults(&self) {
+        self.inner.shared.faults.clear();
+    }
+
+    /// Cuts this node off from the peer at `addr`: every frame to and from it is dropped.
+    pub fn partition(&self, addr: &str) {
+        self.inner.shared.faults.partition(&canonical(addr), true);
+    }
+
+    /// Heals a partition made with [`Node::partition`].
+    pub fn heal(&self, addr: &str) {
+        let addr = canonical(addr);
+        self.inner.shared.faults.partition(&addr, false);
+        let peer = self.inner.peer_for(&addr);
+        self.inner.ensure_connected(&peer);
+    }
+
+    /// Whether the peer at `addr` is connected.
+    #[must_use]
+    pub fn is_connected(&self, addr: &str) -> bool {
+        self.inner.peers.read().by_addr.get(&canonical(addr)).is_some_and(|p| p.is_up())
+    }
+
+    /// Stops listening, closes every connection (peers see this node go down) and fails what
+    /// waits on them.
+    pub fn shutdown(&self) {
+        if self.inner.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        for t in self.inner.tasks.lock().drain(..) {
+            t.abort();
+        }
+        for p in self.inner.all_peers() {
+            p.keep.store(false, Ordering::Relaxed);
+            conn::peer_down(&self.inner, &p, None, "this node shut down");
+        }
+        self.inner.exports.write().clear();
+        self.inner.names.write().clear();
+    }
+}

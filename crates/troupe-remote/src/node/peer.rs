@@ -1,0 +1,375 @@
+//! One peer node as this node sees it: its lanes (outbound connections, one set per channel),
+//! its status, and the monitors and links that cross to it.
+//!
+//! Rules:
+//! 1. A lane buffers encoded frames; its writer task takes the whole buffer per write, so
+//!    frames queued while a write is in flight go out together (batching). Frames queued before
+//!    the lane is connected wait in the buffer; a buffer over `max_buffer_bytes` refuses sends.
+//! 2. A lane is picked per send: an explicit partition key, else (with affinity) a hash of
+//!    sender and receiver, else at random. The same pair therefore always uses one lane, so
+//!    per-pair FIFO holds.
+//! 3. Every session (successful connect) has a generation; tasks of an older generation can
+//!    neither bring the peer down nor deliver into the new session.
+//! 4. Acknowledged frames stay in their lane's `unacked` map until the peer acks them, and are
+//!    retransmitted (through fault injection again) every `ack_timeout`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use tokio::sync::{watch, Notify};
+use tokio::task::AbortHandle;
+use troupe::{AnyRef, ExitReason, MonitorId};
+
+use crate::error::Error;
+use crate::fault::Verdict;
+use crate::frame::{kind, write_frame};
+use crate::node::Shared;
+use crate::proto::Control;
+
+/// A peer's connection status.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Status {
+    Down(Option<Error>),
+    Connecting,
+    Up,
+}
+
+pub(crate) struct LaneBuf {
+    pub(crate) out: Vec<u8>,
+    pub(crate) next_seq: u64,
+    pub(crate) unacked: BTreeMap<u64, (Instant, Arc<Vec<u8>>)>,
+}
+
+/// One outbound connection slot.
+pub(crate) struct Lane {
+    pub(crate) channel: Arc<str>,
+    pub(crate) index: u16,
+    pub(crate) buf: Mutex<LaneBuf>,
+    pub(crate) notify: Notify,
+}
+
+impl Lane {
+    fn new(channel: Arc<str>, index: u16) -> Self {
+        Self {
+            channel,
+            index,
+            buf: Mutex::new(LaneBuf { out: Vec::new(), next_seq: 1, unacked: BTreeMap::new() }),
+            notify: Notify::new(),
+        }
+    }
+
+    /// Appends raw frame bytes (already encoded), waking the writer when the buffer was empty.
+    pub(crate) fn push_raw(&self, bytes: &[u8]) {
+        let mut g = self.buf.lock();
+        let was_empty = g.out.is_empty();
+        g.out.extend_from_slice(bytes);
+        drop(g);
+        if was_empty {
+            self.notify.notify_one();
+        }
+    }
+
+    pub(crate) fn reset(&self) {
+        let mut g = self.buf.lock();
+        g.out = Vec::new();
+        g.next_seq = 1;
+        g.unacked.clear();
+    }
+}
+
+/// A channel's lanes to one peer.
+pub(crate) struct ChannelLanes {
+    pub(crate) name: Arc<str>,
+    pub(crate) affinity: bool,
+    pub(crate) lanes: Vec<Arc<Lane>>,
+}
+
+/// Who is told when a remote actor we monitor stops.
+pub(crate) enum Watcher {
+    Actor(AnyRef, MonitorId),
+    Once(tokio::sync::oneshot::Sender<ExitReason>),
+}
+
+/// Monitors and links crossing to this peer.
+#[derive(Default)]
+pub(crate) struct Relations {
+    /// Our monitors on their actors: our mid -> (their actor, watcher).
+    pub(crate) monitors_out: HashMap<u64, (u64, Watcher)>,
+    /// Their monitors on our actors: their mid -> (our actor, our monitor id).
+    pub(crate) monitors_in: HashMap<u64, (AnyRef, MonitorId)>,
+    /// Links: (our actor seq, their actor key) -> (our actor, how they address our actor).
+    pub(crate) links: HashMap<(u64, u64), (AnyRef, crate::frame::Target)>,
+}
+
+/// Receiver-side duplicate filter for one inbound lane (acknowledged delivery).
+#[derive(Default)]
+pub(crate) struct Dedup {
+    floor: u64,
+    above: std::collections::BTreeSet<u64>,
+}
+
+impl Dedup {
+    /// True the first time `seq` is seen.
+    pub(crate) fn first(&mut self, seq: u64) -> bool {
+        if seq <= self.floor || !self.above.insert(seq) {
+            return false;
+        }
+        while self.above.remove(&(self.floor + 1)) {
+            self.floor += 1;
+        }
+        true
+    }
+}
+
+pub(crate) struct Session {
+    pub(crate) name: String,
+    pub(crate) incarnation: u64,
+    pub(crate) generation: u64,
+    pub(crate) tasks: Vec<AbortHandle>,
+}
+
+/// A peer node.
+pub(crate) struct Peer {
+    pub(crate) index: u16,
+    pub(crate) addr: String,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) channels: Vec<ChannelLanes>,
+    pub(crate) status: watch::Sender<Status>,
+    pub(crate) up: AtomicBool,
+    pub(crate) session: Mutex<Session>,
+    pub(crate) last_seen_us: AtomicU64,
+    pub(crate) relations: Mutex<Relations>,
+    pub(crate) dedup: Mutex<HashMap<(String, u16), Dedup>>,
+    /// Keep reconnecting (a configured peer, or one we were asked to connect to).
+    pub(crate) keep: AtomicBool,
+}
+
+impl Peer {
+    pub(crate) fn new(index: u16, addr: String, shared: Arc<Shared>) -> Self {
+        let channels = shared
+            .channels
+            .iter()
+            .map(|c| {
+                let name: Arc<str> = Arc::from(c.name.as_str());
+                let lanes = (0..c.parallelism).map(|i| Arc::new(Lane::new(name.clone(), i))).collect();
+                ChannelLanes { name, affinity: c.affinity, lanes }
+            })
+            .collect();
+        Self {
+            index,
+            addr,
+            shared,
+            channels,
+            status: watch::channel(Status::Down(None)).0,
+            up: AtomicBool::new(false),
+            session: Mutex::new(Session { name: String::new(), incarnation: 0, generation: 0, tasks: Vec::new() }),
+            last_seen_us: AtomicU64::new(0),
+            relations: Mutex::new(Relations::default()),
+            dedup: Mutex::new(HashMap::new()),
+            keep: AtomicBool::new(false),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn is_up(&self) -> bool {
+        self.up.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn name(&self) -> String {
+        self.session.lock().name.clone()
+    }
+
+    pub(crate) fn generation(&self) -> u64 {
+        self.session.lock().generation
+    }
+
+    pub(crate) fn seen(&self) {
+        self.last_seen_us.store(self.shared.now_us(), Ordering::Relaxed);
+    }
+
+    pub(crate) fn control_lane(&self) -> &Arc<Lane> {
+        &self.channels[0].lanes[0]
+    }
+
+    /// Rule 2.
+    pub(crate) fn pick_lane(&self, channel: usize, key: Option<u64>, sender: u64, target: u64) -> &Arc<Lane> {
+        let ch = &self.channels[channel.min(self.channels.len() - 1)];
+        let n = ch.lanes.len();
+        if n == 1 {
+            return &ch.lanes[0];
+        }
+        let i = match key {
+            Some(k) => mix(k) as usize % n,
+            None if ch.affinity => mix(sender ^ mix(target)) as usize % n,
+            None => fastrand() as usize % n,
+        };
+        &ch.lanes[i]
+    }
+
+    /// Queues a frame whose body `body` writes, applying fault injection and the buffer limit.
+    /// With `ack`, the frame gets a sequence number (written by `body` from the argument) and
+    /// is kept for retransmission.
+    pub(crate) fn send_frame(
+        &self,
+        lane: &Lane,
+        kind: u8,
+        ack: bool,
+        body: impl FnOnce(&mut Vec<u8>, u64) -> Result<(), Error>,
+    ) -> Result<(), SendFail> {
+        if !ack && !self.shared.faults.active() {
+            // The hot path: encode straight into the lane's buffer.
+            let mut g = lane.buf.lock();
+            if g.out.len() > self.shared.max_buffer {
+                return Err(SendFail::Full);
+            }
+            let was_empty = g.out.is_empty();
+            write_frame(&mut g.out, kind, |b| body(b, 0)).map_err(SendFail::Encode)?;
+            drop(g);
+            if was_empty {
+                lane.notify.notify_one();
+            }
+            self.shared.stats.frames_out.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        let seq = if ack {
+            let mut g = lane.buf.lock();
+            let s = g.next_seq;
+            g.next_seq += 1;
+            s
+        } else {
+            0
+        };
+        let mut bytes = Vec::new();
+        write_frame(&mut bytes, kind, |b| body(b, seq)).map_err(SendFail::Encode)?;
+        if lane.buf.lock().out.len() > self.shared.max_buffer {
+            return Err(SendFail::Full);
+        }
+        let bytes = Arc::new(bytes);
+        if ack {
+            lane.buf.lock().unacked.insert(seq, (Instant::now(), bytes.clone()));
+        }
+        self.shared.stats.frames_out.fetch_add(1, Ordering::Relaxed);
+        self.inject(lane, bytes);
+        Ok(())
+    }
+
+    /// Sends already-encoded frame bytes through fault injection.
+    pub(crate) fn inject(&self, lane: &Lane, bytes: Arc<Vec<u8>>) {
+        if !self.shared.faults.active() {
+            lane.push_raw(&bytes);
+            return;
+        }
+        let stats = &self.shared.stats;
+        match self.shared.faults.verdict(&self.addr, &lane.channel) {
+            Verdict::Pass => lane.push_raw(&bytes),
+            Verdict::Drop => {
+                stats.fault_dropped.fetch_add(1, Ordering::Relaxed);
+            }
+            Verdict::Send { copies, delay } => {
+                if copies > 1 {
+                    stats.fault_duplicated.fetch_add(1, Ordering::Relaxed);
+                }
+                if delay.is_zero() {
+                    for _ in 0..copies {
+                        lane.push_raw(&bytes);
+                    }
+                } else {
+                    stats.fault_delayed.fetch_add(1, Ordering::Relaxed);
+                    let lane = self.lane_arc(lane);
+                    tokio::spawn(async move {
+                        tokio::time::sleep(delay).await;
+                        for _ in 0..copies {
+                            lane.push_raw(&bytes);
+                        }
+                    });
+                }
+            }
+        }
+    }
+
+    fn lane_arc(&self, lane: &Lane) -> Arc<Lane> {
+        for ch in &self.channels {
+            for l in &ch.lanes {
+                if std::ptr::eq(&**l, lane) {
+                    return l.clone();
+                }
+            }
+        }
+        unreachable!("a lane always belongs to its peer")
+    }
+
+    /// Sends a control message on the control lane.
+    pub(crate) fn control(&self, msg: &Control) {
+        let r = self.send_frame(self.control_lane(), kind::CONTROL, false, |b, _| crate::codec::encode_into(msg, b));
+        if let Err(e) = r {
+            tracing::warn!(peer = %self.addr, "control message not sent: {e:?}");
+        }
+    }
+
+    /// Rule 4: frames unacknowledged for longer than `timeout` go out again.
+    pub(crate) fn retransmit(&self, timeout: Duration) {
+        let now = Instant::now();
+        for ch in &self.channels {
+            for lane in &ch.lanes {
+                let due: Vec<Arc<Vec<u8>>> = {
+                    let mut g = lane.buf.lock();
+                    g.unacked
+                        .values_mut()
+                        .filter(|(t, _)| now.duration_since(*t) >= timeout)
+                        .map(|(t, b)| {
+                            *t = now;
+                            b.clone()
+                        })
+                        .collect()
+                };
+                for b in due {
+                    self.shared.stats.retransmits.fetch_add(1, Ordering::Relaxed);
+                    self.inject(lane, b);
+                }
+            }
+        }
+    }
+
+    pub(crate) fn acked(&self, channel: &str, lane: u16, seqs: &[u64]) {
+        if let Some(ch) = self.channels.iter().find(|c| &*c.name == channel) {
+            if let Some(l) = ch.lanes.get(lane as usize) {
+                let mut g = l.buf.lock();
+                for s in seqs {
+                    g.unacked.remove(s);
+                }
+            }
+        }
+    }
+
+    pub(crate) fn unacked(&self) -> usize {
+        self.channels.iter().flat_map(|c| &c.lanes).map(|l| l.buf.lock().unacked.len()).sum()
+    }
+}
+
+/// Why a frame was not queued.
+#[derive(Debug)]
+pub(crate) enum SendFail {
+    Full,
+    Encode(Error),
+}
+
+/// A 64-bit mixer (splitmix64's finaliser) for lane hashing.
+#[inline]
+pub(crate) fn mix(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+fn fastrand() -> u64 {
+    use std::cell::Cell;
+    thread_local!(static S: Cell<u64> = Cell::new(rand::random::<u64>() | 1));
+    S.with(|s| {
+        let v = mix(s.get());
+        s.set(v | 1);
+        v
+    })
+}

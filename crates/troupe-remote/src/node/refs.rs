@@ -1,0 +1,475 @@
+//! Remote references: [`RemoteActor`] (a remote actor as the core sees it, for links, monitors,
+//! kill and stop), the typed sender behind a remote `ActorRef<M>`, exports of local actors,
+//! reply plumbing for remote `ask`, and the serde hook that lets refs and reply handles travel
+//! inside messages.
+//!
+//! Rules:
+//! 1. A remote send encodes the message straight into a lane buffer; it never blocks on the
+//!    network. It fails (message handed back) only when the lane's buffer is over its limit or
+//!    the message does not encode.
+//! 2. A local actor becomes reachable from other nodes when it is exported: by name
+//!    ([`crate::Node::export`]) or by its ref being sent inside a message. An export is removed
+//!    when its actor dies.
+//! 3. Links and monitors across nodes follow the protocol in `proto.rs`: each side keeps the
+//!    crossing relations in the peer's tables, so losing the peer signals every one of them
+//!    with `NoConnection`.
+
+use std::any::{Any, TypeId};
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+
+use tokio::sync::oneshot;
+use troupe::remote_api::{self, RemoteProcess, SerdeHook, WireRef, WireReply};
+use troupe::{
+    ActorId, ActorRef, AnyRef, DynSender, ExitReason, ExitSignal, MonitorId, ReplyTo, SendError, SendErrorKind,
+};
+
+use crate::codec::{self, tag_hash};
+use crate::frame::{kind, DataHeader, Target};
+use crate::node::peer::{Peer, SendFail, Status, Watcher};
+use crate::node::NodeInner;
+use crate::proto::{Control, RefuseReason};
+use crate::types::{self, RemoteMessage};
+
+/// Per-send options (Partisan's, seed 004 §5): channel, partition key, acknowledged delivery.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[must_use]
+pub struct SendOptions {
+    /// The channel's name (default: `default`).
+    pub channel: Option<String>,
+    /// Picks the lane by this key instead of by sender and receiver.
+    pub partition_key: Option<u64>,
+    /// The sending actor, for affinity (hash of sender and receiver).
+    pub sender: Option<ActorId>,
+    /// At-least-once delivery with retransmission; the receiver drops duplicates.
+    pub ack: bool,
+}
+
+impl SendOptions {
+    /// Default options.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// On channel `name`.
+    pub fn channel(mut self, name: &str) -> Self {
+        self.channel = Some(name.to_owned());
+        self
+    }
+    /// With partition key `k`.
+    pub fn partition_key(mut self, k: u64) -> Self {
+        self.partition_key = Some(k);
+        self
+    }
+    /// From sender `id` (affinity).
+    pub fn sender(mut self, id: ActorId) -> Self {
+        self.sender = Some(id);
+        self
+    }
+    /// Acknowledged.
+    pub fn ack(mut self, on: bool) -> Self {
+        self.ack = on;
+        self
+    }
+}
+
+/// The key a remote actor is known by on our side: its number, or a hash of its name with the
+/// top sequence bit set.
+pub(crate) fn target_key(t: &Target) -> u64 {
+    match t {
+        Target::Id(s) => *s,
+        Target::Name(n) => (1 << 47) | (tag_hash(n) & ((1 << 47) - 1)),
+    }
+}
+
+/// A remote actor.
+pub(crate) struct RemoteActor {
+    pub(crate) peer: Arc<Peer>,
+    pub(crate) node: Weak<NodeInner>,
+    pub(crate) target: Target,
+    pub(crate) tag: u64,
+    pub(crate) dead: AtomicBool,
+    pub(crate) channel: usize,
+    pub(crate) opts: SendOptions,
+}
+
+impl RemoteActor {
+    pub(crate) fn new(node: &Arc<NodeInner>, peer: Arc<Peer>, target: Target, tag: u64, opts: SendOptions) -> Self {
+        let channel = node.channel_index(opts.channel.as_deref());
+        Self { peer, node: Arc::downgrade(node), target, tag, dead: AtomicBool::new(false), channel, opts }
+    }
+
+    fn key(&self) -> u64 {
+        target_key(&self.target)
+    }
+
+    fn ensure_connected(&self) {
+        if !self.peer.is_up() {
+            if let Some(n) = self.node.upgrade() {
+                n.ensure_connected(&self.peer);
+            }
+        }
+    }
+
+    fn control(&self, msg: &Control) {
+        self.ensure_connected();
+        self.peer.control(msg);
+    }
+
+    /// Rule 1: encodes `msg` into a lane.
+    pub(crate) fn send_msg<M: RemoteMessage>(
+        &self,
+        msg: &M,
+        opts: &SendOptions,
+        channel: usize,
+    ) -> Result<(), SendFail> {
+        self.ensure_connected();
+        let sender = opts.sender.map_or(0, |s| s.to_bits());
+        let lane = self.peer.pick_lane(channel, opts.partition_key, sender, self.key());
+        let peer = &self.peer;
+        peer.send_frame(lane, kind::DATA, opts.ack, |b, seq| encode_data(peer, &self.target, self.tag, seq, msg, b))
+    }
+}
+
+thread_local! {
+    static CURRENT_PEER: Cell<u16> = const { Cell::new(0) };
+    static REPLIES: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Writes a data frame body: header, payload, then the reply trailer (`[u64]*n`, `u8 n`).
+fn encode_data<M: RemoteMessage>(
+    peer: &Peer,
+    target: &Target,
+    tag: u64,
+    seq: u64,
+    msg: &M,
+    b: &mut Vec<u8>,
+) -> Result<(), crate::Error> {
+    DataHeader { target: target.clone(), tag, ack_seq: seq }.write(b)?;
+    CURRENT_PEER.with(|c| c.set(peer.index));
+    let r = remote_api::with_serde_hook(&peer.shared.hook, || codec::encode_into(msg, b));
+    let replies = REPLIES.with(|r| std::mem::take(&mut *r.borrow_mut()));
+    r?;
+    let n = u8::try_from(replies.len())
+        .map_err(|_| crate::Error::malformed("more than 255 reply handles in one message"))?;
+    for id in &replies {
+        b.extend_from_slice(&id.to_le_bytes());
+    }
+    b.push(n);
+    Ok(())
+}
+
+impl RemoteProcess for RemoteActor {
+    fn id(&self) -> ActorId {
+        ActorId::new(self.peer.index, self.key())
+    }
+
+    fn is_alive(&self) -> bool {
+        !self.dead.load(Ordering::Relaxed) && !matches!(*self.peer.status.borrow(), Status::Down(Some(_)))
+    }
+
+    fn kill(&self) {
+        self.control(&Control::Kill { target: self.target.clone() });
+    }
+
+    fn stop(&self, reason: ExitReason) {
+        self.control(&Control::Stop { target: self.target.clone(), reason });
+    }
+
+    fn exit_signal(&self, sig: ExitSignal) -> bool {
+        let from = self.peer.relations.lock().links.remove(&(sig.from.seq(), self.key())).map(|(_, t)| t);
+        let from = from.unwrap_or(Target::Id(sig.from.seq()));
+        self.control(&Control::Exit { from, to: self.target.clone(), reason: sig.reason });
+        true
+    }
+
+    fn down(&self, _down: troupe::Down) -> bool {
+        false
+    }
+
+    fn add_link(&self, local: AnyRef) -> bool {
+        if self.dead.load(Ordering::Relaxed) {
+            return false;
+        }
+        let seq = local.id().seq();
+        self.peer.relations.lock().links.insert((seq, self.key()), (local, Target::Id(seq)));
+        self.control(&Control::Link { from: seq, to: self.target.clone() });
+        true
+    }
+
+    fn remove_link(&self, local: ActorId) {
+        self.peer.relations.lock().links.remove(&(local.seq(), self.key()));
+        self.control(&Control::Unlink { from: local.seq(), to: self.target.clone() });
+    }
+
+    fn add_monitor(&self, id: MonitorId, watcher: AnyRef) -> bool {
+        if self.dead.load(Ordering::Relaxed) {
+            return false;
+        }
+        let mid = remote_api::monitor_id_to_bits(id);
+        self.register_monitor(mid, Watcher::Actor(watcher, id));
+        true
+    }
+
+    fn remove_monitor(&self, id: MonitorId) {
+        let mid = remote_api::monitor_id_to_bits(id);
+        self.peer.relations.lock().monitors_out.remove(&mid);
+        self.control(&Control::Demonitor { mid });
+    }
+
+    fn watch(&self) -> Result<oneshot::Receiver<ExitReason>, ExitReason> {
+        if self.dead.load(Ordering::Relaxed) {
+            return Err(ExitReason::NoProc);
+        }
+        let (tx, rx) = oneshot::channel();
+        let mid = remote_api::monitor_id_to_bits(remote_api::new_monitor_id());
+        self.register_monitor(mid, Watcher::Once(tx));
+        Ok(rx)
+    }
+}
+
+impl RemoteActor {
+    fn register_monitor(&self, mid: u64, w: Watcher) {
+        self.ensure_connected();
+        if matches!(*self.peer.status.borrow(), Status::Down(Some(_))) {
+            // The node is known lost: the monitor fires at once, as OTP's does.
+            crate::node::conn::fire(&self.peer, self.key(), mid, w, ExitReason::NoConnection);
+            return;
+        }
+        self.peer.relations.lock().monitors_out.insert(mid, (self.key(), w));
+        self.peer.control(&Control::Monitor { mid, target: self.target.clone() });
+    }
+}
+
+/// Stands in a local actor's monitor list for a watcher on another node (rule 3).
+pub(crate) struct WatcherProxy {
+    pub(crate) peer: Arc<Peer>,
+    pub(crate) mid: u64,
+}
+
+impl RemoteProcess for WatcherProxy {
+    fn id(&self) -> ActorId {
+        ActorId::new(self.peer.index, 0)
+    }
+    fn is_alive(&self) -> bool {
+        self.peer.is_up()
+    }
+    fn kill(&self) {}
+    fn stop(&self, _: ExitReason) {}
+    fn exit_signal(&self, _: ExitSignal) -> bool {
+        false
+    }
+    fn down(&self, d: troupe::Down) -> bool {
+        if self.peer.relations.lock().monitors_in.remove(&self.mid).is_none() {
+            return false;
+        }
+        self.peer.control(&Control::Down { mid: self.mid, actor: d.actor.seq(), reason: d.reason });
+        true
+    }
+    fn add_link(&self, _: AnyRef) -> bool {
+        false
+    }
+    fn remove_link(&self, _: ActorId) {}
+    fn add_monitor(&self, _: MonitorId, _: AnyRef) -> bool {
+        false
+    }
+    fn remove_monitor(&self, _: MonitorId) {}
+    fn watch(&self) -> Result<oneshot::Receiver<ExitReason>, ExitReason> {
+        Err(ExitReason::NoProc)
+    }
+}
+
+/// The sender behind a remote `ActorRef<M>`.
+pub(crate) struct RemoteSender<M> {
+    pub(crate) actor: Arc<RemoteActor>,
+    _m: std::marker::PhantomData<fn(M)>,
+}
+
+impl<M: RemoteMessage> DynSender<M> for RemoteSender<M> {
+    fn send(&self, msg: M) -> Result<(), SendError<M>> {
+        match self.actor.send_msg(&msg, &self.actor.opts, self.actor.channel) {
+            Ok(()) => Ok(()),
+            Err(SendFail::Full) => Err(remote_api::send_error(SendErrorKind::Full, Some(msg))),
+            Err(SendFail::Encode(e)) => {
+                tracing::error!(peer = %self.actor.peer.addr, "message not sent: {e}");
+                self.actor.peer.shared.stats.encode_errors.fetch_add(1, Ordering::Relaxed);
+                Err(remote_api::send_error(SendErrorKind::Gone, Some(msg)))
+            }
+        }
+    }
+
+    fn any(&self) -> AnyRef {
+        AnyRef::from_remote(self.actor.clone())
+    }
+
+    fn as_any(&self) -> Option<&dyn Any> {
+        Some(self)
+    }
+}
+
+pub(crate) fn remote_ref<M: RemoteMessage>(actor: Arc<RemoteActor>) -> ActorRef<M> {
+    ActorRef::from_dyn(Arc::new(RemoteSender::<M> { actor, _m: std::marker::PhantomData }))
+}
+
+pub(crate) fn remote_of<M: RemoteMessage>(r: &ActorRef<M>) -> Option<Arc<RemoteActor>> {
+    remote_api::dyn_sender_any(r)?.downcast_ref::<RemoteSender<M>>().map(|s| s.actor.clone())
+}
+
+/// Sends `msg` with per-send options. A local target ignores the options.
+pub fn send_with<M: RemoteMessage>(r: &ActorRef<M>, msg: M, opts: &SendOptions) -> Result<(), SendError<M>> {
+    let Some(actor) = remote_of(r) else {
+        return r.send(msg);
+    };
+    let channel = match actor.node.upgrade() {
+        Some(n) => n.channel_index(opts.channel.as_deref()),
+        None => actor.channel,
+    };
+    match actor.send_msg(&msg, opts, channel) {
+        Ok(()) => Ok(()),
+        Err(SendFail::Full) => Err(remote_api::send_error(SendErrorKind::Full, Some(msg))),
+        Err(SendFail::Encode(_)) => Err(remote_api::send_error(SendErrorKind::Gone, Some(msg))),
+    }
+}
+
+/// A local actor reachable from other nodes.
+pub(crate) struct Export {
+    pub(crate) any: AnyRef,
+    pub(crate) adapter: bool,
+    pub(crate) tag: u64,
+    pub(crate) tag_name: &'static str,
+    pub(crate) typed: Box<dyn Any + Send + Sync>,
+    pub(crate) deliver: fn(&(dyn Any + Send + Sync), &[u8]) -> Result<(), RefuseReason>,
+}
+
+pub(crate) fn export_parts<M: RemoteMessage>(r: &ActorRef<M>) -> Export {
+    Export {
+        any: r.any(),
+        adapter: remote_api::dyn_sender_any(r).is_some() || r.id().node() != 0,
+        tag: tag_hash(M::TAG),
+        tag_name: M::TAG,
+        typed: Box::new(r.clone()),
+        deliver: types::deliver::<M>,
+    }
+}
+
+/// An answer a local asker waits for from another node.
+pub(crate) trait PendingReply: Send {
+    fn deliver(self: Box<Self>, payload: &[u8]) -> Result<(), String>;
+    fn is_closed(&self) -> bool;
+}
+
+struct Pending<R>(ReplyTo<R>);
+
+impl<R: RemoteMessage> PendingReply for Pending<R> {
+    fn deliver(self: Box<Self>, payload: &[u8]) -> Result<(), String> {
+        let r: R = codec::decode(payload).map_err(|e| e.to_string())?;
+        self.0.send(r);
+        Ok(())
+    }
+    fn is_closed(&self) -> bool {
+        self.0.is_closed()
+    }
+}
+
+pub(crate) fn pending<R: RemoteMessage>(r: ReplyTo<R>) -> Box<dyn PendingReply> {
+    Box::new(Pending(r))
+}
+
+/// Where a reply to a remote asker goes.
+pub(crate) struct ReplySink {
+    pub(crate) peer: Arc<Peer>,
+    pub(crate) id: u64,
+    pub(crate) tag: u64,
+}
+
+pub(crate) fn reply_through<R: RemoteMessage>(sink: ReplySink) -> ReplyTo<R> {
+    ReplyTo::from_fn(move |r: R| {
+        let peer = &sink.peer;
+        let lane = peer.pick_lane(1, Some(sink.id), 0, 0);
+        let res = peer.send_frame(lane, kind::REPLY, false, |b, _| {
+            b.extend_from_slice(&sink.id.to_le_bytes());
+            b.extend_from_slice(&sink.tag.to_le_bytes());
+            CURRENT_PEER.with(|c| c.set(peer.index));
+            let r2 = remote_api::with_serde_hook(&peer.shared.hook, || codec::encode_into(&r, b));
+            REPLIES.with(|r| r.borrow_mut().clear());
+            r2
+        });
+        if let Err(e) = res {
+            tracing::warn!(peer = %peer.addr, "reply not sent: {e:?}");
+        }
+    })
+}
+
+/// The serde hook of one node.
+pub(crate) struct NodeHook {
+    pub(crate) node: Weak<NodeInner>,
+}
+
+impl NodeHook {
+    fn node(&self) -> Result<Arc<NodeInner>, String> {
+        self.node.upgrade().ok_or_else(|| "the node has shut down".to_owned())
+    }
+}
+
+impl SerdeHook for NodeHook {
+    fn encode_ref(&self, r: &dyn Any, ty: TypeId) -> Result<WireRef, String> {
+        let e = types::entry(ty)?;
+        if let Some(actor) = (e.remote_of)(r) {
+            if let Target::Id(id) = actor.target {
+                return Ok(WireRef { node: actor.peer.addr.clone(), id, tag: e.tag });
+            }
+        }
+        let node = self.node()?;
+        let export = (e.export)(r).ok_or("the ref is not of the registered type")?;
+        let id = node.export_anonymous(export);
+        Ok(WireRef { node: node.shared.me.listen.clone(), id, tag: e.tag })
+    }
+
+    fn decode_ref(&self, w: WireRef, ty: TypeId) -> Result<Box<dyn Any + Send>, String> {
+        let e = types::entry(ty)?;
+        if w.tag != e.tag {
+            return Err(format!(
+                "a ref for message type {} arrived where {} was expected",
+                types::tag_name_of(w.tag),
+                e.tag_name
+            ));
+        }
+        let node = self.node()?;
+        if w.node == node.shared.me.listen {
+            let ex = node.exports.read().get(&w.id).cloned();
+            let ex = ex.ok_or_else(|| format!("a ref to local actor {} which is no longer exported", w.id))?;
+            if ex.tag != e.tag {
+                return Err(format!("a ref to local actor {} of another message type", w.id));
+            }
+            return (e.local_clone)(&*ex.typed).ok_or_else(|| "a local ref of another type".to_owned());
+        }
+        let peer = node.peer_for(&w.node);
+        let actor = RemoteActor::new(&node, peer, Target::Id(w.id), w.tag, SendOptions::default());
+        Ok((e.make_ref)(Arc::new(actor)))
+    }
+
+    fn encode_reply(&self, reply: Box<dyn Any + Send>, ty: TypeId) -> Result<WireReply, String> {
+        let e = types::entry(ty)?;
+        let node = self.node()?;
+        let p = (e.pending)(reply).ok_or("the reply handle is not of the registered type")?;
+        let id = node.next_id();
+        let peer = CURRENT_PEER.with(Cell::get);
+        node.pending.lock().insert(id, (peer, p));
+        REPLIES.with(|r| r.borrow_mut().push(id));
+        Ok(WireReply { node: node.shared.me.listen.clone(), id, tag: e.tag })
+    }
+
+    fn decode_reply(&self, w: WireReply, ty: TypeId) -> Result<Box<dyn Any + Send>, String> {
+        let e = types::entry(ty)?;
+        if w.tag != e.tag {
+            return Err(format!(
+                "a reply handle for {} arrived where {} was expected",
+                types::tag_name_of(w.tag),
+                e.tag_name
+            ));
+        }
+        let node = self.node()?;
+        let peer = node.peer_for(&w.node);
+        Ok((e.make_reply)(ReplySink { peer, id: w.id, tag: w.tag }))
+    }
+}

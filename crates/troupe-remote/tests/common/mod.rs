@@ -1,0 +1,153 @@
+//! Test harness for multi-process tests: starts `troupe-node` OS processes on loopback with a
+//! generated configuration, reads their stdout protocol (`listening on`, `event {json}`, command
+//! answers) with bounded waits, sends them commands, and signals them (SIGKILL, SIGSTOP).
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+pub const SECRET: &str = "test-secret";
+
+static N: AtomicU32 = AtomicU32::new(0);
+
+/// A `troupe-node` child process.
+pub struct NodeProc {
+    pub child: Child,
+    pub addr: String,
+    pub name: String,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    config: std::path::PathBuf,
+}
+
+impl NodeProc {
+    /// Starts a node named `name` with `extra` TOML lines (services, heartbeat, ...).
+    pub fn start(name: &str, extra: &str) -> NodeProc {
+        Self::start_with(name, extra, SECRET, &[])
+    }
+
+    /// Starts a node, optionally prefixing the command (e.g. `ip netns exec NS`).
+    pub fn start_with(name: &str, extra: &str, secret: &str, prefix: &[&str]) -> NodeProc {
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let config = std::env::temp_dir().join(format!("troupe-test-{}-{n}-{name}.toml", std::process::id()));
+        let listen = if extra.contains("listen") { String::new() } else { "listen = \"127.0.0.1:0\"\n".into() };
+        let text = format!("name = \"{name}\"\nsecret = \"{secret}\"\n{listen}{extra}\n");
+        std::fs::write(&config, text).unwrap();
+        let bin = env!("CARGO_BIN_EXE_troupe-node");
+        let mut cmd = if prefix.is_empty() {
+            Command::new(bin)
+        } else {
+            let mut c = Command::new(prefix[0]);
+            c.args(&prefix[1..]).arg(bin);
+            c
+        };
+        let mut child = cmd
+            .arg("--config")
+            .arg(&config)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn troupe-node");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                if tx.send(line).is_err() {
+                    return;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        let mut p = NodeProc { child, addr: String::new(), name: name.into(), stdin, lines: rx, config };
+        let first = p.wait_line(|l| l.starts_with("listening on "), Duration::from_secs(20));
+        p.addr = first.trim_start_matches("listening on ").to_owned();
+        p
+    }
+
+    /// Waits (bounded) for a stdout line matching `pred`; panics with the lines seen otherwise.
+    pub fn wait_line(&mut self, pred: impl Fn(&str) -> bool, limit: Duration) -> String {
+        self.try_wait_line(pred, limit)
+            .unwrap_or_else(|| panic!("node {}: expected line not seen within {limit:?}", self.name))
+    }
+
+    /// Like `wait_line`, `None` on timeout.
+    pub fn try_wait_line(&mut self, pred: impl Fn(&str) -> bool, limit: Duration) -> Option<String> {
+        let end = Instant::now() + limit;
+        loop {
+            let left = end.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(l) if pred(&l) => return Some(l),
+                Ok(_) => continue,
+                Err(RecvTimeoutError::Timeout) => return None,
+                Err(RecvTimeoutError::Disconnected) => return None,
+            }
+        }
+    }
+
+    /// Sends a command line.
+    pub fn cmd(&mut self, line: &str) {
+        let s = self.stdin.as_mut().unwrap();
+        writeln!(s, "{line}").unwrap();
+        s.flush().unwrap();
+    }
+
+    /// The node's counters (`stats` command).
+    pub fn stats(&mut self) -> serde_json::Value {
+        self.cmd("stats");
+        let l = self.wait_line(|l| l.starts_with("stats "), Duration::from_secs(10));
+        serde_json::from_str(&l["stats ".len()..]).unwrap()
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) on our own child's pid; no memory is involved.
+        let r = unsafe { libc::kill(self.pid(), sig) };
+        assert_eq!(r, 0, "kill({}, {sig})", self.pid());
+    }
+}
+
+impl Drop for NodeProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        // A stopped process must be continued to be reaped promptly.
+        // SAFETY: as in `signal`.
+        unsafe {
+            libc::kill(self.pid(), libc::SIGCONT);
+        }
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.config);
+    }
+}
+
+/// A config for an in-test node.
+pub fn cfg(name: &str) -> troupe_remote::NodeConfig {
+    troupe_remote::NodeConfig::new(name, SECRET)
+}
+
+/// Waits (bounded) for a node event matching `pred`.
+pub async fn wait_event(
+    rx: &mut tokio::sync::broadcast::Receiver<troupe_remote::NodeEvent>,
+    limit: Duration,
+    pred: impl Fn(&troupe_remote::NodeEvent) -> bool,
+) -> troupe_remote::NodeEvent {
+    tokio::time::timeout(limit, async {
+        loop {
+            match rx.recv().await {
+                Ok(ev) if pred(&ev) => return ev,
+                Ok(_) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(e) => panic!("event stream closed: {e}"),
+            }
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("no matching node event within {limit:?}"))
+}

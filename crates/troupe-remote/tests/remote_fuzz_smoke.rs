@@ -1,0 +1,74 @@
+//! A short fuzz run on stable Rust: the fuzzing entry points (frame decoder, both handshake
+//! sides) on random bytes and on mutations of valid frames and handshakes. Never a panic.
+
+use proptest::prelude::*;
+use troupe_remote::codec;
+use troupe_remote::frame::{kind, write_frame, DataHeader, Target};
+use troupe_remote::fuzzing;
+use troupe_remote::proto::{Control, Hello, MAGIC, VERSION};
+
+fn valid_stream() -> Vec<u8> {
+    let mut out = vec![7u8]; // chunk size for the decoder
+    let h = DataHeader { target: Target::Name("echo".into()), tag: 1, ack_seq: 2 };
+    write_frame(&mut out, kind::DATA, |b| {
+        h.write(b)?;
+        b.extend_from_slice(b"payload");
+        b.push(0);
+        Ok(())
+    })
+    .unwrap();
+    let c = Control::Lookup { req: 1, name: "x".into() };
+    write_frame(&mut out, kind::CONTROL, |b| codec::encode_into(&c, b)).unwrap();
+    out
+}
+
+fn valid_hello() -> Vec<u8> {
+    let hello = Hello {
+        magic: MAGIC,
+        version: VERSION,
+        name: "n".into(),
+        listen: "127.0.0.1:1".into(),
+        incarnation: 3,
+        channel: "default".into(),
+        lane: 0,
+        nonce: [1; 32],
+    };
+    let mut out = Vec::new();
+    write_frame(&mut out, kind::HELLO, |b| codec::encode_into(&hello, b)).unwrap();
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn random_bytes_never_panic_the_decoder(data in proptest::collection::vec(any::<u8>(), 0..512)) {
+        fuzzing::frame_decoder(&data);
+    }
+
+    #[test]
+    fn mutated_frames_never_panic_the_decoder(flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8)) {
+        let mut data = valid_stream();
+        for (i, b) in flips {
+            let n = data.len();
+            data[i % n] = b;
+        }
+        fuzzing::frame_decoder(&data);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn mutated_handshakes_never_panic_either_side(flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..6), cut in any::<usize>()) {
+        let mut data = valid_hello();
+        for (i, b) in flips {
+            let n = data.len();
+            data[i % n] = b;
+        }
+        let cut = cut % (data.len() + 1);
+        fuzzing::handshake_acceptor(&data[..cut]);
+        fuzzing::handshake_dialler(&data[..cut]);
+    }
+}

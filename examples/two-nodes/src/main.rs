@@ -1,0 +1,137 @@
+//! Two Troupe nodes in two OS processes. Run with
+//! `cargo run -p example-two-nodes` (starts the server node as a child process itself), or in
+//! two terminals: `cargo run -p example-two-nodes -- server 127.0.0.1:7100` and
+//! `cargo run -p example-two-nodes -- client 127.0.0.1:7100`.
+//!
+//! The server exports a `greeter` actor. The client looks it up (the message type is checked),
+//! asks it, hands it a ref to one of its own actors inside a message (the greeter answers
+//! there), monitors it, and, in the one-command mode, kills the server process and watches
+//! the monitor report `noconnection`.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use troupe::{Actor, ActorRef, Ctx, Down, ReplyTo};
+use troupe_remote::{Nested, Node, NodeConfig, RemoteMessage};
+
+const SECRET: &str = "example-secret"; // every node of a cluster shares it
+
+/// What the greeter accepts.
+#[derive(Serialize, Deserialize)]
+enum Greet {
+    /// Answer through the reply handle.
+    Hello(String, ReplyTo<String>),
+    /// Answer later, to this ref.
+    Subscribe(ActorRef<Note>),
+}
+
+/// What subscribers receive.
+#[derive(Serialize, Deserialize, Debug)]
+struct Note(String);
+
+impl RemoteMessage for Greet {
+    const TAG: &'static str = "example.greet.v1";
+    fn nested(n: &mut Nested) {
+        n.add::<String>(); // the reply type
+        n.add::<Note>(); // the type of refs sent inside
+    }
+}
+
+impl RemoteMessage for Note {
+    const TAG: &'static str = "example.note.v1";
+}
+
+struct Greeter;
+
+impl Actor for Greeter {
+    type Msg = Greet;
+    async fn handle(&mut self, m: Greet, _: &mut Ctx<Self>) {
+        match m {
+            Greet::Hello(name, reply) => reply.send(format!("hello, {name}, from the server node")),
+            Greet::Subscribe(r) => {
+                let _ = r.send(Note("you are subscribed".into()));
+            }
+        }
+    }
+}
+
+/// Prints notes and the `Down` of what it monitors.
+struct Listener(tokio::sync::mpsc::UnboundedSender<String>);
+
+impl Actor for Listener {
+    type Msg = Note;
+    async fn handle(&mut self, n: Note, _: &mut Ctx<Self>) {
+        let _ = self.0.send(format!("note: {}", n.0));
+    }
+    async fn on_down(&mut self, d: Down, _: &mut Ctx<Self>) {
+        let _ = self.0.send(format!("down: {} stopped: {}", d.actor, d.reason));
+    }
+}
+
+struct Watch(troupe::AnyRef, ActorRef<Note>);
+impl Actor for Watch {
+    type Msg = ();
+    async fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), troupe::ActorError> {
+        ctx.monitor(&self.0);
+        Ok(())
+    }
+    async fn handle(&mut self, _: (), _: &mut Ctx<Self>) {}
+    async fn on_down(&mut self, d: Down, _: &mut Ctx<Self>) {
+        let _ = self.1.send(Note(format!("monitor fired: {} stopped: {}", d.actor, d.reason)));
+    }
+}
+
+async fn server(listen: &str) {
+    let cfg = NodeConfig { listen: listen.into(), ..NodeConfig::new("server", SECRET) };
+    let node = Node::start(cfg).await.expect("start the server node");
+    node.export("greeter", &troupe::spawn(Greeter)).unwrap();
+    println!("listening on {}", node.addr());
+    std::future::pending::<()>().await;
+}
+
+async fn client(addr: &str, mut child: Option<std::process::Child>) {
+    let node = Node::start(NodeConfig::new("client", SECRET)).await.expect("start the client node");
+    let greeter = node.lookup::<Greet>(addr, "greeter").await.expect("look up the greeter");
+    let answer = greeter.ask(|r| Greet::Hello("new user".into(), r), Duration::from_secs(5)).await.unwrap();
+    println!("ask -> {answer}");
+
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let me = troupe::spawn(Listener(tx));
+    greeter.send(Greet::Subscribe(me.clone())).unwrap();
+    println!("{}", rx.recv().await.unwrap());
+
+    troupe::spawn(Watch(greeter.any(), me));
+    if let Some(c) = child.as_mut() {
+        greeter.ask(|r| Greet::Hello("again".into(), r), Duration::from_secs(5)).await.unwrap();
+        println!("killing the server process (pid {})", c.id());
+        c.kill().unwrap();
+        println!("{}", tokio::time::timeout(Duration::from_secs(10), rx.recv()).await.unwrap().unwrap());
+        let _ = c.wait();
+    } else {
+        println!("now stop the server (Ctrl-C in its terminal) and watch the monitor fire");
+        println!("{}", rx.recv().await.unwrap());
+    }
+    node.shutdown();
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some("server") => server(args.get(2).map_or("127.0.0.1:7100", String::as_str)).await,
+        Some("client") => client(args.get(2).map_or("127.0.0.1:7100", String::as_str), None).await,
+        _ => {
+            use std::io::BufRead;
+            let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["server", "127.0.0.1:0"])
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .expect("start the server process");
+            let mut line = String::new();
+            std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+            let addr = line.trim().trim_start_matches("listening on ").to_owned();
+            println!("server node runs in process {} at {addr}", child.id());
+            client(&addr, Some(child)).await;
+        }
+    }
+}
