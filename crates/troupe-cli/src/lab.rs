@@ -152,6 +152,27 @@ fn dispatch(args: LabArgs) -> anyhow::Result<i32> {
                 };
                 params.insert(k.to_owned(), v);
             }
+            // The distribution benchmarks live in troupe-remote; the rest in troupe-micro.
+            let (remote, only): (Vec<String>, Option<Vec<String>>) = match only {
+                Some(names) => {
+                    let (r, l): (Vec<_>, Vec<_>) =
+                        names.into_iter().partition(|n| crate::remote_micro::NAMES.contains(&n.as_str()));
+                    (r, (!l.is_empty()).then_some(l))
+                }
+                None => (Vec::new(), None),
+            };
+            if !remote.is_empty() {
+                if let Err(e) = crate::remote_micro::run(&remote, reps, json) {
+                    eprintln!("troupe lab micro: {e}");
+                    return Ok(code::FAILED);
+                }
+                if only.is_none() {
+                    return Ok(0);
+                }
+            }
+            if !json {
+                println!("allocator: mimalloc (the troupe binary's global allocator; every Rust runtime in this table shares it)");
+            }
             let opts = troupe_micro::MicroOptions { only, runtimes, json, reps, params, child_args: None };
             let mut out = std::io::stdout().lock();
             match troupe_micro::run(&opts, &mut out) {

@@ -10,7 +10,9 @@
 //! - 130: interrupted by Ctrl-C (the run folder is kept and marked `interrupted`).
 
 mod lab;
+mod node;
 mod progress;
+mod remote_micro;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -43,12 +45,19 @@ struct Cli {
 enum Command {
     /// The reliability lab: run workloads on Troupe and peer runtimes, sweep, report.
     Lab(lab::LabArgs),
+    /// Run a Troupe node (docs/distribution.md describes the config file).
+    Node {
+        /// The node's TOML config: name, listen address, secret, peers, channels, faults.
+        #[arg(long)]
+        config: std::path::PathBuf,
+    },
 }
 
 fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Lab(args) => lab::main(args),
+        Command::Node { config } => node::main(&config),
     };
     std::process::exit(code);
 }
