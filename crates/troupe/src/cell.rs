@@ -66,6 +66,9 @@ pub(crate) enum Item<M> {
 pub(crate) struct Cell<M> {
     pub(crate) id: ActorId,
     killed: AtomicBool,
+    /// A system message is queued: a task working through a batch checks this between
+    /// messages so the system lane stays first (rule 5).
+    sys_pending: AtomicBool,
     inner: Mutex<Inner<M>>,
 }
 
@@ -190,6 +193,7 @@ impl<M: Send + 'static> Cell<M> {
         Self {
             id: ActorId::next_local(),
             killed: AtomicBool::new(false),
+            sys_pending: AtomicBool::new(false),
             inner: Mutex::new(Inner {
                 queue: VecDeque::new(),
                 dormant: None,
@@ -255,13 +259,48 @@ impl<M: Send + 'static> Cell<M> {
     }
 
     pub(crate) fn try_recv(&self) -> Item<M> {
+        self.recv_locked(None)
+    }
+
+    /// Like `try_recv`, but takes the whole queue of an unbounded mailbox into `batch` under one
+    /// lock and serves from it without locking, checking for kills and system messages between
+    /// messages (rules 5 and 6 hold as with `try_recv`). Bounded mailboxes are served one by one,
+    /// so their capacity keeps counting every undelivered message.
+    pub(crate) fn try_recv_batch(&self, batch: &mut VecDeque<M>) -> Item<M> {
+        if !batch.is_empty() {
+            if self.is_killed() {
+                return Item::Killed;
+            }
+            if !self.sys_pending.load(Ordering::Acquire) {
+                return batch.pop_front().map_or(Item::Empty, Item::Msg);
+            }
+            return self.recv_locked(None);
+        }
+        self.recv_locked(Some(batch))
+    }
+
+    /// One locked step: a kill, then the system lane, then user messages (a whole batch when
+    /// `batch` is given, the mailbox is unbounded and holds several).
+    fn recv_locked(&self, batch: Option<&mut VecDeque<M>>) -> Item<M> {
         let mut g = self.inner.lock();
         if self.is_killed() {
             return Item::Killed;
         }
         if let Some(e) = g.extra.as_mut() {
             if let Some(s) = e.sys.pop_front() {
+                if e.sys.is_empty() {
+                    self.sys_pending.store(false, Ordering::Release);
+                }
                 return Item::Sys(s);
+            }
+        }
+        if let Some(batch) = batch {
+            if g.config.capacity().is_none() && g.queue.len() >= 2 {
+                std::mem::swap(&mut g.queue, batch);
+                g.active = true;
+                g.park = false;
+                drop(g);
+                return batch.pop_front().map_or(Item::Empty, Item::Msg);
             }
         }
         match g.queue.pop_front() {
@@ -448,6 +487,7 @@ impl<M: Send + 'static> Process for Cell<M> {
             e.links.retain(|l| l.id() != from);
         }
         e.sys.push_back(sys);
+        self.sys_pending.store(true, Ordering::Release);
         let wake = g.wake();
         drop(g);
         wake.run(self);

@@ -166,8 +166,12 @@ async fn run<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> Outcom
     // the mailbox (a send wakes it), until the sweeper asks it to park (cell.rs, rule 4).
     let mut handled = false;
     let mut budget = FAIRNESS_BUDGET;
+    let mut batch = std::collections::VecDeque::new();
     loop {
-        let item = if handled { poll_fn(|cx| cell.poll_next(cx)).await } else { cell.try_recv() };
+        let mut item = cell.try_recv_batch(&mut batch);
+        if matches!(item, Item::Empty) && handled {
+            item = poll_fn(|cx| cell.poll_next(cx)).await;
+        }
         match item {
             Item::Msg(m) => {
                 handled = true;

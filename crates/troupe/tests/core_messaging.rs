@@ -168,6 +168,24 @@ async fn system_messages_jump_the_queue() {
     assert!(done.load(Ordering::SeqCst), "the message in hand finishes first");
 }
 
+/// A mailbox served in batches still puts the system lane first: a stop request that arrives
+/// while a batch is being worked through pre-empts the rest of the batch.
+#[tokio::test]
+async fn a_stop_arriving_mid_batch_pre_empts_the_batch() {
+    let lg = log();
+    let p = troupe::spawn(Probe::new("p", &lg));
+    let (release, _) = common::hold(&p).await;
+    for _ in 0..10 {
+        p.send(Cmd::TrapExit(false)).unwrap();
+    }
+    p.send(Cmd::StopViaSystemLane).unwrap();
+    for _ in 0..100 {
+        p.send(Cmd::Exit(ExitReason::Error("a batched user message overtook the stop".into()))).unwrap();
+    }
+    release.notify_one();
+    assert_eq!(p.terminated().await, ExitReason::Shutdown);
+}
+
 #[tokio::test]
 async fn adapter_maps_into_the_actor_type_and_reports_gone() {
     let r = troupe::spawn(recorder());

@@ -28,6 +28,8 @@ pub enum Cmd {
         done: Arc<std::sync::atomic::AtomicBool>,
     },
     TrapExit(bool),
+    /// Asks for its own graceful stop through the system lane and carries on.
+    StopViaSystemLane,
     Signals(ReplyTo<Vec<String>>),
 }
 
@@ -82,6 +84,7 @@ impl Actor for Probe {
                 done.store(true, std::sync::atomic::Ordering::SeqCst);
             }
             Cmd::TrapExit(t) => ctx.trap_exit(t),
+            Cmd::StopViaSystemLane => ctx.myself().any().stop(ExitReason::Shutdown),
             Cmd::Signals(r) => r.send(self.seen.clone()),
         }
     }
