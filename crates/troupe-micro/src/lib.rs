@@ -25,6 +25,43 @@ use std::io::Write;
 
 pub mod bench;
 
+/// The `iterations` function of a runtime module running on tokio: runs `count` iterations of
+/// a benchmark in one multi-thread tokio runtime and returns their times. Expanded inside each
+/// such module (troupe, ractor, kameo), whose `flow`, `fj`, `pairs` and `tree` submodules hold
+/// that runtime's benchmarks under the same names.
+macro_rules! tokio_iterations {
+    () => {
+        /// Runs `count` iterations of `bench` in one tokio runtime and returns their times.
+        pub(crate) fn iterations(
+            bench: crate::bench::Bench,
+            p: &crate::bench::Params,
+            count: usize,
+        ) -> Result<Vec<std::time::Duration>, crate::Error> {
+            use crate::bench::Bench;
+            let rt = crate::util::tokio_runtime()?;
+            rt.block_on(async {
+                let mut times = Vec::with_capacity(count);
+                for _ in 0..count {
+                    let t = match bench {
+                        Bench::PingPong => flow::pingpong(p).await?,
+                        Bench::Count => flow::count(p).await?,
+                        Bench::ThreadRing => flow::threadring(p).await?,
+                        Bench::FjThrput => fj::fjthrput(p).await?,
+                        Bench::FjCreate => fj::fjcreate(p).await?,
+                        Bench::Chameneos => pairs::chameneos(p).await?,
+                        Bench::Big => pairs::big(p).await?,
+                        Bench::Fib => tree::fib(p).await?,
+                        Bench::Skynet => tree::skynet(p).await?,
+                        Bench::Memory => unreachable!("memory is measured by memory::measure"),
+                    };
+                    times.push(t);
+                }
+                Ok(times)
+            })
+        }
+    };
+}
+
 mod actix;
 mod driver;
 mod kameo;

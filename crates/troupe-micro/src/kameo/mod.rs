@@ -5,14 +5,9 @@
 //! with bounded mailboxes two actors awaiting room in each other's full mailbox deadlock, so it
 //! uses `mailbox::unbounded()`, which kameo documents for exactly such high-rate traffic.
 
-use std::time::Duration;
-
 use ::kameo::message::{Context, Message};
 use ::kameo::Actor;
 use tokio::sync::oneshot;
-
-use crate::bench::{Bench, Params};
-use crate::Error;
 
 mod fj;
 mod flow;
@@ -23,29 +18,7 @@ mod tree;
 /// The runtime's name in result lines.
 pub(crate) const NAME: &str = "kameo";
 
-/// Runs `count` iterations of `bench` in one tokio runtime and returns their times.
-pub(crate) fn iterations(bench: Bench, p: &Params, count: usize) -> Result<Vec<Duration>, Error> {
-    let rt = crate::util::tokio_runtime()?;
-    rt.block_on(async {
-        let mut times = Vec::with_capacity(count);
-        for _ in 0..count {
-            let t = match bench {
-                Bench::PingPong => flow::pingpong(p).await?,
-                Bench::Count => flow::count(p).await?,
-                Bench::ThreadRing => flow::threadring(p).await?,
-                Bench::FjThrput => fj::fjthrput(p).await?,
-                Bench::FjCreate => fj::fjcreate(p).await?,
-                Bench::Chameneos => pairs::chameneos(p).await?,
-                Bench::Big => pairs::big(p).await?,
-                Bench::Fib => tree::fib(p).await?,
-                Bench::Skynet => tree::skynet(p).await?,
-                Bench::Memory => unreachable!("memory is measured by memory::measure"),
-            };
-            times.push(t);
-        }
-        Ok(times)
-    })
-}
+tokio_iterations!();
 
 /// Counts `Done` reports from `expected` actors, sums their values, and sends the sum on the
 /// completion signal when the last one arrives; then stops.

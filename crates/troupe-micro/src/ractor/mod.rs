@@ -4,12 +4,9 @@
 //! ask, on a multi-thread tokio runtime with tokio's defaults. ractor's mailboxes are unbounded
 //! by default, which is what these use.
 
-use std::time::Duration;
-
 use ::ractor::{Actor, ActorProcessingErr, ActorRef};
 use tokio::sync::oneshot;
 
-use crate::bench::{Bench, Params};
 use crate::util::failed;
 use crate::Error;
 
@@ -22,29 +19,7 @@ mod tree;
 /// The runtime's name in result lines.
 pub(crate) const NAME: &str = "ractor";
 
-/// Runs `count` iterations of `bench` in one tokio runtime and returns their times.
-pub(crate) fn iterations(bench: Bench, p: &Params, count: usize) -> Result<Vec<Duration>, Error> {
-    let rt = crate::util::tokio_runtime()?;
-    rt.block_on(async {
-        let mut times = Vec::with_capacity(count);
-        for _ in 0..count {
-            let t = match bench {
-                Bench::PingPong => flow::pingpong(p).await?,
-                Bench::Count => flow::count(p).await?,
-                Bench::ThreadRing => flow::threadring(p).await?,
-                Bench::FjThrput => fj::fjthrput(p).await?,
-                Bench::FjCreate => fj::fjcreate(p).await?,
-                Bench::Chameneos => pairs::chameneos(p).await?,
-                Bench::Big => pairs::big(p).await?,
-                Bench::Fib => tree::fib(p).await?,
-                Bench::Skynet => tree::skynet(p).await?,
-                Bench::Memory => unreachable!("memory is measured by memory::measure"),
-            };
-            times.push(t);
-        }
-        Ok(times)
-    })
-}
+tokio_iterations!();
 
 /// Counts reports from `expected` actors, sums them, and sends the sum on the completion
 /// signal when the last one arrives; then stops. Its message is the reported count.
