@@ -1,8 +1,9 @@
-//! `troupe lab ...`: run, sweep, report, micro, and the hidden `exec` that is the Troupe SUB
+//! `troupe lab ...`: run, sweep, compare, report, micro, and the hidden `exec` that is the Troupe SUB
 //! child. Thin: it parses, installs the Ctrl-C handler, calls troupe-lab / troupe-micro, prints
 //! a summary, and maps errors to the exit codes listed in main.rs.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
@@ -10,7 +11,7 @@ use troupe_lab::child::Stop;
 use troupe_lab::config::ConfigBuilder;
 use troupe_lab::manifest::Status;
 use troupe_lab::run::{RunOutcome, RunRequest, TroupeExe};
-use troupe_lab::{machine, report, root, sweep, Error, ErrorKind};
+use troupe_lab::{compare, machine, report, root, sweep, Error, ErrorKind};
 
 use crate::code;
 
@@ -65,9 +66,33 @@ enum LabCommand {
         #[arg(long, default_value = "troupe", value_delimiter = ',')]
         runtimes: Vec<String>,
     },
-    /// Rebuild the report of a run or sweep folder from its recorded events.
+    /// Runtimes side by side: every grid point run on each runtime with the same config, seed
+    /// and schedule, one report normalised to each runtime's own 0% baseline. Resumable.
+    Compare {
+        /// The workload (scp).
+        workload: String,
+        /// Runtimes, comma separated, e.g. troupe,erlang,akka.
+        #[arg(long, required = true, value_delimiter = ',')]
+        runtimes: Vec<String>,
+        /// A TOML file of config keys.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// --set key=value or --set key=v1,v2,... (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUES")]
+        sets: Vec<String>,
+        /// The comparison folder [default: lab-runs/compare-<workload>-<timestamp>].
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// The point whose throughput over time is plotted [default: the highest failure rate].
+        #[arg(long)]
+        focus: Option<String>,
+        /// Seconds past warm-up + window after which a run counts as hung.
+        #[arg(long, default_value_t = 60)]
+        hang_after: u64,
+    },
+    /// Rebuild the report of a run, sweep or comparison folder from its recorded events.
     Report {
-        /// The run or sweep folder.
+        /// The run, sweep or comparison folder.
         dir: PathBuf,
     },
     /// Micro-benchmarks (workloads.md §6).
@@ -140,6 +165,14 @@ fn dispatch(args: LabArgs) -> anyhow::Result<i32> {
         }
         LabCommand::Sweep { workload, config, sets, out, runtimes } => {
             cmd_sweep(&workload, config.as_deref(), sets, out, runtimes)
+        }
+        LabCommand::Compare { workload, runtimes, config, sets, out, focus, hang_after } => {
+            let config_file = match config {
+                Some(f) => Some((f.display().to_string(), std::fs::read_to_string(&f).map_err(|e| Error::io(&f, e))?)),
+                None => None,
+            };
+            let spec = compare::CompareSpec { workload, config_file, sets, runtimes, focus };
+            cmd_compare(spec, out, Duration::from_secs(hang_after))
         }
         LabCommand::Report { dir } => cmd_report(&dir),
         LabCommand::Micro { only, runtimes, json, reps, sets } => {
@@ -241,15 +274,9 @@ fn cmd_run(
     let out = out.unwrap_or_else(|| default_out(workload));
     let stop = Stop::new();
     ctrl_c(&stop);
-    let req = RunRequest {
-        config,
-        runtime: runtime.into(),
-        out_dir: out,
-        troupe: troupe_exe(workload)?,
-        project_root,
-        command: std::env::args().collect(),
-        run_id: None,
-    };
+    let mut req = RunRequest::new(config, runtime, out, troupe_exe(workload)?);
+    req.project_root = project_root;
+    req.command = std::env::args().collect();
     eprintln!("troupe lab: running {workload} on {runtime} into {}", req.out_dir.display());
     let outcome = troupe_lab::run::run(&req, &stop)?;
     print_summary(&outcome);
@@ -333,8 +360,95 @@ fn cmd_sweep(
     })
 }
 
+fn cmd_compare(spec: compare::CompareSpec, out: Option<PathBuf>, hang_after: Duration) -> anyhow::Result<i32> {
+    let plan = compare::plan(&spec)?;
+    let project_root = match root::project_root() {
+        Ok(r) => Some(r),
+        Err(e) if spec.runtimes.iter().any(|r| r != "troupe") => return Err(e.into()),
+        Err(_) => None,
+    };
+    compare::check_runtimes(&spec.runtimes, &spec.workload, project_root.as_deref())?;
+    let out = out.unwrap_or_else(|| default_out(&format!("compare-{}", spec.workload)));
+    let stop = Stop::new();
+    ctrl_c(&stop);
+    let pending = plan.pending(&out);
+    eprintln!(
+        "troupe lab: comparing {} on {} points x {} runtimes ({} runs, {} to do) into {}",
+        spec.workload,
+        plan.points.len(),
+        spec.runtimes.len(),
+        plan.points.len() * spec.runtimes.len(),
+        pending.len(),
+        out.display()
+    );
+    let ctx = compare::RunContext {
+        troupe: troupe_exe(&spec.workload)?,
+        project_root,
+        command: std::env::args().collect(),
+        deadline_slack: hang_after,
+    };
+    let mut bar = crate::progress::Bar::new(&pending);
+    let result = compare::run(&plan, &out, &ctx, &stop, &mut bar);
+    bar.finish();
+    let s = result?;
+    say!(
+        "compare {}: {} ok, {} failed, {} already complete{}",
+        out.display(),
+        s.ok,
+        s.failed,
+        s.skipped,
+        if s.interrupted { ", interrupted (run the same command again to resume)" } else { "" }
+    );
+    print_compare_table(&out)?;
+    say!("report  {}", out.join("report.html").display());
+    Ok(if s.interrupted {
+        code::INTERRUPTED
+    } else if s.failed > 0 {
+        code::FAILED
+    } else {
+        0
+    })
+}
+
+/// Prints the side-by-side table of a comparison folder.
+fn print_compare_table(dir: &Path) -> anyhow::Result<()> {
+    let l = compare::load_rows(dir)?;
+    let f = |x: Option<f64>, p: usize| x.map(|v| format!("{v:.p$}")).unwrap_or_else(|| "-".into());
+    say!(
+        "{:<8} {:<11} {:>6}  {:<12} {:>10} {:>9} {:>10} {:>8}  status",
+        "ratio",
+        "pattern",
+        "rate%",
+        "runtime",
+        "mean/s",
+        "%ceiling",
+        "%own 0%",
+        "kills"
+    );
+    for r in &l.rows {
+        let c = &r.cfg;
+        let status = if r.ok { "ok".to_string() } else { r.status.chars().take(70).collect() };
+        say!(
+            "{:<8} {:<11} {:>6}  {:<12} {:>10} {:>9} {:>10} {:>8}  {status}",
+            format!("1:{}", c.pairs_per_supervisor()),
+            c.pattern.as_str(),
+            c.failure_rate,
+            r.runtime,
+            f(r.mean, 1),
+            f(r.pct_ceiling, 2),
+            f(r.pct_baseline, 1),
+            r.kills
+        );
+    }
+    Ok(())
+}
+
 fn cmd_report(dir: &Path) -> anyhow::Result<i32> {
-    if dir.join("sweep.json").is_file() {
+    if dir.join(compare::FILE).is_file() {
+        compare::write_report(dir)?;
+        print_compare_table(dir)?;
+        say!("rebuilt the report of a comparison: {}", dir.join("report.html").display());
+    } else if dir.join("sweep.json").is_file() {
         let rows = sweep::write_report(dir)?;
         say!("rebuilt the report of a sweep of {} runs: {}", rows.len(), dir.join("report.html").display());
     } else if dir.join("manifest.json").is_file() {
