@@ -172,7 +172,7 @@ fn dispatch(args: LabArgs) -> anyhow::Result<i32> {
                 None => None,
             };
             let spec = compare::CompareSpec { workload, config_file, sets, runtimes, focus };
-            cmd_compare(spec, out, Duration::from_secs(hang_after))
+            crate::compare::cmd_compare(spec, out, Duration::from_secs(hang_after))
         }
         LabCommand::Report { dir } => cmd_report(&dir),
         LabCommand::Micro { only, runtimes, json, reps, sets } => {
@@ -228,7 +228,7 @@ fn resolve(workload: &str, file: Option<&Path>, sets: &[String]) -> anyhow::Resu
 }
 
 /// Installs the Ctrl-C handler: the first Ctrl-C sets `stop`, a second one exits at once.
-fn ctrl_c(stop: &Stop) {
+pub(crate) fn ctrl_c(stop: &Stop) {
     let stop = stop.clone();
     let spawned = std::thread::Builder::new().name("ctrl-c".into()).spawn(move || {
         let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
@@ -249,12 +249,14 @@ fn ctrl_c(stop: &Stop) {
     }
 }
 
-fn troupe_exe(workload: &str) -> anyhow::Result<TroupeExe> {
+/// How to start the Troupe SUB of `workload`: this program, `lab exec <workload>`.
+pub(crate) fn troupe_exe(workload: &str) -> anyhow::Result<TroupeExe> {
     let program = std::env::current_exe().context("cannot find this program's path")?;
     Ok(TroupeExe { program, args: vec!["lab".into(), "exec".into(), workload.into()] })
 }
 
-fn default_out(name: &str) -> PathBuf {
+/// `lab-runs/<name>-<UTC stamp>`.
+pub(crate) fn default_out(name: &str) -> PathBuf {
     PathBuf::from("lab-runs").join(format!("{name}-{}", machine::folder_stamp(machine::now_unix_ms())))
 }
 
@@ -360,93 +362,10 @@ fn cmd_sweep(
     })
 }
 
-fn cmd_compare(spec: compare::CompareSpec, out: Option<PathBuf>, hang_after: Duration) -> anyhow::Result<i32> {
-    let plan = compare::plan(&spec)?;
-    let project_root = match root::project_root() {
-        Ok(r) => Some(r),
-        Err(e) if spec.runtimes.iter().any(|r| r != "troupe") => return Err(e.into()),
-        Err(_) => None,
-    };
-    compare::check_runtimes(&spec.runtimes, &spec.workload, project_root.as_deref())?;
-    let out = out.unwrap_or_else(|| default_out(&format!("compare-{}", spec.workload)));
-    let stop = Stop::new();
-    ctrl_c(&stop);
-    let pending = plan.pending(&out);
-    eprintln!(
-        "troupe lab: comparing {} on {} points x {} runtimes ({} runs, {} to do) into {}",
-        spec.workload,
-        plan.points.len(),
-        spec.runtimes.len(),
-        plan.points.len() * spec.runtimes.len(),
-        pending.len(),
-        out.display()
-    );
-    let ctx = compare::RunContext {
-        troupe: troupe_exe(&spec.workload)?,
-        project_root,
-        command: std::env::args().collect(),
-        deadline_slack: hang_after,
-    };
-    let mut bar = crate::progress::Bar::new(&pending);
-    let result = compare::run(&plan, &out, &ctx, &stop, &mut bar);
-    bar.finish();
-    let s = result?;
-    say!(
-        "compare {}: {} ok, {} failed, {} already complete{}",
-        out.display(),
-        s.ok,
-        s.failed,
-        s.skipped,
-        if s.interrupted { ", interrupted (run the same command again to resume)" } else { "" }
-    );
-    print_compare_table(&out)?;
-    say!("report  {}", out.join("report.html").display());
-    Ok(if s.interrupted {
-        code::INTERRUPTED
-    } else if s.failed > 0 {
-        code::FAILED
-    } else {
-        0
-    })
-}
-
-/// Prints the side-by-side table of a comparison folder.
-fn print_compare_table(dir: &Path) -> anyhow::Result<()> {
-    let l = compare::load_rows(dir)?;
-    let f = |x: Option<f64>, p: usize| x.map(|v| format!("{v:.p$}")).unwrap_or_else(|| "-".into());
-    say!(
-        "{:<8} {:<11} {:>6}  {:<12} {:>10} {:>9} {:>10} {:>8}  status",
-        "ratio",
-        "pattern",
-        "rate%",
-        "runtime",
-        "mean/s",
-        "%ceiling",
-        "%own 0%",
-        "kills"
-    );
-    for r in &l.rows {
-        let c = &r.cfg;
-        let status = if r.ok { "ok".to_string() } else { r.status.chars().take(70).collect() };
-        say!(
-            "{:<8} {:<11} {:>6}  {:<12} {:>10} {:>9} {:>10} {:>8}  {status}",
-            format!("1:{}", c.pairs_per_supervisor()),
-            c.pattern.as_str(),
-            c.failure_rate,
-            r.runtime,
-            f(r.mean, 1),
-            f(r.pct_ceiling, 2),
-            f(r.pct_baseline, 1),
-            r.kills
-        );
-    }
-    Ok(())
-}
-
 fn cmd_report(dir: &Path) -> anyhow::Result<i32> {
     if dir.join(compare::FILE).is_file() {
         compare::write_report(dir)?;
-        print_compare_table(dir)?;
+        crate::compare::print_table(dir)?;
         say!("rebuilt the report of a comparison: {}", dir.join("report.html").display());
     } else if dir.join("sweep.json").is_file() {
         let rows = sweep::write_report(dir)?;

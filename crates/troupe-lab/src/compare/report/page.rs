@@ -67,7 +67,8 @@ fn charts(l: &Loaded, focus: Option<&str>) -> Vec<(String, String)> {
                 format!(
                     "Each runtime's mean throughput as a percentage of its own mean at 0% failures, same \
                      ratio ({}), against the failure rate (seed 001 fig. 9). 100% at 0% by construction; \
-                     a break in a line is a failed run (see Gaps).",
+                     a break in a line is a failed run (see Gaps); lines that coincide hide one another (the \
+                     tables have the numbers).",
                     ratio_label(&ratio)
                 ),
             ));
@@ -94,7 +95,8 @@ fn charts(l: &Loaded, focus: Option<&str>) -> Vec<(String, String)> {
             rate_chart(format!("{}: mean throughput", ratio_label(&ratio)), "mean exchanges/s", series),
             format!(
                 "Mean throughput over the window against the failure rate at {}, one line per runtime, \
-                 with the theoretical ceiling (pairs x 1000 / delay_ms) dashed.",
+                 with the theoretical ceiling (pairs x 1000 / delay_ms) dashed; lines that coincide hide \
+                 one another.",
                 ratio_label(&ratio)
             ),
         ));
@@ -146,18 +148,31 @@ fn charts(l: &Loaded, focus: Option<&str>) -> Vec<(String, String)> {
     out
 }
 
-/// Whether the ok runs of a point injected the same fault ids.
+/// Whether the ok runs of a point injected the same fault ids; when not, what each runtime
+/// lacks of the ids the others injected (the first few named).
 fn ids_agree(rows: &[&Row]) -> String {
     let sets: Vec<(&str, &BTreeSet<String>)> =
         rows.iter().filter(|r| r.ok).filter_map(|r| r.fault_ids.as_ref().map(|s| (r.runtime.as_str(), s))).collect();
-    match sets.split_first() {
-        None => "-".into(),
-        Some(_) if sets.len() < 2 => "- (one run)".into(),
-        Some(((_, a), rest)) if rest.iter().all(|(_, b)| b == a) => format!("yes ({} ids)", a.len()),
-        Some(_) => {
-            format!("NO: {}", sets.iter().map(|(rt, s)| format!("{rt} {}", s.len())).collect::<Vec<_>>().join(", "))
-        }
+    if sets.len() < 2 {
+        return if sets.is_empty() { "-".into() } else { "- (one run)".into() };
     }
+    if sets.iter().all(|(_, s)| *s == sets[0].1) {
+        return format!("yes ({} ids)", sets[0].1.len());
+    }
+    let union: BTreeSet<&String> = sets.iter().flat_map(|(_, s)| s.iter()).collect();
+    let lacks: Vec<String> = sets
+        .iter()
+        .filter_map(|(rt, s)| {
+            let missing: Vec<&str> = union.iter().filter(|id| !s.contains(**id)).map(|id| id.as_str()).collect();
+            if missing.is_empty() {
+                return None;
+            }
+            let named: Vec<&str> = missing.iter().take(4).copied().collect();
+            let more = if missing.len() > named.len() { ", ..." } else { "" };
+            Some(format!("{rt} lacks {} ({}{more})", missing.len(), named.join(", ")))
+        })
+        .collect();
+    format!("NO: {}", lacks.join("; "))
 }
 
 fn status_cell(r: &Row) -> String {
