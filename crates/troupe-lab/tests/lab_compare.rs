@@ -109,3 +109,19 @@ fn the_report_normalises_each_runtime_to_its_own_baseline_and_marks_gaps() {
         .lines()
         .any(|l| l.starts_with(&format!("{},slow,", plan.points[1].name)) && l.contains(",90.000,10.000,")));
 }
+
+#[test]
+fn each_baseline_is_its_own_reference_when_only_the_seed_differs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let plan =
+        compare::plan(&spec(&["pairs=8", "supervisors=8", "duration_s=2", "failure_rate=0", "seed=1,2"], &["troupe"]))
+            .unwrap();
+    assert_eq!(plan.points.len(), 2);
+    std::fs::write(dir.join(compare::FILE), serde_json::to_string(&plan.file).unwrap()).unwrap();
+    for (p, n) in plan.points.iter().zip([100, 110]) {
+        support::write_run(&dir.join("troupe").join(&p.name), &p.config, &[n; 2], Status::Ok);
+    }
+    let rows = compare::write_report(dir).unwrap();
+    assert_eq!(rows.iter().map(|r| r.pct_baseline).collect::<Vec<_>>(), [Some(100.0), Some(100.0)]);
+}

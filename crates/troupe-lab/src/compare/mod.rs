@@ -175,8 +175,8 @@ pub fn check_runtimes(runtimes: &[String], workload: &str, root: Option<&Path>) 
     Ok(())
 }
 
-/// The same config at 0% failures, canonical.
-fn baseline_of(cfg: &Config) -> Config {
+/// The same config at 0% failures, canonical: the run a point is normalised against.
+pub(crate) fn baseline_of(cfg: &Config) -> Config {
     let mut b = cfg.clone();
     b.set_unchecked("failure_rate", Value::Float(0.0));
     scp::canonical(&b)
@@ -372,6 +372,7 @@ pub fn run(
     stop: &Stop,
     obs: &mut dyn SweepObserver,
 ) -> Result<CompareSummary> {
+    check_runtimes(&plan.file.runtimes, &plan.file.workload, ctx.project_root.as_deref())?;
     claim_folder(plan, dir)?;
     let schedules = write_schedules(plan, dir)?;
     let infos = prepare_all(plan, dir, ctx, stop, obs)?;

@@ -1,5 +1,5 @@
 //! The comparison report, rebuilt from the folder alone: every run read back with its own
-//! runtime's 0% baseline, `compare.csv` (one row per run), per-run reports refreshed against
+//! runtime's 0% baseline (the same config at 0%: same ratio, seed, window), `compare.csv` (one row per run), per-run reports refreshed against
 //! that baseline, and `report.html` with the runtimes side by side.
 //!
 //! What the page shows:
@@ -116,17 +116,18 @@ pub fn load_rows(dir: &Path) -> Result<Loaded> {
         Ok(t) => serde_json::from_str(&t).map_err(|e| Error::malformed(&rpath, e.to_string()))?,
         Err(_) => Vec::new(),
     };
+    // Each point with the key of its baseline: the same config at 0% (seed and all).
     let mut cfgs = Vec::new();
     for (name, json) in file.points.iter().zip(&file.configs) {
         let mut b = ConfigBuilder::new(&file.workload)?;
         b.apply_json(json);
         let cfg = b.build().map_err(|e| Error::malformed(&path, format!("point {name}: {e}")))?;
-        cfgs.push(ScpConfig::from_config(&cfg));
+        cfgs.push((ScpConfig::from_config(&cfg), super::baseline_of(&cfg).to_json().to_string()));
     }
     // First pass: each runtime's baselines.
-    let mut baselines: BTreeMap<(String, RatioKey), f64> = BTreeMap::new();
+    let mut baselines: BTreeMap<(String, String), f64> = BTreeMap::new();
     let mut first = None;
-    for (name, cfg) in file.points.iter().zip(&cfgs) {
+    for (name, (cfg, key)) in file.points.iter().zip(&cfgs) {
         if !cfg.is_baseline() {
             continue;
         }
@@ -134,17 +135,17 @@ pub fn load_rows(dir: &Path) -> Result<Loaded> {
             let rdir = dir.join(rt).join(name);
             if let Ok((m, _, Some(st))) = report::load_run(&rdir, None) {
                 if m.status == Status::Ok && !m.interrupted {
-                    baselines.insert((rt.clone(), ratio_key(cfg)), st.mean);
+                    baselines.insert((rt.clone(), key.clone()), st.mean);
                 }
             }
         }
     }
     let mut rows = Vec::new();
-    for (name, cfg) in file.points.iter().zip(&cfgs) {
+    for (name, (cfg, key)) in file.points.iter().zip(&cfgs) {
         let shared = std::fs::read(dir.join("schedules").join(format!("{name}.jsonl"))).ok();
         for rt in &file.runtimes {
             let rdir = dir.join(rt).join(name);
-            let base = baselines.get(&(rt.clone(), ratio_key(cfg))).copied();
+            let base = baselines.get(&(rt.clone(), key.clone())).copied();
             let mut row = Row {
                 point: name.clone(),
                 runtime: rt.clone(),
