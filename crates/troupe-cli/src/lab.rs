@@ -1,8 +1,9 @@
-//! `troupe lab ...`: run, sweep, report, micro, and the hidden `exec` that is the Troupe SUB
+//! `troupe lab ...`: run, sweep, compare, report, micro, and the hidden `exec` that is the Troupe SUB
 //! child. Thin: it parses, installs the Ctrl-C handler, calls troupe-lab / troupe-micro, prints
 //! a summary, and maps errors to the exit codes listed in main.rs.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::{Args, Subcommand};
@@ -10,7 +11,7 @@ use troupe_lab::child::Stop;
 use troupe_lab::config::ConfigBuilder;
 use troupe_lab::manifest::Status;
 use troupe_lab::run::{RunOutcome, RunRequest, TroupeExe};
-use troupe_lab::{machine, report, root, sweep, Error, ErrorKind};
+use troupe_lab::{compare, machine, report, root, sweep, Error, ErrorKind};
 
 use crate::code;
 
@@ -65,9 +66,33 @@ enum LabCommand {
         #[arg(long, default_value = "troupe", value_delimiter = ',')]
         runtimes: Vec<String>,
     },
-    /// Rebuild the report of a run or sweep folder from its recorded events.
+    /// Runtimes side by side: every grid point run on each runtime with the same config, seed
+    /// and schedule, one report normalised to each runtime's own 0% baseline. Resumable.
+    Compare {
+        /// The workload (scp).
+        workload: String,
+        /// Runtimes, comma separated, e.g. troupe,erlang,akka.
+        #[arg(long, required = true, value_delimiter = ',')]
+        runtimes: Vec<String>,
+        /// A TOML file of config keys.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// --set key=value or --set key=v1,v2,... (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUES")]
+        sets: Vec<String>,
+        /// The comparison folder [default: lab-runs/compare-<workload>-<timestamp>].
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// The point whose throughput over time is plotted [default: the highest failure rate].
+        #[arg(long)]
+        focus: Option<String>,
+        /// Seconds past warm-up + window after which a run counts as hung.
+        #[arg(long, default_value_t = 60)]
+        hang_after: u64,
+    },
+    /// Rebuild the report of a run, sweep or comparison folder from its recorded events.
     Report {
-        /// The run or sweep folder.
+        /// The run, sweep or comparison folder.
         dir: PathBuf,
     },
     /// Micro-benchmarks (workloads.md §6).
@@ -140,6 +165,14 @@ fn dispatch(args: LabArgs) -> anyhow::Result<i32> {
         }
         LabCommand::Sweep { workload, config, sets, out, runtimes } => {
             cmd_sweep(&workload, config.as_deref(), sets, out, runtimes)
+        }
+        LabCommand::Compare { workload, runtimes, config, sets, out, focus, hang_after } => {
+            let config_file = match config {
+                Some(f) => Some((f.display().to_string(), std::fs::read_to_string(&f).map_err(|e| Error::io(&f, e))?)),
+                None => None,
+            };
+            let spec = compare::CompareSpec { workload, config_file, sets, runtimes, focus };
+            crate::compare::cmd_compare(spec, out, Duration::from_secs(hang_after))
         }
         LabCommand::Report { dir } => cmd_report(&dir),
         LabCommand::Micro { only, runtimes, json, reps, sets } => {
@@ -216,7 +249,7 @@ fn resolve(workload: &str, file: Option<&Path>, sets: &[String]) -> anyhow::Resu
 }
 
 /// Installs the Ctrl-C handler: the first Ctrl-C sets `stop`, a second one exits at once.
-fn ctrl_c(stop: &Stop) {
+pub(crate) fn ctrl_c(stop: &Stop) {
     let stop = stop.clone();
     let spawned = std::thread::Builder::new().name("ctrl-c".into()).spawn(move || {
         let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
@@ -237,12 +270,14 @@ fn ctrl_c(stop: &Stop) {
     }
 }
 
-fn troupe_exe(workload: &str) -> anyhow::Result<TroupeExe> {
+/// How to start the Troupe SUB of `workload`: this program, `lab exec <workload>`.
+pub(crate) fn troupe_exe(workload: &str) -> anyhow::Result<TroupeExe> {
     let program = std::env::current_exe().context("cannot find this program's path")?;
     Ok(TroupeExe { program, args: vec!["lab".into(), "exec".into(), workload.into()] })
 }
 
-fn default_out(name: &str) -> PathBuf {
+/// `lab-runs/<name>-<UTC stamp>`.
+pub(crate) fn default_out(name: &str) -> PathBuf {
     PathBuf::from("lab-runs").join(format!("{name}-{}", machine::folder_stamp(machine::now_unix_ms())))
 }
 
@@ -262,15 +297,9 @@ fn cmd_run(
     let out = out.unwrap_or_else(|| default_out(workload));
     let stop = Stop::new();
     ctrl_c(&stop);
-    let req = RunRequest {
-        config,
-        runtime: runtime.into(),
-        out_dir: out,
-        troupe: troupe_exe(workload)?,
-        project_root,
-        command: std::env::args().collect(),
-        run_id: None,
-    };
+    let mut req = RunRequest::new(config, runtime, out, troupe_exe(workload)?);
+    req.project_root = project_root;
+    req.command = std::env::args().collect();
     eprintln!("troupe lab: running {workload} on {runtime} into {}", req.out_dir.display());
     let outcome = troupe_lab::run::run(&req, &stop)?;
     print_summary(&outcome);
@@ -355,7 +384,11 @@ fn cmd_sweep(
 }
 
 fn cmd_report(dir: &Path) -> anyhow::Result<i32> {
-    if dir.join("sweep.json").is_file() {
+    if dir.join(compare::FILE).is_file() {
+        compare::write_report(dir)?;
+        crate::compare::print_table(dir)?;
+        say!("rebuilt the report of a comparison: {}", dir.join("report.html").display());
+    } else if dir.join("sweep.json").is_file() {
         let rows = sweep::write_report(dir)?;
         say!("rebuilt the report of a sweep of {} runs: {}", rows.len(), dir.join("report.html").display());
     } else if dir.join("manifest.json").is_file() {

@@ -9,6 +9,7 @@
 //! - 4: a file or folder problem: unwritable `--out`, not a run folder, no project root.
 //! - 130: interrupted by Ctrl-C (the run folder is kept and marked `interrupted`).
 
+mod compare;
 mod lab;
 mod node;
 mod progress;

@@ -1,4 +1,4 @@
-//! The sweep progress bar (indicatif): position counts planned seconds of run time, advanced
+//! The sweep and comparison progress bar (indicatif): position counts planned seconds of run time, advanced
 //! by a ticker while a run is in progress, so the ETA is in real time, not in runs.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -106,5 +106,9 @@ impl SweepObserver for Bar {
             _ => format!("FAILED: {}", outcome.manifest.reason.clone().unwrap_or_default()),
         };
         self.line(format!("[{}/{}] {}: {what}", self.index, self.total_points, point.name));
+    }
+
+    fn note(&mut self, text: &str) {
+        self.line(text.to_string());
     }
 }

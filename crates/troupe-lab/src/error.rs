@@ -61,7 +61,8 @@ pub enum ErrorKind {
         /// The underlying error.
         source: std::io::Error,
     },
-    /// A sweep folder was made for a different grid than the one asked for now.
+    /// A sweep or comparison folder was made for a different grid than the one asked for now
+    /// (or holds something else).
     SweepMismatch(PathBuf),
     /// Anything else, described in the text.
     Other(String),
@@ -119,8 +120,8 @@ impl fmt::Display for Error {
             ErrorKind::Io { path, source } => write!(f, "{}: {source}", path.display()),
             ErrorKind::NotARun(p) => write!(
                 f,
-                "{} is not a lab run or sweep folder (no manifest.json or sweep.json in it); \
-                 give the folder `troupe lab run` or `troupe lab sweep` wrote",
+                "{} is not a lab run or sweep folder (no manifest.json, sweep.json or compare.json \
+                 in it); give the folder `troupe lab run`, `sweep` or `compare` wrote",
                 p.display()
             ),
             ErrorKind::Malformed { path, detail } => write!(f, "{}: {detail}", path.display()),
@@ -137,7 +138,7 @@ impl fmt::Display for Error {
             }
             ErrorKind::SweepMismatch(p) => write!(
                 f,
-                "{} holds a sweep over a different grid or base config; \
+                "{} holds a run, sweep or comparison of a different grid or base config; \
                  use another --out folder or delete it to start over",
                 p.display()
             ),

@@ -1,6 +1,6 @@
 //! The reliability lab: workload configs, fault schedules, the event writer and collector,
-//! running Troupe and peer runtimes as child processes, statistics and reports, sweeps, and
-//! the Troupe SCP SUB itself.
+//! running Troupe and peer runtimes as child processes, statistics and reports, sweeps,
+//! comparisons of runtimes side by side, and the Troupe SCP SUB itself.
 //!
 //! The lab measures every runtime the same way: each run's system under test is a child
 //! process given `TROUPE_CONFIG`, `TROUPE_SCHEDULE`, `TROUPE_EVENTS` and `TROUPE_RUN_ID`
@@ -9,11 +9,13 @@
 
 pub mod analysis;
 pub mod child;
+pub mod compare;
 pub mod config;
 pub mod error;
 pub mod events;
 pub mod machine;
 pub mod manifest;
+pub mod peer;
 pub mod report;
 pub mod root;
 pub mod run;

@@ -35,8 +35,12 @@ pub struct Manifest {
     pub workload: String,
     /// Runtime name.
     pub runtime: String,
-    /// Runtime version (for peers, from their `run_started` event when they send one).
+    /// Runtime version (for peers, from their `run_started` event when they send one, else
+    /// from probing the toolchain).
     pub runtime_version: String,
+    /// Settings the runtime ran with (VM flags, threads), one line each.
+    #[serde(default)]
+    pub settings: Vec<String>,
     /// Version of the lab that ran it.
     pub lab_version: String,
     /// The resolved config.

@@ -11,6 +11,11 @@
 //!    second are present; otherwise it is `failed` with the reason, and `stderr.txt` is kept.
 //! 4. Ctrl-C (the [`Stop`] flag) stops the child, keeps what was recorded and marks the
 //!    manifest `interrupted: true`.
+//! 5. Once the run folder exists, every way the run can end leaves a final manifest in it: a
+//!    peer that cannot be built or started is a `failed` run with the reason (and the build's
+//!    output) kept, even when the error is also returned.
+//! 6. A schedule given in [`RunRequest::schedule_file`] is copied byte for byte (a comparison
+//!    hands every runtime the same file); otherwise it is computed from the config.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -20,6 +25,7 @@ use crate::config::Config;
 use crate::error::{Error, ErrorKind, Result};
 use crate::machine::{self, Machine};
 use crate::manifest::{Manifest, Status};
+use crate::peer::{self, PreparedPeer};
 use crate::{analysis, events, schedule};
 
 /// Slack added to warm-up plus window before a child counts as hung.
@@ -51,6 +57,31 @@ pub struct RunRequest {
     pub command: Vec<String>,
     /// The run id (defaults to the folder name).
     pub run_id: Option<String>,
+    /// A schedule file to copy into the run folder instead of computing one (rule 6).
+    pub schedule_file: Option<PathBuf>,
+    /// A peer built beforehand ([`peer::prepare`]); when `None` a peer is built now.
+    pub peer: Option<PreparedPeer>,
+    /// Slack added to warm-up plus window before the child counts as hung.
+    pub deadline_slack: Duration,
+}
+
+impl RunRequest {
+    /// A request with the defaults: run id from the folder name, schedule computed, peer built
+    /// now, [`DEADLINE_SLACK`].
+    pub fn new(config: Config, runtime: &str, out_dir: PathBuf, troupe: TroupeExe) -> RunRequest {
+        RunRequest {
+            config,
+            runtime: runtime.into(),
+            out_dir,
+            troupe,
+            project_root: None,
+            command: Vec::new(),
+            run_id: None,
+            schedule_file: None,
+            peer: None,
+            deadline_slack: DEADLINE_SLACK,
+        }
+    }
 }
 
 /// How a run went.
@@ -78,40 +109,7 @@ pub fn prepare_dir(dir: &Path) -> Result<()> {
     std::fs::remove_file(&probe).map_err(|e| Error::io(&probe, e))
 }
 
-/// Builds a peer's program: `peers/<rt>/<workload>/build`. Exit 3 is a missing toolchain.
-fn build_peer(root: &Path, runtime: &str, workload: &str, dir: &Path, stop: &Stop) -> Result<PathBuf> {
-    let wdir = root.join("peers").join(runtime).join(workload);
-    let build = wdir.join("build");
-    let run = wdir.join("run");
-    if !build.is_file() || !run.is_file() {
-        return Err(Error::new(ErrorKind::Unsupported(format!(
-            "runtime {runtime:?} has no {workload} program ({} and run are missing)",
-            build.display()
-        ))));
-    }
-    let spec = ChildSpec {
-        program: build,
-        args: vec![],
-        env: vec![],
-        cwd: Some(wdir.clone()),
-        stdout: dir.join("build-stdout.txt"),
-        stderr: dir.join("build-stderr.txt"),
-    };
-    match child::run(&spec, Duration::from_secs(1800), stop)? {
-        Ending::Exited(s) if s.success() => Ok(run),
-        Ending::Exited(s) if s.code() == Some(3) => {
-            let msg = std::fs::read_to_string(dir.join("build-stderr.txt")).unwrap_or_default();
-            Err(Error::new(ErrorKind::MissingToolchain { runtime: runtime.into(), message: msg.trim().to_string() }))
-        }
-        other => Err(Error::other(format!(
-            "building the {runtime} {workload} program failed ({}); see {}",
-            other.failure().unwrap_or_default(),
-            dir.join("build-stderr.txt").display()
-        ))),
-    }
-}
-
-/// Performs one run (rules 1-4).
+/// Performs one run (rules 1-6).
 pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
     let dir = req.out_dir.clone();
     prepare_dir(&dir)?;
@@ -124,8 +122,17 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
     let config_path = dir.join("config.json");
     std::fs::write(&config_path, format!("{cfg_json}\n")).map_err(|e| Error::io(&config_path, e))?;
     let schedule_path = dir.join("schedule.jsonl");
-    let actions = analysis::schedule_for(&req.config)?;
-    schedule::write(&schedule_path, &actions)?;
+    let actions = match &req.schedule_file {
+        Some(src) => {
+            std::fs::copy(src, &schedule_path).map_err(|e| Error::io(src, e))?;
+            schedule::read(&schedule_path)?
+        }
+        None => {
+            let actions = analysis::schedule_for(&req.config)?;
+            schedule::write(&schedule_path, &actions)?;
+            actions
+        }
+    };
 
     let git = machine::git_commit_near(req.project_root.as_deref());
     let mut manifest = Manifest {
@@ -133,10 +140,15 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
         run_id: run_id.clone(),
         workload: workload.into(),
         runtime: req.runtime.clone(),
-        runtime_version: if req.runtime == "troupe" {
-            format!("troupe {}", env!("CARGO_PKG_VERSION"))
-        } else {
-            "unknown".into()
+        runtime_version: match (&req.peer, req.runtime.as_str()) {
+            (Some(p), _) => p.version.clone(),
+            (None, "troupe") => format!("troupe {}", env!("CARGO_PKG_VERSION")),
+            (None, _) => "unknown".into(),
+        },
+        settings: match (&req.peer, req.runtime.as_str()) {
+            (Some(p), _) => p.settings.clone(),
+            (None, "troupe") => peer::troupe_settings(),
+            (None, _) => Vec::new(),
         },
         lab_version: env!("CARGO_PKG_VERSION").into(),
         config: cfg_json,
@@ -157,10 +169,19 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
 
     let (program, args) = if req.runtime == "troupe" {
         (req.troupe.program.clone(), req.troupe.args.clone())
+    } else if let Some(p) = &req.peer {
+        (p.program.clone(), vec![])
     } else {
-        let root = req.project_root.as_deref().ok_or_else(|| Error::new(ErrorKind::NoProjectRoot))?;
-        match build_peer(root, &req.runtime, workload, &dir, stop) {
-            Ok(p) => (p, vec![]),
+        let prepared = match req.project_root.as_deref() {
+            Some(root) => peer::prepare(root, &req.runtime, workload, &dir, stop),
+            None => Err(Error::new(ErrorKind::NoProjectRoot)),
+        };
+        match prepared {
+            Ok(p) => {
+                manifest.runtime_version = p.version;
+                manifest.settings = p.settings;
+                (p.program, vec![])
+            }
             Err(e) => {
                 finish_failed(&mut manifest, &dir, e.to_string(), stop.is_set())?;
                 return Err(e);
@@ -182,7 +203,13 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
         stderr: dir.join("stderr.txt"),
     };
     let window = Duration::from_secs((req.config.int("warmup_s") + req.config.int("duration_s")) as u64);
-    let ending = child::run(&spec, window + DEADLINE_SLACK, stop)?;
+    let ending = match child::run(&spec, window + req.deadline_slack, stop) {
+        Ok(e) => e,
+        Err(e) => {
+            finish_failed(&mut manifest, &dir, e.to_string(), stop.is_set())?;
+            return Err(e);
+        }
+    };
     let mut reason = ending.failure();
     manifest.interrupted = matches!(ending, Ending::Interrupted);
 
@@ -220,6 +247,50 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
         crate::report::write_run_outputs(&dir, &manifest, &req.config, st)?;
     }
     Ok(RunOutcome { dir, manifest, stats })
+}
+
+/// Records a run that could not start (its runtime failed to build): the run folder gets the
+/// config, the schedule, a failed manifest with `reason`, and `stderr.txt` (rule 5).
+pub fn record_failed(req: &RunRequest, reason: &str, stderr: &str) -> Result<()> {
+    let dir = &req.out_dir;
+    prepare_dir(dir)?;
+    let cfg_json = req.config.to_json();
+    let config_path = dir.join("config.json");
+    std::fs::write(&config_path, format!("{cfg_json}\n")).map_err(|e| Error::io(&config_path, e))?;
+    let schedule_path = dir.join("schedule.jsonl");
+    match &req.schedule_file {
+        Some(src) => std::fs::copy(src, &schedule_path).map(|_| ()).map_err(|e| Error::io(src, e))?,
+        None => schedule::write(&schedule_path, &analysis::schedule_for(&req.config)?)?,
+    }
+    let stderr_path = dir.join("stderr.txt");
+    std::fs::write(&stderr_path, stderr).map_err(|e| Error::io(&stderr_path, e))?;
+    let git = machine::git_commit_near(req.project_root.as_deref());
+    let now = machine::rfc3339(machine::now_unix_ms());
+    let mut m = Manifest {
+        format: 1,
+        run_id: req.run_id.clone().unwrap_or_else(|| {
+            dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "run".into())
+        }),
+        workload: req.config.workload().into(),
+        runtime: req.runtime.clone(),
+        runtime_version: req.peer.as_ref().map(|p| p.version.clone()).unwrap_or_else(|| "unknown".into()),
+        settings: req.peer.as_ref().map(|p| p.settings.clone()).unwrap_or_default(),
+        lab_version: env!("CARGO_PKG_VERSION").into(),
+        config: cfg_json,
+        seed: req.config.int("seed") as u64,
+        machine: Machine::detect(),
+        git_commit: git.as_ref().map(|g| g.0.clone()),
+        git_dirty: git.as_ref().map(|g| g.1),
+        command: req.command.clone(),
+        started_at: now,
+        ended_at: None,
+        interrupted: false,
+        status: Status::Running,
+        reason: None,
+        loadavg_start: machine::loadavg(),
+        loadavg_end: None,
+    };
+    finish_failed(&mut m, dir, reason.to_string(), false)
 }
 
 fn finish_failed(m: &mut Manifest, dir: &Path, reason: String, interrupted: bool) -> Result<()> {

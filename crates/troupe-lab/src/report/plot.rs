@@ -1,6 +1,7 @@
 //! Line charts rendered to SVG text with plotters, for inlining into the self-contained
 //! report.html and for writing beside it. One function, many series; the caller decides what
-//! the lines mean.
+//! the lines mean. A point whose y is not finite (NaN) is a gap: the line breaks there, so a
+//! missing measurement is never drawn as a straight line across it.
 
 use plotters::prelude::*;
 
@@ -112,13 +113,26 @@ fn draw(chart: &Chart, width: u32, height: u32, buf: &mut String) -> Result<(), 
         let color = PALETTE[i % PALETTE.len()];
         let style = color.stroke_width(2);
         let pts: Vec<(f64, f64)> = s.points.iter().copied().filter(|p| p.0.is_finite() && p.1.is_finite()).collect();
-        let anno = if s.dashed {
-            ctx.draw_series(DashedLineSeries::new(pts.clone(), 6, 4, style)).map_err(err)?
-        } else {
-            ctx.draw_series(LineSeries::new(pts.clone(), style)).map_err(err)?
-        };
-        anno.label(s.name.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+        // Segments between gaps (non-finite y); the legend entry goes with the first one.
+        let mut segments: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+        for &(x, y) in s.points.iter().filter(|p| p.0.is_finite()) {
+            match segments.last_mut() {
+                Some(seg) if y.is_finite() => seg.push((x, y)),
+                Some(seg) if !seg.is_empty() => segments.push(Vec::new()),
+                _ => {}
+            }
+        }
+        for (j, seg) in segments.into_iter().enumerate() {
+            let anno = if s.dashed {
+                ctx.draw_series(DashedLineSeries::new(seg, 6, 4, style)).map_err(err)?
+            } else {
+                ctx.draw_series(LineSeries::new(seg, style)).map_err(err)?
+            };
+            if j == 0 {
+                anno.label(s.name.as_str())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2)));
+            }
+        }
         if s.markers {
             ctx.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled()))).map_err(err)?;
         }

@@ -85,15 +85,28 @@ pub struct Grid {
     pub points: Vec<Point>,
 }
 
-fn sanitize(s: &str) -> String {
+/// Replaces what does not belong in a folder name with `_`.
+pub fn sanitize(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect()
 }
 
-/// Expands and validates the grid (rules 1-2).
-pub fn expand(spec: &SweepSpec) -> Result<Grid> {
+/// The grid's configs, before runtimes are applied.
+#[derive(Debug, Clone)]
+pub struct ConfigGrid {
+    /// Config before the axes are applied (defaults, file, fixed overrides; not validated).
+    pub base: serde_json::Value,
+    /// The axes: key and values as given.
+    pub axes: Vec<(String, Vec<String>)>,
+    /// The points, validated, canonicalised and deduplicated, in grid order (first axis
+    /// outermost).
+    pub configs: Vec<Config>,
+}
+
+/// Splits `--set` arguments into fixed overrides and axes (rule 1).
+fn split_sets(sets: &[String]) -> (Vec<String>, Vec<(String, Vec<String>)>) {
     let mut fixed = Vec::new();
     let mut axes: Vec<(String, Vec<String>)> = Vec::new();
-    for s in &spec.sets {
+    for s in sets {
         match s.split_once('=') {
             Some((k, v)) if v.contains(',') => axes.push((
                 k.trim().to_string(),
@@ -102,9 +115,15 @@ pub fn expand(spec: &SweepSpec) -> Result<Grid> {
             _ => fixed.push(s.clone()),
         }
     }
+    (fixed, axes)
+}
+
+/// Expands and validates the configs of a grid (rules 1-2), every problem reported at once.
+pub fn expand_configs(workload: &str, config_file: Option<&(String, String)>, sets: &[String]) -> Result<ConfigGrid> {
+    let (fixed, axes) = split_sets(sets);
     let base_builder = |extra: &[String]| -> Result<ConfigBuilder> {
-        let mut b = ConfigBuilder::new(&spec.workload)?;
-        if let Some((origin, text)) = &spec.config_file {
+        let mut b = ConfigBuilder::new(workload)?;
+        if let Some((origin, text)) = config_file {
             b.apply_toml(text, origin);
         }
         for s in fixed.iter().chain(extra) {
@@ -130,46 +149,61 @@ pub fn expand(spec: &SweepSpec) -> Result<Grid> {
             .collect();
     }
     let mut issues: Vec<ConfigIssue> = Vec::new();
-    let mut points = Vec::new();
+    let mut configs = Vec::new();
     let mut seen = BTreeSet::new();
-    for runtime in &spec.runtimes {
-        for combo in &combos {
-            match base_builder(combo)?.build() {
-                Ok(cfg) => {
-                    let cfg = if cfg.workload() == "scp" { scp::canonical(&cfg) } else { cfg };
-                    let key = format!("{runtime}|{}", cfg.to_json());
-                    if !seen.insert(key) {
-                        continue;
-                    }
-                    let mut name = sanitize(runtime);
-                    for (k, _) in &axes {
-                        let v = cfg.get(k).map(|v| v.to_string()).unwrap_or_default();
-                        let _ = write!(name, "_{}-{}", sanitize(k), sanitize(v.trim_matches('"')));
-                    }
-                    points.push(Point { name, runtime: runtime.clone(), config: cfg });
+    for combo in &combos {
+        match base_builder(combo)?.build() {
+            Ok(cfg) => {
+                let cfg = if cfg.workload() == "scp" { scp::canonical(&cfg) } else { cfg };
+                if seen.insert(cfg.to_json().to_string()) {
+                    configs.push(cfg);
                 }
-                Err(e) => match e.kind() {
-                    ErrorKind::InvalidConfig(list) => {
-                        for i in list {
-                            if !issues.contains(i) {
-                                issues.push(i.clone());
-                            }
+            }
+            Err(e) => match e.kind() {
+                ErrorKind::InvalidConfig(list) => {
+                    for i in list {
+                        if !issues.contains(i) {
+                            issues.push(i.clone());
                         }
                     }
-                    _ => return Err(e),
-                },
-            }
+                }
+                _ => return Err(e),
+            },
         }
     }
     if !issues.is_empty() {
         return Err(Error::new(ErrorKind::InvalidConfig(issues)));
     }
+    Ok(ConfigGrid { base, axes, configs })
+}
+
+/// A point's name part: `_<key>-<value>` for each key, sanitised for a folder name.
+pub fn name_suffix(cfg: &Config, keys: &[&str]) -> String {
+    let mut name = String::new();
+    for k in keys {
+        let v = cfg.get(k).map(|v| v.to_string()).unwrap_or_default();
+        let _ = write!(name, "_{}-{}", sanitize(k), sanitize(v.trim_matches('"')));
+    }
+    name
+}
+
+/// Expands and validates the grid (rules 1-2).
+pub fn expand(spec: &SweepSpec) -> Result<Grid> {
+    let cg = expand_configs(&spec.workload, spec.config_file.as_ref(), &spec.sets)?;
+    let keys: Vec<&str> = cg.axes.iter().map(|(k, _)| k.as_str()).collect();
+    let mut points = Vec::new();
+    for runtime in &spec.runtimes {
+        for cfg in &cg.configs {
+            let name = sanitize(runtime) + &name_suffix(cfg, &keys);
+            points.push(Point { name, runtime: runtime.clone(), config: cfg.clone() });
+        }
+    }
     let file = SweepFile {
         format: 1,
         workload: spec.workload.clone(),
         runtimes: spec.runtimes.clone(),
-        base_config: base,
-        axes,
+        base_config: cg.base,
+        axes: cg.axes,
         points: points.iter().map(|p| p.name.clone()).collect(),
     };
     Ok(Grid { file, points })
@@ -183,6 +217,8 @@ pub trait SweepObserver {
     fn started(&mut self, point: &Point);
     /// A point ended (ok or failed).
     fn finished(&mut self, point: &Point, outcome: &RunOutcome);
+    /// A line of news that is not about one point (a comparison's builds).
+    fn note(&mut self, _text: &str) {}
 }
 
 /// Whether `dir` holds a completed (ok) run.
@@ -228,15 +264,10 @@ pub fn run(
             std::fs::remove_dir_all(&rdir).map_err(|e| Error::io(&rdir, e))?;
         }
         obs.started(p);
-        let req = RunRequest {
-            config: p.config.clone(),
-            runtime: p.runtime.clone(),
-            out_dir: rdir,
-            troupe: troupe.clone(),
-            project_root: project_root.clone(),
-            command: command.to_vec(),
-            run_id: Some(p.name.clone()),
-        };
+        let mut req = RunRequest::new(p.config.clone(), &p.runtime, rdir, troupe.clone());
+        req.project_root = project_root.clone();
+        req.command = command.to_vec();
+        req.run_id = Some(p.name.clone());
         let outcome = match run::run(&req, stop) {
             Ok(o) => o,
             Err(e) => {

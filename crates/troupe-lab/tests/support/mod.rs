@@ -80,6 +80,7 @@ pub fn write_run(dir: &Path, cfg: &Config, counts: &[u64], status: Status) -> Ve
         workload: "scp".into(),
         runtime: "troupe".into(),
         runtime_version: "troupe 0.1.0".into(),
+        settings: Vec::new(),
         lab_version: "0.1.0".into(),
         config: cfg.to_json(),
         seed: cfg.int("seed") as u64,

@@ -1,0 +1,113 @@
+//! `troupe lab compare`: runs a comparison (plan, runtime check, progress bar, Ctrl-C) and
+//! prints its side-by-side table; also used by `troupe lab report` on a comparison folder.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use troupe_lab::child::Stop;
+use troupe_lab::{compare, root};
+
+use crate::code;
+use crate::lab::{ctrl_c, default_out, troupe_exe};
+
+/// Prints a line to stdout, ignoring a closed pipe.
+macro_rules! say {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($t)*);
+    }};
+}
+
+/// `troupe lab compare`: plans, checks the runtimes, runs, prints the table; the exit code.
+pub(crate) fn cmd_compare(
+    spec: compare::CompareSpec,
+    out: Option<PathBuf>,
+    hang_after: Duration,
+) -> anyhow::Result<i32> {
+    let plan = compare::plan(&spec)?;
+    let project_root = match root::project_root() {
+        Ok(r) => Some(r),
+        Err(e) if spec.runtimes.iter().any(|r| r != "troupe") => return Err(e.into()),
+        Err(_) => None,
+    };
+    compare::check_runtimes(&spec.runtimes, &spec.workload, project_root.as_deref())?;
+    let out = out.unwrap_or_else(|| default_out(&format!("compare-{}", spec.workload)));
+    let stop = Stop::new();
+    ctrl_c(&stop);
+    let pending = plan.pending(&out);
+    eprintln!(
+        "troupe lab: comparing {} on {} points x {} runtimes ({} runs, {} to do) into {}",
+        spec.workload,
+        plan.points.len(),
+        spec.runtimes.len(),
+        plan.points.len() * spec.runtimes.len(),
+        pending.len(),
+        out.display()
+    );
+    let ctx = compare::RunContext {
+        troupe: troupe_exe(&spec.workload)?,
+        project_root,
+        command: std::env::args().collect(),
+        deadline_slack: hang_after,
+    };
+    let mut bar = crate::progress::Bar::new(&pending);
+    let result = compare::run(&plan, &out, &ctx, &stop, &mut bar);
+    bar.finish();
+    let s = match result {
+        Err(e) if stop.is_set() => {
+            eprintln!("troupe lab: interrupted: {e}");
+            return Ok(code::INTERRUPTED);
+        }
+        r => r?,
+    };
+    say!(
+        "compare {}: {} ok, {} failed, {} already complete{}",
+        out.display(),
+        s.ok,
+        s.failed,
+        s.skipped,
+        if s.interrupted { ", interrupted (run the same command again to resume)" } else { "" }
+    );
+    print_table(&out)?;
+    say!("report  {}", out.join("report.html").display());
+    Ok(if s.interrupted {
+        code::INTERRUPTED
+    } else if s.failed > 0 {
+        code::FAILED
+    } else {
+        0
+    })
+}
+
+/// Prints the table of a comparison folder: one line per run.
+pub(crate) fn print_table(dir: &Path) -> anyhow::Result<()> {
+    let l = compare::load_rows(dir)?;
+    let f = |x: Option<f64>, p: usize| x.map(|v| format!("{v:.p$}")).unwrap_or_else(|| "-".into());
+    say!(
+        "{:<8} {:<11} {:>6}  {:<12} {:>10} {:>9} {:>10} {:>8}  status",
+        "ratio",
+        "pattern",
+        "rate%",
+        "runtime",
+        "mean/s",
+        "%ceiling",
+        "%own 0%",
+        "kills"
+    );
+    for r in &l.rows {
+        let c = &r.cfg;
+        let status = if r.ok { "ok".to_string() } else { r.status.chars().take(70).collect() };
+        say!(
+            "{:<8} {:<11} {:>6}  {:<12} {:>10} {:>9} {:>10} {:>8}  {status}",
+            format!("1:{}", c.pairs_per_supervisor()),
+            c.pattern.as_str(),
+            c.failure_rate,
+            r.runtime,
+            f(r.mean, 1),
+            f(r.pct_ceiling, 2),
+            f(r.pct_baseline, 1),
+            r.kills
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,320 @@
+//! The comparison report, rebuilt from the folder alone: every run read back with its own
+//! runtime's 0% baseline (the same config at 0%: same ratio, seed, window), `compare.csv` (one row per run), per-run reports refreshed against
+//! that baseline, and `report.html` with the runtimes side by side.
+//!
+//! What the page shows:
+//! 1. Tables: one row per (ratio, pattern, rate) with each runtime's mean and its percentage
+//!    of its own 0% baseline, and whether every runtime that completed the point injected the
+//!    same `fault_injected` ids; then one row per run with all the numbers.
+//! 2. Plots: per ratio and pattern, throughput as a percentage of each runtime's own baseline
+//!    against failure rate (seed 001 fig. 9), one line per runtime; per ratio, mean throughput
+//!    against failure rate with the ceiling; the focus point's throughput per second, one line
+//!    per runtime.
+//! 3. Gaps: a run that is not `ok` is a gap (a break in its line, `-` in the tables) listed
+//!    with its reason and a link to its stderr.
+//! 4. Versions and settings of each runtime (`runtimes.json`, run manifests), the base config
+//!    and axes, the machine, git commit and command; and whether every run folder holds its
+//!    point's shared schedule byte for byte.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::{CompareFile, RuntimeInfo, FILE, RUNTIMES_FILE};
+use crate::config::scp::{Pattern, ScpConfig};
+use crate::config::ConfigBuilder;
+use crate::error::{Error, ErrorKind, Result};
+use crate::manifest::{Manifest, Status};
+use crate::report::{self, plot};
+
+mod page;
+
+/// One run of a comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// Point name.
+    pub point: String,
+    /// Runtime.
+    pub runtime: String,
+    /// Typed config.
+    #[serde(skip)]
+    pub cfg: ScpConfig,
+    /// Whether the run is `ok`.
+    pub ok: bool,
+    /// `ok`, `failed: reason`, `interrupted` or `not run`.
+    pub status: String,
+    /// Runtime version from the run's manifest.
+    pub version: String,
+    /// The project's git commit the run was made from (with `+dirty` for uncommitted changes).
+    pub git: Option<String>,
+    /// Mean throughput (ok runs).
+    pub mean: Option<f64>,
+    /// Percent of ceiling (ok runs).
+    pub pct_ceiling: Option<f64>,
+    /// The same runtime's baseline mean at this ratio.
+    pub baseline: Option<f64>,
+    /// Mean as a percentage of the baseline.
+    pub pct_baseline: Option<f64>,
+    /// Drop vs baseline, percent.
+    pub drop_pct: Option<f64>,
+    /// Kills carried out.
+    pub kills: u64,
+    /// Kills planned.
+    pub planned_kills: u64,
+    /// Restarts.
+    pub restarts: u64,
+    /// Faults skipped by the runtime.
+    pub skipped_faults: u64,
+    /// Ids of the `fault_injected` events, when the events could be read.
+    #[serde(skip)]
+    pub fault_ids: Option<BTreeSet<String>>,
+    /// Exchanges per window second.
+    #[serde(skip)]
+    pub seconds: Vec<(u32, u64)>,
+    /// Whether the run folder's schedule is the shared one byte for byte (`None`: no folder).
+    pub same_schedule: Option<bool>,
+}
+
+/// Everything the report reads.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// `compare.json`.
+    pub file: CompareFile,
+    /// `runtimes.json` (empty when the builds never finished).
+    pub runtimes: Vec<RuntimeInfo>,
+    /// One row per (point, runtime), in run order.
+    pub rows: Vec<Row>,
+    /// The first manifest found (machine, commit, command).
+    pub first: Option<Manifest>,
+}
+
+/// What makes a ratio: pairs, supervisors, delay, payload.
+type RatioKey = (u32, u32, u64, usize);
+
+fn ratio_key(c: &ScpConfig) -> RatioKey {
+    (c.pairs, c.supervisors, c.delay_ms, c.payload_bytes)
+}
+
+fn fault_ids(dir: &Path) -> Option<BTreeSet<String>> {
+    let p = dir.join("events.jsonl");
+    let evs = crate::events::read(&p).ok()?;
+    Some(evs.iter().filter(|e| e.ev == "fault_injected").map(|e| e.str("id").to_string()).collect())
+}
+
+/// Reads a comparison folder: every run with its own runtime's baseline.
+pub fn load_rows(dir: &Path) -> Result<Loaded> {
+    let path = dir.join(FILE);
+    if !path.is_file() {
+        return Err(Error::new(ErrorKind::NotARun(dir.to_path_buf())));
+    }
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+    let file: CompareFile = serde_json::from_str(&text).map_err(|e| Error::malformed(&path, e.to_string()))?;
+    let rpath = dir.join(RUNTIMES_FILE);
+    let runtimes: Vec<RuntimeInfo> = match std::fs::read_to_string(&rpath) {
+        Ok(t) => serde_json::from_str(&t).map_err(|e| Error::malformed(&rpath, e.to_string()))?,
+        Err(_) => Vec::new(),
+    };
+    // Each point with the key of its baseline: the same config at 0% (seed and all).
+    let mut cfgs = Vec::new();
+    for (name, json) in file.points.iter().zip(&file.configs) {
+        let mut b = ConfigBuilder::new(&file.workload)?;
+        b.apply_json(json);
+        let cfg = b.build().map_err(|e| Error::malformed(&path, format!("point {name}: {e}")))?;
+        cfgs.push((ScpConfig::from_config(&cfg), super::baseline_of(&cfg).to_json().to_string()));
+    }
+    // First pass: each runtime's baselines.
+    let mut baselines: BTreeMap<(String, String), f64> = BTreeMap::new();
+    let mut first = None;
+    for (name, (cfg, key)) in file.points.iter().zip(&cfgs) {
+        if !cfg.is_baseline() {
+            continue;
+        }
+        for rt in &file.runtimes {
+            let rdir = dir.join(rt).join(name);
+            if let Ok((m, _, Some(st))) = report::load_run(&rdir, None) {
+                if m.status == Status::Ok && !m.interrupted {
+                    baselines.insert((rt.clone(), key.clone()), st.mean);
+                }
+            }
+        }
+    }
+    let mut rows = Vec::new();
+    for (name, (cfg, key)) in file.points.iter().zip(&cfgs) {
+        let shared = std::fs::read(dir.join("schedules").join(format!("{name}.jsonl"))).ok();
+        for rt in &file.runtimes {
+            let rdir = dir.join(rt).join(name);
+            let base = baselines.get(&(rt.clone(), key.clone())).copied();
+            let mut row = Row {
+                point: name.clone(),
+                runtime: rt.clone(),
+                cfg: cfg.clone(),
+                ok: false,
+                status: "not run".into(),
+                version: String::new(),
+                git: None,
+                mean: None,
+                pct_ceiling: None,
+                baseline: base,
+                pct_baseline: None,
+                drop_pct: None,
+                kills: 0,
+                planned_kills: 0,
+                restarts: 0,
+                skipped_faults: 0,
+                fault_ids: None,
+                seconds: Vec::new(),
+                same_schedule: None,
+            };
+            if rdir.join(crate::manifest::FILE).is_file() {
+                let (m, st) = report::rebuild_run(&rdir, base)?;
+                first.get_or_insert_with(|| m.clone());
+                row.ok = m.status == Status::Ok && !m.interrupted;
+                row.status = match (&m.status, m.interrupted) {
+                    (_, true) => "interrupted".into(),
+                    (Status::Ok, _) => "ok".into(),
+                    (Status::Failed, _) => format!("failed: {}", m.reason.clone().unwrap_or_default()),
+                    (Status::Running, _) => "running or abandoned".into(),
+                };
+                row.version = m.runtime_version.clone();
+                row.git = m.git_commit.as_ref().map(|c| {
+                    let short: String = c.chars().take(12).collect();
+                    if m.git_dirty == Some(true) {
+                        format!("{short}+dirty")
+                    } else {
+                        short
+                    }
+                });
+                row.same_schedule = Some(match (&shared, std::fs::read(rdir.join("schedule.jsonl")).ok()) {
+                    (Some(a), Some(b)) => *a == b,
+                    _ => false,
+                });
+                if let Some(st) = st {
+                    row.kills = st.kills;
+                    row.planned_kills = st.planned_kills;
+                    row.restarts = st.restarts;
+                    row.skipped_faults = st.skipped_faults;
+                    row.seconds = st.seconds.iter().map(|s| (s.second, s.count)).collect();
+                    row.fault_ids = fault_ids(&rdir);
+                    if row.ok {
+                        row.mean = Some(st.mean);
+                        row.pct_ceiling = Some(st.pct_ceiling);
+                        if let Some(b) = base.filter(|b| *b > 0.0) {
+                            row.pct_baseline = Some(100.0 * st.mean / b);
+                            row.drop_pct = Some(100.0 * (b - st.mean) / b);
+                        }
+                    }
+                }
+            }
+            rows.push(row);
+        }
+    }
+    Ok(Loaded { file, runtimes, rows, first })
+}
+
+fn opt(x: Option<f64>, prec: usize) -> String {
+    x.map(|v| format!("{v:.prec$}")).unwrap_or_else(|| "-".into())
+}
+
+/// The point plotted over time: the one asked for, else the first with the highest failure
+/// rate (the first point when none injects faults).
+pub fn focus_point(l: &Loaded) -> Option<String> {
+    if let Some(f) = l.file.focus.as_ref().filter(|f| l.file.points.contains(f)) {
+        return Some(f.clone());
+    }
+    let mut best: Option<(&str, f64)> = None;
+    for r in &l.rows {
+        let rate = if r.cfg.pattern == Pattern::None { 0.0 } else { r.cfg.failure_rate };
+        if best.is_none_or(|(_, b)| rate > b) {
+            best = Some((r.point.as_str(), rate));
+        }
+    }
+    best.map(|b| b.0.to_string())
+}
+
+/// Writes `compare.csv`, refreshed per-run reports and `report.html`; returns the rows.
+pub fn write_report(dir: &Path) -> Result<Vec<Row>> {
+    let l = load_rows(dir)?;
+    let mut csv = String::from(
+        "point,runtime,pairs,supervisors,pairs_per_supervisor,delay_ms,pattern,failure_rate,failure_basis,\
+         status,mean,pct_of_ceiling,baseline_mean,pct_of_baseline,drop_pct,kills,planned_kills,restarts,\
+         skipped_faults,same_schedule,runtime_version,reason\n",
+    );
+    for r in &l.rows {
+        let c = &r.cfg;
+        let reason = r.status.strip_prefix("failed: ").unwrap_or("");
+        let _ = writeln!(
+            csv,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            r.point,
+            r.runtime,
+            c.pairs,
+            c.supervisors,
+            c.pairs_per_supervisor(),
+            c.delay_ms,
+            c.pattern.as_str(),
+            c.failure_rate,
+            if c.basis_exchanges { "exchanges" } else { "pairs" },
+            if r.ok {
+                "ok"
+            } else if r.status == "not run" {
+                "not run"
+            } else {
+                "failed"
+            },
+            opt(r.mean, 2),
+            opt(r.pct_ceiling, 3),
+            opt(r.baseline, 2),
+            opt(r.pct_baseline, 3),
+            opt(r.drop_pct, 3),
+            r.kills,
+            r.planned_kills,
+            r.restarts,
+            r.skipped_faults,
+            r.same_schedule.map(|b| b.to_string()).unwrap_or_default(),
+            csv_field(&r.version),
+            csv_field(reason),
+        );
+    }
+    let csv_path = dir.join("compare.csv");
+    std::fs::write(&csv_path, csv).map_err(|e| Error::io(&csv_path, e))?;
+    let focus = focus_point(&l);
+    let (html, svgs) = page::render(dir, &l, focus.as_deref());
+    for (i, svg) in svgs.iter().enumerate() {
+        let p = dir.join(format!("compare-{i}.svg"));
+        std::fs::write(&p, svg).map_err(|e| Error::io(&p, e))?;
+    }
+    let rp = dir.join("report.html");
+    std::fs::write(&rp, html).map_err(|e| Error::io(&rp, e))?;
+    Ok(l.rows)
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\"").replace('\n', " "))
+    } else {
+        s.to_string()
+    }
+}
+
+/// A ratio's label: `1:PPS`, with the pair count.
+fn ratio_label(c: &ScpConfig) -> String {
+    format!("1:{} ({} pairs)", c.pairs_per_supervisor(), c.pairs)
+}
+
+/// A point's short description: ratio, pattern, rate.
+fn point_label(c: &ScpConfig) -> String {
+    if c.is_baseline() {
+        format!("{} at 0%", ratio_label(c))
+    } else {
+        format!("{} {} {}%", ratio_label(c), c.pattern.as_str(), c.failure_rate)
+    }
+}
+
+/// A chart whose x axis is the failure rate.
+fn rate_chart(title: String, y_label: &str, series: Vec<plot::Series>) -> String {
+    let chart =
+        plot::Chart { title, x_label: "failure rate (%)".into(), y_label: y_label.into(), series, y_range: None };
+    plot::svg(&chart, 900, 420)
+}
