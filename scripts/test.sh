@@ -1,18 +1,39 @@
 #!/usr/bin/env bash
 # The test entry point named in README.md; .ci/run calls it.
 #
-# 1. formatting and the Rust test suite (unit, integration, property and doc tests);
-# 2. each peer runtime present under peers/: its toolchain is installed by its own script
-#    (scripts/install-<runtime>.sh) and its smoke test builds and briefly runs every workload;
-# 3. a short cargo-fuzz run of the wire decoders (frame, handshake), when a nightly toolchain is
-#    present (cargo-fuzz needs one); the stable fuzz smoke test runs in step 1 regardless.
+# 1. formatting;
+# 2. each peer runtime's toolchain under peers/ is installed by its own script
+#    (scripts/install-<runtime>.sh), first, so the Rust tests that run a real peer (the
+#    cross-runtime fault-id test runs the Erlang peer) run for real: TROUPE_TEST_REQUIRE_ERLANG=1
+#    makes that test fail instead of skipping when Erlang is missing;
+# 3. the Rust test suite (unit, integration, property and doc tests);
+# 4. a short cargo-fuzz run of the wire decoders (frame, handshake) when a nightly toolchain is
+#    present (cargo-fuzz needs one); the stable fuzz smoke test runs in step 3 regardless;
+# 5. each peer's smoke test: builds and briefly runs every workload of that runtime.
 #
-# TROUPE_TEST_PEERS=0 skips step 2 (for a quick local loop); CI runs everything.
+# TROUPE_TEST_PEERS=0 skips the peers (steps 2 and 5) for a quick local loop; CI runs everything.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+peers=()
+if [ "${TROUPE_TEST_PEERS:-1}" != "0" ]; then
+    for dir in peers/*/; do
+        rt=$(basename "$dir")
+        [ -f "peers/$rt/smoke.sh" ] && peers+=("$rt")
+    done
+fi
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
+
+failed=()
+for rt in "${peers[@]}"; do
+    echo "== peer $rt: install toolchain"
+    bash "scripts/install-$rt.sh" || failed+=("$rt (install)")
+done
+if [ ${#peers[@]} -gt 0 ]; then
+    export TROUPE_TEST_REQUIRE_ERLANG=1
+fi
 
 echo "== cargo test (workspace)"
 cargo test --workspace --all-targets --quiet
@@ -28,27 +49,12 @@ else
     echo "fuzz step SKIPPED: no nightly toolchain (rustup toolchain install nightly); the stable smoke test ran above"
 fi
 
-if [ "${TROUPE_TEST_PEERS:-1}" = "0" ]; then
-    echo "== peers skipped (TROUPE_TEST_PEERS=0)"
-    exit 0
-fi
-
-failed=()
-for dir in peers/*/; do
-    rt=$(basename "$dir")
-    [ -f "peers/$rt/smoke.sh" ] || continue
-    echo "== peer $rt: install toolchain"
-    if ! bash "scripts/install-$rt.sh"; then
-        failed+=("$rt (install)")
-        continue
-    fi
+for rt in "${peers[@]}"; do
     echo "== peer $rt: smoke"
-    if ! bash "peers/$rt/smoke.sh"; then
-        failed+=("$rt (smoke)")
-    fi
+    bash "peers/$rt/smoke.sh" || failed+=("$rt (smoke)")
 done
 if [ ${#failed[@]} -gt 0 ]; then
-    echo "peer smoke tests failed: ${failed[*]}" >&2
+    echo "peer steps failed: ${failed[*]}" >&2
     exit 1
 fi
-echo "== all peer smoke tests passed"
+[ "${TROUPE_TEST_PEERS:-1}" = "0" ] && echo "== peers skipped (TROUPE_TEST_PEERS=0)" || echo "== all peer smoke tests passed"
