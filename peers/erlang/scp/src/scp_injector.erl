@@ -23,8 +23,10 @@
 %%  3. After a kill it emits fault_injected {id, target:"g<g>/s<s>", kind:"kill"}
 %%     naming the slot actually killed, stamped with the instant just before
 %%     the kill was issued (so it sorts before the victim's restarted event).
-%%  4. On {stop, From} (end of the window) it stops at once, leaving later
-%%     actions undone, and replies {injector_done, Summary}.
+%%  4. On {stop, From} (end of the window) it first carries out the actions
+%%     already due (a loaded machine can deliver the stop before a kill
+%%     scheduled just before the window's end), leaves later ones undone
+%%     (counted as not_run) and replies {injector_done, Summary}.
 -module(scp_injector).
 
 -export([start/3]).
@@ -39,7 +41,11 @@ loop([], _T0, _PPS, _Recovery, Sum) ->
 loop([#{at_ms := At} = A | Rest] = All, T0, PPS, Recovery, Sum) ->
     Wait = max(0, T0 + At - erlang:monotonic_time(millisecond)),
     receive
-        {stop, From} -> From ! {injector_done, Sum#{not_run => length(All)}}
+        {stop, From} ->
+            Now = erlang:monotonic_time(millisecond),
+            {Due, Later} = lists:splitwith(fun(#{at_ms := T}) -> T0 + T =< Now end, All),
+            Sum1 = lists:foldl(fun(Act, S) -> act(Act, PPS, Recovery, S) end, Sum, Due),
+            From ! {injector_done, Sum1#{not_run => length(Later)}}
     after Wait ->
             loop(Rest, T0, PPS, Recovery, act(A, PPS, Recovery, Sum))
     end.
