@@ -70,6 +70,16 @@ impl Tree {
     fn child(&self, id: &str) -> troupe::ActorRef<Cmd> {
         self.handles[id].get().expect("child running")
     }
+
+    /// Kills the current incarnation of `id` and returns once the supervisor has handled the
+    /// exit (the exit signal is on its system lane before `terminated` answers, so the next
+    /// call to it sees the result).
+    async fn crash(&self, id: &str) {
+        let c = self.child(id);
+        c.kill();
+        c.terminated().await;
+        self.ids().await;
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -166,10 +176,7 @@ async fn one_for_all_stops_in_reverse_and_restarts_in_order() {
         .await
         .unwrap();
     lg.lock().clear();
-    let b = tree.child("b");
-    b.kill();
-    b.terminated().await;
-    tree.ids().await;
+    tree.crash("b").await;
     assert_eq!(*lg.lock(), ["c:stopped:shutdown", "a:stopped:shutdown", "a:started", "b:started", "c:started"]);
 }
 
@@ -203,10 +210,7 @@ async fn exceeding_the_intensity_shuts_the_supervisor_down() {
         .await
         .unwrap();
     for _ in 0..2 {
-        let b = tree.child("b");
-        b.kill();
-        b.terminated().await;
-        tree.ids().await; // restart 1 and 2 are within the intensity
+        tree.crash("b").await; // restart 1 and 2 are within the intensity
     }
     let a = tree.child("a");
     tree.child("b").kill();
@@ -224,17 +228,11 @@ async fn restarts_outside_the_period_do_not_count() {
         .await
         .unwrap();
     for _ in 0..3 {
-        let a = tree.child("a");
-        a.kill();
-        a.terminated().await;
-        tree.ids().await;
+        tree.crash("a").await;
         tokio::time::advance(Duration::from_millis(1100)).await;
     }
     assert!(tree.sup.actor().is_alive(), "one restart per period never exceeds intensity 1");
-    let a = tree.child("a");
-    a.kill();
-    a.terminated().await;
-    tree.ids().await;
+    tree.crash("a").await;
     let a = tree.child("a");
     a.kill();
     assert_eq!(tree.sup.terminated().await, ExitReason::Shutdown, "two restarts within one period exceed 1");
@@ -364,9 +362,7 @@ async fn a_child_ref_follows_restarts() {
     for _ in 0..3 {
         let cur = h.get().unwrap();
         seen.push(cur.ask(Cmd::Ping, T).await.unwrap());
-        cur.kill();
-        cur.terminated().await;
-        tree.ids().await;
+        tree.crash("a").await;
     }
     seen.dedup();
     assert_eq!(seen.len(), 3, "three distinct incarnations answered through one handle");
