@@ -13,7 +13,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
-use crate::any_ref::AnyRef;
+use crate::any_ref::{AnyRef, Process};
 use crate::cell::Cell;
 use crate::error::{AskError, SendError, SendErrorKind};
 use crate::{ActorId, ExitReason};
@@ -144,7 +144,10 @@ impl<M: Send + 'static> ActorRef<M> {
     /// True until the actor has stopped.
     #[must_use]
     pub fn is_alive(&self) -> bool {
-        self.any().is_alive()
+        match &self.inner {
+            Inner::Local(c) => c.is_alive(),
+            Inner::Dyn(d) => d.any().is_alive(),
+        }
     }
 
     /// Kills it brutally (OTP `exit(Pid, kill)`): no more of its code runs.
