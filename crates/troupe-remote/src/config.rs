@@ -70,6 +70,14 @@ pub struct NodeConfig {
     pub affinity: bool,
     /// Further named channels.
     pub channels: Vec<ChannelConfig>,
+    /// A frame sent on an idle connection is written by the sender itself instead of waking
+    /// the connection's writer task (lower latency for lone messages; streams of frames are
+    /// batched either way). Default true; false always uses the writer task.
+    pub write_through: bool,
+    /// After receiving data, a connection's reader keeps polling it (yielding to other tasks
+    /// between polls) for this many microseconds before it lets its thread sleep, trading CPU
+    /// for latency as BEAM's schedulers do by spinning before they sleep. Default 0 (off).
+    pub spin_us: u64,
     /// Unacknowledged frames sent with `ack` are retransmitted after this long.
     pub ack_timeout_ms: u64,
     /// Reconnect backoff: first delay.
@@ -96,6 +104,8 @@ impl Default for NodeConfig {
             parallelism: 1,
             affinity: true,
             channels: Vec::new(),
+            write_through: true,
+            spin_us: 0,
             ack_timeout_ms: 100,
             reconnect_min_ms: 100,
             reconnect_max_ms: 5000,

@@ -146,3 +146,53 @@ async fn affinity_keeps_per_pair_fifo_over_parallel_connections_and_named_channe
     a.shutdown();
     b.shutdown();
 }
+
+/// Senders on several threads share one connection, alternating lone messages (the lane idle,
+/// so the sender writes through) with bursts (the writer task batches): every message arrives,
+/// each sender's in order, with write-through on (and it was used) and off (and it was not),
+/// and with the receiver spinning on its reads (`spin_us`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn write_through_and_batching_share_a_connection_without_loss_or_reordering() {
+    for write_through in [true, false] {
+        let a = Node::start(NodeConfig { write_through, ..cfg("a") }).await.unwrap();
+        // The receiver also polls its connections for a while after data (`spin_us`) in one round.
+        let b = Node::start(NodeConfig { spin_us: if write_through { 300 } else { 0 }, ..cfg("b") }).await.unwrap();
+        let senders = 4u64;
+        let per = 600u64;
+        b.export("order", &troupe::spawn(Order { last: vec![0; senders as usize], errors: 0, seen: 0 })).unwrap();
+        let r = a.lookup::<OrderMsg>(&b.addr(), "order").await.unwrap();
+        let mut tasks = Vec::new();
+        for s in 0..senders {
+            let r = r.clone();
+            tasks.push(tokio::spawn(async move {
+                for seq in 1..=per {
+                    r.send(OrderMsg::Item { sender: s, seq }).unwrap();
+                    if seq % 50 < 5 {
+                        tokio::time::sleep(Duration::from_micros(300)).await; // idle lane: lone sends
+                    } else if seq % 7 == 0 {
+                        tokio::task::yield_now().await;
+                    }
+                }
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        let end = std::time::Instant::now() + T;
+        let mut tally = r.ask(OrderMsg::Report, T).await.unwrap();
+        while tally.0 < senders * per && std::time::Instant::now() < end {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            tally = r.ask(OrderMsg::Report, T).await.unwrap();
+        }
+        assert_eq!(tally.0, senders * per, "write_through = {write_through}: messages lost");
+        assert_eq!(tally.1, 0, "write_through = {write_through}: per-sender FIFO violated");
+        let s = a.stats();
+        if write_through {
+            assert!(s.writes_through > 0, "{s:?}");
+        } else {
+            assert_eq!(s.writes_through, 0, "{s:?}");
+        }
+        a.shutdown();
+        b.shutdown();
+    }
+}

@@ -4,7 +4,8 @@
 //! p50 and p99 of all samples of the median repetition (by p50), in two modes: `idle` (the
 //! asker's multi-threaded runtime sleeps between asks, so every round trip pays for waking
 //! idle threads) and `busy-poll` (a single-threaded asker that yields in a loop between asks,
-//! as BEAM schedulers spin before sleeping). The far node is the same in both.
+//! as BEAM schedulers spin before sleeping). The far node is the same in both. Each mode runs
+//! with write-through on (the default, rule 6 of `node/peer.rs`) and off, both nodes alike.
 
 use std::time::{Duration, Instant};
 
@@ -57,39 +58,56 @@ async fn one(echo: &troupe::ActorRef<Echo>, p: &LatencyParams, spin: bool) -> Re
     Ok(v)
 }
 
-/// Runs `remote-latency`.
+/// The node settings compared: (label, write_through, spin_us, modes).
+const SETTINGS: [(&str, bool, u64, &[&str]); 3] = [
+    ("default", true, 0, &["idle", "busy-poll"]),
+    ("no-write-through", false, 0, &["idle", "busy-poll"]),
+    ("spin", true, 1000, &["busy-poll"]),
+];
+
+/// Runs `remote-latency`: both modes with the default settings, with write-through off (so its
+/// saving shows as a ratio measured in the same run), and busy-poll with both nodes spinning
+/// (`spin_us`), BEAM's way of buying latency with CPU.
 pub fn remote_latency(launcher: &Launcher, p: &LatencyParams) -> Result<Vec<Row>, Error> {
-    let mut child = ChildNode::start(
-        launcher,
-        &format!("name = \"echo\"\nsecret = \"{SECRET}\"\nlisten = \"127.0.0.1:0\"\nservices = [\"echo\"]\n"),
-    )?;
     let mut rows = Vec::new();
-    for (mode, spin) in [("idle", false), ("busy-poll", true)] {
-        let rt = if spin {
-            tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(Error::io)?
-        } else {
-            runtime()?
-        };
-        let t = std::time::Instant::now();
-        let mut runs = rt.block_on(async {
-            let node = Node::start(NodeConfig::new("asker", SECRET)).await?;
-            let echo = node.lookup::<Echo>(&child.addr, "echo").await?;
-            one(&echo, &LatencyParams { samples: p.samples.min(1000), ..p.clone() }, spin).await?;
-            let mut runs = Vec::new();
-            for _ in 0..p.reps.max(1) {
-                runs.push(one(&echo, p, spin).await?);
-            }
-            node.shutdown();
-            Ok::<_, Error>(runs)
-        })?;
-        let rate = f64::from(p.samples.min(1000) + p.samples * p.reps.max(1)) / t.elapsed().as_secs_f64();
-        runs.sort_by(|a, b| quantile(a, 0.5).total_cmp(&quantile(b, 0.5)));
-        let mid = &runs[runs.len() / 2];
-        let params = json!({"mode": mode, "samples": p.samples, "interval_us": p.interval_us, "asks_per_s": rate.round(),
-            "payload_bytes": p.payload, "reps": p.reps, "transport": "tcp loopback, 2 OS processes"});
-        rows.push(Row::new("remote-latency", "rtt_p50_us", quantile(mid, 0.5), "us", params.clone()));
-        rows.push(Row::new("remote-latency", "rtt_p99_us", quantile(mid, 0.99), "us", params));
+    for (setting, write_through, spin_us, modes) in SETTINGS {
+        let mut child = ChildNode::start(
+            launcher,
+            &format!(
+                "name = \"echo\"\nsecret = \"{SECRET}\"\nlisten = \"127.0.0.1:0\"\nservices = [\"echo\"]\n\
+                 write_through = {write_through}\nspin_us = {spin_us}\n"
+            ),
+        )?;
+        for mode in modes {
+            let spin = *mode == "busy-poll";
+            let rt = if spin {
+                tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(Error::io)?
+            } else {
+                runtime()?
+            };
+            let t = std::time::Instant::now();
+            let mut runs = rt.block_on(async {
+                let node =
+                    Node::start(NodeConfig { write_through, spin_us, ..NodeConfig::new("asker", SECRET) }).await?;
+                let echo = node.lookup::<Echo>(&child.addr, "echo").await?;
+                one(&echo, &LatencyParams { samples: p.samples.min(1000), ..p.clone() }, spin).await?;
+                let mut runs = Vec::new();
+                for _ in 0..p.reps.max(1) {
+                    runs.push(one(&echo, p, spin).await?);
+                }
+                node.shutdown();
+                Ok::<_, Error>(runs)
+            })?;
+            let rate = f64::from(p.samples.min(1000) + p.samples * p.reps.max(1)) / t.elapsed().as_secs_f64();
+            runs.sort_by(|a, b| quantile(a, 0.5).total_cmp(&quantile(b, 0.5)));
+            let mid = &runs[runs.len() / 2];
+            let params = json!({"mode": mode, "setting": setting, "write_through": write_through, "spin_us": spin_us, "samples": p.samples,
+                "interval_us": p.interval_us, "asks_per_s": rate.round(), "payload_bytes": p.payload, "reps": p.reps,
+                "transport": "tcp loopback, 2 OS processes"});
+            rows.push(Row::new("remote-latency", "rtt_p50_us", quantile(mid, 0.5), "us", params.clone()));
+            rows.push(Row::new("remote-latency", "rtt_p99_us", quantile(mid, 0.99), "us", params));
+        }
+        let _ = child.cmd("quit");
     }
-    let _ = child.cmd("quit");
     Ok(rows)
 }

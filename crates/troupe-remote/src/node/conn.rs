@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncReadExt;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use troupe::remote_api;
@@ -18,7 +18,7 @@ use crate::error::{Error, ErrorKind};
 use crate::frame::FrameBuf;
 use crate::handshake::{self, Identity};
 use crate::node::inbound::{self, InCtx};
-use crate::node::peer::{Lane, Peer, Status, Watcher};
+use crate::node::peer::{Lane, Owner, Peer, Status, Watcher};
 use crate::node::{NodeEvent, NodeInner};
 use crate::proto::Control;
 
@@ -177,6 +177,8 @@ async fn connect_once(node: &Arc<NodeInner>, peer: &Arc<Peer>) -> Result<(), Err
     let mut handles = Vec::new();
     for (lane, sock) in streams {
         let (r, w) = sock.into_split();
+        let w = Arc::new(w);
+        lane.buf.lock().sink = Some(w.clone());
         handles.push(tokio::spawn(writer(Arc::downgrade(node), peer.clone(), lane, w, gen)).abort_handle());
         handles.push(tokio::spawn(outbound_reader(Arc::downgrade(node), peer.clone(), r, gen)).abort_handle());
     }
@@ -200,14 +202,20 @@ async fn connect_once(node: &Arc<NodeInner>, peer: &Arc<Peer>) -> Result<(), Err
     Ok(())
 }
 
-async fn writer(node: Weak<NodeInner>, peer: Arc<Peer>, lane: Arc<Lane>, mut w: OwnedWriteHalf, gen: u64) {
+/// A lane's writer task (rules 1 and 5 of `peer.rs`): owns the socket while the buffer has
+/// bytes, gives it up when the buffer is empty.
+async fn writer(node: Weak<NodeInner>, peer: Arc<Peer>, lane: Arc<Lane>, w: Arc<OwnedWriteHalf>, gen: u64) {
     let mut spare = Vec::new();
     loop {
         let batch = {
             let mut g = lane.buf.lock();
-            if g.out.is_empty() {
+            if g.owner == Owner::Sender {
+                None // a sender is writing through; it hands over when it is done
+            } else if g.out.is_empty() {
+                g.owner = Owner::Nobody;
                 None
             } else {
+                g.owner = Owner::Task;
                 Some(std::mem::replace(&mut g.out, std::mem::take(&mut spare)))
             }
         };
@@ -215,7 +223,7 @@ async fn writer(node: Weak<NodeInner>, peer: Arc<Peer>, lane: Arc<Lane>, mut w: 
             lane.notify.notified().await;
             continue;
         };
-        if let Err(e) = w.write_all(&b).await {
+        if let Err(e) = write_all(&w, &b).await {
             if let Some(n) = node.upgrade() {
                 peer_down(&n, &peer, Some(gen), &format!("write failed: {e}"));
             }
@@ -227,6 +235,20 @@ async fn writer(node: Weak<NodeInner>, peer: Arc<Peer>, lane: Arc<Lane>, mut w: 
             spare = b;
         }
     }
+}
+
+/// Writes all of `buf` through a shared write half (readiness, then non-blocking writes).
+async fn write_all(w: &OwnedWriteHalf, mut buf: &[u8]) -> std::io::Result<()> {
+    while !buf.is_empty() {
+        w.writable().await?;
+        match w.try_write(buf) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => buf = &buf[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 async fn outbound_reader(node: Weak<NodeInner>, peer: Arc<Peer>, mut r: OwnedReadHalf, gen: u64) {
@@ -288,6 +310,7 @@ async fn inbound_reader(
     mut ctx: InCtx,
     from: SocketAddr,
 ) {
+    let spin = node.upgrade().map_or(Duration::ZERO, |n| Duration::from_micros(n.cfg.spin_us));
     let why = loop {
         let Some(n) = node.upgrade() else { return };
         let r = drain_frames(&n, &peer, &mut fb, &mut ctx);
@@ -296,7 +319,7 @@ async fn inbound_reader(
             break Err(e);
         }
         let spare = fb.spare(READ_CHUNK);
-        let res = sock.read(spare).await;
+        let res = read_spinning(&mut sock, spare, spin).await;
         let got = *res.as_ref().unwrap_or(&0);
         fb.filled(READ_CHUNK, got);
         match res {
@@ -333,6 +356,25 @@ async fn inbound_reader(
         }
         Ok(_) => {}
     }
+}
+
+/// Reads into `buf`; with a non-zero `spin`, polls the socket for that long first, yielding to
+/// other tasks between polls (the `spin_us` setting), before waiting for readiness as usual.
+async fn read_spinning(sock: &mut TcpStream, buf: &mut [u8], spin: Duration) -> std::io::Result<usize> {
+    if !spin.is_zero() {
+        let until = Instant::now() + spin;
+        loop {
+            match sock.try_read(buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                r => return r,
+            }
+            if Instant::now() >= until {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+    }
+    sock.read(buf).await
 }
 
 fn drain_frames(node: &Arc<NodeInner>, peer: &Arc<Peer>, fb: &mut FrameBuf, ctx: &mut InCtx) -> Result<(), Error> {

@@ -12,13 +12,22 @@
 //!    neither bring the peer down nor deliver into the new session.
 //! 4. Acknowledged frames stay in their lane's `unacked` map until the peer acks them, and are
 //!    retransmitted (through fault injection again) every `ack_timeout`.
+//! 5. One writer at a time owns a lane's socket (`LaneBuf::owner`): the writer task, or a
+//!    sender writing through. Only the owner writes, and bytes leave in buffer order.
+//! 6. Write-through: a frame queued on an idle lane (empty buffer, no owner, connected, no
+//!    write-through in the last `WRITE_THROUGH_GAP_US`) is written by the sender itself with one
+//!    non-blocking `try_write`, saving the wake-up of the writer task (the round-trip latency
+//!    of a lone message). What the socket does not take goes back to the front of the buffer
+//!    and the writer task takes over. A second frame soon after finds the gap not yet passed
+//!    and wakes the writer task instead, so streams of sends are still batched (rule 1).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
+use tokio::net::tcp::OwnedWriteHalf;
 use tokio::sync::{watch, Notify};
 use tokio::task::AbortHandle;
 use troupe::{AnyRef, ExitReason, MonitorId};
@@ -37,8 +46,23 @@ pub(crate) enum Status {
     Up,
 }
 
+/// Who owns a lane's socket for writing (rule 5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Owner {
+    Nobody,
+    Task,
+    Sender,
+}
+
+/// Rule 6: a lane writes through at most once per this many microseconds.
+const WRITE_THROUGH_GAP_US: u64 = 50;
+
 pub(crate) struct LaneBuf {
     pub(crate) out: Vec<u8>,
+    pub(crate) owner: Owner,
+    /// The connected socket, for write-through (rule 6); `None` while not connected.
+    pub(crate) sink: Option<Arc<OwnedWriteHalf>>,
+    last_through_us: u64,
     pub(crate) next_seq: u64,
     pub(crate) unacked: BTreeMap<u64, (Instant, Arc<Vec<u8>>)>,
 }
@@ -56,25 +80,69 @@ impl Lane {
         Self {
             channel,
             index,
-            buf: Mutex::new(LaneBuf { out: Vec::new(), next_seq: 1, unacked: BTreeMap::new() }),
+            buf: Mutex::new(LaneBuf {
+                out: Vec::new(),
+                owner: Owner::Nobody,
+                sink: None,
+                last_through_us: 0,
+                next_seq: 1,
+                unacked: BTreeMap::new(),
+            }),
             notify: Notify::new(),
         }
     }
 
-    /// Appends raw frame bytes (already encoded), waking the writer when the buffer was empty.
-    pub(crate) fn push_raw(&self, bytes: &[u8]) {
+    /// Appends raw frame bytes (already encoded), then rule 6.
+    pub(crate) fn push_raw(&self, shared: &Shared, bytes: &[u8]) {
         let mut g = self.buf.lock();
         let was_empty = g.out.is_empty();
         g.out.extend_from_slice(bytes);
-        drop(g);
-        if was_empty {
-            self.notify.notify_one();
+        self.kick(shared, g, was_empty);
+    }
+
+    /// After frames were appended to a buffer that was `was_empty`: writes them through
+    /// (rule 6) or wakes the writer task when nobody owns the socket.
+    pub(crate) fn kick(&self, shared: &Shared, mut g: MutexGuard<'_, LaneBuf>, was_empty: bool) {
+        if !was_empty || g.owner != Owner::Nobody {
+            return; // whoever owns the socket, or the pending wake-up, takes these bytes too
         }
+        let now = if shared.write_through && g.sink.is_some() { shared.now_us() } else { 0 };
+        if now == 0 || now.saturating_sub(g.last_through_us) < WRITE_THROUGH_GAP_US {
+            drop(g);
+            self.notify.notify_one();
+            return;
+        }
+        let Some(sink) = g.sink.clone() else { return };
+        g.owner = Owner::Sender;
+        g.last_through_us = now;
+        let mut batch = std::mem::take(&mut g.out);
+        drop(g);
+        let n = sink.try_write(&batch).unwrap_or(0);
+        shared.stats.bytes_out.fetch_add(n as u64, Ordering::Relaxed);
+        if n > 0 {
+            shared.stats.writes_through.fetch_add(1, Ordering::Relaxed);
+        }
+        let mut g = self.buf.lock();
+        if n == batch.len() && g.out.is_empty() {
+            batch.clear();
+            g.out = batch; // keeps the capacity
+            g.owner = Owner::Nobody;
+            return;
+        }
+        // The rest (and what others queued meanwhile) goes to the writer task, in order.
+        batch.drain(..n);
+        batch.extend_from_slice(&g.out);
+        g.out = batch;
+        g.owner = Owner::Task;
+        drop(g);
+        self.notify.notify_one();
     }
 
     pub(crate) fn reset(&self) {
         let mut g = self.buf.lock();
         g.out = Vec::new();
+        g.owner = Owner::Nobody;
+        g.sink = None;
         g.next_seq = 1;
         g.unacked.clear();
     }
@@ -227,11 +295,8 @@ impl Peer {
             }
             let was_empty = g.out.is_empty();
             write_frame(&mut g.out, kind, |b| body(b, 0)).map_err(SendFail::Encode)?;
-            drop(g);
-            if was_empty {
-                lane.notify.notify_one();
-            }
             self.shared.stats.frames_out.fetch_add(1, Ordering::Relaxed);
+            lane.kick(&self.shared, g, was_empty);
             return Ok(());
         }
         let seq = if ack {
@@ -259,12 +324,12 @@ impl Peer {
     /// Sends already-encoded frame bytes through fault injection.
     pub(crate) fn inject(&self, lane: &Lane, bytes: Arc<Vec<u8>>) {
         if !self.shared.faults.active() {
-            lane.push_raw(&bytes);
+            lane.push_raw(&self.shared, &bytes);
             return;
         }
         let stats = &self.shared.stats;
         match self.shared.faults.verdict(&self.addr, &lane.channel) {
-            Verdict::Pass => lane.push_raw(&bytes),
+            Verdict::Pass => lane.push_raw(&self.shared, &bytes),
             Verdict::Drop => {
                 stats.fault_dropped.fetch_add(1, Ordering::Relaxed);
             }
@@ -274,15 +339,16 @@ impl Peer {
                 }
                 if delay.is_zero() {
                     for _ in 0..copies {
-                        lane.push_raw(&bytes);
+                        lane.push_raw(&self.shared, &bytes);
                     }
                 } else {
                     stats.fault_delayed.fetch_add(1, Ordering::Relaxed);
                     let lane = self.lane_arc(lane);
+                    let shared = self.shared.clone();
                     tokio::spawn(async move {
                         tokio::time::sleep(delay).await;
                         for _ in 0..copies {
-                            lane.push_raw(&bytes);
+                            lane.push_raw(&shared, &bytes);
                         }
                     });
                 }
