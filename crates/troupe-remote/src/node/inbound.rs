@@ -8,7 +8,9 @@
 //!    frame's type tag equals the actor's; otherwise the sender gets `Refused` with the actor's
 //!    real tag and every reply handle the message carried fails at once.
 //! 3. With a sequence number, a data frame is acknowledged after this read batch, and handled
-//!    only the first time that number arrives on its lane (duplicates are dropped and counted).
+//!    only the first time that number arrives on its lane (duplicates are dropped and counted),
+//!    in sequence order: a frame ahead of a missing one waits until a retransmission fills the
+//!    gap (`peer::Reorder`), so acknowledged sends keep their lane's FIFO.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -19,7 +21,7 @@ use troupe::ActorId;
 use crate::codec;
 use crate::error::Error;
 use crate::frame::{kind, read_reply, DataHeader, Target};
-use crate::node::peer::Peer;
+use crate::node::peer::{Arrival, Peer, Reorder};
 use crate::node::refs::{target_key, RemoteActor, SendOptions, WatcherProxy};
 use crate::node::{NodeEvent, NodeInner};
 use crate::proto::{Control, GlobalEntry, RefuseReason};
@@ -64,14 +66,39 @@ pub(crate) fn dispatch(
 
 fn data(node: &Arc<NodeInner>, peer: &Arc<Peer>, ctx: &mut InCtx, body: &[u8]) -> Result<(), Error> {
     let (h, payload, replies) = DataHeader::read(body)?;
-    if h.ack_seq != 0 {
-        ctx.acks.push(h.ack_seq);
-        let first = peer.dedup.lock().entry((ctx.channel.clone(), ctx.lane)).or_default().first(h.ack_seq);
-        if !first {
-            node.shared.stats.duplicates_dropped.fetch_add(1, Ordering::Relaxed);
+    if h.ack_seq == 0 {
+        handle(node, peer, h, payload, replies);
+        return Ok(());
+    }
+    ctx.acks.push(h.ack_seq);
+    let key = (ctx.channel.clone(), ctx.lane);
+    let stats = &node.shared.stats;
+    let arrival = peer.dedup.lock().entry(key.clone()).or_default().arrive(h.ack_seq, body);
+    match arrival {
+        Arrival::Duplicate => {
+            stats.duplicates_dropped.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         }
+        Arrival::Deliver => handle(node, peer, h, payload, replies),
+        Arrival::Held { skipped } => {
+            stats.held_for_order.fetch_add(1, Ordering::Relaxed);
+            if skipped {
+                stats.order_gaps_skipped.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(peer = %peer.addr, "gave up waiting for a lost acknowledged frame (too many held)");
+            }
+        }
     }
+    loop {
+        let next = peer.dedup.lock().get_mut(&key).and_then(Reorder::release);
+        let Some(held) = next else { return Ok(()) };
+        // It parsed when it arrived.
+        let (h, payload, replies) = DataHeader::read(&held)?;
+        handle(node, peer, h, payload, replies);
+    }
+}
+
+/// Rule 2: hands a data frame to its actor, or refuses it.
+fn handle(node: &Arc<NodeInner>, peer: &Arc<Peer>, h: DataHeader, payload: &[u8], replies: Vec<u64>) {
     let refuse = |reason: RefuseReason| {
         node.shared.stats.refused_in.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(peer = %peer.addr, target = ?h.target, "refused: {reason:?}");
@@ -79,16 +106,15 @@ fn data(node: &Arc<NodeInner>, peer: &Arc<Peer>, ctx: &mut InCtx, body: &[u8]) -
     };
     let Some((_, ex)) = node.resolve_local(&h.target) else {
         refuse(RefuseReason::NoActor);
-        return Ok(());
+        return;
     };
     if ex.tag != h.tag {
         refuse(RefuseReason::TypeMismatch { found: ex.tag_name.to_owned() });
-        return Ok(());
+        return;
     }
     if let Err(reason) = remote_api::with_serde_hook(&node.shared.hook, || (ex.deliver)(&*ex.typed, payload)) {
         refuse(reason);
     }
-    Ok(())
 }
 
 fn control(node: &Arc<NodeInner>, peer: &Arc<Peer>, c: Control) {

@@ -98,6 +98,8 @@ pub(crate) struct Stats {
     pub(crate) fault_delayed: AtomicU64,
     pub(crate) retransmits: AtomicU64,
     pub(crate) duplicates_dropped: AtomicU64,
+    pub(crate) held_for_order: AtomicU64,
+    pub(crate) order_gaps_skipped: AtomicU64,
     pub(crate) nodes_down: AtomicU64,
 }
 
@@ -126,6 +128,10 @@ pub struct StatsSnapshot {
     pub fault_delayed: u64,
     pub retransmits: u64,
     pub duplicates_dropped: u64,
+    /// Acknowledged frames that arrived ahead of a missing one and waited for it.
+    pub held_for_order: u64,
+    /// Gaps given up because too many frames waited behind a lost one (frames lost for good).
+    pub order_gaps_skipped: u64,
     pub nodes_down: u64,
 }
 
@@ -550,6 +556,8 @@ impl Node {
             fault_delayed: l(&s.fault_delayed),
             retransmits: l(&s.retransmits),
             duplicates_dropped: l(&s.duplicates_dropped),
+            held_for_order: l(&s.held_for_order),
+            order_gaps_skipped: l(&s.order_gaps_skipped),
             nodes_down: l(&s.nodes_down),
         }
     }

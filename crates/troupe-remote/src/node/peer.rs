@@ -172,23 +172,59 @@ pub(crate) struct Relations {
     pub(crate) links: HashMap<(u64, u64), (AnyRef, crate::frame::Target)>,
 }
 
-/// Receiver-side duplicate filter for one inbound lane (acknowledged delivery).
+/// Most acknowledged frames an inbound lane holds back waiting for a missing one; past this the
+/// gap is given up (counted in `order_gaps_skipped`) so a lost frame cannot pin memory forever.
+const MAX_HELD: usize = 65_536;
+
+/// Receiver-side state of one inbound lane for acknowledged frames (rule 3 of `inbound.rs`):
+/// duplicates are dropped, and frames are released in sequence order, so acknowledged delivery
+/// keeps per-lane (hence, with affinity, per-pair) FIFO even when a retransmission fills a gap.
 #[derive(Default)]
-pub(crate) struct Dedup {
-    floor: u64,
-    above: std::collections::BTreeSet<u64>,
+pub(crate) struct Reorder {
+    /// Every sequence number up to this one has been handled.
+    delivered: u64,
+    /// Frames that arrived ahead of a missing one: seq -> frame body.
+    held: BTreeMap<u64, Vec<u8>>,
 }
 
-impl Dedup {
-    /// True the first time `seq` is seen.
-    pub(crate) fn first(&mut self, seq: u64) -> bool {
-        if seq <= self.floor || !self.above.insert(seq) {
-            return false;
+/// What to do with an acknowledged frame that arrived.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Arrival {
+    /// Seen before: drop it.
+    Duplicate,
+    /// Next in order: handle it now, then whatever [`Reorder::release`] gives.
+    Deliver,
+    /// Ahead of a gap: kept; `skipped` when a gap was given up to make room.
+    Held { skipped: bool },
+}
+
+impl Reorder {
+    pub(crate) fn arrive(&mut self, seq: u64, body: &[u8]) -> Arrival {
+        if seq <= self.delivered || self.held.contains_key(&seq) {
+            return Arrival::Duplicate;
         }
-        while self.above.remove(&(self.floor + 1)) {
-            self.floor += 1;
+        if seq == self.delivered + 1 {
+            self.delivered = seq;
+            return Arrival::Deliver;
         }
-        true
+        self.held.insert(seq, body.to_vec());
+        let skipped = self.held.len() > MAX_HELD;
+        if skipped {
+            if let Some((&first, _)) = self.held.first_key_value() {
+                self.delivered = first - 1;
+            }
+        }
+        Arrival::Held { skipped }
+    }
+
+    /// The next held frame, when it is now in order.
+    pub(crate) fn release(&mut self) -> Option<Vec<u8>> {
+        let (&s, _) = self.held.first_key_value()?;
+        if s != self.delivered + 1 {
+            return None;
+        }
+        self.delivered = s;
+        self.held.pop_first().map(|(_, b)| b)
     }
 }
 
@@ -210,7 +246,7 @@ pub(crate) struct Peer {
     pub(crate) session: Mutex<Session>,
     pub(crate) last_seen_us: AtomicU64,
     pub(crate) relations: Mutex<Relations>,
-    pub(crate) dedup: Mutex<HashMap<(String, u16), Dedup>>,
+    pub(crate) dedup: Mutex<HashMap<(String, u16), Reorder>>,
     /// Keep reconnecting (a configured peer, or one we were asked to connect to).
     pub(crate) keep: AtomicBool,
 }
@@ -438,4 +474,39 @@ fn fastrand() -> u64 {
         s.set(v | 1);
         v
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Arrival, Reorder, MAX_HELD};
+
+    #[test]
+    fn reorder_drops_duplicates_and_releases_in_sequence() {
+        let mut r = Reorder::default();
+        assert_eq!(r.arrive(1, b"1"), Arrival::Deliver);
+        assert_eq!(r.arrive(3, b"3"), Arrival::Held { skipped: false });
+        assert_eq!(r.arrive(4, b"4"), Arrival::Held { skipped: false });
+        assert_eq!(r.arrive(3, b"3"), Arrival::Duplicate);
+        assert_eq!(r.release(), None, "2 is still missing");
+        assert_eq!(r.arrive(2, b"2"), Arrival::Deliver);
+        assert_eq!(r.release().as_deref(), Some(&b"3"[..]));
+        assert_eq!(r.release().as_deref(), Some(&b"4"[..]));
+        assert_eq!(r.release(), None);
+        assert_eq!(r.arrive(2, b"2"), Arrival::Duplicate);
+    }
+
+    #[test]
+    fn reorder_gives_up_a_gap_when_too_much_waits_behind_it() {
+        let mut r = Reorder::default();
+        for s in 0..MAX_HELD as u64 {
+            assert_eq!(r.arrive(s + 2, b"x"), Arrival::Held { skipped: false });
+        }
+        assert_eq!(r.arrive(MAX_HELD as u64 + 2, b"x"), Arrival::Held { skipped: true });
+        let mut n = 0;
+        while r.release().is_some() {
+            n += 1;
+        }
+        assert_eq!(n, MAX_HELD + 1, "everything after the lost frame 1 is released in order");
+        assert_eq!(r.arrive(1, b"late"), Arrival::Duplicate, "the lost frame is given up for good");
+    }
 }
