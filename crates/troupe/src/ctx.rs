@@ -1,6 +1,7 @@
 //! [`Ctx`]: what a running actor can do to itself and around it: its own ref, stopping,
 //! trapping exits, links, monitors, spawning children, and timers that die with it.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,6 +11,7 @@ use tokio::task::AbortHandle;
 use crate::any_ref::{AnyRef, Process};
 use crate::cell::{Cell, Sys};
 use crate::error::LinkError;
+use crate::precise;
 use crate::spawn::{spawn_inner, Spawn};
 use crate::{Actor, ActorId, ActorRef, Down, ExitReason, ExitSignal, MonitorId};
 
@@ -31,12 +33,15 @@ struct CtxExtra {
 /// A timer started by [`Ctx::send_after`] or [`Ctx::interval`]; it dies with its actor.
 #[derive(Debug)]
 #[must_use = "dropping a TimerRef does not cancel the timer; keep it to cancel"]
-pub struct TimerRef(AbortHandle);
+pub struct TimerRef(AbortHandle, Option<Arc<AtomicBool>>);
 
 impl TimerRef {
     /// Cancels the timer; a message not yet sent will not be.
     pub fn cancel(&self) {
         self.0.abort();
+        if let Some(c) = &self.1 {
+            c.store(true, Ordering::Release);
+        }
     }
 }
 
@@ -148,13 +153,28 @@ impl<A: Actor> Ctx<A> {
     }
 
     /// Sends `msg` to this actor after `delay`. The timer dies with the actor.
+    ///
+    /// It fires within tens of microseconds of the deadline, not tokio's whole milliseconds late:
+    /// the wait runs on tokio's clock (a paused test clock is honoured) until shortly before the
+    /// deadline, and the precise timer thread sends the message (see `precise.rs`).
     pub fn send_after(&mut self, delay: Duration, msg: A::Msg) -> TimerRef {
         let me = self.myself();
+        let deadline = tokio::time::Instant::now() + delay;
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let flag = cancelled.clone();
+        let rt = tokio::runtime::Handle::current();
         let task = tokio::spawn(async move {
-            tokio::time::sleep(delay).await;
-            let _ = me.send(msg);
+            let at = precise::approach(deadline).await;
+            precise::fire_at(at, move || {
+                if !flag.load(Ordering::Acquire) {
+                    let _in_rt = rt.enter();
+                    let _ = me.send(msg);
+                }
+            });
         });
-        self.track(task.abort_handle())
+        let mut t = self.track(task.abort_handle());
+        t.1 = Some(cancelled);
+        t
     }
 
     /// Sends a clone of `msg` to this actor every `period` (first after one period). The timer
@@ -182,7 +202,7 @@ impl<A: Actor> Ctx<A> {
             timers.retain(|t| !t.is_finished());
         }
         timers.push(handle.clone());
-        TimerRef(handle)
+        TimerRef(handle, None)
     }
 }
 

@@ -41,6 +41,7 @@ mod error;
 mod exit;
 mod id;
 mod mailbox;
+mod precise;
 mod registry;
 pub mod remote_api;
 mod spawn;

@@ -241,6 +241,35 @@ async fn send_after_and_interval_deliver_on_time() {
     common::wait_until("five interval ticks", T, || ticks.load(Ordering::SeqCst) >= 6).await;
 }
 
+/// On the real clock: a `send_after` never fires early, and its last stretch (sent from the
+/// precise timer thread) reaches an actor that went idle in the meantime, on either runtime
+/// flavour (the timer thread enters the actor's runtime to wake it).
+#[test]
+fn send_after_never_fires_early_and_reaches_an_idle_actor() {
+    for multi in [false, true] {
+        let rt = if multi {
+            tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+        } else {
+            tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+        };
+        rt.block_on(async {
+            let ticks = Arc::new(AtomicU64::new(0));
+            let t = troupe::spawn(Ticker { ticks: ticks.clone() });
+            for ms in [1u64, 3, 40, 2600] {
+                let before = ticks.load(Ordering::SeqCst);
+                let start = std::time::Instant::now();
+                t.send(TMsg::After(Duration::from_millis(ms))).unwrap();
+                common::wait_until("send_after to fire", T, || ticks.load(Ordering::SeqCst) > before).await;
+                assert!(
+                    start.elapsed() >= Duration::from_millis(ms),
+                    "{ms} ms timer fired early: {:?}",
+                    start.elapsed()
+                );
+            }
+        });
+    }
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn timers_die_with_their_actor() {
     let metrics = tokio::runtime::Handle::current().metrics();
