@@ -231,6 +231,7 @@ fn dispatch(args: LabArgs) -> anyhow::Result<i32> {
         }
         LabCommand::Exec { workload } => match workload.as_str() {
             "scp" => Ok(troupe_lab::scp::exec_from_env()?),
+            "scp-injector" => Ok(troupe_lab::scp::injector_exec_from_env()?),
             w => Err(Error::new(ErrorKind::Unsupported(format!("no Troupe SUB for workload {w:?}"))).into()),
         },
     }

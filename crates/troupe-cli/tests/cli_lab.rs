@@ -33,10 +33,32 @@ fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
+/// Whether process `pid` still exists (a zombie counts as gone).
+fn alive(pid: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+}
+
+/// The injector process's pid, from the SUB's `ready {what: "injector", pid}` event.
+fn injector_pid(events: &str) -> Option<u64> {
+    events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| e["ev"] == "ready" && e["what"] == "injector")
+        .and_then(|e| e["pid"].as_u64())
+}
+
 #[test]
 fn end_to_end_short_scp_run_on_troupe() {
+    // The injector as its own OS process (the default), then on a thread of the SUB.
+    for (mode, injector_node) in [("process", "injector"), ("thread", "sub")] {
+        end_to_end(mode, injector_node);
+    }
+}
+
+fn end_to_end(mode: &str, injector_node: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run1");
+    let injector = format!("injector={mode}");
     let o = run(
         &[
             "lab",
@@ -52,6 +74,8 @@ fn end_to_end_short_scp_run_on_troupe() {
             "supervisors=4",
             "--set",
             "pattern=uniform",
+            "--set",
+            &injector,
             "--out",
             out.to_str().unwrap(),
         ],
@@ -74,8 +98,16 @@ fn end_to_end_short_scp_run_on_troupe() {
     assert!(ts.windows(2).all(|w| w[0] <= w[1]), "events sorted by ts_us");
     let count = |ev: &str| evs.iter().filter(|e| e["ev"] == ev).count();
     assert_eq!(count("throughput"), 3);
-    assert_eq!(count("ready"), 1);
-    assert_eq!(count("run_finished"), 1);
+    let pairs_ready = evs.iter().filter(|e| e["ev"] == "ready" && e["what"] == "pairs").count();
+    assert_eq!(pairs_ready, 1);
+    let nodes: std::collections::BTreeSet<&str> = evs.iter().map(|e| e["node"].as_str().unwrap()).collect();
+    assert_eq!(count("run_finished"), nodes.len(), "one run_finished per node {nodes:?}");
+    assert!(evs.iter().filter(|e| e["ev"] == "fault_injected").all(|e| e["node"] == injector_node), "{mode}");
+    if mode == "process" {
+        assert_eq!(nodes.len(), 2, "{nodes:?}");
+        let pid = injector_pid(&events).expect("the SUB reports the injector's pid");
+        assert!(!alive(pid), "the injector process {pid} outlived the run");
+    }
     // 16 pairs at 5%: 4 kills/s, 12 over the window, each one restarted.
     let planned = std::fs::read_to_string(out.join("schedule.jsonl")).unwrap().lines().count();
     assert_eq!(planned, 12);
@@ -211,6 +243,44 @@ fn failing_peers_are_failed_runs_with_their_stderr_kept() {
 }
 
 #[test]
+fn a_killed_injector_process_fails_the_run_and_names_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("victim");
+    let child = troupe()
+        .args(["lab", "run", "scp", "--set", "duration_s=8", "--set", "warmup_s=1", "--set", "pairs=16"])
+        .args(["--set", "supervisors=4", "--set", "failure_rate=20", "--set", "pattern=uniform"])
+        .args(["--out", out.to_str().unwrap()])
+        .current_dir(tmp.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let raw = out.join("events.raw.jsonl");
+    let read = || std::fs::read_to_string(&raw).unwrap_or_default();
+    wait_for("the injector to carry out a kill", || read().contains("\"fault_injected\""));
+    let pid = injector_pid(&read()).expect("the SUB reports the injector's pid");
+    let k = Command::new("kill").args(["-KILL", &pid.to_string()]).status().unwrap();
+    assert!(k.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let m = manifest(&out);
+    assert_eq!(m["status"], "failed");
+    let reason = m["reason"].as_str().unwrap();
+    assert!(reason.contains("injector"), "{reason}");
+    let ev = std::fs::read_to_string(out.join("events.jsonl")).unwrap();
+    let fin: serde_json::Value = ev
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|e| e["ev"] == "run_finished" && e["node"] == "sub")
+        .expect("the SUB still finishes");
+    assert!(fin["errors"].as_u64().unwrap() >= 1, "{fin}");
+    // 16 pairs at 20%: 16 kills/s over 8 s; most were never carried out.
+    assert!(fin["skipped_faults"].as_u64().unwrap() > 16, "{fin}");
+    let stderr = std::fs::read_to_string(out.join("stderr.txt")).unwrap();
+    assert!(stderr.contains("injector process did not finish"), "{stderr}");
+}
+
+#[test]
 fn ctrl_c_stops_the_run_and_marks_it_interrupted() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("long");
@@ -236,7 +306,9 @@ fn ctrl_c_stops_the_run_and_marks_it_interrupted() {
         .spawn()
         .unwrap();
     let raw = out.join("events.raw.jsonl");
-    wait_for("the SUB to be ready", || std::fs::read_to_string(&raw).unwrap_or_default().contains("\"ready\""));
+    let read = || std::fs::read_to_string(&raw).unwrap_or_default();
+    wait_for("the SUB and its injector to be ready", || injector_pid(&read()).is_some());
+    let injector = injector_pid(&read()).unwrap();
     let t0 = Instant::now();
     let k = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     assert!(k.success());
@@ -250,6 +322,7 @@ fn ctrl_c_stops_the_run_and_marks_it_interrupted() {
     // What was recorded is kept, with the SUB's own run_finished (it flushed on SIGTERM).
     let ev = std::fs::read_to_string(out.join("events.jsonl")).unwrap();
     assert!(ev.contains("\"ready\"") && ev.contains("\"run_finished\""), "{ev}");
+    assert!(!alive(injector), "the injector process {injector} outlived the interrupted run");
 }
 
 #[test]

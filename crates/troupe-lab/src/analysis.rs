@@ -108,6 +108,8 @@ pub struct RunStats {
     pub ready_count: Option<i64>,
     /// Whether every node reported `run_finished`.
     pub finished: bool,
+    /// The nodes that emitted events but no `run_finished` (e.g. an injector process that died).
+    pub unfinished_nodes: Vec<String>,
     /// Recovery after bursts, for patterns with bursts.
     pub recovery: Option<Recovery>,
     /// Progressive steps.
@@ -142,7 +144,7 @@ impl RunStats {
         let mut offsets = Vec::new();
         let (mut kills, mut restarts, mut skipped, mut dropped, mut errors) = (0, 0, 0, 0, 0);
         let mut ready_count = None;
-        let mut finished_nodes = 0usize;
+        let mut finished_nodes = std::collections::BTreeSet::new();
         let mut nodes = std::collections::BTreeSet::new();
         let at_by_id: HashMap<&str, u64> = sched.iter().map(|a| (a.id.as_str(), a.at_ms)).collect();
         let mut kill_at: Vec<u64> = Vec::new();
@@ -169,9 +171,10 @@ impl RunStats {
                     restarts += 1;
                     restart_ts.push(e.ts_us);
                 }
-                "ready" => ready_count = Some(ready_count.unwrap_or(0) + e.int("count")),
+                // Other components (the injector process) report ready too; only pairs count here.
+                "ready" if e.str("what") == "pairs" => ready_count = Some(ready_count.unwrap_or(0) + e.int("count")),
                 "run_finished" => {
-                    finished_nodes += 1;
+                    finished_nodes.insert(e.node.as_str());
                     dropped += e.int("dropped_events").max(0) as u64;
                     errors += e.int("errors").max(0) as u64;
                     skipped += e.int("skipped_faults").max(0) as u64;
@@ -230,7 +233,8 @@ impl RunStats {
             dropped_events: dropped,
             errors,
             ready_count,
-            finished: finished_nodes > 0 && finished_nodes >= nodes.len(),
+            finished: !finished_nodes.is_empty() && finished_nodes.len() >= nodes.len(),
+            unfinished_nodes: nodes.difference(&finished_nodes).map(|n| (*n).to_owned()).collect(),
             recovery,
             steps,
             bad_seconds,
@@ -259,7 +263,13 @@ impl RunStats {
             ));
         }
         if !self.finished {
-            return Some("no `run_finished` event: the SUB did not end cleanly".into());
+            if self.unfinished_nodes.is_empty() {
+                return Some("no `run_finished` event: the SUB did not end cleanly".into());
+            }
+            return Some(format!(
+                "no `run_finished` event from node(s) {}: they did not end cleanly (see stderr.txt)",
+                self.unfinished_nodes.join(", ")
+            ));
         }
         None
     }

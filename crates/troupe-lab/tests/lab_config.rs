@@ -111,5 +111,8 @@ fn resolved_config_round_trips_through_json() {
     b2.apply_json(&c.to_json());
     assert_eq!(b2.build().unwrap(), c);
     let keys: Vec<String> = c.to_json().as_object().unwrap().keys().cloned().collect();
-    assert!(keys.contains(&"failure_basis".to_string()) && keys.len() == 13, "{keys:?}");
+    assert!(
+        keys.contains(&"failure_basis".to_string()) && keys.contains(&"injector".to_string()) && keys.len() == 14,
+        "{keys:?}"
+    );
 }

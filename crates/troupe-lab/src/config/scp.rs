@@ -6,6 +6,8 @@ use crate::error::ConfigIssue;
 
 /// The failure patterns of workloads.md §1.
 pub const PATTERNS: &[&str] = &["none", "uniform", "burst", "random", "progressive"];
+/// Where the Troupe SUB's injector runs (Troupe only; peers ignore the key).
+pub const INJECTOR_MODES: &[&str] = &["process", "thread"];
 /// How `failure_rate` is read: per exchange stream (Erlang injector) or per pair (Scala injector).
 pub const FAILURE_BASES: &[&str] = &["exchanges", "pairs"];
 
@@ -86,6 +88,13 @@ static KEYS: &[KeySpec] = &[
         kind: KeyKind::Int { min: 0, max: 3_600 },
         default: || Value::Int(5),
         doc: "warm-up before the window, excluded from statistics, s",
+    },
+    KeySpec {
+        name: "injector",
+        kind: KeyKind::Choice(INJECTOR_MODES),
+        default: || Value::Str("process".into()),
+        doc: "Troupe SUB only (peers ignore it): the fault injector runs as its own OS process, a \
+              separate node (process, workloads.md §1), or on a thread of the SUB (thread)",
     },
     KeySpec {
         name: "seed",
@@ -218,6 +227,8 @@ pub struct ScpConfig {
     pub warmup_s: u64,
     /// PRNG seed.
     pub seed: u64,
+    /// The injector runs as its own OS process (`true`) or on a thread of the SUB.
+    pub injector_process: bool,
 }
 
 impl ScpConfig {
@@ -237,6 +248,7 @@ impl ScpConfig {
             duration_s: c.int("duration_s") as u64,
             warmup_s: c.int("warmup_s") as u64,
             seed: c.int("seed") as u64,
+            injector_process: c.str("injector") == "process",
         }
     }
 

@@ -8,7 +8,8 @@
 //!    lines arrive or not, and at close.
 //! 3. `finish` writes `run_finished` last (waiting for room: it must not be dropped), flushes
 //!    and joins the thread; lines emitted after it are dropped.
-//! 4. Transports: a file path (appended to) or `tcp://HOST:PORT` (one connection).
+//! 4. Transports: a file path (appended to, whole lines per write, so two processes can share
+//!    the file) or `tcp://HOST:PORT` (one connection per process).
 
 use std::fs::OpenOptions;
 use std::io::{BufWriter, Write};
@@ -101,6 +102,39 @@ pub struct EventWriter {
     thread: Option<JoinHandle<u64>>,
 }
 
+/// A file sink that only ever writes whole lines, each batch in one `write` on a file opened
+/// for appending, so several processes of one run (the SUB and its injector) can append to the
+/// same events file without splitting each other's lines (rule 4).
+struct WholeLines {
+    f: std::fs::File,
+    buf: Vec<u8>,
+}
+
+impl WholeLines {
+    fn write_complete(&mut self) -> std::io::Result<()> {
+        if let Some(end) = self.buf.iter().rposition(|&b| b == b'\n') {
+            self.f.write_all(&self.buf[..=end])?;
+            self.buf.drain(..=end);
+        }
+        Ok(())
+    }
+}
+
+impl Write for WholeLines {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(data);
+        if self.buf.len() >= 1 << 16 {
+            self.write_complete()?;
+        }
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.write_complete()?;
+        self.f.flush()
+    }
+}
+
 /// Where lines go.
 pub enum Transport {
     /// Append to a file.
@@ -124,7 +158,7 @@ impl Transport {
         Ok(match self {
             Transport::File(p) => {
                 let f = OpenOptions::new().create(true).append(true).open(&p).map_err(|e| Error::io(&p, e))?;
-                Box::new(BufWriter::with_capacity(1 << 16, f))
+                Box::new(WholeLines { f, buf: Vec::with_capacity(1 << 16) })
             }
             Transport::Tcp(addr) => {
                 let s = TcpStream::connect(&addr)

@@ -33,7 +33,8 @@ pub(crate) struct Shared {
     pub(crate) errors: AtomicU64,
 }
 
-/// Messages to a server.
+/// Messages to a server (serialisable only so the injector process can hold a ref to one).
+#[derive(serde::Serialize, serde::Deserialize)]
 pub(crate) enum ServerMsg {
     /// The client's answer.
     Pong(Vec<u8>),

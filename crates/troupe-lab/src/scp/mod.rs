@@ -13,6 +13,10 @@
 
 mod actors;
 mod injector;
+mod injector_process;
+mod link;
+
+pub use injector_process::exec_from_env as injector_exec_from_env;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -34,21 +38,26 @@ use actors::{AggMsg, Aggregator, Server, Shared};
 /// Node name in the events.
 const NODE: &str = "sub";
 
-fn env_path(name: &str) -> Result<PathBuf> {
+pub(crate) fn env_path(name: &str) -> Result<PathBuf> {
     std::env::var_os(name)
         .map(PathBuf::from)
         .ok_or_else(|| Error::other(format!("{name} is not set; `troupe lab exec` is started by `troupe lab run`")))
 }
 
-/// Runs the SUB from the environment contract; returns the process exit code.
-pub fn exec_from_env() -> Result<i32> {
+/// The SCP config named by TROUPE_CONFIG.
+pub(crate) fn load_config() -> Result<crate::config::Config> {
     let cfg_path = env_path("TROUPE_CONFIG")?;
     let text = std::fs::read_to_string(&cfg_path).map_err(|e| Error::io(&cfg_path, e))?;
     let json: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| Error::malformed(&cfg_path, e.to_string()))?;
     let mut b = ConfigBuilder::new("scp")?;
     b.apply_json(&json);
-    let config = b.build()?;
+    b.build()
+}
+
+/// Runs the SUB from the environment contract; returns the process exit code.
+pub fn exec_from_env() -> Result<i32> {
+    let config = load_config()?;
     let actions = schedule::read(&env_path("TROUPE_SCHEDULE")?)?;
     let writer = EventWriter::from_env("troupe", NODE)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -127,6 +136,18 @@ async fn drive(
             return (1, actions.len() as u64, false);
         }
     };
+    let targets: injector::Targets = Arc::new(targets);
+    // The injector process connects during the warm-up (link.rs).
+    let mut link = None;
+    if scp.injector_process && !actions.is_empty() {
+        match link::Link::start(targets.clone(), em.clone()).await {
+            Ok(l) => link = Some(l),
+            Err(e) => {
+                eprintln!("troupe scp: {e}");
+                shared.errors.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
     em.emit("ready", json!({"what": "pairs", "count": scp.pairs}));
 
     let mut interrupted = false;
@@ -148,46 +169,94 @@ async fn drive(
             eprintln!("troupe scp: the aggregator is not running");
             shared.errors.fetch_add(1, Ordering::Relaxed);
         }
-        let (stop_tx, stop_rx) = oneshot::channel();
-        let inj = injector::spawn(
-            actions.clone(),
-            Arc::new(targets),
-            start,
-            em.clone(),
-            tokio::runtime::Handle::current(),
-            stop_rx,
-        );
+        let injection = match link.take() {
+            Some(l) => {
+                l.open_window(crate::events::writer::now_us());
+                Injection::Process(l)
+            }
+            None if scp.injector_process => Injection::None,
+            None => {
+                let (stop_tx, stop_rx) = oneshot::channel();
+                let main = tokio::runtime::Handle::current();
+                match injector::spawn(actions.clone(), targets.clone(), start, em.clone(), main, stop_rx) {
+                    Ok(h) => Injection::Thread(h, stop_tx),
+                    Err(e) => {
+                        eprintln!("troupe scp: cannot start the injector thread: {e}");
+                        shared.errors.fetch_add(1, Ordering::Relaxed);
+                        Injection::None
+                    }
+                }
+            }
+        };
         tokio::select! {
             _ = done_rx => {}
             _ = sigterm.recv() => interrupted = true,
             _ = sigint.recv() => interrupted = true,
         }
-        // Every action is due before the window ends; let the injector finish the last ones
-        // (dropping `stop_tx` would also stop it, so it lives until the join).
-        let mut stop_tx = Some(stop_tx);
-        if interrupted {
-            if let Some(t) = stop_tx.take() {
-                let _ = t.send(());
+        match injection.finish(interrupted, actions.len() as u64).await {
+            Ok(t) => tally = t,
+            Err(e) => {
+                eprintln!("troupe scp: {e}");
+                shared.errors.fetch_add(1, Ordering::Relaxed);
             }
         }
-        match inj {
-            Ok(h) => {
+    }
+    if let Some(l) = link.take() {
+        let _ = l.finish(Duration::ZERO, true).await;
+    }
+    let _ = tokio::time::timeout(Duration::from_secs(30), sup.stop()).await;
+    (shared.errors.load(Ordering::Relaxed), tally.skipped, interrupted)
+}
+
+/// Where the window's faults come from.
+enum Injection {
+    /// The injector process (`link.rs`).
+    Process(link::Link),
+    /// The injector thread (`injector.rs`) and the channel that stops it early.
+    Thread(std::thread::JoinHandle<injector::Tally>, oneshot::Sender<()>),
+    /// No actions to carry out (or the injector could not start: already counted as an error).
+    None,
+}
+
+impl Injection {
+    /// Lets the injector finish the actions due in the window (all of them are), or stops it
+    /// when the run was interrupted, and returns its tally; `Err` when it did not finish.
+    async fn finish(self, interrupted: bool, planned: u64) -> std::result::Result<injector::Tally, String> {
+        let untouched = injector::Tally { killed: 0, skipped: planned };
+        match self {
+            Injection::None => Ok(untouched),
+            Injection::Process(l) => {
+                // Every action is due before the window ends; the grace lets the last ones land.
+                let (picked, clean) = l.finish(Duration::from_secs(10), interrupted).await;
+                let tally = injector::Tally { killed: picked, skipped: planned.saturating_sub(picked) };
+                if clean || interrupted {
+                    Ok(tally)
+                } else {
+                    Err(format!(
+                        "the injector process did not finish its schedule ({picked} of {planned} actions carried out; \
+                         its messages are above)"
+                    ))
+                }
+            }
+            Injection::Thread(h, stop_tx) => {
+                // Dropping `stop_tx` would also stop it, so it lives until the join.
+                let mut stop_tx = Some(stop_tx);
+                if interrupted {
+                    if let Some(t) = stop_tx.take() {
+                        let _ = t.send(());
+                    }
+                }
                 let joined = tokio::task::spawn_blocking(move || {
                     let r = h.join();
                     drop(stop_tx);
                     r
                 })
                 .await;
-                if let Ok(Ok(t)) = joined {
-                    tally = t;
+                match joined {
+                    Ok(Ok(t)) => Ok(t),
+                    _ => Err("the injector thread panicked".into()),
                 }
-            }
-            Err(e) => {
-                eprintln!("troupe scp: cannot start the injector thread: {e}");
-                shared.errors.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
-    let _ = tokio::time::timeout(Duration::from_secs(30), sup.stop()).await;
-    (shared.errors.load(Ordering::Relaxed), tally.skipped, interrupted)
 }
