@@ -86,6 +86,8 @@ pub struct NodeConfig {
     pub reconnect_max_ms: u64,
     /// Built-in demo/test services `troupe-node` starts (see [`crate::services`]).
     pub services: Vec<String>,
+    /// Mutual TLS under the handshake (`[tls]`); off when absent. See [`crate::TlsConfig`].
+    pub tls: Option<crate::TlsConfig>,
 }
 
 impl Default for NodeConfig {
@@ -110,6 +112,7 @@ impl Default for NodeConfig {
             reconnect_min_ms: 100,
             reconnect_max_ms: 5000,
             services: Vec::new(),
+            tls: None,
         }
     }
 }

@@ -10,6 +10,7 @@
 //!   `ActorRef` and `ReplyTo` inside them travel too, so `ask` works across nodes.
 //! - Wire: see [`frame`] and [`handshake`]; codec: [`codec`] (bincode, chosen by measurement).
 //! - Faults: [`Node::set_faults`], [`Node::partition`], [`Node::heal`].
+//! - Optional mutual TLS under the handshake: [`TlsConfig`] (`[tls]` in a node's TOML).
 //!
 //! ```
 //! # #[tokio::main] async fn main() {
@@ -55,6 +56,7 @@ pub mod handshake;
 mod node;
 pub mod proto;
 pub mod services;
+mod tls;
 mod types;
 
 pub use blob::Blob;
@@ -64,4 +66,5 @@ pub use error::{Error, ErrorKind};
 pub use fault::FaultConfig;
 pub use node::refs::{send_with, SendOptions};
 pub use node::{Node, NodeEvent, PeerInfo, StatsSnapshot};
+pub use tls::TlsConfig;
 pub use types::{register, Nested, RemoteMessage};

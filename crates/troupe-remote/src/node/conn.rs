@@ -9,7 +9,6 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use tokio::io::AsyncReadExt;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use troupe::remote_api;
 use troupe::{ActorId, Down, ExitReason};
@@ -19,6 +18,7 @@ use crate::frame::FrameBuf;
 use crate::handshake::{self, Identity};
 use crate::node::inbound::{self, InCtx};
 use crate::node::peer::{Lane, Owner, Peer, Status, Watcher};
+use crate::node::stream::{ReadHalf, Stream, WriteHalf};
 use crate::node::{NodeEvent, NodeInner};
 use crate::proto::Control;
 
@@ -138,17 +138,34 @@ async fn connect_task(node: Arc<NodeInner>, peer: Arc<Peer>) {
     }
 }
 
-async fn dial(node: &NodeInner, addr: &str, channel: &str, lane: u16) -> Result<(Identity, TcpStream), Error> {
+async fn dial(node: &NodeInner, addr: &str, channel: &str, lane: u16) -> Result<(Identity, Stream), Error> {
     let limit = Duration::from_millis(node.cfg.connect_timeout_ms);
-    let mut sock = match tokio::time::timeout(limit, TcpStream::connect(addr)).await {
+    let sock = match tokio::time::timeout(limit, TcpStream::connect(addr)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => return Err(ErrorKind::Unreachable(format!("{addr} ({e})")).into()),
         Err(_) => return Err(ErrorKind::Unreachable(format!("{addr} (no answer within {limit:?})")).into()),
     };
     let _ = sock.set_nodelay(true);
     let hs = Duration::from_millis(node.cfg.handshake_timeout_ms);
-    let (id, _) = handshake::dial(&mut sock, &node.shared.me, channel, lane, &node.secret, hs).await?;
-    Ok((id, sock))
+    let mut stream = match &node.tls {
+        None => Stream::Plain(sock),
+        Some(tls) => {
+            let name = tls.name_for(addr)?;
+            let tls_failed = |e: String| {
+                node.shared.stats.tls_failures.fetch_add(1, Ordering::Relaxed);
+                Error::new(ErrorKind::Handshake(format!(
+                    "TLS with {addr} failed: {e} (do both nodes use TLS, with certificates from the same CA?)"
+                )))
+            };
+            match tokio::time::timeout(hs, tls.connector.connect(name, sock)).await {
+                Ok(Ok(s)) => Stream::Tls(Box::new(s.into())),
+                Ok(Err(e)) => return Err(tls_failed(e.to_string())),
+                Err(_) => return Err(tls_failed(format!("no TLS answer within {hs:?}"))),
+            }
+        }
+    };
+    let (id, _) = handshake::dial(&mut stream, &node.shared.me, channel, lane, &node.secret, hs).await?;
+    Ok((id, stream))
 }
 
 async fn connect_once(node: &Arc<NodeInner>, peer: &Arc<Peer>) -> Result<(), Error> {
@@ -177,8 +194,7 @@ async fn connect_once(node: &Arc<NodeInner>, peer: &Arc<Peer>) -> Result<(), Err
     let mut handles = Vec::new();
     for (lane, sock) in streams {
         let (r, w) = sock.into_split();
-        let w = Arc::new(w);
-        lane.buf.lock().sink = Some(w.clone());
+        lane.buf.lock().sink = w.shared();
         handles.push(tokio::spawn(writer(Arc::downgrade(node), peer.clone(), lane, w, gen)).abort_handle());
         handles.push(tokio::spawn(outbound_reader(Arc::downgrade(node), peer.clone(), r, gen)).abort_handle());
     }
@@ -204,7 +220,7 @@ async fn connect_once(node: &Arc<NodeInner>, peer: &Arc<Peer>) -> Result<(), Err
 
 /// A lane's writer task (rules 1 and 5 of `peer.rs`): owns the socket while the buffer has
 /// bytes, gives it up when the buffer is empty.
-async fn writer(node: Weak<NodeInner>, peer: Arc<Peer>, lane: Arc<Lane>, w: Arc<OwnedWriteHalf>, gen: u64) {
+async fn writer(node: Weak<NodeInner>, peer: Arc<Peer>, lane: Arc<Lane>, mut w: WriteHalf, gen: u64) {
     let mut spare = Vec::new();
     loop {
         let batch = {
@@ -223,7 +239,7 @@ async fn writer(node: Weak<NodeInner>, peer: Arc<Peer>, lane: Arc<Lane>, w: Arc<
             lane.notify.notified().await;
             continue;
         };
-        if let Err(e) = write_all(&w, &b).await {
+        if let Err(e) = w.write_all(&b).await {
             if let Some(n) = node.upgrade() {
                 peer_down(&n, &peer, Some(gen), &format!("write failed: {e}"));
             }
@@ -237,21 +253,7 @@ async fn writer(node: Weak<NodeInner>, peer: Arc<Peer>, lane: Arc<Lane>, w: Arc<
     }
 }
 
-/// Writes all of `buf` through a shared write half (readiness, then non-blocking writes).
-async fn write_all(w: &OwnedWriteHalf, mut buf: &[u8]) -> std::io::Result<()> {
-    while !buf.is_empty() {
-        w.writable().await?;
-        match w.try_write(buf) {
-            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
-            Ok(n) => buf = &buf[n..],
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
-async fn outbound_reader(node: Weak<NodeInner>, peer: Arc<Peer>, mut r: OwnedReadHalf, gen: u64) {
+async fn outbound_reader(node: Weak<NodeInner>, peer: Arc<Peer>, mut r: ReadHalf, gen: u64) {
     let mut buf = [0u8; 256];
     let why = loop {
         match r.read(&mut buf).await {
@@ -265,9 +267,26 @@ async fn outbound_reader(node: Weak<NodeInner>, peer: Arc<Peer>, mut r: OwnedRea
     }
 }
 
-async fn inbound_conn(node: Arc<NodeInner>, mut sock: TcpStream, from: SocketAddr) {
+async fn inbound_conn(node: Arc<NodeInner>, sock: TcpStream, from: SocketAddr) {
     let stats = &node.shared.stats;
     let hs = Duration::from_millis(node.cfg.handshake_timeout_ms);
+    let mut sock = match &node.tls {
+        None => Stream::Plain(sock),
+        Some(tls) => match tokio::time::timeout(hs, tls.acceptor.accept(sock)).await {
+            Ok(Ok(s)) => Stream::Tls(Box::new(s.into())),
+            failed => {
+                let why = match failed {
+                    Ok(Err(e)) => e.to_string(),
+                    _ => format!("no TLS handshake within {hs:?}"),
+                };
+                stats.tls_failures.fetch_add(1, Ordering::Relaxed);
+                stats.handshake_failures.fetch_add(1, Ordering::Relaxed);
+                stats.connections_closed.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!("closing connection from {from}: TLS handshake failed: {why}");
+                return;
+            }
+        },
+    };
     let (acc, fb) = match handshake::accept(&mut sock, &node.shared.me, &node.secret, hs).await {
         Ok(x) => x,
         Err(e) => {
@@ -305,7 +324,7 @@ async fn inbound_conn(node: Arc<NodeInner>, mut sock: TcpStream, from: SocketAdd
 async fn inbound_reader(
     node: Weak<NodeInner>,
     peer: Arc<Peer>,
-    mut sock: TcpStream,
+    mut sock: Stream,
     mut fb: FrameBuf,
     mut ctx: InCtx,
     from: SocketAddr,
@@ -360,7 +379,7 @@ async fn inbound_reader(
 
 /// Reads into `buf`; with a non-zero `spin`, polls the socket for that long first, yielding to
 /// other tasks between polls (the `spin_us` setting), before waiting for readiness as usual.
-async fn read_spinning(sock: &mut TcpStream, buf: &mut [u8], spin: Duration) -> std::io::Result<usize> {
+async fn read_spinning(sock: &mut Stream, buf: &mut [u8], spin: Duration) -> std::io::Result<usize> {
     if !spin.is_zero() {
         let until = Instant::now() + spin;
         loop {

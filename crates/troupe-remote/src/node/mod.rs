@@ -21,6 +21,7 @@ pub(crate) mod conn;
 pub(crate) mod inbound;
 pub(crate) mod peer;
 pub(crate) mod refs;
+pub(crate) mod stream;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -88,6 +89,7 @@ pub(crate) struct Stats {
     pub(crate) connections_closed: AtomicU64,
     pub(crate) handshake_failures: AtomicU64,
     pub(crate) auth_failures: AtomicU64,
+    pub(crate) tls_failures: AtomicU64,
     pub(crate) malformed_frames: AtomicU64,
     pub(crate) oversized_frames: AtomicU64,
     pub(crate) refused_in: AtomicU64,
@@ -118,6 +120,8 @@ pub struct StatsSnapshot {
     pub connections_closed: u64,
     pub handshake_failures: u64,
     pub auth_failures: u64,
+    /// TLS handshakes that failed (no certificate, one from another CA, a plaintext peer).
+    pub tls_failures: u64,
     pub malformed_frames: u64,
     pub oversized_frames: u64,
     pub refused_in: u64,
@@ -168,6 +172,8 @@ pub(crate) struct NodeInner {
     pub(crate) shared: Arc<Shared>,
     pub(crate) cfg: NodeConfig,
     pub(crate) secret: Vec<u8>,
+    /// Mutual TLS, when configured (`tls.rs`).
+    pub(crate) tls: Option<crate::tls::Tls>,
     pub(crate) peers: RwLock<Peers>,
     pub(crate) exports: RwLock<HashMap<u64, Arc<Export>>>,
     pub(crate) names: RwLock<HashMap<String, u64>>,
@@ -313,6 +319,7 @@ impl Node {
     /// the background: see [`Node::subscribe`] for when they are up).
     pub async fn start(cfg: NodeConfig) -> Result<Node, Error> {
         cfg.validate()?;
+        let tls = cfg.tls.as_ref().map(crate::tls::Tls::load).transpose()?;
         let listener = tokio::net::TcpListener::bind(&cfg.listen)
             .await
             .map_err(|e| Error::io(format!("cannot listen on {}: {e}", cfg.listen)))?;
@@ -334,6 +341,7 @@ impl Node {
             NodeInner {
                 shared,
                 secret: cfg.secret.as_bytes().to_vec(),
+                tls,
                 cfg: cfg.clone(),
                 peers: RwLock::new(Peers::default()),
                 exports: RwLock::new(HashMap::new()),
@@ -546,6 +554,7 @@ impl Node {
             connections_closed: l(&s.connections_closed),
             handshake_failures: l(&s.handshake_failures),
             auth_failures: l(&s.auth_failures),
+            tls_failures: l(&s.tls_failures),
             malformed_frames: l(&s.malformed_frames),
             oversized_frames: l(&s.oversized_frames),
             refused_in: l(&s.refused_in),

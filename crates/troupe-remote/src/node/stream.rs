@@ -1,0 +1,130 @@
+//! A connection's byte stream: plain TCP, or TCP under TLS (`tls.rs`). The plain case keeps
+//! tokio's owned halves, whose `try_write`/`try_read` the write-through and spinning fast paths
+//! use (rules 5-6 of `peer.rs`, `spin_us`); under TLS those paths step aside (`try_*` answer
+//! `WouldBlock`) and every write goes through the writer task.
+
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+
+type TlsStream = tokio_rustls::TlsStream<TcpStream>;
+
+/// A whole connection.
+pub(crate) enum Stream {
+    Plain(TcpStream),
+    Tls(Box<TlsStream>),
+}
+
+/// The read half of a connection.
+pub(crate) enum ReadHalf {
+    Plain(OwnedReadHalf),
+    Tls(tokio::io::ReadHalf<Stream>),
+}
+
+/// The write half of a connection. The plain half is shared (`Arc`) so senders can write
+/// through it; the TLS half has one owner, the writer task.
+pub(crate) enum WriteHalf {
+    Plain(Arc<OwnedWriteHalf>),
+    Tls(tokio::io::WriteHalf<Stream>),
+}
+
+impl Stream {
+    pub(crate) fn into_split(self) -> (ReadHalf, WriteHalf) {
+        match self {
+            Stream::Plain(s) => {
+                let (r, w) = s.into_split();
+                (ReadHalf::Plain(r), WriteHalf::Plain(Arc::new(w)))
+            }
+            tls => {
+                let (r, w) = tokio::io::split(tls);
+                (ReadHalf::Tls(r), WriteHalf::Tls(w))
+            }
+        }
+    }
+
+    /// A non-blocking read (plain only; `WouldBlock` under TLS).
+    pub(crate) fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.try_read(buf),
+            Stream::Tls(_) => Err(io::ErrorKind::WouldBlock.into()),
+        }
+    }
+}
+
+impl WriteHalf {
+    /// The socket senders may write through, if any.
+    pub(crate) fn shared(&self) -> Option<Arc<OwnedWriteHalf>> {
+        match self {
+            WriteHalf::Plain(w) => Some(w.clone()),
+            WriteHalf::Tls(_) => None,
+        }
+    }
+
+    /// Writes all of `buf` (plain: readiness, then non-blocking writes on the shared half).
+    pub(crate) async fn write_all(&mut self, mut buf: &[u8]) -> io::Result<()> {
+        match self {
+            WriteHalf::Plain(w) => {
+                while !buf.is_empty() {
+                    w.writable().await?;
+                    match w.try_write(buf) {
+                        Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                        Ok(n) => buf = &buf[n..],
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                Ok(())
+            }
+            WriteHalf::Tls(w) => {
+                w.write_all(buf).await?;
+                w.flush().await
+            }
+        }
+    }
+}
+
+impl AsyncRead for ReadHalf {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            ReadHalf::Plain(r) => Pin::new(r).poll_read(cx, buf),
+            ReadHalf::Tls(r) => Pin::new(r).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_flush(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! Optional mutual TLS (rustls, with the `ring` provider) under the HMAC handshake: with a
+//! `[tls]` section every connection is wrapped in TLS before the handshake runs inside it, both
+//! sides present a certificate, and each side accepts only certificates chained to the
+//! configured CA. TLS authenticates the node's certificate and encrypts; the HMAC handshake still
+//! proves the cluster secret (defence in depth).
+//!
+//! Rules:
+//! 1. Files are read and checked when the node starts; a missing, unreadable or malformed file is
+//!    a `Config` error naming the key, the path and what to do.
+//! 2. The dialler verifies the acceptor's certificate against the CA and the dialled host (an IP
+//!    address needs an IP SAN), or against `server_name` when it is set (one name every node's
+//!    certificate carries, for clusters addressed by changing IPs).
+//! 3. The acceptor requires a client certificate chained to the CA; anything else fails the TLS
+//!    handshake, which closes that connection only (counted in `tls_failures`).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::server::WebPkiClientVerifier;
+use rustls::{ClientConfig, RootCertStore, ServerConfig};
+use serde::{Deserialize, Serialize};
+use tokio_rustls::{TlsAcceptor, TlsConnector};
+
+use crate::error::{Error, ErrorKind};
+
+/// The `[tls]` section of a node's configuration (all three files required).
+///
+/// ```
+/// let cfg: troupe_remote::NodeConfig = toml::from_str(r#"
+///     name = "a"
+///     secret = "change me"
+///     [tls]
+///     cert = "/etc/troupe/a.crt"   # this node's certificate chain (PEM)
+///     key = "/etc/troupe/a.key"    # its private key (PEM, PKCS#8, PKCS#1 or SEC1)
+///     ca = "/etc/troupe/ca.crt"    # the CA every node's certificate is signed by (PEM)
+/// "#).unwrap();
+/// assert!(cfg.tls.is_some());
+/// ```
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct TlsConfig {
+    /// This node's certificate chain, PEM.
+    pub cert: String,
+    /// This node's private key, PEM.
+    pub key: String,
+    /// The cluster's CA certificate(s), PEM: peers must present a certificate it signed.
+    pub ca: String,
+    /// Verify every acceptor's certificate against this name instead of the dialled host.
+    #[serde(default)]
+    pub server_name: Option<String>,
+}
+
+/// The loaded TLS setup of a node.
+pub(crate) struct Tls {
+    pub(crate) acceptor: TlsAcceptor,
+    pub(crate) connector: TlsConnector,
+    server_name: Option<ServerName<'static>>,
+}
+
+fn bad(key: &str, path: &str, what: &str) -> Error {
+    Error::new(ErrorKind::Config(format!(
+        "tls.{key} = {path:?}: {what}; point it at a PEM file (see docs/distribution.md, \"Mutual TLS\")"
+    )))
+}
+
+fn certs(key: &str, path: &str) -> Result<Vec<CertificateDer<'static>>, Error> {
+    if !Path::new(path).is_file() {
+        return Err(bad(key, path, "no such file"));
+    }
+    let certs: Vec<_> = CertificateDer::pem_file_iter(path)
+        .map_err(|e| bad(key, path, &format!("cannot read it ({e})")))?
+        .collect::<Result<_, _>>()
+        .map_err(|e| bad(key, path, &format!("not valid PEM ({e})")))?;
+    if certs.is_empty() {
+        return Err(bad(key, path, "holds no CERTIFICATE block"));
+    }
+    Ok(certs)
+}
+
+impl Tls {
+    /// Rule 1.
+    pub(crate) fn load(c: &TlsConfig) -> Result<Tls, Error> {
+        let chain = certs("cert", &c.cert)?;
+        if !Path::new(&c.key).is_file() {
+            return Err(bad("key", &c.key, "no such file"));
+        }
+        let key = PrivateKeyDer::from_pem_file(&c.key)
+            .map_err(|e| bad("key", &c.key, &format!("holds no usable private key ({e})")))?;
+        let mut roots = RootCertStore::empty();
+        for ca in certs("ca", &c.ca)? {
+            roots.add(ca).map_err(|e| bad("ca", &c.ca, &format!("not a usable CA certificate ({e})")))?;
+        }
+        let roots = Arc::new(roots);
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config_err = |e: rustls::Error| Error::new(ErrorKind::Config(format!("tls: {e}")));
+        let verifier = WebPkiClientVerifier::builder_with_provider(roots.clone(), provider.clone())
+            .build()
+            .map_err(|e| Error::new(ErrorKind::Config(format!("tls.ca = {:?}: {e}", c.ca))))?;
+        let server = ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(config_err)?
+            .with_client_cert_verifier(verifier)
+            .with_single_cert(chain.clone(), key.clone_key())
+            .map_err(|e| bad("key", &c.key, &format!("does not match tls.cert ({e})")))?;
+        let client = ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(config_err)?
+            .with_root_certificates(roots)
+            .with_client_auth_cert(chain, key)
+            .map_err(|e| bad("key", &c.key, &format!("does not match tls.cert ({e})")))?;
+        let server_name = match &c.server_name {
+            Some(n) => Some(
+                ServerName::try_from(n.clone())
+                    .map_err(|e| Error::new(ErrorKind::Config(format!("tls.server_name = {n:?}: {e}"))))?,
+            ),
+            None => None,
+        };
+        Ok(Tls {
+            acceptor: TlsAcceptor::from(Arc::new(server)),
+            connector: TlsConnector::from(Arc::new(client)),
+            server_name,
+        })
+    }
+
+    /// Rule 2: the name the dialler checks the acceptor's certificate against.
+    pub(crate) fn name_for(&self, addr: &str) -> Result<ServerName<'static>, Error> {
+        if let Some(n) = &self.server_name {
+            return Ok(n.clone());
+        }
+        let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h).trim_start_matches('[').trim_end_matches(']');
+        ServerName::try_from(host.to_owned()).map_err(|e| {
+            Error::new(ErrorKind::Unreachable(format!(
+                "{addr}: {host:?} cannot be checked against a certificate ({e})"
+            )))
+        })
+    }
+}
