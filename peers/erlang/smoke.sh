@@ -16,6 +16,7 @@ step() { echo "smoke: $*" >&2; }
 # --- build (exit 3 with the install hint passes through) -------------------
 "$here/scp/build"
 "$here/micro/build"
+"$here/remote/build"
 
 # --- unit tests of the shared modules (JSON codec, event writer) -------------
 mkdir -p "$tmp/ebin"
@@ -51,6 +52,24 @@ check_micro skynet     "time_ms"            depth=3 width=10 reps=2
 check_micro memory     "bytes_per_actor vm_bytes_per_actor spawn_ms time_ms" n=20000
 if "$here/micro/run" count n=0 >"$tmp/bad.out" 2>/dev/null; then fail "micro accepted n=0"; fi
 [[ ! -s $tmp/bad.out ]] || fail "micro printed to stdout on bad arguments"
+
+# --- remote: Erlang distribution (two nodes on loopback), tiny sizes ----------
+check_remote() {   # bench, expected line count, metrics, args...
+    local bench=$1 lines=$2 metrics=$3; shift 3
+    local out="$tmp/remote-$bench.out"
+    "$here/remote/run" "$bench" "$@" >"$out" 2>"$tmp/remote-$bench.err" ||
+        { cat "$tmp/remote-$bench.err" >&2; fail "remote $bench exited non-zero"; }
+    [[ $(wc -l <"$out") -eq $lines ]] || { cat "$out" >&2; fail "remote $bench: expected $lines lines"; }
+    for m in $metrics; do
+        grep -Eq "^\{\"bench\":\"$bench\",\"runtime\":\"erlang\",\"metric\":\"$m\",\"value\":$num,\"unit\":\"[A-Za-z/]+\",\"params\":\{.*\"transport\":\"erlang distribution" "$out" ||
+            { cat "$out" >&2; fail "remote $bench: no well-formed $m line"; }
+    done
+    step "remote $bench ok: $(grep -o '"metric":"[a-z_0-9]*","value":[^,]*' "$out" | head -2 | tr '\n' ' ')"
+}
+check_remote remote-pingpong 2 "time_ms msgs_per_s" messages=20000 reps=1
+check_remote remote-latency 4 "rtt_p50_us rtt_p99_us" samples=100 reps=1
+! pgrep -f "far@127.0.0.1" >/dev/null || fail "remote: the far node outlived its run"
+if "$here/remote/run" remote-pingpong messages=0 >"$tmp/bad.out" 2>/dev/null; then fail "remote accepted messages=0"; fi
 
 # --- SCP ----------------------------------------------------------------------
 run_scp() {   # name, config json, schedule lines

@@ -195,9 +195,9 @@ fn dispatch(args: LabArgs) -> anyhow::Result<i32> {
                 None => (Vec::new(), None),
             };
             if !remote.is_empty() {
-                if let Err(e) = crate::remote_micro::run(&remote, reps, json) {
-                    eprintln!("troupe lab micro: {e}");
-                    return Ok(code::FAILED);
+                if let Err(e) = crate::remote_micro::run(&remote, &runtimes, reps, &params, json) {
+                    eprintln!("troupe lab micro: {}", e.message);
+                    return Ok(if e.missing_toolchain { code::TOOLCHAIN } else { code::FAILED });
                 }
                 if only.is_none() {
                     return Ok(0);

@@ -1,0 +1,73 @@
+//! `troupe lab micro --runtimes troupe,erlang --only remote-pingpong,remote-latency` through the
+//! real binary, with the real Erlang peer (two Erlang nodes over distribution on loopback) at
+//! small sizes: both runtimes' rows come out in the micro JSON format, the table ends with
+//! Troupe's ratio, benchmarks Erlang lacks are skipped with a message, and no Erlang node or
+//! epmd of the run is left behind.
+
+use std::process::Command;
+
+fn on_path(cmd: &str) -> bool {
+    Command::new("sh").args(["-c", &format!("command -v {cmd}")]).output().is_ok_and(|o| o.status.success())
+}
+
+fn troupe(args: &[&str]) -> std::process::Output {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    Command::new(env!("CARGO_BIN_EXE_troupe")).args(args).current_dir(root).output().expect("troupe runs")
+}
+
+#[test]
+fn remote_benchmarks_run_on_troupe_and_on_erlang_distribution() {
+    if !on_path("erl") || !on_path("erlc") {
+        let msg = "Erlang/OTP (erl, erlc) is not on PATH; install it with: bash scripts/install-erlang.sh";
+        assert!(std::env::var_os("TROUPE_TEST_REQUIRE_ERLANG").is_none(), "TROUPE_TEST_REQUIRE_ERLANG is set: {msg}");
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stderr(),
+            "\n*** SKIPPED remote_benchmarks_run_on_troupe_and_on_erlang_distribution: {msg} ***\n"
+        );
+        return;
+    }
+    let small = ["--reps", "1", "--set", "messages=20000", "--set", "samples=100"];
+    let mut args = vec![
+        "lab",
+        "micro",
+        "--runtimes",
+        "troupe,erlang",
+        "--only",
+        "remote-pingpong,remote-latency,detection",
+        "--json",
+    ];
+    args.extend(small);
+    let o = troupe(&args);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    let rows: Vec<serde_json::Value> =
+        String::from_utf8_lossy(&o.stdout).lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    for rt in ["troupe", "erlang"] {
+        let of = |bench: &str, metric: &str| {
+            rows.iter().filter(|r| r["runtime"] == rt && r["bench"] == bench && r["metric"] == metric).count()
+        };
+        assert_eq!(of("remote-pingpong", "msgs_per_s"), 1, "{rt}");
+        assert!(of("remote-latency", "rtt_p50_us") >= 2, "{rt}: idle and busy-poll");
+        for r in rows.iter().filter(|r| r["runtime"] == rt) {
+            assert!(r["value"].as_f64().is_some_and(|v| v > 0.0), "{r}");
+        }
+    }
+    let erlang_pp = rows.iter().find(|r| r["runtime"] == "erlang" && r["bench"] == "remote-pingpong").unwrap();
+    assert_eq!(erlang_pp["params"]["messages"], 20000, "--set reaches the peer");
+    assert!(rows.iter().all(|r| r["bench"] != "detection" || r["runtime"] == "troupe"));
+    assert!(stderr.contains("detection runs on troupe only"), "{stderr}");
+    assert!(!on_path_process("far@127.0.0.1"), "an Erlang far node outlived the run");
+
+    // The table form ends with the ratios.
+    let mut args = vec!["lab", "micro", "--runtimes", "troupe,erlang", "--only", "remote-pingpong"];
+    args.extend(small);
+    let o = troupe(&args);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("troupe vs erlang   remote-pingpong msgs_per_s:"), "{stdout}");
+}
+
+fn on_path_process(pattern: &str) -> bool {
+    Command::new("pgrep").args(["-f", pattern]).output().is_ok_and(|o| o.status.success())
+}
