@@ -242,19 +242,22 @@ fn failing_peers_are_failed_runs_with_their_stderr_kept() {
     assert!(text(&o.stderr).contains("install-absent.sh"), "{}", text(&o.stderr));
 }
 
+/// Starts `troupe lab run scp --set ... --out OUT` in the background, output piped.
+fn spawn_scp(cwd: &Path, out: &Path, sets: &[&str]) -> std::process::Child {
+    let mut c = troupe();
+    c.args(["lab", "run", "scp"]);
+    for s in sets {
+        c.args(["--set", s]);
+    }
+    c.arg("--out").arg(out).current_dir(cwd).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+}
+
 #[test]
 fn a_killed_injector_process_fails_the_run_and_names_it() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("victim");
-    let child = troupe()
-        .args(["lab", "run", "scp", "--set", "duration_s=8", "--set", "warmup_s=1", "--set", "pairs=16"])
-        .args(["--set", "supervisors=4", "--set", "failure_rate=20", "--set", "pattern=uniform"])
-        .args(["--out", out.to_str().unwrap()])
-        .current_dir(tmp.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let sets = ["duration_s=8", "warmup_s=1", "pairs=16", "supervisors=4", "failure_rate=20", "pattern=uniform"];
+    let child = spawn_scp(tmp.path(), &out, &sets);
     let raw = out.join("events.raw.jsonl");
     let read = || std::fs::read_to_string(&raw).unwrap_or_default();
     wait_for("the injector to carry out a kill", || read().contains("\"fault_injected\""));
@@ -284,27 +287,7 @@ fn a_killed_injector_process_fails_the_run_and_names_it() {
 fn ctrl_c_stops_the_run_and_marks_it_interrupted() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("long");
-    let child = troupe()
-        .args([
-            "lab",
-            "run",
-            "scp",
-            "--set",
-            "duration_s=120",
-            "--set",
-            "warmup_s=1",
-            "--set",
-            "pairs=8",
-            "--set",
-            "supervisors=2",
-            "--out",
-            out.to_str().unwrap(),
-        ])
-        .current_dir(tmp.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_scp(tmp.path(), &out, &["duration_s=120", "warmup_s=1", "pairs=8", "supervisors=2"]);
     let raw = out.join("events.raw.jsonl");
     let read = || std::fs::read_to_string(&raw).unwrap_or_default();
     wait_for("the SUB and its injector to be ready", || injector_pid(&read()).is_some());

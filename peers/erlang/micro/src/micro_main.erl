@@ -105,7 +105,7 @@ run(Bench, Mod, #{reps := Reps} = Params, Msgs, Order) ->
     io:format(standard_error, "micro: ~s warm-up ~.3f ms~n", [Bench, Warm]),
     Times = [Once() || _ <- lists:seq(1, Reps)],
     io:format(standard_error, "micro: ~s measured ~w ms~n", [Bench, [round3(T) || T <- Times]]),
-    Median = median(Times),
+    Median = troupe_stats:median(Times),
     emit(Bench, time_ms, round3(Median), <<"ms">>, Params, Order),
     case Msgs of
         none -> ok;
@@ -120,14 +120,6 @@ wait_processes_gone(Base, Left) ->
     case erlang:system_info(process_count) =< Base of
         true -> ok;
         false -> timer:sleep(10), wait_processes_gone(Base, Left - 1)
-    end.
-
-median(Xs) ->
-    S = lists:sort(Xs),
-    L = length(S),
-    case L rem 2 of
-        1 -> lists:nth(L div 2 + 1, S);
-        0 -> (lists:nth(L div 2, S) + lists:nth(L div 2 + 1, S)) / 2
     end.
 
 round1(X) -> round(X * 10) / 10.

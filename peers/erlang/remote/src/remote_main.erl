@@ -81,7 +81,7 @@ run('remote-pingpong', Far, #{messages := M, window := W, reps := Reps} = P, Ord
     io:format(standard_error, "remote: remote-pingpong warm-up ~.1f ms~n", [Warm]),
     Times = [Once() || _ <- lists:seq(1, Reps)],
     io:format(standard_error, "remote: remote-pingpong measured ~w ms~n", [[round1(T) || T <- Times]]),
-    Ms = median(Times),
+    Ms = troupe_stats:median(Times),
     Extra = [{transport, <<"erlang distribution, tcp loopback, 2 OS processes">>}, {otp, otp()}],
     emit('remote-pingpong', time_ms, round1(Ms), <<"ms">>, P, Order, Extra),
     emit('remote-pingpong', msgs_per_s, round1(2 * Pings / (Ms / 1000)), <<"msg/s">>, P, Order, Extra);
@@ -154,14 +154,6 @@ spin(Until) ->
 quantile(Sorted, Q) ->
     L = length(Sorted),
     lists:nth(min(L, max(1, round(Q * (L - 1)) + 1)), Sorted).
-
-median(Xs) ->
-    S = lists:sort(Xs),
-    L = length(S),
-    case L rem 2 of
-        1 -> lists:nth(L div 2 + 1, S);
-        0 -> (lists:nth(L div 2, S) + lists:nth(L div 2 + 1, S)) / 2
-    end.
 
 otp() -> list_to_binary(erlang:system_info(otp_release)).
 
