@@ -46,11 +46,22 @@ struct Cli {
 enum Command {
     /// The reliability lab: run workloads on Troupe and peer runtimes, sweep, report.
     Lab(lab::LabArgs),
-    /// Run a Troupe node (docs/distribution.md describes the config file).
+    /// Run a Troupe node (docs/distribution.md describes the config file), or make development
+    /// TLS certificates for nodes with `--dev-certs DIR --names a,b`.
     Node {
-        /// The node's TOML config: name, listen address, secret, peers, channels, faults.
-        #[arg(long)]
-        config: std::path::PathBuf,
+        /// The node's TOML config: name, listen address, secret, peers, channels, faults, tls.
+        #[arg(long, required_unless_present = "dev_certs", conflicts_with = "dev_certs")]
+        config: Option<std::path::PathBuf>,
+        /// Write a fresh development CA and a certificate per `--names` node into DIR, print each
+        /// node's `[tls]` section, and exit.
+        #[arg(long, value_name = "DIR")]
+        dev_certs: Option<std::path::PathBuf>,
+        /// With `--dev-certs`: the nodes to make certificates for.
+        #[arg(long, value_delimiter = ',', default_value = "node", requires = "dev_certs")]
+        names: Vec<String>,
+        /// With `--dev-certs`: the IP addresses and DNS names the certificates are valid for.
+        #[arg(long, value_delimiter = ',', default_value = "127.0.0.1,localhost", requires = "dev_certs")]
+        hosts: Vec<String>,
     },
 }
 
@@ -58,7 +69,9 @@ fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Lab(args) => lab::main(args),
-        Command::Node { config } => node::main(&config),
+        Command::Node { config: Some(config), .. } => node::main(&config),
+        Command::Node { dev_certs: Some(dir), names, hosts, .. } => node::dev_certs(&dir, &names, &hosts),
+        Command::Node { .. } => code::USAGE,
     };
     std::process::exit(code);
 }

@@ -169,13 +169,14 @@ fn parse_row(line: &str) -> Option<Row> {
     })
 }
 
-/// "troupe vs <peer>" per (bench, metric, mode), Troupe's default settings only; above 1 means
+/// "troupe vs <peer>" per (bench, metric, mode), Troupe's default settings (plaintext, as
+/// Erlang distribution is by default) only; above 1 means
 /// Troupe is better (more messages per second, or a shorter round trip).
 fn ratios(rows: &[Row]) -> Vec<String> {
     let key = |r: &Row| (r.bench.clone(), r.metric.clone(), r.params["mode"].as_str().unwrap_or("").to_owned());
     let mut out = Vec::new();
     for t in rows.iter().filter(|r| r.runtime == "troupe") {
-        if t.params.get("setting").is_some_and(|s| s != "default") {
+        if t.params.get("setting").is_some_and(|s| s != "default") || t.params["tls"] == true {
             continue;
         }
         for p in rows.iter().filter(|r| r.runtime != "troupe" && key(r) == key(t)) {

@@ -33,3 +33,40 @@ fn a_bad_node_config_is_a_usage_error_naming_the_problem() {
     assert_eq!(out.status.code(), Some(2), "stderr: {}", String::from_utf8_lossy(&out.stderr));
     assert!(!out.stderr.is_empty());
 }
+
+/// `troupe node --dev-certs DIR --names a,b` writes a CA and a certificate per node (keys
+/// readable by the owner only) and prints `[tls]` sections a node starts with.
+#[test]
+fn dev_certs_are_written_and_a_node_starts_with_them() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("troupe-cli-certs-{}", std::process::id()));
+    let out = Command::new(TROUPE).args(["node", "--dev-certs"]).arg(&dir).args(["--names", "a,b"]).output().unwrap();
+    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(text.matches("[tls]").count(), 2, "{text}");
+    for f in ["ca.crt", "ca.key", "a.crt", "a.key", "b.crt", "b.key"] {
+        let meta = std::fs::metadata(dir.join(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+        if f.ends_with(".key") {
+            assert_eq!(meta.permissions().mode() & 0o077, 0, "{f} is readable by others");
+        }
+    }
+    let section = &text[text.find("[tls]").unwrap()..];
+    let section = &section[..section.find("\n\n").unwrap_or(section.len())];
+    let cfg = dir.join("a.toml");
+    std::fs::write(&cfg, format!("name = \"a\"\nsecret = \"s\"\nlisten = \"127.0.0.1:0\"\n{section}\n")).unwrap();
+    let mut node = Command::new(TROUPE)
+        .args(["node", "--config"])
+        .arg(&cfg)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(node.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    let _ = node.stdin.take().unwrap().write_all(b"quit\n");
+    let status = node.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(first.starts_with("listening on 127.0.0.1:"), "{first}");
+    assert!(status.success());
+}

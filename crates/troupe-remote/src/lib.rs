@@ -66,5 +66,5 @@ pub use error::{Error, ErrorKind};
 pub use fault::FaultConfig;
 pub use node::refs::{send_with, SendOptions};
 pub use node::{Node, NodeEvent, PeerInfo, StatsSnapshot};
-pub use tls::TlsConfig;
+pub use tls::{dev_certs, toml_section, TlsConfig};
 pub use types::{register, Nested, RemoteMessage};

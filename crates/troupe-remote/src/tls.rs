@@ -12,6 +12,9 @@
 //!    certificate carries, for clusters addressed by changing IPs).
 //! 3. The acceptor requires a client certificate chained to the CA; anything else fails the TLS
 //!    handshake, which closes that connection only (counted in `tls_failures`).
+//!
+//! [`dev_certs`] makes a throw-away CA and node certificates for development, tests and
+//! benchmarks (`troupe node --dev-certs DIR --names a,b`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -136,4 +139,65 @@ impl Tls {
             )))
         })
     }
+}
+
+/// Writes a fresh development CA (`ca.crt`, `ca.key`) and, for each of `names`, a certificate
+/// signed by it (`NAME.crt`, `NAME.key`, valid for `hosts`: IP addresses and DNS names) into
+/// `dir`, and returns each node's `[tls]` settings. Keys are written readable by the owner only.
+/// For development, tests and benchmarks; production clusters use their own CA.
+///
+/// ```
+/// let dir = std::env::temp_dir().join(format!("troupe-doc-certs-{}", std::process::id()));
+/// let tls = troupe_remote::dev_certs(&dir, &["a", "b"], &["127.0.0.1", "localhost"]).unwrap();
+/// assert!(std::path::Path::new(&tls[1].cert).ends_with("b.crt"));
+/// # std::fs::remove_dir_all(&dir).unwrap();
+/// ```
+pub fn dev_certs(dir: &Path, names: &[&str], hosts: &[&str]) -> Result<Vec<TlsConfig>, Error> {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+    let fail = |what: &str, e: &dyn std::fmt::Display| {
+        Error::io(format!("dev certificates in {}: {what}: {e}", dir.display()))
+    };
+    std::fs::create_dir_all(dir).map_err(|e| fail("cannot create the folder", &e))?;
+    let write = |file: &str, text: String, secret: bool| -> Result<String, Error> {
+        let path = dir.join(file);
+        std::fs::write(&path, text).map_err(|e| fail(file, &e))?;
+        if secret {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).map_err(|e| fail(file, &e))?;
+        }
+        Ok(path.display().to_string())
+    };
+    let ca_key = KeyPair::generate().map_err(|e| fail("CA key", &e))?;
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(|e| fail("CA", &e))?;
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.distinguished_name.push(DnType::CommonName, "troupe development CA");
+    let ca = ca_params.self_signed(&ca_key).map_err(|e| fail("CA", &e))?;
+    let ca_path = write("ca.crt", ca.pem(), false)?;
+    write("ca.key", ca_key.serialize_pem(), true)?;
+    let sans: Vec<String> = hosts.iter().map(|h| (*h).to_owned()).collect();
+    names
+        .iter()
+        .map(|name| {
+            let key = KeyPair::generate().map_err(|e| fail(name, &e))?;
+            let mut p = CertificateParams::new(sans.clone()).map_err(|e| fail(name, &e))?;
+            p.distinguished_name.push(DnType::CommonName, *name);
+            let cert = p.signed_by(&key, &ca, &ca_key).map_err(|e| fail(name, &e))?;
+            Ok(TlsConfig {
+                cert: write(&format!("{name}.crt"), cert.pem(), false)?,
+                key: write(&format!("{name}.key"), key.serialize_pem(), true)?,
+                ca: ca_path.clone(),
+                server_name: None,
+            })
+        })
+        .collect()
+}
+
+/// The `[tls]` section of a node's TOML for these settings.
+#[must_use]
+pub fn toml_section(t: &TlsConfig) -> String {
+    let mut s = format!("[tls]\ncert = {:?}\nkey = {:?}\nca = {:?}\n", t.cert, t.key, t.ca);
+    if let Some(n) = &t.server_name {
+        s.push_str(&format!("server_name = {n:?}\n"));
+    }
+    s
 }

@@ -1,61 +1,31 @@
-//! Mutual TLS between real node processes on loopback, with certificates generated here at run
-//! time (a cluster CA, node certificates it signs, and a stranger CA): TLS nodes do remote
+//! Mutual TLS between real node processes on loopback, with certificates generated at run time
+//! by `troupe_remote::dev_certs` (a cluster CA and node certificates it signs, and a stranger CA): TLS nodes do remote
 //! send/ask; a node whose certificate comes from another CA, and a plaintext node, are refused
 //! with an error (not a hang) while the TLS node keeps serving its good peer; bad TLS settings
 //! are configuration errors naming the key and the path.
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use common::{cfg, NodeProc};
-use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
 use troupe_remote::services::Echo;
 use troupe_remote::{Blob, ErrorKind, Node, NodeConfig, TlsConfig};
 
 const T: Duration = Duration::from_secs(20);
 
-struct Ca {
-    cert: rcgen::Certificate,
-    key: KeyPair,
-    pem: PathBuf,
-}
-
 fn dir() -> PathBuf {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let d = std::env::temp_dir().join(format!("troupe-tls-{}-{n}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    std::env::temp_dir().join(format!("troupe-tls-{}-{n}", std::process::id()))
 }
 
-fn ca(dir: &Path, name: &str) -> Ca {
-    let key = KeyPair::generate().unwrap();
-    let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
-    p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    p.distinguished_name.push(DnType::CommonName, name);
-    let cert = p.self_signed(&key).unwrap();
-    let pem = dir.join(format!("{name}.crt"));
-    std::fs::write(&pem, cert.pem()).unwrap();
-    Ca { cert, key, pem }
-}
-
-/// A node certificate signed by `ca`, valid for 127.0.0.1 and localhost.
-fn node_tls(dir: &Path, ca: &Ca, name: &str) -> TlsConfig {
-    let key = KeyPair::generate().unwrap();
-    let mut p = CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).unwrap();
-    p.distinguished_name.push(DnType::CommonName, name);
-    let cert = p.signed_by(&key, &ca.cert, &ca.key).unwrap();
-    let (c, k) = (dir.join(format!("{name}.crt")), dir.join(format!("{name}.key")));
-    std::fs::write(&c, cert.pem()).unwrap();
-    std::fs::write(&k, key.serialize_pem()).unwrap();
-    let s = |p: &Path| p.display().to_string();
-    TlsConfig { cert: s(&c), key: s(&k), ca: s(&ca.pem), server_name: None }
-}
-
-fn toml_of(t: &TlsConfig) -> String {
-    format!("[tls]\ncert = {:?}\nkey = {:?}\nca = {:?}\n", t.cert, t.key, t.ca)
+/// A fresh CA in its own folder, and a certificate it signs for each name (127.0.0.1, localhost).
+fn cluster(names: &[&str]) -> (PathBuf, Vec<TlsConfig>) {
+    let d = dir();
+    let certs = troupe_remote::dev_certs(&d, names, &["127.0.0.1", "localhost"]).unwrap();
+    (d, certs)
 }
 
 async fn echo_once(node: &Node, addr: &str) -> Result<Vec<u8>, String> {
@@ -66,17 +36,16 @@ async fn echo_once(node: &Node, addr: &str) -> Result<Vec<u8>, String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_nodes_talk_and_strangers_and_plaintext_nodes_are_refused() {
-    let d = dir();
-    let cluster = ca(&d, "cluster-ca");
-    let stranger = ca(&d, "stranger-ca");
-    let mut b = NodeProc::start("b", &format!("services = [\"echo\"]\n{}", toml_of(&node_tls(&d, &cluster, "b"))));
-    let a = Node::start(NodeConfig { tls: Some(node_tls(&d, &cluster, "a")), ..cfg("a") }).await.unwrap();
+    let (d, mut ours) = cluster(&["a", "b"]);
+    let (d2, mut theirs) = cluster(&["c"]);
+    let b_tls = ours.pop().unwrap();
+    assert!(b_tls.key.ends_with("b.key"));
+    let mut b = NodeProc::start("b", &format!("services = [\"echo\"]\n{}", troupe_remote::toml_section(&b_tls)));
+    let a = Node::start(NodeConfig { tls: ours.pop(), ..cfg("a") }).await.unwrap();
     assert_eq!(echo_once(&a, &b.addr).await.unwrap(), b"over tls");
 
     // A certificate from another CA: refused on both sides, an error and no hang.
-    let c = Node::start(NodeConfig { tls: Some(node_tls(&d, &stranger, "c")), handshake_timeout_ms: 3000, ..cfg("c") })
-        .await
-        .unwrap();
+    let c = Node::start(NodeConfig { tls: theirs.pop(), handshake_timeout_ms: 3000, ..cfg("c") }).await.unwrap();
     let err = tokio::time::timeout(T, echo_once(&c, &b.addr)).await.expect("refused, not hung").unwrap_err();
     assert!(err.contains("TLS"), "{err}");
     assert!(c.stats().tls_failures >= 1, "{:?}", c.stats());
@@ -94,13 +63,13 @@ async fn tls_nodes_talk_and_strangers_and_plaintext_nodes_are_refused() {
         n.shutdown();
     }
     let _ = std::fs::remove_dir_all(&d);
+    let _ = std::fs::remove_dir_all(&d2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_tls_settings_are_configuration_errors_naming_key_and_path() {
-    let d = dir();
-    let cluster = ca(&d, "cluster-ca");
-    let good = node_tls(&d, &cluster, "a");
+    let (d, mut certs) = cluster(&["a"]);
+    let good = certs.pop().unwrap();
     let garbage = d.join("garbage.pem");
     std::fs::write(&garbage, "not a pem file\n").unwrap();
     let garbage = garbage.display().to_string();

@@ -58,24 +58,34 @@ async fn one(echo: &troupe::ActorRef<Echo>, p: &LatencyParams, spin: bool) -> Re
     Ok(v)
 }
 
-/// The node settings compared: (label, write_through, spin_us, modes).
-const SETTINGS: [(&str, bool, u64, &[&str]); 3] = [
-    ("default", true, 0, &["idle", "busy-poll"]),
-    ("no-write-through", false, 0, &["idle", "busy-poll"]),
-    ("spin", true, 1000, &["busy-poll"]),
+/// The node settings compared: (label, write_through, spin_us, tls, modes).
+const SETTINGS: [(&str, bool, u64, bool, &[&str]); 4] = [
+    ("default", true, 0, false, &["idle", "busy-poll"]),
+    ("no-write-through", false, 0, false, &["idle", "busy-poll"]),
+    ("spin", true, 1000, false, &["busy-poll"]),
+    ("tls", true, 0, true, &["idle", "busy-poll"]),
 ];
 
 /// Runs `remote-latency`: both modes with the default settings, with write-through off (so its
 /// saving shows as a ratio measured in the same run), and busy-poll with both nodes spinning
-/// (`spin_us`), BEAM's way of buying latency with CPU.
+/// (`spin_us`), BEAM's way of buying latency with CPU; and both modes over mutual TLS.
 pub fn remote_latency(launcher: &Launcher, p: &LatencyParams) -> Result<Vec<Row>, Error> {
     let mut rows = Vec::new();
-    for (setting, write_through, spin_us, modes) in SETTINGS {
+    let certs_dir = std::env::temp_dir().join(format!("troupe-bench-tls-latency-{}", std::process::id()));
+    for (setting, write_through, spin_us, tls, modes) in SETTINGS {
+        let (near_tls, far_tls) = if tls {
+            let mut c = crate::dev_certs(&certs_dir, &["asker", "echo"], &["127.0.0.1"])?;
+            let far = c.pop();
+            (c.pop(), far)
+        } else {
+            (None, None)
+        };
+        let far_section = far_tls.as_ref().map(crate::toml_section).unwrap_or_default();
         let mut child = ChildNode::start(
             launcher,
             &format!(
                 "name = \"echo\"\nsecret = \"{SECRET}\"\nlisten = \"127.0.0.1:0\"\nservices = [\"echo\"]\n\
-                 write_through = {write_through}\nspin_us = {spin_us}\n"
+                 write_through = {write_through}\nspin_us = {spin_us}\n{far_section}"
             ),
         )?;
         for mode in modes {
@@ -87,8 +97,9 @@ pub fn remote_latency(launcher: &Launcher, p: &LatencyParams) -> Result<Vec<Row>
             };
             let t = std::time::Instant::now();
             let mut runs = rt.block_on(async {
-                let node =
-                    Node::start(NodeConfig { write_through, spin_us, ..NodeConfig::new("asker", SECRET) }).await?;
+                let cfg =
+                    NodeConfig { write_through, spin_us, tls: near_tls.clone(), ..NodeConfig::new("asker", SECRET) };
+                let node = Node::start(cfg).await?;
                 let echo = node.lookup::<Echo>(&child.addr, "echo").await?;
                 one(&echo, &LatencyParams { samples: p.samples.min(1000), ..p.clone() }, spin).await?;
                 let mut runs = Vec::new();
@@ -103,11 +114,12 @@ pub fn remote_latency(launcher: &Launcher, p: &LatencyParams) -> Result<Vec<Row>
             let mid = &runs[runs.len() / 2];
             let params = json!({"mode": mode, "setting": setting, "write_through": write_through, "spin_us": spin_us, "samples": p.samples,
                 "interval_us": p.interval_us, "asks_per_s": rate.round(), "payload_bytes": p.payload, "reps": p.reps,
-                "transport": "tcp loopback, 2 OS processes"});
+                "tls": tls, "transport": if tls { "mutual TLS over tcp loopback, 2 OS processes" } else { "tcp loopback, 2 OS processes" }});
             rows.push(Row::new("remote-latency", "rtt_p50_us", quantile(mid, 0.5), "us", params.clone()));
             rows.push(Row::new("remote-latency", "rtt_p99_us", quantile(mid, 0.99), "us", params));
         }
         let _ = child.cmd("quit");
     }
+    let _ = std::fs::remove_dir_all(&certs_dir);
     Ok(rows)
 }

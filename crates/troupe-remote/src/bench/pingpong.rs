@@ -1,7 +1,8 @@
 //! `remote-pingpong`: a ping actor on this node and the `pong` service on a node in another
 //! OS process, over loopback. The ping side keeps `window` pings in flight (the batching the
 //! transport does is what makes throughput); `messages` counts pings plus pongs, so
-//! `msgs_per_s = messages / time`. Time runs from the first ping to the last pong.
+//! `msgs_per_s = messages / time`. Time runs from the first ping to the last pong. Measured over
+//! plain TCP and over mutual TLS, so TLS's cost shows as a ratio from the same run.
 
 use std::time::{Duration, Instant};
 
@@ -74,29 +75,48 @@ async fn one(node: &Node, pong: &ActorRef<Pong>, p: &PingPongParams) -> Result<f
     Ok(secs)
 }
 
-/// Runs `remote-pingpong`.
+/// Runs `remote-pingpong` over plain TCP, then over mutual TLS (development certificates made
+/// for the run in a temporary folder), both nodes alike.
 pub fn remote_pingpong(launcher: &Launcher, p: &PingPongParams) -> Result<Vec<Row>, Error> {
-    let mut child = ChildNode::start(
-        launcher,
-        &format!("name = \"pong\"\nsecret = \"{SECRET}\"\nlisten = \"127.0.0.1:0\"\nservices = [\"pong\"]\n"),
-    )?;
-    let rt = runtime()?;
-    let times = rt.block_on(async {
-        let node = Node::start(NodeConfig::new("ping", SECRET)).await?;
-        let pong = node.lookup::<Pong>(&child.addr, "pong").await?;
-        one(&node, &pong, &PingPongParams { messages: p.messages.min(100_000), ..p.clone() }).await?;
-        let mut v = Vec::new();
-        for _ in 0..p.reps.max(1) {
-            v.push(one(&node, &pong, p).await?);
-        }
-        node.shutdown();
-        Ok::<_, Error>(v)
-    })?;
-    let _ = child.cmd("quit");
-    let secs = median(times);
-    let params = json!({"messages": p.messages, "window": p.window, "reps": p.reps, "transport": "tcp loopback, 2 OS processes"});
-    Ok(vec![
-        Row::new("remote-pingpong", "time_ms", secs * 1e3, "ms", params.clone()),
-        Row::new("remote-pingpong", "msgs_per_s", p.messages as f64 / secs, "msg/s", params),
-    ])
+    let mut rows = Vec::new();
+    let certs_dir = std::env::temp_dir().join(format!("troupe-bench-tls-{}", std::process::id()));
+    for tls in [false, true] {
+        let (near_tls, far_tls) = if tls {
+            let mut c = crate::dev_certs(&certs_dir, &["ping", "pong"], &["127.0.0.1"])?;
+            let far = c.pop();
+            (c.pop(), far)
+        } else {
+            (None, None)
+        };
+        let far_section = far_tls.as_ref().map(crate::toml_section).unwrap_or_default();
+        let mut child = ChildNode::start(
+            launcher,
+            &format!(
+                "name = \"pong\"\nsecret = \"{SECRET}\"\nlisten = \"127.0.0.1:0\"\nservices = [\"pong\"]\n{far_section}"
+            ),
+        )?;
+        let rt = runtime()?;
+        let times = rt.block_on(async {
+            let node = Node::start(NodeConfig { tls: near_tls, ..NodeConfig::new("ping", SECRET) }).await?;
+            let pong = node.lookup::<Pong>(&child.addr, "pong").await?;
+            one(&node, &pong, &PingPongParams { messages: p.messages.min(100_000), ..p.clone() }).await?;
+            let mut v = Vec::new();
+            for _ in 0..p.reps.max(1) {
+                v.push(one(&node, &pong, p).await?);
+            }
+            node.shutdown();
+            Ok::<_, Error>(v)
+        });
+        let _ = child.cmd("quit");
+        let times = times?;
+        let secs = median(times);
+        let transport =
+            if tls { "mutual TLS over tcp loopback, 2 OS processes" } else { "tcp loopback, 2 OS processes" };
+        let params =
+            json!({"messages": p.messages, "window": p.window, "reps": p.reps, "tls": tls, "transport": transport});
+        rows.push(Row::new("remote-pingpong", "time_ms", secs * 1e3, "ms", params.clone()));
+        rows.push(Row::new("remote-pingpong", "msgs_per_s", p.messages as f64 / secs, "msg/s", params));
+    }
+    let _ = std::fs::remove_dir_all(&certs_dir);
+    Ok(rows)
 }
