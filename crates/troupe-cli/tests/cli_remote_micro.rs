@@ -45,14 +45,19 @@ fn remote_benchmarks_run_on_troupe_and_on_erlang_distribution() {
         String::from_utf8_lossy(&o.stdout).lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
     for rt in ["troupe", "erlang"] {
         let of = |bench: &str, metric: &str| {
-            rows.iter().filter(|r| r["runtime"] == rt && r["bench"] == bench && r["metric"] == metric).count()
+            rows.iter()
+                .filter(|r| r["runtime"] == rt && r["bench"] == bench && r["metric"] == metric)
+                .filter(|r| r["params"]["tls"] != true)
+                .count()
         };
-        assert_eq!(of("remote-pingpong", "msgs_per_s"), 1, "{rt}");
+        assert_eq!(of("remote-pingpong", "msgs_per_s"), 1, "{rt}: one plaintext row");
         assert!(of("remote-latency", "rtt_p50_us") >= 2, "{rt}: idle and busy-poll");
         for r in rows.iter().filter(|r| r["runtime"] == rt) {
             assert!(r["value"].as_f64().is_some_and(|v| v > 0.0), "{r}");
         }
     }
+    let tls_rows = rows.iter().filter(|r| r["runtime"] == "troupe" && r["params"]["tls"] == true).count();
+    assert!(tls_rows >= 2, "Troupe also measures over TLS");
     let erlang_pp = rows.iter().find(|r| r["runtime"] == "erlang" && r["bench"] == "remote-pingpong").unwrap();
     assert_eq!(erlang_pp["params"]["messages"], 20000, "--set reaches the peer");
     assert!(rows.iter().all(|r| r["bench"] != "detection" || r["runtime"] == "troupe"));
