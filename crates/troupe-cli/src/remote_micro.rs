@@ -128,7 +128,7 @@ pub(crate) fn run(
     }
     if !json {
         let mut out = std::io::stdout().lock();
-        for line in table(&rows, &columns, reps.unwrap_or(3), &problems) {
+        for line in table(&rows, &columns, reps.unwrap_or(3).max(1), &problems) {
             let _ = writeln!(out, "{line}");
         }
     }
@@ -510,4 +510,49 @@ fn machine() -> String {
         .unwrap_or_else(|| "unknown CPU".into());
     let cores = std::thread::available_parallelism().map_or(0, std::num::NonZeroUsize::get);
     format!("{cpu}, {cores} cores available, {} {}", std::env::consts::OS, std::env::consts::ARCH)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn row(rt: &str, bench: &str, metric: &str, value: f64, unit: &str, params: Value) -> Row {
+        Row { bench: bench.into(), runtime: rt.into(), metric: metric.into(), value, unit: unit.into(), params }
+    }
+
+    #[test]
+    fn ratio_above_one_means_troupe_is_better() {
+        let t = row("troupe", "remote-pingpong", "msgs_per_s", 6e6, "msg/s", json!({}));
+        let e = row("erlang", "remote-pingpong", "msgs_per_s", 2e5, "msg/s", json!({}));
+        assert_eq!(ratio(&t, &e), Some(30.0));
+        let t = row("troupe", "remote-latency", "rtt_p50_us", 80.0, "us", json!({}));
+        let e = row("erlang", "remote-latency", "rtt_p50_us", 60.0, "us", json!({}));
+        assert_eq!(ratio(&t, &e), Some(0.75));
+        let zero = row("erlang", "remote-latency", "rtt_p50_us", 0.0, "us", json!({}));
+        assert_eq!(ratio(&t, &zero), None);
+    }
+
+    #[test]
+    fn only_matching_variants_are_compared() {
+        let rows = vec![
+            row("troupe", "remote-pingpong", "msgs_per_s", 6e6, "msg/s", json!({"tls": false})),
+            row("troupe", "remote-pingpong", "msgs_per_s", 5e6, "msg/s", json!({"tls": true})),
+            row("troupe", "remote-latency", "rtt_p50_us", 50.0, "us", json!({"mode": "idle", "setting": "default"})),
+            row("troupe", "remote-latency", "rtt_p50_us", 40.0, "us", json!({"mode": "idle", "setting": "spin"})),
+            row("erlang", "remote-pingpong", "msgs_per_s", 2e5, "msg/s", json!({"otp": "25"})),
+            row("erlang", "remote-latency", "rtt_p50_us", 100.0, "us", json!({"mode": "idle"})),
+        ];
+        let cols = vec!["troupe".to_owned(), "erlang".to_owned()];
+        let lines = table(&rows, &cols, 3, &[]);
+        let find = |s: &str| lines.iter().find(|l| l.contains(s)).unwrap_or_else(|| panic!("{s}: {lines:#?}")).clone();
+        assert!(find("plaintext").ends_with("30.00x"));
+        assert!(find(" tls ").trim_end().ends_with('-'));
+        assert!(find("idle ").trim_end().ends_with("2.00x"));
+        assert!(find("idle spin").trim_end().ends_with('-'));
+        assert!(lines
+            .iter()
+            .any(|l| l == "troupe vs erlang   remote-latency rtt_p50_us (idle): 2.00x (50.0 us vs 100.0 us)"));
+        assert!(find("erlang: OTP 25").starts_with("erlang:"));
+    }
 }
