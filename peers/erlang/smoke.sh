@@ -5,7 +5,9 @@
 # else), and two short SCP runs on loopback-free local files (checking the
 # event stream: ready, one throughput line per second, the scheduled kills,
 # restarts only when recovery is on, run_finished last), plus rejection of a
-# bad config. Exits non-zero on the first failure. Takes well under 3 minutes.
+# bad config; and a very short run of both Erlang distribution benchmarks
+# (remote/: two nodes on loopback, checking that no node or epmd outlives
+# them). Exits non-zero on the first failure. Takes well under 3 minutes.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
@@ -54,22 +56,41 @@ if "$here/micro/run" count n=0 >"$tmp/bad.out" 2>/dev/null; then fail "micro acc
 [[ ! -s $tmp/bad.out ]] || fail "micro printed to stdout on bad arguments"
 
 # --- remote: Erlang distribution (two nodes on loopback), tiny sizes ----------
+# Each run announces its private epmd's and its far node's OS pids on stderr; both must be
+# gone afterwards (checked by pid, so another run on the machine cannot confuse it).
+gone() {   # pid: true when the process is gone or a zombie (within 5 s)
+    local i
+    for i in $(seq 50); do
+        [[ -r /proc/$1/stat ]] || return 0
+        [[ $(sed 's/.*) //' "/proc/$1/stat" | cut -c1) == Z ]] && return 0
+        sleep 0.1
+    done
+    return 1
+}
 check_remote() {   # bench, expected line count, metrics, args...
     local bench=$1 lines=$2 metrics=$3; shift 3
-    local out="$tmp/remote-$bench.out"
-    "$here/remote/run" "$bench" "$@" >"$out" 2>"$tmp/remote-$bench.err" ||
-        { cat "$tmp/remote-$bench.err" >&2; fail "remote $bench exited non-zero"; }
+    local out="$tmp/remote-$bench.out" err="$tmp/remote-$bench.err"
+    "$here/remote/run" "$bench" "$@" >"$out" 2>"$err" ||
+        { cat "$err" >&2; fail "remote $bench exited non-zero"; }
     [[ $(wc -l <"$out") -eq $lines ]] || { cat "$out" >&2; fail "remote $bench: expected $lines lines"; }
     for m in $metrics; do
-        grep -Eq "^\{\"bench\":\"$bench\",\"runtime\":\"erlang\",\"metric\":\"$m\",\"value\":$num,\"unit\":\"[A-Za-z/]+\",\"params\":\{.*\"transport\":\"erlang distribution" "$out" ||
+        grep -Eq "^\{\"bench\":\"$bench\",\"runtime\":\"erlang\",\"metric\":\"$m\",\"value\":$num,\"unit\":\"[A-Za-z/]+\",\"params\":\{.*\"transport\":\"erlang distribution, tcp loopback, 2 OS processes\"" "$out" ||
             { cat "$out" >&2; fail "remote $bench: no well-formed $m line"; }
+        grep "\"metric\":\"$m\"" "$out" | grep -Eq '"otp":"[0-9]+"' || fail "remote $bench: $m without the OTP version"
     done
+    local pid
+    for pid in $(grep -Eo '^remote: (epmd on 127.0.0.1:[0-9]+|far node far@127.0.0.1) is OS process [0-9]+' "$err" | awk '{print $NF}'); do
+        gone "$pid" || fail "remote $bench: process $pid (epmd or far node) outlived the run"
+    done
+    [[ $(grep -c '^remote: .* is OS process' "$err") -eq 2 ]] || { cat "$err" >&2; fail "remote $bench: epmd and far node not announced"; }
     step "remote $bench ok: $(grep -o '"metric":"[a-z_0-9]*","value":[^,]*' "$out" | head -2 | tr '\n' ' ')"
 }
 check_remote remote-pingpong 2 "time_ms msgs_per_s" messages=20000 reps=1
-check_remote remote-latency 4 "rtt_p50_us rtt_p99_us" samples=100 reps=1
-! pgrep -f "far@127.0.0.1" >/dev/null || fail "remote: the far node outlived its run"
+check_remote remote-latency 4 "rtt_p50_us rtt_p99_us" samples=200 reps=1
+grep -q '"mode":"idle"' "$tmp/remote-remote-latency.out" && grep -q '"mode":"busy-poll"' "$tmp/remote-remote-latency.out" ||
+    fail "remote-latency: expected an idle and a busy-poll mode"
 if "$here/remote/run" remote-pingpong messages=0 >"$tmp/bad.out" 2>/dev/null; then fail "remote accepted messages=0"; fi
+[[ ! -s $tmp/bad.out ]] || fail "remote printed to stdout on bad arguments"
 
 # --- SCP ----------------------------------------------------------------------
 run_scp() {   # name, config json, schedule lines

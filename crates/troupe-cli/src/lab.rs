@@ -194,29 +194,38 @@ fn dispatch(args: LabArgs) -> anyhow::Result<i32> {
                 }
                 None => (Vec::new(), None),
             };
+            // A remote benchmark that could not run does not stop the local ones; the exit code
+            // is the worse of both (a failure over a missing toolchain).
+            let mut remote_code = 0;
             if !remote.is_empty() {
                 if let Err(e) = crate::remote_micro::run(&remote, &runtimes, reps, &params, json) {
                     eprintln!("troupe lab micro: {}", e.message);
-                    return Ok(if e.missing_toolchain { code::TOOLCHAIN } else { code::FAILED });
+                    remote_code = if e.missing_toolchain { code::TOOLCHAIN } else { code::FAILED };
                 }
                 if only.is_none() {
-                    return Ok(0);
+                    return Ok(remote_code);
                 }
             }
+            let worse = |local: i32| match (remote_code, local) {
+                (0, l) => l,
+                (r, 0) => r,
+                (r, l) if r == code::FAILED || l == code::FAILED => code::FAILED,
+                (_, l) => l,
+            };
             if !json {
                 println!("allocator: mimalloc (the troupe binary's global allocator; every Rust runtime in this table shares it)");
             }
             let opts = troupe_micro::MicroOptions { only, runtimes, json, reps, params, child_args: None };
             let mut out = std::io::stdout().lock();
             match troupe_micro::run(&opts, &mut out) {
-                Ok(()) => Ok(0),
+                Ok(()) => Ok(worse(0)),
                 Err(e) => {
                     eprintln!("troupe lab micro: {e}");
-                    Ok(match e.kind {
+                    Ok(worse(match e.kind {
                         troupe_micro::ErrorKind::Usage => code::USAGE,
                         troupe_micro::ErrorKind::Missing => code::TOOLCHAIN,
                         _ => code::FAILED,
-                    })
+                    }))
                 }
             }
         }
