@@ -79,35 +79,10 @@ pub(crate) fn cmd_compare(
     })
 }
 
-/// Prints the table of a comparison folder: one line per run.
+/// Prints the table of a comparison folder (the workload's report writes it).
 pub(crate) fn print_table(dir: &Path) -> anyhow::Result<()> {
-    let l = compare::load_rows(dir)?;
-    let f = |x: Option<f64>, p: usize| x.map(|v| format!("{v:.p$}")).unwrap_or_else(|| "-".into());
-    say!(
-        "{:<8} {:<11} {:>6}  {:<12} {:>10} {:>9} {:>10} {:>8}  status",
-        "ratio",
-        "pattern",
-        "rate%",
-        "runtime",
-        "mean/s",
-        "%ceiling",
-        "%own 0%",
-        "kills"
-    );
-    for r in &l.rows {
-        let c = &r.cfg;
-        let status = if r.ok { "ok".to_string() } else { r.status.chars().take(70).collect() };
-        say!(
-            "{:<8} {:<11} {:>6}  {:<12} {:>10} {:>9} {:>10} {:>8}  {status}",
-            format!("1:{}", c.pairs_per_supervisor()),
-            c.pattern.as_str(),
-            c.failure_rate,
-            r.runtime,
-            f(r.mean, 1),
-            f(r.pct_ceiling, 2),
-            f(r.pct_baseline, 1),
-            r.kills
-        );
+    for line in compare::write_report(dir)? {
+        say!("{line}");
     }
     Ok(())
 }

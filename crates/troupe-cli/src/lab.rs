@@ -33,7 +33,7 @@ pub(crate) struct LabArgs {
 enum LabCommand {
     /// One run: writes a run folder (manifest, events, schedule, CSV, report.html).
     Run {
-        /// The workload (scp).
+        /// The workload: scp or chat (`troupe lab config WORKLOAD` lists its keys).
         workload: String,
         /// A TOML file of config keys.
         #[arg(long)]
@@ -51,7 +51,7 @@ enum LabCommand {
     /// A grid of runs: --set key=v1,v2,... makes an axis. Resumable: run it again with the same
     /// --out to finish an interrupted sweep.
     Sweep {
-        /// The workload (scp).
+        /// The workload: scp or chat (`troupe lab config WORKLOAD` lists its keys).
         workload: String,
         /// A TOML file of config keys.
         #[arg(long)]
@@ -69,7 +69,7 @@ enum LabCommand {
     /// Runtimes side by side: every grid point run on each runtime with the same config, seed
     /// and schedule, one report normalised to each runtime's own 0% baseline. Resumable.
     Compare {
-        /// The workload (scp).
+        /// The workload: scp or chat (`troupe lab config WORKLOAD` lists its keys).
         workload: String,
         /// Runtimes, comma separated, e.g. troupe,erlang,akka.
         #[arg(long, required = true, value_delimiter = ',')]
@@ -116,7 +116,7 @@ enum LabCommand {
     },
     /// Print the resolved config of a workload (defaults, --config, --set) as TOML.
     Config {
-        /// The workload (scp).
+        /// The workload: scp or chat (`troupe lab config WORKLOAD` lists its keys).
         workload: String,
         /// A TOML file of config keys.
         #[arg(long)]
@@ -125,11 +125,12 @@ enum LabCommand {
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
     },
-    /// The Troupe SUB of a workload, started by `lab run` as a child process (environment
+    /// A Troupe program of a workload (`scp`, `chat`, or a helper role such as `scp-injector`),
+    /// started by the lab as a child process (environment
     /// contract: TROUPE_CONFIG, TROUPE_SCHEDULE, TROUPE_EVENTS, TROUPE_RUN_ID).
     #[command(hide = true)]
     Exec {
-        /// The workload (scp).
+        /// The workload: scp or chat (`troupe lab config WORKLOAD` lists its keys).
         workload: String,
     },
 }
@@ -238,11 +239,7 @@ fn dispatch(args: LabArgs) -> anyhow::Result<i32> {
             }
             Ok(0)
         }
-        LabCommand::Exec { workload } => match workload.as_str() {
-            "scp" => Ok(troupe_lab::scp::exec_from_env()?),
-            "scp-injector" => Ok(troupe_lab::scp::injector_exec_from_env()?),
-            w => Err(Error::new(ErrorKind::Unsupported(format!("no Troupe SUB for workload {w:?}"))).into()),
-        },
+        LabCommand::Exec { workload: role } => Ok(troupe_lab::workloads::by_role(&role)?.exec(&role)?),
     }
 }
 
@@ -280,10 +277,11 @@ pub(crate) fn ctrl_c(stop: &Stop) {
     }
 }
 
-/// How to start the Troupe SUB of `workload`: this program, `lab exec <workload>`.
+/// How to start the Troupe SUB of `workload`: this program, `lab exec <its first role>`.
 pub(crate) fn troupe_exe(workload: &str) -> anyhow::Result<TroupeExe> {
     let program = std::env::current_exe().context("cannot find this program's path")?;
-    Ok(TroupeExe { program, args: vec!["lab".into(), "exec".into(), workload.into()] })
+    let role = troupe_lab::workloads::get(workload)?.roles().first().copied().unwrap_or(workload);
+    Ok(TroupeExe { program, args: vec!["lab".into(), "exec".into(), role.into()] })
 }
 
 /// `lab-runs/<name>-<UTC stamp>`.
@@ -333,8 +331,12 @@ fn print_summary(o: &RunOutcome) {
         ),
         ("runtime".into(), m.runtime_version.clone()),
     ];
-    if let Some(st) = &o.stats {
-        rows.extend(report::summary_rows(st));
+    match &o.stats {
+        Some(st) => {
+            rows.extend(st.summary_rows());
+            rows.push(("summary".into(), o.dir.join(report::SUMMARY).display().to_string()));
+        }
+        None => rows.push(("statistics".into(), "none: the run recorded no events (events.jsonl is missing)".into())),
     }
     rows.push(("report".into(), o.dir.join("report.html").display().to_string()));
     if m.status != Status::Ok {
@@ -395,12 +397,13 @@ fn cmd_sweep(
 
 fn cmd_report(dir: &Path) -> anyhow::Result<i32> {
     if dir.join(compare::FILE).is_file() {
-        compare::write_report(dir)?;
-        crate::compare::print_table(dir)?;
+        for line in compare::write_report(dir)? {
+            say!("{line}");
+        }
         say!("rebuilt the report of a comparison: {}", dir.join("report.html").display());
     } else if dir.join("sweep.json").is_file() {
-        let rows = sweep::write_report(dir)?;
-        say!("rebuilt the report of a sweep of {} runs: {}", rows.len(), dir.join("report.html").display());
+        let n = sweep::write_report(dir)?;
+        say!("rebuilt the report of a sweep of {n} runs: {}", dir.join("report.html").display());
     } else if dir.join("manifest.json").is_file() {
         let (m, stats) = report::rebuild_run(dir, None)?;
         let o = RunOutcome { dir: dir.to_path_buf(), manifest: m, stats };

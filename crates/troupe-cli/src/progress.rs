@@ -100,9 +100,7 @@ impl SweepObserver for Bar {
         let b = self.base.fetch_add(planned_secs(point), Ordering::SeqCst) + planned_secs(point);
         self.bar.set_position(b);
         let what = match (&outcome.stats, outcome.manifest.status) {
-            (Some(s), troupe_lab::manifest::Status::Ok) => {
-                format!("ok  mean {:.1}/s ({:.2}% of ceiling), kills {}", s.mean, s.pct_ceiling, s.kills)
-            }
+            (Some(s), troupe_lab::manifest::Status::Ok) => format!("ok  {}", s.headline()),
             _ => format!("FAILED: {}", outcome.manifest.reason.clone().unwrap_or_default()),
         };
         self.line(format!("[{}/{}] {}: {what}", self.index, self.total_points, point.name));

@@ -1,13 +1,13 @@
 //! The reliability lab: workload configs, fault schedules, the event writer and collector,
 //! running Troupe and peer runtimes as child processes, statistics and reports, sweeps,
-//! comparisons of runtimes side by side, and the Troupe SCP SUB itself.
+//! comparisons of runtimes side by side; and the workloads, each a plug-in ([`workload`],
+//! registered in [`workloads`]) with its Troupe system under test.
 //!
 //! The lab measures every runtime the same way: each run's system under test is a child
 //! process given `TROUPE_CONFIG`, `TROUPE_SCHEDULE`, `TROUPE_EVENTS` and `TROUPE_RUN_ID`
 //! (`common.md`, the peer-program contract), and everything reported is computed from the
 //! events it wrote (`events.md`).
 
-pub mod analysis;
 pub mod child;
 pub mod compare;
 pub mod config;
@@ -20,7 +20,8 @@ pub mod report;
 pub mod root;
 pub mod run;
 pub mod schedule;
-pub mod scp;
 pub mod sweep;
+pub mod workload;
+pub mod workloads;
 
 pub use error::{Error, ErrorKind, Result};

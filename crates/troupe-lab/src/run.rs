@@ -6,9 +6,10 @@
 //! Rules:
 //! 1. An unwritable or already used `--out` fails before anything starts.
 //! 2. Troupe and peers are run the same way: always a child process, same files, same checks.
-//! 3. A run is `ok` only if the child exited 0 before `warmup_s + duration_s + 60 s`, every
-//!    event line is well formed, `ready`, `run_finished` and one `throughput` per window
-//!    second are present; otherwise it is `failed` with the reason, and `stderr.txt` is kept.
+//! 3. A run is `ok` only if the child exited 0 before the workload's expected duration plus
+//!    the slack (60 s by default), every event line is well formed, and the workload finds
+//!    the events complete ([`RunAnalysis::completeness_problem`]); otherwise it is `failed`
+//!    with the reason, and `stderr.txt` is kept.
 //! 4. Ctrl-C (the [`Stop`] flag) stops the child, keeps what was recorded and marks the
 //!    manifest `interrupted: true`.
 //! 5. Once the run folder exists, every way the run can end leaves a final manifest in it: a
@@ -26,7 +27,8 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::machine::{self, Machine};
 use crate::manifest::{Manifest, Status};
 use crate::peer::{self, PreparedPeer};
-use crate::{analysis, events, schedule};
+use crate::workload::RunAnalysis;
+use crate::{events, schedule, workloads};
 
 /// Slack added to warm-up plus window before a child counts as hung.
 pub const DEADLINE_SLACK: Duration = Duration::from_secs(60);
@@ -92,7 +94,7 @@ pub struct RunOutcome {
     /// The final manifest.
     pub manifest: Manifest,
     /// Statistics, when the events could be read.
-    pub stats: Option<analysis::RunStats>,
+    pub stats: Option<Box<dyn RunAnalysis>>,
 }
 
 /// Checks that `dir` can be used as a new run folder: creatable, writable, not a run already.
@@ -128,7 +130,7 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
             schedule::read(&schedule_path)?
         }
         None => {
-            let actions = analysis::schedule_for(&req.config)?;
+            let actions = workloads::schedule_for(&req.config)?;
             schedule::write(&schedule_path, &actions)?;
             actions
         }
@@ -202,7 +204,7 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
         stdout: dir.join("stdout.txt"),
         stderr: dir.join("stderr.txt"),
     };
-    let window = Duration::from_secs((req.config.int("warmup_s") + req.config.int("duration_s")) as u64);
+    let window = workloads::get(workload)?.expected_duration(&req.config);
     let ending = match child::run(&spec, window + req.deadline_slack, stop) {
         Ok(e) => e,
         Err(e) => {
@@ -227,7 +229,7 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
                     manifest.runtime_version = v.to_string();
                 }
             }
-            let st = analysis::RunStats::compute(&req.config, &evs, &actions, None);
+            let st = workloads::get(workload)?.analyse(&req.config, &evs, &actions, None);
             if reason.is_none() {
                 reason = st.completeness_problem(&req.config);
             }
@@ -244,7 +246,7 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
     manifest.loadavg_end = machine::loadavg();
     manifest.write(&dir)?;
     if let Some(st) = &stats {
-        crate::report::write_run_outputs(&dir, &manifest, &req.config, st)?;
+        crate::report::write_run_outputs(&dir, &manifest, &req.config, st.as_ref())?;
     }
     Ok(RunOutcome { dir, manifest, stats })
 }
@@ -260,7 +262,7 @@ pub fn record_failed(req: &RunRequest, reason: &str, stderr: &str) -> Result<()>
     let schedule_path = dir.join("schedule.jsonl");
     match &req.schedule_file {
         Some(src) => std::fs::copy(src, &schedule_path).map(|_| ()).map_err(|e| Error::io(src, e))?,
-        None => schedule::write(&schedule_path, &analysis::schedule_for(&req.config)?)?,
+        None => schedule::write(&schedule_path, &workloads::schedule_for(&req.config)?)?,
     }
     let stderr_path = dir.join("stderr.txt");
     std::fs::write(&stderr_path, stderr).map_err(|e| Error::io(&stderr_path, e))?;

@@ -62,7 +62,7 @@ fn the_report_normalises_each_runtime_to_its_own_baseline_and_marks_gaps() {
     std::fs::write(dir.join(compare::FILE), serde_json::to_string(&plan.file).unwrap()).unwrap();
     std::fs::create_dir_all(dir.join("schedules")).unwrap();
     for p in &plan.points {
-        let sched = troupe_lab::analysis::schedule_for(&p.config).unwrap();
+        let sched = troupe_lab::workloads::schedule_for(&p.config).unwrap();
         schedule::write(&dir.join("schedules").join(format!("{}.jsonl", p.name)), &sched).unwrap();
     }
     // fast: 40 at 0%, 36 at 10%, 30 at 20%. slow: 20 at 0%, 18 at 10%, and its 20% run failed.
@@ -83,7 +83,7 @@ fn the_report_normalises_each_runtime_to_its_own_baseline_and_marks_gaps() {
     // One folder got another schedule: the report must say so.
     let odd = dir.join("fast").join(&plan.points[1].name).join("schedule.jsonl");
     std::fs::write(&odd, "").unwrap();
-    let rows = compare::write_report(dir).unwrap();
+    let rows = troupe_lab::workloads::scp::compare_report::write_report(dir).unwrap();
     assert_eq!(rows.len(), 6);
     let get = |rt: &str, i: usize| rows.iter().find(|r| r.runtime == rt && r.point == plan.points[i].name).unwrap();
     assert_eq!(get("fast", 0).pct_baseline, Some(100.0));
@@ -122,6 +122,6 @@ fn each_baseline_is_its_own_reference_when_only_the_seed_differs() {
     for (p, n) in plan.points.iter().zip([100, 110]) {
         support::write_run(&dir.join("troupe").join(&p.name), &p.config, &[n; 2], Status::Ok);
     }
-    let rows = compare::write_report(dir).unwrap();
+    let rows = troupe_lab::workloads::scp::compare_report::write_report(dir).unwrap();
     assert_eq!(rows.iter().map(|r| r.pct_baseline).collect::<Vec<_>>(), [Some(100.0), Some(100.0)]);
 }

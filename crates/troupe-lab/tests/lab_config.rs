@@ -1,9 +1,9 @@
 //! Config validation: defaults, file + overrides in order, and every problem reported at once
 //! with key, value and allowed range.
 
-use troupe_lab::config::scp::ScpConfig;
 use troupe_lab::config::ConfigBuilder;
 use troupe_lab::error::ConfigIssue;
+use troupe_lab::workloads::scp::config::ScpConfig;
 use troupe_lab::ErrorKind;
 
 fn issues(b: &ConfigBuilder) -> Vec<ConfigIssue> {

@@ -23,7 +23,12 @@ fn run_report_is_rebuilt_from_the_recorded_files() {
     let (m, st) = report::rebuild_run(dir.path(), None).unwrap();
     assert_eq!(m.run_id, "fixture");
     let st = st.unwrap();
-    assert_eq!(st.mean, 85.0);
+    assert_eq!(troupe_lab::workloads::scp::stats(st.as_ref()).unwrap().mean, 85.0);
+    // Every run folder gets summary.json with the run's statistics.
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["msg_per_s_mean"], 85.0);
+    assert_eq!(summary["workload"], "scp");
     let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
     assert!(html.starts_with("<!DOCTYPE html>"));
     assert!(html.contains("<svg") && html.contains("85.0 exchanges/s") && html.contains("Progressive steps"));
@@ -79,7 +84,7 @@ fn sweep_report_computes_drops_against_the_ratio_baseline() {
         let counts = if base { vec![10; 10] } else { vec![9; 10] };
         support::write_run(&dir.path().join("runs").join(&p.name), &p.config, &counts, Status::Ok);
     }
-    let rows = sweep::write_report(dir.path()).unwrap();
+    let rows = troupe_lab::workloads::scp::sweep_report::write_report(dir.path()).unwrap();
     let faulty: Vec<_> = rows.iter().filter(|r| r.cfg.as_ref().unwrap().failure_rate > 0.0).collect();
     assert_eq!(faulty.len(), 4);
     for r in faulty {

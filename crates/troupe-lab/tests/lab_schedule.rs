@@ -4,9 +4,10 @@
 use std::collections::{BTreeMap, HashSet};
 
 use proptest::prelude::*;
-use troupe_lab::config::scp::ScpConfig;
 use troupe_lab::config::ConfigBuilder;
-use troupe_lab::schedule::{scp_schedule, to_jsonl, PROGRESSIVE_STEP_MS};
+use troupe_lab::schedule::to_jsonl;
+use troupe_lab::workloads::scp::config::ScpConfig;
+use troupe_lab::workloads::scp::schedule::{scp_schedule, PROGRESSIVE_STEP_MS};
 
 fn cfg(sets: &[String]) -> ScpConfig {
     let mut b = ConfigBuilder::new("scp").unwrap();

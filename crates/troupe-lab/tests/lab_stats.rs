@@ -3,8 +3,8 @@
 
 mod support;
 
-use troupe_lab::analysis::RunStats;
 use troupe_lab::events;
+use troupe_lab::workloads::scp::analysis::RunStats;
 
 #[test]
 fn mean_ceiling_kills_and_restarts() {

@@ -3,10 +3,11 @@
 //! runtimes side by side, normalised to each runtime's own 0% baseline (seed 001 fig. 9).
 //!
 //! Rules:
-//! 1. The grid is a sweep's grid (`--set key=v1,v2`, validated all at once, runs that inject
-//!    nothing canonicalised). For every point that injects faults, the same point at 0% (its
-//!    ratio's baseline) is added before it when the grid lacks it. Point names always carry
-//!    the pattern and failure rate, plus every axis.
+//! 1. The grid is a sweep's grid (`--set key=v1,v2`, validated all at once, canonicalised by
+//!    the workload). When the workload normalises to a fault-free baseline (SCP: the same
+//!    point at 0%), that point is added before each point that injects faults when the grid
+//!    lacks it. Point names carry every axis plus the workload's point keys (SCP: pattern and
+//!    failure rate).
 //! 2. Runtimes are named once each; a peer must have `peers/<rt>/<workload>/{build,run}`.
 //!    Before any run, every peer is built with its own tool (its script caches). Missing
 //!    toolchains stop the comparison before it starts, every one named with the command that
@@ -25,8 +26,6 @@
 //!    manifest says `ok`, redoes the others, and refuses a different grid. `--focus` (the point
 //!    whose throughput over time is plotted) may change between invocations.
 
-mod report;
-
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -34,16 +33,24 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::child::Stop;
-use crate::config::scp::ScpConfig;
-use crate::config::{scp, Config, Value};
+use crate::config::Config;
 use crate::error::{ConfigIssue, Error, ErrorKind, Result};
 use crate::manifest::{Manifest, Status};
 use crate::peer::{self, PreparedPeer};
 use crate::run::{self, RunOutcome, RunRequest, TroupeExe};
 use crate::sweep::{self, Point, SweepObserver};
-use crate::{analysis, schedule};
+use crate::{schedule, workloads};
 
-pub use report::{focus_point, load_rows, write_report, Loaded, Row};
+/// Writes a comparison folder's report through its workload; the side-by-side table as lines.
+pub fn write_report(dir: &Path) -> Result<Vec<String>> {
+    let path = dir.join(FILE);
+    if !path.is_file() {
+        return Err(Error::new(ErrorKind::NotARun(dir.to_path_buf())));
+    }
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+    let file: CompareFile = serde_json::from_str(&text).map_err(|e| Error::malformed(&path, e.to_string()))?;
+    workloads::get(&file.workload)?.write_compare_report(dir)
+}
 
 /// The file recording a comparison's grid.
 pub const FILE: &str = "compare.json";
@@ -175,24 +182,12 @@ pub fn check_runtimes(runtimes: &[String], workload: &str, root: Option<&Path>) 
     Ok(())
 }
 
-/// The same config at 0% failures, canonical: the run a point is normalised against.
-pub(crate) fn baseline_of(cfg: &Config) -> Config {
-    let mut b = cfg.clone();
-    b.set_unchecked("failure_rate", Value::Float(0.0));
-    scp::canonical(&b)
-}
-
 /// Expands and validates the comparison (rule 1).
 pub fn plan(spec: &CompareSpec) -> Result<Plan> {
-    if spec.workload != "scp" {
-        return Err(Error::new(ErrorKind::Unsupported(format!(
-            "compare runs the scp workload only (got {:?})",
-            spec.workload
-        ))));
-    }
+    let workload = workloads::get(&spec.workload)?;
     let cg = sweep::expand_configs(&spec.workload, spec.config_file.as_ref(), &spec.sets)?;
     let mut keys: Vec<&str> = cg.axes.iter().map(|(k, _)| k.as_str()).collect();
-    for k in ["pattern", "failure_rate"] {
+    for &k in workload.point_keys() {
         if !keys.contains(&k) {
             keys.push(k);
         }
@@ -200,8 +195,7 @@ pub fn plan(spec: &CompareSpec) -> Result<Plan> {
     let mut seen = BTreeSet::new();
     let mut configs = Vec::new();
     for cfg in cg.configs {
-        if !ScpConfig::from_config(&cfg).is_baseline() {
-            let base = baseline_of(&cfg);
+        if let Some(base) = workload.baseline_of(&cfg) {
             if seen.insert(base.to_json().to_string()) {
                 configs.push(base);
             }
@@ -306,7 +300,7 @@ fn write_schedules(plan: &Plan, dir: &Path) -> Result<Vec<PathBuf>> {
     for p in &plan.points {
         let path = sdir.join(format!("{}.jsonl", p.name));
         if !path.is_file() {
-            schedule::write(&path, &analysis::schedule_for(&p.config)?)?;
+            schedule::write(&path, &workloads::schedule_for(&p.config)?)?;
         }
         out.push(path);
     }

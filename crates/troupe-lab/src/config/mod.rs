@@ -9,8 +9,6 @@
 //! 4. A resolved config is a flat JSON object (keys sorted): what a child gets in
 //!    `TROUPE_CONFIG` and what the manifest records.
 
-pub mod scp;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -181,12 +179,7 @@ impl Schema {
 
 /// Looks up a workload's schema by name.
 pub fn schema(workload: &str) -> Result<&'static Schema> {
-    match workload {
-        "scp" => Ok(&scp::SCHEMA),
-        other => Err(Error::new(ErrorKind::Unsupported(format!(
-            "workload {other:?} is not built in the lab yet; available: scp"
-        )))),
-    }
+    Ok(crate::workloads::get(workload)?.schema())
 }
 
 /// A resolved, validated configuration.

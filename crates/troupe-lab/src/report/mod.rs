@@ -1,24 +1,26 @@
-//! Run reports: `scp.csv` (one row per window second), the SVG plots, and a self-contained
-//! `report.html`, all computed from the run folder's recorded files so `troupe lab report`
-//! can rebuild them at any time. Sweep reports live in `crate::sweep`.
+//! Run reports, shared by every workload: a run folder is read back (manifest, config, events,
+//! schedule), its workload computes the statistics, and the core writes `summary.json` beside
+//! the workload's own CSV tables, plots and `report.html`, so `troupe lab report` can rebuild
+//! them at any time. Also the pieces every workload's page uses: status, provenance, files.
 
 pub mod html;
 pub mod plot;
 
-use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::analysis::{self, RunStats};
-use crate::config::scp::{Pattern, ScpConfig};
 use crate::config::{Config, ConfigBuilder};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::manifest::{Manifest, Status};
-use crate::{events, schedule};
+use crate::workload::RunAnalysis;
+use crate::{events, schedule, workloads};
 use html::{link, Page};
-use plot::{Chart, Series};
+
+/// A run folder read back: its manifest, its config, and its statistics (none when the run
+/// recorded no events).
+pub type LoadedRun = (Manifest, Config, Option<Box<dyn RunAnalysis>>);
 
 /// Reads a run folder back: manifest, config, statistics (against `baseline` when known).
-pub fn load_run(dir: &Path, baseline: Option<f64>) -> Result<(Manifest, Config, Option<RunStats>)> {
+pub fn load_run(dir: &Path, baseline: Option<f64>) -> Result<LoadedRun> {
     let m = Manifest::read(dir)?;
     let mut b = ConfigBuilder::new(&m.workload)?;
     b.apply_json(&m.config);
@@ -27,129 +29,63 @@ pub fn load_run(dir: &Path, baseline: Option<f64>) -> Result<(Manifest, Config, 
     let stats = if ev_path.is_file() {
         let evs = events::read(&ev_path)?;
         let sched_path = dir.join("schedule.jsonl");
-        let sched = if sched_path.is_file() { schedule::read(&sched_path)? } else { analysis::schedule_for(&cfg)? };
-        Some(RunStats::compute(&cfg, &evs, &sched, baseline))
+        let sched = if sched_path.is_file() { schedule::read(&sched_path)? } else { workloads::schedule_for(&cfg)? };
+        Some(workloads::get(cfg.workload())?.analyse(&cfg, &evs, &sched, baseline))
     } else {
         None
     };
     Ok((m, cfg, stats))
 }
 
-/// Rebuilds a run folder's CSV, plots and report from its recorded files.
-pub fn rebuild_run(dir: &Path, baseline: Option<f64>) -> Result<(Manifest, Option<RunStats>)> {
+/// Rebuilds a run folder's tables, plots, summary and report from its recorded files. A run
+/// without events gets a page saying so (and no `summary.json`).
+pub fn rebuild_run(dir: &Path, baseline: Option<f64>) -> Result<(Manifest, Option<Box<dyn RunAnalysis>>)> {
     let (m, cfg, stats) = load_run(dir, baseline)?;
     match &stats {
-        Some(st) => write_run_outputs(dir, &m, &cfg, st)?,
+        Some(st) => write_run_outputs(dir, &m, &cfg, st.as_ref())?,
         None => {
-            let page = run_page(&m, &cfg, None);
-            write(dir, "report.html", &page)?;
+            let _ = std::fs::remove_file(dir.join(SUMMARY));
+            write(dir, "report.html", &no_events_page(&m))?;
         }
     }
     Ok((m, stats))
 }
 
-fn write(dir: &Path, name: &str, text: &str) -> Result<()> {
+/// The name of the per-run statistics file.
+pub const SUMMARY: &str = "summary.json";
+
+/// Writes `summary.json` and the workload's own outputs (tables, plots, `report.html`).
+pub fn write_run_outputs(dir: &Path, m: &Manifest, cfg: &Config, st: &dyn RunAnalysis) -> Result<()> {
+    let mut summary = st.summary_json();
+    if let serde_json::Value::Object(o) = &mut summary {
+        o.insert("run_id".into(), m.run_id.clone().into());
+        o.insert("workload".into(), m.workload.clone().into());
+        o.insert("runtime".into(), m.runtime.clone().into());
+        o.insert("status".into(), status_word(m).into());
+    }
+    let text = serde_json::to_string_pretty(&summary).map_err(|e| Error::other(e.to_string()))?;
+    write(dir, SUMMARY, &(text + "\n"))?;
+    workloads::get(cfg.workload())?.write_run_outputs(dir, m, cfg, st)
+}
+
+/// Writes `text` to `dir/name`.
+pub fn write(dir: &Path, name: &str, text: &str) -> Result<()> {
     let p = dir.join(name);
     std::fs::write(&p, text).map_err(|e| Error::io(&p, e))
 }
 
-/// `scp.csv`: one row per window second.
-pub fn scp_csv(m: &Manifest, cfg: &ScpConfig, st: &RunStats) -> String {
-    let mut s = String::from(
-        "run_id,runtime,pattern,failure_rate,pairs,supervisors,pairs_per_supervisor,delay_ms,\
-         second,count,ceiling,pct_of_ceiling,kills,restarts\n",
-    );
-    for r in &st.seconds {
-        let _ = writeln!(
-            s,
-            "{},{},{},{},{},{},{},{},{},{},{:.1},{:.3},{},{}",
-            m.run_id,
-            m.runtime,
-            cfg.pattern.as_str(),
-            cfg.failure_rate,
-            cfg.pairs,
-            cfg.supervisors,
-            cfg.pairs_per_supervisor(),
-            cfg.delay_ms,
-            r.second,
-            r.count,
-            st.ceiling,
-            100.0 * r.count as f64 / st.ceiling,
-            r.kills,
-            r.restarts
-        );
-    }
-    s
-}
-
-/// The throughput-over-time chart of one run.
-pub fn throughput_chart(cfg: &ScpConfig, st: &RunStats, title: &str) -> Chart {
-    let mut series =
-        vec![Series::line("exchanges/s", st.seconds.iter().map(|r| (f64::from(r.second), r.count as f64)).collect())];
-    let last = cfg.duration_s as f64;
-    series.push(Series {
-        name: format!("ceiling {:.0}/s", st.ceiling),
-        points: vec![(0.0, st.ceiling), (last, st.ceiling)],
-        dashed: true,
-        markers: false,
-    });
-    if !st.steps.is_empty() {
-        let step_s = (schedule::PROGRESSIVE_STEP_MS / 1000) as f64;
-        let mut pts = Vec::new();
-        for s in &st.steps {
-            let x = f64::from(s.index) * step_s;
-            pts.push((x, s.expected));
-            pts.push(((x + step_s).min(last), s.expected));
-        }
-        series.push(Series { name: "expected (alive pairs)".into(), points: pts, dashed: true, markers: false });
-    }
-    let top = st.seconds.iter().map(|r| r.count as f64).fold(st.ceiling, f64::max);
-    Chart {
-        title: title.into(),
-        x_label: "second of the measurement window".into(),
-        y_label: "exchanges per second".into(),
-        series,
-        y_range: Some((0.0, top * 1.08)),
+/// `ok`, `failed` or `running` (a run that never ended).
+pub fn status_word(m: &Manifest) -> &'static str {
+    match m.status {
+        Status::Ok if !m.interrupted => "ok",
+        Status::Ok => "interrupted",
+        Status::Failed => "failed",
+        Status::Running => "running",
     }
 }
 
-fn faults_chart(st: &RunStats) -> Chart {
-    Chart {
-        title: "Kills and restarts per second".into(),
-        x_label: "second of the measurement window".into(),
-        y_label: "events per second".into(),
-        series: vec![
-            Series::line("kills", st.seconds.iter().map(|r| (f64::from(r.second), r.kills as f64)).collect()),
-            Series::line("restarts", st.seconds.iter().map(|r| (f64::from(r.second), r.restarts as f64)).collect()),
-        ],
-        y_range: None,
-    }
-}
-
-/// Formats a recovery summary.
-pub fn recovery_text(st: &RunStats) -> String {
-    match &st.recovery {
-        None => "n/a (no bursts)".into(),
-        Some(r) if r.bursts == 0 => "n/a (no bursts of 2 or more kills)".into(),
-        Some(r) if r.recovered == 0 => {
-            format!("none of {} bursts: no second after them came within 1% of the {}", r.bursts, r.against)
-        }
-        Some(r) => {
-            format!(
-                "{}/{} bursts recovered within 1% of the {}; median {} ms, max {} ms (1 s resolution)",
-                r.recovered,
-                r.bursts,
-                r.against,
-                if r.median_ms.is_finite() { format!("{:.0}", r.median_ms) } else { "-".into() },
-                r.max_ms
-            )
-        }
-    }
-}
-
-fn run_page(m: &Manifest, cfg: &Config, st: Option<(&RunStats, &str, &str)>) -> String {
-    let scp = ScpConfig::from_config(cfg);
-    let mut p = Page::new(&format!("SCP run {} ({})", m.run_id, m.runtime));
+/// The status paragraph of a run page.
+pub fn status_html(m: &Manifest) -> String {
     let status = match m.status {
         Status::Ok => "<span class=\"ok\">ok</span>".to_string(),
         Status::Failed => {
@@ -157,52 +93,11 @@ fn run_page(m: &Manifest, cfg: &Config, st: Option<(&RunStats, &str, &str)>) -> 
         }
         Status::Running => "<span class=\"failed\">running or abandoned</span>".into(),
     };
-    p.raw(&format!("<p>Status: {status}{}</p>", if m.interrupted { " (interrupted by Ctrl-C)" } else { "" }));
-    p.p(&format!(
-        "{} pairs under {} sub-supervisors (1:{}), delay {} ms, payload {} B; pattern {} at {}% \
-         ({} basis), recovery {}; window {} s after {} s warm-up; seed {}.",
-        scp.pairs,
-        scp.supervisors,
-        scp.pairs_per_supervisor(),
-        scp.delay_ms,
-        scp.payload_bytes,
-        scp.pattern.as_str(),
-        scp.failure_rate,
-        if scp.basis_exchanges { "exchanges" } else { "pairs" },
-        scp.recovery,
-        scp.duration_s,
-        scp.warmup_s,
-        scp.seed
-    ));
-    if let Some((st, tp_svg, faults_svg)) = st {
-        p.h2("Results");
-        p.kv(&summary_rows(st));
-        p.figure(tp_svg, "Exchanges completed per second of the window, with the theoretical ceiling.");
-        if st.planned_kills > 0 {
-            p.figure(faults_svg, "Kills (by planned second) and restarts (by time stamp) per second.");
-        }
-        if !st.steps.is_empty() {
-            p.h2("Progressive steps");
-            let rows: Vec<Vec<String>> = st
-                .steps
-                .iter()
-                .map(|s| {
-                    vec![
-                        s.index.to_string(),
-                        s.alive.to_string(),
-                        format!("{:.1}", s.measured),
-                        format!("{:.1}", s.expected),
-                        format!("{:+.2}", s.deviation_points),
-                    ]
-                })
-                .collect();
-            p.table(&["step", "alive pairs", "measured/s", "expected/s", "deviation (points)"], &rows);
-            p.p("Each step is 5 s; its mean skips the first second, in which the kills land. \
-                 Expected = step 0's mean x alive/pairs.");
-        }
-    } else {
-        p.p("No events were recorded for this run.");
-    }
+    format!("<p>Status: {status}{}</p>", if m.interrupted { " (interrupted by Ctrl-C)" } else { "" })
+}
+
+/// Adds the config, provenance and file links that close every run page.
+pub fn page_footer(p: &mut Page, m: &Manifest, files: &[&str]) {
     p.h2("Config");
     let cfg_rows: Vec<(String, String)> =
         m.config.as_object().map(|o| o.iter().map(|(k, v)| (k.clone(), v.to_string())).collect()).unwrap_or_default();
@@ -210,36 +105,15 @@ fn run_page(m: &Manifest, cfg: &Config, st: Option<(&RunStats, &str, &str)>) -> 
     p.h2("Provenance");
     p.kv(&provenance_rows(m));
     p.h2("Files");
-    let files = ["manifest.json", "config.json", "schedule.jsonl", "events.jsonl", "scp.csv", "stderr.txt"];
     p.raw(&format!("<p>{}</p>", files.iter().map(|f| link(f, f)).collect::<Vec<_>>().join(" &middot; ")));
-    p.finish()
 }
 
-/// The summary lines of a run's statistics.
-pub fn summary_rows(st: &RunStats) -> Vec<(String, String)> {
-    vec![
-        ("mean throughput".into(), format!("{:.1} exchanges/s", st.mean)),
-        ("ceiling".into(), format!("{:.1} exchanges/s", st.ceiling)),
-        ("percent of ceiling".into(), format!("{:.2}%", st.pct_ceiling)),
-        ("kills carried out / planned".into(), format!("{} / {}", st.kills, st.planned_kills)),
-        ("restarts".into(), st.restarts.to_string()),
-        ("skipped faults".into(), st.skipped_faults.to_string()),
-        ("dropped events".into(), st.dropped_events.to_string()),
-        ("errors".into(), st.errors.to_string()),
-        ("recovery after bursts".into(), recovery_text(st)),
-        (
-            "in-flight loss model".into(),
-            if st.inflight_loss > 0.0 {
-                format!(
-                    "{:.1}/s ({:.2}% of ceiling): half an exchange per restarted kill",
-                    st.inflight_loss,
-                    100.0 * st.inflight_loss / st.ceiling
-                )
-            } else {
-                "n/a (no restarted kills)".into()
-            },
-        ),
-    ]
+fn no_events_page(m: &Manifest) -> String {
+    let mut p = Page::new(&format!("{} run {} ({})", m.workload, m.run_id, m.runtime));
+    p.raw(&status_html(m));
+    p.p("No events were recorded for this run (events.jsonl is missing): there are no statistics.");
+    page_footer(&mut p, m, &["manifest.json", "config.json", "schedule.jsonl", "stderr.txt"]);
+    p.finish()
 }
 
 /// Provenance lines (machine, versions, commit, times).
@@ -265,28 +139,4 @@ pub fn provenance_rows(m: &Manifest) -> Vec<(String, String)> {
         ("ended".into(), m.ended_at.clone().unwrap_or_else(|| "-".into())),
         ("command".into(), m.command.join(" ")),
     ]
-}
-
-/// Writes `scp.csv`, the plots (`throughput.svg`, `faults.svg`) and `report.html`.
-pub fn write_run_outputs(dir: &Path, m: &Manifest, cfg: &Config, st: &RunStats) -> Result<()> {
-    if cfg.workload() != "scp" {
-        return Err(Error::new(ErrorKind::Unsupported(format!("no report for {}", cfg.workload()))));
-    }
-    let scp = ScpConfig::from_config(cfg);
-    write(dir, "scp.csv", &scp_csv(m, &scp, st))?;
-    let title = format!(
-        "{} SCP, {} pairs 1:{}, {} {}%",
-        m.runtime,
-        scp.pairs,
-        scp.pairs_per_supervisor(),
-        scp.pattern.as_str(),
-        scp.failure_rate
-    );
-    let tp = plot::svg(&throughput_chart(&scp, st, &title), 900, 420);
-    let faults = plot::svg(&faults_chart(st), 900, 300);
-    write(dir, "throughput.svg", &tp)?;
-    if scp.pattern != Pattern::None && st.planned_kills > 0 {
-        write(dir, "faults.svg", &faults)?;
-    }
-    write(dir, "report.html", &run_page(m, cfg, Some((st, &tp, &faults))))
 }

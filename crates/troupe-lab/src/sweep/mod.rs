@@ -13,10 +13,10 @@
 //!    made for a different grid is refused.
 //! 4. A failed run does not stop the sweep; a missing toolchain, an unstartable program or
 //!    Ctrl-C does.
-//! 5. The report: `sweep.csv` (one row per run), per-run reports rebuilt against their
-//!    baseline, and `report.html` with throughput vs failure rate per pattern (one line per
-//!    ratio), pattern comparison at 1:1 and 1:64, and throughput normalised to each ratio's
-//!    baseline.
+//! 5. The report is the workload's ([`crate::workload::Workload::write_sweep_report`]):
+//!    `sweep.csv` (one row per run), per-run reports rebuilt, and `report.html` with the
+//!    workload's cross-run plots (SCP: throughput vs failure rate per pattern and ratio; chat:
+//!    throughput vs fault pause, detection and reconnection vs scale).
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -25,15 +25,21 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::child::Stop;
-use crate::config::scp;
 use crate::config::{Config, ConfigBuilder};
 use crate::error::{ConfigIssue, Error, ErrorKind, Result};
 use crate::manifest::{Manifest, Status};
 use crate::run::{self, RunOutcome, RunRequest, TroupeExe};
 
-mod report;
-
-pub use report::{load_rows, write_report, Row};
+/// Writes a sweep folder's report through its workload (rule 5); the number of runs.
+pub fn write_report(dir: &Path) -> Result<usize> {
+    let path = dir.join("sweep.json");
+    if !path.is_file() {
+        return Err(Error::new(ErrorKind::NotARun(dir.to_path_buf())));
+    }
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+    let file: SweepFile = serde_json::from_str(&text).map_err(|e| Error::malformed(&path, e.to_string()))?;
+    crate::workloads::get(&file.workload)?.write_sweep_report(dir)
+}
 
 /// What to sweep.
 #[derive(Debug, Clone)]
@@ -154,7 +160,7 @@ pub fn expand_configs(workload: &str, config_file: Option<&(String, String)>, se
     for combo in &combos {
         match base_builder(combo)?.build() {
             Ok(cfg) => {
-                let cfg = if cfg.workload() == "scp" { scp::canonical(&cfg) } else { cfg };
+                let cfg = crate::workloads::get(workload)?.canonical(&cfg);
                 if seen.insert(cfg.to_json().to_string()) {
                     configs.push(cfg);
                 }

@@ -71,7 +71,9 @@ pub fn events(cfg: &Config, sched: &[FaultAction], counts: &[u64]) -> String {
 /// Writes a complete recorded run folder.
 pub fn write_run(dir: &Path, cfg: &Config, counts: &[u64], status: Status) -> Vec<FaultAction> {
     std::fs::create_dir_all(dir).unwrap();
-    let sched = schedule::scp_schedule(&troupe_lab::config::scp::ScpConfig::from_config(cfg));
+    let sched = troupe_lab::workloads::scp::schedule::scp_schedule(
+        &troupe_lab::workloads::scp::config::ScpConfig::from_config(cfg),
+    );
     schedule::write(&dir.join("schedule.jsonl"), &sched).unwrap();
     std::fs::write(dir.join("events.jsonl"), events(cfg, &sched, counts)).unwrap();
     let m = Manifest {

@@ -8,11 +8,12 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::SweepFile;
-use crate::config::scp::{self, ScpConfig};
+use super::config::{self as scp, ScpConfig};
+use super::report as scp_report;
 use crate::error::{Error, ErrorKind, Result};
 use crate::manifest::{Manifest, Status};
 use crate::report::{self, html, plot};
+use crate::sweep::SweepFile;
 
 /// One run's line in the sweep report.
 #[derive(Debug, Clone, Serialize)]
@@ -64,7 +65,7 @@ pub fn load_rows(dir: &Path) -> Result<(SweepFile, Vec<Row>, Option<Manifest>)> 
             loaded.push((name.clone(), None));
             continue;
         }
-        let (m, cfg, st) = report::load_run(&rdir, None)?;
+        let (m, cfg, st) = scp_report::load_run(&rdir, None)?;
         let scp = ScpConfig::from_config(&cfg);
         if m.status == Status::Ok && scp.is_baseline() {
             if let Some(st) = &st {
@@ -94,7 +95,7 @@ pub fn load_rows(dir: &Path) -> Result<(SweepFile, Vec<Row>, Option<Manifest>)> 
         };
         let base = baselines.get(&ratio_key(&m.runtime, &scp)).copied();
         let rdir = dir.join("runs").join(&name);
-        let (m, st) = report::rebuild_run(&rdir, base)?;
+        let (m, st) = scp_report::rebuild_run(&rdir, base)?;
         let ok = m.status == Status::Ok;
         let mean = st.as_ref().filter(|_| ok).map(|s| s.mean);
         rows.push(Row {
@@ -116,7 +117,7 @@ pub fn load_rows(dir: &Path) -> Result<(SweepFile, Vec<Row>, Option<Manifest>)> 
             },
             kills: st.as_ref().map(|s| s.kills).unwrap_or(0),
             restarts: st.as_ref().map(|s| s.restarts).unwrap_or(0),
-            recovery: st.as_ref().map(report::recovery_text).unwrap_or_default(),
+            recovery: st.as_ref().map(scp_report::recovery_text).unwrap_or_default(),
         });
     }
     Ok((file, rows, first_manifest))

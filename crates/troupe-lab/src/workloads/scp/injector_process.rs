@@ -19,9 +19,9 @@ use serde_json::json;
 use troupe::ActorRef;
 use troupe_remote::{Node, NodeConfig, NodeEvent};
 
+use super::config::ScpConfig;
 use super::link::{TargetMsg, Victim, ENV_ADDR, ENV_SECRET, TARGETS};
-use super::{env_path, load_config};
-use crate::config::scp::ScpConfig;
+use super::sub::{env_path, load_config};
 use crate::error::{Error, Result};
 use crate::events::writer::{Emitter, EventWriter};
 use crate::schedule::{self, FaultAction};
@@ -34,7 +34,7 @@ fn env(name: &str) -> Result<String> {
 }
 
 /// Runs the injector process from its environment; returns the process exit code.
-pub fn exec_from_env() -> Result<i32> {
+pub(super) fn exec_from_env() -> Result<i32> {
     let addr = env(ENV_ADDR)?;
     let secret = env(ENV_SECRET)?;
     let config = load_config()?;

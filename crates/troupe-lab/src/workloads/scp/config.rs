@@ -1,7 +1,7 @@
 //! The SCP workload's keys (workloads.md §1) with their embedded defaults and cross-key rules,
 //! and the typed view of a validated SCP config that the schedule, the SUB and the statistics use.
 
-use super::{Config, CrossIssue, KeyKind, KeySpec, Schema, Value};
+use crate::config::{Config, CrossIssue, KeyKind, KeySpec, Schema, Value};
 use crate::error::ConfigIssue;
 
 /// The failure patterns of workloads.md §1.
@@ -288,4 +288,11 @@ pub fn canonical(c: &Config) -> Config {
         c.set_unchecked("failure_rate", Value::Float(0.0));
     }
     c
+}
+
+/// The same config at 0% failures, canonical: the run a point is normalised against.
+pub fn baseline_of(c: &Config) -> Config {
+    let mut b = c.clone();
+    b.set_unchecked("failure_rate", Value::Float(0.0));
+    canonical(&b)
 }

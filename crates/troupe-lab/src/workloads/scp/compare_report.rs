@@ -22,12 +22,13 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::{CompareFile, RuntimeInfo, FILE, RUNTIMES_FILE};
-use crate::config::scp::{Pattern, ScpConfig};
+use super::config::{Pattern, ScpConfig};
+use super::report as scp_report;
+use crate::compare::{CompareFile, RuntimeInfo, FILE, RUNTIMES_FILE};
 use crate::config::ConfigBuilder;
 use crate::error::{Error, ErrorKind, Result};
 use crate::manifest::{Manifest, Status};
-use crate::report::{self, plot};
+use crate::report::plot;
 
 mod page;
 
@@ -122,7 +123,7 @@ pub fn load_rows(dir: &Path) -> Result<Loaded> {
         let mut b = ConfigBuilder::new(&file.workload)?;
         b.apply_json(json);
         let cfg = b.build().map_err(|e| Error::malformed(&path, format!("point {name}: {e}")))?;
-        cfgs.push((ScpConfig::from_config(&cfg), super::baseline_of(&cfg).to_json().to_string()));
+        cfgs.push((ScpConfig::from_config(&cfg), super::config::baseline_of(&cfg).to_json().to_string()));
     }
     // First pass: each runtime's baselines.
     let mut baselines: BTreeMap<(String, String), f64> = BTreeMap::new();
@@ -133,7 +134,7 @@ pub fn load_rows(dir: &Path) -> Result<Loaded> {
         }
         for rt in &file.runtimes {
             let rdir = dir.join(rt).join(name);
-            if let Ok((m, _, Some(st))) = report::load_run(&rdir, None) {
+            if let Ok((m, _, Some(st))) = scp_report::load_run(&rdir, None) {
                 if m.status == Status::Ok && !m.interrupted {
                     baselines.insert((rt.clone(), key.clone()), st.mean);
                 }
@@ -168,7 +169,7 @@ pub fn load_rows(dir: &Path) -> Result<Loaded> {
                 same_schedule: None,
             };
             if rdir.join(crate::manifest::FILE).is_file() {
-                let (m, st) = report::rebuild_run(&rdir, base)?;
+                let (m, st) = scp_report::rebuild_run(&rdir, base)?;
                 first.get_or_insert_with(|| m.clone());
                 row.ok = m.status == Status::Ok && !m.interrupted;
                 row.status = match (&m.status, m.interrupted) {
@@ -288,6 +289,33 @@ pub fn write_report(dir: &Path) -> Result<Vec<Row>> {
     let rp = dir.join("report.html");
     std::fs::write(&rp, html).map_err(|e| Error::io(&rp, e))?;
     Ok(l.rows)
+}
+
+/// The side-by-side table of a comparison folder, one line per run (what `troupe lab compare`
+/// prints).
+pub fn table(dir: &Path) -> Result<Vec<String>> {
+    let l = load_rows(dir)?;
+    let f = |x: Option<f64>, p: usize| x.map(|v| format!("{v:.p$}")).unwrap_or_else(|| "-".into());
+    let mut out = vec![format!(
+        "{:<8} {:<11} {:>6}  {:<12} {:>10} {:>9} {:>10} {:>8}  status",
+        "ratio", "pattern", "rate%", "runtime", "mean/s", "%ceiling", "%own 0%", "kills"
+    )];
+    for r in &l.rows {
+        let c = &r.cfg;
+        let status = if r.ok { "ok".to_string() } else { r.status.chars().take(70).collect() };
+        out.push(format!(
+            "{:<8} {:<11} {:>6}  {:<12} {:>10} {:>9} {:>10} {:>8}  {status}",
+            format!("1:{}", c.pairs_per_supervisor()),
+            c.pattern.as_str(),
+            c.failure_rate,
+            r.runtime,
+            f(r.mean, 1),
+            f(r.pct_ceiling, 2),
+            f(r.pct_baseline, 1),
+            r.kills
+        ));
+    }
+    Ok(out)
 }
 
 fn csv_field(s: &str) -> String {

@@ -4,13 +4,13 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use super::super::config::ScpConfig;
 use super::{opt, point_label, rate_chart, ratio_key, ratio_label, Loaded, Row};
-use crate::config::scp::ScpConfig;
 use crate::report::{self, html, plot};
 
 /// The ratios (in first-seen order) and, per ratio, the patterns that inject faults.
-fn ratios(l: &Loaded) -> Vec<(ScpConfig, Vec<crate::config::scp::Pattern>)> {
-    let mut out: Vec<(ScpConfig, Vec<crate::config::scp::Pattern>)> = Vec::new();
+fn ratios(l: &Loaded) -> Vec<(ScpConfig, Vec<super::super::config::Pattern>)> {
+    let mut out: Vec<(ScpConfig, Vec<super::super::config::Pattern>)> = Vec::new();
     for r in &l.rows {
         let i = match out.iter().position(|(c, _)| ratio_key(c) == ratio_key(&r.cfg)) {
             Some(i) => i,
@@ -31,7 +31,7 @@ fn ratios(l: &Loaded) -> Vec<(ScpConfig, Vec<crate::config::scp::Pattern>)> {
 fn rate_lines(
     l: &Loaded,
     ratio: &ScpConfig,
-    patterns: &[crate::config::scp::Pattern],
+    patterns: &[super::super::config::Pattern],
     y: fn(&Row) -> Option<f64>,
 ) -> Vec<plot::Series> {
     let mut out = Vec::new();
@@ -76,7 +76,7 @@ fn charts(l: &Loaded, focus: Option<&str>) -> Vec<(String, String)> {
         let mut series = rate_lines(
             l,
             &ratio,
-            if patterns.is_empty() { &[crate::config::scp::Pattern::None] } else { &patterns },
+            if patterns.is_empty() { &[super::super::config::Pattern::None] } else { &patterns },
             |r| r.mean,
         );
         let xmax = l

@@ -24,19 +24,12 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use crate::config::scp::{Pattern, ScpConfig};
+use super::config::{Pattern, ScpConfig};
+use super::schedule::PROGRESSIVE_STEP_MS;
 use crate::config::Config;
-use crate::error::{Error, ErrorKind, Result};
 use crate::events::Event;
-use crate::schedule::{self, FaultAction, PROGRESSIVE_STEP_MS};
-
-/// The fault schedule for a config.
-pub fn schedule_for(cfg: &Config) -> Result<Vec<FaultAction>> {
-    match cfg.workload() {
-        "scp" => Ok(schedule::scp_schedule(&ScpConfig::from_config(cfg))),
-        w => Err(Error::new(ErrorKind::Unsupported(format!("no schedule for workload {w:?}")))),
-    }
-}
+use crate::schedule::FaultAction;
+use crate::workload::RunAnalysis;
 
 /// One window second.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -272,6 +265,34 @@ impl RunStats {
             ));
         }
         None
+    }
+}
+
+impl RunAnalysis for RunStats {
+    fn completeness_problem(&self, cfg: &Config) -> Option<String> {
+        RunStats::completeness_problem(self, cfg)
+    }
+
+    fn summary_rows(&self) -> Vec<(String, String)> {
+        super::report::summary_rows(self)
+    }
+
+    fn summary_json(&self) -> serde_json::Value {
+        let mut v = serde_json::to_value(self).unwrap_or_default();
+        if let serde_json::Value::Object(o) = &mut v {
+            // Per-second rows are in scp.csv; the summary keeps the run's numbers.
+            o.remove("seconds");
+            o.insert("msg_per_s_mean".into(), self.mean.into());
+        }
+        v
+    }
+
+    fn headline(&self) -> String {
+        format!("mean {:.1}/s ({:.2}% of ceiling), kills {}", self.mean, self.pct_ceiling, self.kills)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 }
 

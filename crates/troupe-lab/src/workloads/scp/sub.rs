@@ -11,13 +11,6 @@
 //! tree is stopped and `run_finished {dropped_events, errors, skipped_faults}` written.
 //! SIGTERM or SIGINT ends the run early, still writing `run_finished` (with `interrupted`).
 
-mod actors;
-mod injector;
-mod injector_process;
-mod link;
-
-pub use injector_process::exec_from_env as injector_exec_from_env;
-
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -28,24 +21,25 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::oneshot;
 use troupe::supervisor::{self, ChildSpec, Restart, Strategy, SupervisorSpec};
 
-use crate::config::scp::ScpConfig;
+use super::actors::{AggMsg, Aggregator, Server, Shared};
+use super::config::ScpConfig;
+use super::{injector, link};
 use crate::config::ConfigBuilder;
 use crate::error::{Error, Result};
 use crate::events::writer::EventWriter;
 use crate::schedule;
-use actors::{AggMsg, Aggregator, Server, Shared};
 
 /// Node name in the events.
 const NODE: &str = "sub";
 
-pub(crate) fn env_path(name: &str) -> Result<PathBuf> {
+pub(super) fn env_path(name: &str) -> Result<PathBuf> {
     std::env::var_os(name)
         .map(PathBuf::from)
         .ok_or_else(|| Error::other(format!("{name} is not set; `troupe lab exec` is started by `troupe lab run`")))
 }
 
 /// The SCP config named by TROUPE_CONFIG.
-pub(crate) fn load_config() -> Result<crate::config::Config> {
+pub(super) fn load_config() -> Result<crate::config::Config> {
     let cfg_path = env_path("TROUPE_CONFIG")?;
     let text = std::fs::read_to_string(&cfg_path).map_err(|e| Error::io(&cfg_path, e))?;
     let json: serde_json::Value =
@@ -56,7 +50,7 @@ pub(crate) fn load_config() -> Result<crate::config::Config> {
 }
 
 /// Runs the SUB from the environment contract; returns the process exit code.
-pub fn exec_from_env() -> Result<i32> {
+pub(super) fn exec_from_env() -> Result<i32> {
     let config = load_config()?;
     let actions = schedule::read(&env_path("TROUPE_SCHEDULE")?)?;
     let writer = EventWriter::from_env("troupe", NODE)?;
