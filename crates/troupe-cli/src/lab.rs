@@ -405,7 +405,7 @@ fn cmd_report(dir: &Path) -> anyhow::Result<i32> {
         let n = sweep::write_report(dir)?;
         say!("rebuilt the report of a sweep of {n} runs: {}", dir.join("report.html").display());
     } else if dir.join("manifest.json").is_file() {
-        let (m, stats) = report::rebuild_run(dir, None)?;
+        let (m, _, stats) = report::rebuild_run(dir, None)?;
         let o = RunOutcome { dir: dir.to_path_buf(), manifest: m, stats };
         print_summary(&o);
     } else if !dir.is_dir() {

@@ -20,7 +20,7 @@ fn run_report_is_rebuilt_from_the_recorded_files() {
     let dir = tempfile::tempdir().unwrap();
     let counts: Vec<u64> = (0..20).map(|s| 100 - 10 * (s / 5)).collect();
     support::write_run(dir.path(), &cfg, &counts, Status::Ok);
-    let (m, st) = report::rebuild_run(dir.path(), None).unwrap();
+    let (m, _, st) = report::rebuild_run(dir.path(), None).unwrap();
     assert_eq!(m.run_id, "fixture");
     let st = st.unwrap();
     assert_eq!(troupe_lab::workloads::scp::stats(st.as_ref()).unwrap().mean, 85.0);

@@ -72,15 +72,19 @@ pub enum KeyKind {
     Bool,
     /// One of the listed words.
     Choice(&'static [&'static str]),
+    /// Free text (a URL, a path); the workload's cross-key rules check its shape.
+    Text,
 }
 
 impl KeyKind {
-    fn allowed(&self) -> String {
+    /// What values the key allows, in words (`an integer in 1..=100`).
+    pub fn allowed(&self) -> String {
         match self {
             KeyKind::Int { min, max } => format!("an integer in {min}..={max}"),
             KeyKind::Float { min, max } => format!("a number in {min}..={max}"),
             KeyKind::Bool => "true or false".into(),
             KeyKind::Choice(words) => format!("one of {}", words.join(", ")),
+            KeyKind::Text => "a string".into(),
         }
     }
 
@@ -112,6 +116,7 @@ impl KeyKind {
                     Err(format!("not allowed; allowed: {}", self.allowed()))
                 }
             }
+            (KeyKind::Text, Value::Str(s)) => Ok(Value::Str(s)),
             _ => Err(format!("wrong type; expected {}", self.allowed())),
         }
     }
@@ -134,7 +139,7 @@ impl KeyKind {
                 "false" => Value::Bool(false),
                 _ => return Err(format!("wrong type; expected {}", self.allowed())),
             },
-            KeyKind::Choice(_) => Value::Str(t.to_string()),
+            KeyKind::Choice(_) | KeyKind::Text => Value::Str(t.to_string()),
         };
         self.check(v)
     }
@@ -384,4 +389,17 @@ impl ConfigBuilder {
             Err(Error::new(ErrorKind::InvalidConfig(issues)))
         }
     }
+}
+
+/// The config a workload's program was started with: the JSON file named by `TROUPE_CONFIG`
+/// (the environment contract), validated against `workload`'s schema.
+pub fn from_env(workload: &str) -> Result<Config> {
+    let path = std::env::var_os("TROUPE_CONFIG").map(std::path::PathBuf::from).ok_or_else(|| {
+        Error::other("TROUPE_CONFIG is not set; `troupe lab exec` is started by `troupe lab run`".to_string())
+    })?;
+    let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
+    let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::malformed(&path, e.to_string()))?;
+    let mut b = ConfigBuilder::new(workload)?;
+    b.apply_json(&json);
+    b.build()
 }

@@ -39,7 +39,7 @@ pub fn load_run(dir: &Path, baseline: Option<f64>) -> Result<LoadedRun> {
 
 /// Rebuilds a run folder's tables, plots, summary and report from its recorded files. A run
 /// without events gets a page saying so (and no `summary.json`).
-pub fn rebuild_run(dir: &Path, baseline: Option<f64>) -> Result<(Manifest, Option<Box<dyn RunAnalysis>>)> {
+pub fn rebuild_run(dir: &Path, baseline: Option<f64>) -> Result<LoadedRun> {
     let (m, cfg, stats) = load_run(dir, baseline)?;
     match &stats {
         Some(st) => write_run_outputs(dir, &m, &cfg, st.as_ref())?,
@@ -48,7 +48,7 @@ pub fn rebuild_run(dir: &Path, baseline: Option<f64>) -> Result<(Manifest, Optio
             write(dir, "report.html", &no_events_page(&m))?;
         }
     }
-    Ok((m, stats))
+    Ok((m, cfg, stats))
 }
 
 /// The name of the per-run statistics file.

@@ -74,10 +74,36 @@ fn bounds(series: &[Series]) -> ((f64, f64), (f64, f64)) {
     ((x0, x1), (y0 - pad, y1 + pad))
 }
 
+/// One box of a box plot: the spread of one series at one x.
+#[derive(Debug, Clone, Copy)]
+pub struct BoxItem {
+    /// The series it belongs to (its colour), an index into the chart's series.
+    pub series: usize,
+    /// Where it stands.
+    pub x: f64,
+    /// Half its width, in x units.
+    pub half_width: f64,
+    /// Lower whisker (the smallest value).
+    pub lo: f64,
+    /// First quartile.
+    pub q1: f64,
+    /// Median.
+    pub median: f64,
+    /// Third quartile.
+    pub q3: f64,
+    /// Upper whisker (the largest value).
+    pub hi: f64,
+}
+
 /// Renders `chart` as an SVG document of `width` x `height` pixels.
 pub fn svg(chart: &Chart, width: u32, height: u32) -> String {
+    svg_with_boxes(chart, &[], width, height)
+}
+
+/// [`svg`] with box plots drawn over the lines (min-max whiskers, q1-q3 box, median bar).
+pub fn svg_with_boxes(chart: &Chart, boxes: &[BoxItem], width: u32, height: u32) -> String {
     let mut buf = String::new();
-    if let Err(e) = draw(chart, width, height, &mut buf) {
+    if let Err(e) = draw(chart, boxes, width, height, &mut buf) {
         return format!(
             "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"40\">\
              <text x=\"4\" y=\"20\">plot failed: {}</text></svg>",
@@ -87,11 +113,16 @@ pub fn svg(chart: &Chart, width: u32, height: u32) -> String {
     buf
 }
 
-fn draw(chart: &Chart, width: u32, height: u32, buf: &mut String) -> Result<(), String> {
+fn draw(chart: &Chart, boxes: &[BoxItem], width: u32, height: u32, buf: &mut String) -> Result<(), String> {
     let err = |e: DrawingAreaErrorKind<_>| e.to_string();
     let root = SVGBackend::with_string(buf, (width, height)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
-    let ((x0, x1), (mut y0, mut y1)) = bounds(&chart.series);
+    let mut all = chart.series.clone();
+    all.push(Series::line(
+        "",
+        boxes.iter().flat_map(|b| [(b.x - b.half_width, b.lo), (b.x + b.half_width, b.hi)]).collect(),
+    ));
+    let ((x0, x1), (mut y0, mut y1)) = bounds(&all);
     if let Some((a, b)) = chart.y_range {
         y0 = a;
         y1 = b;
@@ -135,6 +166,17 @@ fn draw(chart: &Chart, width: u32, height: u32, buf: &mut String) -> Result<(), 
         }
         if s.markers {
             ctx.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled()))).map_err(err)?;
+        }
+    }
+    for b in boxes {
+        let color = PALETTE[b.series % PALETTE.len()];
+        let (l, r) = (b.x - b.half_width, b.x + b.half_width);
+        ctx.draw_series(std::iter::once(Rectangle::new([(l, b.q1), (r, b.q3)], color.stroke_width(1)))).map_err(err)?;
+        ctx.draw_series(std::iter::once(PathElement::new(vec![(l, b.median), (r, b.median)], color.stroke_width(3))))
+            .map_err(err)?;
+        for (from, to) in [(b.lo, b.q1), (b.q3, b.hi)] {
+            ctx.draw_series(std::iter::once(PathElement::new(vec![(b.x, from), (b.x, to)], color.stroke_width(1))))
+                .map_err(err)?;
         }
     }
     if chart.series.len() > 1 || chart.series.iter().any(|s| !s.name.is_empty()) {

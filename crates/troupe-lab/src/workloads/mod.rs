@@ -1,6 +1,7 @@
 //! The registered workloads (rule 1 of [`crate::workload`]): one folder each, one line in
 //! [`ALL`]. Everything else in the lab finds a workload through [`get`] or [`by_role`].
 
+pub mod chat;
 pub mod scp;
 
 use crate::config::Config;
@@ -9,7 +10,7 @@ use crate::schedule::FaultAction;
 use crate::workload::Workload;
 
 /// Every workload of the lab, in the order `troupe lab` lists them.
-pub static ALL: &[&dyn Workload] = &[&scp::Scp];
+pub static ALL: &[&dyn Workload] = &[&scp::Scp, &chat::Chat];
 
 /// The names of the registered workloads.
 pub fn names() -> Vec<&'static str> {

@@ -224,7 +224,7 @@ pub(crate) fn load_run(dir: &Path, baseline: Option<f64>) -> Result<(Manifest, C
 
 /// [`crate::report::rebuild_run`] with the SCP statistics typed.
 pub(crate) fn rebuild_run(dir: &Path, baseline: Option<f64>) -> Result<(Manifest, Option<RunStats>)> {
-    let (m, st) = crate::report::rebuild_run(dir, baseline)?;
+    let (m, _, st) = crate::report::rebuild_run(dir, baseline)?;
     let st = match st {
         Some(a) => Some(super::stats(a.as_ref())?.clone()),
         None => None,

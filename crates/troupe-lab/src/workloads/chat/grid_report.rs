@@ -1,0 +1,327 @@
+//! The chat report across many runs, for sweeps (`runs/<point>/`) and comparisons
+//! (`<runtime>/<point>/`) alike: one CSV row per run, the per-run reports rebuilt, and the
+//! plots of seed 000 ch. 5 with one line per runtime.
+//!
+//! What the page shows:
+//! 1. A table, one row per run: runtime, scale, fault pause, throughput (and % of ceiling),
+//!    detection and reconnection mean and p99, % of the window all clients were connected,
+//!    status (a failed run is a gap with its reason, never dropped).
+//! 2. When `fault_pause_ms` varies: throughput against the fault pause (x on a log scale), one
+//!    line per runtime, and a box plot of the per-second throughput at each pause.
+//! 3. When the scale varies (clients per chat, or chats): mean and p99 detection and
+//!    reconnection against it (log scale), one line per runtime.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use super::analysis::ChatStats;
+use super::config::ChatConfig;
+use crate::error::Result;
+use crate::manifest::{Manifest, Status};
+use crate::report::html::{escape, link, Page};
+use crate::report::plot::{self, BoxItem, Chart, Series};
+use crate::report::{provenance_rows, write};
+
+/// One run of the grid.
+pub(crate) struct GridRun {
+    /// Runtime name.
+    pub(crate) runtime: String,
+    /// Point name.
+    pub(crate) point: String,
+    /// Its run folder (may not exist: not run yet).
+    pub(crate) dir: PathBuf,
+}
+
+struct Row {
+    runtime: String,
+    point: String,
+    rel: String,
+    cfg: Option<ChatConfig>,
+    status: String,
+    ok: bool,
+    st: Option<ChatStats>,
+    manifest: Option<Manifest>,
+}
+
+fn load(base: &Path, r: &GridRun) -> Result<Row> {
+    let rel = r.dir.strip_prefix(base).unwrap_or(&r.dir).display().to_string();
+    let mut row = Row {
+        runtime: r.runtime.clone(),
+        point: r.point.clone(),
+        rel,
+        cfg: None,
+        status: "not run".into(),
+        ok: false,
+        st: None,
+        manifest: None,
+    };
+    if !r.dir.join(crate::manifest::FILE).is_file() {
+        return Ok(row);
+    }
+    let (m, cfg, st) = crate::report::rebuild_run(&r.dir, None)?;
+    row.cfg = Some(ChatConfig::from_config(&cfg));
+    row.ok = m.status == Status::Ok && !m.interrupted;
+    row.status = match (&m.status, m.interrupted) {
+        (_, true) => "interrupted".into(),
+        (Status::Ok, _) => "ok".into(),
+        (Status::Failed, _) => format!("failed: {}", m.reason.clone().unwrap_or_default()),
+        (Status::Running, _) => "running or abandoned".into(),
+    };
+    row.st = st.and_then(|a| a.as_any().downcast_ref::<ChatStats>().cloned());
+    row.manifest = Some(m);
+    Ok(row)
+}
+
+fn f(x: Option<f64>, p: usize) -> String {
+    x.map(|v| format!("{v:.p$}")).unwrap_or_else(|| "-".into())
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\"").replace('\n', " "))
+    } else {
+        s.to_string()
+    }
+}
+
+/// Writes `<csv_name>` and `report.html` into `base`; returns the table as text lines.
+pub(crate) fn write_grid(base: &Path, csv_name: &str, title: &str, runs: &[GridRun]) -> Result<Vec<String>> {
+    let rows: Vec<Row> = runs.iter().map(|r| load(base, r)).collect::<Result<_>>()?;
+    let mut csv = String::from(
+        "point,runtime,test_type,deployment,num_supervisor,chats_per_sup,clients_per_server,clients,msg_type,\
+         fault_pause_ms,status,msg_per_s_mean,ceiling,pct_ceiling,detection_mean_ms,detection_p99_ms,\
+         reconnection_mean_ms,reconnection_p99_ms,all_connected_pct,bytes_per_client,injected,planned_faults,reason\n",
+    );
+    let mut lines = vec![format!(
+        "{:<12} {:<34} {:>10} {:>8} {:>10} {:>10} {:>10} {:>10} {:>9}  status",
+        "runtime", "point", "msg/s", "%ceil", "det mean", "det p99", "rec mean", "rec p99", "%all conn"
+    )];
+    for r in &rows {
+        let st = r.st.as_ref().filter(|_| r.ok);
+        let det = st.and_then(|s| s.detection_ms.clone());
+        let rec = st.and_then(|s| s.reconnection_ms.clone());
+        let c = r.cfg.as_ref();
+        let reason = r.status.strip_prefix("failed: ").unwrap_or("");
+        let _ = writeln!(
+            csv,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            r.point,
+            r.runtime,
+            c.map(|c| format!("{:?}", c.test_type).to_lowercase()).unwrap_or_default(),
+            c.map(|c| if c.distributed { "distributed" } else { "single" }).unwrap_or_default(),
+            c.map(|c| c.num_supervisor.to_string()).unwrap_or_default(),
+            c.map(|c| c.chats_per_sup.to_string()).unwrap_or_default(),
+            c.map(|c| c.clients_per_server.to_string()).unwrap_or_default(),
+            c.map(|c| c.total_clients().to_string()).unwrap_or_default(),
+            c.map(|c| c.msg_type_word.clone()).unwrap_or_default(),
+            c.map(|c| c.fault_pause_ms.to_string()).unwrap_or_default(),
+            if r.ok {
+                "ok"
+            } else if r.status == "not run" {
+                "not run"
+            } else {
+                "failed"
+            },
+            f(st.map(|s| s.msg_per_s_mean), 2),
+            f(st.map(|s| s.ceiling), 1),
+            f(st.and_then(|s| s.pct_ceiling), 3),
+            f(det.as_ref().map(|d| d.mean), 3),
+            f(det.as_ref().map(|d| d.p99), 3),
+            f(rec.as_ref().map(|d| d.mean), 3),
+            f(rec.as_ref().map(|d| d.p99), 3),
+            f(st.map(|s| s.all_connected_pct), 3),
+            f(st.and_then(|s| s.bytes_per_client), 0),
+            st.map(|s| s.injected).unwrap_or(0),
+            st.map(|s| s.planned_faults).unwrap_or(0),
+            csv_field(reason),
+        );
+        let status: String = if r.ok { "ok".into() } else { r.status.chars().take(70).collect() };
+        lines.push(format!(
+            "{:<12} {:<34} {:>10} {:>8} {:>10} {:>10} {:>10} {:>10} {:>9}  {status}",
+            r.runtime,
+            r.point,
+            f(st.map(|s| s.msg_per_s_mean), 1),
+            f(st.and_then(|s| s.pct_ceiling), 2),
+            f(det.as_ref().map(|d| d.mean), 2),
+            f(det.as_ref().map(|d| d.p99), 2),
+            f(rec.as_ref().map(|d| d.mean), 2),
+            f(rec.as_ref().map(|d| d.p99), 2),
+            f(st.map(|s| s.all_connected_pct), 2),
+        ));
+    }
+    write(base, csv_name, &csv)?;
+    let mut page = Page::new(title);
+    page.h2("Runs");
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let st = r.st.as_ref().filter(|_| r.ok);
+            let det = st.and_then(|s| s.detection_ms.clone());
+            let rec = st.and_then(|s| s.reconnection_ms.clone());
+            vec![
+                r.runtime.clone(),
+                r.point.clone(),
+                f(st.map(|s| s.msg_per_s_mean), 1),
+                f(st.and_then(|s| s.pct_ceiling), 2),
+                f(det.as_ref().map(|d| d.mean), 2),
+                f(det.as_ref().map(|d| d.p99), 2),
+                f(rec.as_ref().map(|d| d.mean), 2),
+                f(rec.as_ref().map(|d| d.p99), 2),
+                f(st.map(|s| s.all_connected_pct), 2),
+                if r.manifest.is_some() {
+                    link(&format!("{}/report.html", r.rel), &escape(&r.status))
+                } else {
+                    escape(&r.status)
+                },
+            ]
+        })
+        .collect();
+    page.table(
+        &[
+            "runtime",
+            "point",
+            "msg/s",
+            "% ceiling",
+            "detection mean ms",
+            "detection p99 ms",
+            "reconnection mean ms",
+            "reconnection p99 ms",
+            "% all connected",
+            "status",
+        ],
+        &table,
+    );
+    for (svg, caption) in charts(&rows) {
+        page.figure(&svg, &caption);
+    }
+    if let Some(m) = rows.iter().find_map(|r| r.manifest.as_ref()) {
+        page.h2("Provenance (first run)");
+        page.kv(&provenance_rows(m));
+    }
+    page.p(&format!("Every run: {csv_name} (one row per run) and each run folder's own report."));
+    write(base, "report.html", &page.finish())?;
+    Ok(lines)
+}
+
+/// Runtimes in first-seen order.
+fn runtimes(rows: &[Row]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for r in rows {
+        if !out.contains(&r.runtime) {
+            out.push(r.runtime.clone());
+        }
+    }
+    out
+}
+
+fn charts(rows: &[Row]) -> Vec<(String, String)> {
+    let ok: Vec<(&Row, &ChatConfig, &ChatStats)> =
+        rows.iter().filter(|r| r.ok).filter_map(|r| Some((r, r.cfg.as_ref()?, r.st.as_ref()?))).collect();
+    let rts = runtimes(rows);
+    let mut out = Vec::new();
+    let varies = |key: &dyn Fn(&ChatConfig) -> u64| {
+        let mut v: Vec<u64> = ok.iter().map(|(_, c, _)| key(c)).collect();
+        v.sort_unstable();
+        v.dedup();
+        v.len() > 1
+    };
+    // Rule 2.
+    if varies(&|c| c.fault_pause_ms) && ok.iter().any(|(_, c, _)| c.clients_send()) {
+        let mut series = Vec::new();
+        let mut boxes = Vec::new();
+        let n = rts.len().max(1) as f64;
+        for (i, rt) in rts.iter().enumerate() {
+            let mut pts: BTreeMap<u64, f64> = BTreeMap::new();
+            for (r, c, st) in ok.iter().filter(|(r, c, _)| &r.runtime == rt && c.clients_send()) {
+                let _ = r;
+                pts.insert(c.fault_pause_ms, st.msg_per_s_mean);
+                let mut v: Vec<f64> = st.seconds.iter().map(|&(_, n)| n as f64).collect();
+                if let Some(d) = super::analysis::Dist::of(&mut v) {
+                    let x = (c.fault_pause_ms as f64).log10() + (i as f64 - (n - 1.0) / 2.0) * 0.04;
+                    boxes.push(BoxItem {
+                        series: i,
+                        x,
+                        half_width: 0.015,
+                        lo: d.min,
+                        q1: d.q1,
+                        median: d.median,
+                        q3: d.q3,
+                        hi: d.max,
+                    });
+                }
+            }
+            series.push(Series {
+                name: rt.clone(),
+                points: pts.iter().map(|(&p, &m)| ((p as f64).log10(), m)).collect(),
+                dashed: false,
+                markers: true,
+            });
+        }
+        let chart = Chart {
+            title: "Throughput under failure vs fault pause".into(),
+            x_label: "log10(fault_pause_ms)".into(),
+            y_label: "messages received per second (mean)".into(),
+            series: series.clone(),
+            y_range: None,
+        };
+        out.push((
+            plot::svg(&chart, 900, 420),
+            "Mean throughput against the pause between two faults of a chat (seed 000 fig. 5.1).".into(),
+        ));
+        let chart = Chart {
+            title: "Throughput per second at each fault pause".into(),
+            y_label: "messages received per second".into(),
+            ..chart
+        };
+        out.push((
+            plot::svg_with_boxes(&chart, &boxes, 900, 420),
+            "The spread of the per-second throughput of each run: box q1-q3, bar at the median, whiskers min-max (seed 000 fig. 5.2).".into(),
+        ));
+    }
+    // Rule 3.
+    let by_clients = varies(&|c| u64::from(c.clients_per_server)) && !varies(&|c| c.total_chats());
+    let by_chats = varies(&|c| c.total_chats());
+    if by_clients || by_chats {
+        let (x_label, key): (&str, Box<dyn Fn(&ChatConfig) -> f64>) = if by_clients {
+            ("log10(clients per chat)", Box::new(|c: &ChatConfig| f64::from(c.clients_per_server).log10()))
+        } else {
+            ("log10(chats)", Box::new(|c: &ChatConfig| (c.total_chats() as f64).log10()))
+        };
+        for (what, pick) in [
+            (
+                "Reconnection",
+                (|s: &ChatStats| s.reconnection_ms.clone()) as fn(&ChatStats) -> Option<super::analysis::Dist>,
+            ),
+            ("Detection", |s: &ChatStats| s.detection_ms.clone()),
+        ] {
+            let mut series = Vec::new();
+            for rt in &rts {
+                let mut mean: Vec<(f64, f64)> = Vec::new();
+                let mut p99: Vec<(f64, f64)> = Vec::new();
+                for (_, c, st) in ok.iter().filter(|(r, _, _)| &r.runtime == rt) {
+                    if let Some(d) = pick(st) {
+                        mean.push((key(c), d.mean));
+                        p99.push((key(c), d.p99));
+                    }
+                }
+                mean.sort_by(|a, b| a.0.total_cmp(&b.0));
+                p99.sort_by(|a, b| a.0.total_cmp(&b.0));
+                series.push(Series { name: format!("{rt} mean"), points: mean, dashed: false, markers: true });
+                series.push(Series { name: format!("{rt} p99"), points: p99, dashed: true, markers: true });
+            }
+            let chart = Chart {
+                title: format!("{what} time vs scale"),
+                x_label: x_label.into(),
+                y_label: "ms".into(),
+                series,
+                y_range: None,
+            };
+            out.push((
+                plot::svg(&chart, 900, 420),
+                format!("{what} time per client event against the scale (seed 000 figs. 5.3-5.6)."),
+            ));
+        }
+    }
+    out
+}
