@@ -230,8 +230,14 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
                 }
             }
             let st = workloads::get(workload)?.analyse(&req.config, &evs, &actions, None);
-            if reason.is_none() {
-                reason = st.completeness_problem(&req.config);
+            // The workload's reading names what broke (e.g. which node process died); keep it
+            // beside the child's own ending.
+            if let Some(problem) = st.completeness_problem(&req.config) {
+                reason = Some(match reason {
+                    Some(r) if !r.contains(&problem) => format!("{r}; {problem}"),
+                    Some(r) => r,
+                    None => problem,
+                });
             }
             stats = Some(st);
         }
