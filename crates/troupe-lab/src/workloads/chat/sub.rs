@@ -448,7 +448,10 @@ async fn server_group(cfg: &ChatConfig, name: &str, em: &Emitter) -> Result<Tall
     if !shared.wait_for(&shared.registered, u64::from(cfg.chats_per_sup), SETUP_LIMIT).await {
         return Err(Error::other("the chats did not all register with discovery in time"));
     }
-    em.emit("ready", json!({"what": "chats", "count": cfg.chats_per_sup, "rss_bytes": system::rss_bytes()}));
+    em.emit(
+        "ready",
+        json!({"what": "chats", "count": cfg.chats_per_sup, "rss_bytes": system::rss_bytes(), "pid": std::process::id()}),
+    );
     let start_us = ready(&node, &addr, &coord, name).await?;
     let end = system::instant_of(start_us) + Duration::from_secs(cfg.duration_s + 1);
     let mut tally = Tally::default();
@@ -482,7 +485,10 @@ async fn client_group(cfg: &ChatConfig, name: &str, actions: Vec<FaultAction>, e
             shared.joined.load(std::sync::atomic::Ordering::SeqCst)
         )));
     }
-    em.emit("ready", json!({"what": "clients", "count": count, "rss_bytes": system::rss_bytes()}));
+    em.emit(
+        "ready",
+        json!({"what": "clients", "count": count, "rss_bytes": system::rss_bytes(), "pid": std::process::id()}),
+    );
     let start_us = ready(&node, &addr, &coord, name).await?;
     let counter = system::spawn_counter(Arc::clone(&shared), start_us, cfg.duration_s);
     let mine = system::actions_for(cfg, &actions, first, count);

@@ -1,0 +1,183 @@
+//! `troupe lab run chat` through the real binary: a short run in each deployment (one
+//! process; discovery, server groups and client groups as separate OS processes), a node
+//! process killed mid-run (the run fails naming it, nothing outlives the run), and bad
+//! config refused before anything starts.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn troupe() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_troupe"));
+    c.env_remove("TROUPE_HOME");
+    c
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn events(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+}
+
+/// Whether process `pid` still exists (a zombie counts as gone).
+fn alive(pid: u64) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
+}
+
+const SMALL: &[&str] = &[
+    "--set",
+    "chats_per_sup=3",
+    "--set",
+    "clients_per_server=3",
+    "--set",
+    "test_duration_secs=3",
+    "--set",
+    "warmup_s=1",
+    "--set",
+    "fault_pause_ms=1000",
+    "--set",
+    "msg_type=kill",
+    "--set",
+    "clients_per_process=4",
+];
+
+fn short_run(deployment: &str, expect_nodes: &[&str]) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let o = troupe()
+        .args(["lab", "run", "chat", "--out", out.to_str().unwrap(), "--set", &format!("deployment={deployment}")])
+        .args(SMALL)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o.stdout), text(&o.stderr));
+    let m = json(&out.join("manifest.json"));
+    assert_eq!(m["status"], "ok", "{m}");
+    // The seed's throughput CSV, column for column, one row per window second.
+    let csv = std::fs::read_to_string(out.join("chat_throughput.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some(
+            "test_id,test_type,init_timestamp,end_timestamp,num_supervisor,chats_per_sup,clients_per_server,\
+             fault_type,fault_pause,msg_per_second,second"
+        )
+    );
+    assert_eq!(lines.count(), 3);
+    let summary = json(&out.join("summary.json"));
+    assert_eq!(summary["ceiling"], 3.0 * 3.0 * 3.0 * 5.0);
+    assert!(summary["msg_per_s_mean"].as_f64().unwrap() > 0.0, "{summary}");
+    // Every chat fails every second of the window: 9 kills, each detected by its 3 clients.
+    let det = &summary["detection_ms"];
+    assert!(det["n"].as_u64().unwrap() >= 9, "{summary}");
+    for k in ["mean", "median", "min", "max", "q1", "q3", "p99"] {
+        assert!(det[k].is_number() && summary["reconnection_ms"][k].is_number(), "{k}: {summary}");
+    }
+    assert!(summary["all_connected_pct"].is_number());
+    let evs = events(&out.join("events.jsonl"));
+    let schedule: Vec<serde_json::Value> = events(&out.join("schedule.jsonl"));
+    assert_eq!(schedule.len(), 9);
+    let injected: Vec<&str> =
+        evs.iter().filter(|e| e["ev"] == "fault_injected").filter_map(|e| e["id"].as_str()).collect();
+    assert!(injected.len() >= 8, "{injected:?}");
+    for id in &injected {
+        assert!(schedule.iter().any(|a| a["id"] == *id), "{id} is not a scheduled fault");
+    }
+    for node in expect_nodes {
+        assert!(evs.iter().any(|e| e["node"] == *node && e["ev"] == "run_finished"), "no run_finished from {node}");
+    }
+    for f in ["chat_detection.csv", "chat_reconnection.csv", "report.html"] {
+        assert!(out.join(f).is_file(), "{f}");
+    }
+    // Nothing outlives the run.
+    for e in evs.iter().filter(|e| e["ev"] == "ready") {
+        if let Some(pid) = e["pid"].as_u64() {
+            assert!(!alive(pid), "node process {pid} outlived the run");
+        }
+    }
+}
+
+#[test]
+fn short_chat_run_in_one_process() {
+    short_run("single", &["chat"]);
+}
+
+#[test]
+fn short_chat_run_as_separate_node_processes() {
+    short_run("distributed", &["discovery", "server-0", "clients-0", "clients-1", "clients-2"]);
+}
+
+#[test]
+fn a_node_process_killed_mid_run_fails_the_run_naming_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let mut child = troupe()
+        .args(["lab", "run", "chat", "--out", out.to_str().unwrap()])
+        .args(SMALL)
+        .args(["--set", "test_duration_secs=60"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let raw = out.join("events.raw.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let pids = loop {
+        let evs = events(&raw);
+        let window = evs.iter().any(|e| e["ev"] == "ready" && e["what"] == "window");
+        let victim_known = evs.iter().any(|e| e["ev"] == "ready" && e["node"] == "clients-1" && e["pid"].is_u64());
+        if window && victim_known {
+            let pids: Vec<(String, u64)> = evs
+                .iter()
+                .filter(|e| e["ev"] == "ready" && e["pid"].is_u64())
+                .map(|e| (e["node"].as_str().unwrap_or("").to_string(), e["pid"].as_u64().unwrap()))
+                .collect();
+            break pids;
+        }
+        assert!(Instant::now() < deadline, "the window never opened");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let victim = pids.iter().find(|(n, _)| n == "clients-1").expect("clients-1 reported its pid").1;
+    let started = Instant::now();
+    assert!(Command::new("kill").args(["-9", &victim.to_string()]).status().unwrap().success());
+    let status = child.wait().unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(40),
+        "the run went on for {:?} after a node died",
+        started.elapsed()
+    );
+    assert_eq!(status.code(), Some(1));
+    let m = json(&out.join("manifest.json"));
+    assert_eq!(m["status"], "failed");
+    let reason = m["reason"].as_str().unwrap();
+    assert!(reason.contains("clients-1") && reason.contains("signal 9"), "{reason}");
+    for (node, pid) in &pids {
+        assert!(!alive(*pid), "{node} ({pid}) outlived the run");
+    }
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(report.contains("clients-1"));
+}
+
+#[test]
+fn bad_chat_config_is_refused_before_anything_starts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let o = troupe()
+        .args(["lab", "run", "chat", "--out", out.to_str().unwrap()])
+        .args(["--set", "clients_per_server=0", "--set", "msg_type=explode", "--set", "send_interval_ms=0"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    for key in ["clients_per_server", "msg_type", "send_interval_ms"] {
+        assert!(err.contains(key), "{err}");
+    }
+    assert!(!out.exists(), "nothing may start on a bad config");
+    let o = troupe().args(["lab", "config", "chat"]).output().unwrap();
+    let t = text(&o.stdout);
+    assert!(t.contains("clients_per_server = 5") && t.contains("fault_pause_ms = 5000"), "{t}");
+}
