@@ -226,6 +226,8 @@ pub(crate) struct Client {
     lost_at: Option<Instant>,
     gave_up: bool,
     text: String,
+    /// `"target":...,"by":...` rendered once: every event of this client carries them.
+    members: String,
 }
 
 impl Client {
@@ -244,6 +246,7 @@ impl Client {
             lost_at: None,
             gave_up: false,
             text: format!("hello from c{index}"),
+            members: format!("\"target\":\"chat-{chat}\",\"by\":\"c{index}\""),
         }
     }
 
