@@ -200,3 +200,37 @@ fn transport_parse_and_redact() {
     let err = Collector::start("amqp://127.0.0.1:1/%2f", "a.#", &dir.path().join("x")).err().unwrap();
     assert!(err.to_string().contains("routing key"), "{err}");
 }
+
+/// A measurement, not a check: lines/s one writer publishes through the broker (confirmed) and
+/// the collector takes. `cargo test --release -p troupe-lab --test lab_amqp -- --ignored`;
+/// `TROUPE_AMQP_LINES` sets the count (default 100,000).
+#[test]
+#[ignore = "measurement; run with --ignored (ideally --release)"]
+fn throughput_through_rabbitmq() {
+    let Some(broker) = Broker::start() else { return };
+    let n: usize = std::env::var("TROUPE_AMQP_LINES").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+    let dir = tempfile::tempdir().unwrap();
+    let got = dir.path().join("got.jsonl");
+    let c = Collector::start(&broker.url, "run-t", &got).unwrap();
+    // Room for every line, so the figure is the transport's, not the buffer's drops.
+    let w = EventWriter::start(Transport::parse(&broker.url), common("run-t", "n1"), n + 1, Duration::from_secs(1))
+        .unwrap();
+    let em = w.emitter();
+    let t0 = Instant::now();
+    for i in 0..n {
+        assert!(em.emit("latency", json!({"op": "ping", "us": i as f64, "seq": i})));
+    }
+    let queued = t0.elapsed().as_secs_f64();
+    assert_eq!(w.finish(json!({"errors": 0})), (0, 0));
+    let published = t0.elapsed().as_secs_f64();
+    let stats = c.finish(1, Duration::from_secs(120)).unwrap();
+    let collected = t0.elapsed().as_secs_f64();
+    assert_eq!(stats.lines, n as u64 + 1);
+    loud(&format!(
+        "lab_amqp throughput: {n} lines; emit {:.0}/s; published+confirmed {:.0}/s ({published:.2} s); \
+         collected {:.0}/s ({collected:.2} s)",
+        n as f64 / queued,
+        n as f64 / published,
+        n as f64 / collected
+    ));
+}

@@ -27,6 +27,7 @@
 
 use std::collections::HashSet;
 use std::fs::OpenOptions;
+use std::future::Future;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex};
@@ -190,30 +191,68 @@ impl Publisher {
         }
     }
 
-    /// Publishes every complete line in the buffer, in order (rules 1 and 4).
+    /// Publishes every complete line in the buffer, in order (rules 1 and 4), in chunks of at
+    /// most [`MAX_UNCONFIRMED`] lines.
     fn publish_complete(&mut self) -> std::io::Result<()> {
         let Some(end) = self.buf.iter().rposition(|&b| b == b'\n') else { return Ok(()) };
         let batch: Vec<u8> = self.buf.drain(..=end).collect();
-        for line in batch.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-            if self.unconfirmed.len() >= MAX_UNCONFIRMED {
+        let lines: Vec<&[u8]> = batch.split(|&b| b == b'\n').filter(|l| !l.is_empty()).collect();
+        for chunk in lines.chunks(MAX_UNCONFIRMED) {
+            if self.unconfirmed.len() + chunk.len() > MAX_UNCONFIRMED {
                 self.confirm_all()?;
             }
-            let opts = BasicPublishOptions { mandatory: true, immediate: false };
-            let published = self.rt.block_on(self.channel.basic_publish(
-                EXCHANGE.into(),
-                self.routing_key.clone(),
-                opts,
-                line,
-                BasicProperties::default(),
-            ));
-            match published {
-                Ok(confirm) => self.unconfirmed.push(confirm),
-                Err(e) => return Err(self.fail(e)),
+            let outcome = self.rt.block_on(publish_in_order(&self.channel, &self.routing_key, chunk));
+            self.published += outcome.len() as u64;
+            for published in outcome {
+                match published {
+                    Ok(confirm) => self.unconfirmed.push(confirm),
+                    Err(e) => return Err(self.fail(e)),
+                }
             }
-            self.published += 1;
         }
         Ok(())
     }
+}
+
+/// Publishes `lines` in their order, pipelined: every publish is polled once, in order, before
+/// any is awaited. lapin's `basic_publish` hands its frames to the connection's queue on its
+/// first poll (everything before its only await is synchronous), so the frames go out in this
+/// order while the hand-offs overlap; `lab_amqp` checks the order on every run. Stops at the
+/// first failure; returns the outcomes of the publishes it made.
+async fn publish_in_order(
+    channel: &Channel,
+    key: &ShortString,
+    lines: &[&[u8]],
+) -> Vec<lapin::Result<PublisherConfirm>> {
+    let opts = BasicPublishOptions { mandatory: true, immediate: false };
+    let mut futs: Vec<_> = lines
+        .iter()
+        .map(|l| Box::pin(channel.basic_publish(EXCHANGE.into(), key.clone(), opts, l, BasicProperties::default())))
+        .collect();
+    let mut done: Vec<Option<lapin::Result<PublisherConfirm>>> = Vec::with_capacity(futs.len());
+    std::future::poll_fn(|cx| {
+        for f in futs.iter_mut() {
+            done.push(match f.as_mut().poll(cx) {
+                std::task::Poll::Ready(r) => Some(r),
+                std::task::Poll::Pending => None,
+            });
+        }
+        std::task::Poll::Ready(())
+    })
+    .await;
+    let mut out = Vec::with_capacity(futs.len());
+    for (f, d) in futs.into_iter().zip(done) {
+        let r = match d {
+            Some(r) => r,
+            None => f.await,
+        };
+        let failed = r.is_err();
+        out.push(r);
+        if failed {
+            break;
+        }
+    }
+    out
 }
 
 impl Write for Publisher {
