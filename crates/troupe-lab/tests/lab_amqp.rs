@@ -234,3 +234,25 @@ fn throughput_through_rabbitmq() {
         n as f64 / collected
     ));
 }
+
+#[test]
+fn a_broker_that_goes_away_is_reported_by_writer_and_collector_without_hanging() {
+    let Some(broker) = Broker::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let c = Collector::start(&broker.url, "run-gone", &dir.path().join("got.jsonl")).unwrap();
+    let w = EventWriter::start(Transport::parse(&broker.url), common("run-gone", "n1"), 1024, Duration::from_secs(1))
+        .unwrap();
+    w.emitter().emit("ready", json!({"what": "x", "count": 1}));
+    w.flush();
+    let out = Command::new("bash").arg(script()).arg("stop").arg(broker.dir.path()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let t0 = Instant::now();
+    for i in 0..100 {
+        w.emitter().emit("latency", json!({"op": "x", "us": i as f64}));
+    }
+    let (_, errors) = w.finish(json!({"errors": 0}));
+    assert!(errors >= 1, "lines after the broker went away are errors");
+    let err = c.finish(1, Duration::from_secs(20)).expect_err("the collector lost its broker").to_string();
+    assert!(err.contains("lost the broker") && !err.contains("guest:guest"), "{err}");
+    assert!(t0.elapsed() < Duration::from_secs(15), "took {:?}", t0.elapsed());
+}

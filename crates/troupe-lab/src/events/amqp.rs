@@ -22,8 +22,9 @@
 //!    plus `\n` to its file, in the broker's delivery order (per publisher, publishing order).
 //! 6. `Collector::finish` waits, at most its timeout, until every node that sent a line (the
 //!    distinct `node` fields) has sent its `run_finished`, and at least `nodes_done` nodes did;
-//!    then it takes what was already delivered (bounded by [`DRAIN_TIMEOUT`]), closes the
-//!    connection and flushes the file.
+//!    then it takes what is still arriving (until 50 ms pass without a line, at most
+//!    [`DRAIN_TIMEOUT`]), closes the connection and flushes the file. A broker lost before that
+//!    makes `finish` an error (the lines received are in the file).
 
 use std::collections::HashSet;
 use std::fs::OpenOptions;
