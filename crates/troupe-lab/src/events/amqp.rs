@@ -334,6 +334,23 @@ impl Collector {
     /// Connects to `url`, binds a fresh exclusive queue to routing key `run_id` and starts
     /// appending the lines it receives to `path`. Every line published after this returns is
     /// received (rule 5).
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use troupe_lab::events::amqp::Collector;
+    /// use troupe_lab::events::writer::{Common, EventWriter, Transport};
+    ///
+    /// // The URL `bash scripts/rabbitmq.sh start DIR` printed.
+    /// let url = "amqp://guest:guest@127.0.0.1:5672/%2f";
+    /// let collector = Collector::start(url, "run-1", "events.raw.jsonl".as_ref())?;
+    /// let common = Common { run: "run-1".into(), rt: "troupe".into(), node: "n1".into() };
+    /// let w = EventWriter::start(Transport::parse(url), common, 65_536, Duration::from_secs(1))?;
+    /// w.emitter().emit("ready", serde_json::json!({"what": "pairs", "count": 4}));
+    /// let (_dropped, errors) = w.finish(serde_json::json!({"errors": 0}));
+    /// let stats = collector.finish(1, Duration::from_secs(10))?;
+    /// assert!(stats.all_finished && errors == 0);
+    /// # Ok::<(), troupe_lab::Error>(())
+    /// ```
     pub fn start(url: &str, run_id: &str, path: &Path) -> Result<Collector> {
         let key = routing_key(run_id)?;
         let file = OpenOptions::new().create(true).append(true).open(path).map_err(|e| Error::io(path, e))?;
