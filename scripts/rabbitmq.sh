@@ -58,15 +58,16 @@ node_env() {
 
 url() { echo "amqp://guest:guest@127.0.0.1:$AMQP_PORT/%2f"; }
 
-# Answers 0 when the port speaks AMQP 0-9-1 (the server answers our header with a frame).
+# Answers 0 when the port speaks AMQP 0-9-1: the server answers our protocol header with a
+# frame whose first byte is 1 (bash's /dev/tcp; at most 2 s per try).
 amqp_ready() {
-    python3 - "$1" <<'PY' 2>/dev/null
-import socket, sys
-s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=2)
-s.settimeout(2)
-s.sendall(b"AMQP\x00\x00\x09\x01")
-sys.exit(0 if s.recv(1) == b"\x01" else 1)
-PY
+    local b=""
+    (
+        exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+        printf 'AMQP\x00\x00\x09\x01' >&3
+        LC_ALL=C IFS= read -r -d '' -n 1 -t 2 b <&3 || true
+        [[ $b == $'\x01' ]]
+    ) 2>/dev/null
 }
 
 alive() { [[ -n ${1:-} ]] && kill -0 "$1" 2>/dev/null; }
@@ -100,12 +101,12 @@ start)
         rm -f "$state"
     fi
     bin=$(bin_dir)
-    command -v python3 >/dev/null || { echo "rabbitmq.sh: python3 is needed to pick free ports" >&2; exit 3; }
-    read -r AMQP_PORT DIST_PORT EPMD_PORT < <(python3 -c '
-import socket
-ss = [socket.socket() for _ in range(3)]
-for s in ss: s.bind(("127.0.0.1", 0))
-print(*[s.getsockname()[1] for s in ss])')
+    # Three free loopback ports, held open together while Erlang (which RabbitMQ brings) picks them.
+    read -r AMQP_PORT DIST_PORT EPMD_PORT < <(erl -noshell -noinput -eval '
+        Ps = [begin {ok, S} = gen_tcp:listen(0, [{ip, {127,0,0,1}}]), {ok, P} = inet:port(S), P end
+              || _ <- [1, 2, 3]],
+        io:format("~w ~w ~w~n", Ps), halt().')
+    [[ -n ${EPMD_PORT:-} ]] || { echo "rabbitmq.sh: could not pick free loopback ports with erl" >&2; exit 1; }
     NODENAME="troupe-$AMQP_PORT@localhost"
     mkdir -p "$dir/home" "$dir/log" "$dir/mnesia"
     : >"$dir/rabbitmq-env.conf"
