@@ -16,7 +16,8 @@
 # 3. `start` waits at most 60 s for an AMQP protocol header to be answered; on failure it
 #    stops whatever it started, prints the log tail and exits 1.
 # 4. `stop` asks the node to stop (at most 30 s), then ends the node's process group and the
-#    private epmd (TERM, then KILL after 10 s); it only signals the processes `start` recorded.
+#    private epmd (TERM, then KILL after 10 s); it only signals the processes `start` recorded,
+#    and only while their environment still names DIR.
 # 5. The URL is amqp://guest:guest@127.0.0.1:PORT/%2f (guest may log in over loopback only).
 set -euo pipefail
 
@@ -73,19 +74,35 @@ amqp_ready() {
 alive() { [[ -n ${1:-} ]] && kill -0 "$1" 2>/dev/null; }
 group_alive() { [[ -n ${1:-} ]] && kill -0 -- "-$1" 2>/dev/null; }
 
-# Rule 4: signal only what start recorded; bounded waits.
+# Whether pid $1 carries this node's environment (so a recorded pid reused by another process
+# after a crash or reboot is never signalled).
+pid_ours() {
+    [[ -n ${1:-} ]] && tr '\0' '\n' 2>/dev/null <"/proc/$1/environ" | grep -qxF "RABBITMQ_MNESIA_BASE=$dir/mnesia"
+}
+group_ours() {
+    local p
+    [[ -n ${1:-} ]] || return 1
+    for p in $(ps -eo pid=,pgid= | awk -v g="$1" '$2 == g { print $1 }'); do
+        pid_ours "$p" && return 0
+    done
+    return 1
+}
+
+# Rule 4: signal only what start recorded, and only while it is still ours; bounded waits.
 stop_recorded() {
-    local i
+    local i group="" epmd=""
+    group_ours "${SERVER_PGID:-}" && group=$SERVER_PGID
+    pid_ours "${EPMD_PID:-}" && epmd=$EPMD_PID
     for sig in TERM KILL; do
-        if group_alive "${SERVER_PGID:-}"; then kill "-$sig" -- "-$SERVER_PGID" 2>/dev/null || true; fi
-        if alive "${EPMD_PID:-}"; then kill "-$sig" "$EPMD_PID" 2>/dev/null || true; fi
+        if group_alive "$group"; then kill "-$sig" -- "-$group" 2>/dev/null || true; fi
+        if alive "$epmd"; then kill "-$sig" "$epmd" 2>/dev/null || true; fi
         for ((i = 0; i < 100; i++)); do
-            group_alive "${SERVER_PGID:-}" || alive "${EPMD_PID:-}" || return 0
+            group_alive "$group" || alive "$epmd" || return 0
             sleep 0.1
         done
     done
-    if group_alive "${SERVER_PGID:-}" || alive "${EPMD_PID:-}"; then
-        echo "rabbitmq.sh: processes of group ${SERVER_PGID:-?} or epmd ${EPMD_PID:-?} survived SIGKILL" >&2
+    if group_alive "$group" || alive "$epmd"; then
+        echo "rabbitmq.sh: processes of group ${group:-?} or epmd ${epmd:-?} survived SIGKILL" >&2
         return 1
     fi
 }
@@ -95,7 +112,7 @@ start)
     if [[ -f $state ]]; then
         # shellcheck disable=SC1090
         . "$state"
-        if group_alive "${SERVER_PGID:-}" && amqp_ready "$AMQP_PORT"; then url; exit 0; fi
+        if group_ours "${SERVER_PGID:-}" && amqp_ready "$AMQP_PORT"; then url; exit 0; fi
         echo "rabbitmq.sh: a stale node record in $dir; cleaning it up" >&2
         stop_recorded || true
         rm -f "$state"
@@ -148,7 +165,7 @@ url)
     [[ -f $state ]] || { echo "rabbitmq.sh: no node under $dir; start one with \`bash scripts/rabbitmq.sh start $dir\`" >&2; exit 1; }
     # shellcheck disable=SC1090
     . "$state"
-    group_alive "$SERVER_PGID" || { echo "rabbitmq.sh: the node under $dir is not running" >&2; exit 1; }
+    group_ours "$SERVER_PGID" || { echo "rabbitmq.sh: the node under $dir is not running" >&2; exit 1; }
     url
     ;;
 stop)
@@ -157,7 +174,7 @@ stop)
     . "$state"
     node_env
     bin=$(bin_dir)
-    if group_alive "$SERVER_PGID"; then
+    if group_ours "$SERVER_PGID"; then
         timeout 30 "$bin/rabbitmqctl" -n "$NODENAME" stop "$dir/rabbit.pid" >"$dir/log/stop.out" 2>&1 || true
     fi
     stop_recorded
