@@ -109,7 +109,7 @@ fn two_nodes_through_rabbitmq_match_the_file_transport_and_other_runs_stay_out()
     let dir = tempfile::tempdir().unwrap();
     let (got_a, got_b) = (dir.path().join("a.jsonl"), dir.path().join("b.jsonl"));
     let ca = Collector::start(&broker.url, "run-a", &got_a).unwrap();
-    let cb = Collector::start(&broker.url, "run-b", &got_b).unwrap();
+    let cb = in_tokio(async { Collector::start(&broker.url, "run-b", &got_b).unwrap() });
     let n = 3000;
     let url = broker.url.clone();
     let files: Vec<PathBuf> = (0..3).map(|i| dir.path().join(format!("file-{i}.jsonl"))).collect();
@@ -119,7 +119,11 @@ fn two_nodes_through_rabbitmq_match_the_file_transport_and_other_runs_stay_out()
             .zip(&files)
             .map(|((run, node, k), file)| {
                 let url = &url;
-                s.spawn(move || emit_both(url, run, node, k, file))
+                // The other run's writer is started from inside a tokio runtime.
+                s.spawn(move || match run {
+                    "run-b" => in_tokio(async { emit_both(url, run, node, k, file) }),
+                    _ => emit_both(url, run, node, k, file),
+                })
             })
             .collect();
         hs.into_iter().map(|h| h.join().unwrap()).collect()
@@ -128,7 +132,7 @@ fn two_nodes_through_rabbitmq_match_the_file_transport_and_other_runs_stay_out()
         assert_eq!((*dropped, *errors), (0, 0), "writer {i}: every line confirmed by the broker");
     }
     let sa = ca.finish(2, Duration::from_secs(30)).unwrap();
-    let sb = cb.finish(1, Duration::from_secs(30)).unwrap();
+    let sb = in_tokio(async { cb.finish(1, Duration::from_secs(30)).unwrap() });
     assert_eq!(sa, amqp::CollectStats { lines: 2 * (n as u64 + 2), nodes: 2, finished: 2, all_finished: true });
     assert_eq!(sb, amqp::CollectStats { lines: n as u64 / 3 + 2, nodes: 1, finished: 1, all_finished: true });
 
@@ -166,8 +170,18 @@ fn two_nodes_through_rabbitmq_match_the_file_transport_and_other_runs_stay_out()
     assert!(errors >= 1, "unroutable lines are counted as write errors");
 }
 
+/// Runs `f` inside a tokio runtime's context, as a workload's `#[tokio::main]` would call the
+/// writer (regression: a nested `block_on` panicked there).
+fn in_tokio<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+}
+
 #[test]
 fn an_unreachable_broker_fails_within_five_seconds_with_what_to_do() {
+    in_tokio(async { unreachable_broker() });
+}
+
+fn unreachable_broker() {
     // A loopback port nobody listens on.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let url = format!("amqp://guest:s3cret@127.0.0.1:{port}/%2f");

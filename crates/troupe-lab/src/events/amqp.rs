@@ -25,6 +25,9 @@
 //!    then it takes what is still arriving (until 50 ms pass without a line, at most
 //!    [`DRAIN_TIMEOUT`]), closes the connection and flushes the file. A broker lost before that
 //!    makes `finish` an error (the lines received are in the file).
+//! 7. Both sides may be created, finished and dropped from inside a tokio runtime (a workload's
+//!    `#[tokio::main]`): their blocking work runs on threads of their own. A [`Publisher`]'s
+//!    `Write` calls block, so it belongs on a plain thread, as the event writer's is.
 
 use std::collections::HashSet;
 use std::fs::OpenOptions;
@@ -92,6 +95,13 @@ fn runtime(name: &str) -> Result<Runtime> {
         .map_err(|e| Error::other(format!("cannot start the AMQP runtime thread: {e}")))
 }
 
+/// Runs `f` on a plain thread and waits for it: the blocking calls inside (`block_on`, dropping
+/// a runtime) panic on a thread that drives a tokio runtime, and a workload's
+/// `#[tokio::main]` is one (rule 7).
+fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|s| s.spawn(f).join()).unwrap_or_else(|p| std::panic::resume_unwind(p))
+}
+
 fn routing_key(run_id: &str) -> Result<ShortString> {
     if run_id.contains(['*', '#']) || run_id.len() > 255 {
         return Err(Error::other(format!(
@@ -141,8 +151,11 @@ impl Publisher {
     /// Connects to the broker at `url` and publishes to routing key `run_id`.
     pub fn connect(url: &str, run_id: &str) -> Result<Publisher> {
         let routing_key = routing_key(run_id)?;
-        let rt = runtime("troupe-amqp-pub")?;
-        let (conn, channel) = connect(&rt, url, true)?;
+        let (rt, conn, channel) = off_runtime(|| {
+            let rt = runtime("troupe-amqp-pub")?;
+            let (conn, channel) = connect(&rt, url, true)?;
+            Ok::<_, Error>((rt, conn, channel))
+        })?;
         Ok(Publisher {
             rt,
             conn,
@@ -354,30 +367,12 @@ impl Collector {
     pub fn start(url: &str, run_id: &str, path: &Path) -> Result<Collector> {
         let key = routing_key(run_id)?;
         let file = OpenOptions::new().create(true).append(true).open(path).map_err(|e| Error::io(path, e))?;
-        let rt = runtime("troupe-amqp-col")?;
-        let (conn, channel) = connect(&rt, url, false)?;
-        let consumer = rt
-            .block_on(async {
-                tokio::time::timeout(CONNECT_TIMEOUT, async {
-                    let opts = QueueDeclareOptions { exclusive: true, auto_delete: true, ..Default::default() };
-                    let q = channel.queue_declare("".into(), opts, FieldTable::default()).await?;
-                    let name = q.name().clone();
-                    channel
-                        .queue_bind(
-                            name.clone(),
-                            EXCHANGE.into(),
-                            key,
-                            QueueBindOptions::default(),
-                            FieldTable::default(),
-                        )
-                        .await?;
-                    let opts = BasicConsumeOptions { no_ack: true, exclusive: true, ..Default::default() };
-                    channel.basic_consume(name, "troupe-lab".into(), opts, FieldTable::default()).await
-                })
-                .await
-            })
-            .map_err(|_| unreachable(url, "no answer to queue set-up"))?
-            .map_err(|e| Error::other(format!("cannot consume from {} at {}: {e}", EXCHANGE, redact(url))))?;
+        let (rt, conn, channel, consumer) = off_runtime(|| {
+            let rt = runtime("troupe-amqp-col")?;
+            let (conn, channel) = connect(&rt, url, false)?;
+            let consumer = subscribe(&rt, &channel, key, url)?;
+            Ok::<_, Error>((rt, conn, channel, consumer))
+        })?;
         let seen: Arc<(Mutex<Seen>, Condvar)> = Arc::default();
         let stop = Arc::new(Notify::new());
         let (seen2, stop2, handle) = (Arc::clone(&seen), Arc::clone(&stop), rt.handle().clone());
@@ -449,8 +444,12 @@ impl Collector {
         };
         if let Some(rt) = self.rt.take() {
             let conn = &self.conn;
-            let _ = rt.block_on(async { tokio::time::timeout(DRAIN_TIMEOUT, conn.close(200, "bye".into())).await });
-            rt.shutdown_timeout(DRAIN_TIMEOUT);
+            off_runtime(move || {
+                let close =
+                    rt.block_on(async { tokio::time::timeout(DRAIN_TIMEOUT, conn.close(200, "bye".into())).await });
+                drop(close);
+                rt.shutdown_timeout(DRAIN_TIMEOUT);
+            });
         }
         written
     }
@@ -460,6 +459,24 @@ impl Drop for Collector {
     fn drop(&mut self) {
         let _ = self.stop_thread();
     }
+}
+
+/// Declares a fresh exclusive queue, binds it to `key` and starts consuming (rule 5).
+fn subscribe(rt: &Runtime, channel: &Channel, key: ShortString, url: &str) -> Result<lapin::Consumer> {
+    rt.block_on(async {
+        tokio::time::timeout(CONNECT_TIMEOUT, async {
+            let opts = QueueDeclareOptions { exclusive: true, auto_delete: true, ..Default::default() };
+            let q = channel.queue_declare("".into(), opts, FieldTable::default()).await?;
+            let name = q.name().clone();
+            let bind = QueueBindOptions::default();
+            channel.queue_bind(name.clone(), EXCHANGE.into(), key, bind, FieldTable::default()).await?;
+            let opts = BasicConsumeOptions { no_ack: true, exclusive: true, ..Default::default() };
+            channel.basic_consume(name, "troupe-lab".into(), opts, FieldTable::default()).await
+        })
+        .await
+    })
+    .map_err(|_| unreachable(url, "no answer to queue set-up"))?
+    .map_err(|e| Error::other(format!("cannot consume from {EXCHANGE} at {}: {e}", redact(url))))
 }
 
 /// The collector thread: appends deliveries until told to stop, then drains (rules 5, 6).
