@@ -270,3 +270,24 @@ fn a_broker_that_goes_away_is_reported_by_writer_and_collector_without_hanging()
     assert!(err.contains("lost the broker") && !err.contains("guest:guest"), "{err}");
     assert!(t0.elapsed() < Duration::from_secs(15), "took {:?}", t0.elapsed());
 }
+
+#[test]
+fn a_peer_that_never_answers_the_handshake_fails_within_five_seconds() {
+    // Accepted by the kernel's backlog, never answered.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("amqp://guest:guest@{}/%2f", silent.local_addr().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let t0 = Instant::now();
+    let err = EventWriter::start(Transport::parse(&url), common("r", "n"), 64, Duration::from_secs(1))
+        .err()
+        .expect("nobody answers")
+        .to_string();
+    assert!(t0.elapsed() < Duration::from_secs(5), "writer took {:?}", t0.elapsed());
+    let t1 = Instant::now();
+    let err2 = Collector::start(&url, "r", &dir.path().join("x.jsonl")).err().expect("nobody answers").to_string();
+    assert!(t1.elapsed() < Duration::from_secs(5), "collector took {:?}", t1.elapsed());
+    for e in [&err, &err2] {
+        assert!(e.contains("no answer within") && e.contains("scripts/rabbitmq.sh start"), "{e}");
+        assert!(e.contains("guest:***@"), "{e}");
+    }
+}
