@@ -1,8 +1,9 @@
 //! The `amqp://` event transport through a real RabbitMQ (a private node started with
 //! `scripts/rabbitmq.sh` into a temp dir and stopped by a guard, also on failure): the
 //! collector gets exactly its run's lines, the same as the file transport gets, with every
-//! node's `run_finished`; a line nobody collects is reported; an unreachable broker fails fast
-//! with a clear message.
+//! node's `run_finished`; a line nobody collects is reported; a broker that goes away mid-run is
+//! an error for both sides; a closed port or a peer that never answers fails within 5 s with a
+//! clear message; writer and collector work when started from inside a tokio runtime.
 //!
 //! Without RabbitMQ installed the broker test prints a SKIPPED line and passes, unless
 //! `TROUPE_TEST_REQUIRE_RABBITMQ=1`, when it fails.
