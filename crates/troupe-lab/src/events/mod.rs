@@ -11,6 +11,7 @@
 //! 3. Unknown fields and kinds are kept and ignored.
 //! 4. The merged file is sorted by `ts_us`, stably (lines with equal stamps keep file order).
 
+pub mod amqp;
 pub mod collector;
 pub mod writer;
 

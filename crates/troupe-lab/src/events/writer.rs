@@ -9,8 +9,12 @@
 //! 3. `finish` writes `run_finished` last (waiting for room: it must not be dropped), flushes
 //!    and joins the thread; lines emitted after it are dropped.
 //! 4. Transports: a file path (appended to, whole lines per write, so two processes can share
-//!    the file) or `tcp://HOST:PORT` (one connection per process).
-//! 5. The writer blocks on the buffer only when it is idle; while lines arrive it drains them
+//!    the file), `tcp://HOST:PORT` (one connection per process) or `amqp://...` (one message
+//!    per line to the exchange `troupe.events`, routing key = the run id; see `events::amqp`).
+//! 5. The thread counts as errors the writes and the flushes its sink fails; for `amqp://` a
+//!    flush fails unless the broker confirmed every line, so the `errors` `finish` returns is
+//!    0 only when every line reached the broker.
+//! 6. The writer blocks on the buffer only when it is idle; while lines arrive it drains them
 //!    in batches, pausing `BATCH_PAUSE` between batches, so a burst of emits (50,000 clients
 //!    detecting one failure) does not pay one thread wake-up per line.
 
@@ -27,7 +31,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 
-/// How long the writer pauses once it has drained a burst, before it drains again (rule 5).
+/// How long the writer pauses once it has drained a burst, before it drains again (rule 6).
 const BATCH_PAUSE: Duration = Duration::from_micros(500);
 
 /// Default buffer capacity, lines.
@@ -168,20 +172,25 @@ pub enum Transport {
     File(std::path::PathBuf),
     /// Send to a collector over TCP.
     Tcp(String),
+    /// Publish to a RabbitMQ broker: the whole `amqp://` URL.
+    Amqp(String),
     /// Any writer (tests, custom sinks).
     Writer(Box<dyn Write + Send>),
 }
 
 impl Transport {
-    /// Parses a `TROUPE_EVENTS` value: `tcp://HOST:PORT` or a file path.
+    /// Parses a `TROUPE_EVENTS` value: `tcp://HOST:PORT`, `amqp://...` or a file path.
     pub fn parse(spec: &str) -> Transport {
-        match spec.strip_prefix("tcp://") {
-            Some(addr) => Transport::Tcp(addr.to_string()),
-            None => Transport::File(spec.into()),
+        if let Some(addr) = spec.strip_prefix("tcp://") {
+            Transport::Tcp(addr.to_string())
+        } else if spec.starts_with("amqp://") {
+            Transport::Amqp(spec.to_string())
+        } else {
+            Transport::File(spec.into())
         }
     }
 
-    fn open(self) -> Result<Box<dyn Write + Send>> {
+    fn open(self, run: &str) -> Result<Box<dyn Write + Send>> {
         Ok(match self {
             Transport::File(p) => {
                 let f = OpenOptions::new().create(true).append(true).open(&p).map_err(|e| Error::io(&p, e))?;
@@ -192,6 +201,7 @@ impl Transport {
                     .map_err(|e| Error::other(format!("cannot connect to tcp://{addr}: {e}")))?;
                 Box::new(BufWriter::with_capacity(1 << 16, s))
             }
+            Transport::Amqp(url) => Box::new(super::amqp::Publisher::connect(&url, run)?),
             Transport::Writer(w) => w,
         })
     }
@@ -206,21 +216,20 @@ impl EventWriter {
         capacity: usize,
         flush_interval: Duration,
     ) -> Result<EventWriter> {
-        let mut sink = transport.open()?;
+        let mut sink = transport.open(&common.run)?;
         let (tx, rx) = mpsc::sync_channel::<Msg>(capacity.max(1));
         let thread = std::thread::Builder::new()
             .name("troupe-events".into())
             .spawn(move || {
                 let mut errors = 0u64;
-                let mut put = |sink: &mut Box<dyn Write + Send>, l: &str| {
-                    if sink.write_all(l.as_bytes()).and_then(|_| sink.write_all(b"\n")).is_err() {
-                        errors += 1;
-                    }
+                let put = |sink: &mut Box<dyn Write + Send>, l: &str| {
+                    u64::from(sink.write_all(l.as_bytes()).and_then(|_| sink.write_all(b"\n")).is_err())
                 };
+                let flush = |sink: &mut Box<dyn Write + Send>| u64::from(sink.flush().is_err());
                 let mut last_flush = Instant::now();
                 let mut lines_since_block = 0u32;
                 loop {
-                    // Rule 5: while lines keep coming, take them in batches without blocking
+                    // Rule 6: while lines keep coming, take them in batches without blocking
                     // (a blocked writer costs every emitter a wake-up).
                     let got = if lines_since_block > 0 {
                         match rx.try_recv() {
@@ -238,29 +247,32 @@ impl EventWriter {
                     };
                     match got {
                         Ok(Msg::Line(l)) => {
-                            put(&mut sink, &l);
+                            errors += put(&mut sink, &l);
                             lines_since_block = lines_since_block.saturating_add(1);
                         }
                         Ok(Msg::Flush(ack)) => {
-                            let _ = sink.flush();
+                            errors += flush(&mut sink);
                             last_flush = Instant::now();
                             let _ = ack.send(());
                         }
                         Ok(Msg::Close(l, ack)) => {
-                            put(&mut sink, &l);
-                            let _ = sink.flush();
+                            errors += put(&mut sink, &l);
+                            errors += flush(&mut sink);
                             let _ = ack.send(());
                             break;
                         }
                         Err(RecvTimeoutError::Timeout) => {}
-                        Err(RecvTimeoutError::Disconnected) => break,
+                        Err(RecvTimeoutError::Disconnected) => {
+                            errors += flush(&mut sink);
+                            break;
+                        }
                     }
                     if last_flush.elapsed() >= flush_interval {
-                        let _ = sink.flush();
+                        errors += flush(&mut sink);
                         last_flush = Instant::now();
                     }
                 }
-                let _ = sink.flush();
+                drop(sink);
                 errors
             })
             .map_err(|e| Error::other(format!("cannot start the event writer thread: {e}")))?;
@@ -279,7 +291,7 @@ impl EventWriter {
     /// Starts a writer from `TROUPE_EVENTS` and `TROUPE_RUN_ID`, for runtime `rt` on `node`.
     pub fn from_env(rt: &str, node: &str) -> Result<EventWriter> {
         let spec = std::env::var("TROUPE_EVENTS")
-            .map_err(|_| Error::other("TROUPE_EVENTS is not set (a file path or tcp://HOST:PORT)"))?;
+            .map_err(|_| Error::other("TROUPE_EVENTS is not set (a file path, tcp://HOST:PORT or amqp://...)"))?;
         let run = std::env::var("TROUPE_RUN_ID").unwrap_or_else(|_| "unnamed".into());
         let common = Common { run, rt: rt.into(), node: node.into() };
         EventWriter::start(Transport::parse(&spec), common, DEFAULT_CAPACITY, Duration::from_secs(1))

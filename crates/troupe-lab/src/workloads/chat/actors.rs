@@ -307,7 +307,7 @@ impl Actor for Client {
                 self.tries = 0;
                 if let Some(t) = self.lost_at.take() {
                     let ms = t.elapsed().as_secs_f64() * 1000.0;
-                    self.shared.emitter.emit("reconnected", json!({"target": self.topic, "by": self.name, "ms": ms}));
+                    self.shared.emitter.emit_raw("reconnected", &format!("{},\"ms\":{ms}", self.members));
                 }
                 if !self.ever_joined {
                     self.ever_joined = true;
@@ -340,9 +340,7 @@ impl Actor for Client {
         if self.connected {
             self.connected = false;
             self.lost_at = Some(Instant::now());
-            self.shared
-                .emitter
-                .emit("fault_detected", json!({"id": serde_json::Value::Null, "target": self.topic, "by": self.name}));
+            self.shared.emitter.emit_raw("fault_detected", &format!("\"id\":null,{}", self.members));
             self.tries = 0;
             self.resolve(ctx);
         } else {
