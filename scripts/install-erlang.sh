@@ -5,7 +5,15 @@
 # erlc are already on PATH.
 set -euo pipefail
 
-if command -v erl >/dev/null 2>&1 && command -v erlc >/dev/null 2>&1; then
+# erl and erlc alone are not enough: RabbitMQ's packages bring a partial Erlang (erlang-base,
+# no erlang-dev/eunit), so where dpkg is the package manager the two packages must be there.
+have_packages() {
+    ! command -v dpkg-query >/dev/null 2>&1 ||
+        { dpkg-query -W -f='${Status}' erlang-nox 2>/dev/null | grep -q "ok installed" &&
+          dpkg-query -W -f='${Status}' erlang-dev 2>/dev/null | grep -q "ok installed"; }
+}
+
+if command -v erl >/dev/null 2>&1 && command -v erlc >/dev/null 2>&1 && have_packages; then
     rel=$(erl -noshell -noinput -eval 'io:format("~s", [erlang:system_info(otp_release)]), halt().')
     echo "erlang already installed: OTP $rel ($(command -v erl))"
     exit 0

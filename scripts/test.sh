@@ -6,7 +6,10 @@
 #    (scripts/install-<runtime>.sh), first, so the Rust tests that run a real peer (the
 #    cross-runtime fault-id test runs the Erlang peer) run for real: TROUPE_TEST_REQUIRE_ERLANG=1
 #    makes that test fail instead of skipping when Erlang is missing;
-# 3. the Rust test suite (unit, integration, property and doc tests);
+# 3. RabbitMQ (scripts/install-rabbitmq.sh): the chat benchmark's amqp:// event transport is
+#    tested against a real broker, and TROUPE_TEST_REQUIRE_RABBITMQ=1 makes a missing broker
+#    fail those tests instead of skipping them; then the Rust test suite (unit, integration,
+#    property and doc tests);
 # 4. a short cargo-fuzz run of the wire decoders (frame, handshake) when a nightly toolchain is
 #    present (cargo-fuzz needs one); the stable fuzz smoke test runs in step 3 regardless;
 # 5. each peer's smoke test: builds and briefly runs every workload of that runtime.
@@ -34,6 +37,10 @@ done
 if [ ${#peers[@]} -gt 0 ]; then
     export TROUPE_TEST_REQUIRE_ERLANG=1
 fi
+
+echo "== RabbitMQ (the amqp:// event transport's tests start a private broker)"
+bash scripts/install-rabbitmq.sh
+export TROUPE_TEST_REQUIRE_RABBITMQ=1
 
 echo "== cargo test (workspace)"
 cargo test --workspace --all-targets --quiet

@@ -17,6 +17,11 @@
 //!    output) kept, even when the error is also returned.
 //! 6. A schedule given in [`RunRequest::schedule_file`] is copied byte for byte (a comparison
 //!    hands every runtime the same file); otherwise it is computed from the config.
+//! 7. A config whose `events` key is an `amqp://` URL gets its events through RabbitMQ: the
+//!    lab's collector binds a queue to the run id on the exchange `troupe.events` before the
+//!    child starts (an unreachable broker fails the run within 5 s, before anything starts),
+//!    the child gets the URL in `TROUPE_EVENTS`, and the collected lines go through the same
+//!    checks and merge as a file's. Lines lost on the way fail the run.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -29,6 +34,9 @@ use crate::manifest::{Manifest, Status};
 use crate::peer::{self, PreparedPeer};
 use crate::workload::RunAnalysis;
 use crate::{events, schedule, workloads};
+
+/// How long the RabbitMQ collector may take to drain after the child ended.
+const AMQP_DRAIN: Duration = Duration::from_secs(15);
 
 /// Slack added to warm-up plus window before a child counts as hung.
 pub const DEADLINE_SLACK: Duration = Duration::from_secs(60);
@@ -191,14 +199,32 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
         }
     };
     let raw_events = dir.join("events.raw.jsonl");
+    // Rule 7: events through RabbitMQ when the config says so; the collector is bound to the
+    // run id before the child starts, so no line is published unrouted.
+    let amqp_url = match req.config.get("events") {
+        Some(crate::config::Value::Str(u)) if u.starts_with("amqp://") => Some(u.clone()),
+        _ => None,
+    };
+    let collector = match &amqp_url {
+        Some(url) => match crate::events::amqp::Collector::start(url, &run_id, &raw_events) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                let e = Error::other(format!("events through RabbitMQ: {e}"));
+                finish_failed(&mut manifest, &dir, e.to_string(), stop.is_set())?;
+                return Err(e);
+            }
+        },
+        None => None,
+    };
+    let events_dest = amqp_url.clone().unwrap_or_else(|| raw_events.display().to_string());
     let spec = ChildSpec {
         program,
         args,
         env: vec![
             ("TROUPE_CONFIG".into(), config_path.display().to_string()),
             ("TROUPE_SCHEDULE".into(), schedule_path.display().to_string()),
-            ("TROUPE_EVENTS".into(), raw_events.display().to_string()),
-            ("TROUPE_RUN_ID".into(), run_id),
+            ("TROUPE_EVENTS".into(), events_dest),
+            ("TROUPE_RUN_ID".into(), run_id.clone()),
         ],
         cwd: None,
         stdout: dir.join("stdout.txt"),
@@ -214,6 +240,24 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
     };
     let mut reason = ending.failure();
     manifest.interrupted = matches!(ending, Ending::Interrupted);
+    if let Some(c) = collector {
+        // Every node's run_finished is the end of its lines; a node that died never sends it,
+        // so the wait is bounded and the analysis names what is missing.
+        match c.finish(1, AMQP_DRAIN) {
+            Ok(st) if !st.all_finished && reason.is_none() => {
+                reason = Some(format!(
+                    "events through RabbitMQ: {} of {} nodes sent run_finished within {} s",
+                    st.finished,
+                    st.nodes,
+                    AMQP_DRAIN.as_secs()
+                ));
+            }
+            Ok(_) => {}
+            Err(e) => {
+                reason.get_or_insert_with(|| format!("events through RabbitMQ: {e}"));
+            }
+        }
+    }
 
     // Check and merge the events (a malformed line fails the run, rule 3).
     let merged = dir.join("events.jsonl");

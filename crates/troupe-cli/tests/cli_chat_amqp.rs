@@ -1,0 +1,140 @@
+//! The chat benchmark with its events through a real RabbitMQ (`events = "amqp://..."`): a
+//! private broker started by `scripts/rabbitmq.sh` into a temp dir (stopped by a guard, also
+//! on failure), a distributed run whose every node publishes to the exchange and whose lines
+//! the lab collects, checked against the same run through the file transport; and an
+//! unreachable broker refused within 5 s with a clear message.
+//!
+//! Without RabbitMQ installed the broker test prints a SKIPPED line and passes, unless
+//! `TROUPE_TEST_REQUIRE_RABBITMQ=1` (the test command sets it), when it fails.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn troupe() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_troupe"));
+    c.env_remove("TROUPE_HOME");
+    c
+}
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/rabbitmq.sh")
+}
+
+fn rabbitmq_installed() -> bool {
+    Path::new("/usr/lib/rabbitmq/bin/rabbitmq-server").exists()
+        || Command::new("sh").args(["-c", "command -v rabbitmq-server"]).output().is_ok_and(|o| o.status.success())
+}
+
+/// A private broker; stopped (with its epmd) when dropped.
+struct Broker {
+    dir: tempfile::TempDir,
+    url: String,
+}
+
+impl Broker {
+    fn start() -> Option<Broker> {
+        if !rabbitmq_installed() {
+            let msg = "cli_chat_amqp: RabbitMQ is not installed (run `bash scripts/install-rabbitmq.sh`)";
+            assert!(std::env::var("TROUPE_TEST_REQUIRE_RABBITMQ").as_deref() != Ok("1"), "{msg}");
+            let _ = writeln!(std::io::stderr(), "SKIPPED ********** {msg}; the broker test did not run **********");
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let out = Command::new("bash").arg(script()).arg("start").arg(dir.path()).output().unwrap();
+        assert!(out.status.success(), "rabbitmq.sh start failed: {}", String::from_utf8_lossy(&out.stderr));
+        let url = String::from_utf8(out.stdout).unwrap().trim().to_string();
+        Some(Broker { dir, url })
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let _ = Command::new("bash").arg(script()).arg("stop").arg(self.dir.path()).output();
+    }
+}
+
+const SMALL: &[&str] = &[
+    "--set",
+    "chats_per_sup=3",
+    "--set",
+    "clients_per_server=3",
+    "--set",
+    "test_duration_secs=3",
+    "--set",
+    "warmup_s=1",
+    "--set",
+    "fault_pause_ms=1000",
+    "--set",
+    "msg_type=kill",
+    "--set",
+    "clients_per_process=5",
+];
+
+/// What does not depend on timing: events per (node, kind) for the set-up and end events, the
+/// injected fault ids, the throughput rows per node.
+fn shape(dir: &Path) -> BTreeMap<String, usize> {
+    let text = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
+    let mut out = BTreeMap::new();
+    for l in text.lines() {
+        let e: serde_json::Value = serde_json::from_str(l).unwrap();
+        let key = match e["ev"].as_str().unwrap() {
+            ev @ ("run_started" | "run_finished" | "throughput") => format!("{} {ev}", e["node"]),
+            "ready" => format!("{} ready {}", e["node"], e["what"]),
+            "fault_injected" => format!("fault {}", e["id"]),
+            _ => continue,
+        };
+        *out.entry(key).or_insert(0) += 1;
+    }
+    out
+}
+
+#[test]
+fn chat_events_through_rabbitmq_match_the_file_transport() {
+    let Some(broker) = Broker::start() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let mut shapes = Vec::new();
+    for (name, events) in [("file", "file".to_string()), ("amqp", broker.url.clone())] {
+        let out = tmp.path().join(name);
+        let o = troupe()
+            .args(["lab", "run", "chat", "--out", out.to_str().unwrap(), "--set", &format!("events={events}")])
+            .args(SMALL)
+            .output()
+            .unwrap();
+        let m: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+        assert_eq!(m["status"], "ok", "{name}: {m}\n{}", String::from_utf8_lossy(&o.stderr));
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+        assert!(summary["detection_ms"]["n"].as_u64().unwrap() > 0, "{name}: {summary}");
+        assert_eq!(summary["dropped_events"], 0);
+        shapes.push(shape(&out));
+    }
+    assert!(shapes[0].keys().any(|k| k.contains("clients-1")), "{:?}", shapes[0]);
+    assert_eq!(shapes[0], shapes[1], "the same run through RabbitMQ records the same events");
+}
+
+#[test]
+fn an_unreachable_broker_is_a_clear_error_within_5_seconds() {
+    // A loopback port nobody listens on: bind one, note it, close it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let t0 = Instant::now();
+    let o = troupe()
+        .args(["lab", "run", "chat", "--out", out.to_str().unwrap()])
+        .args(["--set", &format!("events=amqp://guest:secret@127.0.0.1:{port}/%2f")])
+        .args(SMALL)
+        .output()
+        .unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(5) + Duration::from_secs(2), "took {:?}", t0.elapsed());
+    assert_ne!(o.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("RabbitMQ") && err.contains(&port.to_string()), "{err}");
+    assert!(!err.contains("secret"), "the password must not be printed: {err}");
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["status"], "failed");
+}
