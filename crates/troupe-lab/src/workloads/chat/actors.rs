@@ -5,9 +5,9 @@
 //! Rules:
 //! 1. Discovery maps a topic to the chat that registered it last and monitors that chat; on
 //!    its `Down` the entry is removed (unless a newer incarnation already replaced it).
-//! 2. A chat registers with discovery in `started`, before its mailbox is served, so it takes
-//!    no client before it is findable; a chat started for the 2nd+ time emits
-//!    `restarted {target, attempt}` and starts with no members.
+//! 2. A chat sends its registration to discovery in `started`, before its mailbox is served
+//!    (protocol rule 4), so it takes no client before it is findable; a chat started for the
+//!    2nd+ time emits `restarted {target, attempt}` and starts with no members.
 //! 3. A client resolves, monitors, then joins. Its first join counts it as set up. A `Down` of
 //!    the chat it is joined to is a detected failure: `fault_detected {id: null, target, by}`,
 //!    then it re-resolves at once; a failed attempt (no chat registered, or the chat found is
@@ -44,6 +44,10 @@ pub(crate) struct Shared {
     pub(crate) registered: AtomicU64,
     /// Clients that gave up, and other failures.
     pub(crate) errors: AtomicU64,
+    /// Faults this process's injector carried out.
+    pub(crate) injected: AtomicU64,
+    /// Faults it skipped (the chat was not registered at that instant).
+    pub(crate) skipped: AtomicU64,
     /// Woken when `joined` or `registered` grows.
     pub(crate) progress: Notify,
     pub(crate) send_interval: Duration,
@@ -60,6 +64,8 @@ impl Shared {
             joined: AtomicU64::new(0),
             registered: AtomicU64::new(0),
             errors: AtomicU64::new(0),
+            injected: AtomicU64::new(0),
+            skipped: AtomicU64::new(0),
             progress: Notify::new(),
             send_interval: Duration::from_millis(cfg.send_interval_ms),
             clients_send: cfg.clients_send(),
@@ -100,14 +106,14 @@ impl Actor for Discovery {
 
     async fn handle(&mut self, msg: DiscoveryMsg, ctx: &mut Ctx<Self>) {
         match msg {
-            DiscoveryMsg::Register { topic, chat, reply } => {
+            DiscoveryMsg::Register { topic, chat } => {
                 let mid = ctx.monitor(&chat.any());
+                let _ = chat.send(ChatMsg::Registered);
                 if let Some((old, old_mid)) = self.chats.insert(topic.clone(), (chat, mid)) {
                     ctx.demonitor(&old.any(), old_mid);
                     self.by_monitor.remove(&old_mid);
                 }
                 self.by_monitor.insert(mid, topic);
-                reply.send(());
             }
             DiscoveryMsg::Lookup { topic, attempt, reply } => {
                 let chat = self.chats.get(&topic).map(|(c, _)| c.clone());
@@ -136,6 +142,7 @@ pub(crate) struct Chat {
     starts: Arc<AtomicU32>,
     members: Vec<ActorRef<ClientMsg>>,
     member_ids: HashMap<ActorId, usize>,
+    incarnation: u32,
 }
 
 impl Chat {
@@ -145,7 +152,15 @@ impl Chat {
         shared: Arc<Shared>,
         starts: Arc<AtomicU32>,
     ) -> Chat {
-        Chat { topic: topic(index), discovery, shared, starts, members: Vec::new(), member_ids: HashMap::new() }
+        Chat {
+            topic: topic(index),
+            discovery,
+            shared,
+            starts,
+            members: Vec::new(),
+            member_ids: HashMap::new(),
+            incarnation: 0,
+        }
     }
 }
 
@@ -153,25 +168,25 @@ impl Actor for Chat {
     type Msg = ChatMsg;
 
     async fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), ActorError> {
-        let attempt = self.starts.fetch_add(1, Ordering::SeqCst);
-        if attempt > 0 {
-            self.shared.emitter.emit("restarted", json!({"target": self.topic, "attempt": attempt}));
+        self.incarnation = self.starts.fetch_add(1, Ordering::SeqCst);
+        if self.incarnation > 0 {
+            self.shared.emitter.emit("restarted", json!({"target": self.topic, "attempt": self.incarnation}));
         }
-        let me = ctx.myself();
-        let topic = self.topic.clone();
+        let register = DiscoveryMsg::Register { topic: self.topic.clone(), chat: ctx.myself() };
         self.discovery
-            .ask(|reply| DiscoveryMsg::Register { topic, chat: me, reply }, Duration::from_secs(30))
-            .await
+            .send(register)
             .map_err(|e| ActorError::new(format!("{}: discovery did not take the registration: {e}", self.topic)))?;
-        if attempt == 0 {
-            self.shared.registered.fetch_add(1, Ordering::SeqCst);
-            self.shared.progress.notify_waiters();
-        }
         Ok(())
     }
 
     async fn handle(&mut self, msg: ChatMsg, _: &mut Ctx<Self>) {
         match msg {
+            ChatMsg::Registered => {
+                if self.incarnation == 0 {
+                    self.shared.registered.fetch_add(1, Ordering::SeqCst);
+                    self.shared.progress.notify_waiters();
+                }
+            }
             ChatMsg::Join { client, attempt } => {
                 if !self.member_ids.contains_key(&client.id()) {
                     self.member_ids.insert(client.id(), self.members.len());

@@ -9,6 +9,10 @@
 //!    are ignored (they belong to a chat incarnation the client has given up on).
 //! 3. A chat answers `Join` with `Joined` once the client is a member; from then on every
 //!    `Post` it receives goes to every member as `Broadcast` (the poster included).
+//! 4. A chat sends `Register` to discovery as the first thing it does and does not wait for the
+//!    answer: a client can only learn of the chat from discovery, so no `Join` can reach a chat
+//!    discovery has not recorded ("registered before it takes clients" holds by construction),
+//!    and the supervisor restarting thousands of chats a second never waits on a round trip.
 
 use serde::{Deserialize, Serialize};
 use troupe::{ActorRef, ReplyTo};
@@ -22,8 +26,9 @@ pub(crate) const COORDINATOR: &str = "chat-coordinator";
 /// What discovery understands.
 #[derive(Serialize, Deserialize)]
 pub(crate) enum DiscoveryMsg {
-    /// A (re)started chat registers its topic before it takes clients; answered once recorded.
-    Register { topic: String, chat: ActorRef<ChatMsg>, reply: ReplyTo<()> },
+    /// A (re)started chat registers its topic before it takes clients; discovery answers the
+    /// chat with [`ChatMsg::Registered`] once recorded (rule 4).
+    Register { topic: String, chat: ActorRef<ChatMsg> },
     /// A client asks for its chat (rule 1); answered with [`ClientMsg::Found`].
     Lookup { topic: String, attempt: u32, reply: ActorRef<ClientMsg> },
     /// The injector asks for a chat (an ask: the injector waits for nothing else).
@@ -37,6 +42,8 @@ pub(crate) struct FoundChat(pub(crate) Option<ActorRef<ChatMsg>>);
 /// What a chat understands.
 #[derive(Serialize, Deserialize)]
 pub(crate) enum ChatMsg {
+    /// Discovery recorded this chat (rule 4).
+    Registered,
     /// A client joins (rule 3).
     Join { client: ActorRef<ClientMsg>, attempt: u32 },
     /// A chat message from client `from`, broadcast to every member.
@@ -75,7 +82,6 @@ impl RemoteMessage for DiscoveryMsg {
     fn nested(n: &mut Nested) {
         n.add::<ChatMsg>();
         n.add::<ClientMsg>();
-        n.add::<()>();
         n.add::<FoundChat>();
     }
 }

@@ -111,7 +111,9 @@ pub(crate) fn spawn_counter(shared: Arc<Shared>, start_us: i64, seconds: u64) ->
     })
 }
 
-/// The injector of this process's chats (rule 2); returns (carried out, skipped).
+/// The injector of this process's chats (rule 2); returns (carried out, skipped). Each
+/// action runs as its own task at its instant, so a slow lookup never delays the next fault
+/// (thousands of chats failing every few seconds make thousands of actions per second).
 pub(crate) fn spawn_injector(
     cfg: &ChatConfig,
     actions: Vec<FaultAction>,
@@ -122,35 +124,45 @@ pub(crate) fn spawn_injector(
     let (stress_ms, stress_mb) = (cfg.stress_ms, cfg.stress_mb);
     tokio::spawn(async move {
         let start = instant_of(start_us);
-        let (mut done, mut skipped) = (0u64, 0u64);
+        let mut running = tokio::task::JoinSet::new();
         for a in actions {
             tokio::time::sleep_until(start + Duration::from_millis(a.at_ms)).await;
-            let target = topic(u64::from(a.group));
-            let found = discovery
-                .ask(|reply| DiscoveryMsg::Find { topic: target.clone(), reply }, Duration::from_secs(5))
-                .await;
-            let Ok(FoundChat(Some(chat))) = found else {
-                skipped += 1;
-                continue;
-            };
-            // The event is stamped before the fault, so no detection can precede it.
-            shared.emitter.emit("fault_injected", json!({"id": a.id, "target": target, "kind": a.kind}));
-            match a.kind.as_str() {
-                "kill" => chat.kill(),
-                "error" => {
-                    let _ = chat.send(ChatMsg::Poison);
-                }
-                "cpu" => {
-                    let _ = chat.send(ChatMsg::Stress { cpu_ms: stress_ms, ram_mb: 0 });
-                }
-                _ => {
-                    let _ = chat.send(ChatMsg::Stress { cpu_ms: 0, ram_mb: stress_mb });
-                }
+            let (discovery, shared) = (discovery.clone(), Arc::clone(&shared));
+            running.spawn(async move { hurt(a, discovery, shared, stress_ms, stress_mb).await });
+            // Reap what is done as we go, so the set stays small.
+            while let Some(r) = running.try_join_next() {
+                let _ = r;
             }
-            done += 1;
         }
-        (done, skipped)
+        while running.join_next().await.is_some() {}
+        (shared.injected.load(Ordering::Relaxed), shared.skipped.load(Ordering::Relaxed))
     })
+}
+
+/// One action of rule 2.
+async fn hurt(a: FaultAction, discovery: ActorRef<DiscoveryMsg>, shared: Arc<Shared>, stress_ms: u64, stress_mb: u64) {
+    let target = topic(u64::from(a.group));
+    let found =
+        discovery.ask(|reply| DiscoveryMsg::Find { topic: target.clone(), reply }, Duration::from_secs(5)).await;
+    let Ok(FoundChat(Some(chat))) = found else {
+        shared.skipped.fetch_add(1, Ordering::Relaxed);
+        return;
+    };
+    // The event is stamped before the fault, so no detection can precede it.
+    shared.emitter.emit("fault_injected", json!({"id": a.id, "target": target, "kind": a.kind}));
+    match a.kind.as_str() {
+        "kill" => chat.kill(),
+        "error" => {
+            let _ = chat.send(ChatMsg::Poison);
+        }
+        "cpu" => {
+            let _ = chat.send(ChatMsg::Stress { cpu_ms: stress_ms, ram_mb: 0 });
+        }
+        _ => {
+            let _ = chat.send(ChatMsg::Stress { cpu_ms: 0, ram_mb: stress_mb });
+        }
+    }
+    shared.injected.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Resident memory of this process, bytes (`VmRSS` in `/proc/self/status`; 0 where unavailable).
