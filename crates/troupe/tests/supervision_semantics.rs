@@ -5,82 +5,12 @@
 
 mod common;
 
-use std::collections::HashMap;
 use std::time::Duration;
 
-use common::{log, Cmd, Log, Probe, T};
-use troupe::supervisor::{
-    self, Backoff, ChildRef, ChildSpec, Restart, Shutdown, Strategy, SupervisorError, SupervisorRef, SupervisorSpec,
-    WorkerSpec,
-};
+use common::tree::Builder;
+use common::{log, Cmd, Probe, T};
+use troupe::supervisor::{self, Backoff, ChildSpec, Restart, Shutdown, Strategy, SupervisorError, SupervisorSpec};
 use troupe::{ActorId, ExitReason};
-
-/// A supervisor of probes, with a typed handle per child.
-struct Tree {
-    sup: SupervisorRef,
-    handles: HashMap<String, ChildRef<Cmd>>,
-}
-
-struct Builder {
-    spec: SupervisorSpec,
-    handles: HashMap<String, ChildRef<Cmd>>,
-    lg: Log,
-}
-
-impl Builder {
-    fn new(spec: SupervisorSpec, lg: &Log) -> Self {
-        Self { spec, handles: HashMap::new(), lg: lg.clone() }
-    }
-
-    fn probe(self, name: &str, restart: Restart) -> Self {
-        self.probe_with(name, restart, |w| w, |_| {})
-    }
-
-    fn probe_with(
-        mut self,
-        name: &str,
-        restart: Restart,
-        spec: impl FnOnce(WorkerSpec<Probe>) -> WorkerSpec<Probe>,
-        tweak: impl Fn(&mut Probe) + Send + Sync + 'static,
-    ) -> Self {
-        let (n, lg) = (name.to_owned(), self.lg.clone());
-        let w = spec(
-            ChildSpec::worker(name, move || {
-                let mut p = Probe::new(&n, &lg);
-                tweak(&mut p);
-                p
-            })
-            .restart(restart),
-        );
-        self.handles.insert(name.to_owned(), w.handle());
-        self.spec = self.spec.child(w);
-        self
-    }
-
-    async fn start(self) -> Result<Tree, SupervisorError> {
-        Ok(Tree { sup: supervisor::start(self.spec).await?, handles: self.handles })
-    }
-}
-
-impl Tree {
-    async fn ids(&self) -> Vec<(String, Option<ActorId>)> {
-        self.sup.which_children().await.unwrap().into_iter().map(|c| (c.id, c.actor.map(|a| a.id()))).collect()
-    }
-
-    fn child(&self, id: &str) -> troupe::ActorRef<Cmd> {
-        self.handles[id].get().expect("child running")
-    }
-
-    /// Kills the current incarnation of `id` and returns once the supervisor has handled the
-    /// exit (the exit signal is on its system lane before `terminated` answers, so the next
-    /// call to it sees the result).
-    async fn crash(&self, id: &str) {
-        let c = self.child(id);
-        c.kill();
-        c.terminated().await;
-        self.ids().await;
-    }
-}
 
 #[derive(Clone, Copy, Debug)]
 enum How {

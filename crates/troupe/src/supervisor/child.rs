@@ -189,4 +189,6 @@ pub struct ChildInfo {
     pub kind: ChildKind,
     /// Its restart type.
     pub restart: Restart,
+    /// Its restart failed and a retry is queued (OTP shows `restarting` for its pid).
+    pub restarting: bool,
 }

@@ -78,6 +78,8 @@ pub enum SupervisorError {
     NoSuchChild(String),
     /// The child is running; terminate it first.
     ChildRunning(String),
+    /// The child's restart failed and a retry is queued (OTP `{error, restarting}`).
+    Restarting(String),
     /// The supervisor already has its maximum number of children.
     MaxChildren(usize),
     /// The supervisor has stopped.
@@ -99,6 +101,9 @@ impl fmt::Display for SupervisorError {
             SupervisorError::NoSuchChild(id) => write!(f, "no child has the id {id:?}"),
             SupervisorError::ChildRunning(id) => {
                 write!(f, "child {id:?} is running; terminate it first")
+            }
+            SupervisorError::Restarting(id) => {
+                write!(f, "child {id:?} is being restarted (its last start failed); terminate it first")
             }
             SupervisorError::MaxChildren(n) => {
                 write!(f, "the supervisor already has its maximum of {n} children")

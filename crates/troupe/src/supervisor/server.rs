@@ -14,6 +14,15 @@
 //! 5. `OneForAll` stops every other running child, `RestForOne` every child started after the
 //!    exited one, in reverse order; then those children restart in order (temporary ones that
 //!    were stopped this way are removed instead).
+//! 9. A restart whose start fails (OTP `try_again`): the children of the group started before
+//!    the failed one keep running, the failed one is marked `restarting` and later ones stay
+//!    stopped; the supervisor sends itself a retry for the failed child behind the messages
+//!    already queued (so `which_children`, `terminate_child`, a stop... are served between
+//!    tries). The retry is a new restart of that child: counted (rule 4), then its strategy's
+//!    group is stopped again and started again in order: for `OneForAll` that stops the
+//!    siblings already restarted and restarts the whole group. A retry for a child that is no
+//!    longer `restarting` (terminated, or restarted with its group meanwhile) does nothing.
+//!    `restart_child` and `delete_child` of a `restarting` child fail with `Restarting`.
 //! 6. Stopping a child: unlink, then `Brutal` kills, `Timeout(t)` asks it to stop and kills it
 //!    after `t`, `Infinity` asks and waits.
 //! 7. An exit signal from the supervisor's parent, or a stop request, stops all children in
@@ -52,7 +61,15 @@ struct Child {
     started_at: Instant,
     /// Waiting to be started by a restart (possibly delayed by backoff).
     pending: bool,
+    /// Its restart failed and a retry is queued (rule 9; OTP's `{restarting, Pid}`).
+    restarting: bool,
     backoff_n: u32,
+}
+
+impl Child {
+    fn new(spec: ChildSpec) -> Self {
+        Child { spec, actor: None, started_at: Instant::now(), pending: false, restarting: false, backoff_n: 0 }
+    }
 }
 
 /// A message to a supervisor; build them through [`super::SupervisorRef`].
@@ -65,14 +82,13 @@ pub(crate) enum Cmd {
     DeleteChild(String, ReplyTo<Result<(), SupervisorError>>),
     Which(ReplyTo<Vec<ChildInfo>>),
     DelayedRestart(u64),
+    /// Rule 9: retry the restart of this child.
+    TryAgain(String),
 }
 
 impl Supervisor {
     pub(crate) fn new(mut spec: SupervisorSpec) -> Self {
-        let children = std::mem::take(&mut spec.children)
-            .into_iter()
-            .map(|spec| Child { spec, actor: None, started_at: Instant::now(), pending: false, backoff_n: 0 })
-            .collect();
+        let children = std::mem::take(&mut spec.children).into_iter().map(Child::new).collect();
         Self { spec, children, restarts: VecDeque::new(), next_auto_id: 0, generation: 0, start_failure: None }
     }
 
@@ -87,6 +103,7 @@ impl Supervisor {
         let c = &mut self.children[i];
         c.actor = Some(a);
         c.pending = false;
+        c.restarting = false;
         c.started_at = Instant::now();
         Ok(id)
     }
@@ -148,6 +165,13 @@ impl Supervisor {
             }
             return;
         }
+        self.restart(ctx, i).await;
+    }
+
+    /// OTP's `restart/2` for child `i` (exited, or its restart failed): count it (rule 4), stop
+    /// the rest of its strategy's group in reverse order (rule 5), start the group in order.
+    async fn restart(&mut self, ctx: &mut Ctx<Self>, i: usize) {
+        let id = self.children[i].spec.id.clone();
         if !self.count_restart() {
             return self.give_up(ctx);
         }
@@ -161,6 +185,7 @@ impl Supervisor {
         self.stop_children(ctx, &others).await;
         for &j in &affected {
             self.children[j].pending = true;
+            self.children[j].restarting = false;
         }
         // Temporary siblings stopped by the strategy are removed, not restarted.
         let mut j = 0;
@@ -169,7 +194,7 @@ impl Supervisor {
             j += 1;
             keep
         });
-        match self.backoff_delay(i) {
+        match self.backoff_delay(&id) {
             Some(delay) => {
                 self.generation += 1;
                 let msg = SupervisorMsg(Cmd::DelayedRestart(self.generation));
@@ -179,9 +204,9 @@ impl Supervisor {
         }
     }
 
-    fn backoff_delay(&mut self, i: usize) -> Option<Duration> {
+    fn backoff_delay(&mut self, id: &str) -> Option<Duration> {
         let b = self.spec.backoff?;
-        let c = self.children.get_mut(i)?;
+        let c = self.children.iter_mut().find(|c| c.spec.id == id)?;
         if c.started_at.elapsed() > b.max {
             c.backoff_n = 0;
         }
@@ -192,23 +217,21 @@ impl Supervisor {
         Some(base.mul_f64(1.0 + stretch))
     }
 
-    /// Starts pending children in order; a failed start counts as another restart.
+    /// Starts pending children in order (those marked `restarting` wait for their own retry).
+    /// On a failure, rule 9: the failed child is marked `restarting`, a retry is queued, and the
+    /// children after it stay stopped until then.
     async fn start_pending(&mut self, ctx: &mut Ctx<Self>) {
         let me = AnyRef(ctx.cell.clone());
-        let mut i = 0;
-        while i < self.children.len() {
-            if !self.children[i].pending {
-                i += 1;
+        for i in 0..self.children.len() {
+            if !self.children[i].pending || self.children[i].restarting {
                 continue;
             }
-            match self.start_one(i, &me).await {
-                Ok(_) => i += 1,
-                Err(reason) => {
-                    tracing::warn!(child = %self.children[i].spec.id, %reason, "child failed to restart");
-                    if !self.count_restart() {
-                        return self.give_up(ctx);
-                    }
-                }
+            if let Err(reason) = self.start_one(i, &me).await {
+                let id = self.children[i].spec.id.clone();
+                tracing::warn!(child = %id, %reason, "child failed to restart; trying again");
+                self.children[i].restarting = true;
+                let _ = ctx.myself().send(SupervisorMsg(Cmd::TryAgain(id)));
+                return;
             }
         }
     }
@@ -232,7 +255,7 @@ impl Supervisor {
             }
         }
         let child_id = spec.id.clone();
-        self.children.push(Child { spec, actor: None, started_at: Instant::now(), pending: false, backoff_n: 0 });
+        self.children.push(Child::new(spec));
         let i = self.children.len() - 1;
         let me = AnyRef(ctx.cell.clone());
         match self.start_one(i, &me).await {
@@ -252,6 +275,7 @@ impl Supervisor {
                 actor: c.actor.clone(),
                 kind: c.spec.kind,
                 restart: c.spec.restart,
+                restarting: c.restarting,
             })
             .collect()
     }
@@ -284,6 +308,7 @@ impl Actor for Supervisor {
                 let r = match self.find(&id) {
                     Ok(i) => {
                         self.children[i].pending = false;
+                        self.children[i].restarting = false;
                         self.stop_children(ctx, &[i]).await;
                         if self.children[i].spec.restart == Restart::Temporary {
                             self.children.remove(i);
@@ -297,6 +322,7 @@ impl Actor for Supervisor {
             Cmd::RestartChild(id, reply) => {
                 let r = match self.find(&id) {
                     Ok(i) if self.children[i].actor.is_some() => Err(SupervisorError::ChildRunning(id)),
+                    Ok(i) if self.children[i].restarting => Err(SupervisorError::Restarting(id)),
                     Ok(i) => {
                         let me = AnyRef(ctx.cell.clone());
                         self.start_one(i, &me)
@@ -310,6 +336,7 @@ impl Actor for Supervisor {
             Cmd::DeleteChild(id, reply) => {
                 let r = match self.find(&id) {
                     Ok(i) if self.children[i].actor.is_some() => Err(SupervisorError::ChildRunning(id)),
+                    Ok(i) if self.children[i].restarting => Err(SupervisorError::Restarting(id)),
                     Ok(i) => {
                         self.children.remove(i);
                         Ok(())
@@ -322,6 +349,13 @@ impl Actor for Supervisor {
             Cmd::DelayedRestart(generation) => {
                 if generation == self.generation {
                     self.start_pending(ctx).await;
+                }
+            }
+            Cmd::TryAgain(id) => {
+                if let Ok(i) = self.find(&id) {
+                    if self.children[i].restarting {
+                        self.restart(ctx, i).await;
+                    }
                 }
             }
         }
