@@ -1,5 +1,5 @@
 //! Supervision with the semantics of Erlang/OTP's `supervisor`: strategies, restart types,
-//! restart intensity on a sliding window, backoff, ordered start and reverse-ordered shutdown,
+//! restart intensity counted as OTP does (or on an exact sliding window), backoff, ordered start and reverse-ordered shutdown,
 //! dynamic children, and [`ChildRef`] handles that follow a child across restarts.
 //! The rules are written out in `server.rs` and each is pinned by a test.
 //!
@@ -44,7 +44,7 @@ use std::time::Duration;
 
 pub use child::{ChildInfo, ChildRef, ChildSpec, WorkerSpec};
 pub use server::{Supervisor, SupervisorMsg};
-pub use spec::{Backoff, ChildKind, Restart, Shutdown, Strategy, SupervisorSpec};
+pub use spec::{Backoff, ChildKind, IntensityWindow, Restart, Shutdown, Strategy, SupervisorSpec};
 
 use server::Cmd;
 

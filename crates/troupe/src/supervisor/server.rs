@@ -8,9 +8,12 @@
 //! 3. On a child's exit: `Permanent` restarts, `Transient` restarts only on an abnormal reason,
 //!    `Temporary` never restarts and its spec is removed. A child that needs no restart
 //!    affects no other child.
-//! 4. A restart is counted first: more than `intensity` restarts within `period` (a sliding
-//!    window on the monotonic clock) make the supervisor stop all children in reverse order and
-//!    exit with `Shutdown`, which its own supervisor sees as an exit of its child.
+//! 4. A restart is counted first: more than `intensity` restarts within `period` make the
+//!    supervisor stop all children in reverse order and exit with `Shutdown`, which its own
+//!    supervisor sees as an exit of its child. "Within" is OTP's rule by default: times in whole
+//!    monotonic seconds since the supervisor started, a restart at second `r` counting while
+//!    `now - r <= period` (so between `period` and `period + 1 s`); or, with
+//!    `IntensityWindow::Exact`, a restart counting while at most `period` old.
 //! 5. `OneForAll` stops every other running child, `RestForOne` every child started after the
 //!    exited one, in reverse order; then those children restart in order (temporary ones that
 //!    were stopped this way are removed instead).
@@ -36,7 +39,7 @@ use rand::Rng;
 use tokio::time::Instant;
 
 use super::child::{ChildInfo, ChildSpec};
-use super::spec::{Restart, Shutdown, Strategy, SupervisorSpec};
+use super::spec::{IntensityWindow, Restart, Shutdown, Strategy, SupervisorSpec};
 use super::SupervisorError;
 use crate::any_ref::AnyRef;
 use crate::{Actor, ActorError, ActorId, Ctx, ExitReason, ExitSignal, ReplyTo};
@@ -47,6 +50,8 @@ pub struct Supervisor {
     spec: SupervisorSpec,
     children: Vec<Child>,
     restarts: VecDeque<Instant>,
+    /// Whole seconds for `IntensityWindow::WholeSeconds` count from here.
+    origin: Instant,
     next_auto_id: u64,
     generation: u64,
     start_failure: Option<FailureSlot>,
@@ -89,7 +94,15 @@ pub(crate) enum Cmd {
 impl Supervisor {
     pub(crate) fn new(mut spec: SupervisorSpec) -> Self {
         let children = std::mem::take(&mut spec.children).into_iter().map(Child::new).collect();
-        Self { spec, children, restarts: VecDeque::new(), next_auto_id: 0, generation: 0, start_failure: None }
+        Self {
+            spec,
+            children,
+            restarts: VecDeque::new(),
+            origin: Instant::now(),
+            next_auto_id: 0,
+            generation: 0,
+            start_failure: None,
+        }
     }
 
     pub(crate) fn with_failure_slot(spec: SupervisorSpec, slot: FailureSlot) -> Self {
@@ -139,7 +152,15 @@ impl Supervisor {
     fn count_restart(&mut self) -> bool {
         let now = Instant::now();
         self.restarts.push_back(now);
-        while self.restarts.front().is_some_and(|t| now.duration_since(*t) > self.spec.period) {
+        let (origin, period) = (self.origin, self.spec.period);
+        let expired = |t: Instant| match self.spec.window {
+            IntensityWindow::Exact => now.duration_since(t) > period,
+            IntensityWindow::WholeSeconds => {
+                let secs = |i: Instant| i.duration_since(origin).as_secs();
+                secs(now) - secs(t) > period.as_secs()
+            }
+        };
+        while self.restarts.front().is_some_and(|t| expired(*t)) {
             self.restarts.pop_front();
         }
         self.restarts.len() <= self.spec.intensity as usize

@@ -51,6 +51,20 @@ pub struct Backoff {
     pub jitter: f64,
 }
 
+/// How restarts are counted against the intensity over the period.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IntensityWindow {
+    /// OTP's rule, the default: restart times are kept in whole seconds of the monotonic clock
+    /// (counted from the supervisor's start; OTP's `erlang:monotonic_time(second)`), and a
+    /// restart still counts while `now_s - then_s <= period_s`. So a restart counts for at least
+    /// `period` and less than `period + 1 s`. `period` must be a whole number of seconds.
+    #[default]
+    WholeSeconds,
+    /// An exact sliding window: a restart counts while it is at most `period` old (any
+    /// `period` above zero).
+    Exact,
+}
+
 /// Whether a child is a worker or a supervisor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChildKind {
@@ -60,8 +74,8 @@ pub enum ChildKind {
     Supervisor,
 }
 
-/// A supervisor's specification. Defaults are OTP's: intensity 1 restart per 5 s period, no
-/// backoff, no limit on dynamic children.
+/// A supervisor's specification. Defaults are OTP's: intensity 1 restart per 5 s period counted
+/// in whole seconds ([`IntensityWindow::WholeSeconds`]), no backoff, no limit on dynamic children.
 ///
 /// ```
 /// use std::time::Duration;
@@ -76,6 +90,7 @@ pub struct SupervisorSpec {
     pub(crate) strategy: Strategy,
     pub(crate) intensity: u32,
     pub(crate) period: Duration,
+    pub(crate) window: IntensityWindow,
     pub(crate) backoff: Option<Backoff>,
     pub(crate) max_children: Option<usize>,
     pub(crate) children: Vec<ChildSpec>,
@@ -88,6 +103,7 @@ impl SupervisorSpec {
             strategy,
             intensity: 1,
             period: Duration::from_secs(5),
+            window: IntensityWindow::WholeSeconds,
             backoff: None,
             max_children: None,
             children: Vec::new(),
@@ -99,6 +115,12 @@ impl SupervisorSpec {
     pub fn intensity(mut self, intensity: u32, period: Duration) -> Self {
         self.intensity = intensity;
         self.period = period;
+        self
+    }
+
+    /// How restarts are counted over the period (default: OTP's whole seconds).
+    pub fn window(mut self, window: IntensityWindow) -> Self {
+        self.window = window;
         self
     }
 
@@ -125,6 +147,16 @@ impl SupervisorSpec {
         let bad = |field: &str, problem: String| Err(SupervisorError::InvalidSpec { field: field.to_owned(), problem });
         if self.period.is_zero() {
             return bad("period", "must be greater than zero (restarts are counted over it)".into());
+        }
+        if self.window == IntensityWindow::WholeSeconds && self.period.subsec_nanos() != 0 {
+            return bad(
+                "period",
+                format!(
+                    "must be a whole number of seconds with IntensityWindow::WholeSeconds (OTP's rule, the \
+                     default), got {:?}; use .window(IntensityWindow::Exact) for a sub-second period",
+                    self.period
+                ),
+            );
         }
         if let Some(b) = &self.backoff {
             if b.min.is_zero() {
