@@ -322,7 +322,8 @@ async fn dynamic_children_are_started_listed_terminated_and_deleted() {
     assert_eq!(sup.terminate_child("child-1").await, Err(SupervisorError::NoSuchChild("child-1".into())));
     let l = lg.clone();
     let dup = ChildSpec::worker("child-2", move || Probe::new("dup", &l));
-    assert_eq!(sup.start_child(dup).await, Err(SupervisorError::DuplicateId("child-2".into())));
+    let taken = sup.start_child(dup).await;
+    assert!(matches!(&taken, Err(SupervisorError::AlreadyStarted { child, .. }) if child == "child-2"), "{taken:?}");
     sup.stop().await;
 }
 
@@ -347,7 +348,11 @@ async fn backoff_delays_restarts() {
         assert!(tree.ids().await[0].1.is_none(), "not restarted before the backoff delay");
         common::wait_until("the delayed restart", T, || tree.handles["a"].get().is_some()).await;
         let waited = t0.elapsed();
-        assert!(waited >= Duration::from_millis(expected), "restart after {waited:?}, expected >= {expected} ms");
+        // A timer's last 2 ms run on the real clock (`precise.rs`), so on a paused clock the
+        // restart can be seen up to 2 ms before tokio's clock reaches the delay (it failed so on
+        // a loaded machine: "restart after 399ms").
+        let floor = Duration::from_millis(expected - 2);
+        assert!(waited >= floor, "restart after {waited:?}, expected >= {expected} ms less 2 ms");
     }
 }
 

@@ -42,7 +42,7 @@ mod spec;
 use std::fmt;
 use std::time::Duration;
 
-pub use child::{ChildInfo, ChildRef, ChildSpec, WorkerSpec};
+pub use child::{ChildCount, ChildInfo, ChildRef, ChildSpec, WorkerSpec};
 pub use server::{Supervisor, SupervisorMsg};
 pub use spec::{Backoff, ChildKind, IntensityWindow, Restart, Shutdown, Strategy, SupervisorSpec};
 
@@ -65,8 +65,18 @@ pub enum SupervisorError {
         /// What is wrong and what is allowed.
         problem: String,
     },
-    /// Two children share an id.
+    /// Two children of a spec share an id.
     DuplicateId(String),
+    /// `start_child` with the id of a running child (OTP `{error, {already_started, Pid}}`).
+    AlreadyStarted {
+        /// The child's id.
+        child: String,
+        /// The running child.
+        actor: ActorId,
+    },
+    /// `start_child` with the id of a child that is in the spec but not running (OTP
+    /// `{error, already_present}`): `restart_child` or `delete_child` it.
+    AlreadyPresent(String),
     /// A child failed to start.
     StartFailed {
         /// The child's id.
@@ -95,6 +105,14 @@ impl fmt::Display for SupervisorError {
             SupervisorError::DuplicateId(id) => {
                 write!(f, "invalid supervisor spec: two children have the id {id:?}; ids must be unique")
             }
+            SupervisorError::AlreadyStarted { child, actor } => {
+                write!(f, "a child with the id {child:?} is already running as {actor}; pick another id")
+            }
+            SupervisorError::AlreadyPresent(id) => write!(
+                f,
+                "a child with the id {id:?} is already in the supervisor (not running); restart_child or \
+                 delete_child it"
+            ),
             SupervisorError::StartFailed { child, reason } => {
                 write!(f, "child {child:?} failed to start: {reason}")
             }
@@ -158,8 +176,10 @@ impl SupervisorRef {
     }
 
     /// Adds and starts a child at run time (a dynamic supervisor's `start_child`). An empty id
-    /// gets a unique one.
-    pub async fn start_child(&self, spec: impl Into<ChildSpec>) -> Result<ActorId, SupervisorError> {
+    /// gets a unique one. `Ok(None)` when its start returned ignore
+    /// ([`ChildSpec::worker_or_ignore`]): a temporary child is then dropped, another kept, not
+    /// running (OTP). An id already in use fails with `AlreadyStarted` or `AlreadyPresent`.
+    pub async fn start_child(&self, spec: impl Into<ChildSpec>) -> Result<Option<ActorId>, SupervisorError> {
         let spec = spec.into();
         self.0.ask(|r| SupervisorMsg(Cmd::StartChild(spec, r)), CALL_TIMEOUT).await?
     }
@@ -170,8 +190,8 @@ impl SupervisorRef {
         self.0.ask(|r| SupervisorMsg(Cmd::TerminateChild(id, r)), CALL_TIMEOUT).await?
     }
 
-    /// Starts a terminated child again.
-    pub async fn restart_child(&self, id: &str) -> Result<ActorId, SupervisorError> {
+    /// Starts a terminated child again; `Ok(None)` when its start returned ignore.
+    pub async fn restart_child(&self, id: &str) -> Result<Option<ActorId>, SupervisorError> {
         let id = id.to_owned();
         self.0.ask(|r| SupervisorMsg(Cmd::RestartChild(id, r)), CALL_TIMEOUT).await?
     }
@@ -185,6 +205,18 @@ impl SupervisorRef {
     /// The children in start order.
     pub async fn which_children(&self) -> Result<Vec<ChildInfo>, SupervisorError> {
         Ok(self.0.ask(|r| SupervisorMsg(Cmd::Which(r)), CALL_TIMEOUT).await?)
+    }
+
+    /// How many children, how many running, how many supervisors and workers (OTP's
+    /// `count_children`).
+    pub async fn count_children(&self) -> Result<ChildCount, SupervisorError> {
+        Ok(self.0.ask(|r| SupervisorMsg(Cmd::Count(r)), CALL_TIMEOUT).await?)
+    }
+
+    /// The spec of child `id` (OTP's `get_childspec`), e.g. to start it under another supervisor.
+    pub async fn get_childspec(&self, id: &str) -> Result<ChildSpec, SupervisorError> {
+        let id = id.to_owned();
+        self.0.ask(|r| SupervisorMsg(Cmd::GetSpec(id, r)), CALL_TIMEOUT).await?
     }
 
     /// Stops the supervisor: its children stop in reverse order first. Returns its exit reason.

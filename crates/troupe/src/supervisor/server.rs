@@ -26,6 +26,11 @@
 //!    siblings already restarted and restarts the whole group. A retry for a child that is no
 //!    longer `restarting` (terminated, or restarted with its group meanwhile) does nothing.
 //!    `restart_child` and `delete_child` of a `restarting` child fail with `Restarting`.
+//! 10. A start that returns ignore (`ChildSpec::worker_or_ignore`) is no failure: the child stays
+//!     in the spec, not running, and a temporary one is removed (OTP `ignore`), at the
+//!     supervisor's start, in `start_child`, and in a restart.
+//! 11. `start_child` with an id in use fails with `AlreadyStarted` (running) or `AlreadyPresent`
+//!     (in the spec, not running), as OTP's `already_started`/`already_present`.
 //! 6. Stopping a child: unlink, then `Brutal` kills, `Timeout(t)` asks it to stop and kills it
 //!    after `t`, `Infinity` asks and waits.
 //! 7. An exit signal from the supervisor's parent, or a stop request, stops all children in
@@ -38,8 +43,8 @@ use std::time::Duration;
 use rand::Rng;
 use tokio::time::Instant;
 
-use super::child::{ChildInfo, ChildSpec};
-use super::spec::{IntensityWindow, Restart, Shutdown, Strategy, SupervisorSpec};
+use super::child::{ChildCount, ChildInfo, ChildSpec};
+use super::spec::{ChildKind, IntensityWindow, Restart, Shutdown, Strategy, SupervisorSpec};
 use super::SupervisorError;
 use crate::any_ref::AnyRef;
 use crate::{Actor, ActorError, ActorId, Ctx, ExitReason, ExitSignal, ReplyTo};
@@ -81,11 +86,13 @@ impl Child {
 pub struct SupervisorMsg(pub(crate) Cmd);
 
 pub(crate) enum Cmd {
-    StartChild(ChildSpec, ReplyTo<Result<ActorId, SupervisorError>>),
+    StartChild(ChildSpec, ReplyTo<Result<Option<ActorId>, SupervisorError>>),
     TerminateChild(String, ReplyTo<Result<(), SupervisorError>>),
-    RestartChild(String, ReplyTo<Result<ActorId, SupervisorError>>),
+    RestartChild(String, ReplyTo<Result<Option<ActorId>, SupervisorError>>),
     DeleteChild(String, ReplyTo<Result<(), SupervisorError>>),
     Which(ReplyTo<Vec<ChildInfo>>),
+    Count(ReplyTo<ChildCount>),
+    GetSpec(String, ReplyTo<Result<ChildSpec, SupervisorError>>),
     DelayedRestart(u64),
     /// Rule 9: retry the restart of this child.
     TryAgain(String),
@@ -109,16 +116,27 @@ impl Supervisor {
         Self { start_failure: Some(slot), ..Self::new(spec) }
     }
 
-    async fn start_one(&mut self, i: usize, me: &AnyRef) -> Result<ActorId, ExitReason> {
+    /// Starts child `i`: `Ok(None)` when its start returned ignore (rule 10).
+    async fn start_one(&mut self, i: usize, me: &AnyRef) -> Result<Option<ActorId>, ExitReason> {
         let start = self.children[i].spec.start.clone();
-        let a = start(me.clone()).await?;
-        let id = a.id();
+        let started = start(me.clone()).await?;
         let c = &mut self.children[i];
-        c.actor = Some(a);
         c.pending = false;
         c.restarting = false;
+        let Some(a) = started else { return Ok(None) };
+        let id = a.id();
+        c.actor = Some(a);
         c.started_at = Instant::now();
-        Ok(id)
+        Ok(Some(id))
+    }
+
+    /// Rule 10: after an ignore, a temporary child leaves the supervisor; true when it did.
+    fn forget_if_ignored_temporary(&mut self, i: usize, started: Option<ActorId>) -> bool {
+        let gone = started.is_none() && self.children[i].spec.restart == Restart::Temporary;
+        if gone {
+            self.children.remove(i);
+        }
+        gone
     }
 
     /// Rule 6.
@@ -243,16 +261,25 @@ impl Supervisor {
     /// children after it stay stopped until then.
     async fn start_pending(&mut self, ctx: &mut Ctx<Self>) {
         let me = AnyRef(ctx.cell.clone());
-        for i in 0..self.children.len() {
+        let mut i = 0;
+        while i < self.children.len() {
             if !self.children[i].pending || self.children[i].restarting {
+                i += 1;
                 continue;
             }
-            if let Err(reason) = self.start_one(i, &me).await {
-                let id = self.children[i].spec.id.clone();
-                tracing::warn!(child = %id, %reason, "child failed to restart; trying again");
-                self.children[i].restarting = true;
-                let _ = ctx.myself().send(SupervisorMsg(Cmd::TryAgain(id)));
-                return;
+            match self.start_one(i, &me).await {
+                Ok(started) => {
+                    if !self.forget_if_ignored_temporary(i, started) {
+                        i += 1;
+                    }
+                }
+                Err(reason) => {
+                    let id = self.children[i].spec.id.clone();
+                    tracing::warn!(child = %id, %reason, "child failed to restart; trying again");
+                    self.children[i].restarting = true;
+                    let _ = ctx.myself().send(SupervisorMsg(Cmd::TryAgain(id)));
+                    return;
+                }
             }
         }
     }
@@ -261,14 +288,21 @@ impl Supervisor {
         self.children.iter().position(|c| c.spec.id == id).ok_or_else(|| SupervisorError::NoSuchChild(id.to_owned()))
     }
 
-    async fn start_child(&mut self, ctx: &mut Ctx<Self>, mut spec: ChildSpec) -> Result<ActorId, SupervisorError> {
+    async fn start_child(
+        &mut self,
+        ctx: &mut Ctx<Self>,
+        mut spec: ChildSpec,
+    ) -> Result<Option<ActorId>, SupervisorError> {
         if spec.id.is_empty() {
             self.next_auto_id += 1;
             spec.id = format!("child-{}", self.next_auto_id);
         }
         spec.validate()?;
-        if self.children.iter().any(|c| c.spec.id == spec.id) {
-            return Err(SupervisorError::DuplicateId(spec.id));
+        if let Some(c) = self.children.iter().find(|c| c.spec.id == spec.id) {
+            return Err(match &c.actor {
+                Some(a) => SupervisorError::AlreadyStarted { child: spec.id, actor: a.id() },
+                None => SupervisorError::AlreadyPresent(spec.id),
+            });
         }
         if let Some(max) = self.spec.max_children {
             if self.children.len() >= max {
@@ -280,7 +314,10 @@ impl Supervisor {
         let i = self.children.len() - 1;
         let me = AnyRef(ctx.cell.clone());
         match self.start_one(i, &me).await {
-            Ok(id) => Ok(id),
+            Ok(started) => {
+                self.forget_if_ignored_temporary(i, started);
+                Ok(started)
+            }
             Err(reason) => {
                 self.children.pop();
                 Err(SupervisorError::StartFailed { child: child_id, reason })
@@ -300,6 +337,16 @@ impl Supervisor {
             })
             .collect()
     }
+
+    fn count(&self) -> ChildCount {
+        let supervisors = self.children.iter().filter(|c| c.spec.kind == ChildKind::Supervisor).count();
+        ChildCount {
+            specs: self.children.len(),
+            active: self.children.iter().filter(|c| c.actor.as_ref().is_some_and(AnyRef::is_alive)).count(),
+            supervisors,
+            workers: self.children.len() - supervisors,
+        }
+    }
 }
 
 impl Actor for Supervisor {
@@ -308,15 +355,23 @@ impl Actor for Supervisor {
     async fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), ActorError> {
         ctx.trap_exit(true);
         let me = AnyRef(ctx.cell.clone());
-        for i in 0..self.children.len() {
-            if let Err(reason) = self.start_one(i, &me).await {
-                let id = self.children[i].spec.id.clone();
-                let started: Vec<usize> = (0..i).collect();
-                self.stop_children(ctx, &started).await;
-                if let Some(slot) = &self.start_failure {
-                    *slot.lock() = Some((id.clone(), reason.clone()));
+        let mut i = 0;
+        while i < self.children.len() {
+            match self.start_one(i, &me).await {
+                Ok(started) => {
+                    if !self.forget_if_ignored_temporary(i, started) {
+                        i += 1;
+                    }
                 }
-                return Err(ActorError(format!("child {id:?} failed to start: {reason}")));
+                Err(reason) => {
+                    let id = self.children[i].spec.id.clone();
+                    let started: Vec<usize> = (0..i).collect();
+                    self.stop_children(ctx, &started).await;
+                    if let Some(slot) = &self.start_failure {
+                        *slot.lock() = Some((id.clone(), reason.clone()));
+                    }
+                    return Err(ActorError(format!("child {id:?} failed to start: {reason}")));
+                }
             }
         }
         Ok(())
@@ -367,6 +422,8 @@ impl Actor for Supervisor {
                 reply.send(r);
             }
             Cmd::Which(reply) => reply.send(self.which()),
+            Cmd::Count(reply) => reply.send(self.count()),
+            Cmd::GetSpec(id, reply) => reply.send(self.find(&id).map(|i| self.children[i].spec.clone())),
             Cmd::DelayedRestart(generation) => {
                 if generation == self.generation {
                     self.start_pending(ctx).await;
