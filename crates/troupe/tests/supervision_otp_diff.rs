@@ -1,0 +1,514 @@
+//! Differential test against Erlang/OTP's own `supervisor`: the same scenarios (seeded random
+//! ones and hand-written edge cases) run on OTP, through `peers/erlang/otpdiff/otpdiff.escript`,
+//! and on Troupe, through the runner below; the normalised traces (each step's result, the
+//! children's starts, failed starts and graceful stops in order, the settled children after each
+//! step, the supervisor's death) must be identical. The scenario language is described in the
+//! escript and in `peers/erlang/otpdiff/README.md`.
+//!
+//! Without `escript` on PATH the test says so and passes, unless `TROUPE_REQUIRE_ERLANG=1` (CI
+//! sets it), when it fails. `OTPDIFF_SCENARIOS=n` changes the number of random scenarios
+//! (default 1,000); `OTPDIFF_SEED=s` the first seed.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use troupe::supervisor::{
+    self, ChildSpec, Restart, Shutdown, Strategy, SupervisorError, SupervisorRef, SupervisorSpec,
+};
+use troupe::{Actor, ActorError, Ctx, ExitReason};
+
+// ---------------------------------------------------------------------------------------------
+// Scenarios
+
+#[derive(Clone, Debug)]
+struct Child {
+    id: String,
+    restart: &'static str,
+    shutdown: &'static str,
+}
+
+#[derive(Clone, Debug)]
+enum Step {
+    Crash(String, &'static str),
+    Terminate(String),
+    Restart(String),
+    Delete(String),
+    StartChild(Child),
+    Stop,
+}
+
+#[derive(Clone, Debug)]
+struct Scenario {
+    name: String,
+    strategy: &'static str,
+    intensity: u32,
+    period: u64,
+    children: Vec<Child>,
+    /// Per id: the start numbers (1-based, counted per id over the scenario) that fail.
+    fails: HashMap<String, Vec<usize>>,
+    steps: Vec<Step>,
+}
+
+const STRATEGIES: [&str; 3] = ["one_for_one", "one_for_all", "rest_for_one"];
+const RESTARTS: [&str; 3] = ["permanent", "transient", "temporary"];
+const SHUTDOWNS: [&str; 3] = ["brutal", "5000", "infinity"];
+const REASONS: [&str; 5] = ["normal", "shutdown", "shutdown_term", "boom", "killed"];
+const IDS: [&str; 6] = ["a", "b", "c", "d", "e", "f"];
+
+fn pick<T: Copy>(rng: &mut StdRng, xs: &[T]) -> T {
+    xs[rng.gen_range(0..xs.len())]
+}
+
+fn random_child(rng: &mut StdRng, id: &str) -> Child {
+    Child { id: id.to_owned(), restart: pick(rng, &RESTARTS), shutdown: pick(rng, &SHUTDOWNS) }
+}
+
+fn random_scenario(seed: u64) -> Scenario {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let n = rng.gen_range(1..=4);
+    let children: Vec<Child> = IDS[..n].iter().map(|id| random_child(&mut rng, id)).collect();
+    let fail_p = pick(&mut rng, &[0.0, 0.1, 0.25]);
+    let fails = IDS.iter().map(|id| (id.to_string(), (1..=8).filter(|_| rng.gen_bool(fail_p)).collect())).collect();
+    let mut steps = Vec::new();
+    for _ in 0..rng.gen_range(2..=8) {
+        let id = pick(&mut rng, &IDS[..(n + 1).min(IDS.len())]).to_owned();
+        steps.push(match rng.gen_range(0..100) {
+            0..=49 => Step::Crash(id, pick(&mut rng, &REASONS)),
+            50..=59 => Step::Terminate(id),
+            60..=71 => Step::Restart(id),
+            72..=79 => Step::Delete(id),
+            _ => Step::StartChild(random_child(&mut rng, &id)),
+        });
+    }
+    steps.push(Step::Stop);
+    Scenario {
+        name: format!("seed-{seed}"),
+        strategy: pick(&mut rng, &STRATEGIES),
+        intensity: rng.gen_range(0..=4),
+        period: 5,
+        children,
+        fails,
+        steps,
+    }
+}
+
+/// Hand-written edge cases: the divergences issue 17 reported, and the corners of each rule.
+fn edge_cases() -> Vec<Scenario> {
+    let c = |id: &str, restart: &'static str, shutdown: &'static str| Child { id: id.into(), restart, shutdown };
+    let f = |pairs: &[(&str, &[usize])]| pairs.iter().map(|(id, n)| (id.to_string(), n.to_vec())).collect();
+    let s = |name: &str, strategy, intensity, children, fails, steps| Scenario {
+        name: name.into(),
+        strategy,
+        intensity,
+        period: 5,
+        children,
+        fails,
+        steps,
+    };
+    use Step::*;
+    vec![
+        s(
+            "one_for_all_restart_failure_restarts_the_whole_group",
+            "one_for_all",
+            10,
+            vec![c("a", "permanent", "5000"), c("b", "permanent", "brutal"), c("c", "permanent", "infinity")],
+            f(&[("b", &[2])]),
+            vec![Crash("a".into(), "boom"), Stop],
+        ),
+        s(
+            "rest_for_one_restart_failure",
+            "rest_for_one",
+            10,
+            vec![c("a", "permanent", "5000"), c("b", "permanent", "5000"), c("c", "transient", "5000")],
+            f(&[("c", &[2, 3])]),
+            vec![Crash("b".into(), "killed"), Crash("a".into(), "boom"), Stop],
+        ),
+        s(
+            "retries_exceed_the_intensity",
+            "one_for_one",
+            2,
+            vec![c("a", "permanent", "5000"), c("b", "permanent", "5000")],
+            f(&[("b", &[2, 3, 4, 5])]),
+            vec![Crash("b".into(), "boom"), Stop],
+        ),
+        s(
+            "transient_shutdown_term_is_not_restarted",
+            "one_for_all",
+            5,
+            vec![c("a", "transient", "5000"), c("b", "permanent", "5000")],
+            f(&[]),
+            vec![Crash("a".into(), "shutdown_term"), Crash("b".into(), "shutdown_term"), Stop],
+        ),
+        s(
+            "already_started_and_already_present",
+            "one_for_one",
+            5,
+            vec![c("a", "permanent", "5000")],
+            f(&[]),
+            vec![
+                StartChild(c("a", "temporary", "5000")),
+                Terminate("a".into()),
+                StartChild(c("a", "permanent", "5000")),
+                Restart("a".into()),
+                Restart("a".into()),
+                Delete("a".into()),
+                Delete("a".into()),
+                StartChild(c("a", "temporary", "brutal")),
+                Crash("a".into(), "boom"),
+                Terminate("a".into()),
+                Stop,
+            ],
+        ),
+        s(
+            "temporary_siblings_are_dropped_by_a_group_restart",
+            "rest_for_one",
+            5,
+            vec![c("a", "permanent", "5000"), c("b", "temporary", "5000"), c("c", "permanent", "brutal")],
+            f(&[]),
+            vec![StartChild(c("d", "temporary", "infinity")), Crash("a".into(), "normal"), Stop],
+        ),
+        s(
+            "a_failing_start_fails_the_supervisor",
+            "one_for_one",
+            1,
+            vec![c("a", "permanent", "5000"), c("b", "permanent", "5000"), c("c", "permanent", "5000")],
+            f(&[("b", &[1])]),
+            vec![Stop],
+        ),
+        s(
+            "intensity_zero",
+            "one_for_one",
+            0,
+            vec![c("a", "permanent", "5000"), c("b", "transient", "brutal")],
+            f(&[]),
+            vec![Crash("b".into(), "normal"), Crash("a".into(), "shutdown"), Stop],
+        ),
+    ]
+}
+
+fn render(sc: &Scenario) -> String {
+    let fails = |id: &str| match sc.fails.get(id) {
+        Some(v) if !v.is_empty() => v.iter().map(ToString::to_string).collect::<Vec<_>>().join(","),
+        _ => "-".into(),
+    };
+    let child = |c: &Child| format!("{} {} {} {}", c.id, c.restart, c.shutdown, fails(&c.id));
+    let mut out = format!("scenario {}\nsup {} {} {}\n", sc.name, sc.strategy, sc.intensity, sc.period);
+    for c in &sc.children {
+        let _ = writeln!(out, "child {}", child(c));
+    }
+    for s in &sc.steps {
+        let _ = writeln!(out, "step {}", step_text(s, &child));
+    }
+    out.push_str("end\n");
+    out
+}
+
+fn step_text(s: &Step, child: &dyn Fn(&Child) -> String) -> String {
+    match s {
+        Step::Crash(id, r) => format!("crash {id} {r}"),
+        Step::Terminate(id) => format!("terminate {id}"),
+        Step::Restart(id) => format!("restart {id}"),
+        Step::Delete(id) => format!("delete {id}"),
+        Step::StartChild(c) => format!("start_child {}", child(c)),
+        Step::Stop => "stop".into(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The Troupe runner
+
+type Log = Arc<Mutex<Vec<String>>>;
+
+/// Start counts and failing start numbers per id, shared by every incarnation of a scenario.
+#[derive(Default)]
+struct Starts {
+    counts: Mutex<HashMap<String, Arc<AtomicUsize>>>,
+    fails: HashMap<String, Vec<usize>>,
+}
+
+/// The child: fails the starts listed for its id, logs its start and every graceful stop (as the
+/// escript's child, which traps exits so `terminate` runs on every graceful stop).
+struct OtpChild {
+    id: String,
+    log: Log,
+    starts: Arc<Starts>,
+}
+
+impl Actor for OtpChild {
+    type Msg = ();
+
+    async fn started(&mut self, _: &mut Ctx<Self>) -> Result<(), ActorError> {
+        let counter = self.starts.counts.lock().entry(self.id.clone()).or_default().clone();
+        let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
+        if self.starts.fails.get(&self.id).is_some_and(|f| f.contains(&n)) {
+            self.log.lock().push(format!("{}:failed", self.id));
+            return Err(ActorError::new("failed"));
+        }
+        self.log.lock().push(format!("{}:started", self.id));
+        Ok(())
+    }
+
+    async fn handle(&mut self, _: (), _: &mut Ctx<Self>) {}
+
+    async fn stopped(&mut self, reason: &ExitReason, _: &mut Ctx<Self>) {
+        self.log.lock().push(format!("{}:stopped:{}", self.id, reason_text(reason)));
+    }
+}
+
+fn reason_text(r: &ExitReason) -> String {
+    match r {
+        ExitReason::Normal => "normal".into(),
+        ExitReason::Shutdown => "shutdown".into(),
+        ExitReason::ShutdownWith(_) => "shutdown_term".into(),
+        ExitReason::Killed => "killed".into(),
+        ExitReason::Error(m) | ExitReason::Panicked(m) => m.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn reason_of(text: &str) -> ExitReason {
+    match text {
+        "normal" => ExitReason::Normal,
+        "shutdown" => ExitReason::Shutdown,
+        "shutdown_term" => ExitReason::ShutdownWith("x".into()),
+        "killed" => ExitReason::Killed,
+        other => ExitReason::Error(other.into()),
+    }
+}
+
+fn child_spec(c: &Child, log: &Log, starts: &Arc<Starts>) -> ChildSpec {
+    let (id, log, starts) = (c.id.clone(), log.clone(), starts.clone());
+    let restart = match c.restart {
+        "permanent" => Restart::Permanent,
+        "transient" => Restart::Transient,
+        _ => Restart::Temporary,
+    };
+    let shutdown = match c.shutdown {
+        "brutal" => Shutdown::Brutal,
+        "infinity" => Shutdown::Infinity,
+        ms => Shutdown::Timeout(Duration::from_millis(ms.parse().unwrap())),
+    };
+    let w =
+        ChildSpec::worker(c.id.clone(), move || OtpChild { id: id.clone(), log: log.clone(), starts: starts.clone() });
+    w.restart(restart).shutdown(shutdown).into()
+}
+
+struct Run {
+    out: String,
+    log: Log,
+}
+
+impl Run {
+    fn line(&mut self, l: impl AsRef<str>) {
+        self.out.push_str(l.as_ref());
+        self.out.push('\n');
+    }
+
+    fn print_log(&mut self) {
+        let lines = std::mem::take(&mut *self.log.lock());
+        for l in lines {
+            self.line(format!("  log {l}"));
+        }
+    }
+
+    /// As the escript: asks `which_children` until nothing is restarting and no listed child is
+    /// dead, then prints the log and the children; false when the supervisor died.
+    async fn settle_and_print(&mut self, sup: &SupervisorRef) -> bool {
+        for n in (0..=10_000).rev() {
+            match sup.which_children().await {
+                Ok(kids) => {
+                    let unsettled =
+                        kids.iter().any(|k| k.restarting || k.actor.as_ref().is_some_and(|a| !a.is_alive()));
+                    if unsettled && n > 0 {
+                        tokio::task::yield_now().await;
+                        continue;
+                    }
+                    self.print_log();
+                    let states: Vec<String> = kids
+                        .iter()
+                        .map(|k| {
+                            let st = if k.actor.is_some() {
+                                "running"
+                            } else if k.restarting {
+                                "restarting"
+                            } else {
+                                "undefined"
+                            };
+                            format!("{}={st}", k.id)
+                        })
+                        .collect();
+                    self.line(format!("  which {}", states.join(" ")));
+                    return true;
+                }
+                Err(_) => {
+                    let reason = sup.terminated().await;
+                    self.print_log();
+                    self.line(format!("  down {}", reason_text(&reason)));
+                    return false;
+                }
+            }
+        }
+        unreachable!()
+    }
+}
+
+fn result<T>(r: Result<Option<T>, SupervisorError>) -> &'static str {
+    match r {
+        Ok(Some(_)) => "ok",
+        Ok(None) => "ignore",
+        Err(e) => error_text(&e),
+    }
+}
+
+fn error_text(e: &SupervisorError) -> &'static str {
+    match e {
+        SupervisorError::AlreadyStarted { .. } => "already_started",
+        SupervisorError::AlreadyPresent(_) => "already_present",
+        SupervisorError::ChildRunning(_) => "running",
+        SupervisorError::Restarting(_) => "restarting",
+        SupervisorError::NoSuchChild(_) => "not_found",
+        _ => "error",
+    }
+}
+
+async fn run_on_troupe(sc: &Scenario) -> String {
+    let log: Log = Arc::default();
+    let starts = Arc::new(Starts { counts: Mutex::default(), fails: sc.fails.clone() });
+    let mut run = Run { out: format!("scenario {}\n", sc.name), log: log.clone() };
+    let strategy = match sc.strategy {
+        "one_for_one" => Strategy::OneForOne,
+        "one_for_all" => Strategy::OneForAll,
+        _ => Strategy::RestForOne,
+    };
+    let mut spec = SupervisorSpec::new(strategy).intensity(sc.intensity, Duration::from_secs(sc.period));
+    for c in &sc.children {
+        spec = spec.child(child_spec(c, &log, &starts));
+    }
+    let sup = match supervisor::start(spec).await {
+        Ok(sup) => sup,
+        Err(SupervisorError::StartFailed { child, .. }) => {
+            run.line(format!("START => start_failed {child}"));
+            run.print_log();
+            return run.out;
+        }
+        Err(e) => panic!("{}: unexpected start error {e:?}", sc.name),
+    };
+    run.line("START => ok");
+    run.settle_and_print(&sup).await;
+    let child_line = |c: &Child| {
+        let fails = match sc.fails.get(&c.id) {
+            Some(v) if !v.is_empty() => v.iter().map(ToString::to_string).collect::<Vec<_>>().join(","),
+            _ => "-".into(),
+        };
+        format!("{} {} {} {fails}", c.id, c.restart, c.shutdown)
+    };
+    for step in &sc.steps {
+        let text = step_text(step, &child_line);
+        let res: &str = match step {
+            Step::Crash(id, reason) => {
+                let kids = sup.which_children().await.unwrap();
+                match kids.into_iter().find(|k| &k.id == id).and_then(|k| k.actor) {
+                    None => "not_running",
+                    Some(a) => {
+                        match reason_of(reason) {
+                            ExitReason::Killed => a.kill(),
+                            r => a.stop(r),
+                        }
+                        a.terminated().await;
+                        "ok"
+                    }
+                }
+            }
+            Step::Terminate(id) => match sup.terminate_child(id).await {
+                Ok(()) => "ok",
+                Err(e) => error_text(&e),
+            },
+            Step::Restart(id) => result(sup.restart_child(id).await),
+            Step::Delete(id) => match sup.delete_child(id).await {
+                Ok(()) => "ok",
+                Err(e) => error_text(&e),
+            },
+            Step::StartChild(c) => result(sup.start_child(child_spec(c, &log, &starts)).await),
+            Step::Stop => {
+                let reason = sup.stop().await;
+                run.line(format!("{text} => stopped"));
+                run.print_log();
+                run.line(format!("  down {}", reason_text(&reason)));
+                return run.out;
+            }
+        };
+        run.line(format!("{text} => {res}"));
+        if !run.settle_and_print(&sup).await {
+            return run.out;
+        }
+    }
+    run.out
+}
+
+// ---------------------------------------------------------------------------------------------
+// The comparison
+
+fn escript_path() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../peers/erlang/otpdiff/otpdiff.escript")
+}
+
+fn has_escript() -> bool {
+    std::process::Command::new("escript").arg("-h").output().is_ok()
+}
+
+/// Runs every scenario on OTP (one escript run) and returns each one's trace by name.
+fn run_on_otp(scenarios: &[Scenario]) -> HashMap<String, String> {
+    let dir = std::env::temp_dir().join(format!("troupe-otpdiff-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("scenarios.txt");
+    std::fs::write(&file, scenarios.iter().map(render).collect::<String>()).unwrap();
+    let out = std::process::Command::new("escript").arg(escript_path()).arg(&file).output().expect("run escript");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(out.status.success(), "otpdiff.escript failed: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut traces = HashMap::new();
+    for chunk in text.split("scenario ").filter(|c| !c.is_empty()) {
+        let name = chunk.lines().next().unwrap().to_owned();
+        traces.insert(name, format!("scenario {chunk}"));
+    }
+    traces
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn troupe_supervisors_match_otp_trace_for_trace() {
+    if !has_escript() {
+        assert!(
+            std::env::var("TROUPE_REQUIRE_ERLANG").as_deref() != Ok("1"),
+            "TROUPE_REQUIRE_ERLANG=1 but escript is not on PATH (bash scripts/install-erlang.sh)"
+        );
+        eprintln!("SKIPPED: escript not on PATH; install Erlang/OTP with scripts/install-erlang.sh");
+        return;
+    }
+    let n: u64 = std::env::var("OTPDIFF_SCENARIOS").ok().and_then(|s| s.parse().ok()).unwrap_or(1000);
+    let first: u64 = std::env::var("OTPDIFF_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(1);
+    let mut scenarios = edge_cases();
+    scenarios.extend((first..first + n).map(random_scenario));
+    let otp = run_on_otp(&scenarios);
+    let mut diverged = Vec::new();
+    for sc in &scenarios {
+        let ours = run_on_troupe(sc).await;
+        let theirs = otp.get(&sc.name).cloned().unwrap_or_default();
+        if ours != theirs {
+            diverged.push(format!("--- {} diverged\n{}--- OTP:\n{theirs}--- Troupe:\n{ours}", sc.name, render(sc)));
+        }
+    }
+    eprintln!("{} scenarios, {} diverged", scenarios.len(), diverged.len());
+    assert!(
+        diverged.is_empty(),
+        "{} of {} scenarios diverged; first:\n{}",
+        diverged.len(),
+        scenarios.len(),
+        diverged[0]
+    );
+}

@@ -1,0 +1,209 @@
+#!/usr/bin/env escript
+%% -*- erlang -*-
+%%! -noshell
+%% otpdiff.escript: runs supervisor scenarios on OTP's own `supervisor` and prints a normalised
+%% trace per scenario, for Troupe's differential test
+%% (crates/troupe/tests/supervision_otp_diff.rs runs the same scenarios on Troupe and compares).
+%%
+%% Usage: escript otpdiff.escript SCENARIO_FILE
+%%
+%% The scenario language (one item a line; see README.md next to this file):
+%%   scenario NAME
+%%   sup STRATEGY INTENSITY PERIOD_S            one_for_one | one_for_all | rest_for_one
+%%   child ID RESTART SHUTDOWN FAILS             static child; SHUTDOWN brutal | infinity | MS;
+%%                                               FAILS: "-" or comma-separated start numbers
+%%                                               (1-based, per id) whose init fails
+%%   step crash ID REASON                        REASON normal | shutdown | shutdown_term | boom | killed
+%%   step terminate ID | step restart ID | step delete ID
+%%   step start_child ID RESTART SHUTDOWN FAILS
+%%   step stop
+%%   end
+%% Output, per scenario: "scenario NAME", then for the start and each step a line
+%% "START|<step> => RESULT", the children's lifecycle events since the previous line
+%% ("  log ID:started" / "ID:failed" / "ID:stopped:REASON"), and the settled children
+%% ("  which ID=running|undefined|restarting ..."); "  down REASON" when the supervisor died.
+-mode(compile).
+
+-export([main/1, init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2, start_child_proc/2]).
+
+main([File]) ->
+    %% Supervisor, crash and error reports would interleave with the trace.
+    logger:set_primary_config(level, none),
+    {ok, Bin} = file:read_file(File),
+    Lines = [string:trim(L) || L <- string:split(binary_to_list(Bin), "\n", all)],
+    ets:new(otpdiff_log, [named_table, public, ordered_set]),
+    ets:new(otpdiff_starts, [named_table, public, set]),
+    ets:new(otpdiff_fails, [named_table, public, set]),
+    process_flag(trap_exit, true),
+    run_all([L || L <- Lines, L =/= ""]),
+    halt(0);
+main(_) ->
+    io:format(standard_error, "usage: otpdiff.escript SCENARIO_FILE~n", []),
+    halt(2).
+
+run_all([]) -> ok;
+run_all(Lines) ->
+    {Scenario, Rest} = take_scenario(Lines, []),
+    run_scenario(Scenario),
+    run_all(Rest).
+
+take_scenario(["end" | Rest], Acc) -> {lists:reverse(Acc), Rest};
+take_scenario([L | Rest], Acc) -> take_scenario(Rest, [L | Acc]).
+
+run_scenario(Lines) ->
+    ets:delete_all_objects(otpdiff_log),
+    ets:delete_all_objects(otpdiff_starts),
+    ets:delete_all_objects(otpdiff_fails),
+    {Name, Sup, Children, Steps} = parse(Lines, undefined, undefined, [], []),
+    io:format("scenario ~s~n", [Name]),
+    {Strategy, Intensity, Period} = Sup,
+    Specs = [child_spec(C) || C <- Children],
+    Flags = #{strategy => Strategy, intensity => Intensity, period => Period},
+    case supervisor:start_link(?MODULE, {sup, Flags, Specs}) of
+        {ok, Pid} ->
+            unlink(Pid),
+            Mon = monitor(process, Pid),
+            io:format("START => ok~n", []),
+            settle_and_print(Pid, Mon),
+            run_steps(Steps, Pid, Mon);
+        {error, {shutdown, {failed_to_start_child, Id, _}}} ->
+            io:format("START => start_failed ~s~n", [Id]),
+            flush_exits(),
+            print_log()
+    end.
+
+parse([], Name, Sup, Cs, Ss) -> {Name, Sup, lists:reverse(Cs), lists:reverse(Ss)};
+parse([L | Rest], Name, Sup, Cs, Ss) ->
+    case string:lexemes(L, " ") of
+        ["scenario", N] -> parse(Rest, N, Sup, Cs, Ss);
+        ["sup", St, I, P] -> parse(Rest, Name, {list_to_atom(St), list_to_integer(I), list_to_integer(P)}, Cs, Ss);
+        ["child" | C] -> parse(Rest, Name, Sup, [C | Cs], Ss);
+        ["step" | S] -> parse(Rest, Name, Sup, Cs, [S | Ss])
+    end.
+
+child_spec([Id, Restart, Shutdown, Fails]) ->
+    Fs = case Fails of "-" -> []; _ -> [list_to_integer(F) || F <- string:lexemes(Fails, ",")] end,
+    ets:insert(otpdiff_fails, {Id, Fs}),
+    Sd = case Shutdown of "brutal" -> brutal_kill; "infinity" -> infinity; Ms -> list_to_integer(Ms) end,
+    #{id => Id, start => {?MODULE, start_child_proc, [Id, self()]}, restart => list_to_atom(Restart),
+      shutdown => Sd, type => worker}.
+
+run_steps([], _Pid, _Mon) -> ok;
+run_steps([Step | Rest], Pid, Mon) ->
+    Result = step(Step, Pid, Mon),
+    io:format("~s => ~s~n", [string:join(Step, " "), Result]),
+    case Result of
+        "stopped" ->
+            print_log(),
+            down(Mon);
+        _ ->
+            case settle_and_print(Pid, Mon) of
+                alive -> run_steps(Rest, Pid, Mon);
+                dead -> ok
+            end
+    end.
+
+step(["crash", Id, Reason], Pid, _Mon) ->
+    case running(Pid, Id) of
+        undefined -> "not_running";
+        C ->
+            CM = monitor(process, C),
+            case Reason of
+                "killed" -> exit(C, kill);
+                _ -> gen_server:cast(C, {exit, reason(Reason)})
+            end,
+            receive {'DOWN', CM, process, C, _} -> ok end,
+            "ok"
+    end;
+step(["terminate", Id], Pid, _) -> result(supervisor:terminate_child(Pid, Id));
+step(["restart", Id], Pid, _) -> result(supervisor:restart_child(Pid, Id));
+step(["delete", Id], Pid, _) -> result(supervisor:delete_child(Pid, Id));
+step(["start_child" | C], Pid, _) -> result(supervisor:start_child(Pid, child_spec(C)));
+step(["stop"], Pid, _) ->
+    ok = gen_server:stop(Pid, shutdown, infinity),
+    "stopped".
+
+reason("normal") -> normal;
+reason("shutdown") -> shutdown;
+reason("shutdown_term") -> {shutdown, x};
+reason("boom") -> boom.
+
+result(ok) -> "ok";
+result({ok, P}) when is_pid(P) -> "ok";
+result({ok, undefined}) -> "ignore";
+result({error, {already_started, _}}) -> "already_started";
+result({error, already_present}) -> "already_present";
+result({error, running}) -> "running";
+result({error, restarting}) -> "restarting";
+result({error, not_found}) -> "not_found";
+result({error, _}) -> "error".
+
+running(Pid, Id) ->
+    case lists:keyfind(Id, 1, supervisor:which_children(Pid)) of
+        {_, C, _, _} when is_pid(C) -> C;
+        _ -> undefined
+    end.
+
+%% Calls which_children until nothing is restarting and no listed child is dead (a retry or an
+%% exit not yet handled), then prints the log and the children; `dead` when the supervisor died.
+settle_and_print(Pid, Mon) -> settle_and_print(Pid, Mon, 10000).
+
+settle_and_print(Pid, Mon, N) ->
+    case catch supervisor:which_children(Pid) of
+        Kids when is_list(Kids) ->
+            Unsettled = [K || {_, C, _, _} = K <- Kids,
+                              C =:= restarting orelse (is_pid(C) andalso not is_process_alive(C))],
+            case Unsettled of
+                [_ | _] when N > 0 -> settle_and_print(Pid, Mon, N - 1);
+                _ ->
+                    print_log(),
+                    States = [io_lib:format("~s=~s", [Id, state(C)]) || {Id, C, _, _} <- lists:reverse(Kids)],
+                    io:format("  which ~s~n", [string:join(States, " ")]),
+                    alive
+            end;
+        _ ->
+            print_log(),
+            down(Mon),
+            dead
+    end.
+
+state(C) when is_pid(C) -> "running";
+state(restarting) -> "restarting";
+state(undefined) -> "undefined".
+
+down(Mon) ->
+    receive {'DOWN', Mon, process, _, R} -> io:format("  down ~s~n", [format_reason(R)]) end,
+    flush_exits().
+
+flush_exits() ->
+    receive {'EXIT', _, _} -> flush_exits() after 0 -> ok end.
+
+print_log() ->
+    [io:format("  log ~s~n", [L]) || {_, L} <- ets:tab2list(otpdiff_log)],
+    ets:delete_all_objects(otpdiff_log).
+
+log(Line) -> ets:insert(otpdiff_log, {erlang:unique_integer([monotonic]), Line}).
+
+format_reason({shutdown, x}) -> "shutdown_term";
+format_reason(R) when is_atom(R) -> atom_to_list(R);
+format_reason(R) -> io_lib:format("~p", [R]).
+
+%% The child: a gen_server that traps exits (so `terminate` logs every graceful stop, as
+%% Troupe's `stopped` hook runs for every graceful stop) and fails the init of the start numbers
+%% listed for its id.
+start_child_proc(Id, _Runner) -> gen_server:start_link(?MODULE, {child, Id}, []).
+
+init({sup, Flags, Specs}) -> {ok, {Flags, Specs}};
+init({child, Id}) ->
+    process_flag(trap_exit, true),
+    N = ets:update_counter(otpdiff_starts, Id, 1, {Id, 0}),
+    [{_, Fails}] = ets:lookup(otpdiff_fails, Id),
+    case lists:member(N, Fails) of
+        true -> log(Id ++ ":failed"), {stop, failed};
+        false -> log(Id ++ ":started"), {ok, Id}
+    end.
+
+handle_call(_, _From, Id) -> {reply, ok, Id}.
+handle_cast({exit, R}, Id) -> {stop, R, Id}.
+handle_info(_, Id) -> {noreply, Id}.
+terminate(R, Id) -> log(Id ++ ":stopped:" ++ format_reason(R)).
