@@ -62,6 +62,9 @@ fn thread_name() -> String {
 enum Msg {
     /// Answers with the name of the thread the handler runs on.
     Where(ReplyTo<String>),
+    /// Answers, then stays in the handler for good: the actor keeps its task, whatever the
+    /// sweeper does.
+    Busy(ReplyTo<String>),
 }
 
 /// An actor that links to and/or monitors another one in `started` (so it never needs a
@@ -96,6 +99,10 @@ impl Actor for Watcher {
     async fn handle(&mut self, m: Msg, _: &mut Ctx<Self>) {
         match m {
             Msg::Where(r) => r.send(thread_name()),
+            Msg::Busy(r) => {
+                r.send(thread_name());
+                std::future::pending::<()>().await;
+            }
         }
     }
 
@@ -251,7 +258,9 @@ fn actors_die_killed_with_their_home_runtime_and_their_monitors_on_another_runti
     let (tx, events) = mpsc::channel();
     let never_run = spawn_on(&home, Watcher::plain(&tx));
     let active = spawn_on(&home, Watcher::plain(&tx));
-    assert!(ask_where(&active).unwrap().starts_with("home-rt"), "active: it now has a task");
+    let a = active.clone();
+    let busy = on_plain_thread(move || block_on(a.ask(Msg::Busy, T)));
+    assert!(busy.unwrap().starts_with("home-rt"), "active: it now has a task, busy for good");
     let watch_never_run = spawn_on(&survivor_rt, Watcher { monitor: Some(never_run.any()), ..Watcher::plain(&tx) });
     let watch_active = spawn_on(&survivor_rt, Watcher { monitor: Some(active.any()), ..Watcher::plain(&tx) });
 
