@@ -43,6 +43,12 @@ enum Step {
     Stop,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    Fail,
+    Ignore,
+}
+
 #[derive(Clone, Debug)]
 struct Scenario {
     name: String,
@@ -50,8 +56,9 @@ struct Scenario {
     intensity: u32,
     period: u64,
     children: Vec<Child>,
-    /// Per id: the start numbers (1-based, counted per id over the scenario) that fail.
-    fails: HashMap<String, Vec<usize>>,
+    /// Per id: the start numbers (1-based, counted per id over the scenario) that fail or
+    /// return ignore.
+    fails: HashMap<String, Vec<(usize, Outcome)>>,
     steps: Vec<Step>,
 }
 
@@ -74,7 +81,24 @@ fn random_scenario(seed: u64) -> Scenario {
     let n = rng.gen_range(1..=4);
     let children: Vec<Child> = IDS[..n].iter().map(|id| random_child(&mut rng, id)).collect();
     let fail_p = pick(&mut rng, &[0.0, 0.1, 0.25]);
-    let fails = IDS.iter().map(|id| (id.to_string(), (1..=8).filter(|_| rng.gen_bool(fail_p)).collect())).collect();
+    let ignore_p = pick(&mut rng, &[0.0, 0.0, 0.1]);
+    let fails = IDS
+        .iter()
+        .map(|id| {
+            let outcomes = (1..=8)
+                .filter_map(|n| {
+                    if rng.gen_bool(fail_p) {
+                        Some((n, Outcome::Fail))
+                    } else if rng.gen_bool(ignore_p) {
+                        Some((n, Outcome::Ignore))
+                    } else {
+                        None
+                    }
+                })
+                .collect();
+            (id.to_string(), outcomes)
+        })
+        .collect();
     let mut steps = Vec::new();
     for _ in 0..rng.gen_range(2..=8) {
         let id = pick(&mut rng, &IDS[..(n + 1).min(IDS.len())]).to_owned();
@@ -101,7 +125,12 @@ fn random_scenario(seed: u64) -> Scenario {
 /// Hand-written edge cases: the divergences issue 17 reported, and the corners of each rule.
 fn edge_cases() -> Vec<Scenario> {
     let c = |id: &str, restart: &'static str, shutdown: &'static str| Child { id: id.into(), restart, shutdown };
-    let f = |pairs: &[(&str, &[usize])]| pairs.iter().map(|(id, n)| (id.to_string(), n.to_vec())).collect();
+    let f = |pairs: &[(&str, &[usize])]| {
+        pairs.iter().map(|(id, n)| (id.to_string(), n.iter().map(|n| (*n, Outcome::Fail)).collect())).collect()
+    };
+    let ig = |pairs: &[(&str, &[usize])]| -> HashMap<String, Vec<(usize, Outcome)>> {
+        pairs.iter().map(|(id, n)| (id.to_string(), n.iter().map(|n| (*n, Outcome::Ignore)).collect())).collect()
+    };
     let s = |name: &str, strategy, intensity, children, fails, steps| Scenario {
         name: name.into(),
         strategy,
@@ -182,6 +211,22 @@ fn edge_cases() -> Vec<Scenario> {
             vec![Stop],
         ),
         s(
+            "ignore_at_start_in_start_child_and_in_restarts",
+            "one_for_all",
+            10,
+            vec![c("a", "permanent", "5000"), c("b", "transient", "5000"), c("c", "temporary", "5000")],
+            ig(&[("a", &[1]), ("b", &[2]), ("c", &[1]), ("d", &[1, 2])]),
+            vec![
+                Restart("a".into()),
+                StartChild(c("d", "permanent", "5000")),
+                Restart("d".into()),
+                StartChild(c("e", "temporary", "5000")),
+                Crash("a".into(), "boom"),
+                Crash("b".into(), "boom"),
+                Stop,
+            ],
+        ),
+        s(
             "intensity_zero",
             "one_for_one",
             0,
@@ -193,11 +238,7 @@ fn edge_cases() -> Vec<Scenario> {
 }
 
 fn render(sc: &Scenario) -> String {
-    let fails = |id: &str| match sc.fails.get(id) {
-        Some(v) if !v.is_empty() => v.iter().map(ToString::to_string).collect::<Vec<_>>().join(","),
-        _ => "-".into(),
-    };
-    let child = |c: &Child| format!("{} {} {} {}", c.id, c.restart, c.shutdown, fails(&c.id));
+    let child = |c: &Child| format!("{} {} {} {}", c.id, c.restart, c.shutdown, fails_text(sc, &c.id));
     let mut out = format!("scenario {}\nsup {} {} {}\n", sc.name, sc.strategy, sc.intensity, sc.period);
     for c in &sc.children {
         let _ = writeln!(out, "child {}", child(c));
@@ -207,6 +248,17 @@ fn render(sc: &Scenario) -> String {
     }
     out.push_str("end\n");
     out
+}
+
+fn fails_text(sc: &Scenario, id: &str) -> String {
+    match sc.fails.get(id) {
+        Some(v) if !v.is_empty() => v
+            .iter()
+            .map(|(n, o)| if *o == Outcome::Ignore { format!("{n}i") } else { n.to_string() })
+            .collect::<Vec<_>>()
+            .join(","),
+        _ => "-".into(),
+    }
 }
 
 fn step_text(s: &Step, child: &dyn Fn(&Child) -> String) -> String {
@@ -225,28 +277,36 @@ fn step_text(s: &Step, child: &dyn Fn(&Child) -> String) -> String {
 
 type Log = Arc<Mutex<Vec<String>>>;
 
-/// Start counts and failing start numbers per id, shared by every incarnation of a scenario.
+/// Start counts and the start numbers that fail or ignore, per id, shared by every incarnation.
 #[derive(Default)]
 struct Starts {
     counts: Mutex<HashMap<String, Arc<AtomicUsize>>>,
-    fails: HashMap<String, Vec<usize>>,
+    fails: HashMap<String, Vec<(usize, Outcome)>>,
 }
 
-/// The child: fails the starts listed for its id, logs its start and every graceful stop (as the
-/// escript's child, which traps exits so `terminate` runs on every graceful stop).
+impl Starts {
+    /// Counts a start of `id` and says what it must do.
+    fn next(&self, id: &str) -> Option<Outcome> {
+        let counter = self.counts.lock().entry(id.to_owned()).or_default().clone();
+        let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
+        self.fails.get(id).and_then(|f| f.iter().find(|(m, _)| *m == n)).map(|(_, o)| *o)
+    }
+}
+
+/// The child: fails the starts listed for its id (the factory returns ignore for those so
+/// marked), logs its start and every graceful stop (as the escript's child, which traps exits so
+/// `terminate` runs on every graceful stop).
 struct OtpChild {
     id: String,
     log: Log,
-    starts: Arc<Starts>,
+    fail: bool,
 }
 
 impl Actor for OtpChild {
     type Msg = ();
 
     async fn started(&mut self, _: &mut Ctx<Self>) -> Result<(), ActorError> {
-        let counter = self.starts.counts.lock().entry(self.id.clone()).or_default().clone();
-        let n = counter.fetch_add(1, Ordering::SeqCst) + 1;
-        if self.starts.fails.get(&self.id).is_some_and(|f| f.contains(&n)) {
+        if self.fail {
             self.log.lock().push(format!("{}:failed", self.id));
             return Err(ActorError::new("failed"));
         }
@@ -294,8 +354,13 @@ fn child_spec(c: &Child, log: &Log, starts: &Arc<Starts>) -> ChildSpec {
         "infinity" => Shutdown::Infinity,
         ms => Shutdown::Timeout(Duration::from_millis(ms.parse().unwrap())),
     };
-    let w =
-        ChildSpec::worker(c.id.clone(), move || OtpChild { id: id.clone(), log: log.clone(), starts: starts.clone() });
+    let w = ChildSpec::worker_or_ignore(c.id.clone(), move || match starts.next(&id) {
+        Some(Outcome::Ignore) => {
+            log.lock().push(format!("{id}:ignored"));
+            None
+        }
+        outcome => Some(OtpChild { id: id.clone(), log: log.clone(), fail: outcome == Some(Outcome::Fail) }),
+    });
     w.restart(restart).shutdown(shutdown).into()
 }
 
@@ -401,13 +466,7 @@ async fn run_on_troupe(sc: &Scenario) -> String {
     };
     run.line("START => ok");
     run.settle_and_print(&sup).await;
-    let child_line = |c: &Child| {
-        let fails = match sc.fails.get(&c.id) {
-            Some(v) if !v.is_empty() => v.iter().map(ToString::to_string).collect::<Vec<_>>().join(","),
-            _ => "-".into(),
-        };
-        format!("{} {} {} {fails}", c.id, c.restart, c.shutdown)
-    };
+    let child_line = |c: &Child| format!("{} {} {} {}", c.id, c.restart, c.shutdown, fails_text(sc, &c.id));
     for step in &sc.steps {
         let text = step_text(step, &child_line);
         let res: &str = match step {

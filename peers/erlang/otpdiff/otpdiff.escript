@@ -12,7 +12,8 @@
 %%   sup STRATEGY INTENSITY PERIOD_S            one_for_one | one_for_all | rest_for_one
 %%   child ID RESTART SHUTDOWN FAILS             static child; SHUTDOWN brutal | infinity | MS;
 %%                                               FAILS: "-" or comma-separated start numbers
-%%                                               (1-based, per id) whose init fails
+%%                                               (1-based, per id) whose init fails, or, with
+%%                                               a trailing "i", returns ignore
 %%   step crash ID REASON                        REASON normal | shutdown | shutdown_term | boom | killed
 %%   step terminate ID | step restart ID | step delete ID
 %%   step start_child ID RESTART SHUTDOWN FAILS
@@ -82,7 +83,7 @@ parse([L | Rest], Name, Sup, Cs, Ss) ->
     end.
 
 child_spec([Id, Restart, Shutdown, Fails]) ->
-    Fs = case Fails of "-" -> []; _ -> [list_to_integer(F) || F <- string:lexemes(Fails, ",")] end,
+    Fs = case Fails of "-" -> []; _ -> [start_outcome(F) || F <- string:lexemes(Fails, ",")] end,
     ets:insert(otpdiff_fails, {Id, Fs}),
     Sd = case Shutdown of "brutal" -> brutal_kill; "infinity" -> infinity; Ms -> list_to_integer(Ms) end,
     #{id => Id, start => {?MODULE, start_child_proc, [Id, self()]}, restart => list_to_atom(Restart),
@@ -101,6 +102,12 @@ run_steps([Step | Rest], Pid, Mon) ->
                 alive -> run_steps(Rest, Pid, Mon);
                 dead -> ok
             end
+    end.
+
+start_outcome(F) ->
+    case lists:reverse(F) of
+        "i" ++ N -> {list_to_integer(lists:reverse(N)), ignore};
+        _ -> {list_to_integer(F), fail}
     end.
 
 step(["crash", Id, Reason], Pid, _Mon) ->
@@ -189,8 +196,8 @@ format_reason(R) when is_atom(R) -> atom_to_list(R);
 format_reason(R) -> io_lib:format("~p", [R]).
 
 %% The child: a gen_server that traps exits (so `terminate` logs every graceful stop, as
-%% Troupe's `stopped` hook runs for every graceful stop) and fails the init of the start numbers
-%% listed for its id.
+%% Troupe's `stopped` hook runs for every graceful stop) and fails (or ignores) the init of the
+%% start numbers listed for its id.
 start_child_proc(Id, _Runner) -> gen_server:start_link(?MODULE, {child, Id}, []).
 
 init({sup, Flags, Specs}) -> {ok, {Flags, Specs}};
@@ -198,8 +205,9 @@ init({child, Id}) ->
     process_flag(trap_exit, true),
     N = ets:update_counter(otpdiff_starts, Id, 1, {Id, 0}),
     [{_, Fails}] = ets:lookup(otpdiff_fails, Id),
-    case lists:member(N, Fails) of
-        true -> log(Id ++ ":failed"), {stop, failed};
+    case lists:keyfind(N, 1, Fails) of
+        {N, fail} -> log(Id ++ ":failed"), {stop, failed};
+        {N, ignore} -> log(Id ++ ":ignored"), ignore;
         false -> log(Id ++ ":started"), {ok, Id}
     end.
 
