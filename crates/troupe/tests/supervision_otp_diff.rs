@@ -19,9 +19,10 @@ use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use troupe::supervisor::{
-    self, ChildSpec, Restart, Shutdown, Strategy, SupervisorError, SupervisorRef, SupervisorSpec,
+    self, ChildInfo, ChildKind, ChildRef, ChildSpec, Restart, Shutdown, Strategy, SupervisorError, SupervisorMsg,
+    SupervisorRef, SupervisorSpec,
 };
-use troupe::{Actor, ActorError, Ctx, ExitReason};
+use troupe::{Actor, ActorError, AnyRef, Ctx, ExitReason, ExitSignal};
 
 // ---------------------------------------------------------------------------------------------
 // Scenarios
@@ -31,6 +32,15 @@ struct Child {
     id: String,
     restart: &'static str,
     shutdown: &'static str,
+    /// A child supervisor (shutdown infinity) with these worker children.
+    nested: Option<Nested>,
+}
+
+#[derive(Clone, Debug)]
+struct Nested {
+    strategy: &'static str,
+    intensity: u32,
+    children: Vec<Child>,
 }
 
 #[derive(Clone, Debug)]
@@ -67,23 +77,42 @@ const RESTARTS: [&str; 3] = ["permanent", "transient", "temporary"];
 const SHUTDOWNS: [&str; 3] = ["brutal", "5000", "infinity"];
 const REASONS: [&str; 5] = ["normal", "shutdown", "shutdown_term", "boom", "killed"];
 const IDS: [&str; 6] = ["a", "b", "c", "d", "e", "f"];
+const NESTED_IDS: [&str; 2] = ["x", "y"];
 
 fn pick<T: Copy>(rng: &mut StdRng, xs: &[T]) -> T {
     xs[rng.gen_range(0..xs.len())]
 }
 
 fn random_child(rng: &mut StdRng, id: &str) -> Child {
-    Child { id: id.to_owned(), restart: pick(rng, &RESTARTS), shutdown: pick(rng, &SHUTDOWNS) }
+    Child { id: id.to_owned(), restart: pick(rng, &RESTARTS), shutdown: pick(rng, &SHUTDOWNS), nested: None }
 }
 
 fn random_scenario(seed: u64) -> Scenario {
     let mut rng = StdRng::seed_from_u64(seed);
     let n = rng.gen_range(1..=4);
-    let children: Vec<Child> = IDS[..n].iter().map(|id| random_child(&mut rng, id)).collect();
+    let mut children: Vec<Child> = IDS[..n].iter().map(|id| random_child(&mut rng, id)).collect();
+    // A third of the scenarios have a child supervisor "s" with workers "x" (and "y").
+    let nested = rng.gen_bool(1.0 / 3.0);
+    if nested {
+        let workers = NESTED_IDS[..rng.gen_range(1..=2)].iter().map(|id| random_child(&mut rng, id)).collect();
+        let sup = Child {
+            id: "s".into(),
+            restart: pick(&mut rng, &RESTARTS),
+            shutdown: "infinity",
+            nested: Some(Nested {
+                strategy: pick(&mut rng, &STRATEGIES),
+                intensity: rng.gen_range(0..=2),
+                children: workers,
+            }),
+        };
+        let at = rng.gen_range(0..=children.len());
+        children.insert(at, sup);
+    }
     let fail_p = pick(&mut rng, &[0.0, 0.1, 0.25]);
     let ignore_p = pick(&mut rng, &[0.0, 0.0, 0.1]);
     let fails = IDS
         .iter()
+        .chain(&NESTED_IDS)
         .map(|id| {
             let outcomes = (1..=8)
                 .filter_map(|n| {
@@ -102,6 +131,14 @@ fn random_scenario(seed: u64) -> Scenario {
     let mut steps = Vec::new();
     for _ in 0..rng.gen_range(2..=8) {
         let id = pick(&mut rng, &IDS[..(n + 1).min(IDS.len())]).to_owned();
+        if nested && rng.gen_bool(0.4) {
+            // A crash of a worker of the child supervisor. (Not of the child supervisor itself:
+            // killed, its workers die concurrently with its restart, in an order OTP does not
+            // fix either; asked to stop, OTP's supervisor has no such request.)
+            let target = pick(&mut rng, &NESTED_IDS);
+            steps.push(Step::Crash(target.into(), pick(&mut rng, &REASONS)));
+            continue;
+        }
         steps.push(match rng.gen_range(0..100) {
             0..=49 => Step::Crash(id, pick(&mut rng, &REASONS)),
             50..=59 => Step::Terminate(id),
@@ -124,7 +161,12 @@ fn random_scenario(seed: u64) -> Scenario {
 
 /// Hand-written edge cases: the divergences issue 17 reported, and the corners of each rule.
 fn edge_cases() -> Vec<Scenario> {
-    let c = |id: &str, restart: &'static str, shutdown: &'static str| Child { id: id.into(), restart, shutdown };
+    let c = |id: &str, restart: &'static str, shutdown: &'static str| Child {
+        id: id.into(),
+        restart,
+        shutdown,
+        nested: None,
+    };
     let f = |pairs: &[(&str, &[usize])]| {
         pairs.iter().map(|(id, n)| (id.to_string(), n.iter().map(|n| (*n, Outcome::Fail)).collect())).collect()
     };
@@ -227,6 +269,34 @@ fn edge_cases() -> Vec<Scenario> {
             ],
         ),
         s(
+            "a_child_supervisor_that_gives_up_escalates",
+            "one_for_one",
+            3,
+            vec![
+                c("a", "permanent", "5000"),
+                Child {
+                    id: "s".into(),
+                    restart: "permanent",
+                    shutdown: "infinity",
+                    nested: Some(Nested {
+                        strategy: "one_for_all",
+                        intensity: 1,
+                        children: vec![c("x", "permanent", "5000"), c("y", "transient", "brutal")],
+                    }),
+                },
+                c("b", "permanent", "5000"),
+            ],
+            f(&[("y", &[3])]),
+            vec![
+                Crash("x".into(), "boom"),
+                Crash("y".into(), "boom"),
+                Crash("x".into(), "killed"),
+                Terminate("s".into()),
+                Restart("s".into()),
+                Stop,
+            ],
+        ),
+        s(
             "intensity_zero",
             "one_for_one",
             0,
@@ -241,7 +311,17 @@ fn render(sc: &Scenario) -> String {
     let child = |c: &Child| format!("{} {} {} {}", c.id, c.restart, c.shutdown, fails_text(sc, &c.id));
     let mut out = format!("scenario {}\nsup {} {} {}\n", sc.name, sc.strategy, sc.intensity, sc.period);
     for c in &sc.children {
-        let _ = writeln!(out, "child {}", child(c));
+        match &c.nested {
+            None => {
+                let _ = writeln!(out, "child {}", child(c));
+            }
+            Some(n) => {
+                let _ = writeln!(out, "supchild {} {} {} {} {}", c.id, c.restart, n.strategy, n.intensity, sc.period);
+                for w in &n.children {
+                    let _ = writeln!(out, "nested {} {}", c.id, child(w));
+                }
+            }
+        }
     }
     for s in &sc.steps {
         let _ = writeln!(out, "step {}", step_text(s, &child));
@@ -305,7 +385,10 @@ struct OtpChild {
 impl Actor for OtpChild {
     type Msg = ();
 
-    async fn started(&mut self, _: &mut Ctx<Self>) -> Result<(), ActorError> {
+    async fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), ActorError> {
+        // As the escript's gen_server: it traps exits, and an exit signal from its parent ends
+        // it with that reason, running `stopped` (gen_server's `terminate`).
+        ctx.trap_exit(true);
         if self.fail {
             self.log.lock().push(format!("{}:failed", self.id));
             return Err(ActorError::new("failed"));
@@ -315,6 +398,12 @@ impl Actor for OtpChild {
     }
 
     async fn handle(&mut self, _: (), _: &mut Ctx<Self>) {}
+
+    async fn on_exit(&mut self, sig: ExitSignal, ctx: &mut Ctx<Self>) {
+        if Some(sig.from) == ctx.parent() {
+            ctx.stop(sig.reason);
+        }
+    }
 
     async fn stopped(&mut self, reason: &ExitReason, _: &mut Ctx<Self>) {
         self.log.lock().push(format!("{}:stopped:{}", self.id, reason_text(reason)));
@@ -342,13 +431,33 @@ fn reason_of(text: &str) -> ExitReason {
     }
 }
 
-fn child_spec(c: &Child, log: &Log, starts: &Arc<Starts>) -> ChildSpec {
+/// The handles of child supervisors, by id, to look inside them.
+type Sups = Arc<Mutex<HashMap<String, ChildRef<SupervisorMsg>>>>;
+
+fn strategy(s: &str) -> Strategy {
+    match s {
+        "one_for_one" => Strategy::OneForOne,
+        "one_for_all" => Strategy::OneForAll,
+        _ => Strategy::RestForOne,
+    }
+}
+
+fn child_spec(c: &Child, log: &Log, starts: &Arc<Starts>, sups: &Sups, period: u64) -> ChildSpec {
     let (id, log, starts) = (c.id.clone(), log.clone(), starts.clone());
     let restart = match c.restart {
         "permanent" => Restart::Permanent,
         "transient" => Restart::Transient,
         _ => Restart::Temporary,
     };
+    if let Some(n) = &c.nested {
+        let mut spec = SupervisorSpec::new(strategy(n.strategy)).intensity(n.intensity, Duration::from_secs(period));
+        for w in &n.children {
+            spec = spec.child(child_spec(w, &log, &starts, sups, period));
+        }
+        let w = ChildSpec::supervisor(c.id.clone(), spec).restart(restart);
+        sups.lock().insert(c.id.clone(), w.handle());
+        return w.into();
+    }
     let shutdown = match c.shutdown {
         "brutal" => Shutdown::Brutal,
         "infinity" => Shutdown::Infinity,
@@ -367,6 +476,7 @@ fn child_spec(c: &Child, log: &Log, starts: &Arc<Starts>) -> ChildSpec {
 struct Run {
     out: String,
     log: Log,
+    sups: Sups,
 }
 
 impl Run {
@@ -382,33 +492,81 @@ impl Run {
         }
     }
 
-    /// As the escript: asks `which_children` until nothing is restarting and no listed child is
-    /// dead, then prints the log and the children; false when the supervisor died.
+    /// The running child supervisor `id`, if any.
+    fn nested(&self, id: &str) -> Option<SupervisorRef> {
+        self.sups.lock().get(id).and_then(ChildRef::get).map(SupervisorRef::from_ref)
+    }
+
+    /// The running child `id`, looked for in the tree (one level of child supervisors).
+    async fn running(&self, sup: &SupervisorRef, id: &str) -> Option<AnyRef> {
+        let kids = sup.which_children().await.ok()?;
+        if let Some(k) = kids.iter().find(|k| k.id == id) {
+            return k.actor.clone();
+        }
+        for k in kids.iter().filter(|k| k.kind == ChildKind::Supervisor && k.actor.is_some()) {
+            let Some(inner) = self.nested(&k.id) else { continue };
+            if let Ok(inner_kids) = inner.which_children().await {
+                if let Some(k) = inner_kids.into_iter().find(|k| k.id == id) {
+                    return k.actor;
+                }
+            }
+        }
+        None
+    }
+
+    /// As the escript: nothing restarting, no listed child dead, here and in running child
+    /// supervisors; and the children described, a child supervisor with its own in brackets.
+    async fn look(&self, kids: &[ChildInfo]) -> (bool, String) {
+        let mut settled = true;
+        let mut parts = Vec::new();
+        for k in kids {
+            if k.restarting || k.actor.as_ref().is_some_and(|a| !a.is_alive()) {
+                settled = false;
+            }
+            let alive_sup = k.kind == ChildKind::Supervisor && k.actor.as_ref().is_some_and(AnyRef::is_alive);
+            if alive_sup {
+                let inner = match self.nested(&k.id) {
+                    Some(n) => n.which_children().await.ok(),
+                    None => None,
+                };
+                match inner {
+                    Some(inner) => {
+                        let (ok, text) = Box::pin(self.look(&inner)).await;
+                        settled &= ok;
+                        parts.push(format!("{}=running[{text}]", k.id));
+                    }
+                    None => {
+                        settled = false;
+                        parts.push(format!("{}=running[?]", k.id));
+                    }
+                }
+                continue;
+            }
+            let st = if k.actor.is_some() {
+                "running"
+            } else if k.restarting {
+                "restarting"
+            } else {
+                "undefined"
+            };
+            parts.push(format!("{}={st}", k.id));
+        }
+        (settled, parts.join(" "))
+    }
+
+    /// As the escript: asks `which_children` until settled, then prints the log and the
+    /// children; false when the supervisor died.
     async fn settle_and_print(&mut self, sup: &SupervisorRef) -> bool {
         for n in (0..=10_000).rev() {
             match sup.which_children().await {
                 Ok(kids) => {
-                    let unsettled =
-                        kids.iter().any(|k| k.restarting || k.actor.as_ref().is_some_and(|a| !a.is_alive()));
-                    if unsettled && n > 0 {
+                    let (settled, text) = self.look(&kids).await;
+                    if !settled && n > 0 {
                         tokio::task::yield_now().await;
                         continue;
                     }
                     self.print_log();
-                    let states: Vec<String> = kids
-                        .iter()
-                        .map(|k| {
-                            let st = if k.actor.is_some() {
-                                "running"
-                            } else if k.restarting {
-                                "restarting"
-                            } else {
-                                "undefined"
-                            };
-                            format!("{}={st}", k.id)
-                        })
-                        .collect();
-                    self.line(format!("  which {}", states.join(" ")));
+                    self.line(format!("  which {text}"));
                     return true;
                 }
                 Err(_) => {
@@ -445,15 +603,11 @@ fn error_text(e: &SupervisorError) -> &'static str {
 async fn run_on_troupe(sc: &Scenario) -> String {
     let log: Log = Arc::default();
     let starts = Arc::new(Starts { counts: Mutex::default(), fails: sc.fails.clone() });
-    let mut run = Run { out: format!("scenario {}\n", sc.name), log: log.clone() };
-    let strategy = match sc.strategy {
-        "one_for_one" => Strategy::OneForOne,
-        "one_for_all" => Strategy::OneForAll,
-        _ => Strategy::RestForOne,
-    };
-    let mut spec = SupervisorSpec::new(strategy).intensity(sc.intensity, Duration::from_secs(sc.period));
+    let sups = Sups::default();
+    let mut run = Run { out: format!("scenario {}\n", sc.name), log: log.clone(), sups: sups.clone() };
+    let mut spec = SupervisorSpec::new(strategy(sc.strategy)).intensity(sc.intensity, Duration::from_secs(sc.period));
     for c in &sc.children {
-        spec = spec.child(child_spec(c, &log, &starts));
+        spec = spec.child(child_spec(c, &log, &starts, &sups, sc.period));
     }
     let sup = match supervisor::start(spec).await {
         Ok(sup) => sup,
@@ -470,20 +624,17 @@ async fn run_on_troupe(sc: &Scenario) -> String {
     for step in &sc.steps {
         let text = step_text(step, &child_line);
         let res: &str = match step {
-            Step::Crash(id, reason) => {
-                let kids = sup.which_children().await.unwrap();
-                match kids.into_iter().find(|k| &k.id == id).and_then(|k| k.actor) {
-                    None => "not_running",
-                    Some(a) => {
-                        match reason_of(reason) {
-                            ExitReason::Killed => a.kill(),
-                            r => a.stop(r),
-                        }
-                        a.terminated().await;
-                        "ok"
+            Step::Crash(id, reason) => match run.running(&sup, id).await {
+                None => "not_running",
+                Some(a) => {
+                    match reason_of(reason) {
+                        ExitReason::Killed => a.kill(),
+                        r => a.stop(r),
                     }
+                    a.terminated().await;
+                    "ok"
                 }
-            }
+            },
             Step::Terminate(id) => match sup.terminate_child(id).await {
                 Ok(()) => "ok",
                 Err(e) => error_text(&e),
@@ -493,7 +644,7 @@ async fn run_on_troupe(sc: &Scenario) -> String {
                 Ok(()) => "ok",
                 Err(e) => error_text(&e),
             },
-            Step::StartChild(c) => result(sup.start_child(child_spec(c, &log, &starts)).await),
+            Step::StartChild(c) => result(sup.start_child(child_spec(c, &log, &starts, &sups, sc.period)).await),
             Step::Stop => {
                 let reason = sup.stop().await;
                 run.line(format!("{text} => stopped"));

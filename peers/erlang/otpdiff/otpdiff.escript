@@ -14,6 +14,11 @@
 %%                                               FAILS: "-" or comma-separated start numbers
 %%                                               (1-based, per id) whose init fails, or, with
 %%                                               a trailing "i", returns ignore
+%%   supchild ID RESTART STRATEGY INTENSITY PERIOD_S
+%%                                               a child supervisor (shutdown infinity), whose
+%%                                               children follow as:
+%%   nested SUPID ID RESTART SHUTDOWN FAILS      a worker of child supervisor SUPID (ids are
+%%                                               unique over the whole tree)
 %%   step crash ID REASON                        REASON normal | shutdown | shutdown_term | boom | killed
 %%   step terminate ID | step restart ID | step delete ID
 %%   step start_child ID RESTART SHUTDOWN FAILS
@@ -22,7 +27,8 @@
 %% Output, per scenario: "scenario NAME", then for the start and each step a line
 %% "START|<step> => RESULT", the children's lifecycle events since the previous line
 %% ("  log ID:started" / "ID:failed" / "ID:stopped:REASON"), and the settled children
-%% ("  which ID=running|undefined|restarting ..."); "  down REASON" when the supervisor died.
+%% ("  which ID=running|undefined|restarting ...", a running child supervisor followed by its
+%% children in brackets); "  down REASON" when the supervisor died.
 -mode(compile).
 
 -export([main/1, init/1, handle_call/3, handle_cast/2, handle_info/2, terminate/2, start_child_proc/2]).
@@ -79,9 +85,17 @@ parse([L | Rest], Name, Sup, Cs, Ss) ->
         ["scenario", N] -> parse(Rest, N, Sup, Cs, Ss);
         ["sup", St, I, P] -> parse(Rest, Name, {list_to_atom(St), list_to_integer(I), list_to_integer(P)}, Cs, Ss);
         ["child" | C] -> parse(Rest, Name, Sup, [C | Cs], Ss);
+        ["supchild" | C] -> parse(Rest, Name, Sup, [["sup" | C] | Cs], Ss);
+        ["nested", Parent | C] ->
+            Cs1 = [case X of ["sup", Parent | _] -> X ++ [C]; _ -> X end || X <- Cs],
+            parse(Rest, Name, Sup, Cs1, Ss);
         ["step" | S] -> parse(Rest, Name, Sup, Cs, [S | Ss])
     end.
 
+child_spec(["sup", Id, Restart, St, I, P | Nested]) ->
+    Flags = #{strategy => list_to_atom(St), intensity => list_to_integer(I), period => list_to_integer(P)},
+    #{id => Id, start => {supervisor, start_link, [?MODULE, {sup, Flags, [child_spec(C) || C <- Nested]}]},
+      restart => list_to_atom(Restart), shutdown => infinity, type => supervisor};
 child_spec([Id, Restart, Shutdown, Fails]) ->
     Fs = case Fails of "-" -> []; _ -> [start_outcome(F) || F <- string:lexemes(Fails, ",")] end,
     ets:insert(otpdiff_fails, {Id, Fs}),
@@ -145,11 +159,37 @@ result({error, restarting}) -> "restarting";
 result({error, not_found}) -> "not_found";
 result({error, _}) -> "error".
 
+%% The running child `Id`, looked for in the tree (one level of child supervisors).
 running(Pid, Id) ->
-    case lists:keyfind(Id, 1, supervisor:which_children(Pid)) of
+    Kids = supervisor:which_children(Pid),
+    case lists:keyfind(Id, 1, Kids) of
         {_, C, _, _} when is_pid(C) -> C;
-        _ -> undefined
+        {_, _, _, _} -> undefined;
+        false ->
+            Found = [running(S, Id) || {_, S, supervisor, _} <- Kids, is_pid(S)],
+            case [C || C <- Found, C =/= undefined] of
+                [C | _] -> C;
+                [] -> undefined
+            end
     end.
+
+%% Children not yet settled (restarting, or listed but dead), at this level and in running child
+%% supervisors.
+unsettled(Kids) ->
+    [K || {_, C, _, _} = K <- Kids, C =:= restarting orelse (is_pid(C) andalso not is_process_alive(C))]
+    ++ lists:append([case catch supervisor:which_children(S) of
+                         L when is_list(L) -> unsettled(L);
+                         _ -> [S]
+                     end || {_, S, supervisor, _} <- Kids, is_pid(S), is_process_alive(S)]).
+
+describe(Kids) ->
+    string:join([describe_one(K) || K <- lists:reverse(Kids)], " ").
+
+describe_one({Id, S, supervisor, _}) when is_pid(S) ->
+    Inner = case catch supervisor:which_children(S) of L when is_list(L) -> describe(L); _ -> "?" end,
+    io_lib:format("~s=running[~s]", [Id, Inner]);
+describe_one({Id, C, _, _}) ->
+    io_lib:format("~s=~s", [Id, state(C)]).
 
 %% Calls which_children until nothing is restarting and no listed child is dead (a retry or an
 %% exit not yet handled), then prints the log and the children; `dead` when the supervisor died.
@@ -158,14 +198,11 @@ settle_and_print(Pid, Mon) -> settle_and_print(Pid, Mon, 10000).
 settle_and_print(Pid, Mon, N) ->
     case catch supervisor:which_children(Pid) of
         Kids when is_list(Kids) ->
-            Unsettled = [K || {_, C, _, _} = K <- Kids,
-                              C =:= restarting orelse (is_pid(C) andalso not is_process_alive(C))],
-            case Unsettled of
+            case unsettled(Kids) of
                 [_ | _] when N > 0 -> settle_and_print(Pid, Mon, N - 1);
                 _ ->
                     print_log(),
-                    States = [io_lib:format("~s=~s", [Id, state(C)]) || {Id, C, _, _} <- lists:reverse(Kids)],
-                    io:format("  which ~s~n", [string:join(States, " ")]),
+                    io:format("  which ~s~n", [describe(Kids)]),
                     alive
             end;
         _ ->
