@@ -1,6 +1,7 @@
 //! OTP's supervisor API details, pinned: `{shutdown, Term}` exit reasons (`exit.rs` rule 2),
 //! start results `ignore` (rule 10 of `src/supervisor/server.rs`), `already_started` /
-//! `already_present` (rule 11), `count_children` and `get_childspec`.
+//! `already_present` (rule 11), significant children and auto-shutdown (rule 12),
+//! `count_children` and `get_childspec`.
 
 mod common;
 
@@ -10,7 +11,9 @@ use std::time::Duration;
 
 use common::tree::Builder;
 use common::{log, Cmd, Probe, T};
-use troupe::supervisor::{self, ChildCount, ChildKind, ChildSpec, Restart, Strategy, SupervisorError, SupervisorSpec};
+use troupe::supervisor::{
+    self, AutoShutdown, ChildCount, ChildKind, ChildSpec, Restart, Strategy, SupervisorError, SupervisorSpec,
+};
 use troupe::{ActorId, ExitReason};
 
 fn spec() -> SupervisorSpec {
@@ -147,4 +150,80 @@ async fn a_restart_that_returns_ignore_leaves_the_child_down() {
     sup.which_children().await.unwrap();
     assert_eq!(starts.load(Ordering::SeqCst), 2, "one restart, ignored, no retry");
     assert!(sup.actor().is_alive());
+}
+
+fn sig(name: &str, restart: Restart, lg: &common::Log) -> ChildSpec {
+    let (n, l) = (name.to_owned(), lg.clone());
+    ChildSpec::worker(name, move || Probe::new(&n, &l)).restart(restart).significant(true).into()
+}
+
+/// Rule 12, `AnySignificant`: one significant child exiting for good shuts the supervisor down;
+/// one that is restarted (abnormal transient exit) or terminated does not.
+#[tokio::test]
+async fn any_significant_child_exiting_for_good_shuts_the_supervisor_down() {
+    let lg = log();
+    let l = lg.clone();
+    let sup = supervisor::start(
+        spec()
+            .auto_shutdown(AutoShutdown::AnySignificant)
+            .child(ChildSpec::worker("a", move || Probe::new("a", &l)))
+            .child(sig("t", Restart::Transient, &lg))
+            .child(sig("u", Restart::Temporary, &lg)),
+    )
+    .await
+    .unwrap();
+    let kids = |sup: &supervisor::SupervisorRef| {
+        let sup = sup.clone();
+        async move { sup.which_children().await.unwrap() }
+    };
+    let t = kids(&sup).await[1].actor.clone().unwrap();
+    t.stop(ExitReason::Error("boom".into()));
+    t.terminated().await;
+    assert!(kids(&sup).await[1].actor.is_some(), "an abnormal transient exit restarts, no shutdown");
+    sup.terminate_child("u").await.unwrap();
+    assert!(sup.actor().is_alive(), "terminate_child never triggers auto-shutdown");
+    let t = kids(&sup).await[1].actor.clone().unwrap();
+    t.stop(ExitReason::Normal);
+    assert_eq!(sup.terminated().await, ExitReason::Shutdown);
+    assert!(lg.lock().contains(&"a:stopped:shutdown".to_string()), "the others were shut down");
+}
+
+/// Rule 12, `AllSignificant`: the supervisor shuts down when the last significant child has
+/// exited for good.
+#[tokio::test]
+async fn all_significant_children_exiting_shut_the_supervisor_down_after_the_last() {
+    let lg = log();
+    let sup = supervisor::start(
+        spec().auto_shutdown(AutoShutdown::AllSignificant).child(sig("t", Restart::Transient, &lg)).child(sig(
+            "u",
+            Restart::Temporary,
+            &lg,
+        )),
+    )
+    .await
+    .unwrap();
+    let first = sup.which_children().await.unwrap()[0].actor.clone().unwrap();
+    first.stop(ExitReason::ShutdownWith("done".into()));
+    first.terminated().await;
+    assert!(sup.which_children().await.is_ok(), "u is still running");
+    let u = sup.which_children().await.unwrap()[1].actor.clone().unwrap();
+    u.stop(ExitReason::Error("boom".into()));
+    assert_eq!(sup.terminated().await, ExitReason::Shutdown, "a temporary child is not restarted, whatever its reason");
+}
+
+/// Rule 12's spec checks (OTP's): no permanent significant child, and none under `Never`.
+#[tokio::test]
+async fn significant_children_are_refused_where_otp_refuses_them() {
+    let lg = log();
+    let field = |r: Result<(), SupervisorError>| match r {
+        Err(SupervisorError::InvalidSpec { field, .. }) => field,
+        other => panic!("expected a refusal, got {other:?}"),
+    };
+    let permanent = spec().auto_shutdown(AutoShutdown::AnySignificant).child(sig("p", Restart::Permanent, &lg));
+    assert_eq!(field(permanent.validate()), "child \"p\" significant");
+    let never = spec().child(sig("t", Restart::Transient, &lg));
+    assert_eq!(field(never.validate()), "child \"t\" significant");
+    let sup = supervisor::start(spec()).await.unwrap();
+    let refused = sup.start_child(sig("t", Restart::Transient, &lg)).await;
+    assert!(matches!(refused, Err(SupervisorError::InvalidSpec { .. })), "{refused:?}");
 }

@@ -19,8 +19,8 @@ use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use troupe::supervisor::{
-    self, ChildInfo, ChildKind, ChildRef, ChildSpec, Restart, Shutdown, Strategy, SupervisorError, SupervisorMsg,
-    SupervisorRef, SupervisorSpec,
+    self, AutoShutdown, ChildInfo, ChildKind, ChildRef, ChildSpec, Restart, Shutdown, Strategy, SupervisorError,
+    SupervisorMsg, SupervisorRef, SupervisorSpec,
 };
 use troupe::{Actor, ActorError, AnyRef, Ctx, ExitReason, ExitSignal};
 
@@ -65,6 +65,8 @@ struct Scenario {
     strategy: &'static str,
     intensity: u32,
     period: u64,
+    /// never | any_significant | all_significant.
+    auto: &'static str,
     children: Vec<Child>,
     /// Per id: the start numbers (1-based, counted per id over the scenario) that fail or
     /// return ignore.
@@ -83,18 +85,25 @@ fn pick<T: Copy>(rng: &mut StdRng, xs: &[T]) -> T {
     xs[rng.gen_range(0..xs.len())]
 }
 
-fn random_child(rng: &mut StdRng, id: &str) -> Child {
-    Child { id: id.to_owned(), restart: pick(rng, &RESTARTS), shutdown: pick(rng, &SHUTDOWNS), nested: None }
+/// A random worker; significant (a restart type with a trailing `*`) only when `significant_ok`.
+fn random_child(rng: &mut StdRng, id: &str, significant_ok: bool) -> Child {
+    let mut restart = pick(rng, &RESTARTS);
+    if significant_ok && restart != "permanent" && rng.gen_bool(0.5) {
+        restart = if restart == "transient" { "transient*" } else { "temporary*" };
+    }
+    Child { id: id.to_owned(), restart, shutdown: pick(rng, &SHUTDOWNS), nested: None }
 }
 
 fn random_scenario(seed: u64) -> Scenario {
     let mut rng = StdRng::seed_from_u64(seed);
+    let auto = pick(&mut rng, &["never", "never", "never", "any_significant", "all_significant"]);
+    let sig = auto != "never";
     let n = rng.gen_range(1..=4);
-    let mut children: Vec<Child> = IDS[..n].iter().map(|id| random_child(&mut rng, id)).collect();
+    let mut children: Vec<Child> = IDS[..n].iter().map(|id| random_child(&mut rng, id, sig)).collect();
     // A third of the scenarios have a child supervisor "s" with workers "x" (and "y").
     let nested = rng.gen_bool(1.0 / 3.0);
     if nested {
-        let workers = NESTED_IDS[..rng.gen_range(1..=2)].iter().map(|id| random_child(&mut rng, id)).collect();
+        let workers = NESTED_IDS[..rng.gen_range(1..=2)].iter().map(|id| random_child(&mut rng, id, false)).collect();
         let sup = Child {
             id: "s".into(),
             restart: pick(&mut rng, &RESTARTS),
@@ -144,7 +153,7 @@ fn random_scenario(seed: u64) -> Scenario {
             50..=59 => Step::Terminate(id),
             60..=71 => Step::Restart(id),
             72..=79 => Step::Delete(id),
-            _ => Step::StartChild(random_child(&mut rng, &id)),
+            _ => Step::StartChild(random_child(&mut rng, &id, sig)),
         });
     }
     steps.push(Step::Stop);
@@ -153,6 +162,7 @@ fn random_scenario(seed: u64) -> Scenario {
         strategy: pick(&mut rng, &STRATEGIES),
         intensity: rng.gen_range(0..=4),
         period: 5,
+        auto,
         children,
         fails,
         steps,
@@ -178,12 +188,47 @@ fn edge_cases() -> Vec<Scenario> {
         strategy,
         intensity,
         period: 5,
+        auto: "never",
         children,
         fails,
         steps,
     };
     use Step::*;
+    let auto = |mut sc: Scenario, auto: &'static str| {
+        sc.auto = auto;
+        sc
+    };
     vec![
+        auto(
+            s(
+                "any_significant_exit_shuts_down",
+                "one_for_one",
+                3,
+                vec![c("a", "permanent", "5000"), c("t", "transient*", "5000")],
+                f(&[]),
+                vec![Crash("t".into(), "boom"), Crash("t".into(), "normal"), Stop],
+            ),
+            "any_significant",
+        ),
+        auto(
+            s(
+                "all_significant_exits_shut_down_after_the_last",
+                "one_for_all",
+                3,
+                vec![c("t", "transient*", "5000"), c("u", "temporary*", "5000")],
+                f(&[]),
+                vec![
+                    Crash("t".into(), "shutdown"),
+                    StartChild(c("v", "temporary*", "brutal")),
+                    Terminate("v".into()),
+                    StartChild(c("w", "temporary*", "brutal")),
+                    Crash("u".into(), "boom"),
+                    Crash("w".into(), "killed"),
+                    Stop,
+                ],
+            ),
+            "all_significant",
+        ),
         s(
             "one_for_all_restart_failure_restarts_the_whole_group",
             "one_for_all",
@@ -309,7 +354,8 @@ fn edge_cases() -> Vec<Scenario> {
 
 fn render(sc: &Scenario) -> String {
     let child = |c: &Child| format!("{} {} {} {}", c.id, c.restart, c.shutdown, fails_text(sc, &c.id));
-    let mut out = format!("scenario {}\nsup {} {} {}\n", sc.name, sc.strategy, sc.intensity, sc.period);
+    let auto = if sc.auto == "never" { String::new() } else { format!(" {}", sc.auto) };
+    let mut out = format!("scenario {}\nsup {} {} {}{auto}\n", sc.name, sc.strategy, sc.intensity, sc.period);
     for c in &sc.children {
         match &c.nested {
             None => {
@@ -444,7 +490,8 @@ fn strategy(s: &str) -> Strategy {
 
 fn child_spec(c: &Child, log: &Log, starts: &Arc<Starts>, sups: &Sups, period: u64) -> ChildSpec {
     let (id, log, starts) = (c.id.clone(), log.clone(), starts.clone());
-    let restart = match c.restart {
+    let significant = c.restart.ends_with('*');
+    let restart = match c.restart.trim_end_matches('*') {
         "permanent" => Restart::Permanent,
         "transient" => Restart::Transient,
         _ => Restart::Temporary,
@@ -470,7 +517,7 @@ fn child_spec(c: &Child, log: &Log, starts: &Arc<Starts>, sups: &Sups, period: u
         }
         outcome => Some(OtpChild { id: id.clone(), log: log.clone(), fail: outcome == Some(Outcome::Fail) }),
     });
-    w.restart(restart).shutdown(shutdown).into()
+    w.restart(restart).shutdown(shutdown).significant(significant).into()
 }
 
 struct Run {
@@ -605,7 +652,14 @@ async fn run_on_troupe(sc: &Scenario) -> String {
     let starts = Arc::new(Starts { counts: Mutex::default(), fails: sc.fails.clone() });
     let sups = Sups::default();
     let mut run = Run { out: format!("scenario {}\n", sc.name), log: log.clone(), sups: sups.clone() };
-    let mut spec = SupervisorSpec::new(strategy(sc.strategy)).intensity(sc.intensity, Duration::from_secs(sc.period));
+    let auto = match sc.auto {
+        "any_significant" => AutoShutdown::AnySignificant,
+        "all_significant" => AutoShutdown::AllSignificant,
+        _ => AutoShutdown::Never,
+    };
+    let mut spec = SupervisorSpec::new(strategy(sc.strategy))
+        .intensity(sc.intensity, Duration::from_secs(sc.period))
+        .auto_shutdown(auto);
     for c in &sc.children {
         spec = spec.child(child_spec(c, &log, &starts, &sups, sc.period));
     }

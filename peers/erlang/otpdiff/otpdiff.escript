@@ -9,7 +9,10 @@
 %%
 %% The scenario language (one item a line; see README.md next to this file):
 %%   scenario NAME
-%%   sup STRATEGY INTENSITY PERIOD_S            one_for_one | one_for_all | rest_for_one
+%%   sup STRATEGY INTENSITY PERIOD_S [AUTO]     one_for_one | one_for_all | rest_for_one;
+%%                                               AUTO: never | any_significant | all_significant
+%%                                               (a RESTART written with a trailing "*", e.g.
+%%                                               transient*, marks a significant child)
 %%   child ID RESTART SHUTDOWN FAILS             static child; SHUTDOWN brutal | infinity | MS;
 %%                                               FAILS: "-" or comma-separated start numbers
 %%                                               (1-based, per id) whose init fails, or, with
@@ -63,9 +66,9 @@ run_scenario(Lines) ->
     ets:delete_all_objects(otpdiff_fails),
     {Name, Sup, Children, Steps} = parse(Lines, undefined, undefined, [], []),
     io:format("scenario ~s~n", [Name]),
-    {Strategy, Intensity, Period} = Sup,
+    {Strategy, Intensity, Period, Auto} = Sup,
     Specs = [child_spec(C) || C <- Children],
-    Flags = #{strategy => Strategy, intensity => Intensity, period => Period},
+    Flags = #{strategy => Strategy, intensity => Intensity, period => Period, auto_shutdown => Auto},
     case supervisor:start_link(?MODULE, {sup, Flags, Specs}) of
         {ok, Pid} ->
             unlink(Pid),
@@ -83,7 +86,9 @@ parse([], Name, Sup, Cs, Ss) -> {Name, Sup, lists:reverse(Cs), lists:reverse(Ss)
 parse([L | Rest], Name, Sup, Cs, Ss) ->
     case string:lexemes(L, " ") of
         ["scenario", N] -> parse(Rest, N, Sup, Cs, Ss);
-        ["sup", St, I, P] -> parse(Rest, Name, {list_to_atom(St), list_to_integer(I), list_to_integer(P)}, Cs, Ss);
+        ["sup", St, I, P] -> parse(Rest, Name, {list_to_atom(St), list_to_integer(I), list_to_integer(P), never}, Cs, Ss);
+        ["sup", St, I, P, A] ->
+            parse(Rest, Name, {list_to_atom(St), list_to_integer(I), list_to_integer(P), list_to_atom(A)}, Cs, Ss);
         ["child" | C] -> parse(Rest, Name, Sup, [C | Cs], Ss);
         ["supchild" | C] -> parse(Rest, Name, Sup, [["sup" | C] | Cs], Ss);
         ["nested", Parent | C] ->
@@ -100,8 +105,12 @@ child_spec([Id, Restart, Shutdown, Fails]) ->
     Fs = case Fails of "-" -> []; _ -> [start_outcome(F) || F <- string:lexemes(Fails, ",")] end,
     ets:insert(otpdiff_fails, {Id, Fs}),
     Sd = case Shutdown of "brutal" -> brutal_kill; "infinity" -> infinity; Ms -> list_to_integer(Ms) end,
-    #{id => Id, start => {?MODULE, start_child_proc, [Id, self()]}, restart => list_to_atom(Restart),
-      shutdown => Sd, type => worker}.
+    {R, Significant} = case lists:reverse(Restart) of
+                           "*" ++ R0 -> {lists:reverse(R0), true};
+                           _ -> {Restart, false}
+                       end,
+    #{id => Id, start => {?MODULE, start_child_proc, [Id, self()]}, restart => list_to_atom(R),
+      significant => Significant, shutdown => Sd, type => worker}.
 
 run_steps([], _Pid, _Mon) -> ok;
 run_steps([Step | Rest], Pid, Mon) ->

@@ -28,6 +28,7 @@ pub struct ChildSpec {
     pub(crate) restart: Restart,
     pub(crate) shutdown: Shutdown,
     pub(crate) kind: ChildKind,
+    pub(crate) significant: bool,
     pub(crate) start: StartFn,
     nested: Option<Box<SupervisorSpec>>,
 }
@@ -71,6 +72,7 @@ impl ChildSpec {
             mailbox: MailboxConfig::unbounded(),
             factory: Arc::new(factory),
             handle: ChildRef::new(),
+            significant: false,
             nested: None,
         }
     }
@@ -109,6 +111,12 @@ impl ChildSpec {
         self.kind
     }
 
+    /// Whether it is significant (see [`WorkerSpec::significant`]).
+    #[must_use]
+    pub fn is_significant(&self) -> bool {
+        self.significant
+    }
+
     pub(crate) fn validate(&self) -> Result<(), SupervisorError> {
         if self.id.is_empty() {
             return Err(SupervisorError::InvalidSpec { field: "child.id".into(), problem: "must not be empty".into() });
@@ -117,6 +125,12 @@ impl ChildSpec {
             return Err(SupervisorError::InvalidSpec {
                 field: format!("child {:?} shutdown", self.id),
                 problem: "Timeout(0) would kill at once; use Shutdown::Brutal for that".into(),
+            });
+        }
+        if self.significant && self.restart == Restart::Permanent {
+            return Err(SupervisorError::InvalidSpec {
+                field: format!("child {:?} significant", self.id),
+                problem: "a permanent child cannot be significant (OTP): make it Transient or Temporary".into(),
             });
         }
         if let Some(n) = &self.nested {
@@ -137,6 +151,7 @@ pub struct WorkerSpec<A: Actor> {
     mailbox: MailboxConfig,
     factory: Arc<dyn Fn() -> Option<A> + Send + Sync>,
     handle: ChildRef<A::Msg>,
+    significant: bool,
     nested: Option<Box<SupervisorSpec>>,
 }
 
@@ -150,6 +165,14 @@ impl<A: Actor> WorkerSpec<A> {
     /// Sets how the child is stopped.
     pub fn shutdown(mut self, shutdown: Shutdown) -> Self {
         self.shutdown = shutdown;
+        self
+    }
+
+    /// Marks the child significant (OTP): its exit without a restart can shut the supervisor
+    /// down, per the supervisor's [`super::AutoShutdown`]. Only for `Transient` and `Temporary`
+    /// children of a supervisor whose auto-shutdown is not `Never`.
+    pub fn significant(mut self, significant: bool) -> Self {
+        self.significant = significant;
         self
     }
 
@@ -191,7 +214,15 @@ impl<A: Actor> From<WorkerSpec<A>> for ChildSpec {
                 }
             })
         });
-        ChildSpec { id: w.id, restart: w.restart, shutdown: w.shutdown, kind: w.kind, start, nested: w.nested }
+        ChildSpec {
+            id: w.id,
+            restart: w.restart,
+            shutdown: w.shutdown,
+            kind: w.kind,
+            significant: w.significant,
+            start,
+            nested: w.nested,
+        }
     }
 }
 

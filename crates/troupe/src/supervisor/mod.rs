@@ -44,7 +44,7 @@ use std::time::Duration;
 
 pub use child::{ChildCount, ChildInfo, ChildRef, ChildSpec, WorkerSpec};
 pub use server::{Supervisor, SupervisorMsg};
-pub use spec::{Backoff, ChildKind, IntensityWindow, Restart, Shutdown, Strategy, SupervisorSpec};
+pub use spec::{AutoShutdown, Backoff, ChildKind, IntensityWindow, Restart, Shutdown, Strategy, SupervisorSpec};
 
 use server::Cmd;
 

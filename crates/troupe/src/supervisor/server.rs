@@ -31,6 +31,10 @@
 //!     supervisor's start, in `start_child`, and in a restart.
 //! 11. `start_child` with an id in use fails with `AlreadyStarted` (running) or `AlreadyPresent`
 //!     (in the spec, not running), as OTP's `already_started`/`already_present`.
+//! 12. Auto-shutdown (OTP): when a significant child exits and is not restarted (rule 3), an
+//!     `AnySignificant` supervisor shuts down (rule 7, reason `Shutdown`); an `AllSignificant`
+//!     one does when no significant child is left running or being restarted. Terminating a
+//!     child with `terminate_child` never triggers it.
 //! 6. Stopping a child: unlink, then `Brutal` kills, `Timeout(t)` asks it to stop and kills it
 //!    after `t`, `Infinity` asks and waits.
 //! 7. An exit signal from the supervisor's parent, or a stop request, stops all children in
@@ -44,7 +48,7 @@ use rand::Rng;
 use tokio::time::Instant;
 
 use super::child::{ChildCount, ChildInfo, ChildSpec};
-use super::spec::{ChildKind, IntensityWindow, Restart, Shutdown, Strategy, SupervisorSpec};
+use super::spec::{AutoShutdown, ChildKind, IntensityWindow, Restart, Shutdown, Strategy, SupervisorSpec};
 use super::SupervisorError;
 use crate::any_ref::AnyRef;
 use crate::{Actor, ActorError, ActorId, Ctx, ExitReason, ExitSignal, ReplyTo};
@@ -199,12 +203,31 @@ impl Supervisor {
             Restart::Temporary => false,
         };
         if !restart {
+            let significant = c.spec.significant;
             if c.spec.restart == Restart::Temporary {
                 self.children.remove(i);
+            }
+            if significant {
+                self.auto_shutdown(ctx);
             }
             return;
         }
         self.restart(ctx, i).await;
+    }
+
+    /// Rule 12, after a significant child exited for good.
+    fn auto_shutdown(&mut self, ctx: &mut Ctx<Self>) {
+        let shut = match self.spec.auto_shutdown {
+            AutoShutdown::Never => false,
+            AutoShutdown::AnySignificant => true,
+            AutoShutdown::AllSignificant => {
+                !self.children.iter().any(|c| c.spec.significant && (c.actor.is_some() || c.restarting))
+            }
+        };
+        if shut {
+            tracing::info!(supervisor = %ctx.id(), "a significant child exited; auto-shutdown");
+            ctx.stop(ExitReason::Shutdown);
+        }
     }
 
     /// OTP's `restart/2` for child `i` (exited, or its restart failed): count it (rule 4), stop
@@ -298,6 +321,7 @@ impl Supervisor {
             spec.id = format!("child-{}", self.next_auto_id);
         }
         spec.validate()?;
+        self.spec.check_significant(&spec)?;
         if let Some(c) = self.children.iter().find(|c| c.spec.id == spec.id) {
             return Err(match &c.actor {
                 Some(a) => SupervisorError::AlreadyStarted { child: spec.id, actor: a.id() },

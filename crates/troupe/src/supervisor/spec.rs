@@ -65,6 +65,18 @@ pub enum IntensityWindow {
     Exact,
 }
 
+/// When significant children shut their supervisor down (OTP's `auto_shutdown`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AutoShutdown {
+    /// Never (the default); no child may be significant.
+    #[default]
+    Never,
+    /// When any significant child exits and is not restarted.
+    AnySignificant,
+    /// When every significant child has exited and none is restarted.
+    AllSignificant,
+}
+
 /// Whether a child is a worker or a supervisor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChildKind {
@@ -93,6 +105,7 @@ pub struct SupervisorSpec {
     pub(crate) window: IntensityWindow,
     pub(crate) backoff: Option<Backoff>,
     pub(crate) max_children: Option<usize>,
+    pub(crate) auto_shutdown: AutoShutdown,
     pub(crate) children: Vec<ChildSpec>,
 }
 
@@ -106,6 +119,7 @@ impl SupervisorSpec {
             window: IntensityWindow::WholeSeconds,
             backoff: None,
             max_children: None,
+            auto_shutdown: AutoShutdown::Never,
             children: Vec::new(),
         }
     }
@@ -130,6 +144,12 @@ impl SupervisorSpec {
         self
     }
 
+    /// Lets significant children shut the supervisor down (default `Never`).
+    pub fn auto_shutdown(mut self, auto_shutdown: AutoShutdown) -> Self {
+        self.auto_shutdown = auto_shutdown;
+        self
+    }
+
     /// Caps the number of children (static and dynamic).
     pub fn max_children(mut self, max: usize) -> Self {
         self.max_children = Some(max);
@@ -140,6 +160,17 @@ impl SupervisorSpec {
     pub fn child(mut self, child: impl Into<ChildSpec>) -> Self {
         self.children.push(child.into());
         self
+    }
+
+    /// OTP: a significant child needs an auto-shutdown other than `Never`.
+    pub(crate) fn check_significant(&self, c: &ChildSpec) -> Result<(), SupervisorError> {
+        if c.significant && self.auto_shutdown == AutoShutdown::Never {
+            return Err(SupervisorError::InvalidSpec {
+                field: format!("child {:?} significant", c.id),
+                problem: "needs a supervisor with auto_shutdown AnySignificant or AllSignificant (it is Never)".into(),
+            });
+        }
+        Ok(())
     }
 
     /// Checks every rule and names the first field that breaks one.
@@ -179,6 +210,7 @@ impl SupervisorSpec {
         }
         for (i, c) in self.children.iter().enumerate() {
             c.validate()?;
+            self.check_significant(c)?;
             if self.children[..i].iter().any(|o| o.id == c.id) {
                 return Err(SupervisorError::DuplicateId(c.id.clone()));
             }
