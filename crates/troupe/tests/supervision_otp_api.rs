@@ -227,3 +227,21 @@ async fn significant_children_are_refused_where_otp_refuses_them() {
     let refused = sup.start_child(sig("t", Restart::Transient, &lg)).await;
     assert!(matches!(refused, Err(SupervisorError::InvalidSpec { .. })), "{refused:?}");
 }
+
+/// OTP's `check_childspecs`: the child rules, unique ids, significance against auto-shutdown.
+#[test]
+fn check_childspecs_refuses_what_a_supervisor_would() {
+    let lg = log();
+    let w = |id: &str| {
+        let (n, l) = (id.to_owned(), lg.clone());
+        ChildSpec::from(ChildSpec::worker(id, move || Probe::new(&n, &l)))
+    };
+    assert_eq!(supervisor::check_childspecs(&[w("a"), w("b")], AutoShutdown::Never), Ok(()));
+    assert_eq!(
+        supervisor::check_childspecs(&[w("a"), w("a")], AutoShutdown::Never),
+        Err(SupervisorError::DuplicateId("a".into()))
+    );
+    let s = sig("s", Restart::Temporary, &lg);
+    assert!(supervisor::check_childspecs(std::slice::from_ref(&s), AutoShutdown::Never).is_err());
+    assert_eq!(supervisor::check_childspecs(&[s], AutoShutdown::AllSignificant), Ok(()));
+}

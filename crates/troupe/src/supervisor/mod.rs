@@ -139,6 +139,28 @@ impl From<AskError> for SupervisorError {
     }
 }
 
+/// Checks child specs as a supervisor would before starting them (OTP's `check_childspecs`):
+/// each child's own rules, unique ids, and significant children against `auto_shutdown`.
+///
+/// ```
+/// use troupe::{Actor, Ctx};
+/// use troupe::supervisor::{check_childspecs, AutoShutdown, ChildSpec, Restart};
+/// struct W;
+/// impl Actor for W {
+///     type Msg = ();
+///     async fn handle(&mut self, _: (), _: &mut Ctx<Self>) {}
+/// }
+/// let ok = ChildSpec::worker("w", || W).into();
+/// assert!(check_childspecs(&[ok], AutoShutdown::Never).is_ok());
+/// let sig = ChildSpec::worker("s", || W).restart(Restart::Transient).significant(true).into();
+/// assert!(check_childspecs(&[sig], AutoShutdown::Never).is_err());
+/// ```
+pub fn check_childspecs(specs: &[ChildSpec], auto_shutdown: AutoShutdown) -> Result<(), SupervisorError> {
+    let mut spec = SupervisorSpec::new(Strategy::OneForOne).auto_shutdown(auto_shutdown);
+    spec.children = specs.to_vec();
+    spec.validate()
+}
+
 /// Validates `spec`, spawns the supervisor and waits until all its children have started.
 pub async fn start(spec: SupervisorSpec) -> Result<SupervisorRef, SupervisorError> {
     spec.validate()?;
