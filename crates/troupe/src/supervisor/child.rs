@@ -241,6 +241,11 @@ impl<M: Send + 'static> ChildRef<M> {
         Self(Arc::new(RwLock::new(None)))
     }
 
+    /// The latest incarnation, alive or not.
+    pub(crate) fn current(&self) -> Option<ActorRef<M>> {
+        self.0.read().clone()
+    }
+
     /// The current incarnation, when one is alive.
     #[must_use]
     pub fn get(&self) -> Option<ActorRef<M>> {

@@ -37,6 +37,7 @@
 
 mod child;
 mod server;
+mod simple;
 mod spec;
 
 use std::fmt;
@@ -44,6 +45,7 @@ use std::time::Duration;
 
 pub use child::{ChildCount, ChildInfo, ChildRef, ChildSpec, WorkerSpec};
 pub use server::{Supervisor, SupervisorMsg};
+pub use simple::{start_simple, SimpleSpec, SimpleSupervisorRef};
 pub use spec::{AutoShutdown, Backoff, ChildKind, IntensityWindow, Restart, Shutdown, Strategy, SupervisorSpec};
 
 use server::Cmd;
@@ -52,7 +54,7 @@ use crate::spawn::{spawn_acked, Spawn};
 use crate::{ActorId, ActorRef, AnyRef, AskError, ExitReason};
 
 /// How long supervisor calls wait; OTP waits forever, a dead supervisor answers `Gone` at once.
-const CALL_TIMEOUT: Duration = Duration::from_secs(3600);
+pub(crate) const CALL_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// Why a supervisor operation failed.
 #[derive(Clone, Debug, PartialEq, Eq)]

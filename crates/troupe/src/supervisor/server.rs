@@ -35,6 +35,10 @@
 //!     `AnySignificant` supervisor shuts down (rule 7, reason `Shutdown`); an `AllSignificant`
 //!     one does when no significant child is left running or being restarted. Terminating a
 //!     child with `terminate_child` never triggers it.
+//! 13. A `simple_one_for_one` supervisor (`simple.rs`) restarts as `OneForOne`; a child that is
+//!     not restarted, is terminated, or whose start returned ignore leaves it for good; and on
+//!     shutdown all children are asked to stop at once and waited for together, killed at the
+//!     shutdown timeout (OTP's `terminate_dynamic_children`).
 //! 6. Stopping a child: unlink, then `Brutal` kills, `Timeout(t)` asks it to stop and kills it
 //!    after `t`, `Infinity` asks and waits.
 //! 7. An exit signal from the supervisor's parent, or a stop request, stops all children in
@@ -94,6 +98,8 @@ pub(crate) enum Cmd {
     TerminateChild(String, ReplyTo<Result<(), SupervisorError>>),
     RestartChild(String, ReplyTo<Result<Option<ActorId>, SupervisorError>>),
     DeleteChild(String, ReplyTo<Result<(), SupervisorError>>),
+    /// Rule 13: terminate the child that is this actor.
+    TerminateActor(ActorId, ReplyTo<Result<(), SupervisorError>>),
     Which(ReplyTo<Vec<ChildInfo>>),
     Count(ReplyTo<ChildCount>),
     GetSpec(String, ReplyTo<Result<ChildSpec, SupervisorError>>),
@@ -134,9 +140,15 @@ impl Supervisor {
         Ok(Some(id))
     }
 
+    /// Whether child `i`, once not running, leaves the supervisor: a temporary one, or any
+    /// child of a simple supervisor (rule 13).
+    fn leaves_for_good(&self, i: usize) -> bool {
+        self.spec.simple || self.children[i].spec.restart == Restart::Temporary
+    }
+
     /// Rule 10: after an ignore, a temporary child leaves the supervisor; true when it did.
     fn forget_if_ignored_temporary(&mut self, i: usize, started: Option<ActorId>) -> bool {
-        let gone = started.is_none() && self.children[i].spec.restart == Restart::Temporary;
+        let gone = started.is_none() && self.leaves_for_good(i);
         if gone {
             self.children.remove(i);
         }
@@ -159,6 +171,30 @@ impl Supervisor {
             Shutdown::Infinity => actor.stop(ExitReason::Shutdown),
         }
         actor.terminated().await;
+    }
+
+    /// Rule 13: every child asked to stop (or killed) at once, then waited for together; those
+    /// still alive at their shutdown timeout are killed.
+    async fn stop_all_at_once(&mut self, ctx: &mut Ctx<Self>) {
+        let kids: Vec<(AnyRef, Shutdown)> =
+            self.children.iter_mut().filter_map(|c| c.actor.take().map(|a| (a, c.spec.shutdown))).collect();
+        for (a, shutdown) in &kids {
+            ctx.unlink(a);
+            match shutdown {
+                Shutdown::Brutal => a.kill(),
+                _ => a.stop(ExitReason::Shutdown),
+            }
+        }
+        let start = Instant::now();
+        for (a, shutdown) in kids {
+            if let Shutdown::Timeout(t) = shutdown {
+                if tokio::time::timeout_at(start + t, a.terminated()).await.is_err() {
+                    tracing::warn!(child = %a.id(), "child did not stop within {t:?}; killing it");
+                    a.kill();
+                }
+            }
+            a.terminated().await;
+        }
     }
 
     /// Stops the children at `indices` (given in start order) in reverse order.
@@ -204,7 +240,7 @@ impl Supervisor {
         };
         if !restart {
             let significant = c.spec.significant;
-            if c.spec.restart == Restart::Temporary {
+            if self.leaves_for_good(i) {
                 self.children.remove(i);
             }
             if significant {
@@ -410,7 +446,7 @@ impl Actor for Supervisor {
                         self.children[i].pending = false;
                         self.children[i].restarting = false;
                         self.stop_children(ctx, &[i]).await;
-                        if self.children[i].spec.restart == Restart::Temporary {
+                        if self.leaves_for_good(i) {
                             self.children.remove(i);
                         }
                         Ok(())
@@ -445,6 +481,20 @@ impl Actor for Supervisor {
                 };
                 reply.send(r);
             }
+            Cmd::TerminateActor(actor, reply) => {
+                let found = self.children.iter().position(|c| c.actor.as_ref().is_some_and(|a| a.id() == actor));
+                let r = match found {
+                    Some(i) => {
+                        self.stop_children(ctx, &[i]).await;
+                        if self.leaves_for_good(i) {
+                            self.children.remove(i);
+                        }
+                        Ok(())
+                    }
+                    None => Err(SupervisorError::NoSuchChild(actor.to_string())),
+                };
+                reply.send(r);
+            }
             Cmd::Which(reply) => reply.send(self.which()),
             Cmd::Count(reply) => reply.send(self.count()),
             Cmd::GetSpec(id, reply) => reply.send(self.find(&id).map(|i| self.children[i].spec.clone())),
@@ -475,6 +525,9 @@ impl Actor for Supervisor {
     }
 
     async fn stopped(&mut self, _reason: &ExitReason, ctx: &mut Ctx<Self>) {
+        if self.spec.simple {
+            return self.stop_all_at_once(ctx).await;
+        }
         let all: Vec<usize> = (0..self.children.len()).collect();
         self.stop_children(ctx, &all).await;
     }

@@ -106,6 +106,9 @@ pub struct SupervisorSpec {
     pub(crate) backoff: Option<Backoff>,
     pub(crate) max_children: Option<usize>,
     pub(crate) auto_shutdown: AutoShutdown,
+    /// A `simple_one_for_one` supervisor (`simple.rs`): children leave for good when they are
+    /// not restarted, and all stop at once.
+    pub(crate) simple: bool,
     pub(crate) children: Vec<ChildSpec>,
 }
 
@@ -120,6 +123,7 @@ impl SupervisorSpec {
             backoff: None,
             max_children: None,
             auto_shutdown: AutoShutdown::Never,
+            simple: false,
             children: Vec::new(),
         }
     }
