@@ -22,6 +22,11 @@
 %%                                               children follow as:
 %%   nested SUPID ID RESTART SHUTDOWN FAILS      a worker of child supervisor SUPID (ids are
 %%                                               unique over the whole tree)
+%%   simple RESTART SHUTDOWN INTENSITY PERIOD_S  instead of `sup`: a simple_one_for_one supervisor,
+%%                                               whose children are started by
+%%   step start_child NAME FAILS                 (a child made from the argument NAME; names
+%%                                               are unique; `which` lists children by name,
+%%                                               sorted)
 %%   step crash ID REASON                        REASON normal | shutdown | shutdown_term | boom | killed
 %%   step terminate ID | step restart ID | step delete ID
 %%   step start_child ID RESTART SHUTDOWN FAILS
@@ -44,6 +49,7 @@ main([File]) ->
     ets:new(otpdiff_log, [named_table, public, ordered_set]),
     ets:new(otpdiff_starts, [named_table, public, set]),
     ets:new(otpdiff_fails, [named_table, public, set]),
+    ets:new(otpdiff_names, [named_table, public, set]),
     process_flag(trap_exit, true),
     run_all([L || L <- Lines, L =/= ""]),
     halt(0);
@@ -66,9 +72,16 @@ run_scenario(Lines) ->
     ets:delete_all_objects(otpdiff_fails),
     {Name, Sup, Children, Steps} = parse(Lines, undefined, undefined, [], []),
     io:format("scenario ~s~n", [Name]),
-    {Strategy, Intensity, Period, Auto} = Sup,
-    Specs = [child_spec(C) || C <- Children],
-    Flags = #{strategy => Strategy, intensity => Intensity, period => Period, auto_shutdown => Auto},
+    put(simple, element(1, Sup) =:= simple),
+    {Flags, Specs} = case Sup of
+        {simple, R, Sd, I, P} ->
+            [T] = [maps:remove(id, child_spec(["template", R, Sd, "-"]))],
+            {#{strategy => simple_one_for_one, intensity => I, period => P},
+             [T#{id => template, start => {?MODULE, start_child_proc, []}}]};
+        {Strategy, Intensity, Period, Auto} ->
+            {#{strategy => Strategy, intensity => Intensity, period => Period, auto_shutdown => Auto},
+             [child_spec(C) || C <- Children]}
+    end,
     case supervisor:start_link(?MODULE, {sup, Flags, Specs}) of
         {ok, Pid} ->
             unlink(Pid),
@@ -86,6 +99,7 @@ parse([], Name, Sup, Cs, Ss) -> {Name, Sup, lists:reverse(Cs), lists:reverse(Ss)
 parse([L | Rest], Name, Sup, Cs, Ss) ->
     case string:lexemes(L, " ") of
         ["scenario", N] -> parse(Rest, N, Sup, Cs, Ss);
+        ["simple", R, Sd, I, P] -> parse(Rest, Name, {simple, R, Sd, list_to_integer(I), list_to_integer(P)}, Cs, Ss);
         ["sup", St, I, P] -> parse(Rest, Name, {list_to_atom(St), list_to_integer(I), list_to_integer(P), never}, Cs, Ss);
         ["sup", St, I, P, A] ->
             parse(Rest, Name, {list_to_atom(St), list_to_integer(I), list_to_integer(P), list_to_atom(A)}, Cs, Ss);
@@ -118,7 +132,9 @@ run_steps([Step | Rest], Pid, Mon) ->
     io:format("~s => ~s~n", [string:join(Step, " "), Result]),
     case Result of
         "stopped" ->
-            print_log(),
+            %% A simple_one_for_one supervisor stops its children all at once: their ends
+            %% come in no fixed order, so they are printed sorted.
+            print_log(get(simple) =:= true),
             down(Mon);
         _ ->
             case settle_and_print(Pid, Mon) of
@@ -145,7 +161,18 @@ step(["crash", Id, Reason], Pid, _Mon) ->
             receive {'DOWN', CM, process, C, _} -> ok end,
             "ok"
     end;
-step(["terminate", Id], Pid, _) -> result(supervisor:terminate_child(Pid, Id));
+step(["terminate", Id], Pid, _) ->
+    case simple(Pid) of
+        true ->
+            case running(Pid, Id) of
+                undefined -> "not_found";
+                C -> result(supervisor:terminate_child(Pid, C))
+            end;
+        false -> result(supervisor:terminate_child(Pid, Id))
+    end;
+step(["start_child", Name, Fails], Pid, _) ->
+    child_spec([Name, "permanent", "brutal", Fails]),
+    result(supervisor:start_child(Pid, [Name, self()]));
 step(["restart", Id], Pid, _) -> result(supervisor:restart_child(Pid, Id));
 step(["delete", Id], Pid, _) -> result(supervisor:delete_child(Pid, Id));
 step(["start_child" | C], Pid, _) -> result(supervisor:start_child(Pid, child_spec(C)));
@@ -170,7 +197,7 @@ result({error, _}) -> "error".
 
 %% The running child `Id`, looked for in the tree (one level of child supervisors).
 running(Pid, Id) ->
-    Kids = supervisor:which_children(Pid),
+    Kids = [{name(K, C), C, T, M} || {K, C, T, M} <- supervisor:which_children(Pid)],
     case lists:keyfind(Id, 1, Kids) of
         {_, C, _, _} when is_pid(C) -> C;
         {_, _, _, _} -> undefined;
@@ -191,8 +218,21 @@ unsettled(Kids) ->
                          _ -> [S]
                      end || {_, S, supervisor, _} <- Kids, is_pid(S), is_process_alive(S)]).
 
+%% A simple_one_for_one supervisor's children have no id: they go by the name they were started
+%% with, sorted (OTP lists them in no particular order).
 describe(Kids) ->
-    string:join([describe_one(K) || K <- lists:reverse(Kids)], " ").
+    case Kids of
+        [{undefined, _, _, _} | _] ->
+            string:join(lists:sort([describe_one({name(undefined, C), C, T, M}) || {_, C, T, M} <- Kids]), " ");
+        _ ->
+            string:join([describe_one(K) || K <- lists:reverse(Kids)], " ")
+    end.
+
+name(undefined, C) when is_pid(C) ->
+    case ets:lookup(otpdiff_names, C) of [{_, N}] -> N; [] -> "?" end;
+name(Id, _) -> Id.
+
+simple(_Pid) -> get(simple) =:= true.
 
 describe_one({Id, S, supervisor, _}) when is_pid(S) ->
     Inner = case catch supervisor:which_children(S) of L when is_list(L) -> describe(L); _ -> "?" end,
@@ -215,7 +255,7 @@ settle_and_print(Pid, Mon, N) ->
                     alive
             end;
         _ ->
-            print_log(),
+            print_log(get(simple) =:= true),
             down(Mon),
             dead
     end.
@@ -231,8 +271,11 @@ down(Mon) ->
 flush_exits() ->
     receive {'EXIT', _, _} -> flush_exits() after 0 -> ok end.
 
-print_log() ->
-    [io:format("  log ~s~n", [L]) || {_, L} <- ets:tab2list(otpdiff_log)],
+print_log() -> print_log(false).
+
+print_log(Sorted) ->
+    Lines = [L || {_, L} <- ets:tab2list(otpdiff_log)],
+    [io:format("  log ~s~n", [L]) || L <- case Sorted of true -> lists:sort(Lines); false -> Lines end],
     ets:delete_all_objects(otpdiff_log).
 
 log(Line) -> ets:insert(otpdiff_log, {erlang:unique_integer([monotonic]), Line}).
@@ -246,9 +289,11 @@ format_reason(R) -> io_lib:format("~p", [R]).
 %% start numbers listed for its id.
 start_child_proc(Id, _Runner) -> gen_server:start_link(?MODULE, {child, Id}, []).
 
+
 init({sup, Flags, Specs}) -> {ok, {Flags, Specs}};
 init({child, Id}) ->
     process_flag(trap_exit, true),
+    ets:insert(otpdiff_names, {self(), Id}),
     N = ets:update_counter(otpdiff_starts, Id, 1, {Id, 0}),
     [{_, Fails}] = ets:lookup(otpdiff_fails, Id),
     case lists:keyfind(N, 1, Fails) of
