@@ -1,7 +1,8 @@
 //! The supervisor actor: starts its children in order, restarts them per strategy and restart
 //! type within the intensity limit, and stops them in reverse order.
 //!
-//! Rules (OTP `supervisor`; each has a test in `tests/supervision_*.rs`):
+//! Rules (OTP `supervisor`; each has a test in `tests/supervision_*.rs`). Restarts are in
+//! `server/restart.rs`, stopping children in `server/shutdown.rs`.
 //! 1. A supervisor traps exits and links to every child it starts.
 //! 2. Children start in spec order; if one fails to start, those already started are stopped in
 //!    reverse order and the supervisor fails to start, naming the child.
@@ -17,6 +18,11 @@
 //! 5. `OneForAll` stops every other running child, `RestForOne` every child started after the
 //!    exited one, in reverse order; then those children restart in order (temporary ones that
 //!    were stopped this way are removed instead).
+//! 6. Stopping a child: unlink, then `Brutal` kills, `Timeout(t)` asks it to stop and kills it
+//!    after `t`, `Infinity` asks and waits.
+//! 7. An exit signal from the supervisor's parent, or a stop request, stops all children in
+//!    reverse order, then the supervisor exits with the same reason.
+//! 8. With backoff, restarts wait the backoff delay; the children to restart are stopped at once.
 //! 9. A restart whose start fails (OTP `try_again`): the children of the group started before
 //!    the failed one keep running, the failed one is marked `restarting` and later ones stay
 //!    stopped; the supervisor sends itself a retry for the failed child behind the messages
@@ -39,23 +45,19 @@
 //!     not restarted, is terminated, or whose start returned ignore leaves it for good; and on
 //!     shutdown all children are asked to stop at once and waited for together, killed at the
 //!     shutdown timeout (OTP's `terminate_dynamic_children`).
-//! 6. Stopping a child: unlink, then `Brutal` kills, `Timeout(t)` asks it to stop and kills it
-//!    after `t`, `Infinity` asks and waits.
-//! 7. An exit signal from the supervisor's parent, or a stop request, stops all children in
-//!    reverse order, then the supervisor exits with the same reason.
-//! 8. With backoff, restarts wait the backoff delay; the children to restart are stopped at once.
 
 use std::collections::VecDeque;
-use std::time::Duration;
 
-use rand::Rng;
 use tokio::time::Instant;
 
 use super::child::{ChildCount, ChildInfo, ChildSpec};
-use super::spec::{AutoShutdown, ChildKind, IntensityWindow, Restart, Shutdown, Strategy, SupervisorSpec};
+use super::spec::{ChildKind, Restart, SupervisorSpec};
 use super::SupervisorError;
 use crate::any_ref::AnyRef;
 use crate::{Actor, ActorError, ActorId, Ctx, ExitReason, ExitSignal, ReplyTo};
+
+mod restart;
+mod shutdown;
 
 /// The supervisor actor. Start one with [`super::start`] or as a child with
 /// [`ChildSpec::supervisor`]; talk to it through [`super::SupervisorRef`].
@@ -153,194 +155,6 @@ impl Supervisor {
             self.children.remove(i);
         }
         gone
-    }
-
-    /// Rule 6.
-    async fn stop_child(ctx: &mut Ctx<Self>, actor: AnyRef, shutdown: Shutdown) {
-        ctx.unlink(&actor);
-        match shutdown {
-            Shutdown::Brutal => actor.kill(),
-            Shutdown::Timeout(t) => {
-                actor.stop(ExitReason::Shutdown);
-                if tokio::time::timeout(t, actor.terminated()).await.is_ok() {
-                    return;
-                }
-                tracing::warn!(child = %actor.id(), "child did not stop within {t:?}; killing it");
-                actor.kill();
-            }
-            Shutdown::Infinity => actor.stop(ExitReason::Shutdown),
-        }
-        actor.terminated().await;
-    }
-
-    /// Rule 13: every child asked to stop (or killed) at once, then waited for together; those
-    /// still alive at their shutdown timeout are killed.
-    async fn stop_all_at_once(&mut self, ctx: &mut Ctx<Self>) {
-        let kids: Vec<(AnyRef, Shutdown)> =
-            self.children.iter_mut().filter_map(|c| c.actor.take().map(|a| (a, c.spec.shutdown))).collect();
-        for (a, shutdown) in &kids {
-            ctx.unlink(a);
-            match shutdown {
-                Shutdown::Brutal => a.kill(),
-                _ => a.stop(ExitReason::Shutdown),
-            }
-        }
-        let start = Instant::now();
-        for (a, shutdown) in kids {
-            if let Shutdown::Timeout(t) = shutdown {
-                if tokio::time::timeout_at(start + t, a.terminated()).await.is_err() {
-                    tracing::warn!(child = %a.id(), "child did not stop within {t:?}; killing it");
-                    a.kill();
-                }
-            }
-            a.terminated().await;
-        }
-    }
-
-    /// Stops the children at `indices` (given in start order) in reverse order.
-    async fn stop_children(&mut self, ctx: &mut Ctx<Self>, indices: &[usize]) {
-        for &i in indices.iter().rev() {
-            if let Some(a) = self.children[i].actor.take() {
-                Self::stop_child(ctx, a, self.children[i].spec.shutdown).await;
-            }
-        }
-    }
-
-    /// Rule 4: counts a restart; false when the intensity is exceeded.
-    fn count_restart(&mut self) -> bool {
-        let now = Instant::now();
-        self.restarts.push_back(now);
-        let (origin, period) = (self.origin, self.spec.period);
-        let expired = |t: Instant| match self.spec.window {
-            IntensityWindow::Exact => now.duration_since(t) > period,
-            IntensityWindow::WholeSeconds => {
-                let secs = |i: Instant| i.duration_since(origin).as_secs();
-                secs(now) - secs(t) > period.as_secs()
-            }
-        };
-        while self.restarts.front().is_some_and(|t| expired(*t)) {
-            self.restarts.pop_front();
-        }
-        self.restarts.len() <= self.spec.intensity as usize
-    }
-
-    fn give_up(&mut self, ctx: &mut Ctx<Self>) {
-        tracing::warn!(supervisor = %ctx.id(), intensity = self.spec.intensity, period = ?self.spec.period,
-            "restart intensity exceeded; shutting down");
-        ctx.stop(ExitReason::Shutdown);
-    }
-
-    async fn on_child_exit(&mut self, ctx: &mut Ctx<Self>, i: usize, reason: ExitReason) {
-        let c = &mut self.children[i];
-        c.actor = None;
-        let restart = match c.spec.restart {
-            Restart::Permanent => true,
-            Restart::Transient => reason.is_abnormal(),
-            Restart::Temporary => false,
-        };
-        if !restart {
-            let significant = c.spec.significant;
-            if self.leaves_for_good(i) {
-                self.children.remove(i);
-            }
-            if significant {
-                self.auto_shutdown(ctx);
-            }
-            return;
-        }
-        self.restart(ctx, i).await;
-    }
-
-    /// Rule 12, after a significant child exited for good.
-    fn auto_shutdown(&mut self, ctx: &mut Ctx<Self>) {
-        let shut = match self.spec.auto_shutdown {
-            AutoShutdown::Never => false,
-            AutoShutdown::AnySignificant => true,
-            AutoShutdown::AllSignificant => {
-                !self.children.iter().any(|c| c.spec.significant && (c.actor.is_some() || c.restarting))
-            }
-        };
-        if shut {
-            tracing::info!(supervisor = %ctx.id(), "a significant child exited; auto-shutdown");
-            ctx.stop(ExitReason::Shutdown);
-        }
-    }
-
-    /// OTP's `restart/2` for child `i` (exited, or its restart failed): count it (rule 4), stop
-    /// the rest of its strategy's group in reverse order (rule 5), start the group in order.
-    async fn restart(&mut self, ctx: &mut Ctx<Self>, i: usize) {
-        let id = self.children[i].spec.id.clone();
-        if !self.count_restart() {
-            return self.give_up(ctx);
-        }
-        // Rule 5: which children go down with it.
-        let affected: Vec<usize> = match self.spec.strategy {
-            Strategy::OneForOne => vec![i],
-            Strategy::OneForAll => (0..self.children.len()).collect(),
-            Strategy::RestForOne => (i..self.children.len()).collect(),
-        };
-        let others: Vec<usize> = affected.iter().copied().filter(|&j| j != i).collect();
-        self.stop_children(ctx, &others).await;
-        for &j in &affected {
-            self.children[j].pending = true;
-            self.children[j].restarting = false;
-        }
-        // Temporary siblings stopped by the strategy are removed, not restarted.
-        let mut j = 0;
-        self.children.retain(|c| {
-            let keep = !(others.contains(&j) && c.spec.restart == Restart::Temporary);
-            j += 1;
-            keep
-        });
-        match self.backoff_delay(&id) {
-            Some(delay) => {
-                self.generation += 1;
-                let msg = SupervisorMsg(Cmd::DelayedRestart(self.generation));
-                let _ = ctx.send_after(delay, msg);
-            }
-            None => self.start_pending(ctx).await,
-        }
-    }
-
-    fn backoff_delay(&mut self, id: &str) -> Option<Duration> {
-        let b = self.spec.backoff?;
-        let c = self.children.iter_mut().find(|c| c.spec.id == id)?;
-        if c.started_at.elapsed() > b.max {
-            c.backoff_n = 0;
-        }
-        let exp = c.backoff_n.min(30);
-        c.backoff_n += 1;
-        let base = b.min.saturating_mul(1u32 << exp.min(31)).min(b.max);
-        let stretch = if b.jitter > 0.0 { rand::thread_rng().gen_range(0.0..=b.jitter) } else { 0.0 };
-        Some(base.mul_f64(1.0 + stretch))
-    }
-
-    /// Starts pending children in order (those marked `restarting` wait for their own retry).
-    /// On a failure, rule 9: the failed child is marked `restarting`, a retry is queued, and the
-    /// children after it stay stopped until then.
-    async fn start_pending(&mut self, ctx: &mut Ctx<Self>) {
-        let me = AnyRef(ctx.cell.clone());
-        let mut i = 0;
-        while i < self.children.len() {
-            if !self.children[i].pending || self.children[i].restarting {
-                i += 1;
-                continue;
-            }
-            match self.start_one(i, &me).await {
-                Ok(started) => {
-                    if !self.forget_if_ignored_temporary(i, started) {
-                        i += 1;
-                    }
-                }
-                Err(reason) => {
-                    let id = self.children[i].spec.id.clone();
-                    tracing::warn!(child = %id, %reason, "child failed to restart; trying again");
-                    self.children[i].restarting = true;
-                    let _ = ctx.myself().send(SupervisorMsg(Cmd::TryAgain(id)));
-                    return;
-                }
-            }
-        }
     }
 
     fn find(&self, id: &str) -> Result<usize, SupervisorError> {
