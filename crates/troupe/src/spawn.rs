@@ -102,6 +102,9 @@ pub(crate) fn spawn_inner<A: Actor>(
 
 /// The current runtime, as an `Arc` shared with the previous spawn on this thread when that was
 /// on the same runtime (so an actor holds a thin pointer to its home, not a 16-byte `Handle`).
+/// The cache holds that handle (and with it the runtime's driver handles, an epoll descriptor
+/// among them) until this thread spawns on another runtime or ends, as any actor of that runtime
+/// still alive would.
 fn home_runtime() -> Arc<tokio::runtime::Handle> {
     thread_local! {
         static LAST: std::cell::RefCell<Option<(tokio::runtime::Id, Arc<tokio::runtime::Handle>)>> =
