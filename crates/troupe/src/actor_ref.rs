@@ -123,6 +123,9 @@ impl<M: Send + 'static> ActorRef<M> {
 
     /// Request/reply: builds the message around a [`ReplyTo`] and waits up to `timeout` for
     /// the answer. Fails promptly with [`AskError::Gone`] when the actor is dead or dies.
+    ///
+    /// It may be awaited in any runtime, or outside one (e.g. `futures::executor::block_on` on a
+    /// plain thread): then the timeout runs on the actor's home runtime's clock.
     pub async fn ask<R: Send + 'static>(
         &self,
         make: impl FnOnce(ReplyTo<R>) -> M,
@@ -133,11 +136,29 @@ impl<M: Send + 'static> ActorRef<M> {
             SendErrorKind::Full => AskError::Full,
             _ => AskError::Gone,
         })?;
-        match tokio::time::timeout(timeout, rx).await {
+        // Outside any runtime (a plain thread blocking on this future) the timeout runs on the
+        // actor's home runtime's clock, so `ask` works from anywhere a `send` does.
+        let home = match tokio::runtime::Handle::try_current() {
+            Ok(_) => None,
+            Err(_) => self.home(),
+        };
+        let wait = {
+            let _in_home = home.as_ref().map(tokio::runtime::Handle::enter);
+            tokio::time::timeout(timeout, rx)
+        };
+        match wait.await {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(_)) if self.is_alive() => Err(AskError::NoReply),
             Ok(Err(_)) => Err(AskError::Gone),
             Err(_) => Err(AskError::Timeout),
+        }
+    }
+
+    /// The runtime a local actor (or the local actor behind an adapter) was spawned in.
+    fn home(&self) -> Option<tokio::runtime::Handle> {
+        match &self.inner {
+            Inner::Local(c) => Some((*c.home).clone()),
+            Inner::Dyn(d) => d.any().0.home().cloned(),
         }
     }
 

@@ -13,6 +13,8 @@ use crate::{ActorId, ExitReason, MonitorId};
 /// What the runtime needs from any actor, local or (later) remote.
 pub(crate) trait Process: Send + Sync + 'static {
     fn id(&self) -> ActorId;
+    /// The runtime a local actor was spawned in (`cell.rs`, rule 9); `None` for a remote one.
+    fn home(&self) -> Option<&tokio::runtime::Handle>;
     fn is_alive(&self) -> bool;
     /// Delivers a system message; false when the actor is dead.
     fn push_sys(self: Arc<Self>, sys: Sys) -> bool;

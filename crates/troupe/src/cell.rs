@@ -21,6 +21,12 @@
 //!    then are death watchers told the reason. Nothing is accepted after death.
 //! 8. An actor lives until it stops, referenced or not (as an Erlang process does): its parked
 //!    state holds its own cell, so dropping every `ActorRef` does not end it.
+//! 9. An actor belongs to the runtime it was spawned in (its `home`): every activation is
+//!    spawned through the cell's handle to that runtime, whoever wakes it (a plain thread,
+//!    another runtime), so waking never needs the caller's runtime and never moves the actor.
+//! 10. An activation that is dropped before it finishes (its runtime shut down, or was already
+//!     gone when the activation was spawned) kills the actor: its state is dropped, then it dies
+//!     with `Killed` as in rule 7. So no actor is left marked running with no task (a zombie).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -65,6 +71,9 @@ pub(crate) enum Item<M> {
 
 pub(crate) struct Cell<M> {
     pub(crate) id: ActorId,
+    /// The runtime the actor was spawned in; activations are spawned on it (rule 9). Shared by
+    /// the actors spawned on one runtime from one thread (a thin pointer: 8 bytes an actor).
+    pub(crate) home: Arc<tokio::runtime::Handle>,
     killed: AtomicBool,
     /// A system message is queued: a task working through a batch checks this between
     /// messages so the system lane stays first (rule 5).
@@ -188,10 +197,11 @@ impl<M> Wake<M> {
 
 impl<M: Send + 'static> Cell<M> {
     /// A new cell, `Running`: the caller spawns its first activation.
-    pub(crate) fn new(config: MailboxConfig, links: Vec<AnyRef>) -> Self {
+    pub(crate) fn new(config: MailboxConfig, links: Vec<AnyRef>, home: Arc<tokio::runtime::Handle>) -> Self {
         let extra = if links.is_empty() { None } else { Some(Box::new(Extra { links, ..Default::default() })) };
         Self {
             id: ActorId::next_local(),
+            home,
             killed: AtomicBool::new(false),
             sys_pending: AtomicBool::new(false),
             inner: Mutex::new(Inner {
@@ -469,6 +479,10 @@ impl<M: Send + 'static> crate::sweeper::Sweepable for Cell<M> {
 impl<M: Send + 'static> Process for Cell<M> {
     fn id(&self) -> ActorId {
         self.id
+    }
+
+    fn home(&self) -> Option<&tokio::runtime::Handle> {
+        Some(&*self.home)
     }
 
     fn is_alive(&self) -> bool {

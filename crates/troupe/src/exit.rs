@@ -4,8 +4,10 @@
 //! Rules (Erlang/OTP's, which Troupe follows):
 //! 1. `Normal` does not propagate over links to actors that do not trap exits; every other reason
 //!    does, and the linked actor exits with the same reason.
-//! 2. A transient child is restarted only when its reason is abnormal: anything but `Normal` and
-//!    `Shutdown` ([`ExitReason::is_abnormal`]).
+//! 2. A transient child is restarted only when its reason is abnormal: anything but `Normal`,
+//!    `Shutdown` and `ShutdownWith(_)` (OTP's `{shutdown, Term}`) ([`ExitReason::is_abnormal`]).
+//!    `ShutdownWith` otherwise behaves as every reason but `Normal` does: it propagates over
+//!    links to actors that do not trap exits.
 //! 3. Monitoring or linking an actor that is already dead yields `NoProc`.
 
 use std::fmt;
@@ -20,6 +22,9 @@ pub enum ExitReason {
     Normal,
     /// Its supervisor shut it down, or a supervisor gave up after too many restarts.
     Shutdown,
+    /// A shutdown with a term saying why (OTP's `{shutdown, Term}`): not abnormal, so a
+    /// transient child that exits this way is not restarted.
+    ShutdownWith(String),
     /// It was killed brutally; none of its code ran after the kill.
     Killed,
     /// A handler panicked; the panic message.
@@ -33,17 +38,19 @@ pub enum ExitReason {
 }
 
 impl ExitReason {
-    /// True for every reason except `Normal` and `Shutdown` (OTP's rule for transient children).
+    /// True for every reason except `Normal`, `Shutdown` and `ShutdownWith` (OTP's rule for
+    /// transient children).
     ///
     /// ```
     /// use troupe::ExitReason;
     /// assert!(!ExitReason::Normal.is_abnormal());
     /// assert!(!ExitReason::Shutdown.is_abnormal());
+    /// assert!(!ExitReason::ShutdownWith("reconfigured".into()).is_abnormal());
     /// assert!(ExitReason::Killed.is_abnormal());
     /// ```
     #[must_use]
     pub fn is_abnormal(&self) -> bool {
-        !matches!(self, ExitReason::Normal | ExitReason::Shutdown)
+        !matches!(self, ExitReason::Normal | ExitReason::Shutdown | ExitReason::ShutdownWith(_))
     }
 }
 
@@ -52,6 +59,7 @@ impl fmt::Display for ExitReason {
         match self {
             ExitReason::Normal => f.write_str("normal"),
             ExitReason::Shutdown => f.write_str("shutdown"),
+            ExitReason::ShutdownWith(term) => write!(f, "shutdown: {term}"),
             ExitReason::Killed => f.write_str("killed"),
             ExitReason::Panicked(m) => write!(f, "panicked: {m}"),
             ExitReason::Error(m) => write!(f, "error: {m}"),

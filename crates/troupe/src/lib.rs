@@ -3,8 +3,9 @@
 //! - [`Actor`]: async handlers, one message at a time, `started`/`stopped` hooks.
 //! - [`ActorRef`]: typed, cheap to clone; `send`, `ask` with a timeout, `kill`, `stop`.
 //! - Links and monitors exactly as in OTP ([`Ctx::link`], [`Ctx::monitor`], [`Ctx::trap_exit`]).
-//! - [`supervisor`]: `one_for_one`, `one_for_all`, `rest_for_one`, dynamic children,
-//!   `permanent`/`transient`/`temporary`, restart intensity, backoff, ordered shutdown.
+//! - [`supervisor`]: `one_for_one`, `one_for_all`, `rest_for_one`, `simple_one_for_one`,
+//!   dynamic children, `permanent`/`transient`/`temporary`, restart intensity, backoff, ordered
+//!   shutdown.
 //! - A registry of names and process groups ([`register`], [`whereis`], [`join_group`]).
 //! - Mailboxes unbounded, or bounded with backpressure or drop policies ([`MailboxConfig`]).
 //! - [`compute`] for CPU-heavy work that must not starve other actors.

@@ -56,6 +56,9 @@ impl Process for Remote {
     fn id(&self) -> ActorId {
         self.0.id()
     }
+    fn home(&self) -> Option<&tokio::runtime::Handle> {
+        None
+    }
     fn is_alive(&self) -> bool {
         self.0.is_alive()
     }

@@ -6,6 +6,9 @@
 //! period it parks the state in the cell and ends. Every poll first checks for a pending
 //! kill and catches panics, so a kill or a panic ends the actor without running more of its code
 //! and without touching any other actor.
+//!
+//! Activations always run on the actor's home runtime (`cell.rs`, rule 9), and an activation
+//! dropped unfinished, as a runtime shutting down drops its tasks, kills the actor (rule 10).
 
 use std::any::Any;
 use std::future::{poll_fn, Future};
@@ -56,7 +59,9 @@ impl Spawn {
     }
 }
 
-/// Spawns a top-level actor on the current tokio runtime.
+/// Spawns a top-level actor on the current tokio runtime, which becomes its home: it runs
+/// there whoever sends to it (a plain thread, another runtime), and dies with `Killed` when that
+/// runtime shuts down (an idle actor at the next message or signal that would wake it).
 ///
 /// # Panics
 /// When called outside a tokio runtime (as `tokio::spawn` does).
@@ -86,12 +91,40 @@ pub(crate) fn spawn_inner<A: Actor>(
     link: Option<AnyRef>,
     ack: Option<oneshot::Sender<()>>,
 ) -> ActorRef<A::Msg> {
+    let home = home_runtime();
     let parent = link.as_ref().map(AnyRef::id);
-    let cell = Arc::new(Cell::new(opts.mailbox, link.into_iter().collect()));
+    let cell = Arc::new(Cell::new(opts.mailbox, link.into_iter().collect(), home));
     let ctx = Ctx::new(cell.clone(), parent, ack);
     let state = Box::new(State { actor, ctx, started: false });
     start_inline(cell.clone(), state);
     ActorRef::local(cell)
+}
+
+/// The current runtime, as an `Arc` shared with the previous spawn on this thread when that was
+/// on the same runtime (so an actor holds a thin pointer to its home, not a 16-byte `Handle`).
+/// The cache holds that handle (and with it the runtime's driver handles, an epoll descriptor
+/// among them) until this thread spawns on another runtime or ends, as any actor of that runtime
+/// still alive would.
+fn home_runtime() -> Arc<tokio::runtime::Handle> {
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<(tokio::runtime::Id, Arc<tokio::runtime::Handle>)>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    let Ok(current) = tokio::runtime::Handle::try_current() else {
+        panic!(
+            "troupe: spawn called outside a tokio runtime; an actor lives on the runtime it is \
+             spawned in, so spawn it from a task or inside `Handle::enter`"
+        )
+    };
+    let id = current.id();
+    LAST.with_borrow_mut(|last| match last {
+        Some((last_id, h)) if *last_id == id => h.clone(),
+        _ => {
+            let h = Arc::new(current);
+            *last = Some((id, h.clone()));
+            h
+        }
+    })
 }
 
 /// Runs the first activation's opening stretch on the spawner's stack: `started`, then parking.
@@ -99,10 +132,11 @@ pub(crate) fn spawn_inner<A: Actor>(
 /// idle actors cost no task memory and no allocator churn). When it waits, the same future
 /// moves into a task, whose first poll registers the real waker.
 fn start_inline<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>) {
+    let home = cell.home.clone();
     let mut fut = Box::pin(activation(cell, state));
     let mut cx = Context::from_waker(Waker::noop());
     if fut.as_mut().poll(&mut cx).is_pending() {
-        tokio::spawn(fut);
+        home.spawn(fut);
     }
 }
 
@@ -118,12 +152,57 @@ enum Outcome {
 }
 
 impl<A: Actor> Dormant<A::Msg> for State<A> {
+    /// Rule 9: on the home runtime, never the waker's. If that runtime is gone, `spawn` drops
+    /// the activation at once and its guard kills the actor (rule 10).
     fn activate(self: Box<Self>, cell: Arc<Cell<A::Msg>>) {
-        tokio::spawn(activation(cell, self));
+        let home = cell.home.clone();
+        home.spawn(activation(cell, self));
     }
 }
 
-async fn activation<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>) {
+/// Owns an activation's state until the activation takes it, and kills the actor if the
+/// activation is dropped before it finished (`cell.rs`, rule 10): a runtime shutting down drops
+/// its tasks, and a runtime already gone drops a task spawned on it unpolled.
+struct Armed<A: Actor> {
+    cell: Option<Arc<Cell<A::Msg>>>,
+    state: Option<Box<State<A>>>,
+}
+
+impl<A: Actor> Armed<A> {
+    fn take(&mut self) -> (Arc<Cell<A::Msg>>, Box<State<A>>) {
+        let cell = self.cell.clone().expect("an activation starts armed");
+        (cell, self.state.take().expect("an activation starts armed"))
+    }
+
+    /// The activation finished: the actor parked or died the ordinary way.
+    fn disarm(&mut self) {
+        self.cell = None;
+    }
+}
+
+impl<A: Actor> Drop for Armed<A> {
+    fn drop(&mut self) {
+        if let Some(cell) = self.cell.take() {
+            // The state goes first, as at any death (rule 7).
+            drop(self.state.take());
+            cell.die(ExitReason::Killed);
+        }
+    }
+}
+
+fn activation<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>) -> impl Future<Output = ()> + Send {
+    let armed = Armed::<A> { cell: Some(cell), state: Some(state) };
+    async move {
+        // The first local, so when the future is dropped mid-way the running actor (a later
+        // local) is dropped before the guard reports the death.
+        let mut armed = armed;
+        let (cell, state) = armed.take();
+        activate(cell, state).await;
+        armed.disarm();
+    }
+}
+
+async fn activate<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>) {
     let outcome = {
         let mut run = pin!(run(cell.clone(), state));
         let mut known: Option<Waker> = None;

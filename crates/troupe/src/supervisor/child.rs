@@ -17,7 +17,8 @@ use crate::error::{SendError, SendErrorKind};
 use crate::spawn::{spawn_acked, Spawn};
 use crate::{Actor, ActorRef, ExitReason, MailboxConfig};
 
-type StartFuture = Pin<Box<dyn Future<Output = Result<AnyRef, ExitReason>> + Send>>;
+/// What a start gives: the child, `None` when it returned ignore, or why it failed.
+type StartFuture = Pin<Box<dyn Future<Output = Result<Option<AnyRef>, ExitReason>> + Send>>;
 type StartFn = Arc<dyn Fn(AnyRef) -> StartFuture + Send + Sync>;
 
 /// A child as its supervisor holds it: how to start it, when to restart it, how to stop it.
@@ -27,6 +28,7 @@ pub struct ChildSpec {
     pub(crate) restart: Restart,
     pub(crate) shutdown: Shutdown,
     pub(crate) kind: ChildKind,
+    pub(crate) significant: bool,
     pub(crate) start: StartFn,
     nested: Option<Box<SupervisorSpec>>,
 }
@@ -35,6 +37,33 @@ impl ChildSpec {
     /// A worker child made by `factory` at each (re)start: a fresh state every time.
     /// Defaults (OTP's): `Permanent`, shutdown `Timeout(5 s)`.
     pub fn worker<A: Actor>(id: impl Into<String>, factory: impl Fn() -> A + Send + Sync + 'static) -> WorkerSpec<A> {
+        Self::worker_or_ignore(id, move || Some(factory()))
+    }
+
+    /// A worker whose start may return ignore (OTP's `ignore` from a start function): when
+    /// `factory` gives `None`, nothing starts; the supervisor keeps the child in its spec, not
+    /// running (a temporary one is dropped), and does not count it as a failure.
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() {
+    /// use troupe::{Actor, Ctx};
+    /// use troupe::supervisor::{self, ChildSpec, Strategy, SupervisorSpec};
+    /// struct W;
+    /// impl Actor for W {
+    ///     type Msg = ();
+    ///     async fn handle(&mut self, _: (), _: &mut Ctx<Self>) {}
+    /// }
+    /// let enabled = false;
+    /// let spec = ChildSpec::worker_or_ignore("optional", move || enabled.then_some(W));
+    /// let sup = supervisor::start(SupervisorSpec::new(Strategy::OneForOne).child(spec)).await.unwrap();
+    /// let kids = sup.which_children().await.unwrap();
+    /// assert!(kids[0].actor.is_none());
+    /// # }
+    /// ```
+    pub fn worker_or_ignore<A: Actor>(
+        id: impl Into<String>,
+        factory: impl Fn() -> Option<A> + Send + Sync + 'static,
+    ) -> WorkerSpec<A> {
         WorkerSpec {
             id: id.into(),
             restart: Restart::Permanent,
@@ -43,6 +72,7 @@ impl ChildSpec {
             mailbox: MailboxConfig::unbounded(),
             factory: Arc::new(factory),
             handle: ChildRef::new(),
+            significant: false,
             nested: None,
         }
     }
@@ -63,6 +93,30 @@ impl ChildSpec {
         &self.id
     }
 
+    /// Its restart type.
+    #[must_use]
+    pub fn restart_type(&self) -> Restart {
+        self.restart
+    }
+
+    /// How it is stopped.
+    #[must_use]
+    pub fn shutdown_type(&self) -> Shutdown {
+        self.shutdown
+    }
+
+    /// Worker or supervisor.
+    #[must_use]
+    pub fn kind(&self) -> ChildKind {
+        self.kind
+    }
+
+    /// Whether it is significant (see [`WorkerSpec::significant`]).
+    #[must_use]
+    pub fn is_significant(&self) -> bool {
+        self.significant
+    }
+
     pub(crate) fn validate(&self) -> Result<(), SupervisorError> {
         if self.id.is_empty() {
             return Err(SupervisorError::InvalidSpec { field: "child.id".into(), problem: "must not be empty".into() });
@@ -71,6 +125,12 @@ impl ChildSpec {
             return Err(SupervisorError::InvalidSpec {
                 field: format!("child {:?} shutdown", self.id),
                 problem: "Timeout(0) would kill at once; use Shutdown::Brutal for that".into(),
+            });
+        }
+        if self.significant && self.restart == Restart::Permanent {
+            return Err(SupervisorError::InvalidSpec {
+                field: format!("child {:?} significant", self.id),
+                problem: "a permanent child cannot be significant (OTP): make it Transient or Temporary".into(),
             });
         }
         if let Some(n) = &self.nested {
@@ -89,8 +149,9 @@ pub struct WorkerSpec<A: Actor> {
     shutdown: Shutdown,
     kind: ChildKind,
     mailbox: MailboxConfig,
-    factory: Arc<dyn Fn() -> A + Send + Sync>,
+    factory: Arc<dyn Fn() -> Option<A> + Send + Sync>,
     handle: ChildRef<A::Msg>,
+    significant: bool,
     nested: Option<Box<SupervisorSpec>>,
 }
 
@@ -104,6 +165,14 @@ impl<A: Actor> WorkerSpec<A> {
     /// Sets how the child is stopped.
     pub fn shutdown(mut self, shutdown: Shutdown) -> Self {
         self.shutdown = shutdown;
+        self
+    }
+
+    /// Marks the child significant (OTP): its exit without a restart can shut the supervisor
+    /// down, per the supervisor's [`super::AutoShutdown`]. Only for `Transient` and `Temporary`
+    /// children of a supervisor whose auto-shutdown is not `Never`.
+    pub fn significant(mut self, significant: bool) -> Self {
+        self.significant = significant;
         self
     }
 
@@ -125,7 +194,8 @@ impl<A: Actor> From<WorkerSpec<A>> for ChildSpec {
         let (factory, handle, mailbox, id) = (w.factory, w.handle, w.mailbox, w.id.clone());
         let start: StartFn = Arc::new(move |sup: AnyRef| -> StartFuture {
             let actor = match catch_unwind(AssertUnwindSafe(|| factory())) {
-                Ok(a) => a,
+                Ok(Some(a)) => a,
+                Ok(None) => return Box::pin(async { Ok(None) }),
                 Err(_) => {
                     let reason = ExitReason::Panicked(format!("the factory of child {id:?} panicked"));
                     return Box::pin(async move { Err(reason) });
@@ -138,13 +208,21 @@ impl<A: Actor> From<WorkerSpec<A>> for ChildSpec {
                 match ack.await {
                     Ok(()) => {
                         *handle.0.write() = Some(child.clone());
-                        Ok(child.any())
+                        Ok(Some(child.any()))
                     }
                     Err(_) => Err(child.terminated().await),
                 }
             })
         });
-        ChildSpec { id: w.id, restart: w.restart, shutdown: w.shutdown, kind: w.kind, start, nested: w.nested }
+        ChildSpec {
+            id: w.id,
+            restart: w.restart,
+            shutdown: w.shutdown,
+            kind: w.kind,
+            significant: w.significant,
+            start,
+            nested: w.nested,
+        }
     }
 }
 
@@ -163,6 +241,11 @@ impl<M: Send + 'static> ChildRef<M> {
         Self(Arc::new(RwLock::new(None)))
     }
 
+    /// The latest incarnation, alive or not.
+    pub(crate) fn current(&self) -> Option<ActorRef<M>> {
+        self.0.read().clone()
+    }
+
     /// The current incarnation, when one is alive.
     #[must_use]
     pub fn get(&self) -> Option<ActorRef<M>> {
@@ -178,6 +261,19 @@ impl<M: Send + 'static> ChildRef<M> {
     }
 }
 
+/// What [`super::SupervisorRef::count_children`] answers (OTP's `count_children`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct ChildCount {
+    /// Children in the spec, running or not.
+    pub specs: usize,
+    /// Children running now.
+    pub active: usize,
+    /// Children of kind supervisor, running or not.
+    pub supervisors: usize,
+    /// Children of kind worker, running or not.
+    pub workers: usize,
+}
+
 /// One row of [`super::SupervisorRef::which_children`].
 #[derive(Clone, Debug)]
 pub struct ChildInfo {
@@ -189,4 +285,6 @@ pub struct ChildInfo {
     pub kind: ChildKind,
     /// Its restart type.
     pub restart: Restart,
+    /// Its restart failed and a retry is queued (OTP shows `restarting` for its pid).
+    pub restarting: bool,
 }

@@ -1,5 +1,5 @@
 //! Supervision with the semantics of Erlang/OTP's `supervisor`: strategies, restart types,
-//! restart intensity on a sliding window, backoff, ordered start and reverse-ordered shutdown,
+//! restart intensity counted as OTP does (or on an exact sliding window), backoff, ordered start and reverse-ordered shutdown,
 //! dynamic children, and [`ChildRef`] handles that follow a child across restarts.
 //! The rules are written out in `server.rs` and each is pinned by a test.
 //!
@@ -37,14 +37,16 @@
 
 mod child;
 mod server;
+mod simple;
 mod spec;
 
 use std::fmt;
 use std::time::Duration;
 
-pub use child::{ChildInfo, ChildRef, ChildSpec, WorkerSpec};
+pub use child::{ChildCount, ChildInfo, ChildRef, ChildSpec, WorkerSpec};
 pub use server::{Supervisor, SupervisorMsg};
-pub use spec::{Backoff, ChildKind, Restart, Shutdown, Strategy, SupervisorSpec};
+pub use simple::{start_simple, SimpleSpec, SimpleSupervisorRef};
+pub use spec::{AutoShutdown, Backoff, ChildKind, IntensityWindow, Restart, Shutdown, Strategy, SupervisorSpec};
 
 use server::Cmd;
 
@@ -52,7 +54,7 @@ use crate::spawn::{spawn_acked, Spawn};
 use crate::{ActorId, ActorRef, AnyRef, AskError, ExitReason};
 
 /// How long supervisor calls wait; OTP waits forever, a dead supervisor answers `Gone` at once.
-const CALL_TIMEOUT: Duration = Duration::from_secs(3600);
+pub(crate) const CALL_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// Why a supervisor operation failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,8 +67,18 @@ pub enum SupervisorError {
         /// What is wrong and what is allowed.
         problem: String,
     },
-    /// Two children share an id.
+    /// Two children of a spec share an id.
     DuplicateId(String),
+    /// `start_child` with the id of a running child (OTP `{error, {already_started, Pid}}`).
+    AlreadyStarted {
+        /// The child's id.
+        child: String,
+        /// The running child.
+        actor: ActorId,
+    },
+    /// `start_child` with the id of a child that is in the spec but not running (OTP
+    /// `{error, already_present}`): `restart_child` or `delete_child` it.
+    AlreadyPresent(String),
     /// A child failed to start.
     StartFailed {
         /// The child's id.
@@ -78,6 +90,8 @@ pub enum SupervisorError {
     NoSuchChild(String),
     /// The child is running; terminate it first.
     ChildRunning(String),
+    /// The child's restart failed and a retry is queued (OTP `{error, restarting}`).
+    Restarting(String),
     /// The supervisor already has its maximum number of children.
     MaxChildren(usize),
     /// The supervisor has stopped.
@@ -93,12 +107,23 @@ impl fmt::Display for SupervisorError {
             SupervisorError::DuplicateId(id) => {
                 write!(f, "invalid supervisor spec: two children have the id {id:?}; ids must be unique")
             }
+            SupervisorError::AlreadyStarted { child, actor } => {
+                write!(f, "a child with the id {child:?} is already running as {actor}; pick another id")
+            }
+            SupervisorError::AlreadyPresent(id) => write!(
+                f,
+                "a child with the id {id:?} is already in the supervisor (not running); restart_child or \
+                 delete_child it"
+            ),
             SupervisorError::StartFailed { child, reason } => {
                 write!(f, "child {child:?} failed to start: {reason}")
             }
             SupervisorError::NoSuchChild(id) => write!(f, "no child has the id {id:?}"),
             SupervisorError::ChildRunning(id) => {
                 write!(f, "child {id:?} is running; terminate it first")
+            }
+            SupervisorError::Restarting(id) => {
+                write!(f, "child {id:?} is being restarted (its last start failed); terminate it first")
             }
             SupervisorError::MaxChildren(n) => {
                 write!(f, "the supervisor already has its maximum of {n} children")
@@ -114,6 +139,28 @@ impl From<AskError> for SupervisorError {
     fn from(_: AskError) -> Self {
         SupervisorError::Gone
     }
+}
+
+/// Checks child specs as a supervisor would before starting them (OTP's `check_childspecs`):
+/// each child's own rules, unique ids, and significant children against `auto_shutdown`.
+///
+/// ```
+/// use troupe::{Actor, Ctx};
+/// use troupe::supervisor::{check_childspecs, AutoShutdown, ChildSpec, Restart};
+/// struct W;
+/// impl Actor for W {
+///     type Msg = ();
+///     async fn handle(&mut self, _: (), _: &mut Ctx<Self>) {}
+/// }
+/// let ok = ChildSpec::worker("w", || W).into();
+/// assert!(check_childspecs(&[ok], AutoShutdown::Never).is_ok());
+/// let sig = ChildSpec::worker("s", || W).restart(Restart::Transient).significant(true).into();
+/// assert!(check_childspecs(&[sig], AutoShutdown::Never).is_err());
+/// ```
+pub fn check_childspecs(specs: &[ChildSpec], auto_shutdown: AutoShutdown) -> Result<(), SupervisorError> {
+    let mut spec = SupervisorSpec::new(Strategy::OneForOne).auto_shutdown(auto_shutdown);
+    spec.children = specs.to_vec();
+    spec.validate()
 }
 
 /// Validates `spec`, spawns the supervisor and waits until all its children have started.
@@ -153,8 +200,10 @@ impl SupervisorRef {
     }
 
     /// Adds and starts a child at run time (a dynamic supervisor's `start_child`). An empty id
-    /// gets a unique one.
-    pub async fn start_child(&self, spec: impl Into<ChildSpec>) -> Result<ActorId, SupervisorError> {
+    /// gets a unique one. `Ok(None)` when its start returned ignore
+    /// ([`ChildSpec::worker_or_ignore`]): a temporary child is then dropped, another kept, not
+    /// running (OTP). An id already in use fails with `AlreadyStarted` or `AlreadyPresent`.
+    pub async fn start_child(&self, spec: impl Into<ChildSpec>) -> Result<Option<ActorId>, SupervisorError> {
         let spec = spec.into();
         self.0.ask(|r| SupervisorMsg(Cmd::StartChild(spec, r)), CALL_TIMEOUT).await?
     }
@@ -165,8 +214,8 @@ impl SupervisorRef {
         self.0.ask(|r| SupervisorMsg(Cmd::TerminateChild(id, r)), CALL_TIMEOUT).await?
     }
 
-    /// Starts a terminated child again.
-    pub async fn restart_child(&self, id: &str) -> Result<ActorId, SupervisorError> {
+    /// Starts a terminated child again; `Ok(None)` when its start returned ignore.
+    pub async fn restart_child(&self, id: &str) -> Result<Option<ActorId>, SupervisorError> {
         let id = id.to_owned();
         self.0.ask(|r| SupervisorMsg(Cmd::RestartChild(id, r)), CALL_TIMEOUT).await?
     }
@@ -180,6 +229,18 @@ impl SupervisorRef {
     /// The children in start order.
     pub async fn which_children(&self) -> Result<Vec<ChildInfo>, SupervisorError> {
         Ok(self.0.ask(|r| SupervisorMsg(Cmd::Which(r)), CALL_TIMEOUT).await?)
+    }
+
+    /// How many children, how many running, how many supervisors and workers (OTP's
+    /// `count_children`).
+    pub async fn count_children(&self) -> Result<ChildCount, SupervisorError> {
+        Ok(self.0.ask(|r| SupervisorMsg(Cmd::Count(r)), CALL_TIMEOUT).await?)
+    }
+
+    /// The spec of child `id` (OTP's `get_childspec`), e.g. to start it under another supervisor.
+    pub async fn get_childspec(&self, id: &str) -> Result<ChildSpec, SupervisorError> {
+        let id = id.to_owned();
+        self.0.ask(|r| SupervisorMsg(Cmd::GetSpec(id, r)), CALL_TIMEOUT).await?
     }
 
     /// Stops the supervisor: its children stop in reverse order first. Returns its exit reason.

@@ -1,16 +1,20 @@
 //! The supervisor actor: starts its children in order, restarts them per strategy and restart
 //! type within the intensity limit, and stops them in reverse order.
 //!
-//! Rules (OTP `supervisor`; each has a test in `tests/supervision_*.rs`):
+//! Rules (OTP `supervisor`; each has a test in `tests/supervision_*.rs`). Restarts are in
+//! `server/restart.rs`, stopping children in `server/shutdown.rs`.
 //! 1. A supervisor traps exits and links to every child it starts.
 //! 2. Children start in spec order; if one fails to start, those already started are stopped in
 //!    reverse order and the supervisor fails to start, naming the child.
 //! 3. On a child's exit: `Permanent` restarts, `Transient` restarts only on an abnormal reason,
 //!    `Temporary` never restarts and its spec is removed. A child that needs no restart
 //!    affects no other child.
-//! 4. A restart is counted first: more than `intensity` restarts within `period` (a sliding
-//!    window on the monotonic clock) make the supervisor stop all children in reverse order and
-//!    exit with `Shutdown`, which its own supervisor sees as an exit of its child.
+//! 4. A restart is counted first: more than `intensity` restarts within `period` make the
+//!    supervisor stop all children in reverse order and exit with `Shutdown`, which its own
+//!    supervisor sees as an exit of its child. "Within" is OTP's rule by default: times in whole
+//!    monotonic seconds since the supervisor started, a restart at second `r` counting while
+//!    `now - r <= period` (so between `period` and `period + 1 s`); or, with
+//!    `IntensityWindow::Exact`, a restart counting while at most `period` old.
 //! 5. `OneForAll` stops every other running child, `RestForOne` every child started after the
 //!    exited one, in reverse order; then those children restart in order (temporary ones that
 //!    were stopped this way are removed instead).
@@ -19,18 +23,41 @@
 //! 7. An exit signal from the supervisor's parent, or a stop request, stops all children in
 //!    reverse order, then the supervisor exits with the same reason.
 //! 8. With backoff, restarts wait the backoff delay; the children to restart are stopped at once.
+//! 9. A restart whose start fails (OTP `try_again`): the children of the group started before
+//!    the failed one keep running, the failed one is marked `restarting` and later ones stay
+//!    stopped; the supervisor sends itself a retry for the failed child behind the messages
+//!    already queued (so `which_children`, `terminate_child`, a stop... are served between
+//!    tries). The retry is a new restart of that child: counted (rule 4), then its strategy's
+//!    group is stopped again and started again in order: for `OneForAll` that stops the
+//!    siblings already restarted and restarts the whole group. A retry for a child that is no
+//!    longer `restarting` (terminated, or restarted with its group meanwhile) does nothing.
+//!    `restart_child` and `delete_child` of a `restarting` child fail with `Restarting`.
+//! 10. A start that returns ignore (`ChildSpec::worker_or_ignore`) is no failure: the child stays
+//!     in the spec, not running, and a temporary one is removed (OTP `ignore`), at the
+//!     supervisor's start, in `start_child`, and in a restart.
+//! 11. `start_child` with an id in use fails with `AlreadyStarted` (running) or `AlreadyPresent`
+//!     (in the spec, not running), as OTP's `already_started`/`already_present`.
+//! 12. Auto-shutdown (OTP): when a significant child exits and is not restarted (rule 3), an
+//!     `AnySignificant` supervisor shuts down (rule 7, reason `Shutdown`); an `AllSignificant`
+//!     one does when no significant child is left running or being restarted. Terminating a
+//!     child with `terminate_child` never triggers it.
+//! 13. A `simple_one_for_one` supervisor (`simple.rs`) restarts as `OneForOne`; a child that is
+//!     not restarted, is terminated, or whose start returned ignore leaves it for good; and on
+//!     shutdown all children are asked to stop at once and waited for together, killed at the
+//!     shutdown timeout (OTP's `terminate_dynamic_children`).
 
 use std::collections::VecDeque;
-use std::time::Duration;
 
-use rand::Rng;
 use tokio::time::Instant;
 
-use super::child::{ChildInfo, ChildSpec};
-use super::spec::{Restart, Shutdown, Strategy, SupervisorSpec};
+use super::child::{ChildCount, ChildInfo, ChildSpec};
+use super::spec::{ChildKind, Restart, SupervisorSpec};
 use super::SupervisorError;
 use crate::any_ref::AnyRef;
 use crate::{Actor, ActorError, ActorId, Ctx, ExitReason, ExitSignal, ReplyTo};
+
+mod restart;
+mod shutdown;
 
 /// The supervisor actor. Start one with [`super::start`] or as a child with
 /// [`ChildSpec::supervisor`]; talk to it through [`super::SupervisorRef`].
@@ -38,6 +65,8 @@ pub struct Supervisor {
     spec: SupervisorSpec,
     children: Vec<Child>,
     restarts: VecDeque<Instant>,
+    /// Whole seconds for `IntensityWindow::WholeSeconds` count from here.
+    origin: Instant,
     next_auto_id: u64,
     generation: u64,
     start_failure: Option<FailureSlot>,
@@ -52,179 +81,102 @@ struct Child {
     started_at: Instant,
     /// Waiting to be started by a restart (possibly delayed by backoff).
     pending: bool,
+    /// Its restart failed and a retry is queued (rule 9; OTP's `{restarting, Pid}`).
+    restarting: bool,
     backoff_n: u32,
+}
+
+impl Child {
+    fn new(spec: ChildSpec) -> Self {
+        Child { spec, actor: None, started_at: Instant::now(), pending: false, restarting: false, backoff_n: 0 }
+    }
 }
 
 /// A message to a supervisor; build them through [`super::SupervisorRef`].
 pub struct SupervisorMsg(pub(crate) Cmd);
 
 pub(crate) enum Cmd {
-    StartChild(ChildSpec, ReplyTo<Result<ActorId, SupervisorError>>),
+    StartChild(ChildSpec, ReplyTo<Result<Option<ActorId>, SupervisorError>>),
     TerminateChild(String, ReplyTo<Result<(), SupervisorError>>),
-    RestartChild(String, ReplyTo<Result<ActorId, SupervisorError>>),
+    RestartChild(String, ReplyTo<Result<Option<ActorId>, SupervisorError>>),
     DeleteChild(String, ReplyTo<Result<(), SupervisorError>>),
+    /// Rule 13: terminate the child that is this actor.
+    TerminateActor(ActorId, ReplyTo<Result<(), SupervisorError>>),
     Which(ReplyTo<Vec<ChildInfo>>),
+    Count(ReplyTo<ChildCount>),
+    GetSpec(String, ReplyTo<Result<ChildSpec, SupervisorError>>),
     DelayedRestart(u64),
+    /// Rule 9: retry the restart of this child.
+    TryAgain(String),
 }
 
 impl Supervisor {
     pub(crate) fn new(mut spec: SupervisorSpec) -> Self {
-        let children = std::mem::take(&mut spec.children)
-            .into_iter()
-            .map(|spec| Child { spec, actor: None, started_at: Instant::now(), pending: false, backoff_n: 0 })
-            .collect();
-        Self { spec, children, restarts: VecDeque::new(), next_auto_id: 0, generation: 0, start_failure: None }
+        let children = std::mem::take(&mut spec.children).into_iter().map(Child::new).collect();
+        Self {
+            spec,
+            children,
+            restarts: VecDeque::new(),
+            origin: Instant::now(),
+            next_auto_id: 0,
+            generation: 0,
+            start_failure: None,
+        }
     }
 
     pub(crate) fn with_failure_slot(spec: SupervisorSpec, slot: FailureSlot) -> Self {
         Self { start_failure: Some(slot), ..Self::new(spec) }
     }
 
-    async fn start_one(&mut self, i: usize, me: &AnyRef) -> Result<ActorId, ExitReason> {
+    /// Starts child `i`: `Ok(None)` when its start returned ignore (rule 10).
+    async fn start_one(&mut self, i: usize, me: &AnyRef) -> Result<Option<ActorId>, ExitReason> {
         let start = self.children[i].spec.start.clone();
-        let a = start(me.clone()).await?;
-        let id = a.id();
+        let started = start(me.clone()).await?;
         let c = &mut self.children[i];
-        c.actor = Some(a);
         c.pending = false;
+        c.restarting = false;
+        let Some(a) = started else { return Ok(None) };
+        let id = a.id();
+        c.actor = Some(a);
         c.started_at = Instant::now();
-        Ok(id)
+        Ok(Some(id))
     }
 
-    /// Rule 6.
-    async fn stop_child(ctx: &mut Ctx<Self>, actor: AnyRef, shutdown: Shutdown) {
-        ctx.unlink(&actor);
-        match shutdown {
-            Shutdown::Brutal => actor.kill(),
-            Shutdown::Timeout(t) => {
-                actor.stop(ExitReason::Shutdown);
-                if tokio::time::timeout(t, actor.terminated()).await.is_ok() {
-                    return;
-                }
-                tracing::warn!(child = %actor.id(), "child did not stop within {t:?}; killing it");
-                actor.kill();
-            }
-            Shutdown::Infinity => actor.stop(ExitReason::Shutdown),
-        }
-        actor.terminated().await;
+    /// Whether child `i`, once not running, leaves the supervisor: a temporary one, or any
+    /// child of a simple supervisor (rule 13).
+    fn leaves_for_good(&self, i: usize) -> bool {
+        self.spec.simple || self.children[i].spec.restart == Restart::Temporary
     }
 
-    /// Stops the children at `indices` (given in start order) in reverse order.
-    async fn stop_children(&mut self, ctx: &mut Ctx<Self>, indices: &[usize]) {
-        for &i in indices.iter().rev() {
-            if let Some(a) = self.children[i].actor.take() {
-                Self::stop_child(ctx, a, self.children[i].spec.shutdown).await;
-            }
+    /// Rule 10: after an ignore, a temporary child leaves the supervisor; true when it did.
+    fn forget_if_ignored_temporary(&mut self, i: usize, started: Option<ActorId>) -> bool {
+        let gone = started.is_none() && self.leaves_for_good(i);
+        if gone {
+            self.children.remove(i);
         }
-    }
-
-    /// Rule 4: counts a restart; false when the intensity is exceeded.
-    fn count_restart(&mut self) -> bool {
-        let now = Instant::now();
-        self.restarts.push_back(now);
-        while self.restarts.front().is_some_and(|t| now.duration_since(*t) > self.spec.period) {
-            self.restarts.pop_front();
-        }
-        self.restarts.len() <= self.spec.intensity as usize
-    }
-
-    fn give_up(&mut self, ctx: &mut Ctx<Self>) {
-        tracing::warn!(supervisor = %ctx.id(), intensity = self.spec.intensity, period = ?self.spec.period,
-            "restart intensity exceeded; shutting down");
-        ctx.stop(ExitReason::Shutdown);
-    }
-
-    async fn on_child_exit(&mut self, ctx: &mut Ctx<Self>, i: usize, reason: ExitReason) {
-        let c = &mut self.children[i];
-        c.actor = None;
-        let restart = match c.spec.restart {
-            Restart::Permanent => true,
-            Restart::Transient => reason.is_abnormal(),
-            Restart::Temporary => false,
-        };
-        if !restart {
-            if c.spec.restart == Restart::Temporary {
-                self.children.remove(i);
-            }
-            return;
-        }
-        if !self.count_restart() {
-            return self.give_up(ctx);
-        }
-        // Rule 5: which children go down with it.
-        let affected: Vec<usize> = match self.spec.strategy {
-            Strategy::OneForOne => vec![i],
-            Strategy::OneForAll => (0..self.children.len()).collect(),
-            Strategy::RestForOne => (i..self.children.len()).collect(),
-        };
-        let others: Vec<usize> = affected.iter().copied().filter(|&j| j != i).collect();
-        self.stop_children(ctx, &others).await;
-        for &j in &affected {
-            self.children[j].pending = true;
-        }
-        // Temporary siblings stopped by the strategy are removed, not restarted.
-        let mut j = 0;
-        self.children.retain(|c| {
-            let keep = !(others.contains(&j) && c.spec.restart == Restart::Temporary);
-            j += 1;
-            keep
-        });
-        match self.backoff_delay(i) {
-            Some(delay) => {
-                self.generation += 1;
-                let msg = SupervisorMsg(Cmd::DelayedRestart(self.generation));
-                let _ = ctx.send_after(delay, msg);
-            }
-            None => self.start_pending(ctx).await,
-        }
-    }
-
-    fn backoff_delay(&mut self, i: usize) -> Option<Duration> {
-        let b = self.spec.backoff?;
-        let c = self.children.get_mut(i)?;
-        if c.started_at.elapsed() > b.max {
-            c.backoff_n = 0;
-        }
-        let exp = c.backoff_n.min(30);
-        c.backoff_n += 1;
-        let base = b.min.saturating_mul(1u32 << exp.min(31)).min(b.max);
-        let stretch = if b.jitter > 0.0 { rand::thread_rng().gen_range(0.0..=b.jitter) } else { 0.0 };
-        Some(base.mul_f64(1.0 + stretch))
-    }
-
-    /// Starts pending children in order; a failed start counts as another restart.
-    async fn start_pending(&mut self, ctx: &mut Ctx<Self>) {
-        let me = AnyRef(ctx.cell.clone());
-        let mut i = 0;
-        while i < self.children.len() {
-            if !self.children[i].pending {
-                i += 1;
-                continue;
-            }
-            match self.start_one(i, &me).await {
-                Ok(_) => i += 1,
-                Err(reason) => {
-                    tracing::warn!(child = %self.children[i].spec.id, %reason, "child failed to restart");
-                    if !self.count_restart() {
-                        return self.give_up(ctx);
-                    }
-                }
-            }
-        }
+        gone
     }
 
     fn find(&self, id: &str) -> Result<usize, SupervisorError> {
         self.children.iter().position(|c| c.spec.id == id).ok_or_else(|| SupervisorError::NoSuchChild(id.to_owned()))
     }
 
-    async fn start_child(&mut self, ctx: &mut Ctx<Self>, mut spec: ChildSpec) -> Result<ActorId, SupervisorError> {
+    async fn start_child(
+        &mut self,
+        ctx: &mut Ctx<Self>,
+        mut spec: ChildSpec,
+    ) -> Result<Option<ActorId>, SupervisorError> {
         if spec.id.is_empty() {
             self.next_auto_id += 1;
             spec.id = format!("child-{}", self.next_auto_id);
         }
         spec.validate()?;
-        if self.children.iter().any(|c| c.spec.id == spec.id) {
-            return Err(SupervisorError::DuplicateId(spec.id));
+        self.spec.check_significant(&spec)?;
+        if let Some(c) = self.children.iter().find(|c| c.spec.id == spec.id) {
+            return Err(match &c.actor {
+                Some(a) => SupervisorError::AlreadyStarted { child: spec.id, actor: a.id() },
+                None => SupervisorError::AlreadyPresent(spec.id),
+            });
         }
         if let Some(max) = self.spec.max_children {
             if self.children.len() >= max {
@@ -232,11 +184,14 @@ impl Supervisor {
             }
         }
         let child_id = spec.id.clone();
-        self.children.push(Child { spec, actor: None, started_at: Instant::now(), pending: false, backoff_n: 0 });
+        self.children.push(Child::new(spec));
         let i = self.children.len() - 1;
         let me = AnyRef(ctx.cell.clone());
         match self.start_one(i, &me).await {
-            Ok(id) => Ok(id),
+            Ok(started) => {
+                self.forget_if_ignored_temporary(i, started);
+                Ok(started)
+            }
             Err(reason) => {
                 self.children.pop();
                 Err(SupervisorError::StartFailed { child: child_id, reason })
@@ -252,8 +207,19 @@ impl Supervisor {
                 actor: c.actor.clone(),
                 kind: c.spec.kind,
                 restart: c.spec.restart,
+                restarting: c.restarting,
             })
             .collect()
+    }
+
+    fn count(&self) -> ChildCount {
+        let supervisors = self.children.iter().filter(|c| c.spec.kind == ChildKind::Supervisor).count();
+        ChildCount {
+            specs: self.children.len(),
+            active: self.children.iter().filter(|c| c.actor.as_ref().is_some_and(AnyRef::is_alive)).count(),
+            supervisors,
+            workers: self.children.len() - supervisors,
+        }
     }
 }
 
@@ -263,15 +229,23 @@ impl Actor for Supervisor {
     async fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), ActorError> {
         ctx.trap_exit(true);
         let me = AnyRef(ctx.cell.clone());
-        for i in 0..self.children.len() {
-            if let Err(reason) = self.start_one(i, &me).await {
-                let id = self.children[i].spec.id.clone();
-                let started: Vec<usize> = (0..i).collect();
-                self.stop_children(ctx, &started).await;
-                if let Some(slot) = &self.start_failure {
-                    *slot.lock() = Some((id.clone(), reason.clone()));
+        let mut i = 0;
+        while i < self.children.len() {
+            match self.start_one(i, &me).await {
+                Ok(started) => {
+                    if !self.forget_if_ignored_temporary(i, started) {
+                        i += 1;
+                    }
                 }
-                return Err(ActorError(format!("child {id:?} failed to start: {reason}")));
+                Err(reason) => {
+                    let id = self.children[i].spec.id.clone();
+                    let started: Vec<usize> = (0..i).collect();
+                    self.stop_children(ctx, &started).await;
+                    if let Some(slot) = &self.start_failure {
+                        *slot.lock() = Some((id.clone(), reason.clone()));
+                    }
+                    return Err(ActorError(format!("child {id:?} failed to start: {reason}")));
+                }
             }
         }
         Ok(())
@@ -284,8 +258,9 @@ impl Actor for Supervisor {
                 let r = match self.find(&id) {
                     Ok(i) => {
                         self.children[i].pending = false;
+                        self.children[i].restarting = false;
                         self.stop_children(ctx, &[i]).await;
-                        if self.children[i].spec.restart == Restart::Temporary {
+                        if self.leaves_for_good(i) {
                             self.children.remove(i);
                         }
                         Ok(())
@@ -297,6 +272,7 @@ impl Actor for Supervisor {
             Cmd::RestartChild(id, reply) => {
                 let r = match self.find(&id) {
                     Ok(i) if self.children[i].actor.is_some() => Err(SupervisorError::ChildRunning(id)),
+                    Ok(i) if self.children[i].restarting => Err(SupervisorError::Restarting(id)),
                     Ok(i) => {
                         let me = AnyRef(ctx.cell.clone());
                         self.start_one(i, &me)
@@ -310,6 +286,7 @@ impl Actor for Supervisor {
             Cmd::DeleteChild(id, reply) => {
                 let r = match self.find(&id) {
                     Ok(i) if self.children[i].actor.is_some() => Err(SupervisorError::ChildRunning(id)),
+                    Ok(i) if self.children[i].restarting => Err(SupervisorError::Restarting(id)),
                     Ok(i) => {
                         self.children.remove(i);
                         Ok(())
@@ -318,10 +295,33 @@ impl Actor for Supervisor {
                 };
                 reply.send(r);
             }
+            Cmd::TerminateActor(actor, reply) => {
+                let found = self.children.iter().position(|c| c.actor.as_ref().is_some_and(|a| a.id() == actor));
+                let r = match found {
+                    Some(i) => {
+                        self.stop_children(ctx, &[i]).await;
+                        if self.leaves_for_good(i) {
+                            self.children.remove(i);
+                        }
+                        Ok(())
+                    }
+                    None => Err(SupervisorError::NoSuchChild(actor.to_string())),
+                };
+                reply.send(r);
+            }
             Cmd::Which(reply) => reply.send(self.which()),
+            Cmd::Count(reply) => reply.send(self.count()),
+            Cmd::GetSpec(id, reply) => reply.send(self.find(&id).map(|i| self.children[i].spec.clone())),
             Cmd::DelayedRestart(generation) => {
                 if generation == self.generation {
                     self.start_pending(ctx).await;
+                }
+            }
+            Cmd::TryAgain(id) => {
+                if let Ok(i) = self.find(&id) {
+                    if self.children[i].restarting {
+                        self.restart(ctx, i).await;
+                    }
                 }
             }
         }
@@ -339,6 +339,9 @@ impl Actor for Supervisor {
     }
 
     async fn stopped(&mut self, _reason: &ExitReason, ctx: &mut Ctx<Self>) {
+        if self.spec.simple {
+            return self.stop_all_at_once(ctx).await;
+        }
         let all: Vec<usize> = (0..self.children.len()).collect();
         self.stop_children(ctx, &all).await;
     }

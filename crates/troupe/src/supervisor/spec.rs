@@ -51,6 +51,32 @@ pub struct Backoff {
     pub jitter: f64,
 }
 
+/// How restarts are counted against the intensity over the period.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IntensityWindow {
+    /// OTP's rule, the default: restart times are kept in whole seconds of the monotonic clock
+    /// (counted from the supervisor's start; OTP's `erlang:monotonic_time(second)`), and a
+    /// restart still counts while `now_s - then_s <= period_s`. So a restart counts for at least
+    /// `period` and less than `period + 1 s`. `period` must be a whole number of seconds.
+    #[default]
+    WholeSeconds,
+    /// An exact sliding window: a restart counts while it is at most `period` old (any
+    /// `period` above zero).
+    Exact,
+}
+
+/// When significant children shut their supervisor down (OTP's `auto_shutdown`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum AutoShutdown {
+    /// Never (the default); no child may be significant.
+    #[default]
+    Never,
+    /// When any significant child exits and is not restarted.
+    AnySignificant,
+    /// When every significant child has exited and none is restarted.
+    AllSignificant,
+}
+
 /// Whether a child is a worker or a supervisor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChildKind {
@@ -60,8 +86,8 @@ pub enum ChildKind {
     Supervisor,
 }
 
-/// A supervisor's specification. Defaults are OTP's: intensity 1 restart per 5 s period, no
-/// backoff, no limit on dynamic children.
+/// A supervisor's specification. Defaults are OTP's: intensity 1 restart per 5 s period counted
+/// in whole seconds ([`IntensityWindow::WholeSeconds`]), no backoff, no limit on dynamic children.
 ///
 /// ```
 /// use std::time::Duration;
@@ -76,8 +102,13 @@ pub struct SupervisorSpec {
     pub(crate) strategy: Strategy,
     pub(crate) intensity: u32,
     pub(crate) period: Duration,
+    pub(crate) window: IntensityWindow,
     pub(crate) backoff: Option<Backoff>,
     pub(crate) max_children: Option<usize>,
+    pub(crate) auto_shutdown: AutoShutdown,
+    /// A `simple_one_for_one` supervisor (`simple.rs`): children leave for good when they are
+    /// not restarted, and all stop at once.
+    pub(crate) simple: bool,
     pub(crate) children: Vec<ChildSpec>,
 }
 
@@ -88,8 +119,11 @@ impl SupervisorSpec {
             strategy,
             intensity: 1,
             period: Duration::from_secs(5),
+            window: IntensityWindow::WholeSeconds,
             backoff: None,
             max_children: None,
+            auto_shutdown: AutoShutdown::Never,
+            simple: false,
             children: Vec::new(),
         }
     }
@@ -102,9 +136,21 @@ impl SupervisorSpec {
         self
     }
 
+    /// How restarts are counted over the period (default: OTP's whole seconds).
+    pub fn window(mut self, window: IntensityWindow) -> Self {
+        self.window = window;
+        self
+    }
+
     /// Delays restarts with exponential backoff.
     pub fn backoff(mut self, backoff: Backoff) -> Self {
         self.backoff = Some(backoff);
+        self
+    }
+
+    /// Lets significant children shut the supervisor down (default `Never`).
+    pub fn auto_shutdown(mut self, auto_shutdown: AutoShutdown) -> Self {
+        self.auto_shutdown = auto_shutdown;
         self
     }
 
@@ -120,11 +166,32 @@ impl SupervisorSpec {
         self
     }
 
+    /// OTP: a significant child needs an auto-shutdown other than `Never`.
+    pub(crate) fn check_significant(&self, c: &ChildSpec) -> Result<(), SupervisorError> {
+        if c.significant && self.auto_shutdown == AutoShutdown::Never {
+            return Err(SupervisorError::InvalidSpec {
+                field: format!("child {:?} significant", c.id),
+                problem: "needs a supervisor with auto_shutdown AnySignificant or AllSignificant (it is Never)".into(),
+            });
+        }
+        Ok(())
+    }
+
     /// Checks every rule and names the first field that breaks one.
     pub fn validate(&self) -> Result<(), SupervisorError> {
         let bad = |field: &str, problem: String| Err(SupervisorError::InvalidSpec { field: field.to_owned(), problem });
         if self.period.is_zero() {
             return bad("period", "must be greater than zero (restarts are counted over it)".into());
+        }
+        if self.window == IntensityWindow::WholeSeconds && self.period.subsec_nanos() != 0 {
+            return bad(
+                "period",
+                format!(
+                    "must be a whole number of seconds with IntensityWindow::WholeSeconds (OTP's rule, the \
+                     default), got {:?}; use .window(IntensityWindow::Exact) for a sub-second period",
+                    self.period
+                ),
+            );
         }
         if let Some(b) = &self.backoff {
             if b.min.is_zero() {
@@ -147,6 +214,7 @@ impl SupervisorSpec {
         }
         for (i, c) in self.children.iter().enumerate() {
             c.validate()?;
+            self.check_significant(c)?;
             if self.children[..i].iter().any(|o| o.id == c.id) {
                 return Err(SupervisorError::DuplicateId(c.id.clone()));
             }

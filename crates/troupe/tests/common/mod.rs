@@ -2,6 +2,8 @@
 //! to it, and a bounded wait for a condition (waiting on an event, never sleeping-and-hoping).
 #![allow(dead_code, unreachable_pub)]
 
+pub mod tree;
+
 use std::sync::Arc;
 use std::time::Duration;
 

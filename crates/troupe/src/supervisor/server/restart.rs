@@ -1,0 +1,152 @@
+//! Restarting children (rules 3, 4, 5, 8, 9 and 12 of `server.rs`): what a child's exit does,
+//! the intensity count, the strategy's group, backoff, retries of failed restarts, and
+//! auto-shutdown.
+
+use std::time::Duration;
+
+use rand::Rng;
+use tokio::time::Instant;
+
+use super::{Cmd, Supervisor, SupervisorMsg};
+use crate::any_ref::AnyRef;
+use crate::supervisor::spec::{AutoShutdown, IntensityWindow, Restart, Strategy};
+use crate::{Ctx, ExitReason};
+
+impl Supervisor {
+    /// Rule 4: counts a restart; false when the intensity is exceeded.
+    pub(super) fn count_restart(&mut self) -> bool {
+        let now = Instant::now();
+        self.restarts.push_back(now);
+        let (origin, period) = (self.origin, self.spec.period);
+        let expired = |t: Instant| match self.spec.window {
+            IntensityWindow::Exact => now.duration_since(t) > period,
+            IntensityWindow::WholeSeconds => {
+                let secs = |i: Instant| i.duration_since(origin).as_secs();
+                secs(now) - secs(t) > period.as_secs()
+            }
+        };
+        while self.restarts.front().is_some_and(|t| expired(*t)) {
+            self.restarts.pop_front();
+        }
+        self.restarts.len() <= self.spec.intensity as usize
+    }
+
+    pub(super) fn give_up(&mut self, ctx: &mut Ctx<Self>) {
+        tracing::warn!(supervisor = %ctx.id(), intensity = self.spec.intensity, period = ?self.spec.period,
+            "restart intensity exceeded; shutting down");
+        ctx.stop(ExitReason::Shutdown);
+    }
+
+    pub(super) async fn on_child_exit(&mut self, ctx: &mut Ctx<Self>, i: usize, reason: ExitReason) {
+        let c = &mut self.children[i];
+        c.actor = None;
+        let restart = match c.spec.restart {
+            Restart::Permanent => true,
+            Restart::Transient => reason.is_abnormal(),
+            Restart::Temporary => false,
+        };
+        if !restart {
+            let significant = c.spec.significant;
+            if self.leaves_for_good(i) {
+                self.children.remove(i);
+            }
+            if significant {
+                self.auto_shutdown(ctx);
+            }
+            return;
+        }
+        self.restart(ctx, i).await;
+    }
+
+    /// Rule 12, after a significant child exited for good.
+    pub(super) fn auto_shutdown(&mut self, ctx: &mut Ctx<Self>) {
+        let shut = match self.spec.auto_shutdown {
+            AutoShutdown::Never => false,
+            AutoShutdown::AnySignificant => true,
+            AutoShutdown::AllSignificant => {
+                !self.children.iter().any(|c| c.spec.significant && (c.actor.is_some() || c.restarting))
+            }
+        };
+        if shut {
+            tracing::info!(supervisor = %ctx.id(), "a significant child exited; auto-shutdown");
+            ctx.stop(ExitReason::Shutdown);
+        }
+    }
+
+    /// OTP's `restart/2` for child `i` (exited, or its restart failed): count it (rule 4), stop
+    /// the rest of its strategy's group in reverse order (rule 5), start the group in order.
+    pub(super) async fn restart(&mut self, ctx: &mut Ctx<Self>, i: usize) {
+        let id = self.children[i].spec.id.clone();
+        if !self.count_restart() {
+            return self.give_up(ctx);
+        }
+        // Rule 5: which children go down with it.
+        let affected: Vec<usize> = match self.spec.strategy {
+            Strategy::OneForOne => vec![i],
+            Strategy::OneForAll => (0..self.children.len()).collect(),
+            Strategy::RestForOne => (i..self.children.len()).collect(),
+        };
+        let others: Vec<usize> = affected.iter().copied().filter(|&j| j != i).collect();
+        self.stop_children(ctx, &others).await;
+        for &j in &affected {
+            self.children[j].pending = true;
+            self.children[j].restarting = false;
+        }
+        // Temporary siblings stopped by the strategy are removed, not restarted.
+        let mut j = 0;
+        self.children.retain(|c| {
+            let keep = !(others.contains(&j) && c.spec.restart == Restart::Temporary);
+            j += 1;
+            keep
+        });
+        match self.backoff_delay(&id) {
+            Some(delay) => {
+                self.generation += 1;
+                let msg = SupervisorMsg(Cmd::DelayedRestart(self.generation));
+                let _ = ctx.send_after(delay, msg);
+            }
+            None => self.start_pending(ctx).await,
+        }
+    }
+
+    pub(super) fn backoff_delay(&mut self, id: &str) -> Option<Duration> {
+        let b = self.spec.backoff?;
+        let c = self.children.iter_mut().find(|c| c.spec.id == id)?;
+        if c.started_at.elapsed() > b.max {
+            c.backoff_n = 0;
+        }
+        let exp = c.backoff_n.min(30);
+        c.backoff_n += 1;
+        let base = b.min.saturating_mul(1u32 << exp.min(31)).min(b.max);
+        let stretch = if b.jitter > 0.0 { rand::thread_rng().gen_range(0.0..=b.jitter) } else { 0.0 };
+        Some(base.mul_f64(1.0 + stretch))
+    }
+
+    /// Starts pending children in order (those marked `restarting` wait for their own retry).
+    /// On a failure, rule 9: the failed child is marked `restarting`, a retry is queued, and the
+    /// children after it stay stopped until then.
+    pub(super) async fn start_pending(&mut self, ctx: &mut Ctx<Self>) {
+        let me = AnyRef(ctx.cell.clone());
+        let mut i = 0;
+        while i < self.children.len() {
+            if !self.children[i].pending || self.children[i].restarting {
+                i += 1;
+                continue;
+            }
+            match self.start_one(i, &me).await {
+                Ok(started) => {
+                    if !self.forget_if_ignored_temporary(i, started) {
+                        i += 1;
+                    }
+                }
+                Err(reason) => {
+                    let id = self.children[i].spec.id.clone();
+                    tracing::warn!(child = %id, %reason, "child failed to restart; trying again");
+                    self.children[i].restarting = true;
+                    let _ = ctx.myself().send(SupervisorMsg(Cmd::TryAgain(id)));
+                    return;
+                }
+            }
+        }
+    }
+}
