@@ -10,7 +10,11 @@
 //! Commands on standard input (optional; the node keeps running when input ends):
 //! `connect ADDR` (answers `connected NAME ADDR` or `error ...`), `partition ADDR`, `heal ADDR`,
 //! `faults PEER|* CHANNEL|* {json FaultConfig}`, `clear-faults`, `stats` (answers
-//! `stats {json}`), `quit`. The node also stops on SIGINT or SIGTERM.
+//! `stats {json}`), `quit`. The node also stops on SIGINT or SIGTERM, promptly, whether or not
+//! its standard input is still open (the blocking stdin reader is never waited for).
+//!
+//! Peer-supplied strings in these lines are escaped (`logging::Esc`), and logs go to stderr
+//! through a writer that never blocks the node (`logging.rs`).
 
 use std::io::Write;
 use std::path::Path;
@@ -18,6 +22,7 @@ use std::path::Path;
 use tokio::io::AsyncBufReadExt;
 
 use crate::error::Error;
+use crate::logging::Esc;
 use crate::{services, FaultConfig, Node, NodeConfig};
 
 fn say(line: &str) {
@@ -29,12 +34,18 @@ fn say(line: &str) {
 /// Runs a node from the TOML configuration at `config_path` until `quit`, SIGINT or SIGTERM.
 pub fn node_main(config_path: &Path) -> Result<(), Error> {
     let cfg = NodeConfig::from_file(config_path)?;
+    let (writer, guard) = crate::logging::NonBlockingStderr::new(1024);
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("TROUPE_LOG").unwrap_or_else(|_| "warn".into()))
-        .with_writer(std::io::stderr)
+        .with_writer(writer)
         .try_init();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(Error::io)?;
-    rt.block_on(run(cfg))
+    let r = rt.block_on(run(cfg));
+    // The stdin reader sits in a blocking read that only new input ends: dropping the runtime
+    // would wait for it forever (issue 18: SIGTERM ignored while stdin is open). Leave it.
+    rt.shutdown_background();
+    drop(guard); // the subscriber stays installed; queued lines get no further wait
+    r
 }
 
 async fn run(cfg: NodeConfig) -> Result<(), Error> {
@@ -78,8 +89,8 @@ async fn command(node: &Node, line: &str) -> bool {
         ("", ..) => {}
         ("quit", ..) => return false,
         ("connect", Some(addr), ..) => match node.connect(addr).await {
-            Ok(p) => say(&format!("connected {} {}", p.name, p.addr)),
-            Err(e) => say(&format!("error {e}")),
+            Ok(p) => say(&format!("connected {} {}", Esc(&p.name), Esc(&p.addr))),
+            Err(e) => say(&format!("error {}", Esc(&e.to_string()))),
         },
         ("partition", Some(addr), ..) => {
             node.partition(addr);
