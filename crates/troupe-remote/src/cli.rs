@@ -52,6 +52,11 @@ async fn run(cfg: NodeConfig) -> Result<(), Error> {
     let node = Node::start(cfg.clone()).await?;
     services::start(&node, &cfg.services)?;
     let mut events = node.subscribe();
+    // Both handlers are installed before the first line, so a signal sent as soon as the node
+    // says it listens finds them (a default SIGINT would kill the process with no clean stop).
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).map_err(Error::io)?;
+    let mut int = signal(SignalKind::interrupt()).map_err(Error::io)?;
     say(&format!("listening on {}", node.addr()));
     tokio::spawn(async move {
         loop {
@@ -62,7 +67,6 @@ async fn run(cfg: NodeConfig) -> Result<(), Error> {
             }
         }
     });
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).map_err(Error::io)?;
     let stdin_node = node.clone();
     let commands = async move {
         let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
@@ -75,7 +79,7 @@ async fn run(cfg: NodeConfig) -> Result<(), Error> {
     };
     tokio::select! {
         () = commands => {}
-        _ = tokio::signal::ctrl_c() => {}
+        _ = int.recv() => {}
         _ = term.recv() => {}
     }
     node.shutdown();
