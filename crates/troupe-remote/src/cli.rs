@@ -18,6 +18,7 @@
 
 use std::io::Write;
 use std::path::Path;
+use std::time::Duration;
 
 use tokio::io::AsyncBufReadExt;
 
@@ -34,17 +35,17 @@ fn say(line: &str) {
 /// Runs a node from the TOML configuration at `config_path` until `quit`, SIGINT or SIGTERM.
 pub fn node_main(config_path: &Path) -> Result<(), Error> {
     let cfg = NodeConfig::from_file(config_path)?;
-    let (writer, guard) = crate::logging::NonBlockingStderr::new(1024);
+    let writer = crate::logging::NonBlockingStderr::new(1024);
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("TROUPE_LOG").unwrap_or_else(|_| "warn".into()))
-        .with_writer(writer)
+        .with_writer(writer.clone())
         .try_init();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(Error::io)?;
     let r = rt.block_on(run(cfg));
     // The stdin reader sits in a blocking read that only new input ends: dropping the runtime
     // would wait for it forever (issue 18: SIGTERM ignored while stdin is open). Leave it.
     rt.shutdown_background();
-    drop(guard); // the subscriber stays installed; queued lines get no further wait
+    writer.drain(Duration::from_millis(500));
     r
 }
 

@@ -15,7 +15,7 @@
 use std::fmt;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
+use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -122,44 +122,46 @@ macro_rules! warn_limited {
 #[derive(Clone, Debug)]
 pub struct NonBlockingStderr {
     tx: SyncSender<Vec<u8>>,
-}
-
-/// Keeps the writer thread; [`LogGuard::flush`] gives it a bounded time to drain at exit.
-#[derive(Debug)]
-pub struct LogGuard {
-    done: Receiver<()>,
-}
-
-impl LogGuard {
-    /// Waits at most `limit` for queued lines to reach stderr (after the last logger is gone).
-    pub fn flush(self, limit: Duration) {
-        let _ = self.done.recv_timeout(limit);
-    }
+    /// Lines queued and lines written, for [`NonBlockingStderr::drain`].
+    counts: std::sync::Arc<(AtomicU64, AtomicU64)>,
 }
 
 impl NonBlockingStderr {
-    /// A writer with room for `lines` queued lines, and its guard.
+    /// A writer with room for `lines` queued lines. Its thread writes them to stderr.
     #[must_use]
-    pub fn new(lines: usize) -> (Self, LogGuard) {
+    pub fn new(lines: usize) -> Self {
         let (tx, rx) = sync_channel::<Vec<u8>>(lines);
-        let (done_tx, done) = sync_channel(1);
+        let counts = std::sync::Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
+        let written = counts.clone();
         let _ = std::thread::Builder::new().name("troupe-log".into()).spawn(move || {
             let err = std::io::stderr();
             for line in rx {
                 let mut e = err.lock();
                 let _ = e.write_all(&line);
                 let _ = e.flush();
+                written.1.fetch_add(1, Ordering::Release);
             }
-            let _ = done_tx.send(());
         });
-        (Self { tx }, LogGuard { done })
+        Self { tx, counts }
+    }
+
+    /// At exit: gives the lines queued so far at most `limit` to reach stderr (polling), so a
+    /// stderr nobody reads delays an exit by `limit` at most.
+    pub fn drain(&self, limit: Duration) {
+        let end = Instant::now() + limit;
+        let queued = self.counts.0.load(Ordering::Acquire);
+        while self.counts.1.load(Ordering::Acquire) < queued && Instant::now() < end {
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 }
 
 impl Write for NonBlockingStderr {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         match self.tx.try_send(buf.to_vec()) {
-            Ok(()) => {}
+            Ok(()) => {
+                self.counts.0.fetch_add(1, Ordering::Release);
+            }
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
                 DROPPED.fetch_add(1, Ordering::Relaxed);
             }
