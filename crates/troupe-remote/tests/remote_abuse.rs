@@ -318,7 +318,8 @@ async fn peers_from_forged_listen_addresses_are_capped_and_reclaimed() {
         let s = raw_session(&b.addr, "ghost", &format!("127.0.0.1:{}", 20_000 + i)).await;
         drop(s);
     }
-    let s = b.stats();
+    // Each session's peer is made after its handshake: wait until the node closed all 100.
+    let s = wait_stats(&mut b, |s| stat(s, "connections_closed") >= 100);
     assert!(stat(&s, "peers_known") <= 16, "{s}");
     assert!(stat(&s, "peers_reclaimed") + stat(&s, "peers_refused") >= 84, "{s}");
     let s = wait_stats(&mut b, |s| stat(s, "peers_known") == 0);
@@ -359,4 +360,53 @@ async fn replies_to_a_peer_that_is_down_are_dropped_and_counted() {
     let peak = b.peak_rss_kib();
     // 4,000 replies of 16 KiB kept would be 64 MiB.
     assert!(peak.saturating_sub(base) < 40 * 1024, "peak RSS grew {base} -> {peak} KiB; {st}");
+}
+
+/// Writes `count` acknowledged data frames of `size` bytes with sequence numbers from
+/// `first` (ahead of a gap); false when the node closed the connection.
+fn send_held(s: &mut TcpStream, size: usize, first: u64, count: u64) -> bool {
+    s.set_write_timeout(Some(T)).unwrap();
+    for seq in first..first + count {
+        let mut out = Vec::with_capacity(size + 64);
+        let h = DataHeader { target: Target::Name("echo".into()), tag: 1, ack_seq: seq };
+        write_frame(&mut out, kind::DATA, |b| {
+            h.write(b)?;
+            b.resize(b.len() + size, 0xCD);
+            b.push(0);
+            Ok(())
+        })
+        .unwrap();
+        if s.write_all(&out).is_err() {
+            return false;
+        }
+    }
+    true
+}
+
+/// Regression (issue 18, item 2): held bytes are capped per node too (sessions each under
+/// their own cap), and what a peer held is freed when it leaves, not kept after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn held_bytes_are_capped_per_node_and_freed_when_the_peer_leaves() {
+    let mut b =
+        NodeProc::start("b", "services = [\"echo\"]\nmax_held_bytes_per_session = 8388608\nmax_held_bytes = 12582912");
+    let mut first = raw_session(&b.addr, "first", "127.0.0.1:9").await.unwrap();
+    let mut sent = tokio::task::spawn_blocking(move || {
+        assert!(send_held(&mut first, 1 << 20, 2, 6));
+        first
+    })
+    .await
+    .unwrap();
+    let st = wait_stats(&mut b, |s| stat(s, "held_bytes") >= 6 << 20);
+    assert!(stat(&st, "held_bytes") >= 6 << 20, "{st}");
+    // A second peer, under its own cap, pushes the node over its cap: that session closes.
+    let mut second = raw_session(&b.addr, "second", "127.0.0.1:10").await.unwrap();
+    let closed = tokio::task::spawn_blocking(move || held_flood(&mut second, 1 << 20, 7 << 20)).await.unwrap();
+    assert!(closed, "the session that crossed max_held_bytes was kept");
+    let st = wait_stats(&mut b, |s| stat(s, "held_limit_closes") >= 1);
+    assert!(stat(&st, "held_limit_closes") >= 1, "{st}");
+    // The first peer leaves: what it held is freed at once, not when it is forgotten.
+    sent.shutdown(std::net::Shutdown::Both).unwrap();
+    drop(sent);
+    let st = wait_stats(&mut b, |s| stat(s, "held_bytes") == 0);
+    assert_eq!(stat(&st, "held_bytes"), 0, "{st}");
 }

@@ -365,6 +365,7 @@ async fn inbound_reader(
             Err(_) => break Ok("read failed"),
         }
     };
+    peer.drop_held(&ctx.channel, ctx.lane);
     let Some(n) = node.upgrade() else { return };
     let stats = &n.shared.stats;
     stats.connections_closed.fetch_add(1, Ordering::Relaxed);

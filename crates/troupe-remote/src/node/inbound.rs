@@ -14,7 +14,8 @@
 //! 4. What a peer's session holds back for order is bounded in bytes, per session
 //!    (`max_held_bytes_per_session`) and per node (`max_held_bytes`), not only in count: past
 //!    either, that session is closed (its peer goes down with the reason, `held_limit_closes`)
-//!    and everything it held is freed.
+//!    and everything it held is freed. What a connection held is also freed when that
+//!    connection ends (`Peer::drop_held`), so nothing stays held after a peer leaves.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -232,6 +232,7 @@ impl Peers {
     }
 
     fn remove(&mut self, p: &Arc<Peer>) {
+        p.clear_dedup();
         self.by_addr.remove(&p.addr);
         self.by_index.retain(|q| !Arc::ptr_eq(q, p));
         self.free.push(p.index);

@@ -227,6 +227,11 @@ impl Reorder {
         Arrival::Held { skipped }
     }
 
+    /// Drops every held frame (keeping what was delivered); returns their bytes.
+    pub(crate) fn drop_held(&mut self) -> usize {
+        std::mem::take(&mut self.held).values().map(Vec::len).sum()
+    }
+
     /// The next held frame, when it is now in order.
     pub(crate) fn release(&mut self) -> Option<Vec<u8>> {
         let (&s, _) = self.held.first_key_value()?;
@@ -465,6 +470,18 @@ impl Peer {
         let mut d = self.dedup.lock();
         let n = std::mem::take(&mut d.held_bytes);
         d.lanes.clear();
+        drop(d);
+        self.shared.stats.held_bytes.fetch_sub(n as u64, Ordering::Relaxed);
+    }
+
+    /// The inbound connection of `channel`/`lane` ended: what it held back can never be
+    /// released (a gap is filled by retransmission on the same connection; a new connection
+    /// comes with a new session whose sequence numbers start again), so it is freed now.
+    pub(crate) fn drop_held(&self, channel: &str, lane: u16) {
+        let mut d = self.dedup.lock();
+        let Some(r) = d.lanes.get_mut(&(channel.to_owned(), lane)) else { return };
+        let n = r.drop_held();
+        d.held_bytes = d.held_bytes.saturating_sub(n);
         drop(d);
         self.shared.stats.held_bytes.fetch_sub(n as u64, Ordering::Relaxed);
     }
