@@ -390,7 +390,7 @@ async fn held_bytes_are_capped_per_node_and_freed_when_the_peer_leaves() {
     let mut b =
         NodeProc::start("b", "services = [\"echo\"]\nmax_held_bytes_per_session = 8388608\nmax_held_bytes = 12582912");
     let mut first = raw_session(&b.addr, "first", "127.0.0.1:9").await.unwrap();
-    let mut sent = tokio::task::spawn_blocking(move || {
+    let sent = tokio::task::spawn_blocking(move || {
         assert!(send_held(&mut first, 1 << 20, 2, 6));
         first
     })
