@@ -13,8 +13,10 @@
 //! `stats {json}`), `quit`. The node also stops on SIGINT or SIGTERM, promptly, whether or not
 //! its standard input is still open (the blocking stdin reader is never waited for).
 //!
-//! Peer-supplied strings in these lines are escaped (`logging::Esc`), and logs go to stderr
-//! through a writer that never blocks the node (`logging.rs`).
+//! Peer-supplied strings in these lines are escaped (`logging::Esc`; event lines are JSON,
+//! whose strings escape control characters). Logs go to stderr and event lines to stdout
+//! through bounded queues and their own threads, so neither stream can block the node when
+//! nobody reads it (`logging.rs`); what does not fit is dropped and counted.
 
 use std::io::Write;
 use std::path::Path;
@@ -59,11 +61,30 @@ async fn run(cfg: NodeConfig) -> Result<(), Error> {
     let mut term = signal(SignalKind::terminate()).map_err(Error::io)?;
     let mut int = signal(SignalKind::interrupt()).map_err(Error::io)?;
     say(&format!("listening on {}", node.addr()));
+    // Event lines can be triggered from the network (a peer refusing our messages), so they
+    // are written by their own thread through a bounded queue: a stdout nobody reads drops
+    // them (counted in the log) instead of blocking a runtime worker.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<String>(4096);
+    std::thread::Builder::new()
+        .name("troupe-events".into())
+        .spawn(move || {
+            for line in rx {
+                say(&line);
+            }
+        })
+        .map_err(Error::io)?;
     tokio::spawn(async move {
         loop {
             match events.recv().await {
-                Ok(ev) => say(&format!("event {}", serde_json::to_string(&ev).unwrap_or_default())),
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Ok(ev) => {
+                    let line = format!("event {}", serde_json::to_string(&ev).unwrap_or_default());
+                    if tx.try_send(line).is_err() {
+                        crate::warn_limited!("stdout is not keeping up: an event line was dropped");
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                    crate::warn_limited!("{n} event lines were dropped (the event printer lagged)");
+                }
                 Err(_) => return,
             }
         }
