@@ -1,13 +1,20 @@
 //! The `troupe` binary: parses the command line, calls the crates, maps errors to exit codes.
 //!
-//! Exit codes (documented in `troupe --help` and docs/lab.md):
-//! - 0: success.
-//! - 1: a run failed (the SUB crashed, hung, or wrote malformed or incomplete events), or a
-//!   sweep finished with failed runs, or another runtime error.
-//! - 2: usage or configuration error (nothing was started).
-//! - 3: a peer runtime's toolchain is missing (the message names the install script).
-//! - 4: a file or folder problem: unwritable `--out`, not a run folder, no project root.
-//! - 130: interrupted by Ctrl-C (the run folder is kept and marked `interrupted`).
+//! Exit codes, one table for every subcommand (also in `troupe --help`, docs/lab.md and
+//! docs/distribution.md):
+//!
+//! | code | meaning                                                                          |
+//! |------|----------------------------------------------------------------------------------|
+//! | 0    | success; `troupe node` stopped by `quit`, SIGINT or SIGTERM                      |
+//! | 1    | a run failed (the SUB crashed, hung, or wrote malformed or incomplete events), a |
+//! |      | sweep finished with failed runs, or another runtime error                        |
+//! | 2    | usage or configuration error, nothing was started: bad flags, an invalid node    |
+//! |      | config, a `--dev-certs` name that is not a plain file name                       |
+//! | 3    | a peer runtime's toolchain is missing (the message names the install script)     |
+//! | 4    | a file or folder problem: a missing or unreadable config file, an unwritable     |
+//! |      | `--out` or `--dev-certs` folder, not a run folder, no project root, a listen      |
+//! |      | address that cannot be bound                                                     |
+//! | 130  | `troupe lab` interrupted by Ctrl-C (the run folder is kept, marked `interrupted`) |
 
 mod compare;
 mod lab;

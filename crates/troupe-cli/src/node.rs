@@ -1,6 +1,9 @@
 //! `troupe node --config FILE`: runs one Troupe node (crate `troupe-remote`) until stdin says
-//! `quit` or closes. The config file is described in docs/distribution.md.
-//! `troupe node --dev-certs DIR --names a,b`: development TLS certificates for nodes.
+//! `quit`, or SIGINT or SIGTERM arrives (exit 0). The config file is described in
+//! docs/distribution.md. Exit codes follow the table in `main.rs`: an invalid config is 2, a
+//! config file that cannot be read (or a port that cannot be bound) is 4, anything else 1.
+//! `troupe node --dev-certs DIR --names a,b`: development TLS certificates for nodes (a name
+//! that is not a plain file name is 2, an unwritable DIR 4).
 
 use std::path::Path;
 
@@ -34,7 +37,10 @@ pub(crate) fn dev_certs(dir: &Path, names: &[String], hosts: &[String]) -> i32 {
         }
         Err(e) => {
             eprintln!("troupe node: {e}");
-            code::FILES
+            match &e.kind {
+                troupe_remote::ErrorKind::Config(_) => code::USAGE,
+                _ => code::FILES,
+            }
         }
     }
 }

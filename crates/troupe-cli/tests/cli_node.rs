@@ -70,3 +70,75 @@ fn dev_certs_are_written_and_a_node_starts_with_them() {
     assert!(first.starts_with("listening on 127.0.0.1:"), "{first}");
     assert!(status.success());
 }
+
+/// Regression (issue 18, item 4): `troupe node` ignored SIGTERM and SIGINT while its stdin was
+/// an open pipe. It must exit 0, promptly, on either.
+#[test]
+fn troupe_node_stops_on_sigterm_and_sigint_with_stdin_an_open_pipe() {
+    use std::io::{BufRead, BufReader};
+    use std::time::{Duration, Instant};
+    let dir = std::env::temp_dir().join(format!("troupe-cli-sig-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("n.toml");
+    std::fs::write(&cfg, "name = \"n\"\nsecret = \"s\"\nlisten = \"127.0.0.1:0\"\n").unwrap();
+    for sig in ["TERM", "INT"] {
+        let mut node = Command::new(TROUPE)
+            .args(["node", "--config"])
+            .arg(&cfg)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let _stdin = node.stdin.take(); // kept open for the whole test
+        let mut first = String::new();
+        BufReader::new(node.stdout.take().unwrap()).read_line(&mut first).unwrap();
+        assert!(first.starts_with("listening on "), "{first}");
+        let t0 = Instant::now();
+        let sent = Command::new("kill").arg(format!("-{sig}")).arg(node.id().to_string()).status().unwrap();
+        assert!(sent.success(), "kill -{sig}");
+        let status = loop {
+            if let Some(st) = node.try_wait().unwrap() {
+                break Some(st);
+            }
+            if t0.elapsed() > Duration::from_secs(10) {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let Some(status) = status else {
+            let _ = node.kill();
+            let _ = node.wait();
+            panic!("signal {sig} ignored for 10 s");
+        };
+        assert_eq!(status.code(), Some(0), "signal {sig}");
+        assert!(t0.elapsed() < Duration::from_secs(5), "signal {sig}: exit took {:?}", t0.elapsed());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Regression (issue 18, item 6): `troupe node` exited 2 for a missing config file where
+/// `troupe lab` exits 4 for file problems; the OS error is printed once.
+#[test]
+fn a_missing_node_config_file_is_a_file_error_like_lab() {
+    let missing = std::env::temp_dir().join(format!("troupe-cli-missing-{}.toml", std::process::id()));
+    let out = Command::new(TROUPE).args(["node", "--config"]).arg(&missing).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "stderr: {err}");
+    assert_eq!(err.matches("os error").count(), 1, "{err}");
+}
+
+/// Regression (issue 18, item 6): `--dev-certs DIR --names ../evil` wrote outside DIR.
+#[test]
+fn dev_certs_names_that_are_not_plain_file_names_are_refused() {
+    let base = std::env::temp_dir().join(format!("troupe-cli-evil-{}", std::process::id()));
+    let dir = base.join("certs");
+    for bad in ["../evil", "/tmp/evil", "..", "a/b"] {
+        let out = Command::new(TROUPE).args(["node", "--dev-certs"]).arg(&dir).args(["--names", bad]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {err}");
+        assert!(err.contains("plain file name"), "{bad:?}: {err}");
+    }
+    assert!(!base.join("evil.key").exists() && !base.join("evil.crt").exists());
+    assert!(!dir.exists(), "nothing is written when a name is refused");
+    let _ = std::fs::remove_dir_all(&base);
+}

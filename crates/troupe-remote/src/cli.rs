@@ -10,14 +10,22 @@
 //! Commands on standard input (optional; the node keeps running when input ends):
 //! `connect ADDR` (answers `connected NAME ADDR` or `error ...`), `partition ADDR`, `heal ADDR`,
 //! `faults PEER|* CHANNEL|* {json FaultConfig}`, `clear-faults`, `stats` (answers
-//! `stats {json}`), `quit`. The node also stops on SIGINT or SIGTERM.
+//! `stats {json}`), `quit`. The node also stops on SIGINT or SIGTERM, promptly, whether or not
+//! its standard input is still open (the blocking stdin reader is never waited for).
+//!
+//! Peer-supplied strings in these lines are escaped (`logging::Esc`; event lines are JSON,
+//! whose strings escape control characters). Logs go to stderr and event lines to stdout
+//! through bounded queues and their own threads, so neither stream can block the node when
+//! nobody reads it (`logging.rs`); what does not fit is dropped and counted.
 
 use std::io::Write;
 use std::path::Path;
+use std::time::Duration;
 
 use tokio::io::AsyncBufReadExt;
 
 use crate::error::Error;
+use crate::logging::Esc;
 use crate::{services, FaultConfig, Node, NodeConfig};
 
 fn say(line: &str) {
@@ -29,29 +37,58 @@ fn say(line: &str) {
 /// Runs a node from the TOML configuration at `config_path` until `quit`, SIGINT or SIGTERM.
 pub fn node_main(config_path: &Path) -> Result<(), Error> {
     let cfg = NodeConfig::from_file(config_path)?;
+    let writer = crate::logging::NonBlockingStderr::new(1024);
     let _ = tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("TROUPE_LOG").unwrap_or_else(|_| "warn".into()))
-        .with_writer(std::io::stderr)
+        .with_writer(writer.clone())
         .try_init();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(Error::io)?;
-    rt.block_on(run(cfg))
+    let r = rt.block_on(run(cfg));
+    // The stdin reader sits in a blocking read that only new input ends: dropping the runtime
+    // would wait for it forever (issue 18: SIGTERM ignored while stdin is open). Leave it.
+    rt.shutdown_background();
+    writer.drain(Duration::from_millis(500));
+    r
 }
 
 async fn run(cfg: NodeConfig) -> Result<(), Error> {
     let node = Node::start(cfg.clone()).await?;
     services::start(&node, &cfg.services)?;
     let mut events = node.subscribe();
+    // Both handlers are installed before the first line, so a signal sent as soon as the node
+    // says it listens finds them (a default SIGINT would kill the process with no clean stop).
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).map_err(Error::io)?;
+    let mut int = signal(SignalKind::interrupt()).map_err(Error::io)?;
     say(&format!("listening on {}", node.addr()));
+    // Event lines can be triggered from the network (a peer refusing our messages), so they
+    // are written by their own thread through a bounded queue: a stdout nobody reads drops
+    // them (counted in the log) instead of blocking a runtime worker.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<String>(4096);
+    std::thread::Builder::new()
+        .name("troupe-events".into())
+        .spawn(move || {
+            for line in rx {
+                say(&line);
+            }
+        })
+        .map_err(Error::io)?;
     tokio::spawn(async move {
         loop {
             match events.recv().await {
-                Ok(ev) => say(&format!("event {}", serde_json::to_string(&ev).unwrap_or_default())),
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Ok(ev) => {
+                    let line = format!("event {}", serde_json::to_string(&ev).unwrap_or_default());
+                    if tx.try_send(line).is_err() {
+                        crate::warn_limited!("stdout is not keeping up: an event line was dropped");
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                    crate::warn_limited!("{n} event lines were dropped (the event printer lagged)");
+                }
                 Err(_) => return,
             }
         }
     });
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).map_err(Error::io)?;
     let stdin_node = node.clone();
     let commands = async move {
         let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
@@ -64,7 +101,7 @@ async fn run(cfg: NodeConfig) -> Result<(), Error> {
     };
     tokio::select! {
         () = commands => {}
-        _ = tokio::signal::ctrl_c() => {}
+        _ = int.recv() => {}
         _ = term.recv() => {}
     }
     node.shutdown();
@@ -78,8 +115,8 @@ async fn command(node: &Node, line: &str) -> bool {
         ("", ..) => {}
         ("quit", ..) => return false,
         ("connect", Some(addr), ..) => match node.connect(addr).await {
-            Ok(p) => say(&format!("connected {} {}", p.name, p.addr)),
-            Err(e) => say(&format!("error {e}")),
+            Ok(p) => say(&format!("connected {} {}", Esc(&p.name), Esc(&p.addr))),
+            Err(e) => say(&format!("error {}", Esc(&e.to_string()))),
         },
         ("partition", Some(addr), ..) => {
             node.partition(addr);

@@ -88,6 +88,17 @@ pub struct NodeConfig {
     pub services: Vec<String>,
     /// Mutual TLS under the handshake (`[tls]`); off when absent. See [`crate::TlsConfig`].
     pub tls: Option<crate::TlsConfig>,
+    /// Most peers a node keeps in its table (connected or not; at most 65,534). When it is full,
+    /// the least recently seen unconnected peer nobody refers to is reclaimed; when none can
+    /// be, a new peer from the network is refused (`peers_refused`).
+    pub max_peers: usize,
+    /// An unconnected, unconfigured peer nobody refers to is forgotten after this long idle.
+    pub peer_idle_ms: u64,
+    /// Bytes of out-of-order acknowledged frames one peer's session may hold back; past it the
+    /// session is closed (`held_limit_closes`).
+    pub max_held_bytes_per_session: usize,
+    /// The same over all sessions of the node.
+    pub max_held_bytes: usize,
 }
 
 impl Default for NodeConfig {
@@ -113,6 +124,10 @@ impl Default for NodeConfig {
             reconnect_max_ms: 5000,
             services: Vec::new(),
             tls: None,
+            max_peers: 1024,
+            peer_idle_ms: 60_000,
+            max_held_bytes_per_session: 64 << 20,
+            max_held_bytes: 256 << 20,
         }
     }
 }
@@ -126,7 +141,8 @@ impl NodeConfig {
 
     /// Reads a TOML file.
     pub fn from_file(path: &std::path::Path) -> Result<Self, Error> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::config(format!("{}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::io(format!("cannot read the node configuration {}: {e}", path.display())))?;
         let cfg: Self = toml::from_str(&text).map_err(|e| Error::config(format!("{}: {e}", path.display())))?;
         cfg.validate()?;
         Ok(cfg)
@@ -148,6 +164,14 @@ impl NodeConfig {
         }
         if self.max_frame_bytes < 1024 {
             return Err(Error::config("max_frame_bytes must be at least 1024"));
+        }
+        if self.max_peers == 0 || self.max_peers > usize::from(crate::node::MAX_PEER_INDEX) {
+            return Err(Error::config(format!("max_peers must be between 1 and {}", crate::node::MAX_PEER_INDEX)));
+        }
+        if self.max_held_bytes_per_session == 0 || self.max_held_bytes < self.max_held_bytes_per_session {
+            return Err(Error::config(
+                "max_held_bytes_per_session must be at least 1 and max_held_bytes at least as large",
+            ));
         }
         let mut names = vec!["control", "default"];
         for c in &self.channels {

@@ -50,6 +50,8 @@ pub enum ErrorKind {
     },
     /// The connection or node is closed.
     Closed,
+    /// A peer made this node exceed a resource limit; the session or connection was closed.
+    LimitExceeded(String),
 }
 
 /// An error of the distribution layer.
@@ -109,6 +111,7 @@ impl fmt::Display for Error {
                 write!(f, "frame of {size} bytes exceeds the limit of {max}; raise max_frame_bytes on both nodes")
             }
             ErrorKind::Closed => f.write_str("the node or connection is closed"),
+            ErrorKind::LimitExceeded(e) => write!(f, "limit exceeded: {e}; the session was closed"),
         }
     }
 }

@@ -102,6 +102,12 @@ impl FrameBuf {
         self.buf.len() - self.start
     }
 
+    /// The bytes buffered and not yet cut into frames.
+    #[must_use]
+    pub fn peek(&self) -> &[u8] {
+        &self.buf[self.start..]
+    }
+
     /// The next complete frame as `(kind, body)`, `Ok(None)` when more bytes are needed, or an
     /// error (rule 1) after which the connection must be closed.
     pub fn next_frame(&mut self, max: usize) -> Result<Option<(u8, &[u8])>, Error> {

@@ -1,5 +1,6 @@
 //! Entry points for fuzzing the parts that read untrusted bytes: the frame decoder (with every
-//! frame kind's body parser) and both sides of the handshake. The cargo-fuzz targets in
+//! frame kind's body parser), both sides of the handshake, and a live node's dispatch of the
+//! frames an authenticated peer sends after it ([`session_frames`]). The cargo-fuzz targets in
 //! `fuzz/` call these; `tests/remote_fuzz_smoke.rs` runs them on random and mutated inputs on
 //! stable Rust. The property in every case: no panic, no hang, no unbounded allocation.
 
@@ -41,6 +42,54 @@ fn parse_body(k: u8, body: &[u8]) {
         kind::CONTROL => drop(codec::decode::<Control>(body)),
         _ => {}
     }
+}
+
+thread_local! {
+    static SESSION: std::cell::OnceCell<Option<(tokio::runtime::Runtime, crate::Node)>> =
+        const { std::cell::OnceCell::new() };
+}
+
+/// Cuts `data` into frames and hands each, as an authenticated peer's frame on its `default`
+/// lane 0, to the inbound dispatch of a real node (one per thread, with the `echo`, `counter`,
+/// `pong` and `ack` services), then lets its actors run. Decoding, refusals, acknowledged
+/// reordering, control messages (monitors, links, lookups, globals) all run for real. The
+/// peer's state is reset after each input, so inputs do not accumulate memory.
+pub fn session_frames(data: &[u8]) {
+    SESSION.with(|cell| {
+        let Some((rt, node)) = cell.get_or_init(|| {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
+            let node = rt.block_on(async {
+                let n = crate::Node::start(crate::NodeConfig::new("fuzz", "secret")).await.ok()?;
+                let svc = ["echo", "counter", "pong", "ack"].map(str::to_owned);
+                crate::services::start(&n, &svc).ok()?;
+                Some(n)
+            })?;
+            Some((rt, node))
+        }) else {
+            return;
+        };
+        rt.block_on(async {
+            let inner = &node.inner;
+            let peer = inner.peer_for("127.0.0.1:9");
+            let mut ctx =
+                crate::node::inbound::InCtx { channel: "default".into(), lane: 0, incarnation: 1, acks: Vec::new() };
+            let mut fb = FrameBuf::new();
+            fb.extend(data);
+            while let Ok(Some((k, body))) = fb.next_frame(1 << 16) {
+                if crate::node::inbound::dispatch(inner, &peer, &mut ctx, k, body).is_err() {
+                    break;
+                }
+            }
+            for _ in 0..8 {
+                tokio::task::yield_now().await;
+            }
+            peer.clear_dedup();
+            for l in peer.channels.iter().flat_map(|c| &c.lanes) {
+                l.reset();
+            }
+            *peer.relations.lock() = Default::default();
+        });
+    });
 }
 
 fn me() -> Identity {

@@ -14,6 +14,11 @@
 //!    Nothing but handshake frames is accepted before `Welcome`, and each is at most
 //!    [`HANDSHAKE_MAX`] bytes.
 //! 5. The whole handshake has a deadline; a silent or stopped peer fails it with `Timeout`.
+//! 6. A node name or listen address stated in a handshake is 1 to [`MAX_NAME`] bytes without
+//!    control characters; anything else is refused, so no peer-supplied string can forge a log
+//!    or stdout line.
+//! 7. Bytes that are not a Troupe frame are named for what they are: a TLS record ("the peer
+//!    speaks TLS"), a wrong magic ("not a Troupe peer"), a wrong version (both versions).
 
 use std::time::Duration;
 
@@ -51,6 +56,29 @@ pub struct Accepted {
 
 type HmacSha256 = Hmac<Sha256>;
 
+/// Rule 6: the longest node name or listen address a handshake accepts.
+pub const MAX_NAME: usize = 255;
+
+/// Rule 6.
+fn check_identity(what: &str, name: &str, listen: &str) -> Result<(), Error> {
+    for (field, v) in [("name", name), ("listen address", listen)] {
+        if v.is_empty() || v.len() > MAX_NAME || v.chars().any(char::is_control) {
+            return Err(ErrorKind::Handshake(format!(
+                "the {what}'s {field} \"{}\" is empty, longer than {MAX_NAME} bytes or has control characters",
+                crate::logging::esc(&v.chars().take(64).collect::<String>())
+            ))
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// Rule 7: the start of a TLS record (alert or handshake, TLS major version 3). As a Troupe
+/// frame it would declare over 300 MB, so it is never a valid handshake frame.
+fn tls_record(b: &[u8]) -> bool {
+    b.len() >= 2 && (0x14..=0x17).contains(&b[0]) && b[1] == 3
+}
+
 fn mac(secret: &[u8], label: &str, first: &[u8; 32], second: &[u8; 32], dialler: &str, acceptor: &str) -> HmacSha256 {
     let mut m = HmacSha256::new_from_slice(secret).expect("HMAC takes keys of any length");
     for part in [label.as_bytes(), first, second, dialler.as_bytes(), acceptor.as_bytes()] {
@@ -75,6 +103,14 @@ async fn send<S: AsyncWrite + Unpin, T: serde::Serialize>(s: &mut S, k: u8, v: &
 
 async fn recv<S: AsyncRead + Unpin>(s: &mut S, fb: &mut FrameBuf) -> Result<(u8, Vec<u8>), Error> {
     loop {
+        if tls_record(fb.peek()) {
+            return Err(ErrorKind::Handshake(
+                "the peer speaks TLS and this node does not: give both nodes a [tls] section \
+                 (`troupe node --dev-certs DIR` makes one) or neither"
+                    .into(),
+            )
+            .into());
+        }
         if let Some((k, body)) = fb.next_frame(HANDSHAKE_MAX)? {
             return Ok((k, body.to_vec()));
         }
@@ -95,8 +131,10 @@ async fn recv<S: AsyncRead + Unpin>(s: &mut S, fb: &mut FrameBuf) -> Result<(u8,
 fn refused(body: &[u8]) -> Error {
     match codec::decode::<Refuse>(body) {
         Ok(r) if r.version != VERSION => ErrorKind::Version { ours: VERSION, theirs: r.version }.into(),
-        Ok(r) if r.reason.starts_with("auth") => ErrorKind::Auth(format!("the peer refused us: {}", r.reason)).into(),
-        Ok(r) => ErrorKind::Handshake(format!("the peer refused us: {}", r.reason)).into(),
+        Ok(r) if r.reason.starts_with("auth") => {
+            ErrorKind::Auth(format!("the peer refused us: {}", crate::logging::esc(&r.reason))).into()
+        }
+        Ok(r) => ErrorKind::Handshake(format!("the peer refused us: {}", crate::logging::esc(&r.reason))).into(),
         Err(_) => ErrorKind::Handshake("the peer refused us with an unreadable reason".into()).into(),
     }
 }
@@ -138,6 +176,7 @@ pub async fn dial<S: AsyncRead + AsyncWrite + Unpin>(
         if ch.version != VERSION {
             return Err(ErrorKind::Version { ours: VERSION, theirs: ch.version }.into());
         }
+        check_identity("acceptor", &ch.name, &ch.listen)?;
         let check = mac(secret, "troupe/1 acceptor", &n_d, &ch.nonce, &me.name, &ch.name);
         if check.verify_slice(&ch.proof).is_err() {
             let _ =
@@ -174,7 +213,21 @@ pub async fn accept<S: AsyncRead + AsyncWrite + Unpin>(
             return Err(unexpected(k));
         }
         let hello: Hello = codec::decode(&body)?;
-        if hello.magic != MAGIC || hello.version != VERSION {
+        if hello.magic != MAGIC {
+            let reason = format!("version: not a Troupe hello; this node speaks troupe protocol {VERSION}");
+            let _ = send(s, kind::REFUSE, &Refuse { version: VERSION, reason }).await;
+            return Err(ErrorKind::Handshake(format!(
+                "not a Troupe peer: the hello's magic is {:02x?}, Troupe's is {MAGIC:02x?}",
+                hello.magic
+            ))
+            .into());
+        }
+        if let Err(e) = check_identity("dialler", &hello.name, &hello.listen) {
+            let reason = "name: node name or listen address refused".to_owned();
+            let _ = send(s, kind::REFUSE, &Refuse { version: VERSION, reason }).await;
+            return Err(e);
+        }
+        if hello.version != VERSION {
             let reason = format!("version: this node speaks troupe protocol {VERSION}");
             let _ = send(s, kind::REFUSE, &Refuse { version: VERSION, reason }).await;
             return Err(ErrorKind::Version { ours: VERSION, theirs: hello.version }.into());
@@ -199,7 +252,12 @@ pub async fn accept<S: AsyncRead + AsyncWrite + Unpin>(
         let check = mac(secret, "troupe/1 dialler", &n_a, &hello.nonce, &hello.name, &me.name);
         if check.verify_slice(&p.proof).is_err() {
             let _ = send(s, kind::REFUSE, &Refuse { version: VERSION, reason: "auth: wrong secret".into() }).await;
-            return Err(ErrorKind::Auth(format!("node {:?} at {} gave a wrong proof", hello.name, hello.listen)).into());
+            return Err(ErrorKind::Auth(format!(
+                "node \"{}\" at \"{}\" gave a wrong proof",
+                crate::logging::esc(&hello.name),
+                crate::logging::esc(&hello.listen)
+            ))
+            .into());
         }
         let mut out = Vec::new();
         write_frame(&mut out, kind::WELCOME, |_| Ok(()))?;
@@ -248,6 +306,50 @@ mod tests {
         let (_a, mut b) = tokio::io::duplex(1024);
         let r = accept(&mut b, &id("b"), b"x", Duration::from_millis(50)).await;
         assert!(matches!(r.unwrap_err().kind, ErrorKind::Timeout(_)));
+    }
+
+    #[tokio::test]
+    async fn bad_magic_is_not_reported_as_a_version_mismatch() {
+        let (mut a, mut b) = tokio::io::duplex(1 << 16);
+        let hello = Hello {
+            magic: *b"HTTP",
+            version: VERSION,
+            name: "x".into(),
+            listen: "x:1".into(),
+            incarnation: 1,
+            channel: "default".into(),
+            lane: 0,
+            nonce: [0; 32],
+        };
+        send(&mut a, kind::HELLO, &hello).await.unwrap();
+        let e = accept(&mut b, &id("b"), b"x", Duration::from_secs(1)).await.unwrap_err();
+        let text = e.to_string();
+        assert!(matches!(e.kind, ErrorKind::Handshake(_)), "{text}");
+        assert!(text.contains("not a Troupe peer") && !text.contains("we speak"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn a_tls_answer_is_named_as_tls_not_as_a_large_frame() {
+        let (mut a, mut b) = tokio::io::duplex(1 << 16);
+        // A TLS alert record, as a TLS server answers a plaintext hello.
+        b.write_all(&[0x15, 0x03, 0x03, 0x00, 0x02, 0x02, 0x32]).await.unwrap();
+        let e = dial(&mut a, &id("a"), "default", 0, b"x", Duration::from_secs(1)).await.unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("speaks TLS") && !text.contains("max_frame_bytes"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn a_name_with_control_characters_is_refused() {
+        let (mut a, mut b) = tokio::io::duplex(1 << 16);
+        let evil = Identity { name: "a\nWARN forged".into(), listen: "127.0.0.1:1".into(), incarnation: 1 };
+        let me = id("b");
+        let (x, y) = tokio::join!(
+            dial(&mut a, &evil, "default", 0, b"s", Duration::from_secs(2)),
+            accept(&mut b, &me, b"s", Duration::from_secs(2))
+        );
+        assert!(x.is_err());
+        let text = y.unwrap_err().to_string();
+        assert!(!text.contains('\n') && text.contains("control characters"), "{text}");
     }
 
     #[tokio::test]

@@ -53,6 +53,7 @@ mod fault;
 pub mod frame;
 pub mod fuzzing;
 pub mod handshake;
+pub mod logging;
 mod node;
 pub mod proto;
 pub mod services;

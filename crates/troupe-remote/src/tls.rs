@@ -157,6 +157,22 @@ pub fn dev_certs(dir: &Path, names: &[&str], hosts: &[&str]) -> Result<Vec<TlsCo
     let fail = |what: &str, e: &dyn std::fmt::Display| {
         Error::io(format!("dev certificates in {}: {what}: {e}", dir.display()))
     };
+    // Each name becomes NAME.crt and NAME.key inside `dir`: only plain file names, so no name
+    // writes outside the folder (issue 18).
+    for name in names {
+        let plain = !name.is_empty()
+            && *name != "."
+            && *name != ".."
+            && name != &"ca"
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !plain {
+            return Err(Error::config(format!(
+                "node name {:?} for --dev-certs is not a plain file name (letters, digits, '-', '_', '.'; \
+                 not '.', '..' or 'ca')",
+                crate::logging::esc(name)
+            )));
+        }
+    }
     std::fs::create_dir_all(dir).map_err(|e| fail("cannot create the folder", &e))?;
     let write = |file: &str, text: String, secret: bool| -> Result<String, Error> {
         let path = dir.join(file);

@@ -34,7 +34,14 @@ async fn a_wrong_secret_is_refused_and_counted() {
     let a = Node::start(NodeConfig::new("intruder", "not-the-secret")).await.unwrap();
     let e = a.connect(&child.addr).await.unwrap_err();
     assert!(matches!(e.kind, ErrorKind::Auth(_)), "{e}");
-    let s = child.stats();
+    // The dialler can finish before the node has counted its side: wait (bounded) for it.
+    let end = std::time::Instant::now() + T;
+    let s = loop {
+        let s = child.stats();
+        if s["auth_failures"].as_u64().unwrap() >= 1 || std::time::Instant::now() > end {
+            break s;
+        }
+    };
     assert!(s["auth_failures"].as_u64().unwrap() >= 1, "{s}");
     a.shutdown();
     // The right secret still gets in.

@@ -1,5 +1,6 @@
 //! A short fuzz run on stable Rust: the fuzzing entry points (frame decoder, both handshake
-//! sides) on random bytes and on mutations of valid frames and handshakes. Never a panic.
+//! sides, a live node's dispatch of post-handshake frames) on random bytes and on mutations of
+//! valid frames and handshakes. Never a panic.
 
 use proptest::prelude::*;
 use troupe_remote::codec;
@@ -19,6 +20,40 @@ fn valid_stream() -> Vec<u8> {
     .unwrap();
     let c = Control::Lookup { req: 1, name: "x".into() };
     write_frame(&mut out, kind::CONTROL, |b| codec::encode_into(&c, b)).unwrap();
+    out
+}
+
+/// What an authenticated peer sends after the handshake: data frames (to services, with and
+/// without acks, one ahead of a gap), a reply, and control messages of several kinds.
+fn valid_session() -> Vec<u8> {
+    let mut out = Vec::new();
+    for (target, seq) in [(Target::Name("counter".into()), 0), (Target::Name("echo".into()), 2), (Target::Id(1), 1)] {
+        let h = DataHeader { target, tag: troupe_remote::tag_hash("troupe.svc.counter.v1"), ack_seq: seq };
+        write_frame(&mut out, kind::DATA, |b| {
+            h.write(b)?;
+            b.extend_from_slice(&[0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0]);
+            b.push(0);
+            Ok(())
+        })
+        .unwrap();
+    }
+    write_frame(&mut out, kind::REPLY, |b| {
+        b.extend_from_slice(&7u64.to_le_bytes());
+        b.extend_from_slice(&1u64.to_le_bytes());
+        b.extend_from_slice(b"answer");
+        Ok(())
+    })
+    .unwrap();
+    let controls = [
+        Control::Lookup { req: 1, name: "echo".into() },
+        Control::Monitor { mid: 3, target: Target::Name("counter".into()) },
+        Control::Link { from: 4, to: Target::Name("pong".into()) },
+        Control::Ack { channel: "default".into(), lane: 0, seqs: vec![1, 2] },
+        Control::Heartbeat,
+    ];
+    for c in &controls {
+        write_frame(&mut out, kind::CONTROL, |b| codec::encode_into(c, b)).unwrap();
+    }
     out
 }
 
@@ -70,5 +105,25 @@ proptest! {
         let cut = cut % (data.len() + 1);
         fuzzing::handshake_acceptor(&data[..cut]);
         fuzzing::handshake_dialler(&data[..cut]);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn mutated_session_frames_never_panic_a_node(flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..8), cut in any::<usize>()) {
+        let mut data = valid_session();
+        for (i, b) in flips {
+            let n = data.len();
+            data[i % n] = b;
+        }
+        let cut = cut % (data.len() + 1);
+        fuzzing::session_frames(&data[..cut]);
+    }
+
+    #[test]
+    fn random_session_bytes_never_panic_a_node(data in proptest::collection::vec(any::<u8>(), 0..256)) {
+        fuzzing::session_frames(&data);
     }
 }

@@ -1,5 +1,7 @@
 //! `troupe-node --config FILE`: one Troupe node as an OS process (what `troupe node` runs).
-//! Exit codes: 0 on a clean stop, 2 for bad usage, 1 for any other error.
+//! Exit codes, as `troupe node`'s (the table in the `troupe` binary's `main.rs`): 0 on a clean
+//! stop (`quit`, SIGINT, SIGTERM), 2 for bad usage or an invalid configuration, 4 for a config
+//! file that cannot be read or an address that cannot be bound, 1 for any other error.
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
@@ -12,6 +14,10 @@ fn main() {
     };
     if let Err(e) = troupe_remote::cli::node_main(std::path::Path::new(&path)) {
         eprintln!("troupe-node: {e}");
-        std::process::exit(1);
+        std::process::exit(match e.kind {
+            troupe_remote::ErrorKind::Config(_) => 2,
+            troupe_remote::ErrorKind::Io(_) => 4,
+            _ => 1,
+        });
     }
 }

@@ -16,6 +16,7 @@ use troupe::{ActorId, Down, ExitReason};
 use crate::error::{Error, ErrorKind};
 use crate::frame::FrameBuf;
 use crate::handshake::{self, Identity};
+use crate::logging::Esc;
 use crate::node::inbound::{self, InCtx};
 use crate::node::peer::{Lane, Owner, Peer, Status, Watcher};
 use crate::node::stream::{ReadHalf, Stream, WriteHalf};
@@ -42,7 +43,7 @@ async fn accept_loop(weak: Weak<NodeInner>, listener: TcpListener) {
                 tokio::spawn(inbound_conn(node, sock, from));
             }
             Err(e) => {
-                tracing::warn!("accept failed: {e}");
+                crate::warn_limited!("accept failed: {e}");
                 drop(node);
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
@@ -53,7 +54,7 @@ async fn accept_loop(weak: Weak<NodeInner>, listener: TcpListener) {
 impl NodeInner {
     /// Starts connecting to `peer` unless it is up or already connecting.
     pub(crate) fn ensure_connected(self: &Arc<Self>, peer: &Arc<Peer>) {
-        if self.closed.load(Ordering::Acquire) {
+        if self.closed.load(Ordering::Acquire) || peer.index > crate::node::MAX_PEER_INDEX {
             return;
         }
         let start = peer.status.send_if_modified(|s| {
@@ -105,7 +106,7 @@ async fn connect_task(node: Arc<NodeInner>, peer: Arc<Peer>) {
             Ok(()) => return,
             Err(e) => e,
         };
-        tracing::info!(peer = %peer.addr, "connect failed: {e}");
+        tracing::info!(peer = %Esc(&peer.addr), "connect failed: {}", Esc(&e.to_string()));
         {
             let mut s = peer.session.lock();
             s.generation += 1;
@@ -209,8 +210,9 @@ async fn connect_once(node: &Arc<NodeInner>, peer: &Arc<Peer>) -> Result<(), Err
         s.tasks.extend(handles);
     }
     peer.up.store(true, Ordering::Release);
+    peer.ever_up.store(true, Ordering::Relaxed);
     peer.status.send_replace(Status::Up);
-    tracing::info!(peer = %peer.addr, name = %ident.name, "node up");
+    tracing::info!(peer = %Esc(&peer.addr), name = %Esc(&ident.name), "node up");
     node.emit(NodeEvent::NodeUp { name: ident.name, addr: peer.addr.clone() });
     let me = &node.shared.me.listen;
     let mine: Vec<_> = node.globals.read().values().filter(|e| &e.node == me).cloned().collect();
@@ -282,7 +284,7 @@ async fn inbound_conn(node: Arc<NodeInner>, sock: TcpStream, from: SocketAddr) {
                 stats.tls_failures.fetch_add(1, Ordering::Relaxed);
                 stats.handshake_failures.fetch_add(1, Ordering::Relaxed);
                 stats.connections_closed.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!("closing connection from {from}: TLS handshake failed: {why}");
+                crate::warn_limited!("closing connection from {from}: TLS handshake failed: {}", Esc(&why));
                 return;
             }
         },
@@ -295,11 +297,22 @@ async fn inbound_conn(node: Arc<NodeInner>, sock: TcpStream, from: SocketAddr) {
                 stats.auth_failures.fetch_add(1, Ordering::Relaxed);
             }
             stats.connections_closed.fetch_add(1, Ordering::Relaxed);
-            tracing::warn!("closing connection from {from}: {e}");
+            crate::warn_limited!("closing connection from {from}: {}", Esc(&e.to_string()));
             return;
         }
     };
-    let peer = node.peer_for(&acc.peer.listen);
+    let peer = match node.accepted_peer(&acc.peer.listen) {
+        Ok(p) => p,
+        Err(_) => {
+            stats.connections_closed.fetch_add(1, Ordering::Relaxed);
+            crate::warn_limited!(
+                "closing connection from {from} (node {:?} at {:?}): the peer table is full (max_peers)",
+                Esc(&acc.peer.name),
+                Esc(&acc.peer.listen)
+            );
+            return;
+        }
+    };
     if node.shared.faults.is_partitioned(&peer.addr) {
         stats.connections_closed.fetch_add(1, Ordering::Relaxed);
         return;
@@ -352,6 +365,7 @@ async fn inbound_reader(
             Err(_) => break Ok("read failed"),
         }
     };
+    peer.drop_held(&ctx.channel, ctx.lane);
     let Some(n) = node.upgrade() else { return };
     let stats = &n.shared.stats;
     stats.connections_closed.fetch_add(1, Ordering::Relaxed);
@@ -360,9 +374,10 @@ async fn inbound_reader(
             // Bad input closes only this connection.
             match e.kind {
                 ErrorKind::FrameTooLarge { .. } => stats.oversized_frames.fetch_add(1, Ordering::Relaxed),
+                ErrorKind::LimitExceeded(_) => 0,
                 _ => stats.malformed_frames.fetch_add(1, Ordering::Relaxed),
             };
-            tracing::warn!(peer = %peer.addr, "closing connection from {from}: {e}");
+            crate::warn_limited!(peer = %Esc(&peer.addr), "closing connection from {from}: {}", Esc(&e.to_string()));
         }
         Ok(reason) if ctx.channel == "control" => {
             let current = {
@@ -458,14 +473,14 @@ pub(crate) fn peer_down(node: &Arc<NodeInner>, peer: &Arc<Peer>, gen: Option<u64
     for l in peer.channels.iter().flat_map(|c| &c.lanes) {
         l.reset();
     }
-    peer.dedup.lock().clear();
+    peer.clear_dedup();
     let err = Error::new(ErrorKind::Unreachable(format!("{} ({reason})", peer.addr)));
     peer.status.send_replace(Status::Down(Some(err)));
     fail_relations(node, peer);
     node.globals.write().retain(|_, e| e.node != peer.addr);
     if was_up {
         node.shared.stats.nodes_down.fetch_add(1, Ordering::Relaxed);
-        tracing::info!(peer = %peer.addr, %name, "node down: {reason}");
+        tracing::info!(peer = %Esc(&peer.addr), name = %Esc(&name), "node down: {}", Esc(reason));
         node.emit(NodeEvent::NodeDown { name, addr: peer.addr.clone(), reason: reason.to_owned() });
     }
     if peer.keep.load(Ordering::Relaxed) && !node.closed.load(Ordering::Acquire) {
@@ -522,6 +537,7 @@ async fn maintenance(weak: Weak<NodeInner>) {
         if now.duration_since(last_sweep) >= Duration::from_secs(1) {
             last_sweep = now;
             node.pending.lock().retain(|_, (_, p)| !p.is_closed());
+            node.reclaim_idle();
         }
     }
 }

@@ -11,6 +11,11 @@
 //!    only the first time that number arrives on its lane (duplicates are dropped and counted),
 //!    in sequence order: a frame ahead of a missing one waits until a retransmission fills the
 //!    gap (`peer::Reorder`), so acknowledged sends keep their lane's FIFO.
+//! 4. What a peer's session holds back for order is bounded in bytes, per session
+//!    (`max_held_bytes_per_session`) and per node (`max_held_bytes`), not only in count: past
+//!    either, that session is closed (its peer goes down with the reason, `held_limit_closes`)
+//!    and everything it held is freed. What a connection held is also freed when that
+//!    connection ends (`Peer::drop_held`), so nothing stays held after a peer leaves.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -19,10 +24,11 @@ use troupe::remote_api;
 use troupe::ActorId;
 
 use crate::codec;
-use crate::error::Error;
+use crate::error::{Error, ErrorKind};
 use crate::frame::{kind, read_reply, DataHeader, Target};
+use crate::logging::Esc;
 use crate::node::peer::{Arrival, Peer, Reorder};
-use crate::node::refs::{target_key, RemoteActor, SendOptions, WatcherProxy};
+use crate::node::refs::{self, target_key, RemoteActor, SendOptions, WatcherProxy};
 use crate::node::{NodeEvent, NodeInner};
 use crate::proto::{Control, GlobalEntry, RefuseReason};
 use crate::types;
@@ -48,9 +54,11 @@ pub(crate) fn dispatch(
             let (id, _tag, payload) = read_reply(body)?;
             let pending = node.pending.lock().remove(&id);
             if let Some((_, p)) = pending {
-                let r = remote_api::with_serde_hook(&node.shared.hook, || p.deliver(payload));
+                let r = refs::decoding_from(peer.index, || {
+                    remote_api::with_serde_hook(&node.shared.hook, || p.deliver(payload))
+                });
                 if let Err(e) = r {
-                    tracing::warn!(peer = %peer.addr, "reply {id} did not decode: {e}");
+                    crate::warn_limited!(peer = %Esc(&peer.addr), "reply {id} did not decode: {}", Esc(&e));
                 }
             }
             Ok(())
@@ -73,7 +81,15 @@ fn data(node: &Arc<NodeInner>, peer: &Arc<Peer>, ctx: &mut InCtx, body: &[u8]) -
     ctx.acks.push(h.ack_seq);
     let key = (ctx.channel.clone(), ctx.lane);
     let stats = &node.shared.stats;
-    let arrival = peer.dedup.lock().entry(key.clone()).or_default().arrive(h.ack_seq, body);
+    let (arrival, session_bytes) = {
+        let mut d = peer.dedup.lock();
+        let a = d.lanes.entry(key.clone()).or_default().arrive(h.ack_seq, body);
+        if matches!(a, Arrival::Held { .. }) {
+            d.held_bytes += body.len();
+            stats.held_bytes.fetch_add(body.len() as u64, Ordering::Relaxed);
+        }
+        (a, d.held_bytes)
+    };
     match arrival {
         Arrival::Duplicate => {
             stats.duplicates_dropped.fetch_add(1, Ordering::Relaxed);
@@ -84,12 +100,28 @@ fn data(node: &Arc<NodeInner>, peer: &Arc<Peer>, ctx: &mut InCtx, body: &[u8]) -
             stats.held_for_order.fetch_add(1, Ordering::Relaxed);
             if skipped {
                 stats.order_gaps_skipped.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!(peer = %peer.addr, "gave up waiting for a lost acknowledged frame (too many held)");
+                crate::warn_limited!(
+                    peer = %Esc(&peer.addr),
+                    "gave up waiting for a lost acknowledged frame (too many held)"
+                );
+            }
+            let node_bytes = stats.held_bytes.load(Ordering::Relaxed) as usize;
+            let cfg = &node.cfg;
+            if session_bytes > cfg.max_held_bytes_per_session || node_bytes > cfg.max_held_bytes {
+                return Err(held_limit(node, peer, session_bytes, node_bytes));
             }
         }
     }
     loop {
-        let next = peer.dedup.lock().get_mut(&key).and_then(Reorder::release);
+        let next = {
+            let mut d = peer.dedup.lock();
+            let b = d.lanes.get_mut(&key).and_then(Reorder::release);
+            if let Some(b) = &b {
+                d.held_bytes = d.held_bytes.saturating_sub(b.len());
+                stats.held_bytes.fetch_sub(b.len() as u64, Ordering::Relaxed);
+            }
+            b
+        };
         let Some(held) = next else { return Ok(()) };
         // It parsed when it arrived.
         let (h, payload, replies) = DataHeader::read(&held)?;
@@ -97,11 +129,31 @@ fn data(node: &Arc<NodeInner>, peer: &Arc<Peer>, ctx: &mut InCtx, body: &[u8]) -
     }
 }
 
+/// Rule 4: the session holds too many out-of-order bytes; it is closed with a reason.
+fn held_limit(node: &Arc<NodeInner>, peer: &Arc<Peer>, session: usize, all: usize) -> Error {
+    node.shared.stats.held_limit_closes.fetch_add(1, Ordering::Relaxed);
+    let cfg = &node.cfg;
+    let why = if session > cfg.max_held_bytes_per_session {
+        format!(
+            "the session holds {session} bytes of out-of-order acknowledged frames, over \
+             max_held_bytes_per_session ({})",
+            cfg.max_held_bytes_per_session
+        )
+    } else {
+        format!(
+            "the node holds {all} bytes of out-of-order acknowledged frames, over max_held_bytes ({})",
+            cfg.max_held_bytes
+        )
+    };
+    crate::node::conn::peer_down(node, peer, None, &why);
+    ErrorKind::LimitExceeded(why).into()
+}
+
 /// Rule 2: hands a data frame to its actor, or refuses it.
 fn handle(node: &Arc<NodeInner>, peer: &Arc<Peer>, h: DataHeader, payload: &[u8], replies: Vec<u64>) {
     let refuse = |reason: RefuseReason| {
         node.shared.stats.refused_in.fetch_add(1, Ordering::Relaxed);
-        tracing::debug!(peer = %peer.addr, target = ?h.target, "refused: {reason:?}");
+        tracing::debug!(peer = %Esc(&peer.addr), target = ?h.target, "refused: {reason:?}");
         peer.control(&Control::Refused { target: h.target.clone(), tag: h.tag, replies: replies.clone(), reason });
     };
     let Some((_, ex)) = node.resolve_local(&h.target) else {
@@ -112,7 +164,10 @@ fn handle(node: &Arc<NodeInner>, peer: &Arc<Peer>, h: DataHeader, payload: &[u8]
         refuse(RefuseReason::TypeMismatch { found: ex.tag_name.to_owned() });
         return;
     }
-    if let Err(reason) = remote_api::with_serde_hook(&node.shared.hook, || (ex.deliver)(&*ex.typed, payload)) {
+    let r = refs::decoding_from(peer.index, || {
+        remote_api::with_serde_hook(&node.shared.hook, || (ex.deliver)(&*ex.typed, payload))
+    });
+    if let Err(reason) = r {
         refuse(reason);
     }
 }
@@ -135,7 +190,7 @@ fn control(node: &Arc<NodeInner>, peer: &Arc<Peer>, c: Control) {
                 }
                 r => format!("{r:?}"),
             };
-            tracing::warn!(peer = %peer.addr, ?target, "message refused: {reason}");
+            crate::warn_limited!(peer = %Esc(&peer.addr), ?target, "message refused: {}", Esc(&reason));
             node.emit(NodeEvent::Refused { addr: peer.addr.clone(), target: format!("{target:?}"), reason });
         }
         Control::Monitor { mid, target } => match node.resolve_local(&target).filter(|(_, e)| e.any.is_alive()) {

@@ -16,6 +16,17 @@
 //!    at the next send.
 //! 4. Unknown node names and unreachable addresses are typed errors ([`ErrorKind::UnknownNode`],
 //!    [`ErrorKind::Unreachable`], [`ErrorKind::Timeout`]), never hangs.
+//! 5. The peer table is bounded (`max_peers`). A peer that is not connected, not configured
+//!    and referred to by nothing but the table is reclaimed after `peer_idle_ms`, or at once
+//!    when the table is full and room is needed. When nothing can be reclaimed, a peer the
+//!    network asks for is refused (`peers_refused`).
+//! 6. A peer index names one live peer: indices are handed out fresh (1..=65,534) and only a
+//!    reclaimed peer's index is reused, once fresh ones run out. When none is free, the local
+//!    API gets a detached peer (index 65,535) that never connects and fails its sends.
+//! 7. An address that arrives inside a message (a ref or a reply handle) is honoured only
+//!    when it is this node, the peer the message came from, a configured or connected member,
+//!    or the home of a global name: a forged address never creates a peer or a dial
+//!    (`refs_refused`).
 
 pub(crate) mod conn;
 pub(crate) mod inbound;
@@ -103,6 +114,12 @@ pub(crate) struct Stats {
     pub(crate) held_for_order: AtomicU64,
     pub(crate) order_gaps_skipped: AtomicU64,
     pub(crate) nodes_down: AtomicU64,
+    pub(crate) replies_dropped: AtomicU64,
+    pub(crate) refs_refused: AtomicU64,
+    pub(crate) peers_refused: AtomicU64,
+    pub(crate) peers_reclaimed: AtomicU64,
+    pub(crate) held_bytes: AtomicU64,
+    pub(crate) held_limit_closes: AtomicU64,
 }
 
 /// A snapshot of a node's counters.
@@ -137,6 +154,25 @@ pub struct StatsSnapshot {
     /// Gaps given up because too many frames waited behind a lost one (frames lost for good).
     pub order_gaps_skipped: u64,
     pub nodes_down: u64,
+    /// Replies to a peer that is down (its ask already failed there): dropped, not buffered.
+    pub replies_dropped: u64,
+    /// Messages refused because a ref or reply handle in them named an address that is not a
+    /// known member (rule 7 of the node).
+    pub refs_refused: u64,
+    /// New peers refused because the peer table was full of live peers (rule 5).
+    pub peers_refused: u64,
+    /// Unconnected peers forgotten (rule 5).
+    pub peers_reclaimed: u64,
+    /// Peers in the table now.
+    pub peers_known: u64,
+    /// Bytes of out-of-order acknowledged frames held now, over all sessions.
+    pub held_bytes: u64,
+    /// Sessions closed because they held too many out-of-order bytes.
+    pub held_limit_closes: u64,
+    /// Warning lines suppressed by the log rate limit (process-wide).
+    pub log_lines_suppressed: u64,
+    /// Log lines dropped because stderr did not keep up (process-wide).
+    pub log_lines_dropped: u64,
 }
 
 /// What every peer and lane of a node shares.
@@ -158,10 +194,57 @@ impl Shared {
     }
 }
 
-#[derive(Default)]
+/// The highest index a peer in the table can get (rule 6); `MAX_PEER_INDEX + 1` is a detached
+/// peer's.
+pub(crate) const MAX_PEER_INDEX: u16 = u16::MAX - 1;
+
+/// The peer table (rules 5 and 6).
 pub(crate) struct Peers {
     by_addr: HashMap<String, Arc<Peer>>,
     by_index: Vec<Arc<Peer>>,
+    next_index: u32,
+    free: Vec<u16>,
+}
+
+impl Default for Peers {
+    fn default() -> Self {
+        Self { by_addr: HashMap::new(), by_index: Vec::new(), next_index: 1, free: Vec::new() }
+    }
+}
+
+impl Peers {
+    fn alloc_index(&mut self) -> Option<u16> {
+        if self.next_index <= u32::from(MAX_PEER_INDEX) {
+            let i = self.next_index as u16;
+            self.next_index += 1;
+            return Some(i);
+        }
+        self.free.pop()
+    }
+
+    /// Whether `p` may be forgotten: only the table refers to it, it is not connected or
+    /// connecting, and nobody asked to keep it.
+    fn reclaimable(p: &Arc<Peer>) -> bool {
+        Arc::strong_count(p) == 2
+            && !p.is_up()
+            && !p.keep.load(Ordering::Relaxed)
+            && matches!(*p.status.borrow(), peer::Status::Down(_))
+    }
+
+    fn remove(&mut self, p: &Arc<Peer>) {
+        p.clear_dedup();
+        self.by_addr.remove(&p.addr);
+        self.by_index.retain(|q| !Arc::ptr_eq(q, p));
+        self.free.push(p.index);
+    }
+}
+
+/// Why [`NodeInner::wire_peer`] refused an address.
+pub(crate) enum PeerRefused {
+    /// Not a known member (rule 7).
+    Unknown,
+    /// The table is full of live peers (rule 5).
+    Full,
 }
 
 /// A lookup's answer: (actor number, tag hash, tag).
@@ -199,21 +282,92 @@ impl NodeInner {
         }
     }
 
-    /// The peer at `addr`, created (not connected) when new.
+    /// The peer at `addr`, created (not connected) when new: for addresses this node's own
+    /// user or configuration names. Rule 6 when no index is free.
     pub(crate) fn peer_for(self: &Arc<Self>, addr: &str) -> Arc<Peer> {
+        match self.make_peer(addr, false) {
+            Ok(p) => p,
+            Err(_) => {
+                let p = Arc::new(Peer::new(MAX_PEER_INDEX + 1, canonical(addr), self.shared.clone()));
+                let why = format!("{} (the peer table has no free index)", p.addr);
+                p.status.send_replace(peer::Status::Down(Some(ErrorKind::Unreachable(why).into())));
+                p
+            }
+        }
+    }
+
+    /// The peer at `addr` for a connection the network opened: bounded by `max_peers`.
+    pub(crate) fn accepted_peer(self: &Arc<Self>, addr: &str) -> Result<Arc<Peer>, PeerRefused> {
+        self.make_peer(addr, true)
+    }
+
+    /// Rule 7: the peer at an address that arrived inside a message from peer index `from`.
+    pub(crate) fn wire_peer(self: &Arc<Self>, addr: &str, from: u16) -> Result<Arc<Peer>, PeerRefused> {
+        let addr = canonical(addr);
+        let known = self.peers.read().by_addr.get(&addr).cloned();
+        let member = match &known {
+            Some(p) => p.index == from || p.keep.load(Ordering::Relaxed) || p.ever_up.load(Ordering::Relaxed),
+            None => false,
+        };
+        if member || self.globals.read().values().any(|e| e.node == addr) {
+            return self.make_peer(&addr, true);
+        }
+        self.shared.stats.refs_refused.fetch_add(1, Ordering::Relaxed);
+        Err(PeerRefused::Unknown)
+    }
+
+    fn make_peer(self: &Arc<Self>, addr: &str, capped: bool) -> Result<Arc<Peer>, PeerRefused> {
         let addr = canonical(addr);
         if let Some(p) = self.peers.read().by_addr.get(&addr) {
-            return p.clone();
+            return Ok(p.clone());
         }
         let mut g = self.peers.write();
         if let Some(p) = g.by_addr.get(&addr) {
-            return p.clone();
+            return Ok(p.clone());
         }
-        let index = u16::try_from(g.by_index.len() + 1).unwrap_or(u16::MAX);
+        if g.by_index.len() >= self.cfg.max_peers || g.next_index > u32::from(MAX_PEER_INDEX) && g.free.is_empty() {
+            // Rule 5: make room by forgetting the least recently seen reclaimable peer.
+            let victim = g
+                .by_index
+                .iter()
+                .filter(|p| Peers::reclaimable(p))
+                .min_by_key(|p| p.last_seen_us.load(Ordering::Relaxed));
+            if let Some(v) = victim.cloned() {
+                g.remove(&v);
+                self.shared.stats.peers_reclaimed.fetch_add(1, Ordering::Relaxed);
+            } else if capped || g.by_index.len() >= usize::from(MAX_PEER_INDEX) {
+                self.shared.stats.peers_refused.fetch_add(1, Ordering::Relaxed);
+                return Err(PeerRefused::Full);
+            }
+        }
+        let index = g.alloc_index().ok_or(PeerRefused::Full)?;
         let p = Arc::new(Peer::new(index, addr.clone(), self.shared.clone()));
+        p.seen();
         g.by_addr.insert(addr, p.clone());
         g.by_index.push(p.clone());
-        p
+        Ok(p)
+    }
+
+    /// Rule 5: forgets unconnected peers idle for longer than `peer_idle_ms`.
+    pub(crate) fn reclaim_idle(&self) {
+        let now = self.shared.now_us();
+        let idle = self.cfg.peer_idle_ms.saturating_mul(1000);
+        let mut g = self.peers.write();
+        let gone: Vec<Arc<Peer>> = g
+            .by_index
+            .iter()
+            .filter(|p| Peers::reclaimable(p) && now.saturating_sub(p.last_seen_us.load(Ordering::Relaxed)) >= idle)
+            .cloned()
+            .collect();
+        for p in &gone {
+            g.remove(p);
+        }
+        drop(g);
+        if !gone.is_empty() {
+            self.shared.stats.peers_reclaimed.fetch_add(gone.len() as u64, Ordering::Relaxed);
+            let idx: Vec<u16> = gone.iter().map(|p| p.index).collect();
+            self.pending.lock().retain(|_, (i, _)| !idx.contains(i));
+        }
     }
 
     pub(crate) fn all_peers(&self) -> Vec<Arc<Peer>> {
@@ -568,6 +722,15 @@ impl Node {
             held_for_order: l(&s.held_for_order),
             order_gaps_skipped: l(&s.order_gaps_skipped),
             nodes_down: l(&s.nodes_down),
+            replies_dropped: l(&s.replies_dropped),
+            refs_refused: l(&s.refs_refused),
+            peers_refused: l(&s.peers_refused),
+            peers_reclaimed: l(&s.peers_reclaimed),
+            peers_known: self.inner.peers.read().by_index.len() as u64,
+            held_bytes: l(&s.held_bytes),
+            held_limit_closes: l(&s.held_limit_closes),
+            log_lines_suppressed: crate::logging::lines_suppressed(),
+            log_lines_dropped: crate::logging::lines_dropped(),
         }
     }
 
@@ -622,5 +785,24 @@ impl Node {
         }
         self.inner.exports.write().clear();
         self.inner.names.write().clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Peers, MAX_PEER_INDEX};
+
+    /// Regression (issue 18): the index was `u16::try_from(len + 1).unwrap_or(u16::MAX)`, so
+    /// every peer past 65,534 shared index 65,535.
+    #[test]
+    fn peer_indices_never_saturate_into_one_shared_index() {
+        let mut p = Peers::default();
+        assert_eq!(p.alloc_index(), Some(1));
+        p.next_index = u32::from(MAX_PEER_INDEX);
+        assert_eq!(p.alloc_index(), Some(MAX_PEER_INDEX));
+        assert_eq!(p.alloc_index(), None, "no index is handed out twice");
+        p.free.push(7);
+        assert_eq!(p.alloc_index(), Some(7), "a reclaimed peer's index is reused");
+        assert_eq!(p.alloc_index(), None);
     }
 }

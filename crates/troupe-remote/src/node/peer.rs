@@ -35,6 +35,7 @@ use troupe::{AnyRef, ExitReason, MonitorId};
 use crate::error::Error;
 use crate::fault::Verdict;
 use crate::frame::{kind, write_frame};
+use crate::logging::Esc;
 use crate::node::Shared;
 use crate::proto::Control;
 
@@ -187,6 +188,15 @@ pub(crate) struct Reorder {
     held: BTreeMap<u64, Vec<u8>>,
 }
 
+/// The receiver-side state of every inbound lane of one peer's session, with the bytes they
+/// hold back (bounded by `max_held_bytes_per_session` and, over all peers, `max_held_bytes`).
+#[derive(Default)]
+pub(crate) struct Dedup {
+    pub(crate) lanes: HashMap<(String, u16), Reorder>,
+    /// Body bytes held in `lanes`.
+    pub(crate) held_bytes: usize,
+}
+
 /// What to do with an acknowledged frame that arrived.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Arrival {
@@ -215,6 +225,11 @@ impl Reorder {
             }
         }
         Arrival::Held { skipped }
+    }
+
+    /// Drops every held frame (keeping what was delivered); returns their bytes.
+    pub(crate) fn drop_held(&mut self) -> usize {
+        std::mem::take(&mut self.held).values().map(Vec::len).sum()
     }
 
     /// The next held frame, when it is now in order.
@@ -246,9 +261,11 @@ pub(crate) struct Peer {
     pub(crate) session: Mutex<Session>,
     pub(crate) last_seen_us: AtomicU64,
     pub(crate) relations: Mutex<Relations>,
-    pub(crate) dedup: Mutex<HashMap<(String, u16), Reorder>>,
+    pub(crate) dedup: Mutex<Dedup>,
     /// Keep reconnecting (a configured peer, or one we were asked to connect to).
     pub(crate) keep: AtomicBool,
+    /// A session with it has been up at least once (a known member: rule 7 of `node/mod.rs`).
+    pub(crate) ever_up: AtomicBool,
 }
 
 impl Peer {
@@ -272,8 +289,9 @@ impl Peer {
             session: Mutex::new(Session { name: String::new(), incarnation: 0, generation: 0, tasks: Vec::new() }),
             last_seen_us: AtomicU64::new(0),
             relations: Mutex::new(Relations::default()),
-            dedup: Mutex::new(HashMap::new()),
+            dedup: Mutex::new(Dedup::default()),
             keep: AtomicBool::new(false),
+            ever_up: AtomicBool::new(false),
         }
     }
 
@@ -407,7 +425,7 @@ impl Peer {
     pub(crate) fn control(&self, msg: &Control) {
         let r = self.send_frame(self.control_lane(), kind::CONTROL, false, |b, _| crate::codec::encode_into(msg, b));
         if let Err(e) = r {
-            tracing::warn!(peer = %self.addr, "control message not sent: {e:?}");
+            crate::warn_limited!(peer = %Esc(&self.addr), "control message not sent: {e:?}");
         }
     }
 
@@ -444,6 +462,28 @@ impl Peer {
                 }
             }
         }
+    }
+
+    /// Forgets every inbound lane's order state (the session ended) and returns the held
+    /// bytes to the node's account.
+    pub(crate) fn clear_dedup(&self) {
+        let mut d = self.dedup.lock();
+        let n = std::mem::take(&mut d.held_bytes);
+        d.lanes.clear();
+        drop(d);
+        self.shared.stats.held_bytes.fetch_sub(n as u64, Ordering::Relaxed);
+    }
+
+    /// The inbound connection of `channel`/`lane` ended: what it held back can never be
+    /// released (a gap is filled by retransmission on the same connection; a new connection
+    /// comes with a new session whose sequence numbers start again), so it is freed now.
+    pub(crate) fn drop_held(&self, channel: &str, lane: u16) {
+        let mut d = self.dedup.lock();
+        let Some(r) = d.lanes.get_mut(&(channel.to_owned(), lane)) else { return };
+        let n = r.drop_held();
+        d.held_bytes = d.held_bytes.saturating_sub(n);
+        drop(d);
+        self.shared.stats.held_bytes.fetch_sub(n as u64, Ordering::Relaxed);
     }
 
     pub(crate) fn unacked(&self) -> usize {

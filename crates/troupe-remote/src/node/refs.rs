@@ -27,6 +27,7 @@ use troupe::{
 
 use crate::codec::{self, tag_hash};
 use crate::frame::{kind, DataHeader, Target};
+use crate::logging::Esc;
 use crate::node::peer::{Peer, SendFail, Status, Watcher};
 use crate::node::NodeInner;
 use crate::proto::{Control, RefuseReason};
@@ -133,7 +134,29 @@ impl RemoteActor {
 
 thread_local! {
     static CURRENT_PEER: Cell<u16> = const { Cell::new(0) };
+    /// The peer whose frame is being decoded (rule 7 of `node/mod.rs`); 0 outside inbound.
+    static INBOUND_FROM: Cell<u16> = const { Cell::new(0) };
     static REPLIES: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` (which decodes a message from the peer with index `from`) so that refs and
+/// reply handles inside it may name that peer (rule 7 of `node/mod.rs`).
+pub(crate) fn decoding_from<T>(from: u16, f: impl FnOnce() -> T) -> T {
+    let before = INBOUND_FROM.with(|c| c.replace(from));
+    let r = f();
+    INBOUND_FROM.with(|c| c.set(before));
+    r
+}
+
+fn wire_peer(node: &Arc<NodeInner>, addr: &str) -> Result<Arc<Peer>, String> {
+    let from = INBOUND_FROM.with(Cell::get);
+    node.wire_peer(addr, from).map_err(|why| match why {
+        crate::node::PeerRefused::Unknown => format!(
+            "an address in the message ({}) is not a configured or connected node; refused",
+            crate::logging::esc(addr)
+        ),
+        crate::node::PeerRefused::Full => "the peer table is full (max_peers); refused".to_owned(),
+    })
 }
 
 /// Writes a data frame body: header, payload, then the reply trailer (`[u64]*n`, `u8 n`).
@@ -291,7 +314,7 @@ impl<M: RemoteMessage> DynSender<M> for RemoteSender<M> {
             Ok(()) => Ok(()),
             Err(SendFail::Full) => Err(remote_api::send_error(SendErrorKind::Full, Some(msg))),
             Err(SendFail::Encode(e)) => {
-                tracing::error!(peer = %self.actor.peer.addr, "message not sent: {e}");
+                tracing::error!(peer = %Esc(&self.actor.peer.addr), "message not sent: {e}");
                 self.actor.peer.shared.stats.encode_errors.fetch_add(1, Ordering::Relaxed);
                 Err(remote_api::send_error(SendErrorKind::Gone, Some(msg)))
             }
@@ -385,6 +408,12 @@ pub(crate) struct ReplySink {
 pub(crate) fn reply_through<R: RemoteMessage>(sink: ReplySink) -> ReplyTo<R> {
     ReplyTo::from_fn(move |r: R| {
         let peer = &sink.peer;
+        if matches!(*peer.status.borrow(), Status::Down(_)) {
+            // The asker's session is gone and its ask failed there (rule 2 of `node/mod.rs`):
+            // nothing would ever take this reply out of the buffer.
+            peer.shared.stats.replies_dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
         let lane = peer.pick_lane(1, Some(sink.id), 0, 0);
         let res = peer.send_frame(lane, kind::REPLY, false, |b, _| {
             b.extend_from_slice(&sink.id.to_le_bytes());
@@ -395,7 +424,7 @@ pub(crate) fn reply_through<R: RemoteMessage>(sink: ReplySink) -> ReplyTo<R> {
             r2
         });
         if let Err(e) = res {
-            tracing::warn!(peer = %peer.addr, "reply not sent: {e:?}");
+            crate::warn_limited!(peer = %Esc(&peer.addr), "reply not sent: {e:?}");
         }
     })
 }
@@ -443,7 +472,7 @@ impl SerdeHook for NodeHook {
             }
             return (e.local_clone)(&*ex.typed).ok_or_else(|| "a local ref of another type".to_owned());
         }
-        let peer = node.peer_for(&w.node);
+        let peer = wire_peer(&node, &w.node)?;
         let actor = RemoteActor::new(&node, peer, Target::Id(w.id), w.tag, SendOptions::default());
         Ok((e.make_ref)(Arc::new(actor)))
     }
@@ -469,7 +498,7 @@ impl SerdeHook for NodeHook {
             ));
         }
         let node = self.node()?;
-        let peer = node.peer_for(&w.node);
+        let peer = wire_peer(&node, &w.node)?;
         Ok((e.make_reply)(ReplySink { peer, id: w.id, tag: w.tag }))
     }
 }

@@ -31,12 +31,33 @@ impl NodeProc {
 
     /// Starts a node, optionally prefixing the command (e.g. `ip netns exec NS`).
     pub fn start_with(name: &str, extra: &str, secret: &str, prefix: &[&str]) -> NodeProc {
+        Self::start_full(name, extra, secret, prefix, None)
+    }
+
+    /// Starts a node whose stderr is a pipe returned to the caller (who may never read it),
+    /// running the binary at `bin` (default: this build's `troupe-node`).
+    pub fn start_piped_stderr(name: &str, extra: &str, bin: Option<&str>) -> (NodeProc, std::process::ChildStderr) {
+        let default_bin = std::env::var("TROUPE_NODE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_troupe-node").into());
+        let mut p = Self::start_full(name, extra, SECRET, &[], Some(bin.unwrap_or(&default_bin)));
+        let err = p.child.stderr.take().expect("stderr piped");
+        (p, err)
+    }
+
+    /// Starts the `troupe-node` at `bin` (stderr inherited).
+    pub fn start_bin(name: &str, extra: &str, bin: &str) -> NodeProc {
+        let mut p = Self::start_full(name, extra, SECRET, &[], Some(bin));
+        drop(p.child.stderr.take());
+        p
+    }
+
+    fn start_full(name: &str, extra: &str, secret: &str, prefix: &[&str], piped: Option<&str>) -> NodeProc {
         let n = N.fetch_add(1, Ordering::Relaxed);
         let config = std::env::temp_dir().join(format!("troupe-test-{}-{n}-{name}.toml", std::process::id()));
         let listen = if extra.contains("listen") { String::new() } else { "listen = \"127.0.0.1:0\"\n".into() };
         let text = format!("name = \"{name}\"\nsecret = \"{secret}\"\n{listen}{extra}\n");
         std::fs::write(&config, text).unwrap();
-        let bin = env!("CARGO_BIN_EXE_troupe-node");
+        let default_bin = std::env::var("TROUPE_NODE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_troupe-node").into());
+        let bin = piped.unwrap_or(&default_bin);
         let mut cmd = if prefix.is_empty() {
             Command::new(bin)
         } else {
@@ -49,7 +70,7 @@ impl NodeProc {
             .arg(&config)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(if piped.is_some() { Stdio::piped() } else { Stdio::inherit() })
             .spawn()
             .expect("spawn troupe-node");
         let stdout = child.stdout.take().unwrap();
@@ -103,6 +124,30 @@ impl NodeProc {
         serde_json::from_str(&l["stats ".len()..]).unwrap()
     }
 
+    /// Peak resident memory (VmHWM) of the process, in KiB.
+    pub fn peak_rss_kib(&self) -> u64 {
+        proc_status_kib(self.pid(), "VmHWM:")
+    }
+
+    /// Resident memory now (VmRSS), in KiB.
+    pub fn rss_kib(&self) -> u64 {
+        proc_status_kib(self.pid(), "VmRSS:")
+    }
+
+    /// Waits (bounded, polling the exit status) for the process to exit.
+    pub fn wait_exit(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let end = Instant::now() + limit;
+        loop {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                return Some(st);
+            }
+            if Instant::now() >= end {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
     pub fn pid(&self) -> i32 {
         self.child.id() as i32
     }
@@ -125,6 +170,16 @@ impl Drop for NodeProc {
         let _ = self.child.wait();
         let _ = std::fs::remove_file(&self.config);
     }
+}
+
+/// A field of /proc/PID/status in KiB.
+pub fn proc_status_kib(pid: i32, field: &str) -> u64 {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    text.lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
 }
 
 /// A config for an in-test node.
