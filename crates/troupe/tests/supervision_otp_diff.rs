@@ -5,7 +5,7 @@
 //! step, the supervisor's death) must be identical. The scenario language is described in the
 //! escript and in `peers/erlang/otpdiff/README.md`.
 //!
-//! Without `escript` on PATH the test says so and passes, unless `TROUPE_REQUIRE_ERLANG=1` (CI
+//! Without `escript` on PATH the test says so and passes, unless `TROUPE_TEST_REQUIRE_ERLANG=1` (CI
 //! sets it), when it fails. `OTPDIFF_SCENARIOS=n` changes the number of random scenarios
 //! (default 1,000); `OTPDIFF_SEED=s` the first seed.
 
@@ -47,8 +47,8 @@ fn run_on_otp(scenarios: &[Scenario]) -> HashMap<String, String> {
 async fn troupe_supervisors_match_otp_trace_for_trace() {
     if !has_escript() {
         assert!(
-            std::env::var("TROUPE_REQUIRE_ERLANG").as_deref() != Ok("1"),
-            "TROUPE_REQUIRE_ERLANG=1 but escript is not on PATH (bash scripts/install-erlang.sh)"
+            std::env::var("TROUPE_TEST_REQUIRE_ERLANG").as_deref() != Ok("1"),
+            "TROUPE_TEST_REQUIRE_ERLANG=1 but escript is not on PATH (bash scripts/install-erlang.sh)"
         );
         eprintln!("SKIPPED: escript not on PATH; install Erlang/OTP with scripts/install-erlang.sh");
         return;

@@ -35,7 +35,7 @@ pub struct Chat;
 
 /// Set-up time allowed on top of warm-up and window: 50,000 clients take a while to join on
 /// a loaded 2-core machine.
-const SETUP_ALLOWANCE: Duration = Duration::from_secs(120);
+const SETUP_ALLOWANCE: Duration = Duration::from_secs(200);
 
 impl Workload for Chat {
     fn name(&self) -> &'static str {

@@ -73,8 +73,9 @@ pub(crate) enum ClientMsg {
 #[derive(Serialize, Deserialize)]
 pub(crate) enum CoordMsg {
     /// A node process finished its set-up; answered with the window start (microseconds since
-    /// the Unix epoch) once every node has.
-    Ready { node: String, reply: ReplyTo<i64> },
+    /// the Unix epoch) once every node has. `addr` is its node's address (cluster membership:
+    /// the orchestrator hands the server nodes' addresses to the client groups).
+    Ready { node: String, addr: String, reply: ReplyTo<i64> },
 }
 
 impl RemoteMessage for DiscoveryMsg {

@@ -12,7 +12,9 @@
 //!    window from `start_us` (one clock: all processes share the machine's wall clock).
 //! 3. Discovery is found by a global name (`chat-discovery`): the troupe registry in one
 //!    process, the cluster-wide global registry of `troupe-remote` across nodes; no process is
-//!    told the address of the actor, only the orchestrator node to connect to.
+//!    told the address of an actor. Membership is the orchestrator's: every node connects to
+//!    it, and the client groups also to the server nodes it names (`TROUPE_CHAT_MEMBERS`), since
+//!    a node honours refs only to nodes it knows.
 //! 4. A node process that exits before its time (any status), exits non-zero, or does not exit
 //!    by the deadline fails the run: the orchestrator kills the others and reports every such
 //!    node by name and exit status in its `run_finished {failed_nodes}`; the analysis turns it
@@ -46,10 +48,12 @@ use crate::schedule::{self, FaultAction};
 const ENV_NODE: &str = "TROUPE_CHAT_NODE";
 const ENV_SECRET: &str = "TROUPE_CHAT_SECRET";
 const ENV_GROUP: &str = "TROUPE_CHAT_GROUP";
+/// The server nodes' addresses, comma separated, handed to the client groups.
+const ENV_MEMBERS: &str = "TROUPE_CHAT_MEMBERS";
 
 /// The longest a set-up step may take (starting 50,000 clients on a loaded 2-core machine
 /// takes seconds; this bounds a wedged one).
-const SETUP_LIMIT: Duration = Duration::from_secs(600);
+const SETUP_LIMIT: Duration = Duration::from_secs(90);
 
 /// What a process reports in its `run_finished`.
 #[derive(Default)]
@@ -200,6 +204,7 @@ async fn finish_injector(injector: tokio::task::JoinHandle<(u64, u64)>, tally: &
 #[derive(Default)]
 struct Coord {
     ready: Vec<String>,
+    addrs: Vec<String>,
     waiting: Vec<ReplyTo<i64>>,
     start_us: Option<i64>,
 }
@@ -212,9 +217,10 @@ struct Coordinator {
 impl Actor for Coordinator {
     type Msg = CoordMsg;
 
-    async fn handle(&mut self, CoordMsg::Ready { node, reply }: CoordMsg, _: &mut Ctx<Self>) {
+    async fn handle(&mut self, CoordMsg::Ready { node, addr, reply }: CoordMsg, _: &mut Ctx<Self>) {
         let mut s = lock(&self.state);
         s.ready.push(node);
+        s.addrs.push(addr);
         match s.start_us {
             Some(t) => reply.send(t),
             None => s.waiting.push(reply),
@@ -247,9 +253,10 @@ async fn orchestrate(cfg: &ChatConfig, em: &Emitter) -> Result<Tally> {
     let (kill_tx, kill_rx) = watch::channel(false);
     let window_end = Arc::new(Mutex::new(None::<tokio::time::Instant>));
     let mut started: Vec<String> = Vec::new();
-    let spawn = |role: &str, name: String, g: usize| -> Result<String> {
+    let spawn = |role: &str, name: String, g: usize, members: &str| -> Result<String> {
         let mut child = Command::new(&exe)
             .args(["lab", "exec", role])
+            .env(ENV_MEMBERS, members)
             .env(ENV_NODE, node.addr())
             .env(ENV_SECRET, &secret)
             .env(ENV_GROUP, g.to_string())
@@ -290,12 +297,15 @@ async fn orchestrate(cfg: &ChatConfig, em: &Emitter) -> Result<Tally> {
     let outcome: std::result::Result<(), String> = async {
         // Rule 1: server groups, then client groups.
         for g in 0..cfg.num_supervisor as usize {
-            started.push(spawn("chat-server", format!("server-{g}"), g).map_err(|e| e.to_string())?);
+            started.push(spawn("chat-server", format!("server-{g}"), g, "").map_err(|e| e.to_string())?);
         }
         wait_ready(&state, &changed, &mut exit_rx, started.len(), &mut tally).await?;
         em.emit("ready", json!({"what": "server_groups", "count": started.len()}));
+        // Membership: the client groups connect to every server node before their clients
+        // take refs to chats there (a node honours refs only to nodes it knows).
+        let members = lock(&state).addrs.join(",");
         for (g, _) in cfg.client_groups().iter().enumerate() {
-            started.push(spawn("chat-clients", format!("clients-{g}"), g).map_err(|e| e.to_string())?);
+            started.push(spawn("chat-clients", format!("clients-{g}"), g, &members).map_err(|e| e.to_string())?);
         }
         wait_ready(&state, &changed, &mut exit_rx, started.len(), &mut tally).await?;
         // Rule 2.
@@ -401,6 +411,9 @@ async fn join_run(name: &str) -> Result<(Node, String, ActorRef<CoordMsg>, Actor
     let cfg = NodeConfig { heartbeat_interval_ms: 200, heartbeat_timeout_ms: 2000, ..NodeConfig::new(name, &secret) };
     let node = Node::start(cfg).await.map_err(|e| Error::other(format!("cannot start node {name}: {e}")))?;
     node.connect(&addr).await.map_err(|e| Error::other(format!("cannot reach the orchestrator at {addr}: {e}")))?;
+    for member in std::env::var(ENV_MEMBERS).unwrap_or_default().split(',').filter(|m| !m.is_empty()) {
+        node.connect(member).await.map_err(|e| Error::other(format!("cannot reach server node {member}: {e}")))?;
+    }
     let coord: ActorRef<CoordMsg> =
         node.lookup(&addr, COORDINATOR).await.map_err(|e| Error::other(format!("cannot find the coordinator: {e}")))?;
     // Rule 3: discovery by its global name (announced once the session is up).
@@ -430,9 +443,9 @@ async fn orchestrator_lost(node: &Node, addr: &str) {
 
 /// Says `Ready` and waits for the window start, or for the orchestrator to go away.
 async fn ready(node: &Node, addr: &str, coord: &ActorRef<CoordMsg>, name: &str) -> Result<i64> {
-    let n = name.to_string();
+    let (n, a) = (name.to_string(), node.addr());
     tokio::select! {
-        r = coord.ask(|reply| CoordMsg::Ready { node: n, reply }, SETUP_LIMIT * 2) => {
+        r = coord.ask(|reply| CoordMsg::Ready { node: n, addr: a, reply }, SETUP_LIMIT * 2) => {
             r.map_err(|e| Error::other(format!("the orchestrator did not open the window: {e}")))
         }
         _ = orchestrator_lost(node, addr) => Err(Error::other("the orchestrator went away during set-up")),
