@@ -283,10 +283,13 @@ fn charts(rows: &[Row]) -> Vec<(String, String)> {
     let by_clients = varies(&|c| u64::from(c.clients_per_server)) && !varies(&|c| c.total_chats());
     let by_chats = varies(&|c| c.total_chats());
     if by_clients || by_chats {
-        let (x_label, key): (&str, Box<dyn Fn(&ChatConfig) -> f64>) = if by_clients {
-            ("log10(clients per chat)", Box::new(|c: &ChatConfig| f64::from(c.clients_per_server).log10()))
-        } else {
-            ("log10(chats)", Box::new(|c: &ChatConfig| (c.total_chats() as f64).log10()))
+        let x_label = if by_clients { "log10(clients per chat)" } else { "log10(chats)" };
+        let key = |c: &ChatConfig| {
+            if by_clients {
+                f64::from(c.clients_per_server).log10()
+            } else {
+                (c.total_chats() as f64).log10()
+            }
         };
         for (what, pick) in [
             (
