@@ -8,8 +8,7 @@
 //! `TROUPE_TEST_REQUIRE_RABBITMQ=1` (the test command sets it), when it fails.
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -19,42 +18,9 @@ fn troupe() -> Command {
     c
 }
 
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/rabbitmq.sh")
-}
-
-fn rabbitmq_installed() -> bool {
-    Path::new("/usr/lib/rabbitmq/bin/rabbitmq-server").exists()
-        || Command::new("sh").args(["-c", "command -v rabbitmq-server"]).output().is_ok_and(|o| o.status.success())
-}
-
-/// A private broker; stopped (with its epmd) when dropped.
-struct Broker {
-    dir: tempfile::TempDir,
-    url: String,
-}
-
-impl Broker {
-    fn start() -> Option<Broker> {
-        if !rabbitmq_installed() {
-            let msg = "cli_chat_amqp: RabbitMQ is not installed (run `bash scripts/install-rabbitmq.sh`)";
-            assert!(std::env::var("TROUPE_TEST_REQUIRE_RABBITMQ").as_deref() != Ok("1"), "{msg}");
-            let _ = writeln!(std::io::stderr(), "SKIPPED ********** {msg}; the broker test did not run **********");
-            return None;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let out = Command::new("bash").arg(script()).arg("start").arg(dir.path()).output().unwrap();
-        assert!(out.status.success(), "rabbitmq.sh start failed: {}", String::from_utf8_lossy(&out.stderr));
-        let url = String::from_utf8(out.stdout).unwrap().trim().to_string();
-        Some(Broker { dir, url })
-    }
-}
-
-impl Drop for Broker {
-    fn drop(&mut self) {
-        let _ = Command::new("bash").arg(script()).arg("stop").arg(self.dir.path()).output();
-    }
-}
+#[path = "../../troupe-lab/tests/support/broker.rs"]
+mod broker;
+use broker::Broker;
 
 const SMALL: &[&str] = &[
     "--set",

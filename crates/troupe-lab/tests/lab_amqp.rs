@@ -9,7 +9,6 @@
 //! `TROUPE_TEST_REQUIRE_RABBITMQ=1`, when it fails.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -19,53 +18,9 @@ use troupe_lab::events::amqp::{self, Collector};
 use troupe_lab::events::writer::{Common, EventWriter, Transport, DEFAULT_CAPACITY};
 use troupe_lab::events::{self};
 
-/// Written past the test harness's capture, so a skip is seen in a plain `cargo test`.
-fn loud(msg: &str) {
-    let _ = writeln!(std::io::stderr(), "{msg}");
-}
-
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/rabbitmq.sh")
-}
-
-fn rabbitmq_installed() -> bool {
-    Path::new("/usr/lib/rabbitmq/bin/rabbitmq-server").exists()
-        || Command::new("sh").args(["-c", "command -v rabbitmq-server"]).output().is_ok_and(|o| o.status.success())
-}
-
-/// A private broker; stopped (with its epmd) when dropped.
-struct Broker {
-    dir: tempfile::TempDir,
-    url: String,
-}
-
-impl Broker {
-    /// `None` when RabbitMQ is missing and not required (the caller skips).
-    fn start() -> Option<Broker> {
-        if !rabbitmq_installed() {
-            let msg = "lab_amqp: RabbitMQ is not installed (run `bash scripts/install-rabbitmq.sh`)";
-            assert!(std::env::var("TROUPE_TEST_REQUIRE_RABBITMQ").as_deref() != Ok("1"), "{msg}");
-            loud(&format!("SKIPPED ********** {msg}; the broker test did not run **********"));
-            return None;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        // The script bounds its own wait (60 s) and cleans up after a failed start.
-        let out = Command::new("bash").arg(script()).arg("start").arg(dir.path()).output().unwrap();
-        assert!(out.status.success(), "rabbitmq.sh start failed: {}", String::from_utf8_lossy(&out.stderr));
-        let url = String::from_utf8(out.stdout).unwrap().trim().to_string();
-        assert!(url.starts_with("amqp://guest:guest@127.0.0.1:"), "{url}");
-        Some(Broker { dir, url })
-    }
-}
-
-impl Drop for Broker {
-    fn drop(&mut self) {
-        let out = Command::new("bash").arg(script()).arg("stop").arg(self.dir.path()).output();
-        if !out.as_ref().is_ok_and(|o| o.status.success()) {
-            loud(&format!("lab_amqp: rabbitmq.sh stop failed: {out:?}"));
-        }
-    }
-}
+#[path = "support/broker.rs"]
+mod broker;
+use broker::{loud, script, Broker};
 
 fn common(run: &str, node: &str) -> Common {
     Common { run: run.into(), rt: "troupe".into(), node: node.into() }

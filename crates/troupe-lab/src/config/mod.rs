@@ -158,6 +158,22 @@ pub struct KeySpec {
     pub doc: &'static str,
 }
 
+/// The `seed` key every workload has: the one PRNG every random choice comes from.
+pub const SEED: KeySpec = KeySpec {
+    name: "seed",
+    kind: KeyKind::Int { min: 0, max: i64::MAX },
+    default: || Value::Int(1),
+    doc: "seed of the one PRNG every random choice comes from",
+};
+
+/// The `warmup_s` key (workloads.md "Conventions": 5 s by default, excluded from statistics).
+pub const WARMUP: KeySpec = KeySpec {
+    name: "warmup_s",
+    kind: KeyKind::Int { min: 0, max: 3_600 },
+    default: || Value::Int(5),
+    doc: "warm-up before the measurement window (after set-up), excluded from statistics, s",
+};
+
 /// A cross-key problem with the keys it read.
 pub type CrossIssue = (Vec<&'static str>, ConfigIssue);
 

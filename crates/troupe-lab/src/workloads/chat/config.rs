@@ -1,7 +1,7 @@
 //! The chat workload's keys (workloads.md §2, seed 000 table 4.1) with their embedded defaults,
 //! ranges and cross-key rules, and the typed view of a validated chat config.
 
-use crate::config::{Config, CrossIssue, KeyKind, KeySpec, Schema, Value};
+use crate::config::{Config, CrossIssue, KeyKind, KeySpec, Schema, Value, SEED, WARMUP};
 use crate::error::ConfigIssue;
 
 /// What a run measures (seed 000 §4.2.1).
@@ -67,12 +67,7 @@ static KEYS: &[KeySpec] = &[
         default: || Value::Int(60),
         doc: "length of the measurement window, s",
     },
-    KeySpec {
-        name: "warmup_s",
-        kind: KeyKind::Int { min: 0, max: 3_600 },
-        default: || Value::Int(5),
-        doc: "warm-up after every client joined, excluded from statistics, s",
-    },
+    WARMUP,
     KeySpec {
         name: "send_interval_ms",
         kind: KeyKind::Int { min: 1, max: 3_600_000 },
@@ -130,12 +125,7 @@ static KEYS: &[KeySpec] = &[
         doc: "event transport: file (the run folder, default) or amqp://USER:PASS@127.0.0.1:PORT/VHOST \
               (through a RabbitMQ exchange troupe.events, consumed by the lab)",
     },
-    KeySpec {
-        name: "seed",
-        kind: KeyKind::Int { min: 0, max: i64::MAX },
-        default: || Value::Int(1),
-        doc: "seed of the one PRNG every random choice comes from",
-    },
+    SEED,
 ];
 
 fn issue(key: &str, value: String, problem: String) -> ConfigIssue {

@@ -1,7 +1,7 @@
 //! The SCP workload's keys (workloads.md §1) with their embedded defaults and cross-key rules,
 //! and the typed view of a validated SCP config that the schedule, the SUB and the statistics use.
 
-use crate::config::{Config, CrossIssue, KeyKind, KeySpec, Schema, Value};
+use crate::config::{Config, CrossIssue, KeyKind, KeySpec, Schema, Value, SEED, WARMUP};
 use crate::error::ConfigIssue;
 
 /// The failure patterns of workloads.md §1.
@@ -83,12 +83,7 @@ static KEYS: &[KeySpec] = &[
         default: || Value::Int(60),
         doc: "length of the measurement window, s",
     },
-    KeySpec {
-        name: "warmup_s",
-        kind: KeyKind::Int { min: 0, max: 3_600 },
-        default: || Value::Int(5),
-        doc: "warm-up before the window, excluded from statistics, s",
-    },
+    WARMUP,
     KeySpec {
         name: "injector",
         kind: KeyKind::Choice(INJECTOR_MODES),
@@ -96,12 +91,7 @@ static KEYS: &[KeySpec] = &[
         doc: "Troupe SUB only (peers ignore it): the fault injector runs as its own OS process, a \
               separate node (process, workloads.md §1), or on a thread of the SUB (thread)",
     },
-    KeySpec {
-        name: "seed",
-        kind: KeyKind::Int { min: 0, max: i64::MAX },
-        default: || Value::Int(1),
-        doc: "seed of the one PRNG every random choice comes from",
-    },
+    SEED,
 ];
 
 fn cross_check(c: &Config) -> Vec<CrossIssue> {
