@@ -406,8 +406,18 @@ fn cmd_report(dir: &Path) -> anyhow::Result<i32> {
         say!("rebuilt the report of a sweep of {n} runs: {}", dir.join("report.html").display());
     } else if dir.join("manifest.json").is_file() {
         let (m, _, stats) = report::rebuild_run(dir, None)?;
+        let missing = stats.is_none();
         let o = RunOutcome { dir: dir.to_path_buf(), manifest: m, stats };
         print_summary(&o);
+        if missing {
+            // A run folder without its events has nothing to report, whatever its manifest says.
+            eprintln!(
+                "troupe lab: {} has no events.jsonl: there are no statistics to report (the manifest's status is \
+                 what the run recorded, not a result)",
+                dir.display()
+            );
+            return Ok(code::FILES);
+        }
     } else if !dir.is_dir() {
         return Err(Error::io(dir, std::io::Error::new(std::io::ErrorKind::NotFound, "no such folder")).into());
     } else {

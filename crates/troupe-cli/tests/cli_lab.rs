@@ -123,6 +123,17 @@ fn end_to_end(mode: &str, injector_node: &str) {
     let o = run(&["lab", "report", out.to_str().unwrap()], tmp.path());
     assert!(o.status.success(), "{}", text(&o.stderr));
     assert_eq!(std::fs::read_to_string(out.join("scp.csv")).unwrap(), before);
+    assert!(out.join("summary.json").is_file());
+    // Regression: `lab report` said "ok" for a run folder whose events.jsonl is gone.
+    std::fs::remove_file(out.join("events.jsonl")).unwrap();
+    let o = run(&["lab", "report", out.to_str().unwrap()], tmp.path());
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o.stdout));
+    assert!(
+        text(&o.stderr).contains("no events.jsonl") && text(&o.stdout).contains("no events"),
+        "{}",
+        text(&o.stdout)
+    );
+    assert!(!out.join("summary.json").exists(), "no statistics, no summary");
 }
 
 #[test]
