@@ -232,9 +232,19 @@ fn dispatch(args: LabArgs) -> anyhow::Result<i32> {
         }
         LabCommand::Config { workload, config, sets } => {
             let cfg = resolve(&workload, config.as_deref(), &sets)?;
+            let w = troupe_lab::workloads::get(&workload)?;
+            // Valid TOML: each key's resolved value, with what it allows and means as a comment.
+            say!("# {}", w.about());
             if let Some(obj) = cfg.to_json().as_object() {
-                for (k, v) in obj {
-                    say!("{k} = {v}");
+                for k in w.schema().keys {
+                    if let Some(v) = obj.get(k.name) {
+                        say!(
+                            "{} = {v}  # {}; {}",
+                            k.name,
+                            k.kind.allowed(),
+                            k.doc.split_whitespace().collect::<Vec<_>>().join(" ")
+                        );
+                    }
                 }
             }
             Ok(0)

@@ -181,3 +181,33 @@ fn bad_chat_config_is_refused_before_anything_starts() {
     let t = text(&o.stdout);
     assert!(t.contains("clients_per_server = 5") && t.contains("fault_pause_ms = 5000"), "{t}");
 }
+
+#[test]
+fn a_chat_sweep_plots_throughput_against_the_fault_pause() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("sweep");
+    let o = troupe()
+        .args(["lab", "sweep", "chat", "--out", out.to_str().unwrap()])
+        .args(["--set", "deployment=single", "--set", "chats_per_sup=2", "--set", "clients_per_server=2"])
+        .args(["--set", "test_duration_secs=2", "--set", "warmup_s=0", "--set", "fault_pause_ms=500,2000"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o.stdout), text(&o.stderr));
+    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows.len(), 3, "{csv}");
+    assert!(
+        rows[0].starts_with("point,runtime,test_type,")
+            && rows[1].contains(",500,ok,")
+            && rows[2].contains(",2000,ok,"),
+        "{csv}"
+    );
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("Throughput under failure vs fault pause") && html.contains("at each fault pause"));
+    assert_eq!(html.matches("<svg").count(), 2, "a line chart and a box plot");
+    // The report is rebuilt from the folder alone.
+    std::fs::remove_file(out.join("report.html")).unwrap();
+    let o = troupe().args(["lab", "report", out.to_str().unwrap()]).output().unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(out.join("report.html").is_file());
+}
