@@ -76,6 +76,12 @@ fn chat_events_through_rabbitmq_match_the_file_transport() {
             serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
         assert!(summary["detection_ms"]["n"].as_u64().unwrap() > 0, "{name}: {summary}");
         assert_eq!(summary["dropped_events"], 0);
+        // The broker's password is not written into the run folder.
+        if name == "amqp" {
+            let config = std::fs::read_to_string(out.join("config.json")).unwrap();
+            assert!(config.contains("amqp://guest:***@127.0.0.1:"), "{config}");
+            assert!(!std::fs::read_to_string(out.join("manifest.json")).unwrap().contains("guest:guest"));
+        }
         shapes.push(shape(&out));
     }
     assert!(shapes[0].keys().any(|k| k.contains("clients-1")), "{:?}", shapes[0]);

@@ -119,7 +119,27 @@ pub fn prepare_dir(dir: &Path) -> Result<()> {
     std::fs::remove_file(&probe).map_err(|e| Error::io(&probe, e))
 }
 
-/// Performs one run (rules 1-6).
+/// The config as the run folder records it (config.json, manifest): an `events` URL keeps its
+/// user but not its password (the child gets the URL itself in `TROUPE_EVENTS`).
+fn recorded_config(cfg: &Config) -> serde_json::Value {
+    let mut v = cfg.to_json();
+    if let Some(serde_json::Value::String(url)) = v.get_mut("events") {
+        *url = crate::events::amqp::redact(url);
+    }
+    v
+}
+
+/// The lab's command line as the manifest records it: passwords in `amqp://` URLs hidden.
+fn recorded_command(args: &[String]) -> Vec<String> {
+    args.iter()
+        .map(|a| match a.find("amqp://") {
+            Some(i) => format!("{}{}", &a[..i], crate::events::amqp::redact(&a[i..])),
+            None => a.clone(),
+        })
+        .collect()
+}
+
+/// Performs one run (rules 1-7).
 pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
     let dir = req.out_dir.clone();
     prepare_dir(&dir)?;
@@ -128,7 +148,7 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
         .run_id
         .clone()
         .unwrap_or_else(|| dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "run".into()));
-    let cfg_json = req.config.to_json();
+    let cfg_json = recorded_config(&req.config);
     let config_path = dir.join("config.json");
     std::fs::write(&config_path, format!("{cfg_json}\n")).map_err(|e| Error::io(&config_path, e))?;
     let schedule_path = dir.join("schedule.jsonl");
@@ -166,7 +186,7 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
         machine: Machine::detect(),
         git_commit: git.as_ref().map(|g| g.0.clone()),
         git_dirty: git.as_ref().map(|g| g.1),
-        command: req.command.clone(),
+        command: recorded_command(&req.command),
         started_at: machine::rfc3339(machine::now_unix_ms()),
         ended_at: None,
         interrupted: false,
@@ -306,7 +326,7 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
 pub fn record_failed(req: &RunRequest, reason: &str, stderr: &str) -> Result<()> {
     let dir = &req.out_dir;
     prepare_dir(dir)?;
-    let cfg_json = req.config.to_json();
+    let cfg_json = recorded_config(&req.config);
     let config_path = dir.join("config.json");
     std::fs::write(&config_path, format!("{cfg_json}\n")).map_err(|e| Error::io(&config_path, e))?;
     let schedule_path = dir.join("schedule.jsonl");
@@ -333,7 +353,7 @@ pub fn record_failed(req: &RunRequest, reason: &str, stderr: &str) -> Result<()>
         machine: Machine::detect(),
         git_commit: git.as_ref().map(|g| g.0.clone()),
         git_dirty: git.as_ref().map(|g| g.1),
-        command: req.command.clone(),
+        command: recorded_command(&req.command),
         started_at: now,
         ended_at: None,
         interrupted: false,
