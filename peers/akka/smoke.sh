@@ -3,6 +3,8 @@
 # once with small parameters and checks each stdout line's shape, then runs two short SCP runs
 # (with and without recovery) on hand-made schedules and checks the events they append: the
 # throughput seconds, the faults carried out, the restarts, the skipped kill, run_finished.
+# Then a short single-process chat run (3 chats x 3 clients, kills and a poison message) whose
+# events are checked the same way, and a refused distributed chat run (exit 2).
 # Exits non-zero on the first failure. About a minute on a 2-core machine.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -15,6 +17,7 @@ fail() {
 
 "$HERE/scp/build"
 "$HERE/micro/build"
+"$HERE/chat/build"
 
 # --- micro: every bench, small parameters, reps=1 -----------------------------------------
 micro() { # bench, expect msgs_per_s (yes/no), args...
@@ -110,4 +113,59 @@ grep -q '"ev":"fault_injected","id":"p2","target":"g0/s1"' "$WORK/norecover.even
 grep -q '"skipped_faults":1,"faults_after_window":1' "$WORK/norecover.events.jsonl" || fail "norecover: skipped/after-window counts"
 grep -q '"ev":"throughput","second":2,"count":0' "$WORK/norecover.events.jsonl" || fail "norecover: throughput did not drop to 0"
 echo "akka smoke: scp ok (recovery and no-recovery runs)"
+
+# --- chat (single process) ----------------------------------------------------------------
+# Every key of the chat table (docs/lab.md) with its default, except the small sizes and times.
+CHAT_CFG='{"test_type":"throughput","num_supervisor":1,"chats_per_sup":3,"clients_per_server":3,"fault_pause_ms":1000,"msg_type":"kill","test_duration_secs":3,"warmup_s":1,"send_interval_ms":200,"retry_delay_ms":10,"retry_max":500,"stress_ms":100,"stress_mb":64,"deployment":"single","clients_per_process":10000,"fault_phase":"random","events":"file","seed":1}'
+printf '%s\n' "$CHAT_CFG" >"$WORK/chat.config.json"
+# Two kills and a poison message on three different chats, then a second kill of chat 0.
+printf '%s\n' \
+    '{"at_ms":300,"id":"f-0","kind":"kill","group":0,"slot":0,"restart":true}' \
+    '{"at_ms":900,"id":"f-1","kind":"kill","group":2,"slot":0,"restart":true}' \
+    '{"at_ms":1400,"id":"f-2","kind":"error","group":1,"slot":0,"restart":true}' \
+    '{"at_ms":2000,"id":"f-3","kind":"kill","group":0,"slot":0,"restart":true}' >"$WORK/chat.schedule.jsonl"
+chat_env=(TROUPE_CONFIG="$WORK/chat.config.json" TROUPE_SCHEDULE="$WORK/chat.schedule.jsonl"
+    TROUPE_EVENTS="$WORK/chat.events.jsonl" TROUPE_RUN_ID="smoke-chat")
+if ! env "${chat_env[@]}" timeout 60 "$HERE/chat/run" 2>"$WORK/chat.err"; then
+    cat "$WORK/chat.err" >&2
+    fail "chat exited non-zero"
+fi
+cev="$WORK/chat.events.jsonl"
+grep -q -v '^{"ts_us":[0-9]*,"run":"smoke-chat","rt":"akka","node":"akka","ev":"' "$cev" &&
+    fail "chat: a line without the common fields"
+chat_has() { grep -q "$1" "$cev" || fail "chat: no line matching $1"; }
+chat_count() { grep -c "$1" "$cev" || true; }
+[ "$(chat_count '"ev":"run_started","workload":"chat"')" = 1 ] || fail "chat: run_started"
+chat_has '"ev":"ready","what":"chats","count":3}'
+chat_has '"ev":"ready","what":"clients","count":9,"rss_bytes":[1-9]'
+chat_has '"ev":"ready","what":"window","count":3,"start_us":[0-9]'
+for s in 0 1 2; do
+    chat_has "\"ev\":\"throughput\",\"second\":$s,\"count\":[1-9]"
+done
+[ "$(chat_count '"ev":"throughput"')" = 3 ] || fail "chat: expected 3 throughput lines"
+chat_has '"ev":"fault_injected","id":"f-0","target":"chat-0","kind":"kill"'
+chat_has '"ev":"fault_injected","id":"f-1","target":"chat-2","kind":"kill"'
+chat_has '"ev":"fault_injected","id":"f-2","target":"chat-1","kind":"error"'
+chat_has '"ev":"fault_injected","id":"f-3","target":"chat-0","kind":"kill"'
+# Every client of a hurt chat detects each fault and rejoins: 3 faults x 3 clients + 3 (f-3).
+[ "$(chat_count '"ev":"fault_detected","id":null,"target":"chat-[012]","by":"c[0-8]"')" = 12 ] ||
+    fail "chat: expected 12 fault_detected lines, got $(chat_count '"ev":"fault_detected"')"
+[ "$(chat_count '"ev":"reconnected","target":"chat-[012]","by":"c[0-8]","ms":[0-9]')" = 12 ] ||
+    fail "chat: expected 12 reconnected lines, got $(chat_count '"ev":"reconnected"')"
+chat_has '"ev":"fault_detected","id":null,"target":"chat-1","by":"c4"'
+chat_has '"ev":"restarted","target":"chat-0","attempt":2'
+# 9 clients each posting every 200 ms to 3 members: 135 broadcasts a second at most.
+last="$(grep '"ev":"throughput","second":2,' "$cev" | sed 's/.*"count":\([0-9]*\).*/\1/')"
+[ "$last" -ge 90 ] && [ "$last" -le 150 ] || fail "chat: $last broadcasts in the last second (ceiling 135)"
+tail -1 "$cev" | grep -q '"ev":"run_finished","dropped_events":0,"errors":0,"skipped_faults":0' ||
+    fail "chat: last line is not a clean run_finished: $(tail -1 "$cev")"
+# deployment=distributed is refused: exit 2, a line on stderr naming it.
+printf '%s\n' "${CHAT_CFG/\"single\"/\"distributed\"}" >"$WORK/chat.config.json"
+rc=0
+env "${chat_env[@]}" TROUPE_EVENTS="$WORK/chat-dist.events.jsonl" timeout 60 "$HERE/chat/run" \
+    2>"$WORK/chat-dist.err" || rc=$?
+[ "$rc" = 2 ] || fail "chat: deployment=distributed exited $rc, expected 2"
+grep -q 'deployment=distributed is not implemented' "$WORK/chat-dist.err" ||
+    fail "chat: no refusal line on stderr"
+echo "akka smoke: chat ok (3 chats x 3 clients: 4 faults, 12 detections, 12 rejoins; distributed refused)"
 echo "akka smoke: passed"

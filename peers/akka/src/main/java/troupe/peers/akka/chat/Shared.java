@@ -1,0 +1,40 @@
+// Owns what every actor of the one chat process shares: the event writer and the counters the
+// main thread, the throughput counter and the injector read (broadcasts received, chats
+// registered, clients joined, errors, faults carried out or skipped). Exists because the lab's
+// figures are process totals; actors only ever increment these (no actor waits on them).
+package troupe.peers.akka.chat;
+
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicIntegerArray;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import troupe.peers.akka.common.EventWriter;
+
+final class Shared {
+    final ChatConfig cfg;
+    final EventWriter events;
+    /** Broadcasts received by the clients. */
+    final LongAdder received = new LongAdder();
+    /** Counted down once per chat, on its first registration with discovery. */
+    final CountDownLatch registered;
+    /** Counted down once per client, on its first join. */
+    final CountDownLatch joined;
+    /** Clients that gave up, unsupported schedule actions, and other failures. */
+    final AtomicLong errors = new AtomicLong();
+    final AtomicLong injected = new AtomicLong();
+    final AtomicLong skipped = new AtomicLong();
+    /** Incarnations started per chat (survives the chat's restarts). */
+    final AtomicIntegerArray starts;
+
+    Shared(ChatConfig cfg, EventWriter events) {
+        this.cfg = cfg;
+        this.events = events;
+        this.registered = new CountDownLatch(cfg.chats());
+        this.joined = new CountDownLatch((int) cfg.clients());
+        this.starts = new AtomicIntegerArray(cfg.chats());
+    }
+
+    static String topic(int chat) {
+        return "chat-" + chat;
+    }
+}
