@@ -21,6 +21,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -574,8 +575,10 @@ func main() {
 	if err := json.Unmarshal(raw, &cfg); err != nil {
 		fatal(2, "config %s: %v", cfgPath, err)
 	}
-	var cfgObj json.RawMessage
-	if err := json.Unmarshal(raw, &cfgObj); err != nil {
+	// The config is echoed in run_started on one line: compact it (a pretty-printed file would
+	// break the JSON Lines).
+	var cfgObj bytes.Buffer
+	if err := json.Compact(&cfgObj, raw); err != nil {
 		fatal(2, "config %s: %v", cfgPath, err)
 	}
 	if cfg.Deployment != "single" {
@@ -600,7 +603,7 @@ func main() {
 		fatal(1, "events: %v", err)
 	}
 	verJSON, _ := json.Marshal(version())
-	em.emit("run_started", fmt.Sprintf(`"workload":"chat","config":%s,"version":%s`, cfgObj, verJSON))
+	em.emit("run_started", fmt.Sprintf(`"workload":"chat","config":%s,"version":%s`, cfgObj.Bytes(), verJSON))
 
 	quiet := func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
