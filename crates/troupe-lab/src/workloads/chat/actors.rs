@@ -5,6 +5,9 @@
 //! Rules:
 //! 1. Discovery maps a topic to the chat that registered it last and monitors that chat; on
 //!    its `Down` the entry is removed (unless a newer incarnation already replaced it).
+//!    1a. A lookup for a topic with no live chat (it is restarting) is parked and answered the
+//!    moment the chat registers again, or "not registered" after `retry_delay_ms`, whichever
+//!    comes first; the client's own bounded fixed-delay retry loop (rule 3) is unchanged.
 //! 2. A chat sends its registration to discovery in `started`, before its mailbox is served
 //!    (protocol rule 4), so it takes no client before it is findable; a chat started for the
 //!    2nd+ time emits `restarted {target, attempt}` and starts with no members.
@@ -95,10 +98,20 @@ pub(crate) fn topic(index: u64) -> String {
 }
 
 /// Discovery (rule 1).
-#[derive(Default)]
 pub(crate) struct Discovery {
     chats: HashMap<String, (ActorRef<ChatMsg>, MonitorId)>,
     by_monitor: HashMap<MonitorId, String>,
+    /// Lookups for a chat that is restarting, answered when it registers again (rule 1a).
+    parked: HashMap<String, Vec<(u32, ActorRef<ClientMsg>)>>,
+    /// How long a parked lookup waits before it is answered "not registered".
+    park_limit: Duration,
+}
+
+impl Discovery {
+    /// A discovery that parks lookups for a restarting chat at most `park_limit`.
+    pub(crate) fn new(park_limit: Duration) -> Discovery {
+        Discovery { chats: HashMap::new(), by_monitor: HashMap::new(), parked: HashMap::new(), park_limit }
+    }
 }
 
 impl Actor for Discovery {
@@ -109,15 +122,31 @@ impl Actor for Discovery {
             DiscoveryMsg::Register { topic, chat } => {
                 let mid = ctx.monitor(&chat.any());
                 let _ = chat.send(ChatMsg::Registered);
+                for (attempt, client) in self.parked.remove(&topic).unwrap_or_default() {
+                    let _ = client.send(ClientMsg::Found { attempt, chat: Some(chat.clone()) });
+                }
                 if let Some((old, old_mid)) = self.chats.insert(topic.clone(), (chat, mid)) {
                     ctx.demonitor(&old.any(), old_mid);
                     self.by_monitor.remove(&old_mid);
                 }
                 self.by_monitor.insert(mid, topic);
             }
-            DiscoveryMsg::Lookup { topic, attempt, reply } => {
-                let chat = self.chats.get(&topic).map(|(c, _)| c.clone());
-                let _ = reply.send(ClientMsg::Found { attempt, chat });
+            DiscoveryMsg::Lookup { topic, attempt, reply } => match self.chats.get(&topic) {
+                Some((c, _)) => {
+                    let _ = reply.send(ClientMsg::Found { attempt, chat: Some(c.clone()) });
+                }
+                None => {
+                    let waiting = self.parked.entry(topic.clone()).or_default();
+                    if waiting.is_empty() {
+                        let _ = ctx.send_after(self.park_limit, DiscoveryMsg::Expire { topic });
+                    }
+                    waiting.push((attempt, reply));
+                }
+            },
+            DiscoveryMsg::Expire { topic } => {
+                for (attempt, client) in self.parked.remove(&topic).unwrap_or_default() {
+                    let _ = client.send(ClientMsg::Found { attempt, chat: None });
+                }
             }
             DiscoveryMsg::Find { topic, reply } => {
                 reply.send(FoundChat(self.chats.get(&topic).map(|(c, _)| c.clone())));

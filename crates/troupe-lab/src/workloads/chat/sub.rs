@@ -147,7 +147,7 @@ fn open_window(cfg: &ChatConfig, em: &Emitter) -> i64 {
 /// The whole system in this process (`deployment = "single"`).
 async fn single(cfg: &ChatConfig, actions: Vec<FaultAction>, em: &Emitter) -> Result<Tally> {
     let shared = Shared::new(em.clone(), cfg);
-    let discovery = troupe::spawn(Discovery::default());
+    let discovery = troupe::spawn(Discovery::new(std::time::Duration::from_millis(cfg.retry_delay_ms)));
     troupe::register(DISCOVERY, &discovery).map_err(|e| Error::other(format!("cannot register discovery: {e}")))?;
     let found: ActorRef<DiscoveryMsg> =
         troupe::whereis(DISCOVERY).ok().flatten().ok_or_else(|| Error::other("discovery is not registered"))?;
@@ -241,7 +241,7 @@ async fn orchestrate(cfg: &ChatConfig, em: &Emitter) -> Result<Tally> {
         NodeConfig { heartbeat_interval_ms: 200, heartbeat_timeout_ms: 2000, ..NodeConfig::new("discovery", &secret) };
     let node =
         Node::start(node_cfg).await.map_err(|e| Error::other(format!("cannot start the discovery node: {e}")))?;
-    let discovery = troupe::spawn(Discovery::default());
+    let discovery = troupe::spawn(Discovery::new(std::time::Duration::from_millis(cfg.retry_delay_ms)));
     node.register_global(DISCOVERY, &discovery).map_err(|e| Error::other(format!("cannot register discovery: {e}")))?;
     let state = Arc::new(Mutex::new(Coord::default()));
     let changed = Arc::new(Notify::new());
