@@ -11,6 +11,8 @@ pub mod schedule;
 
 mod actors;
 mod grid_report;
+mod nodes;
+mod orchestrator;
 mod protocol;
 mod sub;
 mod system;
