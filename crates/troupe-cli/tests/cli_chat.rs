@@ -30,22 +30,9 @@ fn alive(pid: u64) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
 }
 
-const SMALL: &[&str] = &[
-    "--set",
-    "chats_per_sup=3",
-    "--set",
-    "clients_per_server=3",
-    "--set",
-    "test_duration_secs=3",
-    "--set",
-    "warmup_s=1",
-    "--set",
-    "fault_pause_ms=1000",
-    "--set",
-    "msg_type=kill",
-    "--set",
-    "clients_per_process=4",
-];
+#[path = "support/chat.rs"]
+mod chat;
+use chat::SMALL;
 
 fn short_run(deployment: &str, expect_nodes: &[&str]) {
     let tmp = tempfile::tempdir().unwrap();

@@ -22,22 +22,9 @@ fn troupe() -> Command {
 mod broker;
 use broker::Broker;
 
-const SMALL: &[&str] = &[
-    "--set",
-    "chats_per_sup=3",
-    "--set",
-    "clients_per_server=3",
-    "--set",
-    "test_duration_secs=3",
-    "--set",
-    "warmup_s=1",
-    "--set",
-    "fault_pause_ms=1000",
-    "--set",
-    "msg_type=kill",
-    "--set",
-    "clients_per_process=5",
-];
+#[path = "support/chat.rs"]
+mod chat;
+use chat::SMALL;
 
 /// What does not depend on timing: events per (node, kind) for the set-up and end events, the
 /// injected fault ids, the throughput rows per node.
