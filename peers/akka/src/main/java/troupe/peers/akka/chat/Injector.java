@@ -11,23 +11,14 @@ import akka.actor.typed.ActorRef;
 import akka.actor.typed.ActorSystem;
 import akka.actor.typed.javadsl.Adapter;
 import akka.actor.typed.javadsl.AskPattern;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import troupe.peers.akka.common.Json;
+import troupe.peers.akka.common.Schedule.Action;
 
 final class Injector implements Runnable {
-    record Action(long atMs, String id, String kind, int group) {}
-
     private final List<Action> actions;
     private final Shared shared;
     private final ActorSystem<?> system;
@@ -49,38 +40,6 @@ final class Injector implements Runnable {
         stop = true;
     }
 
-    /** Reads schedule.jsonl; a malformed line is reported, counted in errors and left out. */
-    static List<Action> read(Path file, AtomicLong errors) throws IOException {
-        ObjectMapper json = new ObjectMapper();
-        List<Action> out = new ArrayList<>();
-        int lineNo = 0;
-        for (String line : Files.readAllLines(file, StandardCharsets.UTF_8)) {
-            lineNo++;
-            if (line.isBlank()) {
-                continue;
-            }
-            try {
-                JsonNode n = json.readTree(line);
-                JsonNode id = n.get("id");
-                out.add(new Action(need(n, "at_ms").asLong(),
-                        id == null || id.isNull() ? "line-" + lineNo : id.asText(),
-                        need(n, "kind").asText(), need(n, "group").asInt()));
-            } catch (IOException | IllegalArgumentException e) {
-                errors.incrementAndGet();
-                System.err.println("schedule " + file + ":" + lineNo + ": " + e.getMessage());
-            }
-        }
-        out.sort(Comparator.comparingLong(Action::atMs)); // stable: ties keep file order
-        return out;
-    }
-
-    private static JsonNode need(JsonNode n, String key) {
-        JsonNode v = n.get(key);
-        if (v == null || v.isNull()) {
-            throw new IllegalArgumentException("missing key " + key);
-        }
-        return v;
-    }
 
     @Override
     public void run() {

@@ -21,6 +21,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.locks.LockSupport;
+import troupe.peers.akka.common.Schedule;
 import troupe.peers.akka.common.EventWriter;
 import troupe.peers.akka.common.Json;
 
@@ -63,11 +64,11 @@ public final class Main {
         }
         EventWriter events = EventWriter.open(eventsTarget, runId, "akka", node);
         Shared shared = new Shared(cfg, events);
-        List<Injector.Action> schedule = List.of();
+        List<Schedule.Action> schedule = List.of();
         if (schedulePath == null || schedulePath.isEmpty()) {
             System.err.println("akka chat: TROUPE_SCHEDULE not set: running without faults");
         } else {
-            schedule = Injector.read(Path.of(schedulePath), shared.errors);
+            schedule = Schedule.read(Path.of(schedulePath), shared.errors);
         }
         String version = "akka " + AKKA_VERSION + " (java " + System.getProperty("java.version") + ")";
         events.emit("run_started", ",\"workload\":\"chat\",\"config\":"

@@ -13,6 +13,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
+import troupe.peers.akka.common.Schedule;
 import troupe.peers.akka.common.EventWriter;
 import troupe.peers.akka.common.Json;
 
@@ -48,11 +49,11 @@ public final class Main {
             return 2;
         }
         AtomicLong errors = new AtomicLong();
-        List<Injector.Action> schedule = List.of();
+        List<Schedule.Action> schedule = List.of();
         if (schedulePath == null || schedulePath.isEmpty()) {
             System.err.println("scp: TROUPE_SCHEDULE not set: running without faults");
         } else {
-            schedule = Injector.read(Path.of(schedulePath), errors);
+            schedule = Schedule.read(Path.of(schedulePath), errors);
         }
 
         EventWriter events = EventWriter.open(eventsTarget, runId, "akka", node);
