@@ -1,7 +1,7 @@
 //! `troupe lab compare`: runs a comparison (plan, runtime check, progress bar, Ctrl-C) and
-//! prints its side-by-side table; also used by `troupe lab report` on a comparison folder.
+//! prints the side-by-side table its report wrote.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use troupe_lab::child::Stop;
@@ -68,7 +68,9 @@ pub(crate) fn cmd_compare(
         s.skipped,
         if s.interrupted { ", interrupted (run the same command again to resume)" } else { "" }
     );
-    print_table(&out)?;
+    for line in &s.table {
+        say!("{line}");
+    }
     say!("report  {}", out.join("report.html").display());
     Ok(if s.interrupted {
         code::INTERRUPTED
@@ -77,12 +79,4 @@ pub(crate) fn cmd_compare(
     } else {
         0
     })
-}
-
-/// Prints the table of a comparison folder (the workload's report writes it).
-pub(crate) fn print_table(dir: &Path) -> anyhow::Result<()> {
-    for line in compare::write_report(dir)? {
-        say!("{line}");
-    }
-    Ok(())
 }

@@ -255,6 +255,8 @@ pub struct CompareSummary {
     pub skipped: usize,
     /// Whether Ctrl-C stopped it.
     pub interrupted: bool,
+    /// The side-by-side table the final report wrote, one line per run.
+    pub table: Vec<String>,
 }
 
 /// How to run: the Troupe program, the project root, the recorded command and the slack
@@ -433,6 +435,6 @@ pub fn run(
             }
         }
     }
-    write_report(dir)?;
+    summary.table = write_report(dir)?;
     Ok(summary)
 }

@@ -68,23 +68,35 @@ pub fn now_us() -> i64 {
 }
 
 impl Emitter {
-    fn line(&self, ev: &str, fields: &Value) -> String {
-        let mut s = String::with_capacity(160);
+    /// A whole line: the common fields, `ev`, then `members` (JSON members, no braces).
+    fn line_with(&self, ev: &str, members: &str) -> String {
+        let mut s = String::with_capacity(80 + self.prefix.len() + members.len());
         s.push_str("{\"ts_us\":");
         s.push_str(&now_us().to_string());
         s.push_str(&self.prefix);
         s.push_str(",\"ev\":");
         s.push_str(&Value::from(ev).to_string());
-        if let Value::Object(m) = fields {
-            for (k, v) in m {
-                s.push(',');
-                s.push_str(&Value::from(k.as_str()).to_string());
-                s.push(':');
-                s.push_str(&v.to_string());
-            }
+        if !members.is_empty() {
+            s.push(',');
+            s.push_str(members);
         }
         s.push('}');
         s
+    }
+
+    fn line(&self, ev: &str, fields: &Value) -> String {
+        let mut members = String::new();
+        if let Value::Object(m) = fields {
+            for (k, v) in m {
+                if !members.is_empty() {
+                    members.push(',');
+                }
+                members.push_str(&Value::from(k.as_str()).to_string());
+                members.push(':');
+                members.push_str(&v.to_string());
+            }
+        }
+        self.line_with(ev, &members)
     }
 
     /// Emits one event `ev` with extra `fields` (a JSON object). Never blocks; returns `false`
@@ -97,18 +109,7 @@ impl Emitter {
     /// Emits `ev` with fields already rendered as JSON members (`"k":1,"j":"x"`, no braces);
     /// for hot paths that emit the same fields often. Never blocks, like [`Emitter::emit`].
     pub fn emit_raw(&self, ev: &str, members: &str) -> bool {
-        let mut s = String::with_capacity(80 + self.prefix.len() + members.len());
-        s.push_str("{\"ts_us\":");
-        s.push_str(&now_us().to_string());
-        s.push_str(&self.prefix);
-        s.push_str(",\"ev\":");
-        s.push_str(&Value::from(ev).to_string());
-        if !members.is_empty() {
-            s.push(',');
-            s.push_str(members);
-        }
-        s.push('}');
-        self.send_line(s)
+        self.send_line(self.line_with(ev, members))
     }
 
     fn send_line(&self, line: String) -> bool {

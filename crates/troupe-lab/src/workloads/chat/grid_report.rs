@@ -85,6 +85,23 @@ fn csv_field(s: &str) -> String {
     }
 }
 
+/// The table's figures of a run (`-` where it has none): msg/s, % of ceiling, detection mean
+/// and p99, reconnection mean and p99, % of the window all clients were connected.
+fn figures(r: &Row) -> [String; 7] {
+    let st = r.st.as_ref().filter(|_| r.ok);
+    let det = st.and_then(|s| s.detection_ms.as_ref());
+    let rec = st.and_then(|s| s.reconnection_ms.as_ref());
+    [
+        f(st.map(|s| s.msg_per_s_mean), 1),
+        f(st.and_then(|s| s.pct_ceiling), 2),
+        f(det.map(|d| d.mean), 2),
+        f(det.map(|d| d.p99), 2),
+        f(rec.map(|d| d.mean), 2),
+        f(rec.map(|d| d.p99), 2),
+        f(st.map(|s| s.all_connected_pct), 2),
+    ]
+}
+
 /// Writes `<csv_name>` and `report.html` into `base`; returns the table as text lines.
 pub(crate) fn write_grid(base: &Path, csv_name: &str, title: &str, runs: &[GridRun]) -> Result<Vec<String>> {
     let rows: Vec<Row> = runs.iter().map(|r| load(base, r)).collect::<Result<_>>()?;
@@ -137,17 +154,10 @@ pub(crate) fn write_grid(base: &Path, csv_name: &str, title: &str, runs: &[GridR
             csv_field(reason),
         );
         let status: String = if r.ok { "ok".into() } else { r.status.chars().take(70).collect() };
+        let [m, pc, dm, dp, rm, rp, ac] = figures(r);
         lines.push(format!(
-            "{:<12} {:<34} {:>10} {:>8} {:>10} {:>10} {:>10} {:>10} {:>9}  {status}",
-            r.runtime,
-            r.point,
-            f(st.map(|s| s.msg_per_s_mean), 1),
-            f(st.and_then(|s| s.pct_ceiling), 2),
-            f(det.as_ref().map(|d| d.mean), 2),
-            f(det.as_ref().map(|d| d.p99), 2),
-            f(rec.as_ref().map(|d| d.mean), 2),
-            f(rec.as_ref().map(|d| d.p99), 2),
-            f(st.map(|s| s.all_connected_pct), 2),
+            "{:<12} {:<34} {m:>10} {pc:>8} {dm:>10} {dp:>10} {rm:>10} {rp:>10} {ac:>9}  {status}",
+            r.runtime, r.point,
         ));
     }
     write(base, csv_name, &csv)?;
@@ -156,25 +166,14 @@ pub(crate) fn write_grid(base: &Path, csv_name: &str, title: &str, runs: &[GridR
     let table: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            let st = r.st.as_ref().filter(|_| r.ok);
-            let det = st.and_then(|s| s.detection_ms.clone());
-            let rec = st.and_then(|s| s.reconnection_ms.clone());
-            vec![
-                r.runtime.clone(),
-                r.point.clone(),
-                f(st.map(|s| s.msg_per_s_mean), 1),
-                f(st.and_then(|s| s.pct_ceiling), 2),
-                f(det.as_ref().map(|d| d.mean), 2),
-                f(det.as_ref().map(|d| d.p99), 2),
-                f(rec.as_ref().map(|d| d.mean), 2),
-                f(rec.as_ref().map(|d| d.p99), 2),
-                f(st.map(|s| s.all_connected_pct), 2),
-                if r.manifest.is_some() {
-                    link(&format!("{}/report.html", r.rel), &escape(&r.status))
-                } else {
-                    escape(&r.status)
-                },
-            ]
+            let mut cells = vec![r.runtime.clone(), r.point.clone()];
+            cells.extend(figures(r));
+            cells.push(if r.manifest.is_some() {
+                link(&format!("{}/report.html", r.rel), &escape(&r.status))
+            } else {
+                escape(&r.status)
+            });
+            cells
         })
         .collect();
     page.table(

@@ -91,7 +91,16 @@ impl Workload for Chat {
             .points
             .iter()
             .map(|p| GridRun {
-                runtime: p.split('_').next().unwrap_or("").to_string(),
+                // A sweep point is named `<sanitised runtime>_<axes>` (sweep::expand).
+                runtime: file
+                    .runtimes
+                    .iter()
+                    .find(|rt| {
+                        let rt = crate::sweep::sanitize(rt);
+                        p == &rt || p.starts_with(&format!("{rt}_"))
+                    })
+                    .cloned()
+                    .unwrap_or_default(),
                 point: p.clone(),
                 dir: dir.join("runs").join(p),
             })

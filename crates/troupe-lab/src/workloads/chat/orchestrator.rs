@@ -74,8 +74,9 @@ pub(super) async fn orchestrate(cfg: &ChatConfig, em: &Emitter) -> Result<Tally>
     let (exit_tx, mut exit_rx) = mpsc::unbounded_channel::<(String, String, bool)>();
     let (kill_tx, kill_rx) = watch::channel(false);
     let window_end = Arc::new(Mutex::new(None::<tokio::time::Instant>));
-    let mut started: Vec<String> = Vec::new();
-    let spawn = |role: &str, name: String, g: usize, members: &str| -> Result<String> {
+    // One waiter task per node process: it reports how the process ended, or kills it.
+    let mut started: Vec<tokio::task::JoinHandle<()>> = Vec::new();
+    let spawn = |role: &str, name: String, g: usize, members: &str| -> Result<tokio::task::JoinHandle<()>> {
         let mut child = Command::new(&exe)
             .args(["lab", "exec", role])
             .env(ENV_MEMBERS, members)
@@ -88,31 +89,27 @@ pub(super) async fn orchestrate(cfg: &ChatConfig, em: &Emitter) -> Result<Tally>
             .spawn()
             .map_err(|e| Error::other(format!("cannot start node process {name}: {e}")))?;
         let (tx, mut kill) = (exit_tx.clone(), kill_rx.clone());
-        let n = name.clone();
         let end = Arc::clone(&window_end);
-        tokio::spawn(async move {
-            let killed = tokio::select! {
+        Ok(tokio::spawn(async move {
+            tokio::select! {
                 st = child.wait() => {
-                    let early = match *end.lock().unwrap_or_else(std::sync::PoisonError::into_inner) {
-                        Some(t) => tokio::time::Instant::now() < t,
-                        None => true,
-                    };
+                    let window_end = *end.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let early = window_end.is_none_or(|t| tokio::time::Instant::now() < t);
                     let (desc, bad) = match st {
-                        Ok(s) if s.success() => ("exit status 0".to_string(), early),
+                        Ok(s) if s.success() && early => ("exited before the window ended (exit status 0)".into(), true),
+                        Ok(s) if s.success() => ("exit status 0".to_string(), false),
                         Ok(s) => (describe(s), true),
                         Err(e) => (format!("cannot be waited for: {e}"), true),
                     };
-                    let _ = tx.send((n, if early && desc == "exit status 0" { "exited before the window ended (exit status 0)".into() } else { desc }, bad));
+                    let _ = tx.send((name, desc, bad));
                     return;
                 }
-                _ = kill.wait_for(|k| *k) => true,
-            };
-            if killed {
-                let _ = child.start_kill();
-                let _ = child.wait().await;
+                // The watch's guard is dropped with the branch; the kill happens after it.
+                _ = kill.wait_for(|k| *k) => {}
             }
-        });
-        Ok(name)
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+        }))
     };
 
     let mut tally = Tally::default();
@@ -176,13 +173,23 @@ pub(super) async fn orchestrate(cfg: &ChatConfig, em: &Emitter) -> Result<Tally>
         }
     }
     // Whatever happened, no node process outlives the orchestrator (rule 4).
+    // Wait for every waiter: each has reported its process's end or killed and reaped it.
     let _ = kill_tx.send(true);
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    drop(started);
+    let reaped = join_all(started);
+    if tokio::time::timeout(Duration::from_secs(10), reaped).await.is_err() {
+        eprintln!("troupe chat: node processes were not reaped within 10 s (the lab kills their group)");
+    }
     node.shutdown();
     coord.kill();
     discovery.kill();
     Ok(tally)
+}
+
+/// Waits for every handle in turn.
+async fn join_all(handles: Vec<tokio::task::JoinHandle<()>>) {
+    for h in handles {
+        let _ = h.await;
+    }
 }
 
 /// Describes an exit status: `exit status N` or `killed by signal N`.
