@@ -41,7 +41,7 @@ fn yes() -> bool {
 /// assert_eq!(cfg.heartbeat_interval_ms, 1000);
 /// assert!(cfg.validate().is_ok());
 /// ```
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct NodeConfig {
     /// The node's name (unique in a cluster).
@@ -88,6 +88,10 @@ pub struct NodeConfig {
     pub services: Vec<String>,
     /// Mutual TLS under the handshake (`[tls]`); off when absent. See [`crate::TlsConfig`].
     pub tls: Option<crate::TlsConfig>,
+    /// The `[cluster]` section: read and validated by `troupe-cluster` (membership, failure
+    /// detection, downing; see docs/cluster.md). A node started without the cluster layer
+    /// ignores it.
+    pub cluster: Option<toml::Table>,
     /// Most peers a node keeps in its table (connected or not; at most 65,534). When it is full,
     /// the least recently seen unconnected peer nobody refers to is reclaimed; when none can
     /// be, a new peer from the network is refused (`peers_refused`).
@@ -124,6 +128,7 @@ impl Default for NodeConfig {
             reconnect_max_ms: 5000,
             services: Vec::new(),
             tls: None,
+            cluster: None,
             max_peers: 1024,
             peer_idle_ms: 60_000,
             max_held_bytes_per_session: 64 << 20,
