@@ -1,7 +1,38 @@
-//! Troupe clusters (work in progress in this commit: the configuration only).
+//! Troupe clusters: gossip membership with seed nodes, a phi-accrual failure detector,
+//! cluster events, downing strategies (split brain resolution), a public consistent-hash
+//! ring, a cluster-wide receptionist and globally unique names.
+//!
+//! Layers, bottom up:
+//! - [`PhiDetector`] (`phi.rs`) and [`HashRing`] (`ring.rs`): self-contained, public.
+//! - [`Gossip`] (`gossip.rs`): the replicated state and its convergence rules.
+//! - [`Engine`] (`engine/`): the membership protocol as a state machine without I/O; the
+//!   deterministic simulator [`sim`] runs hundreds of engines in one process from a seed.
+//! - [`Cluster`] (`daemon.rs`): an engine driven over a `troupe_remote::Node`, with events,
+//!   the receptionist and global names (`receptionist.rs`).
+//! - [`cli`]: `troupe node` with a `[cluster]` section and `troupe cluster status`.
 
+pub mod cli;
 mod config;
+mod daemon;
+mod engine;
 mod error;
+mod gossip;
+mod member;
+mod phi;
+mod receptionist;
+mod ring;
+pub mod sim;
+mod status;
+mod wire;
 
 pub use config::{ClusterConfig, Downing, PROTOCOL_VERSION};
+
+pub use engine::{Engine, EngineStats, Out};
 pub use error::{Error, ErrorKind};
+pub use gossip::{Entry, Gossip, Owned, Reach};
+pub use member::{Member, MemberStatus, NodeId};
+pub use phi::{phi, PhiDetector};
+
+pub use ring::{stable_hash, HashRing};
+pub use status::{MemberRow, Status};
+pub use wire::{ClusterEvent, ClusterMsg, Wire, CLUSTER_ACTOR};

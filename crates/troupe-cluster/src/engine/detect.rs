@@ -1,0 +1,91 @@
+//! Heartbeats and reachability records (rule 5 of the engine): who this node monitors, its
+//! phi-accrual detectors, and its own verdicts in the gossip.
+
+use crate::gossip::Reach;
+use crate::member::MemberStatus;
+use crate::phi::PhiDetector;
+use crate::ring::stable_hash;
+use crate::wire::Wire;
+
+use super::{Engine, Out};
+
+impl Engine {
+    /// The members this node monitors: the `monitored_by` live members after it on the ring.
+    pub(crate) fn monitored(&self) -> Vec<(String, u64)> {
+        let mut ring: Vec<(u64, &str, u64)> = self
+            .gossip
+            .live()
+            .filter(|m| m.status != MemberStatus::Removed)
+            .map(|m| (stable_hash(m.id.addr.as_bytes()), m.id.addr.as_str(), m.id.uid))
+            .collect();
+        ring.sort_unstable();
+        let Some(pos) = ring.iter().position(|(_, a, _)| *a == self.me.addr) else { return Vec::new() };
+        let n = ring.len();
+        (1..n).take(self.cfg.monitored_by).map(|k| ring[(pos + k) % n]).map(|(_, a, u)| (a.to_owned(), u)).collect()
+    }
+
+    pub(super) fn heartbeats(&mut self, now: u64, out: &mut Vec<Out>) {
+        if now < self.next_hb {
+            return;
+        }
+        self.next_hb = now + self.cfg.heartbeat_interval_ms;
+        let subjects = self.monitored();
+        // Detectors for members no longer monitored go, and so do our verdicts on them: a
+        // verdict nobody keeps up to date must not keep a member unreachable.
+        let stale: Vec<String> = self
+            .detectors
+            .iter()
+            .filter(|(a, (u, _))| !subjects.iter().any(|(s, su)| s == *a && su == u))
+            .map(|(a, _)| a.clone())
+            .collect();
+        for a in stale {
+            self.detectors.remove(&a);
+            self.set_verdict(&a, false);
+        }
+        self.hb_seq += 1;
+        for (addr, uid) in subjects {
+            let cfg = &self.cfg;
+            self.detectors.entry(addr.clone()).or_insert_with(|| {
+                let mut d = PhiDetector::new(
+                    cfg.heartbeat_interval_ms as f64,
+                    cfg.min_std_dev_ms as f64,
+                    cfg.acceptable_pause_ms as f64,
+                    cfg.max_sample_size,
+                );
+                // The first answer is expected one interval from now: judge silence from here.
+                d.heartbeat(now as f64);
+                (uid, d)
+            });
+            self.stats.heartbeats_out += 1;
+            out.push(Out::Send(addr, Wire::Heartbeat { from: self.me.addr.clone(), seq: self.hb_seq }));
+        }
+    }
+
+    pub(super) fn reachability(&mut self, now: u64) {
+        let verdicts: Vec<(String, bool)> = self
+            .detectors
+            .iter()
+            .map(|(a, (_, d))| (a.clone(), !d.is_available(now as f64, self.cfg.phi_threshold)))
+            .collect();
+        for (addr, unreachable) in verdicts {
+            self.set_verdict(&addr, unreachable);
+        }
+    }
+
+    /// Records this node's verdict on `subject` when it differs from the one it published.
+    fn set_verdict(&mut self, subject: &str, unreachable: bool) {
+        let Some(sub) = self.gossip.member(subject) else { return };
+        let subject_uid = sub.id.uid;
+        let key = (self.me.addr.clone(), subject.to_owned());
+        let current = self.gossip.reach.get(&key);
+        let mine = current.filter(|r| r.observer_uid == self.me.uid);
+        let published = mine.is_some_and(|r| r.unreachable && r.subject_uid == subject_uid);
+        if published == unreachable || (mine.is_none() && !unreachable) {
+            return;
+        }
+        let version = mine.map_or(1, |r| r.version + 1);
+        gm!(self).reach.insert(key, Reach { observer_uid: self.me.uid, version, subject_uid, unreachable });
+        gm!(self).touched(&self.me.addr);
+        self.dirty = true;
+    }
+}
