@@ -1,1 +1,157 @@
-//! Placeholder.
+//! The cluster's command line: `troupe node --config FILE` with a `[cluster]` section
+//! ([`node_main`]) and `troupe cluster status|members --node ADDR` ([`status_main`]).
+//!
+//! A cluster node speaks the node protocol of `troupe_remote::cli` (first line
+//! `listening on ADDR`, `event {json}` lines, commands on standard input), plus:
+//! - `event {json}` lines for every [`crate::ClusterEvent`] (`member_up`, `unreachable`, ...);
+//! - commands: `status` (answers `status {json}`), `leave` (answers `leaving`), `down ADDR`
+//!   (answers `downed ADDR` or `error ...`), `register SERVICE` (registers an echo actor
+//!   under the service key; answers `registered SERVICE`), `find SERVICE` (answers
+//!   `found SERVICE N ADDR...`), `register-name NAME` (answers `registered-name NAME` or
+//!   `error ...`), `whereis NAME` (answers `whereis NAME ADDR` or `whereis NAME none`).
+
+use std::future::Future;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use troupe::{Actor, Ctx};
+use troupe_remote::cli::{EventLines, Extension, Setup};
+use troupe_remote::services::Echo;
+use troupe_remote::{Node, NodeConfig};
+
+use crate::config::ClusterConfig;
+use crate::daemon::Cluster;
+use crate::error::{Error, ErrorKind};
+use crate::receptionist::ServiceKey;
+use crate::status::Status;
+use crate::wire::{ClusterMsg, CLUSTER_ACTOR};
+
+struct EchoActor;
+
+impl Actor for EchoActor {
+    type Msg = Echo;
+    async fn handle(&mut self, Echo(b, r): Echo, _: &mut Ctx<Self>) {
+        r.send(b);
+    }
+}
+
+struct ClusterCommands(Cluster);
+
+impl ClusterCommands {
+    async fn answer(&self, line: &str) -> Option<String> {
+        let c = &self.0;
+        let mut parts = line.split_whitespace();
+        let (cmd, arg) = (parts.next()?, parts.next());
+        Some(match (cmd, arg) {
+            ("status", None) => format!("status {}", serde_json::to_string(&c.status()).unwrap_or_default()),
+            ("leave", None) => {
+                c.leave();
+                "leaving".to_owned()
+            }
+            ("down", Some(addr)) => match c.down(addr).await {
+                Ok(true) => format!("downed {addr}"),
+                Ok(false) => format!("error {addr} is not a live member"),
+                Err(e) => format!("error {e}"),
+            },
+            ("register", Some(key)) => match c.register(&ServiceKey::<Echo>::new(key), &troupe::spawn(EchoActor)) {
+                Ok(()) => format!("registered {key}"),
+                Err(e) => format!("error {e}"),
+            },
+            ("find", Some(key)) => {
+                let g = c.gossip();
+                let owners: Vec<String> = g
+                    .owned
+                    .iter()
+                    .filter(|(o, own)| g.member(o).is_some_and(|m| m.status.is_live() && m.id.uid == own.uid))
+                    .filter(|(_, own)| own.services.get(key).is_some_and(|l| !l.is_empty()))
+                    .map(|(o, _)| o.clone())
+                    .collect();
+                let n = c.find(&ServiceKey::<Echo>::new(key)).len();
+                format!("found {key} {n} {}", owners.join(" "))
+            }
+            ("register-name", Some(name)) => match c.register_name(name, &troupe::spawn(EchoActor)) {
+                Ok(()) => format!("registered-name {name}"),
+                Err(e) => format!("error {e}"),
+            },
+            ("whereis", Some(name)) => {
+                let holder = c.whereis_name::<Echo>(name).ok().flatten().map(|_| {
+                    let g = c.gossip();
+                    c.name_keeper(&g, name).unwrap_or_default()
+                });
+                format!("whereis {name} {}", holder.unwrap_or_else(|| "none".to_owned()))
+            }
+            _ => return None,
+        })
+    }
+}
+
+impl Extension for ClusterCommands {
+    fn command<'a>(&'a self, line: &'a str) -> Pin<Box<dyn Future<Output = Option<String>> + Send + 'a>> {
+        Box::pin(self.answer(line))
+    }
+}
+
+/// Runs a node from `config_path` until `quit`, SIGINT or SIGTERM; with a `[cluster]`
+/// section it joins the cluster and prints its events (module docs for the protocol).
+pub fn node_main(config_path: &Path) -> Result<(), troupe_remote::Error> {
+    let cfg = NodeConfig::from_file(config_path)?;
+    let Some(table) = cfg.cluster.as_ref() else {
+        return troupe_remote::cli::node_main(config_path);
+    };
+    let ccfg = ClusterConfig::from_table(table).map_err(|e| troupe_remote::Error::config(e.to_string()))?;
+    let setup: Setup = Box::new(move |node: Node, _cfg: NodeConfig, lines: EventLines| {
+        Box::pin(async move {
+            let cluster = Cluster::start(&node, ccfg).await.map_err(|e| troupe_remote::Error::config(e.to_string()))?;
+            let mut events = cluster.subscribe();
+            tokio::spawn(async move {
+                loop {
+                    match events.recv().await {
+                        Ok(ev) => lines.event(&serde_json::to_string(&ev).unwrap_or_default()),
+                        Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                            tracing::warn!("{n} cluster event lines were dropped (the printer lagged)");
+                        }
+                        Err(_) => return,
+                    }
+                }
+            });
+            Ok(Arc::new(ClusterCommands(cluster)) as Arc<dyn Extension>)
+        })
+    });
+    troupe_remote::cli::node_main_with(config_path, Some(setup))
+}
+
+/// Asks the node at `addr` for its view of the cluster, from a short-lived node of our own
+/// that authenticates with `secret`.
+pub fn status_main(addr: &str, secret: &str, timeout: Duration) -> Result<Status, Error> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::from(ErrorKind::Node(e.to_string())))?;
+    let r = rt.block_on(async {
+        let name = format!("troupe-cli-{}", std::process::id());
+        let node = Node::start(NodeConfig::new(&name, secret)).await?;
+        let conn = tokio::time::timeout(timeout, node.connect(addr)).await;
+        let answer = match conn {
+            Err(_) => Err(ErrorKind::Timeout(format!("no node answered at {addr} within {timeout:?}")).into()),
+            Ok(Err(e)) => Err(ErrorKind::Node(format!(
+                "cannot reach the node at {addr}: {e} (is it running, and is the secret the cluster's?)"
+            ))
+            .into()),
+            Ok(Ok(_)) => {
+                let r = node.remote_ref::<ClusterMsg>(addr, CLUSTER_ACTOR);
+                r.ask(ClusterMsg::Status, timeout).await.map_err(|e| {
+                    Error::from(ErrorKind::Node(format!(
+                        "the node at {addr} did not answer a status request ({e}); does it run with a [cluster] section?"
+                    )))
+                })
+            }
+        };
+        node.shutdown();
+        answer
+    });
+    rt.shutdown_background();
+    r
+}

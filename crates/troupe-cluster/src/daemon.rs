@@ -1,1 +1,308 @@
-//! Placeholder.
+//! [`Cluster`]: the membership engine driven over a real [`Node`]. One task owns the engine;
+//! an exported actor (`troupe.cluster`) hands it what other members send; a timer ticks it;
+//! the handle reads the state it publishes after every step.
+//!
+//! Rules:
+//! 1. Only the daemon task touches the engine; everything else talks to it through its
+//!    command queue, so the engine sees one message at a time, in arrival order.
+//! 2. After every step the daemon publishes the state (a shared snapshot) before it reports
+//!    the step's events, so a subscriber that reacts to an event reads a state at least as new.
+//! 3. The tick is a fifth of the shorter of the heartbeat and gossip intervals (5 to 100 ms).
+//! 4. While not a member, `seed_dns` is resolved again before each join round.
+//! 5. When the engine stops (left, downed without rejoin), the daemon unexports its actor and
+//!    ends; the node itself keeps running.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::RwLock;
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+use troupe::{Actor, ActorRef, Ctx};
+use troupe_remote::Node;
+
+use crate::config::ClusterConfig;
+use crate::engine::{Engine, Out};
+use crate::error::{Error, ErrorKind};
+use crate::gossip::{Entry, Gossip};
+use crate::member::{MemberStatus, NodeId};
+use crate::ring::HashRing;
+use crate::status::Status;
+use crate::wire::{ClusterEvent, ClusterMsg, Wire, CLUSTER_ACTOR};
+
+pub(crate) enum Cmd {
+    Wire(Wire),
+    Status(troupe::ReplyTo<Status>),
+    Leave,
+    Down(String, oneshot::Sender<bool>),
+    Publish(BTreeMap<String, Vec<Entry>>, BTreeMap<String, Entry>),
+}
+
+/// The actor other members send to; it only forwards (rule 1).
+struct Inbox(mpsc::UnboundedSender<Cmd>);
+
+impl Actor for Inbox {
+    type Msg = ClusterMsg;
+    async fn handle(&mut self, msg: ClusterMsg, _: &mut Ctx<Self>) {
+        let cmd = match msg {
+            ClusterMsg::Wire(w) => Cmd::Wire(w),
+            ClusterMsg::Status(r) => Cmd::Status(r),
+        };
+        let _ = self.0.send(cmd);
+    }
+}
+
+pub(crate) struct Shared {
+    pub(crate) node: Node,
+    pub(crate) cfg: ClusterConfig,
+    pub(crate) cmd: mpsc::UnboundedSender<Cmd>,
+    pub(crate) events: broadcast::Sender<ClusterEvent>,
+    pub(crate) gossip: RwLock<Arc<Gossip>>,
+    pub(crate) status: RwLock<Status>,
+    pub(crate) me: RwLock<NodeId>,
+    /// Bumped when the published services or names change (receptionist listings wait on it).
+    pub(crate) published: watch::Sender<u64>,
+    pub(crate) registry: parking_lot::Mutex<crate::receptionist::Registry>,
+}
+
+/// A node's membership in a cluster.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), troupe_cluster::Error> {
+/// use troupe_cluster::{Cluster, ClusterConfig};
+/// use troupe_remote::{Node, NodeConfig};
+/// let node = Node::start(NodeConfig::new("a", "s3cret")).await?;
+/// let cfg = ClusterConfig { seeds: vec!["10.0.0.1:7000".into()], ..ClusterConfig::default() };
+/// let cluster = Cluster::start(&node, cfg).await?;
+/// let mut events = cluster.subscribe();
+/// while let Ok(ev) = events.recv().await {
+///     println!("{ev:?}");
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Cluster {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl Cluster {
+    /// Validates `cfg`, exports the cluster actor on `node`, and starts joining (engine
+    /// rule 1). Returns at once; see [`Cluster::subscribe`] and [`Cluster::wait_members`].
+    pub async fn start(node: &Node, cfg: ClusterConfig) -> Result<Cluster, Error> {
+        cfg.validate()?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let me = NodeId::fresh(&node.addr(), node.name());
+        let epoch = Instant::now();
+        let engine = Engine::new(cfg.clone(), me.clone(), rand::random(), 0);
+        let shared = Arc::new(Shared {
+            node: node.clone(),
+            cfg: cfg.clone(),
+            cmd: tx.clone(),
+            events: broadcast::channel(4096).0,
+            gossip: RwLock::new(Arc::new(engine.gossip().clone())),
+            status: RwLock::new(engine.status()),
+            me: RwLock::new(me),
+            published: watch::channel(0).0,
+            registry: parking_lot::Mutex::new(crate::receptionist::Registry::default()),
+        });
+        let inbox = troupe::spawn(Inbox(tx));
+        node.export(CLUSTER_ACTOR, &inbox)?;
+        tokio::spawn(run(Arc::clone(&shared), engine, rx, epoch, inbox));
+        Ok(Cluster { shared })
+    }
+
+    /// The node this membership runs on.
+    #[must_use]
+    pub fn node(&self) -> &Node {
+        &self.shared.node
+    }
+
+    /// The configuration.
+    #[must_use]
+    pub fn config(&self) -> &ClusterConfig {
+        &self.shared.cfg
+    }
+
+    /// This node's current incarnation.
+    #[must_use]
+    pub fn me(&self) -> NodeId {
+        self.shared.me.read().clone()
+    }
+
+    /// Cluster events from now on (member up, unreachable, reachable, downed, left, removed,
+    /// leader changed, ...).
+    #[must_use]
+    pub fn subscribe(&self) -> broadcast::Receiver<ClusterEvent> {
+        self.shared.events.subscribe()
+    }
+
+    /// The membership table as this node sees it now.
+    #[must_use]
+    pub fn status(&self) -> Status {
+        self.shared.status.read().clone()
+    }
+
+    /// The current replicated state.
+    #[must_use]
+    pub fn gossip(&self) -> Arc<Gossip> {
+        Arc::clone(&self.shared.gossip.read())
+    }
+
+    /// A hash ring of the members that are up (for sharding with the cluster's own view).
+    #[must_use]
+    pub fn ring(&self) -> HashRing {
+        let g = self.gossip();
+        let up = g.live().filter(|m| m.status == MemberStatus::Up).map(|m| m.id.addr.as_str());
+        HashRing::with_nodes(self.shared.cfg.vnodes, up)
+    }
+
+    /// Asks to leave gracefully: leaving, exiting, removed; then the daemon stops.
+    pub fn leave(&self) {
+        let _ = self.shared.cmd.send(Cmd::Leave);
+    }
+
+    /// Downs the member at `addr` (an operator's decision); false when it is not a live member.
+    pub async fn down(&self, addr: &str) -> Result<bool, Error> {
+        let (tx, rx) = oneshot::channel();
+        self.shared.cmd.send(Cmd::Down(addr.to_owned(), tx)).map_err(|_| Error::from(ErrorKind::Stopped))?;
+        rx.await.map_err(|_| ErrorKind::Stopped.into())
+    }
+
+    /// Waits until this node sees `n` members up, all reachable, and the state converged.
+    pub async fn wait_members(&self, n: usize, timeout: Duration) -> Result<Status, Error> {
+        let mut events = self.subscribe();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let s = self.status();
+            if s.converged && s.count(MemberStatus::Up) >= n && s.members.iter().all(|m| m.reachable) {
+                return Ok(s);
+            }
+            match tokio::time::timeout_at(deadline, events.recv()).await {
+                Err(_) => {
+                    return Err(ErrorKind::Timeout(format!(
+                        "{} of {n} members up after {timeout:?}",
+                        s.count(MemberStatus::Up)
+                    ))
+                    .into())
+                }
+                Ok(Err(broadcast::error::RecvError::Closed)) => return Err(ErrorKind::Stopped.into()),
+                Ok(_) => {}
+            }
+        }
+    }
+}
+
+fn tick_period(cfg: &ClusterConfig) -> Duration {
+    Duration::from_millis((cfg.heartbeat_interval_ms.min(cfg.gossip_interval_ms) / 5).clamp(5, 100))
+}
+
+async fn resolve(dns: &str) -> Vec<String> {
+    match tokio::net::lookup_host(dns).await {
+        Ok(addrs) => addrs.map(|a| a.to_string()).collect(),
+        Err(e) => {
+            tracing::warn!("seed_dns {dns}: cannot resolve ({e}); retrying at the next join round");
+            Vec::new()
+        }
+    }
+}
+
+fn log(ev: &ClusterEvent) {
+    match ev {
+        ClusterEvent::JoinRetry { tried, next_in_ms } => {
+            tracing::warn!("no seed answered (tried {}); retrying in {next_in_ms} ms", tried.join(", "));
+        }
+        ClusterEvent::JoinRefused { seed, reason } => tracing::error!("join refused by {seed}: {reason}"),
+        ClusterEvent::Refused { from, reason } => tracing::warn!("refused {from}: {reason}"),
+        ClusterEvent::NameConflict { name, winner, loser } => {
+            tracing::warn!("global name {name:?} held by {winner} and {loser}: {winner} keeps it");
+        }
+        other => tracing::info!("{other:?}"),
+    }
+}
+
+async fn run(
+    shared: Arc<Shared>,
+    mut engine: Engine,
+    mut rx: mpsc::UnboundedReceiver<Cmd>,
+    epoch: Instant,
+    inbox: ActorRef<ClusterMsg>,
+) {
+    let mut tick = tokio::time::interval(tick_period(&shared.cfg));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut refs: HashMap<String, ActorRef<ClusterMsg>> = HashMap::new();
+    let mut last_dns: Option<Instant> = None;
+    let mut published_gen: Option<Arc<Gossip>> = None;
+    let now = || epoch.elapsed().as_millis() as u64;
+    loop {
+        let mut out = Vec::new();
+        tokio::select! {
+            cmd = rx.recv() => {
+                let Some(cmd) = cmd else { break };
+                match cmd {
+                    Cmd::Wire(w) => engine.receive(w, now(), &mut out),
+                    Cmd::Status(r) => r.send(engine.status()),
+                    Cmd::Leave => engine.leave(now(), &mut out),
+                    Cmd::Down(addr, r) => { let _ = r.send(engine.down(&addr, now(), &mut out)); }
+                    Cmd::Publish(s, n) => engine.publish(s, n, now(), &mut out),
+                }
+            }
+            _ = tick.tick() => {
+                if let Some(dns) = shared.cfg.seed_dns.as_deref().filter(|_| !engine.is_member()) {
+                    let due = last_dns.is_none_or(|t| t.elapsed().as_millis() as u64 >= shared.cfg.join_retry_min_ms);
+                    if due {
+                        last_dns = Some(Instant::now());
+                        engine.set_dns_seeds(resolve(dns).await);
+                    }
+                }
+                engine.tick(now(), &mut out);
+            }
+        }
+        // Rule 2: publish, then report.
+        let g = engine.gossip();
+        if published_gen.as_ref().is_none_or(|p| **p != *g) {
+            let snapshot = Arc::new(g.clone());
+            let services_changed = published_gen.as_ref().is_none_or(|p| p.owned != g.owned || p.members != g.members);
+            *shared.gossip.write() = Arc::clone(&snapshot);
+            *shared.status.write() = engine.status();
+            *shared.me.write() = engine.me().clone();
+            published_gen = Some(snapshot);
+            if services_changed {
+                shared.published.send_modify(|v| *v += 1);
+            }
+        }
+        for o in out {
+            match o {
+                Out::Send(to, msg) => {
+                    let r = refs
+                        .entry(to.clone())
+                        .or_insert_with(|| shared.node.remote_ref::<ClusterMsg>(&to, CLUSTER_ACTOR));
+                    let _ = r.send(ClusterMsg::Wire(msg));
+                }
+                Out::Event(ev) => {
+                    log(&ev);
+                    if let ClusterEvent::NameConflict { name, loser, .. } = &ev {
+                        if *loser == engine.me().addr {
+                            let mut reg = shared.registry.lock();
+                            if let Some(export) = reg.drop_name(name) {
+                                shared.node.unexport(&export);
+                            }
+                        }
+                    }
+                    let _ = shared.events.send(ev);
+                }
+            }
+        }
+        // Forget refs to members that are gone, so the table does not grow with churn.
+        if refs.len() > 2 * engine.gossip().members.len() + 16 {
+            let g = engine.gossip();
+            refs.retain(|a, _| g.member(a).is_some_and(|m| m.status.is_live()));
+        }
+        if engine.stopped().is_some() {
+            *shared.status.write() = engine.status();
+            break;
+        }
+    }
+    // Rule 5.
+    shared.node.unexport(CLUSTER_ACTOR);
+    inbox.stop();
+}

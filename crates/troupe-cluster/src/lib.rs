@@ -27,11 +27,13 @@ mod wire;
 
 pub use config::{ClusterConfig, Downing, PROTOCOL_VERSION};
 
+pub use daemon::Cluster;
 pub use engine::{Engine, EngineStats, Out};
 pub use error::{Error, ErrorKind};
 pub use gossip::{Entry, Gossip, Owned, Reach};
 pub use member::{Member, MemberStatus, NodeId};
 pub use phi::{phi, PhiDetector};
+pub use receptionist::{Listing, ServiceKey};
 
 pub use ring::{stable_hash, HashRing};
 pub use status::{MemberRow, Status};

@@ -10,7 +10,7 @@
 //! Commands on standard input (optional; the node keeps running when input ends):
 //! `connect ADDR` (answers `connected NAME ADDR` or `error ...`), `partition ADDR`, `heal ADDR`,
 //! `faults PEER|* CHANNEL|* {json FaultConfig}`, `clear-faults`, `stats` (answers
-//! `stats {json}`), `quit`. The node also stops on SIGINT or SIGTERM, promptly, whether or not
+//! `stats {json}`), `quit`, and those of an [`Extension`] (the cluster's, in `troupe-cluster`). The node also stops on SIGINT or SIGTERM, promptly, whether or not
 //! its standard input is still open (the blocking stdin reader is never waited for).
 //!
 //! Peer-supplied strings in these lines are escaped (`logging::Esc`; event lines are JSON,
@@ -18,8 +18,11 @@
 //! through bounded queues and their own threads, so neither stream can block the node when
 //! nobody reads it (`logging.rs`); what does not fit is dropped and counted.
 
+use std::future::Future;
 use std::io::Write;
 use std::path::Path;
+use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::AsyncBufReadExt;
@@ -34,8 +37,39 @@ fn say(line: &str) {
     let _ = out.flush();
 }
 
+/// Commands and event lines a layer above the node adds to this protocol (the cluster does:
+/// `status`, `leave`, `down ADDR`, and its `event` lines).
+pub trait Extension: Send + Sync + 'static {
+    /// Answers one command line; `None` when it is not one of this extension's commands.
+    fn command<'a>(&'a self, line: &'a str) -> Pin<Box<dyn Future<Output = Option<String>> + Send + 'a>>;
+}
+
+/// Writes `event {json}` lines to standard output through the node's bounded event queue.
+#[derive(Clone)]
+pub struct EventLines(std::sync::mpsc::SyncSender<String>);
+
+impl EventLines {
+    /// Queues `event {json}`; dropped (and counted in the log) when stdout is not keeping up.
+    pub fn event(&self, json: &str) {
+        if self.0.try_send(format!("event {json}")).is_err() {
+            crate::warn_limited!("stdout is not keeping up: an event line was dropped");
+        }
+    }
+}
+
+/// Starts an [`Extension`] once the node is up.
+pub type Setup = Box<
+    dyn FnOnce(Node, NodeConfig, EventLines) -> Pin<Box<dyn Future<Output = Result<Arc<dyn Extension>, Error>> + Send>>
+        + Send,
+>;
+
 /// Runs a node from the TOML configuration at `config_path` until `quit`, SIGINT or SIGTERM.
 pub fn node_main(config_path: &Path) -> Result<(), Error> {
+    node_main_with(config_path, None)
+}
+
+/// [`node_main`] with an extension started after the node (see [`Extension`]).
+pub fn node_main_with(config_path: &Path, setup: Option<Setup>) -> Result<(), Error> {
     let cfg = NodeConfig::from_file(config_path)?;
     let writer = crate::logging::NonBlockingStderr::new(1024);
     let _ = tracing_subscriber::fmt()
@@ -43,7 +77,7 @@ pub fn node_main(config_path: &Path) -> Result<(), Error> {
         .with_writer(writer.clone())
         .try_init();
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(Error::io)?;
-    let r = rt.block_on(run(cfg));
+    let r = rt.block_on(run(cfg, setup));
     // The stdin reader sits in a blocking read that only new input ends: dropping the runtime
     // would wait for it forever (issue 18: SIGTERM ignored while stdin is open). Leave it.
     rt.shutdown_background();
@@ -51,7 +85,7 @@ pub fn node_main(config_path: &Path) -> Result<(), Error> {
     r
 }
 
-async fn run(cfg: NodeConfig) -> Result<(), Error> {
+async fn run(cfg: NodeConfig, setup: Option<Setup>) -> Result<(), Error> {
     let node = Node::start(cfg.clone()).await?;
     services::start(&node, &cfg.services)?;
     let mut events = node.subscribe();
@@ -73,6 +107,10 @@ async fn run(cfg: NodeConfig) -> Result<(), Error> {
             }
         })
         .map_err(Error::io)?;
+    let ext = match setup {
+        Some(f) => Some(f(node.clone(), cfg.clone(), EventLines(tx.clone())).await?),
+        None => None,
+    };
     tokio::spawn(async move {
         loop {
             match events.recv().await {
@@ -93,7 +131,14 @@ async fn run(cfg: NodeConfig) -> Result<(), Error> {
     let commands = async move {
         let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
         while let Ok(Some(line)) = lines.next_line().await {
-            if !command(&stdin_node, line.trim()).await {
+            let line = line.trim();
+            if let Some(ext) = &ext {
+                if let Some(answer) = ext.command(line).await {
+                    say(&answer);
+                    continue;
+                }
+            }
+            if !command(&stdin_node, line).await {
                 return;
             }
         }

@@ -70,7 +70,8 @@ impl Error {
         Self::new(ErrorKind::Io(e.to_string()))
     }
 
-    pub(crate) fn config(e: impl fmt::Display) -> Self {
+    /// A configuration error (crates above the node layer report their sections with it).
+    pub fn config(e: impl fmt::Display) -> Self {
         Self::new(ErrorKind::Config(e.to_string()))
     }
 

@@ -1,2 +1,19 @@
-//! Placeholder replaced in the next commit.
-fn main() {}
+//! `troupe-cluster-node --config FILE`: a node with the cluster layer (what `troupe node` runs;
+//! tests start it as an OS process). Exit 0 on quit/SIGINT/SIGTERM, 2 on a bad configuration,
+//! 1 otherwise.
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let path = match (args.next().as_deref(), args.next()) {
+        (Some("--config"), Some(p)) => p,
+        _ => {
+            eprintln!("usage: troupe-cluster-node --config FILE");
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = troupe_cluster::cli::node_main(std::path::Path::new(&path)) {
+        eprintln!("troupe-cluster-node: {e}");
+        let code = if matches!(e.kind, troupe_remote::ErrorKind::Config(_)) { 2 } else { 1 };
+        std::process::exit(code);
+    }
+}
