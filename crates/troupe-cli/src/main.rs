@@ -16,6 +16,7 @@
 //! |      | address that cannot be bound                                                     |
 //! | 130  | `troupe lab` interrupted by Ctrl-C (the run folder is kept, marked `interrupted`) |
 
+mod cluster;
 mod compare;
 mod lab;
 mod node;
@@ -51,9 +52,12 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Inspect a running cluster: `troupe cluster status --node ADDR` (docs/cluster.md).
+    Cluster(cluster::ClusterArgs),
     /// The reliability lab: run workloads on Troupe and peer runtimes, sweep, report.
     Lab(lab::LabArgs),
-    /// Run a Troupe node (docs/distribution.md describes the config file), or make development
+    /// Run a Troupe node (docs/distribution.md describes the config file; a `[cluster]` section,
+    /// docs/cluster.md, makes it join a cluster), or make development
     /// TLS certificates for nodes with `--dev-certs DIR --names a,b`.
     Node {
         /// The node's TOML config: name, listen address, secret, peers, channels, faults, tls.
@@ -75,6 +79,7 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let code = match cli.command {
+        Command::Cluster(args) => cluster::main(args),
         Command::Lab(args) => lab::main(args),
         Command::Node { config: Some(config), .. } => node::main(&config),
         Command::Node { dev_certs: Some(dir), names, hosts, .. } => node::dev_certs(&dir, &names, &hosts),

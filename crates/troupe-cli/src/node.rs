@@ -1,4 +1,5 @@
-//! `troupe node --config FILE`: runs one Troupe node (crate `troupe-remote`) until stdin says
+//! `troupe node --config FILE`: runs one Troupe node (crate `troupe-remote`; with a `[cluster]`
+//! section also a cluster member, crate `troupe-cluster`) until stdin says
 //! `quit`, or SIGINT or SIGTERM arrives (exit 0). The config file is described in
 //! docs/distribution.md. Exit codes follow the table in `main.rs`: an invalid config is 2, a
 //! config file that cannot be read (or a port that cannot be bound) is 4, anything else 1.
@@ -10,7 +11,7 @@ use std::path::Path;
 use crate::code;
 
 pub(crate) fn main(config: &Path) -> i32 {
-    match troupe_remote::cli::node_main(config) {
+    match troupe_cluster::cli::node_main(config) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("troupe node: {e}");
