@@ -186,7 +186,25 @@ fn dispatch(args: LabArgs) -> anyhow::Result<i32> {
                 };
                 params.insert(k.to_owned(), v);
             }
-            // The distribution benchmarks live in troupe-remote; the rest in troupe-micro.
+            // The cluster benchmarks live in troupe-cluster, the distribution benchmarks in
+            // troupe-remote; the rest in troupe-micro.
+            let (cluster, only): (Vec<String>, Option<Vec<String>>) = match only {
+                Some(names) => {
+                    let (c, l): (Vec<_>, Vec<_>) =
+                        names.into_iter().partition(|n| crate::cluster_micro::NAMES.contains(&n.as_str()));
+                    (c, (!l.is_empty()).then_some(l))
+                }
+                None => (Vec::new(), None),
+            };
+            if !cluster.is_empty() {
+                if let Err(e) = crate::cluster_micro::run(&cluster, reps, &params, json) {
+                    eprintln!("troupe lab micro: {e}");
+                    return Ok(code::FAILED);
+                }
+                if only.is_none() {
+                    return Ok(0);
+                }
+            }
             let (remote, only): (Vec<String>, Option<Vec<String>>) = match only {
                 Some(names) => {
                     let (r, l): (Vec<_>, Vec<_>) =

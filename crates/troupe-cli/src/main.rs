@@ -17,6 +17,7 @@
 //! | 130  | `troupe lab` interrupted by Ctrl-C (the run folder is kept, marked `interrupted`) |
 
 mod cluster;
+mod cluster_micro;
 mod compare;
 mod lab;
 mod node;

@@ -71,7 +71,8 @@ fn two_nodes_form_a_cluster_and_status_prints_the_table() {
     // Both up everywhere and converged: ask until the table says so (each answer is fresh).
     let end = Instant::now() + Duration::from_secs(60);
     let table = loop {
-        let out = Command::new(BIN).args(["cluster", "status", "--node", &a.addr, "--secret", SECRET]).output().unwrap();
+        let out =
+            Command::new(BIN).args(["cluster", "status", "--node", &a.addr, "--secret", SECRET]).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
         let text = String::from_utf8(out.stdout).unwrap();
         if text.contains("converged: yes") && text.matches(" up ").count() == 2 {
@@ -92,7 +93,11 @@ fn two_nodes_form_a_cluster_and_status_prints_the_table() {
 
 #[test]
 fn cluster_status_without_a_secret_or_with_a_bad_cluster_section_is_a_usage_error() {
-    let out = Command::new(BIN).args(["cluster", "status", "--node", "127.0.0.1:9"]).env_remove("TROUPE_SECRET").output().unwrap();
+    let out = Command::new(BIN)
+        .args(["cluster", "status", "--node", "127.0.0.1:9"])
+        .env_remove("TROUPE_SECRET")
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--secret"));
     let dir = tempfile::tempdir().unwrap();

@@ -11,6 +11,7 @@
 //!   the receptionist and global names (`receptionist.rs`).
 //! - [`cli`]: `troupe node` with a `[cluster]` section and `troupe cluster status`.
 
+pub mod bench;
 pub mod cli;
 mod config;
 mod daemon;
