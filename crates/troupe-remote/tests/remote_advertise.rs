@@ -226,3 +226,30 @@ async fn a_bad_advertise_value_is_refused_naming_the_key() {
     }
     assert_eq!(cfg("x").advertise, None);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_dials_itself_by_another_address_is_refused() {
+    // In Kubernetes a node's seeds (the Service's DNS name) resolve to every pod's IP address,
+    // its own among them: dialling it must not make the node a peer of itself.
+    let port = free_port();
+    let b = Node::start(NodeConfig {
+        listen: format!("127.0.0.1:{port}"),
+        advertise: Some(format!("localhost:{port}")),
+        ..cfg("b")
+    })
+    .await
+    .unwrap();
+    let mut events = b.subscribe();
+    let e = b.connect(&format!("127.0.0.1:{port}")).await.unwrap_err();
+    assert!(e.to_string().contains("this node itself"), "{e}");
+    assert!(b.peers().iter().all(|p| p.addr != b.addr() && p.name != "b"), "{:?}", b.peers());
+    // Asked again, it is refused again (the address is not remembered as a peer that is up).
+    assert!(b.connect(&format!("127.0.0.1:{port}")).await.unwrap_err().to_string().contains("this node itself"));
+    // Still reachable by others, and no node-up of itself was announced.
+    let a = Node::start(cfg("a")).await.unwrap();
+    assert_eq!(a.connect(&b.addr()).await.unwrap().name, "b");
+    let up = common::wait_event(&mut events, T, |ev| matches!(ev, troupe_remote::NodeEvent::NodeUp { .. })).await;
+    assert!(matches!(&up, troupe_remote::NodeEvent::NodeUp { name, .. } if name == "a"), "{up:?}");
+    a.shutdown();
+    b.shutdown();
+}
