@@ -5,7 +5,7 @@
 //! `node.toml` is a valid `troupe_remote::NodeConfig` once the pod's environment (expanded as
 //! Kubernetes expands `$(VAR)`) is applied with `NodeConfig::apply_env_with`, and its
 //! `[cluster]` table a valid `troupe_cluster::ClusterConfig` whose `seed_dns` is the
-//! Service's DNS name; the `TROUPE_*` variables set are ones `NodeConfig` reads; the Secret's
+//! Service's DNS name and whose first seed is pod 0's advertised name; the `TROUPE_*` variables set are ones `NodeConfig` reads; the Secret's
 //! key is the one mounted; the Dockerfile's entrypoint reads the mounted file as a non-root
 //! user. When `kubectl` is installed, `kubectl kustomize` must render the kustomization (no
 //! cluster needed); `kubectl apply --dry-run=client` needs an API server for discovery, so it
@@ -328,6 +328,9 @@ fn the_manifests_agree_with_each_other_and_with_the_node_configuration() {
     let cluster = ClusterConfig::from_table(table).unwrap_or_else(|e| panic!("node.toml [cluster]: {e}"));
     assert_eq!(cluster.seed_dns, Some(format!("{dns}:{port}")), "seed_dns must name the headless Service");
     assert_eq!(cluster.downing, Downing::KeepMajority);
+    // Pod 0 is the first seed (by the name it advertises), so a fresh deployment has a node
+    // that starts the cluster when no other answers; the others join through seed_dns.
+    assert_eq!(cluster.seeds.first(), cfg.advertise.as_ref(), "the first seed must be pod 0's advertised address");
 
     // The image: non-root, the same user the pod asks for, the port exposed.
     let uid = user.split(':').next().unwrap();
