@@ -253,3 +253,50 @@ async fn a_node_that_dials_itself_by_another_address_is_refused() {
     a.shutdown();
     b.shutdown();
 }
+
+#[test]
+fn a_tcp_health_probe_is_counted_but_not_warned_about() {
+    // Kubernetes' tcpSocket probes connect and close without a byte, every few seconds.
+    let dir = TempDir::new();
+    let path = dir.path().join("node.toml");
+    std::fs::write(&path, format!("name = \"n\"\nlisten = \"127.0.0.1:0\"\nsecret = \"{SECRET}\"\n")).unwrap();
+    let bin = std::env::var("TROUPE_NODE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_troupe-node").into());
+    let mut child = Command::new(bin)
+        .arg("--config")
+        .arg(&path)
+        .env_remove("TROUPE_LOG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = out.next().unwrap().unwrap();
+    let addr = first.strip_prefix("listening on ").unwrap().to_owned();
+    for _ in 0..3 {
+        drop(std::net::TcpStream::connect(&addr).unwrap());
+    }
+    // A connection that sends garbage is still warned about.
+    let mut bad = std::net::TcpStream::connect(&addr).unwrap();
+    std::io::Write::write_all(&mut bad, &[0, 0, 0, 3, 9, 9, 9]).unwrap();
+    // All four are counted as failed handshakes (bounded wait on the node's own stats).
+    let end = std::time::Instant::now() + T;
+    loop {
+        std::io::Write::write_all(&mut stdin, b"stats\n").unwrap();
+        let line = out.by_ref().map(Result::unwrap).find(|l| l.starts_with("stats ")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&line["stats ".len()..]).unwrap();
+        if v["handshake_failures"].as_u64() == Some(4) {
+            break;
+        }
+        assert!(std::time::Instant::now() < end, "handshake_failures never reached 4: {v}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // `quit` stops the node cleanly, writing out its queued log lines.
+    std::io::Write::write_all(&mut stdin, b"quit\n").unwrap();
+    drop(stdin);
+    let (code, err) = exit_of(child);
+    assert_eq!(code, Some(0), "{err}");
+    let warnings = err.lines().filter(|l| l.contains("closing connection from")).count();
+    assert_eq!(warnings, 1, "only the garbage connection is warned about:\n{err}");
+}

@@ -290,6 +290,29 @@ async fn outbound_reader(node: Weak<NodeInner>, peer: Arc<Peer>, mut r: ReadHalf
 async fn inbound_conn(node: Arc<NodeInner>, sock: TcpStream, from: SocketAddr) {
     let stats = &node.shared.stats;
     let hs = Duration::from_millis(node.cfg.handshake_timeout_ms);
+    let started = tokio::time::Instant::now();
+    // A connection closed before its first byte is a TCP health check (a Kubernetes probe)
+    // or a port scan, not a peer: counted as a failed handshake like any other, but logged at
+    // debug level, so a probe every few seconds does not fill the log with warnings.
+    match tokio::time::timeout(hs, sock.peek(&mut [0u8; 1])).await {
+        Ok(Ok(0)) => {
+            stats.handshake_failures.fetch_add(1, Ordering::Relaxed);
+            stats.connections_closed.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!("connection from {from} closed before its first byte (a health check?)");
+            return;
+        }
+        Ok(_) => {}
+        Err(_) => {
+            stats.handshake_failures.fetch_add(1, Ordering::Relaxed);
+            stats.connections_closed.fetch_add(1, Ordering::Relaxed);
+            crate::warn_limited!(
+                "closing connection from {from}: nothing received within the handshake deadline {hs:?}"
+            );
+            return;
+        }
+    }
+    // What is left of the handshake deadline after the wait for the first byte.
+    let hs = hs.saturating_sub(started.elapsed());
     let mut sock = match &node.tls {
         None => Stream::Plain(sock),
         Some(tls) => match tokio::time::timeout(hs, tls.acceptor.accept(sock)).await {
