@@ -2,7 +2,9 @@
 //! here, a headless Service's pod name in Kubernetes) is dialled, looked up and asked by that
 //! name, and refs to its actors carry it; the environment overrides of `NodeConfig::from_file`
 //! (`TROUPE_NODE_NAME`, `TROUPE_LISTEN`, `TROUPE_ADVERTISE`, `TROUPE_SECRET[_FILE]`) apply to a
-//! real `troupe-node` process; bad `advertise` values are refused naming the key.
+//! real `troupe-node` process; bad `advertise` values are refused naming the key. Also what
+//! Kubernetes brings with it: a node that dials its own address (a seed DNS name includes
+//! every pod) does not become its own peer, and TCP health probes are not warned about.
 
 mod common;
 
