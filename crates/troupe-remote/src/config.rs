@@ -1,6 +1,8 @@
 //! Node configuration: what `troupe-node --config FILE` reads (TOML) and what
 //! [`crate::Node::start`] takes. Every field has a default except the secret's value, which
-//! must be set by the user (an empty secret is refused).
+//! must be set by the user (an empty secret is refused). [`NodeConfig::from_file`] lets the
+//! environment override the name, listen and advertised addresses and the secret
+//! ([`ENV_VARS`]), so one file serves every replica of a container.
 
 use serde::{Deserialize, Serialize};
 
@@ -29,7 +31,27 @@ fn yes() -> bool {
     true
 }
 
+/// Overrides `name`.
+pub const ENV_NODE_NAME: &str = "TROUPE_NODE_NAME";
+/// Overrides `listen`.
+pub const ENV_LISTEN: &str = "TROUPE_LISTEN";
+/// Overrides `advertise`.
+pub const ENV_ADVERTISE: &str = "TROUPE_ADVERTISE";
+/// Overrides `secret` with its value.
+pub const ENV_SECRET: &str = "TROUPE_SECRET";
+/// Overrides `secret` with the contents of the file it names (one trailing newline dropped).
+pub const ENV_SECRET_FILE: &str = "TROUPE_SECRET_FILE";
+/// Every environment variable [`NodeConfig::from_file`] reads.
+pub const ENV_VARS: [&str; 5] = [ENV_NODE_NAME, ENV_LISTEN, ENV_ADVERTISE, ENV_SECRET, ENV_SECRET_FILE];
+
 /// A node's configuration.
+///
+/// Read from a file with [`NodeConfig::from_file`], which then applies the environment
+/// overrides ([`NodeConfig::apply_env`]): `TROUPE_NODE_NAME` replaces `name`, `TROUPE_LISTEN`
+/// `listen`, `TROUPE_ADVERTISE` `advertise`, and `TROUPE_SECRET` (the value) or
+/// `TROUPE_SECRET_FILE` (a file holding it) `secret`. A variable that is set but empty is
+/// refused, and so is setting both secret variables. `toml::from_str` and
+/// [`crate::Node::start`] read no environment.
 ///
 /// ```
 /// let cfg: troupe_remote::NodeConfig = toml::from_str(r#"
@@ -48,6 +70,13 @@ pub struct NodeConfig {
     pub name: String,
     /// The address to listen on; port 0 picks a free one.
     pub listen: String,
+    /// The address other nodes reach this node at (`host:port`, the host a DNS name or an IP
+    /// address, IPv6 in brackets); default: the bound listen address. It is this node's
+    /// identity: what [`crate::Node::addr`] returns, what handshakes state and what refs to
+    /// its actors carry, so peers should dial exactly this string. Set it when the node
+    /// listens on a wildcard address (`0.0.0.0:7000` in a Kubernetes pod) but is known by a
+    /// stable name (`troupe-0.troupe.default.svc.cluster.local:7000`).
+    pub advertise: Option<String>,
     /// The shared secret every node of the cluster must hold.
     pub secret: String,
     /// Addresses of peers to connect to at start and to keep reconnecting to.
@@ -110,6 +139,7 @@ impl Default for NodeConfig {
         Self {
             name: "node".into(),
             listen: "127.0.0.1:0".into(),
+            advertise: None,
             secret: String::new(),
             peers: Vec::new(),
             heartbeat_interval_ms: 1000,
@@ -144,13 +174,59 @@ impl NodeConfig {
         Self { name: name.into(), secret: secret.into(), ..Self::default() }
     }
 
-    /// Reads a TOML file.
+    /// Reads a TOML file, applies the environment overrides ([`NodeConfig::apply_env`]) and
+    /// validates the result (so the file may leave `secret` to `TROUPE_SECRET`).
     pub fn from_file(path: &std::path::Path) -> Result<Self, Error> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| Error::io(format!("cannot read the node configuration {}: {e}", path.display())))?;
-        let cfg: Self = toml::from_str(&text).map_err(|e| Error::config(format!("{}: {e}", path.display())))?;
+        let mut cfg: Self = toml::from_str(&text).map_err(|e| Error::config(format!("{}: {e}", path.display())))?;
+        cfg.apply_env()?;
         cfg.validate()?;
         Ok(cfg)
+    }
+
+    /// Applies the overrides of the process environment ([`ENV_VARS`]; see [`NodeConfig`]).
+    pub fn apply_env(&mut self) -> Result<(), Error> {
+        self.apply_env_with(|k| std::env::var_os(k).map(|v| v.to_string_lossy().into_owned()))
+    }
+
+    /// Applies the overrides that `var` returns for the names in [`ENV_VARS`] (`None`: not
+    /// set). `TROUPE_SECRET_FILE` is read from disk.
+    ///
+    /// ```
+    /// let mut cfg = troupe_remote::NodeConfig::new("a", "s");
+    /// cfg.apply_env_with(|k| (k == "TROUPE_ADVERTISE").then(|| "node-a.example:7000".to_owned())).unwrap();
+    /// assert_eq!(cfg.advertise.as_deref(), Some("node-a.example:7000"));
+    /// ```
+    pub fn apply_env_with(&mut self, var: impl Fn(&str) -> Option<String>) -> Result<(), Error> {
+        let get = |k: &str| match var(k) {
+            Some(v) if v.is_empty() => Err(Error::config(format!("{k} is set but empty; unset it or give a value"))),
+            other => Ok(other),
+        };
+        if let Some(v) = get(ENV_NODE_NAME)? {
+            self.name = v;
+        }
+        if let Some(v) = get(ENV_LISTEN)? {
+            self.listen = v;
+        }
+        if let Some(v) = get(ENV_ADVERTISE)? {
+            check_host_port(&v).map_err(|e| Error::config(format!("advertise (from {ENV_ADVERTISE}) = {v:?}: {e}")))?;
+            self.advertise = Some(v);
+        }
+        match (get(ENV_SECRET)?, get(ENV_SECRET_FILE)?) {
+            (Some(_), Some(_)) => {
+                return Err(Error::config(format!("both {ENV_SECRET} and {ENV_SECRET_FILE} are set; set one")));
+            }
+            (Some(v), None) => self.secret = v,
+            (None, Some(path)) => {
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|e| Error::io(format!("cannot read the secret file {path} ({ENV_SECRET_FILE}): {e}")))?;
+                let text = text.strip_suffix('\n').unwrap_or(&text);
+                self.secret = text.strip_suffix('\r').unwrap_or(text).to_owned();
+            }
+            (None, None) => {}
+        }
+        Ok(())
     }
 
     /// Rejects bad combinations with a message saying what to change.
@@ -160,6 +236,9 @@ impl NodeConfig {
         }
         if self.secret.is_empty() {
             return Err(Error::config("secret is empty; every node of a cluster needs the same non-empty secret"));
+        }
+        if let Some(a) = &self.advertise {
+            check_host_port(a).map_err(|e| Error::config(format!("advertise = {a:?}: {e}")))?;
         }
         if self.parallelism == 0 || self.channels.iter().any(|c| c.parallelism == 0) {
             return Err(Error::config("parallelism must be at least 1"));
@@ -200,5 +279,68 @@ impl NodeConfig {
         ];
         v.extend(self.channels.iter().cloned());
         v
+    }
+}
+
+/// Checks that `addr` is `host:port` as `advertise` needs it: a non-empty host (a DNS name, an
+/// IPv4 address, or an IPv6 address in brackets) and a port from 1 to 65535.
+fn check_host_port(addr: &str) -> Result<(), String> {
+    const WANT: &str = "expected host:port, e.g. troupe-0.troupe.default.svc.cluster.local:7000";
+    if addr.len() > crate::handshake::MAX_NAME {
+        return Err(format!("longer than {} bytes", crate::handshake::MAX_NAME));
+    }
+    let Some((host, port)) = addr.rsplit_once(':') else {
+        return Err(format!("no port; {WANT}"));
+    };
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 && !port.starts_with('+') => {}
+        _ => return Err(format!("port {port:?} is not a number from 1 to 65535; {WANT}")),
+    }
+    if let Some(inner) = host.strip_prefix('[') {
+        let ok = inner.strip_suffix(']').is_some_and(|ip| ip.parse::<std::net::Ipv6Addr>().is_ok());
+        return if ok { Ok(()) } else { Err(format!("{host:?} is not an IPv6 address in brackets; {WANT}")) };
+    }
+    let label_ok = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    let name = host.strip_suffix('.').unwrap_or(host);
+    if name.is_empty() || !name.split('.').all(label_ok) {
+        return Err(format!("host {host:?} is not a DNS name or an IPv4 address (IPv6 goes in brackets); {WANT}"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_host_port;
+
+    #[test]
+    fn host_port_forms() {
+        for ok in
+            ["localhost:7000", "troupe-0.troupe.default.svc.cluster.local:7000", "10.0.0.1:1", "[::1]:65535", "a.b.:9"]
+        {
+            assert!(check_host_port(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "host",
+            ":7000",
+            "host:",
+            "host:0",
+            "host:70000",
+            "host:+1",
+            "::1:7000",
+            "[::1:7000",
+            "a b:1",
+            "-a:1",
+            "a..b:1",
+            "[nope]:1",
+        ] {
+            assert!(check_host_port(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -62,7 +62,9 @@ mod types;
 
 pub use blob::Blob;
 pub use codec::tag_hash;
-pub use config::{ChannelConfig, NodeConfig};
+pub use config::{
+    ChannelConfig, NodeConfig, ENV_ADVERTISE, ENV_LISTEN, ENV_NODE_NAME, ENV_SECRET, ENV_SECRET_FILE, ENV_VARS,
+};
 pub use error::{Error, ErrorKind};
 pub use fault::FaultConfig;
 pub use node::refs::{send_with, SendOptions};

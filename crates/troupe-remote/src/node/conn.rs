@@ -107,6 +107,7 @@ async fn connect_task(node: Arc<NodeInner>, peer: Arc<Peer>) {
             Err(e) => e,
         };
         tracing::info!(peer = %Esc(&peer.addr), "connect failed: {}", Esc(&e.to_string()));
+        let self_dial = matches!(&e.kind, ErrorKind::Unreachable(m) if m.ends_with(SELF_DIAL));
         {
             let mut s = peer.session.lock();
             s.generation += 1;
@@ -119,6 +120,11 @@ async fn connect_task(node: Arc<NodeInner>, peer: Arc<Peer>) {
         fail_relations(&node, &peer);
         for l in peer.channels.iter().flat_map(|c| &c.lanes) {
             l.reset();
+        }
+        if self_dial {
+            // Not reconnected on its own: the address is ours now. A later send or connect
+            // dials it again (an address, a pod IP say, may belong to another node later).
+            peer.keep.store(false, Ordering::Relaxed);
         }
         if !peer.keep.load(Ordering::Relaxed) || node.closed.load(Ordering::Acquire) {
             return;
@@ -137,6 +143,15 @@ async fn connect_task(node: Arc<NodeInner>, peer: Arc<Peer>) {
             return;
         }
     }
+}
+
+/// The identity a handshake stated is this very node (same address and incarnation): it was
+/// reached through another address of its own (its IP where it advertises a name, or one of
+/// the addresses a seed DNS name resolves to), and must not become a peer of itself.
+const SELF_DIAL: &str = " is this node itself";
+
+fn is_me(node: &NodeInner, id: &Identity) -> bool {
+    id.incarnation == node.shared.me.incarnation && id.listen == node.shared.me.listen
 }
 
 async fn dial(node: &NodeInner, addr: &str, channel: &str, lane: u16) -> Result<(Identity, Stream), Error> {
@@ -166,6 +181,9 @@ async fn dial(node: &NodeInner, addr: &str, channel: &str, lane: u16) -> Result<
         }
     };
     let (id, _) = handshake::dial(&mut stream, &node.shared.me, channel, lane, &node.secret, hs).await?;
+    if is_me(node, &id) {
+        return Err(ErrorKind::Unreachable(format!("{addr}{SELF_DIAL}")).into());
+    }
     Ok((id, stream))
 }
 
@@ -272,6 +290,29 @@ async fn outbound_reader(node: Weak<NodeInner>, peer: Arc<Peer>, mut r: ReadHalf
 async fn inbound_conn(node: Arc<NodeInner>, sock: TcpStream, from: SocketAddr) {
     let stats = &node.shared.stats;
     let hs = Duration::from_millis(node.cfg.handshake_timeout_ms);
+    let started = tokio::time::Instant::now();
+    // A connection closed before its first byte is a TCP health check (a Kubernetes probe)
+    // or a port scan, not a peer: counted as a failed handshake like any other, but logged at
+    // debug level, so a probe every few seconds does not fill the log with warnings.
+    match tokio::time::timeout(hs, sock.peek(&mut [0u8; 1])).await {
+        Ok(Ok(0)) => {
+            stats.handshake_failures.fetch_add(1, Ordering::Relaxed);
+            stats.connections_closed.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!("connection from {from} closed before its first byte (a health check?)");
+            return;
+        }
+        Ok(_) => {}
+        Err(_) => {
+            stats.handshake_failures.fetch_add(1, Ordering::Relaxed);
+            stats.connections_closed.fetch_add(1, Ordering::Relaxed);
+            crate::warn_limited!(
+                "closing connection from {from}: nothing received within the handshake deadline {hs:?}"
+            );
+            return;
+        }
+    }
+    // What is left of the handshake deadline after the wait for the first byte.
+    let hs = hs.saturating_sub(started.elapsed());
     let mut sock = match &node.tls {
         None => Stream::Plain(sock),
         Some(tls) => match tokio::time::timeout(hs, tls.acceptor.accept(sock)).await {
@@ -301,6 +342,13 @@ async fn inbound_conn(node: Arc<NodeInner>, sock: TcpStream, from: SocketAddr) {
             return;
         }
     };
+    if is_me(&node, &acc.peer) {
+        // Our own dial of an address that turned out to be ours (a seed list or DNS name that
+        // includes this node): the dialling side reports it; this side just closes.
+        stats.connections_closed.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!("closing connection from {from}: it is this node itself");
+        return;
+    }
     let peer = match node.accepted_peer(&acc.peer.listen) {
         Ok(p) => p,
         Err(_) => {

@@ -477,7 +477,11 @@ impl Node {
         let listener = tokio::net::TcpListener::bind(&cfg.listen)
             .await
             .map_err(|e| Error::io(format!("cannot listen on {}: {e}", cfg.listen)))?;
-        let listen = listener.local_addr().map_err(Error::io)?.to_string();
+        // The identity others know this node by: the advertised address, else the bound one.
+        let listen = match &cfg.advertise {
+            Some(a) => canonical(a),
+            None => listener.local_addr().map_err(Error::io)?.to_string(),
+        };
         let me = Identity { name: cfg.name.clone(), listen, incarnation: rand::random::<u64>() | 1 };
         let inner = Arc::new_cyclic(|weak| {
             let hook: Arc<dyn SerdeHook> = Arc::new(refs::NodeHook { node: weak.clone() });
@@ -524,7 +528,8 @@ impl Node {
         &self.inner.shared.me.name
     }
 
-    /// The address this node listens on (with the real port when port 0 was asked for).
+    /// The address this node is known by: [`NodeConfig::advertise`] when set, else the
+    /// address it listens on (with the real port when port 0 was asked for).
     #[must_use]
     pub fn addr(&self) -> String {
         self.inner.shared.me.listen.clone()
