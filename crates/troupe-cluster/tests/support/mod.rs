@@ -35,12 +35,26 @@ pub struct Proc {
 /// Starts a node named `name` with a `[cluster]` section made of `cluster` (TOML lines) and
 /// the node-level `extra` lines, using `secret`.
 pub fn start(name: &str, extra: &str, cluster: &str, secret: &str) -> Proc {
+    start_in(None, name, "127.0.0.1:0", extra, cluster, secret)
+}
+
+/// Like `start`, inside network namespace `ns` (through `ip netns exec`), listening on `listen`.
+pub fn start_in(ns: Option<&str>, name: &str, listen: &str, extra: &str, cluster: &str, secret: &str) -> Proc {
     let n = N.fetch_add(1, Ordering::Relaxed);
     let config = std::env::temp_dir().join(format!("troupe-cluster-test-{}-{n}-{name}.toml", std::process::id()));
     let text =
-        format!("name = \"{name}\"\nsecret = \"{secret}\"\nlisten = \"127.0.0.1:0\"\n{extra}\n[cluster]\n{cluster}\n");
+        format!("name = \"{name}\"\nsecret = \"{secret}\"\nlisten = \"{listen}\"\n{extra}\n[cluster]\n{cluster}\n");
     std::fs::write(&config, text).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_troupe-cluster-node"))
+    let bin = env!("CARGO_BIN_EXE_troupe-cluster-node");
+    let mut cmd = match ns {
+        Some(ns) => {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns, bin]);
+            c
+        }
+        None => Command::new(bin),
+    };
+    let mut child = cmd
         .arg("--config")
         .arg(&config)
         .stdin(Stdio::piped())
