@@ -1,6 +1,9 @@
 //! The cluster's command line: `troupe node --config FILE` with a `[cluster]` section
 //! ([`node_main`]) and `troupe cluster status|members --node ADDR` ([`status_main`]).
 //!
+//! On `quit`, SIGINT or SIGTERM a cluster node first leaves the cluster (waiting a bounded
+//! time for its removal to be seen), then stops.
+//!
 //! A cluster node speaks the node protocol of `troupe_remote::cli` (first line
 //! `listening on ADDR`, `event {json}` lines, commands on standard input), plus:
 //! - `event {json}` lines for every [`crate::ClusterEvent`] (`member_up`, `unreachable`, ...);
@@ -90,6 +93,17 @@ impl ClusterCommands {
 impl Extension for ClusterCommands {
     fn command<'a>(&'a self, line: &'a str) -> Pin<Box<dyn Future<Output = Option<String>> + Send + 'a>> {
         Box::pin(self.answer(line))
+    }
+
+    /// A node that is told to stop leaves the cluster first (bounded), so the others see it
+    /// leave instead of failing (what a Kubernetes rolling update wants).
+    fn stop(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(async move {
+            let limit = Duration::from_millis(4 * self.0.config().gossip_interval_ms).max(Duration::from_secs(2));
+            if let Err(e) = self.0.leave_and_wait(limit.min(Duration::from_secs(10))).await {
+                tracing::warn!("stopping without a completed leave: {e}");
+            }
+        })
     }
 }
 

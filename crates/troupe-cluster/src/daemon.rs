@@ -161,6 +161,29 @@ impl Cluster {
         let _ = self.shared.cmd.send(Cmd::Leave);
     }
 
+    /// Leaves and waits (at most `timeout`) until this node's membership has ended; Ok at
+    /// once when it already has.
+    pub async fn leave_and_wait(&self, timeout: Duration) -> Result<(), Error> {
+        let mut events = self.subscribe();
+        if self.status().phase.starts_with("stopped") {
+            return Ok(());
+        }
+        self.leave();
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if self.status().phase.starts_with("stopped") {
+                return Ok(());
+            }
+            match tokio::time::timeout_at(deadline, events.recv()).await {
+                Err(_) => {
+                    return Err(ErrorKind::Timeout(format!("the leave did not complete within {timeout:?}")).into())
+                }
+                Ok(Err(broadcast::error::RecvError::Closed) | Ok(ClusterEvent::Stopped { .. })) => return Ok(()),
+                Ok(_) => {}
+            }
+        }
+    }
+
     /// Downs the member at `addr` (an operator's decision); false when it is not a live member.
     pub async fn down(&self, addr: &str) -> Result<bool, Error> {
         let (tx, rx) = oneshot::channel();
@@ -259,7 +282,8 @@ async fn run(
         }
         // Rule 2: publish, then report.
         let g = engine.gossip();
-        if published_gen.as_ref().is_none_or(|p| **p != *g) {
+        let stopped = engine.stopped().is_some();
+        if stopped || published_gen.as_ref().is_none_or(|p| **p != *g) {
             let snapshot = Arc::new(g.clone());
             let services_changed = published_gen.as_ref().is_none_or(|p| p.owned != g.owned || p.members != g.members);
             *shared.gossip.write() = Arc::clone(&snapshot);

@@ -186,3 +186,17 @@ fn status_from_outside_and_the_receptionist_and_names_across_processes() {
         nodes[0].try_wait_line(|l| l.starts_with("event "), Duration::from_millis(200));
     }
 }
+
+#[test]
+fn a_member_told_to_stop_with_sigterm_leaves_instead_of_failing() {
+    let mut nodes = cluster(3, "downing = \"keep-majority\"\n", "");
+    let leaver = nodes[2].addr.clone();
+    nodes[2].signal(libc::SIGTERM);
+    for p in nodes.iter_mut().take(2) {
+        p.wait_event("member_removed", &leaver, LONG);
+        assert!(p.saw("member_left", &leaver), "it left: {:?}", p.seen);
+        assert!(!p.saw("unreachable", &leaver) && !p.saw("member_downed", &leaver), "it did not fail");
+    }
+    let st = nodes[2].child.wait().expect("the node exits");
+    assert!(st.success(), "{st:?}");
+}

@@ -42,6 +42,12 @@ fn say(line: &str) {
 pub trait Extension: Send + Sync + 'static {
     /// Answers one command line; `None` when it is not one of this extension's commands.
     fn command<'a>(&'a self, line: &'a str) -> Pin<Box<dyn Future<Output = Option<String>> + Send + 'a>>;
+
+    /// Runs when the node is about to stop (`quit`, SIGINT, SIGTERM), before it shuts down:
+    /// the cluster leaves gracefully here. It must finish in bounded time.
+    fn stop(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
+        Box::pin(async {})
+    }
 }
 
 /// Writes `event {json}` lines to standard output through the node's bounded event queue.
@@ -127,6 +133,7 @@ async fn run(cfg: NodeConfig, setup: Option<Setup>) -> Result<(), Error> {
             }
         }
     });
+    let ext_stop = ext.clone();
     let stdin_node = node.clone();
     let commands = async move {
         let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
@@ -148,6 +155,9 @@ async fn run(cfg: NodeConfig, setup: Option<Setup>) -> Result<(), Error> {
         () = commands => {}
         _ = int.recv() => {}
         _ = term.recv() => {}
+    }
+    if let Some(ext) = ext_stop {
+        ext.stop().await;
     }
     node.shutdown();
     Ok(())
