@@ -122,6 +122,11 @@ impl Gossip {
     /// Merges a received state into ours and updates `seen` (rule 3); true when our content
     /// changed.
     pub fn receive(&mut self, other: &Gossip, me: &str) -> bool {
+        self.receive_full(other, me).0
+    }
+
+    /// [`Gossip::receive`], also telling whether our content now equals `other`'s.
+    pub fn receive_full(&mut self, other: &Gossip, me: &str) -> (bool, bool) {
         let changed = self.merge_content(other);
         let theirs = self.same_content(other);
         if !changed && theirs {
@@ -132,7 +137,7 @@ impl Gossip {
             self.seen.clear();
         }
         self.seen.insert(me.to_owned());
-        changed
+        (changed, theirs)
     }
 
     /// Whether receiving `other` would change nothing here: same content, and everything it

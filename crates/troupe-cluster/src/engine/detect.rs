@@ -86,6 +86,6 @@ impl Engine {
         let version = mine.map_or(1, |r| r.version + 1);
         gm!(self).reach.insert(key, Reach { observer_uid: self.me.uid, version, subject_uid, unreachable });
         gm!(self).touched(&self.me.addr);
-        self.dirty = true;
+        self.changed();
     }
 }

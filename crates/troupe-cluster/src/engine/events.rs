@@ -31,10 +31,10 @@ fn status_event(addr: &str, name: &str, status: MemberStatus, previous: MemberSt
 
 impl Engine {
     pub(super) fn emit_events(&mut self, out: &mut Vec<Out>) {
-        if !self.is_member() || self.events_gen == self.gen {
+        if !self.is_member() || self.events_gen == self.cgen {
             return;
         }
-        self.events_gen = self.gen;
+        self.events_gen = self.cgen;
         let mut now = View::default();
         for m in self.gossip.members.values() {
             now.members.insert(m.id.addr.clone(), (m.id.uid, m.id.name.clone(), m.status));

@@ -43,7 +43,7 @@ impl Engine {
             }
         }
         gm!(self).touched(&self.me.addr);
-        self.dirty = true;
+        self.changed();
     }
 
     /// The member that keeps a global name: among live members publishing it, the oldest

@@ -110,6 +110,8 @@ pub struct Engine {
     services: BTreeMap<String, Vec<Entry>>,
     names: BTreeMap<String, Entry>,
     dirty: bool,
+    /// Counts content changes (not `seen` changes): events depend on content only.
+    cgen: u64,
     left: bool,
     stats: EngineStats,
 }
@@ -137,6 +139,7 @@ impl Engine {
             services: BTreeMap::new(),
             names: BTreeMap::new(),
             dirty: false,
+            cgen: 1,
             left: false,
             stats: EngineStats::default(),
         };
@@ -207,7 +210,7 @@ impl Engine {
             .insert(self.me.addr.clone(), Member { id: self.me.clone(), status: MemberStatus::Joining, up_number: 0 });
         gm!(self).touched(&self.me.addr);
         self.phase = Phase::Member { exiting_since: None };
-        self.dirty = true;
+        self.changed();
     }
 
     fn candidates(&self, rejoin: bool) -> Vec<String> {
@@ -280,7 +283,7 @@ impl Engine {
                     gm!(self).receive(&gossip, &self.me.addr);
                     self.phase = Phase::Member { exiting_since: None };
                     self.next_gossip = now + self.cfg.gossip_interval_ms;
-                    self.dirty = true;
+                    self.changed();
                 }
             }
             Wire::JoinRefused { from, reason } => {
@@ -341,7 +344,7 @@ impl Engine {
                 let m = Member { id: node.clone(), status: MemberStatus::Joining, up_number: 0 };
                 gm!(self).members.insert(node.addr.clone(), m);
                 gm!(self).touched(&self.me.addr);
-                self.dirty = true;
+                self.changed();
             }
         }
         let welcome = Wire::Welcome { cluster: self.cfg.name.clone(), gossip: Arc::clone(&self.gossip) };
@@ -368,13 +371,29 @@ impl Engine {
             return;
         }
         self.stats.gossip_in += 1;
-        if !self.gossip.absorbs(&gossip) && gm!(self).receive(&gossip, &self.me.addr) {
-            self.dirty = true;
-        }
-        if !self.gossip.same_content(&gossip) || !self.gossip.seen.is_subset(&gossip.seen) {
+        // One full comparison in the common case (nothing new): rule 3 without a merge.
+        let same = if self.gossip.same_content(&gossip) {
+            if !gossip.seen.is_subset(&self.gossip.seen) {
+                gm!(self).seen.extend(gossip.seen.iter().cloned());
+            }
+            true
+        } else {
+            let (changed, same) = gm!(self).receive_full(&gossip, &self.me.addr);
+            if changed {
+                self.changed();
+            }
+            same
+        };
+        if !same || !self.gossip.seen.is_subset(&gossip.seen) {
             // Push-pull (rule 4): the sender lacks something we hold.
             self.send_gossip(&from, out);
         }
+    }
+
+    /// Marks a content change: pushed at the end of the tick, reported as events.
+    fn changed(&mut self) {
+        self.dirty = true;
+        self.cgen += 1;
     }
 
     fn send_gossip(&mut self, to: &str, out: &mut Vec<Out>) {
@@ -474,7 +493,7 @@ impl Engine {
                 m.status = MemberStatus::Leaving;
                 self.left = true;
                 gm!(self).touched(&self.me.addr);
-                self.dirty = true;
+                self.changed();
             }
         }
         self.leader_actions();
@@ -494,7 +513,7 @@ impl Engine {
             Some(m) if m.status.is_live() => {
                 m.status = MemberStatus::Down;
                 gm!(self).touched(&self.me.addr);
-                self.dirty = true;
+                self.changed();
                 true
             }
             _ => false,
@@ -532,7 +551,7 @@ impl Engine {
         };
         gm!(self).owned.insert(me, owned);
         gm!(self).touched(&self.me.addr);
-        self.dirty = true;
+        self.changed();
     }
 
     /// The names this node publishes (after conflicts were resolved).
