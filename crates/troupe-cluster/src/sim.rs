@@ -233,6 +233,21 @@ impl Sim {
         self.dispatch(i, out);
     }
 
+    /// Replaces what node `i` publishes (receptionist services and global names).
+    pub fn publish(
+        &mut self,
+        i: usize,
+        services: std::collections::BTreeMap<String, Vec<crate::gossip::Entry>>,
+        names: std::collections::BTreeMap<String, crate::gossip::Entry>,
+    ) {
+        let now = self.now;
+        let mut out = Vec::new();
+        if let Some(e) = self.engines[i].as_mut() {
+            e.publish(services, names, now, &mut out);
+        }
+        self.dispatch(i, out);
+    }
+
     /// Running nodes that are members.
     pub fn members(&self) -> impl Iterator<Item = (usize, &Engine)> {
         self.engines.iter().enumerate().filter_map(|(i, e)| e.as_ref().filter(|e| e.is_member()).map(|e| (i, e)))

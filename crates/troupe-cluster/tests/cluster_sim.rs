@@ -155,3 +155,28 @@ fn a_member_leaves_gracefully() {
         .collect();
     assert_eq!(seen, ["left", "exited", "removed"]);
 }
+
+#[test]
+fn two_members_claiming_one_name_at_once_are_resolved_by_age_and_the_loser_reports_it() {
+    use std::collections::BTreeMap;
+    use troupe_cluster::Entry;
+    let mut sim = Sim::new(SimConfig { nodes: 3, seed: 8, cluster: fast(Downing::Off), ..SimConfig::default() });
+    sim.run_until(30_000, Sim::all_up).expect("converges");
+    let entry = |seq| Entry { export: format!("troupe.name.{seq}"), tag: 1, tag_name: "t".into(), seq };
+    // The same tick: neither has heard of the other's claim.
+    sim.publish(1, BTreeMap::new(), [("boss".to_owned(), entry(1))].into());
+    sim.publish(2, BTreeMap::new(), [("boss".to_owned(), entry(1))].into());
+    let older = |s: &Sim, a: usize| s.engine(0).unwrap().gossip().member(&addr(a)).unwrap().up_number;
+    let (winner, loser) = if older(&sim, 1) < older(&sim, 2) { (1, 2) } else { (2, 1) };
+    sim.run_until(10_000, |s| {
+        (0..3).all(|i| s.engine(i).unwrap().name_owner("boss").map(|(o, _)| o) == Some(addr(winner)))
+            && s.engine(loser).unwrap().own_names().is_empty()
+    })
+    .expect("every node agrees on the keeper and the loser dropped its claim");
+    let conflicts: Vec<_> =
+        sim.events.iter().filter(|(_, _, e)| matches!(e, ClusterEvent::NameConflict { .. })).collect();
+    assert_eq!(conflicts.len(), 1, "reported once, by the loser: {conflicts:?}");
+    assert!(
+        matches!(&conflicts[0].2, ClusterEvent::NameConflict { winner: w, loser: l, .. } if *w == addr(winner) && *l == addr(loser))
+    );
+}
