@@ -5,7 +5,8 @@
 # event lines it appends (docs/lab.md, "The chat peer contract"): the common fields, the ready
 # events, one throughput line per window second near the ceiling, every fault carried out,
 # detected by each client of the chat and followed by its rejoin, the restarts, and a clean
-# run_finished. Then a refused distributed run (exit 2). About 15 s on a 2-core machine.
+# run_finished. Then the same on deployment=distributed (4 nodes on loopback) and a malformed
+# config (exit 2). About 30 s on a 2-core machine.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 fail() { echo "smoke elixir chat: FAIL: $*" >&2; exit 1; }
@@ -78,13 +79,44 @@ awk '{
     else if ($0 ~ /"ev":"fault_detected"/ && (!(t in last) || last[t] > ts)) bad = 1
 } END { exit bad }' "$ev" || fail "a detection precedes its injection"
 
-# deployment=distributed is refused with exit 2 and a line naming it.
-sed 's/"deployment":"single"/"deployment":"distributed"/' "$work/config.json" > "$work/dist.json"
-rc=0
-TROUPE_CONFIG="$work/dist.json" TROUPE_SCHEDULE="$work/schedule.jsonl" TROUPE_EVENTS="$work/dist.jsonl" \
-  TROUPE_RUN_ID=smoke-dist timeout 60 "$here/chat/run" 2> "$work/dist.err" || rc=$?
-[ "$rc" = 2 ] || fail "deployment=distributed exited $rc, not 2"
-grep -q "deployment=distributed is not implemented" "$work/dist.err" || fail "no refusal line on stderr"
+# deployment=distributed: the same system over Erlang distribution, one node per group: 1 server
+# node, 2 client nodes (5 + 4 clients), the discovery node; the same schedule.
+sed 's/"deployment":"single"/"deployment":"distributed"/; s/"clients_per_process":10000/"clients_per_process":5/' \
+  "$work/config.json" > "$work/dist.json"
+dev="$work/dist.jsonl"
+TROUPE_CONFIG="$work/dist.json" TROUPE_SCHEDULE="$work/schedule.jsonl" TROUPE_EVENTS="$dev" \
+  TROUPE_RUN_ID=smoke-dist timeout 120 "$here/chat/run" 2> "$work/dist.err" \
+  || { cat "$work/dist.err" >&2; fail "distributed chat run exited non-zero"; }
+dhas() { grep -q -- "$1" "$dev" || fail "distributed: no event line matching $1"; }
+dcount() { grep -c -- "$1" "$dev" || true; }
+for n in discovery server-0 clients-0 clients-1; do
+  [ "$(dcount "\"node\":\"$n\",\"ev\":\"run_started\"")" = 1 ] || fail "distributed: no run_started from $n"
+  [ "$(dcount "\"node\":\"$n\",\"ev\":\"run_finished\",\"dropped_events\":0,\"errors\":0,")" = 1 ] \
+    || fail "distributed: no clean run_finished from $n"
+done
+[ "$(dcount '"ev":"run_started"')" = 4 ] || fail "distributed: expected 4 nodes"
+dhas '"node":"server-0","ev":"ready","what":"chats","count":3}'
+dhas '"node":"clients-0","ev":"ready","what":"clients","count":5,"rss_bytes":[1-9]'
+dhas '"node":"clients-1","ev":"ready","what":"clients","count":4,"rss_bytes":[1-9]'
+dhas '"node":"discovery","ev":"ready","what":"window","count":3,"start_us":[0-9]'
+for n in clients-0 clients-1; do
+  for s in 0 1 2; do dhas "\"node\":\"$n\",\"ev\":\"throughput\",\"second\":$s,\"count\":[1-9]"; done
+done
+# clients-0 holds c0-c4, clients-1 c5-c8: chat 1's members span both nodes. A chat's injector runs
+# where its first client is (chats 0 and 1 on clients-0, chat 2 on clients-1); every crash is
+# detected by its chat's 3 clients wherever they are.
+[ "$(dcount '"ev":"fault_injected"')" = 5 ] || fail "distributed: expected 5 faults injected"
+dhas '"node":"clients-1","ev":"fault_injected","id":"f-1","target":"chat-2","kind":"kill"}'
+ddet=$(dcount '"ev":"fault_detected","id":null,"target":"chat-[0-2]","by":"c[0-8]"}')
+drec=$(dcount '"ev":"reconnected","target":"chat-[0-2]","by":"c[0-8]","ms":[0-9]')
+[ "$ddet" = 12 ] || fail "distributed: expected 12 fault_detected lines, got $ddet"
+[ "$drec" = 12 ] || fail "distributed: expected 12 reconnected lines, got $drec"
+dhas '"node":"server-0","ev":"restarted","target":"chat-0","attempt":2}'
+tail -1 "$dev" | grep -q '"node":"discovery","ev":"run_finished"' || fail "distributed: discovery did not finish last"
+# Nothing outlives the run: no node of this run's cookie is left.
+sleep 1
+! pgrep -f 'beam.*-name (discovery|server-0|clients-[01])@127\.0\.0\.1' >/dev/null || fail "distributed: a node outlived the run"
+
 # A malformed config is a configuration error (exit 2), not a crash.
 echo '{"chats_per_sup":"three","deployment":"single"}' > "$work/bad.json"
 rc=0
@@ -92,4 +124,4 @@ TROUPE_CONFIG="$work/bad.json" TROUPE_EVENTS="$work/bad.jsonl" TROUPE_RUN_ID=smo
   timeout 60 "$here/chat/run" 2> "$work/bad.err" || rc=$?
 [ "$rc" = 2 ] || fail "a malformed config exited $rc, not 2"
 grep -q "chats_per_sup" "$work/bad.err" || fail "the refusal does not name the bad key"
-echo "smoke elixir chat: ok ($(wc -l < "$ev") event lines, $det detections, $rec reconnections; distributed refused)"
+echo "smoke elixir chat: ok (single: $(wc -l < "$ev") event lines, $det detections, $rec reconnections; distributed: 4 nodes, $ddet detections, $drec reconnections)"

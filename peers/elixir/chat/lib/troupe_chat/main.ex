@@ -38,8 +38,10 @@ defmodule TroupeChat.Main do
         {:error, reason} -> die(2, "config #{cfg_path}: #{reason}")
       end
 
-    if cfg["deployment"] != "single" do
-      die(2, "deployment=#{cfg["deployment"]} is not implemented (only deployment=single)")
+    single = cfg["deployment"] == "single"
+
+    if not single and not Node.alive?() do
+      die(2, "deployment=distributed needs a distributed node: start the peer with peers/elixir/chat/run")
     end
 
     if String.contains?(events_path, "://") do
@@ -60,7 +62,7 @@ defmodule TroupeChat.Main do
           end
       end
 
-    case Events.start(events_path, run_id, @rt, @node) do
+    case Events.start(events_path, run_id, @rt, if(single, do: @node, else: "discovery")) do
       {:ok, _} -> :ok
       {:error, reason} -> die(1, "events: #{inspect(reason)}")
     end
@@ -74,13 +76,26 @@ defmodule TroupeChat.Main do
     main = self()
     System.trap_signal(:sigterm, :troupe_chat_stop, fn -> send(main, :interrupted) && :ok end)
 
+    total_chats = Config.total_chats(cfg)
+    {good, bad} = Enum.split_with(actions, &(&1.kind in @kinds and &1.group >= 0 and &1.group < total_chats))
+
+    for a <- bad do
+      IO.puts(:stderr, "elixir chat: action #{inspect(a.id)} (kind #{inspect(a.kind)}, chat #{a.group} of #{total_chats}) cannot be carried out; skipped")
+    end
+
     run = Run.new(cfg)
-    tally = run_system(cfg, actions, run)
-    errors = Run.get(run, :errors) + tally.errors
+
+    tally =
+      if single,
+        do: run_system(cfg, good, run),
+        else: TroupeChat.Distributed.orchestrate(cfg, good, %{events_path: events_path, run_id: run_id, raw: raw})
+
+    errors = Run.get(run, :errors) + tally.errors + length(bad)
 
     fields =
-      [{"errors", errors}, {"skipped_faults", Run.get(run, :skipped) + tally.skipped}, {"injected", Run.get(run, :injected)}] ++
-        if tally.interrupted, do: [{"interrupted", true}], else: []
+      [{"errors", errors}, {"skipped_faults", Run.get(run, :skipped) + tally.skipped + length(bad)}, {"injected", Run.get(run, :injected)}] ++
+        if(tally.interrupted, do: [{"interrupted", true}], else: []) ++
+        if(tally[:failed_nodes] not in [nil, []], do: [{"failed_nodes", tally.failed_nodes}], else: [])
 
     case Events.finish(fields) do
       :ok ->
@@ -112,7 +127,7 @@ defmodule TroupeChat.Main do
          :ok <- spawn_clients(total_clients, per, run),
          :ok <- wait_for(run, :joined, total_clients, "clients joined") do
       Events.emit("ready", [{"what", "clients"}, {"count", total_clients}, {"rss_bytes", rss_bytes()}])
-      window(cfg, actions, run, total_chats)
+      window(cfg, actions, run)
     end
   end
 
@@ -126,22 +141,16 @@ defmodule TroupeChat.Main do
   end
 
   # 3-4. The window.
-  defp window(cfg, actions, run, total_chats) do
+  defp window(cfg, actions, run) do
     d = cfg["test_duration_secs"]
     start_us = System.os_time(:microsecond) + cfg["warmup_s"] * 1_000_000
     Events.emit("ready", [{"what", "window"}, {"count", d}, {"start_us", start_us}])
     start_ms = System.monotonic_time(:millisecond) + div(start_us - System.os_time(:microsecond), 1000)
 
-    {good, bad} = Enum.split_with(actions, &(&1.kind in @kinds and &1.group >= 0 and &1.group < total_chats))
-
-    for a <- bad do
-      IO.puts(:stderr, "elixir chat: action #{inspect(a.id)} (kind #{inspect(a.kind)}, chat #{a.group} of #{total_chats}) cannot be carried out; skipped")
-    end
-
     stress = {cfg["stress_ms"], cfg["stress_mb"]}
 
     injectors =
-      good
+      actions
       |> Enum.group_by(& &1.group)
       |> Enum.map(fn {chat, acts} ->
         {:ok, pid} = Injector.start({chat, acts, start_ms, run, stress})
@@ -153,11 +162,12 @@ defmodule TroupeChat.Main do
     late = if interrupted, do: 0, else: await_down(MapSet.new(injectors), System.monotonic_time(:millisecond) + 10_000)
     if late > 0, do: IO.puts(:stderr, "elixir chat: #{late} injectors did not finish their schedule")
 
-    %{errors: length(bad) + late, skipped: length(bad), interrupted: interrupted, exit: 0}
+    %{errors: late, skipped: 0, interrupted: interrupted, exit: 0}
   end
 
   # Emits `throughput {second, count}` at the end of every window second; true if interrupted.
-  defp count_seconds(run, start_ms, d) do
+  @doc false
+  def count_seconds(run, start_ms, d) do
     sleep_until(start_ms)
     prev = Run.get(run, :received)
 
@@ -182,7 +192,8 @@ defmodule TroupeChat.Main do
     end
   end
 
-  defp await_down(refs, deadline) do
+  @doc false
+  def await_down(refs, deadline) do
     if MapSet.size(refs) == 0 do
       0
     else
@@ -222,11 +233,13 @@ defmodule TroupeChat.Main do
     %{errors: 1, skipped: 0, interrupted: false, exit: 1}
   end
 
-  defp version do
+  @doc false
+  def version do
     "Elixir #{System.version()} on Erlang/OTP #{:erlang.system_info(:otp_release)}, erts #{:erlang.system_info(:version)}"
   end
 
-  defp rss_bytes do
+  @doc false
+  def rss_bytes do
     with {:ok, text} <- File.read("/proc/self/status"),
          [_, kb] <- Regex.run(~r/VmRSS:\s+(\d+)\s+kB/, text) do
       String.to_integer(kb) * 1024
@@ -250,7 +263,8 @@ defmodule TroupeChat.Main do
   # The injected crashes are expected by the thousand: keep their crash reports off stderr (as the
   # Troupe SUB's quiet panic hook and the Akka peer's `withLoggingEnabled(false)` do); every other
   # report is logged as usual.
-  defp quiet_injected_crashes do
+  @doc false
+  def quiet_injected_crashes do
     :logger.add_primary_filter(:troupe_chat_injected, {&__MODULE__.log_filter/2, nil})
   end
 
