@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# smoke.sh: builds the Elixir chat peer, runs its ExUnit tests (the JSON encoder/decoder, the
+# smoke.sh: builds the Elixir chat peer, checks its formatting, runs its ExUnit tests (the JSON encoder/decoder, the
 # config and schedule readers), then a 3-second single-process chat run (3 chats x 3 clients)
 # on a hand-written config and schedule (kills, a poison message, a cpu stress) and checks the
 # event lines it appends (docs/lab.md, "The chat peer contract"): the common fields, the ready
@@ -12,6 +12,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 fail() { echo "smoke elixir chat: FAIL: $*" >&2; exit 1; }
 
 "$here/chat/build"
+(cd "$here/chat" && mix format --check-formatted) || fail "the Elixir code is not formatted (mix format)"
 (cd "$here/chat" && mix test) || fail "mix test failed"
 
 work="$(mktemp -d)"

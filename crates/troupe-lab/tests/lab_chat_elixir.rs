@@ -1,14 +1,16 @@
 //! The Elixir chat peer (`peers/elixir/chat`) against the lab's own chat analysis: the peer is
 //! built with its build script, run on a config and the schedule the lab computes for it
-//! (`msg_type = random`: kills and poison messages), and its event file must make a complete run
-//! for `ChatStats` with every planned fault carried out, detected by each client of its chat,
-//! followed by that client's rejoin and the chat's restart.
+//! (`msg_type = random`: kills and poison messages), in one process and distributed (a node per
+//! group), and its event file must make a complete run for `ChatStats` with every planned fault
+//! carried out, detected by each client of its chat, followed by that client's rejoin and the
+//! chat's restart.
 //!
 //! Without `elixir` on PATH the test says so and passes, unless `TROUPE_TEST_REQUIRE_ERLANG=1`
 //! (set by `scripts/test.sh` after it has installed every peer's toolchain, Elixir's included):
 //! then a missing toolchain fails it.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use troupe_lab::child::{self, ChildSpec, Ending, Stop};
@@ -38,7 +40,19 @@ fn run_script(program: PathBuf, env: Vec<(String, String)>, dir: &Path, name: &s
 }
 
 #[test]
-fn elixir_chat_peer_makes_a_complete_run_for_the_lab() {
+fn elixir_chat_peer_single_makes_a_complete_run_for_the_lab() {
+    check_run(&["deployment=single"], 1);
+}
+
+#[test]
+fn elixir_chat_peer_distributed_makes_a_complete_run_for_the_lab() {
+    // 12 clients, 5 per process: 3 client nodes, each with its throughput and run_finished.
+    // 2 server nodes, 3 client nodes and the discovery node.
+    check_run(&["deployment=distributed", "num_supervisor=2", "chats_per_sup=2", "clients_per_process=5"], 6);
+}
+
+/// Runs the peer with the base config plus `sets`; `nodes` is how many nodes must finish.
+fn check_run(sets: &[&str], nodes: usize) {
     if !have_elixir() {
         let msg = "elixir is not on PATH (install it with: bash scripts/install-elixir.sh)";
         assert!(std::env::var_os("TROUPE_TEST_REQUIRE_ERLANG").is_none(), "TROUPE_TEST_REQUIRE_ERLANG is set: {msg}");
@@ -47,19 +61,31 @@ fn elixir_chat_peer_makes_a_complete_run_for_the_lab() {
     }
     let peer = root().join("peers/elixir/chat");
     let dir = tempfile::tempdir().unwrap();
-    let (built, err) = run_script(peer.join("build"), vec![], dir.path(), "build", 600);
-    assert!(matches!(built, Ending::Exited(s) if s.success()), "build failed: {built:?}\n{err}");
+    // One build for both tests (they run in parallel; two `mix compile`s would share _build).
+    static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
+    let built = BUILT.get_or_init(|| {
+        let (ending, err) = run_script(peer.join("build"), vec![], dir.path(), "build", 600);
+        match ending {
+            Ending::Exited(s) if s.success() => Ok(()),
+            other => Err(format!("build failed: {other:?}\n{err}")),
+        }
+    });
+    if let Err(e) = built {
+        panic!("{e}");
+    }
 
     let mut b = ConfigBuilder::new("chat").unwrap();
     for s in [
-        "deployment=single",
         "chats_per_sup=4",
         "clients_per_server=3",
         "test_duration_secs=3",
         "warmup_s=1",
         "fault_pause_ms=700",
         "msg_type=random",
-    ] {
+    ]
+    .iter()
+    .chain(sets)
+    {
         b.apply_set(s);
     }
     let cfg = b.build().unwrap();
@@ -81,6 +107,9 @@ fn elixir_chat_peer_makes_a_complete_run_for_the_lab() {
 
     let events = troupe_lab::events::read(&ev_path).unwrap();
     assert!(events.iter().all(|e| e.rt == "elixir" && e.raw["run"] == "lab-test"));
+    let finished: std::collections::BTreeSet<&str> =
+        events.iter().filter(|e| e.ev == "run_finished").map(|e| e.node.as_str()).collect();
+    assert_eq!(finished.len(), nodes, "nodes that finished: {finished:?}");
     let st = ChatStats::compute(&cfg, &events, &sched);
     assert_eq!(st.completeness_problem(&cfg), None);
     let planned = sched.len() as u64;

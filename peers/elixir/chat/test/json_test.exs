@@ -24,12 +24,26 @@ defmodule TroupeChat.JSONTest do
       text = ~s({"test_type":"throughput", "num_supervisor" : 1,\n "events":"amqp://h:5672/%2f","seed":1})
 
       assert JSON.decode(text) ==
-               {:ok, %{"test_type" => "throughput", "num_supervisor" => 1, "events" => "amqp://h:5672/%2f", "seed" => 1}}
+               {:ok,
+                %{
+                  "test_type" => "throughput",
+                  "num_supervisor" => 1,
+                  "events" => "amqp://h:5672/%2f",
+                  "seed" => 1
+                }}
 
       line = ~s({"at_ms":300,"id":"f-0","kind":"kill","group":0,"slot":0,"restart":true})
 
       assert JSON.decode(line) ==
-               {:ok, %{"at_ms" => 300, "id" => "f-0", "kind" => "kill", "group" => 0, "slot" => 0, "restart" => true}}
+               {:ok,
+                %{
+                  "at_ms" => 300,
+                  "id" => "f-0",
+                  "kind" => "kill",
+                  "group" => 0,
+                  "slot" => 0,
+                  "restart" => true
+                }}
     end
 
     test "nesting" do
@@ -135,7 +149,9 @@ defmodule TroupeChat.JSONTest do
 
   describe "events" do
     test "a rendered event line is valid JSON with the fields in order" do
-      fields = TroupeChat.Events.render([{"id", {:raw, JSON.encode("f\"1")}}, {"target", "chat-0"}, {"count", 3}])
+      fields =
+        TroupeChat.Events.render([{"id", {:raw, JSON.encode("f\"1")}}, {"target", "chat-0"}, {"count", 3}])
+
       line = IO.iodata_to_binary([?{, fields, ?}])
       assert line == ~S({"id":"f\"1","target":"chat-0","count":3})
       assert JSON.decode(line) == {:ok, %{"id" => "f\"1", "target" => "chat-0", "count" => 3}}
@@ -145,7 +161,10 @@ defmodule TroupeChat.JSONTest do
   describe "config" do
     test "defaults fill missing keys; a wrong type is refused" do
       assert {:ok, cfg, raw} = TroupeChat.Config.parse(~s({"deployment":"single","chats_per_sup":3}))
-      assert cfg["chats_per_sup"] == 3 and cfg["clients_per_server"] == 5 and raw == %{"deployment" => "single", "chats_per_sup" => 3}
+
+      assert cfg["chats_per_sup"] == 3 and cfg["clients_per_server"] == 5 and
+               raw == %{"deployment" => "single", "chats_per_sup" => 3}
+
       assert {:error, msg} = TroupeChat.Config.parse(~s({"chats_per_sup":"3"}))
       assert msg =~ "chats_per_sup"
       assert {:error, _} = TroupeChat.Config.parse("[1]")
@@ -153,8 +172,12 @@ defmodule TroupeChat.JSONTest do
     end
 
     test "the schedule is read in time order" do
-      text = ~s({"at_ms":900,"id":"b","kind":"kill","group":1,"slot":0}\n\n{"at_ms":300,"id":"a","kind":"error","group":0,"slot":0}\n)
-      assert {:ok, [%{id: "a", at_ms: 300, kind: "error", group: 0}, %{id: "b"}]} = TroupeChat.Config.parse_schedule(text)
+      text =
+        ~s({"at_ms":900,"id":"b","kind":"kill","group":1,"slot":0}\n\n{"at_ms":300,"id":"a","kind":"error","group":0,"slot":0}\n)
+
+      assert {:ok, [%{id: "a", at_ms: 300, kind: "error", group: 0}, %{id: "b"}]} =
+               TroupeChat.Config.parse_schedule(text)
+
       assert {:error, "line 1: " <> _} = TroupeChat.Config.parse_schedule(~s({"at_ms":"x"}))
     end
   end

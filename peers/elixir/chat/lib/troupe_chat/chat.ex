@@ -40,7 +40,9 @@ defmodule TroupeChat.Chat do
     end
 
     case Discovery.whereis() do
-      nil -> {:stop, "#{topic}: discovery is not registered"}
+      nil ->
+        {:stop, "#{topic}: discovery is not registered"}
+
       discovery ->
         GenServer.cast(discovery, {:register, topic, self()})
         {:ok, %{topic: topic, run: run, first: incarnation == 0, members: [], member_set: MapSet.new()}}
@@ -91,7 +93,11 @@ defmodule TroupeChat.Chat do
   end
 
   defp spin(until, x) do
-    x = Enum.reduce(1..1000, x, fn i, acc -> rem(acc * 6_364_136_223_846_793_005 + i, 18_446_744_073_709_551_616) end)
+    x =
+      Enum.reduce(1..1000, x, fn i, acc ->
+        rem(acc * 6_364_136_223_846_793_005 + i, 18_446_744_073_709_551_616)
+      end)
+
     if System.monotonic_time(:millisecond) < until, do: spin(until, x), else: x
   end
 end

@@ -53,8 +53,7 @@ defmodule TroupeChat.Config do
   end
 
   defp check(cfg) do
-    bad =
-      Enum.find(@minimums, fn {k, min} -> not (is_integer(cfg[k]) and cfg[k] >= min) end)
+    bad = Enum.find(@minimums, fn {k, min} -> not (is_integer(cfg[k]) and cfg[k] >= min) end)
 
     cond do
       bad != nil ->
@@ -62,7 +61,8 @@ defmodule TroupeChat.Config do
         {:error, "#{k} must be an integer >= #{min}, got #{inspect(cfg[k])}"}
 
       cfg["test_type"] not in ["throughput", "reconnection_time", "detection_time"] ->
-        {:error, "test_type #{inspect(cfg["test_type"])} is not one of throughput, reconnection_time, detection_time"}
+        {:error,
+         "test_type #{inspect(cfg["test_type"])} is not one of throughput, reconnection_time, detection_time"}
 
       cfg["deployment"] not in ["single", "distributed"] ->
         {:error, "deployment #{inspect(cfg["deployment"])} is not one of single, distributed"}

@@ -43,7 +43,10 @@ defmodule TroupeChat.Distributed do
       start_us = System.os_time(:microsecond) + cfg["warmup_s"] * 1_000_000
       Events.emit("ready", [{"what", "window"}, {"count", d}, {"start_us", start_us}])
       for {pid, _} <- groups, do: send(pid, {:window, start_us})
-      window_end_ms = System.monotonic_time(:millisecond) + div(start_us - System.os_time(:microsecond), 1000) + d * 1000
+
+      window_end_ms =
+        System.monotonic_time(:millisecond) + div(start_us - System.os_time(:microsecond), 1000) + d * 1000
+
       result = await(groups, :done, window_end_ms + 30_000)
       stop_all(groups)
       tally(result)
@@ -56,7 +59,9 @@ defmodule TroupeChat.Distributed do
 
   defp tally(:ok), do: %{errors: 0, skipped: 0, interrupted: false, exit: 0, failed_nodes: []}
   defp tally(:interrupted), do: %{errors: 0, skipped: 0, interrupted: true, exit: 0, failed_nodes: []}
-  defp tally({:failed, failed}), do: %{errors: 1, skipped: 0, interrupted: false, exit: 0, failed_nodes: failed}
+
+  defp tally({:failed, failed}),
+    do: %{errors: 1, skipped: 0, interrupted: false, exit: 0, failed_nodes: failed}
 
   defp server_specs(cfg, common) do
     for g <- 0..(cfg["num_supervisor"] - 1) do
@@ -79,7 +84,9 @@ defmodule TroupeChat.Distributed do
     |> Enum.with_index()
     |> Enum.map(fn {{first, count}, i} ->
       mine = Enum.filter(actions, &(&1.group * per >= first and &1.group * per < first + count))
-      {"clients-#{i}", :client_group, Map.merge(common, %{cfg: cfg, group: i, first: first, count: count, actions: mine})}
+
+      {"clients-#{i}", :client_group,
+       Map.merge(common, %{cfg: cfg, group: i, first: first, count: count, actions: mine})}
     end)
   end
 
@@ -116,7 +123,8 @@ defmodule TroupeChat.Distributed do
       name: String.to_atom(name),
       host: ~c"127.0.0.1",
       longnames: true,
-      args: [~c"-setcookie", cookie, ~c"-kernel", ~c"inet_dist_use_interface", ~c"{127,0,0,1}" | extra] ++ paths,
+      args:
+        [~c"-setcookie", cookie, ~c"-kernel", ~c"inet_dist_use_interface", ~c"{127,0,0,1}" | extra] ++ paths,
       wait_boot: 60_000
     })
   end
@@ -180,7 +188,9 @@ defmodule TroupeChat.Distributed do
 
     group(a, "server-#{a.group}", "chat-server", fn run ->
       chats = for c <- first..(first + count - 1), do: {Chat, {c, run}}
-      {:ok, _sup} = Supervisor.start_link(chats, strategy: :one_for_one, max_restarts: 1_000_000, max_seconds: 1)
+
+      {:ok, _sup} =
+        Supervisor.start_link(chats, strategy: :one_for_one, max_restarts: 1_000_000, max_seconds: 1)
 
       with :ok <- wait_for(run, :registered, count, "chats registered") do
         Events.emit("ready", [{"what", "chats"}, {"count", count}])
@@ -226,13 +236,25 @@ defmodule TroupeChat.Distributed do
   defp group(a, node_name, role, body) do
     Main.quiet_injected_crashes()
     {:ok, _} = Events.start(a.events_path, a.run_id, "elixir", node_name)
-    Events.emit("run_started", [{"workload", "chat"}, {"role", role}, {"config", {:raw, JSON.encode(a.raw)}}, {"version", Main.version()}])
+
+    Events.emit("run_started", [
+      {"workload", "chat"},
+      {"role", role},
+      {"config", {:raw, JSON.encode(a.raw)}},
+      {"version", Main.version()}
+    ])
+
     :global.sync()
     run = Run.new(a.cfg)
 
     case body.(run) do
       %{errors: errors} ->
-        fields = [{"errors", errors}, {"skipped_faults", Run.get(run, :skipped)}, {"injected", Run.get(run, :injected)}]
+        fields = [
+          {"errors", errors},
+          {"skipped_faults", Run.get(run, :skipped)},
+          {"injected", Run.get(run, :injected)}
+        ]
+
         :ok = Events.finish(fields)
         send(a.orchestrator, {:done, self()})
 
@@ -255,7 +277,8 @@ defmodule TroupeChat.Distributed do
     end
   end
 
-  defp window_ms(start_us), do: System.monotonic_time(:millisecond) + div(start_us - System.os_time(:microsecond), 1000)
+  defp window_ms(start_us),
+    do: System.monotonic_time(:millisecond) + div(start_us - System.os_time(:microsecond), 1000)
 
   defp sleep_until(t) do
     receive do

@@ -28,7 +28,16 @@ defmodule TroupeChat.Events do
 
   @doc "Starts the writer appending to `path`; every line carries `run`, `rt` and `node`."
   def start(path, run, rt, node) do
-    head = IO.iodata_to_binary([~s("run":), JSON.string(run), ~s(,"rt":), JSON.string(rt), ~s(,"node":), JSON.string(node)])
+    head =
+      IO.iodata_to_binary([
+        ~s("run":),
+        JSON.string(run),
+        ~s(,"rt":),
+        JSON.string(rt),
+        ~s(,"node":),
+        JSON.string(node)
+      ])
+
     counters = :counters.new(3, [:write_concurrency])
 
     with {:ok, pid} <- GenServer.start(__MODULE__, {path, counters}) do
@@ -68,7 +77,17 @@ defmodule TroupeChat.Events do
 
   defp line(head, ev, fields) do
     tail = if fields == "" or fields == [], do: "}\n", else: [?,, fields, "}\n"]
-    IO.iodata_to_binary([~s({"ts_us":), Integer.to_string(System.os_time(:microsecond)), ?,, head, ~s(,"ev":"), ev, ?", tail])
+
+    IO.iodata_to_binary([
+      ~s({"ts_us":),
+      Integer.to_string(System.os_time(:microsecond)),
+      ?,,
+      head,
+      ~s(,"ev":"),
+      ev,
+      ?",
+      tail
+    ])
   end
 
   @doc """

@@ -19,7 +19,15 @@ defmodule TroupeChat.Injector do
 
   @impl true
   def init({chat, actions, start_ms, run, stress}) do
-    s = %{topic: Run.topic(chat), actions: actions, start_ms: start_ms, run: run, stress: stress, discovery: Discovery.whereis()}
+    s = %{
+      topic: Run.topic(chat),
+      actions: actions,
+      start_ms: start_ms,
+      run: run,
+      stress: stress,
+      discovery: Discovery.whereis()
+    }
+
     {:ok, arm(s)}
   end
 
@@ -38,9 +46,15 @@ defmodule TroupeChat.Injector do
 
       pid ->
         # Stamped before the fault, so no detection can precede it.
-        Events.emit("fault_injected", [{"id", {:raw, JSON.encode(a.id)}}, {"target", s.topic}, {"kind", a.kind}])
+        Events.emit("fault_injected", [
+          {"id", {:raw, JSON.encode(a.id)}},
+          {"target", s.topic},
+          {"kind", a.kind}
+        ])
+
         hurt(a.kind, pid, s.stress)
         Run.count(s.run, :injected)
+        if a.kind in ["kill", "error"], do: Run.count(s.run, :crashes)
     end
 
     s = arm(%{s | actions: rest})

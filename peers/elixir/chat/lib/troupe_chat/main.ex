@@ -1,8 +1,9 @@
 defmodule TroupeChat.Main do
   @moduledoc """
-  The Elixir peer of the Troupe lab's chat benchmark (seed 000), single-process mode
-  (`deployment = "single"`); docs/lab.md, "The chat peer contract". Reads `TROUPE_CONFIG`,
-  `TROUPE_SCHEDULE`, `TROUPE_EVENTS`, `TROUPE_RUN_ID`; writes JSON Lines events; exits 0.
+  The Elixir peer of the Troupe lab's chat benchmark (seed 000); docs/lab.md, "The chat peer
+  contract". Reads `TROUPE_CONFIG`, `TROUPE_SCHEDULE`, `TROUPE_EVENTS`, `TROUPE_RUN_ID`; writes
+  JSON Lines events; exits 0. `deployment = "single"` runs everything in this node (below);
+  `"distributed"` is `TroupeChat.Distributed` (this node is then `discovery`).
 
   The orchestrator (this function, outside the actor system, as seed 000's orchestrator):
   1. discovery (`TroupeChat.Discovery`, `:global` name), then the server groups: one
@@ -15,6 +16,7 @@ defmodule TroupeChat.Main do
      with actions) and the per-second throughput counter are timed from `start_us`;
   4. after the window: the injectors' tally, `run_finished {dropped_events, errors,
      skipped_faults, injected}`, exit 0. SIGTERM ends the run early with `interrupted: true`.
+  An action with an unknown kind or chat is skipped, counted, and named on stderr.
   """
   alias TroupeChat.{Chat, Client, Config, Discovery, Events, Injector, JSON, Run}
 
@@ -34,8 +36,11 @@ defmodule TroupeChat.Main do
            {:ok, cfg, raw} <- Config.parse(text) do
         {cfg, raw}
       else
-        {:error, reason} when is_atom(reason) -> die(1, "reading config #{cfg_path}: #{:file.format_error(reason)}")
-        {:error, reason} -> die(2, "config #{cfg_path}: #{reason}")
+        {:error, reason} when is_atom(reason) ->
+          die(1, "reading config #{cfg_path}: #{:file.format_error(reason)}")
+
+        {:error, reason} ->
+          die(2, "config #{cfg_path}: #{reason}")
       end
 
     single = cfg["deployment"] == "single"
@@ -57,8 +62,11 @@ defmodule TroupeChat.Main do
           with {:ok, text} <- File.read(path), {:ok, acts} <- Config.parse_schedule(text) do
             acts
           else
-            {:error, reason} when is_atom(reason) -> die(1, "reading schedule #{path}: #{:file.format_error(reason)}")
-            {:error, reason} -> die(1, "schedule #{path}: #{reason}")
+            {:error, reason} when is_atom(reason) ->
+              die(1, "reading schedule #{path}: #{:file.format_error(reason)}")
+
+            {:error, reason} ->
+              die(1, "schedule #{path}: #{reason}")
           end
       end
 
@@ -80,7 +88,10 @@ defmodule TroupeChat.Main do
     {good, bad} = Enum.split_with(actions, &(&1.kind in @kinds and &1.group >= 0 and &1.group < total_chats))
 
     for a <- bad do
-      IO.puts(:stderr, "elixir chat: action #{inspect(a.id)} (kind #{inspect(a.kind)}, chat #{a.group} of #{total_chats}) cannot be carried out; skipped")
+      IO.puts(
+        :stderr,
+        "elixir chat: action #{inspect(a.id)} (kind #{inspect(a.kind)}, chat #{a.group} of #{total_chats}) cannot be carried out; skipped"
+      )
     end
 
     run = Run.new(cfg)
@@ -88,12 +99,17 @@ defmodule TroupeChat.Main do
     tally =
       if single,
         do: run_system(cfg, good, run),
-        else: TroupeChat.Distributed.orchestrate(cfg, good, %{events_path: events_path, run_id: run_id, raw: raw})
+        else:
+          TroupeChat.Distributed.orchestrate(cfg, good, %{events_path: events_path, run_id: run_id, raw: raw})
 
     errors = Run.get(run, :errors) + tally.errors + length(bad)
 
     fields =
-      [{"errors", errors}, {"skipped_faults", Run.get(run, :skipped) + tally.skipped + length(bad)}, {"injected", Run.get(run, :injected)}] ++
+      [
+        {"errors", errors},
+        {"skipped_faults", Run.get(run, :skipped) + tally.skipped + length(bad)},
+        {"injected", Run.get(run, :injected)}
+      ] ++
         if(tally.interrupted, do: [{"interrupted", true}], else: []) ++
         if(tally[:failed_nodes] not in [nil, []], do: [{"failed_nodes", tally.failed_nodes}], else: [])
 
@@ -159,10 +175,26 @@ defmodule TroupeChat.Main do
 
     interrupted = count_seconds(run, start_ms, d)
     # The last action is due before the window's end: the injectors are done or finishing.
-    late = if interrupted, do: 0, else: await_down(MapSet.new(injectors), System.monotonic_time(:millisecond) + 10_000)
+    late =
+      if interrupted,
+        do: 0,
+        else: await_down(MapSet.new(injectors), System.monotonic_time(:millisecond) + 10_000)
+
     if late > 0, do: IO.puts(:stderr, "elixir chat: #{late} injectors did not finish their schedule")
+    # A crash injected in the window's last instants is still being recovered from: its restart
+    # and detections are waited for (at most 2 s) before run_finished closes the events.
+    unless interrupted, do: settle(run, System.monotonic_time(:millisecond) + 2_000)
 
     %{errors: late, skipped: 0, interrupted: interrupted, exit: 0}
+  end
+
+  defp settle(run, deadline) do
+    if Run.restarts(run) < Run.get(run, :crashes) and System.monotonic_time(:millisecond) < deadline do
+      receive do
+      after
+        2 -> settle(run, deadline)
+      end
+    end
   end
 
   # Emits `throughput {second, count}` at the end of every window second; true if interrupted.

@@ -8,7 +8,7 @@ defmodule TroupeChat.Run do
   """
   defstruct [:counters, :starts, :send_interval, :clients_send, :retry_delay, :retry_max]
 
-  @slots %{received: 1, joined: 2, registered: 3, errors: 4, injected: 5, skipped: 6}
+  @slots %{received: 1, joined: 2, registered: 3, errors: 4, injected: 5, skipped: 6, crashes: 7}
 
   def new(cfg) do
     %__MODULE__{
@@ -26,6 +26,12 @@ defmodule TroupeChat.Run do
 
   def count(%__MODULE__{counters: c}, slot), do: :counters.add(c, Map.fetch!(@slots, slot), 1)
   def get(%__MODULE__{counters: c}, slot), do: :counters.get(c, Map.fetch!(@slots, slot))
+
+  @doc "Restarts so far: starts of every chat beyond its first."
+  def restarts(%__MODULE__{starts: s}) do
+    %{size: n} = :counters.info(s)
+    Enum.reduce(1..n, 0, fn i, acc -> acc + max(:counters.get(s, i) - 1, 0) end)
+  end
 
   @doc "Counts a start of chat `index` and returns how many came before it (0 on the first)."
   def next_incarnation(%__MODULE__{starts: s}, index) do
