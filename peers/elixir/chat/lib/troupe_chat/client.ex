@@ -90,6 +90,7 @@ defmodule TroupeChat.Client do
     end
 
     unless s.ever_joined, do: Run.count(s.run, :joined)
+    Run.count(s.run, :connected)
     {:noreply, %{s | connected: true, tries: 0, lost_at: nil, ever_joined: true}}
   end
 
@@ -101,6 +102,7 @@ defmodule TroupeChat.Client do
 
     if s.connected do
       Events.emit_raw("fault_detected", [~s("id":null,), s.fields])
+      Run.uncount(s.run, :connected)
       s = %{s | connected: false, lost_at: System.monotonic_time(:microsecond), tries: 0}
       {:noreply, resolve(s)}
     else

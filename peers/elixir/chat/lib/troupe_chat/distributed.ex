@@ -17,7 +17,8 @@ defmodule TroupeChat.Distributed do
      it (the machine's one wall clock).
   4. The injector of chat c runs on the client node holding the chat's first client, and kills
      or poisons the chat on its server node (`Process.exit(pid, :kill)` across the wire).
-  5. Client groups finish at the window's end, server groups one second later; each writes its
+  5. Client groups finish at the window's end (once their clients have rejoined after the last
+     faults, bounded), server groups one second after the window; each writes its
      `run_finished` and tells this node, which then stops the nodes and writes its own.
   6. A group process or node that fails (exits, loses its connection) fails the run: the other
      nodes are stopped and `run_finished {failed_nodes}` names it with the reason; every wait is
@@ -227,6 +228,9 @@ defmodule TroupeChat.Distributed do
 
         Main.count_seconds(run, start_ms, a.cfg["test_duration_secs"])
         late = Main.await_down(MapSet.new(injectors), System.monotonic_time(:millisecond) + 10_000)
+        # The rejoins after a crash in the window's last instants (the chat restarts on its
+        # server node, which ends a second after the window).
+        Main.settle(run, a.count, Main.settle_deadline(a.cfg), false)
         %{errors: Run.get(run, :errors) + late, skipped: 0}
       end
     end)

@@ -182,17 +182,26 @@ defmodule TroupeChat.Main do
 
     if late > 0, do: IO.puts(:stderr, "elixir chat: #{late} injectors did not finish their schedule")
     # A crash injected in the window's last instants is still being recovered from: its restart
-    # and detections are waited for (at most 2 s) before run_finished closes the events.
-    unless interrupted, do: settle(run, System.monotonic_time(:millisecond) + 2_000)
+    # and its clients' rejoins are waited for (bounded) before run_finished closes the events.
+    unless interrupted, do: settle(run, Config.total_clients(cfg), settle_deadline(cfg), true)
 
     %{errors: late, skipped: 0, interrupted: interrupted, exit: 0}
   end
 
-  defp settle(run, deadline) do
-    if Run.restarts(run) < Run.get(run, :crashes) and System.monotonic_time(:millisecond) < deadline do
+  @doc false
+  def settle_deadline(cfg), do: System.monotonic_time(:millisecond) + 2_000 + 3 * cfg["retry_delay_ms"]
+
+  @doc """
+  Waits until this node's `clients` are all connected and, with `restarts?` (the chats are on
+  this node), every injected crash was followed by a restart; or until `deadline`.
+  """
+  def settle(run, clients, deadline, restarts?) do
+    pending = Run.get(run, :connected) < clients or (restarts? and Run.restarts(run) < Run.get(run, :crashes))
+
+    if pending and System.monotonic_time(:millisecond) < deadline do
       receive do
       after
-        2 -> settle(run, deadline)
+        2 -> settle(run, clients, deadline, restarts?)
       end
     end
   end

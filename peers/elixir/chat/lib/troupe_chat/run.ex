@@ -8,7 +8,16 @@ defmodule TroupeChat.Run do
   """
   defstruct [:counters, :starts, :send_interval, :clients_send, :retry_delay, :retry_max]
 
-  @slots %{received: 1, joined: 2, registered: 3, errors: 4, injected: 5, skipped: 6, crashes: 7}
+  @slots %{
+    received: 1,
+    joined: 2,
+    registered: 3,
+    errors: 4,
+    injected: 5,
+    skipped: 6,
+    crashes: 7,
+    connected: 8
+  }
 
   def new(cfg) do
     %__MODULE__{
@@ -25,6 +34,7 @@ defmodule TroupeChat.Run do
   def topic(index), do: "chat-" <> Integer.to_string(index)
 
   def count(%__MODULE__{counters: c}, slot), do: :counters.add(c, Map.fetch!(@slots, slot), 1)
+  def uncount(%__MODULE__{counters: c}, slot), do: :counters.sub(c, Map.fetch!(@slots, slot), 1)
   def get(%__MODULE__{counters: c}, slot), do: :counters.get(c, Map.fetch!(@slots, slot))
 
   @doc "Restarts so far: starts of every chat beyond its first."
