@@ -136,10 +136,7 @@ pub fn version(root: &Path, runtime: &str, log_dir: &Path) -> String {
         ),
         "elixir" => probe(
             "elixir",
-            &[
-                "-e",
-                "IO.puts(\"Elixir #{System.version()} on Erlang/OTP #{:erlang.system_info(:otp_release)}\")",
-            ],
+            &["-e", "IO.puts(\"Elixir #{System.version()} on Erlang/OTP #{:erlang.system_info(:otp_release)}\")"],
             log_dir,
         ),
         "akka" => probe("java", &["-version"], log_dir).map(|java| {
