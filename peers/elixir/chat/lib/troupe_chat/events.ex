@@ -8,7 +8,8 @@ defmodule TroupeChat.Events do
      fields keep the order they are given in.
   2. The buffer is bounded: an atomic count of lines handed over but not yet written; a line
      that finds `@limit` of them waiting is dropped and counted (`run_finished.dropped_events`).
-  3. The writer batches lines and writes at least every `@flush_ms` and at exit.
+  3. The writer (a process at high priority, as a dedicated writer thread) batches lines and
+     writes at least every `@flush_ms` and at exit.
   4. `finish/1` writes `run_finished` after every line already handed over and closes the file;
      lines emitted after that are ignored, so `run_finished` is the last line.
 
@@ -105,6 +106,11 @@ defmodule TroupeChat.Events do
 
   @impl true
   def init({path, counters}) do
+    # The writer stands for the other runtimes' writer thread: at the BEAM's normal priority it
+    # would get one time slice in 50,000 when every client is runnable (a detection burst) and
+    # the bounded buffer would overflow; at high priority it keeps up, as an OS thread does.
+    Process.flag(:priority, :high)
+
     case :file.open(String.to_charlist(path), [:append, :binary, :raw]) do
       {:ok, fd} ->
         Process.send_after(self(), :flush, @flush_ms)
