@@ -8,8 +8,8 @@
 //!    failure; its output stays in the log folder.
 //! 2. The version comes, in order of preference, from the peer's `run_started {version}` (the
 //!    run replaces it then), from an executable `peers/<rt>/version` printing one line, or from
-//!    a built-in probe of the toolchain (Erlang/OTP release, `java -version` plus the Akka
-//!    version in `peers/akka/pom.xml`, `go version`); else `unknown`.
+//!    a built-in probe of the toolchain (Erlang/OTP release, the Elixir and OTP versions, `java -version`
+//!    plus the Akka version in `peers/akka/pom.xml`, `go version`); else `unknown`.
 //! 3. Settings: the comment header of the peer's `run` script (where peers document VM flags),
 //!    and the values of environment variables the run scripts read (`TROUPE_AKKA_JAVA_OPTS`).
 
@@ -132,6 +132,11 @@ pub fn version(root: &Path, runtime: &str, log_dir: &Path) -> String {
                 "io:format(\"Erlang/OTP ~s, erts ~s~n\", \
                  [erlang:system_info(otp_release), erlang:system_info(version)]), halt().",
             ],
+            log_dir,
+        ),
+        "elixir" => probe(
+            "elixir",
+            &["-e", "IO.puts(\"Elixir #{System.version()} on Erlang/OTP #{:erlang.system_info(:otp_release)}\")"],
             log_dir,
         ),
         "akka" => probe("java", &["-version"], log_dir).map(|java| {
