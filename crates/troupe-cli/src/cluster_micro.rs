@@ -2,7 +2,8 @@
 //! `cluster-join`, `cluster-detect`, `cluster-converge`. Nodes are this same binary started
 //! as `troupe node`, separate OS processes on loopback. Parameters by `--set`:
 //! `cluster-join.nodes` (16), `cluster-detect.nodes` (5), `cluster-detect.akka` (0/1),
-//! `cluster-detect.idle_s` (0), `cluster-converge.sim_nodes` (1000), `cluster-converge.seed`.
+//! `cluster-detect.idle_s` (0), `cluster-converge.sim_nodes` (1000), `cluster-converge.seed`,
+//! `overlay-scale.max_nodes` (1024: sizes 32, 64, ... up to it), `overlay-scale.seed`.
 //! Troupe only: no peer runtime implements them.
 
 use std::collections::BTreeMap;
@@ -11,7 +12,7 @@ use std::io::Write as _;
 use troupe_remote::bench::{Launcher, Row};
 
 /// The benchmark names this module answers for.
-pub(crate) const NAMES: [&str; 3] = ["cluster-join", "cluster-detect", "cluster-converge"];
+pub(crate) const NAMES: [&str; 4] = ["cluster-join", "cluster-detect", "cluster-converge", "overlay-scale"];
 
 fn get(sets: &BTreeMap<String, u64>, bench: &str, key: &str, default: u64) -> u64 {
     sets.get(&format!("{bench}.{key}")).or_else(|| sets.get(key)).copied().unwrap_or(default)

@@ -9,6 +9,8 @@
 //! - `cluster-converge`: the simulator (`sim`), `converge_ms` and `gossip_rounds` of a
 //!   membership change (one node leaves) at `sim_nodes` simulated nodes, and the wall time.
 //!
+//! - `overlay-scale`: [`overlay_scale`].
+//!
 //! Times are taken when this process reads the line, so they are upper bounds (a line is read
 //! within microseconds of being printed; nodes are checked in turn).
 
@@ -147,6 +149,29 @@ pub fn detect(launcher: &Launcher, nodes: usize, reps: u32, akka: bool, idle_s: 
         rows.push(row("cluster-detect", "false_unreachable", marks as f64, "marks", params));
     }
     Ok(rows)
+}
+
+/// `overlay-scale` (seed 004 §6.3) in the overlay simulator: for each overlay and node count,
+/// the bytes and messages of a replicated counter whose full state every node sends to its
+/// neighbours every 5 s for 60 s, and its convergence time; one row per metric.
+pub fn overlay_scale(sizes: &[usize], seed: u64) -> Vec<Row> {
+    use crate::overlay::{sim::scale, OverlayKind};
+    let mut rows = Vec::new();
+    for &n in sizes {
+        for kind in [OverlayKind::FullMesh, OverlayKind::ClientServer, OverlayKind::Hyparview] {
+            let wall = Instant::now();
+            let r = scale(kind, n, seed, 5_000, 60_000);
+            let params = json!({
+                "overlay": kind, "nodes": n, "seed": seed, "period_ms": 5000, "duration_ms": 60000,
+                "wall_s": wall.elapsed().as_secs_f64()
+            });
+            rows.push(row("overlay-scale", "bytes_total", r.bytes_total as f64, "bytes", params.clone()));
+            rows.push(row("overlay-scale", "messages_total", r.messages_total as f64, "msgs", params.clone()));
+            let conv = r.convergence_ms.map_or(f64::NAN, |c| c as f64);
+            rows.push(row("overlay-scale", "convergence_ms", conv, "ms", params));
+        }
+    }
+    rows
 }
 
 /// `cluster-converge`: in the simulator, `sim_nodes` nodes form a cluster; then one leaves;

@@ -19,6 +19,7 @@ mod engine;
 mod error;
 mod gossip;
 mod member;
+pub mod overlay;
 mod phi;
 mod receptionist;
 mod ring;

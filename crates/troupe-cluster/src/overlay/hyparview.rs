@@ -1,0 +1,345 @@
+//! HyParView (Leitão, Pereira, Rodrigues, DSN 2007): the peer-to-peer overlay's membership, as
+//! a state machine without I/O. Each node keeps a small *active* view (its overlay neighbours,
+//! kept symmetric) and a larger *passive* view (a reserve to heal the active view from).
+//!
+//! Rules:
+//! 1. This node is in neither view; the views are disjoint; `active.len() <= active_size` and
+//!    `passive.len() <= passive_size`.
+//! 2. Join: the contact adds the joiner to its active view, tells it (`Added`, so the joiner adds
+//!    the contact: active views are symmetric), and sends `ForwardJoin(joiner, arwl)` to every
+//!    other active neighbour.
+//! 3. `ForwardJoin(j, ttl)`: with `ttl == 0` or no other active neighbour, the receiver adds `j`
+//!    to its active view (and tells `j`); otherwise, at `ttl == prwl` it adds `j` to its
+//!    passive view, and forwards `ForwardJoin(j, ttl - 1)` to a random active neighbour other
+//!    than the sender.
+//! 4. Adding to a full active view first drops a random neighbour, which is told
+//!    (`Disconnect`) and moved to the passive view (and moves this node to its own).
+//! 5. A failed active neighbour (the transport says so) is removed; the node asks a random
+//!    passive peer `Neighbor(high)` when its active view is empty, `Neighbor(low)` otherwise.
+//!    A `high` request is always accepted; a `low` one only with room. A refused or failed
+//!    candidate is dropped from the passive view and the next one is tried on the next tick.
+//! 6. Every `shuffle_ms` a node sends itself plus `shuffle_ka` active and `shuffle_kp` passive
+//!    peers on a random walk of `shuffle_ttl` hops; the walk's end answers with as many of its
+//!    passive peers, and both merge what they got into their passive views (evicting at random).
+//! 7. Every outgoing message is bounded by the views' sizes; every walk by its ttl.
+
+use rand::seq::SliceRandom;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+/// HyParView's parameters (the paper's defaults for about a thousand nodes).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HyParViewConfig {
+    /// Active view size (the paper: log10(N) + c; 5 for up to ~10,000 nodes).
+    pub active_size: usize,
+    /// Passive view size.
+    pub passive_size: usize,
+    /// Active random walk length of a forward-join.
+    pub arwl: u32,
+    /// Where on the walk the joiner enters passive views.
+    pub prwl: u32,
+    /// Shuffle period.
+    pub shuffle_ms: u64,
+    /// Active peers in a shuffle sample.
+    pub shuffle_ka: usize,
+    /// Passive peers in a shuffle sample.
+    pub shuffle_kp: usize,
+    /// Hops of a shuffle walk.
+    pub shuffle_ttl: u32,
+}
+
+impl Default for HyParViewConfig {
+    fn default() -> Self {
+        Self {
+            active_size: 5,
+            passive_size: 30,
+            arwl: 6,
+            prwl: 3,
+            shuffle_ms: 10_000,
+            shuffle_ka: 3,
+            shuffle_kp: 4,
+            shuffle_ttl: 6,
+        }
+    }
+}
+
+impl HyParViewConfig {
+    /// Refuses sizes that cannot work, naming the key.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.active_size == 0 {
+            return Err("hyparview active_size must be at least 1 (the paper uses 5)".into());
+        }
+        if self.passive_size == 0 {
+            return Err("hyparview passive_size must be at least 1 (the paper uses 30)".into());
+        }
+        if self.prwl > self.arwl {
+            return Err("hyparview prwl must not exceed arwl".into());
+        }
+        Ok(())
+    }
+}
+
+/// HyParView's messages.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum HvMsg {
+    /// A new node asks to join through the receiver.
+    Join,
+    /// Rule 3.
+    ForwardJoin {
+        /// The joining node.
+        joiner: String,
+        /// Hops left.
+        ttl: u32,
+    },
+    /// The sender added the receiver to its active view (rule 2: symmetry).
+    Added,
+    /// The sender dropped the receiver from its active view (rule 4).
+    Disconnect,
+    /// Rule 5: may the sender join the receiver's active view?
+    Neighbor {
+        /// The sender's active view is empty.
+        high: bool,
+    },
+    /// The answer to `Neighbor`.
+    NeighborReply {
+        /// Accepted (both sides then hold each other in their active views).
+        accepted: bool,
+    },
+    /// Rule 6: a shuffle on its walk.
+    Shuffle {
+        /// Who started it (the reply goes there).
+        origin: String,
+        /// The peers it offers.
+        sample: Vec<String>,
+        /// Hops left.
+        ttl: u32,
+    },
+    /// Rule 6: the walk's end answers.
+    ShuffleReply {
+        /// The peers it offers back.
+        sample: Vec<String>,
+    },
+}
+
+impl HvMsg {
+    /// Bytes on the wire, estimated (a 16-byte header plus the addresses it carries).
+    #[must_use]
+    pub fn size(&self) -> usize {
+        16 + match self {
+            Self::ForwardJoin { joiner, .. } => joiner.len() + 4,
+            Self::Shuffle { origin, sample, .. } => origin.len() + sample.iter().map(String::len).sum::<usize>() + 4,
+            Self::ShuffleReply { sample } => sample.iter().map(String::len).sum(),
+            _ => 1,
+        }
+    }
+}
+
+/// What HyParView asks its driver to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HvOut {
+    /// Send this message to this peer.
+    Send(String, HvMsg),
+    /// A peer entered the active view (a neighbour for the broadcast layer).
+    Up(String),
+    /// A peer left the active view.
+    Down(String),
+}
+
+/// One node's HyParView state.
+pub struct HyParView {
+    me: String,
+    cfg: HyParViewConfig,
+    active: Vec<String>,
+    passive: Vec<String>,
+    pending: Option<String>,
+    next_shuffle: u64,
+}
+
+impl HyParView {
+    /// A node with empty views.
+    #[must_use]
+    pub fn new(me: &str, cfg: HyParViewConfig, now: u64) -> Self {
+        let next_shuffle = now + cfg.shuffle_ms;
+        Self { me: me.to_owned(), cfg, active: Vec::new(), passive: Vec::new(), pending: None, next_shuffle }
+    }
+
+    /// The active view (overlay neighbours).
+    #[must_use]
+    pub fn active(&self) -> &[String] {
+        &self.active
+    }
+
+    /// The passive view.
+    #[must_use]
+    pub fn passive(&self) -> &[String] {
+        &self.passive
+    }
+
+    /// Joins through `contact` (rule 2).
+    pub fn join(&mut self, contact: &str, out: &mut Vec<HvOut>) {
+        if contact != self.me {
+            out.push(HvOut::Send(contact.to_owned(), HvMsg::Join));
+        }
+    }
+
+    fn add_passive(&mut self, p: &str, rng: &mut ChaCha8Rng) {
+        if p == self.me || self.active.iter().any(|a| a == p) || self.passive.iter().any(|a| a == p) {
+            return;
+        }
+        if self.passive.len() >= self.cfg.passive_size {
+            let i = rng.gen_range(0..self.passive.len());
+            self.passive.swap_remove(i);
+        }
+        self.passive.push(p.to_owned());
+    }
+
+    /// Adds `p` to the active view (rules 1 and 4); true when it was not there.
+    fn add_active(&mut self, p: &str, rng: &mut ChaCha8Rng, out: &mut Vec<HvOut>) -> bool {
+        if p == self.me || self.active.iter().any(|a| a == p) {
+            return false;
+        }
+        if self.active.len() >= self.cfg.active_size {
+            let i = rng.gen_range(0..self.active.len());
+            let dropped = self.active.swap_remove(i);
+            out.push(HvOut::Send(dropped.clone(), HvMsg::Disconnect));
+            out.push(HvOut::Down(dropped.clone()));
+            self.add_passive(&dropped, rng);
+        }
+        self.passive.retain(|x| x != p);
+        self.active.push(p.to_owned());
+        out.push(HvOut::Up(p.to_owned()));
+        true
+    }
+
+    fn remove_active(&mut self, p: &str, out: &mut Vec<HvOut>) -> bool {
+        let before = self.active.len();
+        self.active.retain(|x| x != p);
+        let removed = self.active.len() != before;
+        if removed {
+            out.push(HvOut::Down(p.to_owned()));
+        }
+        removed
+    }
+
+    /// Handles one message from `from`.
+    pub fn receive(&mut self, from: &str, msg: HvMsg, rng: &mut ChaCha8Rng, out: &mut Vec<HvOut>) {
+        match msg {
+            HvMsg::Join => {
+                let others: Vec<String> = self.active.iter().filter(|a| *a != from).cloned().collect();
+                if self.add_active(from, rng, out) {
+                    out.push(HvOut::Send(from.to_owned(), HvMsg::Added));
+                }
+                for o in others {
+                    let fj = HvMsg::ForwardJoin { joiner: from.to_owned(), ttl: self.cfg.arwl };
+                    out.push(HvOut::Send(o, fj));
+                }
+            }
+            HvMsg::ForwardJoin { joiner, ttl } => {
+                let next: Vec<String> = self.active.iter().filter(|a| *a != from && **a != joiner).cloned().collect();
+                if ttl == 0 || next.is_empty() {
+                    if self.add_active(&joiner, rng, out) {
+                        out.push(HvOut::Send(joiner, HvMsg::Added));
+                    }
+                } else {
+                    if ttl == self.cfg.prwl {
+                        self.add_passive(&joiner, rng);
+                    }
+                    if let Some(n) = next.choose(rng).cloned() {
+                        out.push(HvOut::Send(n, HvMsg::ForwardJoin { joiner, ttl: ttl - 1 }));
+                    }
+                }
+            }
+            HvMsg::Added => {
+                self.add_active(from, rng, out);
+            }
+            HvMsg::Disconnect => {
+                if self.remove_active(from, out) {
+                    self.add_passive(from, rng);
+                }
+            }
+            HvMsg::Neighbor { high } => {
+                let accept = high || self.active.len() < self.cfg.active_size;
+                if accept {
+                    self.add_active(from, rng, out);
+                }
+                out.push(HvOut::Send(from.to_owned(), HvMsg::NeighborReply { accepted: accept }));
+            }
+            HvMsg::NeighborReply { accepted } => {
+                if self.pending.as_deref() == Some(from) {
+                    self.pending = None;
+                }
+                if accepted {
+                    self.add_active(from, rng, out);
+                } else {
+                    self.passive.retain(|x| x != from);
+                }
+            }
+            HvMsg::Shuffle { origin, sample, ttl } => {
+                let next: Vec<String> = self.active.iter().filter(|a| *a != from && **a != origin).cloned().collect();
+                if ttl > 0 && !next.is_empty() {
+                    if let Some(n) = next.choose(rng).cloned() {
+                        out.push(HvOut::Send(n, HvMsg::Shuffle { origin, sample, ttl: ttl - 1 }));
+                    }
+                } else if origin != self.me {
+                    let mut mine = self.passive.clone();
+                    mine.shuffle(rng);
+                    mine.truncate(sample.len());
+                    out.push(HvOut::Send(origin.clone(), HvMsg::ShuffleReply { sample: mine }));
+                    for p in sample.iter().chain(std::iter::once(&origin)) {
+                        self.add_passive(p, rng);
+                    }
+                }
+            }
+            HvMsg::ShuffleReply { sample } => {
+                for p in &sample {
+                    self.add_passive(p, rng);
+                }
+            }
+        }
+    }
+
+    /// The transport reports `peer` unreachable (rule 5).
+    pub fn peer_failed(&mut self, peer: &str, rng: &mut ChaCha8Rng, out: &mut Vec<HvOut>) {
+        self.remove_active(peer, out);
+        self.passive.retain(|x| x != peer);
+        if self.pending.as_deref() == Some(peer) {
+            self.pending = None;
+        }
+        self.heal(rng, out);
+    }
+
+    fn heal(&mut self, rng: &mut ChaCha8Rng, out: &mut Vec<HvOut>) {
+        if self.pending.is_some() || self.active.len() >= self.cfg.active_size {
+            return;
+        }
+        if let Some(q) = self.passive.choose(rng).cloned() {
+            self.pending = Some(q.clone());
+            out.push(HvOut::Send(q, HvMsg::Neighbor { high: self.active.is_empty() }));
+        }
+    }
+
+    /// Advances time: shuffles (rule 6) and heals a short active view (rule 5).
+    pub fn tick(&mut self, now: u64, rng: &mut ChaCha8Rng, out: &mut Vec<HvOut>) {
+        if now >= self.next_shuffle {
+            self.next_shuffle = now + self.cfg.shuffle_ms;
+            // A pending request that never got an answer is given up at each shuffle.
+            self.pending = None;
+            if let Some(to) = self.active.choose(rng).cloned() {
+                let mut a: Vec<String> = self.active.iter().filter(|x| **x != to).cloned().collect();
+                a.shuffle(rng);
+                a.truncate(self.cfg.shuffle_ka);
+                let mut p = self.passive.clone();
+                p.shuffle(rng);
+                p.truncate(self.cfg.shuffle_kp);
+                let mut sample = vec![self.me.clone()];
+                sample.extend(a);
+                sample.extend(p);
+                let msg = HvMsg::Shuffle { origin: self.me.clone(), sample, ttl: self.cfg.shuffle_ttl };
+                out.push(HvOut::Send(to, msg));
+            }
+        }
+        self.heal(rng, out);
+    }
+}
