@@ -35,6 +35,14 @@ pub enum ExitReason {
     NoProc,
     /// The node it lived on became unreachable.
     NoConnection,
+    /// A handler returned `Err(e)` ([`crate::HandlerResult`]): the error's type and message, seen
+    /// by links, monitors and supervisors as a crash (abnormal, so a transient child restarts).
+    Failed {
+        /// The error's type name (`std::any::type_name`), e.g. `std::io::error::Error`.
+        error: String,
+        /// The error's `Display` text.
+        message: String,
+    },
 }
 
 impl ExitReason {
@@ -52,6 +60,27 @@ impl ExitReason {
     pub fn is_abnormal(&self) -> bool {
         !matches!(self, ExitReason::Normal | ExitReason::Shutdown | ExitReason::ShutdownWith(_))
     }
+
+    /// The reason for a handler that returned `Err(error)`: [`ExitReason::Failed`] with `E`'s
+    /// type name and `error`'s message.
+    ///
+    /// ```
+    /// use troupe::ExitReason;
+    /// let e = std::io::Error::other("disk full");
+    /// let reason = ExitReason::failed(&e);
+    /// assert!(reason.failed_with::<std::io::Error>());
+    /// assert_eq!(reason.to_string(), "failed: disk full (std::io::error::Error)");
+    /// ```
+    #[must_use]
+    pub fn failed<E: fmt::Display + ?Sized>(error: &E) -> Self {
+        ExitReason::Failed { error: std::any::type_name::<E>().to_owned(), message: error.to_string() }
+    }
+
+    /// True when this is [`ExitReason::Failed`] with an error of type `E`.
+    #[must_use]
+    pub fn failed_with<E: ?Sized>(&self) -> bool {
+        matches!(self, ExitReason::Failed { error, .. } if error == std::any::type_name::<E>())
+    }
 }
 
 impl fmt::Display for ExitReason {
@@ -65,6 +94,7 @@ impl fmt::Display for ExitReason {
             ExitReason::Error(m) => write!(f, "error: {m}"),
             ExitReason::NoProc => f.write_str("noproc"),
             ExitReason::NoConnection => f.write_str("noconnection"),
+            ExitReason::Failed { error, message } => write!(f, "failed: {message} ({error})"),
         }
     }
 }

@@ -49,7 +49,7 @@ mod spawn;
 pub mod supervisor;
 mod sweeper;
 
-pub use actor::Actor;
+pub use actor::{Actor, TryActor};
 pub use actor_ref::{ActorRef, DynSender, ReplyTo};
 pub use any_ref::AnyRef;
 pub use compute::compute;

@@ -41,7 +41,7 @@ fn local_cell_add(r: &AnyRef, name: &str, group: bool) -> bool {
 /// impl Actor for Idle { type Msg = (); async fn handle(&mut self, _: (), _: &mut Ctx<Self>) {} }
 /// let a = troupe::spawn(Idle);
 /// troupe::register("doc-idle", &a).unwrap();
-/// assert_eq!(troupe::whereis::<()>("doc-idle").unwrap().unwrap().id(), a.id());
+/// assert_eq!(troupe::whereis::<()>("doc-idle").unwrap().id(), a.id());
 /// assert!(troupe::register("doc-idle", &troupe::spawn(Idle)).is_err());
 /// # }
 /// ```
@@ -69,18 +69,31 @@ pub fn unregister(name: &str) -> bool {
     removed.is_some()
 }
 
-/// Looks a name up (OTP `whereis/1`): `Ok(None)` when nobody holds it, an error when it is held
-/// by an actor of another message type.
-pub fn whereis<M: Send + 'static>(name: &str) -> Result<Option<ActorRef<M>>, RegistryError> {
+/// Looks a name up (OTP `whereis/1`): the actor, or [`RegistryError::NotRegistered`] when no live
+/// actor holds the name, or [`RegistryError::WrongType`] when it accepts other messages. Use `?`
+/// on it (it converts into [`crate::ActorError`]), or `.ok()` for an `Option`.
+///
+/// ```
+/// # #[tokio::main] async fn main() {
+/// use troupe::{Actor, Ctx, RegistryError};
+/// struct Db;
+/// impl Actor for Db { type Msg = u32; async fn handle(&mut self, _: u32, _: &mut Ctx<Self>) {} }
+/// assert!(troupe::whereis::<u32>("doc-db").is_err());
+/// troupe::register("doc-db", &troupe::spawn(Db)).unwrap();
+/// let db = troupe::whereis::<u32>("doc-db").unwrap();
+/// db.send(7).unwrap();
+/// assert!(matches!(troupe::whereis::<String>("doc-db"), Err(RegistryError::WrongType { .. })));
+/// assert!(troupe::whereis::<u32>("doc-nobody").ok().is_none());
+/// # }
+/// ```
+pub fn whereis<M: Send + 'static>(name: &str) -> Result<ActorRef<M>, RegistryError> {
     let t = TABLES.lock();
-    let Some(e) = t.names.get(name) else {
-        return Ok(None);
+    let e = t.names.get(name).filter(|e| e.any.is_alive());
+    let Some(e) = e else {
+        return Err(RegistryError::NotRegistered(name.to_owned()));
     };
-    if !e.any.is_alive() {
-        return Ok(None);
-    }
     match e.typed.downcast_ref::<ActorRef<M>>() {
-        Some(r) => Ok(Some(r.clone())),
+        Some(r) => Ok(r.clone()),
         None => Err(RegistryError::WrongType { name: name.to_owned() }),
     }
 }

@@ -135,6 +135,12 @@ impl fmt::Display for SupervisorError {
 
 impl std::error::Error for SupervisorError {}
 
+impl From<SupervisorError> for crate::ActorError {
+    fn from(e: SupervisorError) -> Self {
+        Self(e.to_string())
+    }
+}
+
 impl From<AskError> for SupervisorError {
     fn from(_: AskError) -> Self {
         SupervisorError::Gone
