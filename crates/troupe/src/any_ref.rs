@@ -69,10 +69,18 @@ impl AnyRef {
         self.0.clone().kill();
     }
 
-    /// Asks it to stop gracefully with `reason`: it finishes the message in hand, runs its
-    /// `stopped` hook and exits. Queued user messages are dropped.
+    /// Asks it to stop now, gracefully, with `reason`: it finishes the message in hand, runs its
+    /// `stopped` hook and exits. Queued user messages are dropped (pending `ask`s see `Gone`).
     pub fn stop(&self, reason: ExitReason) {
         self.0.clone().push_sys(Sys::Stop(reason));
+    }
+
+    /// Asks it to stop with `reason` once it has handled the messages already queued: its
+    /// mailbox closes at once (later sends fail with `Gone`), it handles what was queued, then
+    /// runs its `stopped` hook and exits. A stop or kill meanwhile still acts at once. A remote
+    /// actor stops at once, as with [`AnyRef::stop`].
+    pub fn drain_and_stop(&self, reason: ExitReason) {
+        self.0.clone().push_sys(Sys::Drain(reason));
     }
 
     /// Waits until the actor has stopped and returns why (at once if it already has).

@@ -1,6 +1,7 @@
 //! [`Ctx`]: what a running actor can do to itself and around it: its own ref, stopping,
-//! trapping exits, links, monitors, spawning children, and timers that die with it.
+//! trapping exits, links, monitors, spawning children, timers and piped futures that die with it.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,6 +46,24 @@ impl TimerRef {
     }
 }
 
+/// A future started by [`Ctx::pipe`]; it is cancelled when its actor stops.
+#[derive(Debug)]
+#[must_use = "dropping a PipeRef does not cancel the future; keep it to cancel"]
+pub struct PipeRef(AbortHandle);
+
+impl PipeRef {
+    /// Cancels the future; its result, if not yet delivered, never will be.
+    pub fn cancel(&self) {
+        self.0.abort();
+    }
+
+    /// True once the future has finished (its message sent) or was cancelled.
+    #[must_use]
+    pub fn is_finished(&self) -> bool {
+        self.0.is_finished()
+    }
+}
+
 impl<A: Actor> Ctx<A> {
     pub(crate) fn new(cell: Arc<Cell<A::Msg>>, parent: Option<ActorId>, init_ack: Option<oneshot::Sender<()>>) -> Self {
         let extra = (parent.is_some() || init_ack.is_some())
@@ -78,6 +97,12 @@ impl<A: Actor> Ctx<A> {
     /// `reason`.
     pub fn stop(&mut self, reason: ExitReason) {
         self.extra().stop = Some(reason);
+    }
+
+    /// Stops this actor once it has handled the messages already queued
+    /// ([`crate::AnyRef::drain_and_stop`]): its mailbox closes now, `stopped` runs at the end.
+    pub fn drain_and_stop(&mut self, reason: ExitReason) {
+        self.cell.clone().push_sys(Sys::Drain(reason));
     }
 
     pub(crate) fn take_stop(&mut self) -> Option<ExitReason> {
@@ -172,9 +197,7 @@ impl<A: Actor> Ctx<A> {
                 }
             });
         });
-        let mut t = self.track(task.abort_handle());
-        t.1 = Some(cancelled);
-        t
+        TimerRef(self.track(task.abort_handle()), Some(cancelled))
     }
 
     /// Sends a clone of `msg` to this actor every `period` (first after one period). The timer
@@ -193,21 +216,66 @@ impl<A: Actor> Ctx<A> {
                 }
             }
         });
-        self.track(task.abort_handle())
+        TimerRef(self.track(task.abort_handle()), None)
     }
 
-    fn track(&mut self, handle: AbortHandle) -> TimerRef {
+    /// Runs `fut` beside the actor (on its runtime) and delivers its output back to it as the
+    /// message `into(output)` (pipe-to-self): the handler returns at once, the actor goes on
+    /// with other messages, and the result arrives in its mailbox like any other message. The
+    /// future is cancelled (dropped) when the actor stops, or with [`PipeRef::cancel`].
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() {
+    /// use std::time::Duration;
+    /// use troupe::{Actor, Ctx, ReplyTo};
+    /// struct Fetcher { last: Option<u32> }
+    /// enum Msg { Fetch, Fetched(u32), Last(ReplyTo<Option<u32>>) }
+    /// impl Actor for Fetcher {
+    ///     type Msg = Msg;
+    ///     async fn handle(&mut self, m: Msg, ctx: &mut Ctx<Self>) {
+    ///         match m {
+    ///             Msg::Fetch => {
+    ///                 let _ = ctx.pipe(async { 42 }, Msg::Fetched);
+    ///             }
+    ///             Msg::Fetched(n) => self.last = Some(n),
+    ///             Msg::Last(r) => r.send(self.last),
+    ///         }
+    ///     }
+    /// }
+    /// let f = troupe::spawn(Fetcher { last: None });
+    /// f.send(Msg::Fetch).unwrap();
+    /// let last = loop {
+    ///     if let Some(n) = f.ask(Msg::Last, Duration::from_secs(1)).await.unwrap() { break n }
+    ///     tokio::task::yield_now().await;
+    /// };
+    /// assert_eq!(last, 42);
+    /// # }
+    /// ```
+    pub fn pipe<T: Send + 'static>(
+        &mut self,
+        fut: impl Future<Output = T> + Send + 'static,
+        into: impl FnOnce(T) -> A::Msg + Send + 'static,
+    ) -> PipeRef {
+        let me = self.myself();
+        let task = self.cell.home.spawn(async move {
+            let out = fut.await;
+            let _ = me.send(into(out));
+        });
+        PipeRef(self.track(task.abort_handle()))
+    }
+
+    fn track(&mut self, handle: AbortHandle) -> AbortHandle {
         let timers = &mut self.extra().timers;
         if timers.len() >= 16 {
             timers.retain(|t| !t.is_finished());
         }
         timers.push(handle.clone());
-        TimerRef(handle, None)
+        handle
     }
 }
 
 impl<A: Actor> Drop for Ctx<A> {
-    /// Timers die with their actor, however it ends.
+    /// Timers and piped futures die with their actor, however it ends.
     fn drop(&mut self) {
         if let Some(e) = &self.extra {
             for t in &e.timers {

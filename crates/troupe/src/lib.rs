@@ -53,7 +53,7 @@ pub use actor::{Actor, TryActor};
 pub use actor_ref::{ActorRef, DynSender, ReplyTo};
 pub use any_ref::AnyRef;
 pub use compute::compute;
-pub use ctx::{Ctx, TimerRef};
+pub use ctx::{Ctx, PipeRef, TimerRef};
 pub use error::{ActorError, AskError, LinkError, RegistryError, SendError, SendErrorKind};
 pub use exit::{Down, ExitReason, ExitSignal};
 pub use id::{ActorId, MonitorId};

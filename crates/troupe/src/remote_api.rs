@@ -66,7 +66,8 @@ impl Process for Remote {
         match sys {
             Sys::Exit(sig) => self.0.exit_signal(sig),
             Sys::Down(d) => self.0.down(d),
-            Sys::Stop(r) => {
+            // A remote actor stops at once: the drain is not carried over the wire.
+            Sys::Stop(r) | Sys::Drain(r) => {
                 self.0.stop(r);
                 true
             }

@@ -246,10 +246,17 @@ async fn run<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> Outcom
     let mut handled = false;
     let mut budget = FAIRNESS_BUDGET;
     let mut batch = std::collections::VecDeque::new();
+    // A drain request's reason: stop when the mailbox is empty (cell.rs, rule 11).
+    let mut draining = None;
     loop {
         let mut item = cell.try_recv_batch(&mut batch);
-        if matches!(item, Item::Empty) && handled {
-            item = poll_fn(|cx| cell.poll_next(cx)).await;
+        if matches!(item, Item::Empty) {
+            if let Some(reason) = draining.take() {
+                return stop(st, reason).await;
+            }
+            if handled {
+                item = poll_fn(|cx| cell.poll_next(cx)).await;
+            }
         }
         match item {
             Item::Msg(m) => {
@@ -257,6 +264,10 @@ async fn run<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> Outcom
                 st.actor.handle(m, &mut st.ctx).await;
             }
             Item::Sys(Sys::Stop(reason)) => return stop(st, reason).await,
+            Item::Sys(Sys::Drain(reason)) => {
+                handled = true;
+                draining.get_or_insert(reason);
+            }
             Item::Sys(Sys::Exit(sig)) => {
                 handled = true;
                 if st.ctx.traps_exit() {
