@@ -297,7 +297,7 @@ pub(crate) enum ReplyInner<R> {
 }
 
 impl<R> ReplyTo<R> {
-    fn local(tx: oneshot::Sender<R>) -> Self {
+    pub(crate) fn local(tx: oneshot::Sender<R>) -> Self {
         Self(Mutex::new(Some(ReplyInner::Local(tx))))
     }
 

@@ -9,6 +9,8 @@
 //! - A registry of names and process groups ([`register`], [`whereis`], [`join_group`]).
 //! - Mailboxes unbounded, or bounded with backpressure or drop policies ([`MailboxConfig`]).
 //! - [`compute`] for CPU-heavy work that must not starve other actors.
+//! - [`pool`]: supervised worker pools behind a router (round-robin, least-loaded,
+//!   consistent-hash).
 //!
 //! An idle actor has no task: it costs its cell and its state, nothing else, so a million idle
 //! actors fit in well under 256 MB.
@@ -42,6 +44,7 @@ mod error;
 mod exit;
 mod id;
 mod mailbox;
+pub mod pool;
 mod precise;
 mod registry;
 pub mod remote_api;
