@@ -181,21 +181,31 @@ impl<A: Actor> Ctx<A> {
     ///
     /// It fires within tens of microseconds of the deadline, not tokio's whole milliseconds late:
     /// the wait runs on tokio's clock (a paused test clock is honoured) until shortly before the
-    /// deadline, and the precise timer thread sends the message (see `precise.rs`).
+    /// deadline, and the precise timer thread sends the message (see `precise.rs`). A tokio timer
+    /// at the deadline backs it up, so under a paused clock (`tokio::time::pause`) the message
+    /// arrives at the deadline of the paused clock too (whichever fires first sends it, once).
     pub fn send_after(&mut self, delay: Duration, msg: A::Msg) -> TimerRef {
         let me = self.myself();
         let deadline = tokio::time::Instant::now() + delay;
         let cancelled = Arc::new(AtomicBool::new(false));
         let flag = cancelled.clone();
         let rt = tokio::runtime::Handle::current();
+        let slot = parking_lot::Mutex::new(Some(msg));
+        let fire = Arc::new(move || {
+            if flag.load(Ordering::Acquire) {
+                return;
+            }
+            if let Some(msg) = slot.lock().take() {
+                let _in_rt = rt.enter();
+                let _ = me.send(msg);
+            }
+        });
         let task = tokio::spawn(async move {
             let at = precise::approach(deadline).await;
-            precise::fire_at(at, move || {
-                if !flag.load(Ordering::Acquire) {
-                    let _in_rt = rt.enter();
-                    let _ = me.send(msg);
-                }
-            });
+            let precise_fire = fire.clone();
+            precise::fire_at(at, move || precise_fire());
+            tokio::time::sleep_until(deadline).await;
+            fire();
         });
         TimerRef(self.track(task.abort_handle()), Some(cancelled))
     }

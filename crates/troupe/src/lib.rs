@@ -9,6 +9,7 @@
 //! - A registry of names and process groups ([`register`], [`whereis`], [`join_group`]).
 //! - Mailboxes unbounded, or bounded with backpressure or drop policies ([`MailboxConfig`]).
 //! - [`compute`] for CPU-heavy work that must not starve other actors.
+//! - [`testkit`]: probes, expectations, restarts, seeded unreliable delivery, a paused clock.
 //! - [`pool`]: supervised worker pools behind a router (round-robin, least-loaded,
 //!   consistent-hash).
 //!
@@ -51,6 +52,7 @@ pub mod remote_api;
 mod spawn;
 pub mod supervisor;
 mod sweeper;
+pub mod testkit;
 
 pub use actor::{Actor, TryActor};
 pub use actor_ref::{ActorRef, DynSender, ReplyTo};
