@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 
 use crate::cell::Sys;
+use crate::registry::Registry;
 use crate::{ActorId, ExitReason, MonitorId};
 
 /// What the runtime needs from any actor, local or (later) remote.
@@ -28,8 +29,8 @@ pub(crate) trait Process: Send + Sync + 'static {
     /// A receiver told the exit reason at death, or the reason now if already dead.
     fn watch(&self) -> Result<oneshot::Receiver<ExitReason>, ExitReason>;
     /// Records a registered name or group so death releases it; false when dead.
-    fn add_name(&self, name: &str, group: bool) -> bool;
-    fn remove_name(&self, name: &str, group: bool);
+    fn add_name(&self, reg: &Arc<Registry>, name: &str, group: bool) -> bool;
+    fn remove_name(&self, reg: &Arc<Registry>, name: &str, group: bool);
 }
 
 /// A reference to an actor whatever its message type: identity, liveness, stop, kill, waiting

@@ -33,7 +33,7 @@
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::task::Waker;
 
 use parking_lot::Mutex;
@@ -42,7 +42,8 @@ use tokio::sync::oneshot;
 use crate::any_ref::{AnyRef, Process};
 use crate::error::{SendError, SendErrorKind};
 use crate::mailbox::{MailboxConfig, Overflow};
-use crate::{registry, ActorId, Down, ExitReason, ExitSignal, MonitorId};
+use crate::registry::Registry;
+use crate::{ActorId, Down, ExitReason, ExitSignal, MonitorId};
 
 /// A system message: handled before user messages, never counted against capacity.
 pub(crate) enum Sys {
@@ -151,8 +152,9 @@ struct Extra {
     sys: VecDeque<Sys>,
     links: Vec<AnyRef>,
     monitors: Vec<(MonitorId, AnyRef)>,
-    names: Vec<String>,
-    groups: Vec<String>,
+    /// Registered names and group memberships, with the registry each is in.
+    names: Vec<(String, Weak<Registry>)>,
+    groups: Vec<(String, Weak<Registry>)>,
     watchers: Vec<oneshot::Sender<ExitReason>>,
     blocked_senders: Vec<Waker>,
     dropped: u64,
@@ -459,7 +461,16 @@ fn notify_death(id: ActorId, reason: &ExitReason, e: Extra) -> Vec<oneshot::Send
         watcher.0.push_sys(Sys::Down(Down { id: mid, actor: id, reason: reason.clone() }));
     }
     if !e.names.is_empty() || !e.groups.is_empty() {
-        registry::forget(id, &e.names, &e.groups);
+        for (name, reg) in &e.names {
+            if let Some(reg) = reg.upgrade() {
+                reg.forget(id, name, false);
+            }
+        }
+        for (group, reg) in &e.groups {
+            if let Some(reg) = reg.upgrade() {
+                reg.forget(id, group, true);
+            }
+        }
     }
     for w in e.blocked_senders {
         w.wake();
@@ -598,25 +609,22 @@ impl<M: Send + 'static> Process for Cell<M> {
         }
     }
 
-    fn add_name(&self, name: &str, group: bool) -> bool {
+    fn add_name(&self, reg: &Arc<Registry>, name: &str, group: bool) -> bool {
         let mut g = self.inner.lock();
         if g.status == Status::Dead || self.is_killed() {
             return false;
         }
         let e = g.extra();
-        if group {
-            e.groups.push(name.to_owned())
-        } else {
-            e.names.push(name.to_owned())
-        }
+        let list = if group { &mut e.groups } else { &mut e.names };
+        list.push((name.to_owned(), Arc::downgrade(reg)));
         true
     }
 
-    fn remove_name(&self, name: &str, group: bool) {
+    fn remove_name(&self, reg: &Arc<Registry>, name: &str, group: bool) {
         let mut g = self.inner.lock();
         if let Some(e) = g.extra.as_mut() {
             let list = if group { &mut e.groups } else { &mut e.names };
-            list.retain(|n| n != name);
+            list.retain(|(n, r)| !(n == name && std::ptr::eq(r.as_ptr(), Arc::as_ptr(reg))));
         }
     }
 

@@ -14,6 +14,7 @@ use crate::cell::{Cell, Sys};
 use crate::error::LinkError;
 use crate::precise;
 use crate::spawn::{spawn_inner, Spawn};
+use crate::system::SystemInner;
 use crate::{Actor, ActorId, ActorRef, Down, ExitReason, ExitSignal, MonitorId};
 
 /// The context handed to every hook and handler of actor `A`.
@@ -29,6 +30,8 @@ struct CtxExtra {
     stop: Option<ExitReason>,
     parent: Option<ActorId>,
     init_ack: Option<oneshot::Sender<()>>,
+    /// The system it belongs to (`system.rs` rule 1); none for the default one.
+    system: Option<Arc<SystemInner>>,
 }
 
 /// A timer started by [`Ctx::send_after`] or [`Ctx::interval`]; it dies with its actor.
@@ -65,10 +68,19 @@ impl PipeRef {
 }
 
 impl<A: Actor> Ctx<A> {
-    pub(crate) fn new(cell: Arc<Cell<A::Msg>>, parent: Option<ActorId>, init_ack: Option<oneshot::Sender<()>>) -> Self {
-        let extra = (parent.is_some() || init_ack.is_some())
-            .then(|| Box::new(CtxExtra { parent, init_ack, ..Default::default() }));
+    pub(crate) fn new(
+        cell: Arc<Cell<A::Msg>>,
+        parent: Option<ActorId>,
+        init_ack: Option<oneshot::Sender<()>>,
+        system: Option<Arc<SystemInner>>,
+    ) -> Self {
+        let extra = (parent.is_some() || init_ack.is_some() || system.is_some())
+            .then(|| Box::new(CtxExtra { parent, init_ack, system, ..Default::default() }));
         Self { cell, trap_exit: false, extra }
+    }
+
+    pub(crate) fn system(&self) -> Option<&Arc<SystemInner>> {
+        self.extra.as_ref().and_then(|e| e.system.as_ref())
     }
 
     fn extra(&mut self) -> &mut CtxExtra {

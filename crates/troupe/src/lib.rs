@@ -7,6 +7,7 @@
 //!   dynamic children, `permanent`/`transient`/`temporary`, restart intensity, backoff, ordered
 //!   shutdown.
 //! - A registry of names and process groups ([`register`], [`whereis`], [`join_group`]).
+//! - [`System`]: a scope owning its actors and registry, with `shutdown().await`.
 //! - Mailboxes unbounded, or bounded with backpressure or drop policies ([`MailboxConfig`]).
 //! - [`compute`] for CPU-heavy work that must not starve other actors.
 //! - [`testkit`]: probes, expectations, restarts, seeded unreliable delivery, a paused clock.
@@ -52,6 +53,7 @@ pub mod remote_api;
 mod spawn;
 pub mod supervisor;
 mod sweeper;
+mod system;
 pub mod testkit;
 
 pub use actor::{Actor, TryActor};
@@ -65,6 +67,7 @@ pub use id::{ActorId, MonitorId};
 pub use mailbox::{MailboxConfig, Overflow};
 pub use registry::{group_members, join_group, leave_group, register, unregister, whereis, whereis_any};
 pub use spawn::{spawn, spawn_with, Spawn};
+pub use system::System;
 
 /// The README's example compiles and runs as a doctest.
 #[cfg(doctest)]

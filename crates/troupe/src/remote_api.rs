@@ -91,10 +91,10 @@ impl Process for Remote {
     fn watch(&self) -> Result<oneshot::Receiver<ExitReason>, ExitReason> {
         self.0.watch()
     }
-    fn add_name(&self, _name: &str, _group: bool) -> bool {
+    fn add_name(&self, _reg: &Arc<crate::registry::Registry>, _name: &str, _group: bool) -> bool {
         false
     }
-    fn remove_name(&self, _name: &str, _group: bool) {}
+    fn remove_name(&self, _reg: &Arc<crate::registry::Registry>, _name: &str, _group: bool) {}
 }
 
 impl AnyRef {

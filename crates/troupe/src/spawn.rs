@@ -93,8 +93,16 @@ pub(crate) fn spawn_inner<A: Actor>(
 ) -> ActorRef<A::Msg> {
     let home = home_runtime();
     let parent = link.as_ref().map(AnyRef::id);
+    let top_level = link.is_none();
     let cell = Arc::new(Cell::new(opts.mailbox, link.into_iter().collect(), home));
-    let ctx = Ctx::new(cell.clone(), parent, ack);
+    let system = crate::system::current();
+    if let Some(sys) = &system {
+        // system.rs rules 1 and 4: a system shutting down takes no new actor.
+        if !sys.adopt(AnyRef(cell.clone()), top_level) {
+            crate::any_ref::Process::kill(cell.clone());
+        }
+    }
+    let ctx = Ctx::new(cell.clone(), parent, ack, system);
     let state = Box::new(State { actor, ctx, started: false });
     start_inline(cell.clone(), state);
     ActorRef::local(cell)
@@ -203,10 +211,13 @@ fn activation<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>) -> impl F
 }
 
 async fn activate<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>) {
+    // system.rs rule 1: the actor's code runs with its system current.
+    let system = state.ctx.system().cloned();
     let outcome = {
         let mut run = pin!(run(cell.clone(), state));
         let mut known: Option<Waker> = None;
         poll_fn(|cx| {
+            let _in = system.as_ref().map(crate::system::enter);
             if cell.is_killed() {
                 return Poll::Ready(Outcome::Exit(ExitReason::Killed));
             }
