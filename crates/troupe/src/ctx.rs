@@ -30,6 +30,8 @@ struct CtxExtra {
     stop: Option<ExitReason>,
     parent: Option<ActorId>,
     init_ack: Option<oneshot::Sender<()>>,
+    /// A drain request being served (`cell.rs` rule 11): the reason to stop with.
+    drain: Option<ExitReason>,
     /// The system it belongs to (`system.rs` rule 1); none for the default one.
     system: Option<Arc<SystemInner>>,
 }
@@ -115,6 +117,15 @@ impl<A: Actor> Ctx<A> {
     /// ([`crate::AnyRef::drain_and_stop`]): its mailbox closes now, `stopped` runs at the end.
     pub fn drain_and_stop(&mut self, reason: ExitReason) {
         self.cell.clone().push_sys(Sys::Drain(reason));
+    }
+
+    /// The first drain request wins.
+    pub(crate) fn set_drain(&mut self, reason: ExitReason) {
+        self.extra().drain.get_or_insert(reason);
+    }
+
+    pub(crate) fn take_drain(&mut self) -> Option<ExitReason> {
+        self.extra.as_mut().and_then(|e| e.drain.take())
     }
 
     pub(crate) fn take_stop(&mut self) -> Option<ExitReason> {

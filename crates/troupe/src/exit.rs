@@ -35,14 +35,19 @@ pub enum ExitReason {
     NoProc,
     /// The node it lived on became unreachable.
     NoConnection,
-    /// A handler returned `Err(e)` ([`crate::HandlerResult`]): the error's type and message, seen
-    /// by links, monitors and supervisors as a crash (abnormal, so a transient child restarts).
-    Failed {
-        /// The error's type name (`std::any::type_name`), e.g. `std::io::error::Error`.
-        error: String,
-        /// The error's `Display` text.
-        message: String,
-    },
+    /// A [`crate::TryActor`]'s handler returned `Err(e)`: the error's type and message, seen by
+    /// links, monitors and supervisors as a crash (abnormal, so a transient child restarts).
+    /// Boxed, so that every exit reason stays the size of one `String`.
+    Failed(Box<Failure>),
+}
+
+/// What [`ExitReason::Failed`] keeps of a handler's error.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Failure {
+    /// The error's type name (`std::any::type_name`), e.g. `std::io::error::Error`.
+    pub error: String,
+    /// The error's `Display` text.
+    pub message: String,
 }
 
 impl ExitReason {
@@ -73,13 +78,16 @@ impl ExitReason {
     /// ```
     #[must_use]
     pub fn failed<E: fmt::Display + ?Sized>(error: &E) -> Self {
-        ExitReason::Failed { error: std::any::type_name::<E>().to_owned(), message: error.to_string() }
+        ExitReason::Failed(Box::new(Failure {
+            error: std::any::type_name::<E>().to_owned(),
+            message: error.to_string(),
+        }))
     }
 
     /// True when this is [`ExitReason::Failed`] with an error of type `E`.
     #[must_use]
     pub fn failed_with<E: ?Sized>(&self) -> bool {
-        matches!(self, ExitReason::Failed { error, .. } if error == std::any::type_name::<E>())
+        matches!(self, ExitReason::Failed(f) if f.error == std::any::type_name::<E>())
     }
 }
 
@@ -94,7 +102,7 @@ impl fmt::Display for ExitReason {
             ExitReason::Error(m) => write!(f, "error: {m}"),
             ExitReason::NoProc => f.write_str("noproc"),
             ExitReason::NoConnection => f.write_str("noconnection"),
-            ExitReason::Failed { error, message } => write!(f, "failed: {message} ({error})"),
+            ExitReason::Failed(e) => write!(f, "failed: {} ({})", e.message, e.error),
         }
     }
 }
@@ -117,4 +125,15 @@ pub struct Down {
     pub actor: ActorId,
     /// Why it stopped; `NoProc` when it was already dead when the monitor was set.
     pub reason: ExitReason,
+}
+
+#[cfg(test)]
+mod tests {
+    /// Exit reasons travel in signals and sit in every activation's state: one `String` and a
+    /// tag wide (a variant with more inside must box it, as `Failed` does).
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn an_exit_reason_is_one_string_and_a_tag_wide() {
+        assert_eq!(std::mem::size_of::<super::ExitReason>(), 32);
+    }
 }

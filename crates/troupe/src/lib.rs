@@ -62,7 +62,7 @@ pub use any_ref::AnyRef;
 pub use compute::compute;
 pub use ctx::{Ctx, PipeRef, TimerRef};
 pub use error::{ActorError, AskError, LinkError, RegistryError, SendError, SendErrorKind};
-pub use exit::{Down, ExitReason, ExitSignal};
+pub use exit::{Down, ExitReason, ExitSignal, Failure};
 pub use id::{ActorId, MonitorId};
 pub use mailbox::{MailboxConfig, Overflow};
 pub use registry::{group_members, join_group, leave_group, register, unregister, whereis, whereis_any};

@@ -257,12 +257,12 @@ async fn run<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> Outcom
     let mut handled = false;
     let mut budget = FAIRNESS_BUDGET;
     let mut batch = std::collections::VecDeque::new();
-    // A drain request's reason: stop when the mailbox is empty (cell.rs, rule 11).
-    let mut draining = None;
     loop {
         let mut item = cell.try_recv_batch(&mut batch);
         if matches!(item, Item::Empty) {
-            if let Some(reason) = draining.take() {
+            // A drain request's reason (kept in the ctx, so the task stays small): stop when the
+            // mailbox is empty (cell.rs, rule 11).
+            if let Some(reason) = st.ctx.take_drain() {
                 return stop(st, reason).await;
             }
             if handled {
@@ -277,7 +277,7 @@ async fn run<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> Outcom
             Item::Sys(Sys::Stop(reason)) => return stop(st, reason).await,
             Item::Sys(Sys::Drain(reason)) => {
                 handled = true;
-                draining.get_or_insert(reason);
+                st.ctx.set_drain(reason);
             }
             Item::Sys(Sys::Exit(sig)) => {
                 handled = true;

@@ -10,7 +10,8 @@ use common::T;
 use tokio::sync::{mpsc, oneshot};
 use troupe::supervisor::{self, ChildSpec, Restart, Strategy, SupervisorSpec};
 use troupe::{
-    Actor, ActorError, ActorRef, AnyRef, AskError, Ctx, Down, ExitReason, ExitSignal, RegistryError, ReplyTo, TryActor,
+    Actor, ActorError, ActorRef, AnyRef, AskError, Ctx, Down, ExitReason, ExitSignal, Failure, RegistryError, ReplyTo,
+    TryActor,
 };
 
 /// Parses numbers; `?` on the parse error stops it.
@@ -51,10 +52,10 @@ async fn an_err_stops_the_actor_with_the_errors_type_and_message_after_stopped()
     let reason = p.terminated().await;
     assert_eq!(
         reason,
-        ExitReason::Failed {
+        ExitReason::Failed(Box::new(Failure {
             error: "core::num::error::ParseIntError".into(),
             message: "invalid digit found in string".into()
-        }
+        }))
     );
     assert!(reason.failed_with::<std::num::ParseIntError>());
     assert!(!reason.failed_with::<std::io::Error>());
@@ -136,9 +137,9 @@ async fn crate_errors_convert_into_actor_error_for_question_mark() {
     assert_eq!(c.ask(|r| CMsg::Fetch("try-server", r), T).await.unwrap(), 42);
     let _ = c.send(CMsg::Fetch("try-nobody", ReplyTo::from_fn(|_| {})));
     match c.terminated().await {
-        ExitReason::Failed { error, message } => {
-            assert_eq!(error, std::any::type_name::<ActorError>());
-            assert_eq!(message, RegistryError::NotRegistered("try-nobody".into()).to_string());
+        ExitReason::Failed(f) => {
+            assert_eq!(f.error, std::any::type_name::<ActorError>());
+            assert_eq!(f.message, RegistryError::NotRegistered("try-nobody".into()).to_string());
         }
         other => panic!("expected a failure, got {other}"),
     }
