@@ -410,6 +410,11 @@ impl<M: Send + 'static> Cell<M> {
         g.queue.len() + self.batched.load(Ordering::Relaxed) as usize
     }
 
+    /// The first name it is registered under, if any (for crash reports).
+    pub(crate) fn first_name(&self) -> Option<String> {
+        self.inner.lock().extra.as_ref().and_then(|e| e.names.first().map(|(n, _)| n.clone()))
+    }
+
     pub(crate) fn dropped(&self) -> u64 {
         self.inner.lock().extra.as_ref().map_or(0, |e| e.dropped)
     }

@@ -50,6 +50,7 @@ pub mod pool;
 mod precise;
 mod registry;
 pub mod remote_api;
+mod reports;
 mod spawn;
 pub mod supervisor;
 mod sweeper;

@@ -91,6 +91,7 @@ pub(crate) fn spawn_inner<A: Actor>(
     link: Option<AnyRef>,
     ack: Option<oneshot::Sender<()>>,
 ) -> ActorRef<A::Msg> {
+    crate::reports::install_hook();
     let home = home_runtime();
     let parent = link.as_ref().map(AnyRef::id);
     let top_level = link.is_none();
@@ -218,6 +219,8 @@ async fn activate<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>) {
         let mut known: Option<Waker> = None;
         poll_fn(|cx| {
             let _in = system.as_ref().map(crate::system::enter);
+            let _span = tracing::trace_span!(target: "troupe", "actor", id = %cell.id).entered();
+            let _actor = crate::reports::in_actor(cell.id);
             if cell.is_killed() {
                 return Poll::Ready(Outcome::Exit(ExitReason::Killed));
             }
@@ -234,6 +237,9 @@ async fn activate<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>) {
         // The actor's state is dropped here, before anyone is told of its death.
     };
     if let Outcome::Exit(reason) = outcome {
+        if reason.is_abnormal() {
+            crate::reports::crashed(cell.id, std::any::type_name::<A>(), cell.first_name(), &reason);
+        }
         cell.die(reason);
     }
 }
@@ -332,7 +338,7 @@ async fn reschedule() {
     .await;
 }
 
-fn panic_message(p: &(dyn Any + Send)) -> String {
+pub(crate) fn panic_message(p: &(dyn Any + Send)) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
         (*s).to_owned()
     } else if let Some(s) = p.downcast_ref::<String>() {
