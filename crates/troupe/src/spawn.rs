@@ -263,6 +263,8 @@ async fn run<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> Outcom
     let mut handled = false;
     let mut budget = FAIRNESS_BUDGET;
     let mut batch = std::collections::VecDeque::new();
+    #[cfg(feature = "metrics")]
+    let mut meter = crate::reports::Meter::new(std::any::type_name::<A>());
     loop {
         let mut item = cell.try_recv_batch(&mut batch);
         if matches!(item, Item::Empty) {
@@ -278,6 +280,8 @@ async fn run<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> Outcom
         match item {
             Item::Msg(m) => {
                 handled = true;
+                #[cfg(feature = "metrics")]
+                meter.handled(|| cell.mailbox_len());
                 st.actor.handle(m, &mut st.ctx).await;
             }
             Item::Sys(Sys::Stop(reason)) => return stop(st, reason).await,

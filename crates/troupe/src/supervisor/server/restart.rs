@@ -143,6 +143,8 @@ impl Supervisor {
             match self.start_one(i, &me).await {
                 Ok(started) => {
                     if let Some(actor) = started {
+                        #[cfg(feature = "metrics")]
+                        crate::reports::restarted(&self.children[i].spec.id);
                         tracing::info!(target: "troupe", supervisor = %me.id(), child = %self.children[i].spec.id,
                             %actor, "child restarted");
                     }
