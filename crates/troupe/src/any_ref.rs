@@ -31,6 +31,8 @@ pub(crate) trait Process: Send + Sync + 'static {
     /// Records a registered name or group so death releases it; false when dead.
     fn add_name(&self, reg: &Arc<Registry>, name: &str, group: bool) -> bool;
     fn remove_name(&self, reg: &Arc<Registry>, name: &str, group: bool);
+    /// Its name for people (`Spawn::name`), else its first registered name, while alive.
+    fn name(&self) -> Option<String>;
 }
 
 /// A reference to an actor whatever its message type: identity, liveness, stop, kill, waiting
@@ -57,6 +59,13 @@ impl AnyRef {
     #[must_use]
     pub fn id(&self) -> ActorId {
         self.0.id()
+    }
+
+    /// Its name (`Spawn::name`; a supervised child's id), else the first name it is
+    /// registered under; `None` when it has neither, once it is dead, and for a remote actor.
+    #[must_use]
+    pub fn name(&self) -> Option<String> {
+        self.0.name()
     }
 
     /// True until the actor has stopped (or a kill is pending).

@@ -160,6 +160,8 @@ struct Extra {
     dropped: u64,
     /// After death, a reason with text (others are in `Inner::exit`).
     exit: Option<ExitReason>,
+    /// A name for people (`Spawn::name`).
+    name: Option<Arc<str>>,
 }
 
 impl<M> Inner<M> {
@@ -410,9 +412,15 @@ impl<M: Send + 'static> Cell<M> {
         g.queue.len() + self.batched.load(Ordering::Relaxed) as usize
     }
 
-    /// The first name it is registered under, if any (for crash reports).
-    pub(crate) fn first_name(&self) -> Option<String> {
-        self.inner.lock().extra.as_ref().and_then(|e| e.names.first().map(|(n, _)| n.clone()))
+    pub(crate) fn set_name(&self, name: Arc<str>) {
+        self.inner.lock().extra().name = Some(name);
+    }
+
+    /// Its name (`Spawn::name`), else the first name it is registered under.
+    pub(crate) fn name(&self) -> Option<String> {
+        let g = self.inner.lock();
+        let e = g.extra.as_ref()?;
+        e.name.as_deref().map(str::to_owned).or_else(|| e.names.first().map(|(n, _)| n.clone()))
     }
 
     pub(crate) fn dropped(&self) -> u64 {
@@ -631,6 +639,10 @@ impl<M: Send + 'static> Process for Cell<M> {
             let list = if group { &mut e.groups } else { &mut e.names };
             list.retain(|(n, r)| !(n == name && std::ptr::eq(r.as_ptr(), Arc::as_ptr(reg))));
         }
+    }
+
+    fn name(&self) -> Option<String> {
+        Cell::name(self)
     }
 
     fn watch(&self) -> Result<oneshot::Receiver<ExitReason>, ExitReason> {

@@ -95,6 +95,9 @@ impl Process for Remote {
         false
     }
     fn remove_name(&self, _reg: &Arc<crate::registry::Registry>, _name: &str, _group: bool) {}
+    fn name(&self) -> Option<String> {
+        None
+    }
 }
 
 impl AnyRef {

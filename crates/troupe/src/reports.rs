@@ -3,8 +3,8 @@
 //!
 //! Rules (tests in `tests/core_reports.rs`):
 //! 1. An actor that ends with `Panicked`, `Failed` or `Error` emits one `error` event, "actor
-//!    crashed", with its id, its type, the name it is registered under (if any), and the
-//!    reason (OTP's crash report). Kills, stops and exit signals emit nothing.
+//!    crashed", with its id, its type, its name (`Spawn::name`, a supervised child's id, else the
+//!    first name it is registered under, if any), and the reason (OTP's crash report). Kills, stops and exit signals emit nothing.
 //! 2. Supervisors emit: "child terminated" (`error`) when a child exits abnormally, "child
 //!    restarted" (`info`) with its new id, "restart intensity exceeded" (`error`, the escalation),
 //!    "child failed to restart" (`warn`), "child did not stop in time" (`warn`), and "supervisor

@@ -40,10 +40,11 @@ const FAIRNESS_BUDGET: u32 = 256;
 /// r.send(1).unwrap();
 /// # }
 /// ```
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 #[must_use]
 pub struct Spawn {
     mailbox: MailboxConfig,
+    name: Option<Arc<str>>,
 }
 
 impl Spawn {
@@ -55,6 +56,14 @@ impl Spawn {
     /// Sets the mailbox.
     pub fn mailbox(mut self, mailbox: MailboxConfig) -> Self {
         self.mailbox = mailbox;
+        self
+    }
+
+    /// Names the actor, for people: crash reports carry it, and [`crate::AnyRef::name`] gives
+    /// it back. Not a registered name (see [`crate::register`]), and not unique. It costs the
+    /// actor a small allocation; supervised children are named by their child id.
+    pub fn name(mut self, name: impl Into<Arc<str>>) -> Self {
+        self.name = Some(name.into());
         self
     }
 }
@@ -96,6 +105,9 @@ pub(crate) fn spawn_inner<A: Actor>(
     let parent = link.as_ref().map(AnyRef::id);
     let top_level = link.is_none();
     let cell = Arc::new(Cell::new(opts.mailbox, link.into_iter().collect(), home));
+    if let Some(name) = opts.name {
+        cell.set_name(name);
+    }
     let system = crate::system::current();
     if let Some(sys) = &system {
         // system.rs rules 1 and 4: a system shutting down takes no new actor.
@@ -238,7 +250,7 @@ async fn activate<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>) {
     };
     if let Outcome::Exit(reason) = outcome {
         if reason.is_abnormal() {
-            crate::reports::crashed(cell.id, std::any::type_name::<A>(), cell.first_name(), &reason);
+            crate::reports::crashed(cell.id, std::any::type_name::<A>(), cell.name(), &reason);
         }
         cell.die(reason);
     }

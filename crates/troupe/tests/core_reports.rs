@@ -11,7 +11,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use troupe::supervisor::{self, ChildSpec, Strategy, SupervisorSpec};
 use troupe::testkit::TestProbe;
-use troupe::{Actor, Ctx, ExitReason};
+use troupe::{Actor, Ctx, ExitReason, Spawn};
 
 /// Collects what the fmt subscriber writes.
 #[derive(Clone, Default)]
@@ -60,6 +60,11 @@ fn crashes_and_supervision_are_reported_and_actor_panics_skip_the_hook() {
         troupe::register("reports-crasher", &a).unwrap();
         a.send("first crash").unwrap();
         assert!(matches!(a.terminated().await, ExitReason::Panicked(_)));
+        // A named actor: the name is in its report, and readable while it lives.
+        let named = troupe::spawn_with(Crasher, Spawn::new().name("named-one"));
+        assert_eq!(named.any().name().as_deref(), Some("named-one"));
+        named.send("named crash").unwrap();
+        named.terminated().await;
 
         // A supervised child crashing twice with intensity 1: terminated, restarted, terminated,
         // escalation, shutdown.
@@ -73,6 +78,7 @@ fn crashes_and_supervision_are_reported_and_actor_panics_skip_the_hook() {
         let mut probe = TestProbe::<()>::new();
         probe.monitor(&sup.any());
         let first = child.current(t).await.unwrap();
+        assert_eq!(first.any().name().as_deref(), Some("crasher"));
         first.send("in the tree").unwrap();
         let second = child.current_after(first.id(), t).await.unwrap();
         second.send("again").unwrap();
@@ -84,8 +90,10 @@ fn crashes_and_supervision_are_reported_and_actor_panics_skip_the_hook() {
 
     let out = String::from_utf8(buf.0.lock().clone()).unwrap();
     let count = |what: &str| out.lines().filter(|l| l.contains(what)).count();
-    assert_eq!(count("actor crashed"), 3, "{out}");
+    assert_eq!(count("actor crashed"), 4, "{out}");
+    assert!(out.contains("name=\"named-one\""), "{out}");
     assert!(out.contains("name=\"reports-crasher\""), "{out}");
+    assert_eq!(count("name=\"crasher\""), 2, "a supervised child is named by its id: {out}");
     assert!(out.contains("first crash"), "{out}");
     assert_eq!(count("child terminated"), 2, "{out}");
     assert_eq!(count("child restarted"), 1, "{out}");

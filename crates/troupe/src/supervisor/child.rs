@@ -190,6 +190,8 @@ impl<A: Actor> WorkerSpec<A> {
 impl<A: Actor> From<WorkerSpec<A>> for ChildSpec {
     fn from(w: WorkerSpec<A>) -> Self {
         let (factory, handle, mailbox, id) = (w.factory, w.handle, w.mailbox, w.id.clone());
+        // Children are named by their id (reports.rs), when they have one at this point.
+        let label: Option<Arc<str>> = (!id.is_empty()).then(|| id.as_str().into());
         let start: StartFn = Arc::new(move |sup: AnyRef| -> StartFuture {
             let actor = match catch_unwind(AssertUnwindSafe(|| factory())) {
                 Ok(Some(a)) => a,
@@ -199,7 +201,11 @@ impl<A: Actor> From<WorkerSpec<A>> for ChildSpec {
                     return Box::pin(async move { Err(reason) });
                 }
             };
-            let (child, ack) = spawn_acked(actor, Spawn::new().mailbox(mailbox), Some(sup.clone()));
+            let mut opts = Spawn::new().mailbox(mailbox);
+            if let Some(label) = &label {
+                opts = opts.name(label.clone());
+            }
+            let (child, ack) = spawn_acked(actor, opts, Some(sup.clone()));
             sup.0.add_link(child.any());
             let handle = handle.clone();
             Box::pin(async move {
