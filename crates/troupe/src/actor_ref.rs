@@ -176,9 +176,46 @@ impl<M: Send + 'static> ActorRef<M> {
         self.any().kill();
     }
 
-    /// Asks it to stop gracefully with reason `Normal`; see [`AnyRef::stop`].
+    /// Asks it to stop now, gracefully, with reason `Normal`: it finishes the message in hand,
+    /// runs `stopped`, and drops what is still queued; see [`AnyRef::stop`].
     pub fn stop(&self) {
         self.any().stop(ExitReason::Normal);
+    }
+
+    /// Asks it to handle the messages already queued, then stop with reason `Normal`; later
+    /// sends fail with `Gone`. See [`AnyRef::drain_and_stop`].
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() {
+    /// use std::sync::{Arc, atomic::{AtomicU32, Ordering}};
+    /// use troupe::{Actor, Ctx, ExitReason};
+    /// struct Count(Arc<AtomicU32>);
+    /// impl Actor for Count {
+    ///     type Msg = ();
+    ///     async fn handle(&mut self, _: (), _: &mut Ctx<Self>) { self.0.fetch_add(1, Ordering::SeqCst); }
+    /// }
+    /// let n = Arc::new(AtomicU32::new(0));
+    /// let c = troupe::spawn(Count(n.clone()));
+    /// for _ in 0..3 { c.send(()).unwrap(); }
+    /// c.drain_and_stop();
+    /// assert!(c.send(()).is_err(), "closed at once");
+    /// assert_eq!(c.terminated().await, ExitReason::Normal);
+    /// assert_eq!(n.load(Ordering::SeqCst), 3, "what was queued was handled");
+    /// # }
+    /// ```
+    pub fn drain_and_stop(&self) {
+        self.any().drain_and_stop(ExitReason::Normal);
+    }
+
+    /// User messages waiting in its mailbox (not counting the one being handled); 0 for a remote
+    /// actor or an adapter's target seen through a non-local ref. Routers use it
+    /// (least-loaded routing).
+    #[must_use]
+    pub fn mailbox_len(&self) -> usize {
+        match &self.inner {
+            Inner::Local(c) => c.mailbox_len(),
+            Inner::Dyn(_) => 0,
+        }
     }
 
     /// Waits until it has stopped; returns why.
@@ -260,7 +297,7 @@ pub(crate) enum ReplyInner<R> {
 }
 
 impl<R> ReplyTo<R> {
-    fn local(tx: oneshot::Sender<R>) -> Self {
+    pub(crate) fn local(tx: oneshot::Sender<R>) -> Self {
         Self(Mutex::new(Some(ReplyInner::Local(tx))))
     }
 

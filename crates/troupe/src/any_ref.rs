@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 
 use crate::cell::Sys;
+use crate::registry::Registry;
 use crate::{ActorId, ExitReason, MonitorId};
 
 /// What the runtime needs from any actor, local or (later) remote.
@@ -28,8 +29,10 @@ pub(crate) trait Process: Send + Sync + 'static {
     /// A receiver told the exit reason at death, or the reason now if already dead.
     fn watch(&self) -> Result<oneshot::Receiver<ExitReason>, ExitReason>;
     /// Records a registered name or group so death releases it; false when dead.
-    fn add_name(&self, name: &str, group: bool) -> bool;
-    fn remove_name(&self, name: &str, group: bool);
+    fn add_name(&self, reg: &Arc<Registry>, name: &str, group: bool) -> bool;
+    fn remove_name(&self, reg: &Arc<Registry>, name: &str, group: bool);
+    /// Its name for people (`Spawn::name`), else its first registered name, while alive.
+    fn name(&self) -> Option<String>;
 }
 
 /// A reference to an actor whatever its message type: identity, liveness, stop, kill, waiting
@@ -58,6 +61,13 @@ impl AnyRef {
         self.0.id()
     }
 
+    /// Its name (`Spawn::name`; a supervised child's id), else the first name it is
+    /// registered under; `None` when it has neither, once it is dead, and for a remote actor.
+    #[must_use]
+    pub fn name(&self) -> Option<String> {
+        self.0.name()
+    }
+
     /// True until the actor has stopped (or a kill is pending).
     #[must_use]
     pub fn is_alive(&self) -> bool {
@@ -69,10 +79,18 @@ impl AnyRef {
         self.0.clone().kill();
     }
 
-    /// Asks it to stop gracefully with `reason`: it finishes the message in hand, runs its
-    /// `stopped` hook and exits. Queued user messages are dropped.
+    /// Asks it to stop now, gracefully, with `reason`: it finishes the message in hand, runs its
+    /// `stopped` hook and exits. Queued user messages are dropped (pending `ask`s see `Gone`).
     pub fn stop(&self, reason: ExitReason) {
         self.0.clone().push_sys(Sys::Stop(reason));
+    }
+
+    /// Asks it to stop with `reason` once it has handled the messages already queued: its
+    /// mailbox closes at once (later sends fail with `Gone`), it handles what was queued, then
+    /// runs its `stopped` hook and exits. A stop or kill meanwhile still acts at once. A remote
+    /// actor stops at once, as with [`AnyRef::stop`].
+    pub fn drain_and_stop(&self, reason: ExitReason) {
+        self.0.clone().push_sys(Sys::Drain(reason));
     }
 
     /// Waits until the actor has stopped and returns why (at once if it already has).

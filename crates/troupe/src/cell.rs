@@ -27,10 +27,13 @@
 //! 10. An activation that is dropped before it finishes (its runtime shut down, or was already
 //!     gone when the activation was spawned) kills the actor: its state is dropped, then it dies
 //!     with `Killed` as in rule 7. So no actor is left marked running with no task (a zombie).
+//! 11. A drain request (`Sys::Drain`) closes the mailbox at once, under the lock: every later
+//!     send fails with `Gone`, so the messages queued before it are exactly those the actor
+//!     still handles; when it finds its mailbox empty it stops with the request's reason.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Weak};
 use std::task::Waker;
 
 use parking_lot::Mutex;
@@ -39,13 +42,16 @@ use tokio::sync::oneshot;
 use crate::any_ref::{AnyRef, Process};
 use crate::error::{SendError, SendErrorKind};
 use crate::mailbox::{MailboxConfig, Overflow};
-use crate::{registry, ActorId, Down, ExitReason, ExitSignal, MonitorId};
+use crate::registry::Registry;
+use crate::{ActorId, Down, ExitReason, ExitSignal, MonitorId};
 
 /// A system message: handled before user messages, never counted against capacity.
 pub(crate) enum Sys {
     Exit(ExitSignal),
     Down(Down),
     Stop(ExitReason),
+    /// Stop with this reason once the messages already queued are handled (rule 11).
+    Drain(ExitReason),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -78,6 +84,9 @@ pub(crate) struct Cell<M> {
     /// A system message is queued: a task working through a batch checks this between
     /// messages so the system lane stays first (rule 5).
     sys_pending: AtomicBool,
+    /// Messages taken out of the queue in a batch and not yet handed to the actor (so
+    /// `mailbox_len` counts them). Only the activation writes it; it fits in the padding.
+    batched: AtomicU32,
     inner: Mutex<Inner<M>>,
 }
 
@@ -98,6 +107,8 @@ struct Inner<M> {
     exit: ExitCode,
     /// After death: links and monitors have been signalled; `terminated()` may answer at once.
     settled: bool,
+    /// A drain request arrived: sends are refused (rule 11).
+    closing: bool,
 }
 
 /// An exit reason without text, kept in a byte so a death allocates nothing.
@@ -141,13 +152,16 @@ struct Extra {
     sys: VecDeque<Sys>,
     links: Vec<AnyRef>,
     monitors: Vec<(MonitorId, AnyRef)>,
-    names: Vec<String>,
-    groups: Vec<String>,
+    /// Registered names and group memberships, with the registry each is in.
+    names: Vec<(String, Weak<Registry>)>,
+    groups: Vec<(String, Weak<Registry>)>,
     watchers: Vec<oneshot::Sender<ExitReason>>,
     blocked_senders: Vec<Waker>,
     dropped: u64,
     /// After death, a reason with text (others are in `Inner::exit`).
     exit: Option<ExitReason>,
+    /// A name for people (`Spawn::name`).
+    name: Option<Arc<str>>,
 }
 
 impl<M> Inner<M> {
@@ -204,6 +218,7 @@ impl<M: Send + 'static> Cell<M> {
             home,
             killed: AtomicBool::new(false),
             sys_pending: AtomicBool::new(false),
+            batched: AtomicU32::new(0),
             inner: Mutex::new(Inner {
                 queue: VecDeque::new(),
                 dormant: None,
@@ -216,6 +231,7 @@ impl<M: Send + 'static> Cell<M> {
                 park: false,
                 exit: ExitCode::None,
                 settled: false,
+                closing: false,
             }),
         }
     }
@@ -226,7 +242,7 @@ impl<M: Send + 'static> Cell<M> {
 
     pub(crate) fn send(self: &Arc<Self>, msg: M) -> Result<(), SendError<M>> {
         let mut g = self.inner.lock();
-        if g.status == Status::Dead || self.is_killed() {
+        if g.status == Status::Dead || g.closing || self.is_killed() {
             return Err(SendError::new(SendErrorKind::Gone, Some(msg)));
         }
         let mut evicted = None;
@@ -282,7 +298,9 @@ impl<M: Send + 'static> Cell<M> {
                 return Item::Killed;
             }
             if !self.sys_pending.load(Ordering::Acquire) {
-                return batch.pop_front().map_or(Item::Empty, Item::Msg);
+                let m = batch.pop_front();
+                self.batched.store(batch.len() as u32, Ordering::Relaxed);
+                return m.map_or(Item::Empty, Item::Msg);
             }
             return self.recv_locked(None);
         }
@@ -309,8 +327,10 @@ impl<M: Send + 'static> Cell<M> {
                 std::mem::swap(&mut g.queue, batch);
                 g.active = true;
                 g.park = false;
+                let m = batch.pop_front();
+                self.batched.store(batch.len() as u32, Ordering::Relaxed);
                 drop(g);
-                return batch.pop_front().map_or(Item::Empty, Item::Msg);
+                return m.map_or(Item::Empty, Item::Msg);
             }
         }
         match g.queue.pop_front() {
@@ -385,6 +405,24 @@ impl<M: Send + 'static> Cell<M> {
         }
     }
 
+    /// User messages waiting: queued, plus those an activation took in a batch and has not
+    /// handed to the actor yet. The one being handled is not counted.
+    pub(crate) fn mailbox_len(&self) -> usize {
+        let g = self.inner.lock();
+        g.queue.len() + self.batched.load(Ordering::Relaxed) as usize
+    }
+
+    pub(crate) fn set_name(&self, name: Arc<str>) {
+        self.inner.lock().extra().name = Some(name);
+    }
+
+    /// Its name (`Spawn::name`), else the first name it is registered under.
+    pub(crate) fn name(&self) -> Option<String> {
+        let g = self.inner.lock();
+        let e = g.extra.as_ref()?;
+        e.name.as_deref().map(str::to_owned).or_else(|| e.names.first().map(|(n, _)| n.clone()))
+    }
+
     pub(crate) fn dropped(&self) -> u64 {
         self.inner.lock().extra.as_ref().map_or(0, |e| e.dropped)
     }
@@ -436,7 +474,16 @@ fn notify_death(id: ActorId, reason: &ExitReason, e: Extra) -> Vec<oneshot::Send
         watcher.0.push_sys(Sys::Down(Down { id: mid, actor: id, reason: reason.clone() }));
     }
     if !e.names.is_empty() || !e.groups.is_empty() {
-        registry::forget(id, &e.names, &e.groups);
+        for (name, reg) in &e.names {
+            if let Some(reg) = reg.upgrade() {
+                reg.forget(id, name, false);
+            }
+        }
+        for (group, reg) in &e.groups {
+            if let Some(reg) = reg.upgrade() {
+                reg.forget(id, group, true);
+            }
+        }
     }
     for w in e.blocked_senders {
         w.wake();
@@ -494,6 +541,12 @@ impl<M: Send + 'static> Process for Cell<M> {
         if g.status == Status::Dead {
             return false;
         }
+        let mut unblock = Vec::new();
+        if let Sys::Drain(_) = &sys {
+            // Rule 11; blocked `send_wait`s retry and see `Gone`.
+            g.closing = true;
+            unblock = std::mem::take(&mut g.extra().blocked_senders);
+        }
         let e = g.extra();
         if let Sys::Exit(sig) = &sys {
             // OTP: an exit signal over a link also removes that link.
@@ -505,6 +558,9 @@ impl<M: Send + 'static> Process for Cell<M> {
         let wake = g.wake();
         drop(g);
         wake.run(self);
+        for w in unblock {
+            w.wake();
+        }
         true
     }
 
@@ -566,26 +622,27 @@ impl<M: Send + 'static> Process for Cell<M> {
         }
     }
 
-    fn add_name(&self, name: &str, group: bool) -> bool {
+    fn add_name(&self, reg: &Arc<Registry>, name: &str, group: bool) -> bool {
         let mut g = self.inner.lock();
         if g.status == Status::Dead || self.is_killed() {
             return false;
         }
         let e = g.extra();
-        if group {
-            e.groups.push(name.to_owned())
-        } else {
-            e.names.push(name.to_owned())
-        }
+        let list = if group { &mut e.groups } else { &mut e.names };
+        list.push((name.to_owned(), Arc::downgrade(reg)));
         true
     }
 
-    fn remove_name(&self, name: &str, group: bool) {
+    fn remove_name(&self, reg: &Arc<Registry>, name: &str, group: bool) {
         let mut g = self.inner.lock();
         if let Some(e) = g.extra.as_mut() {
             let list = if group { &mut e.groups } else { &mut e.names };
-            list.retain(|n| n != name);
+            list.retain(|(n, r)| !(n == name && std::ptr::eq(r.as_ptr(), Arc::as_ptr(reg))));
         }
+    }
+
+    fn name(&self) -> Option<String> {
+        Cell::name(self)
     }
 
     fn watch(&self) -> Result<oneshot::Receiver<ExitReason>, ExitReason> {
@@ -597,5 +654,16 @@ impl<M: Send + 'static> Process for Cell<M> {
         let (tx, rx) = oneshot::channel();
         g.extra().watchers.push(tx);
         Ok(rx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The cell of an idle actor stays 120 bytes (136 with the `Arc`'s counts): new per-actor
+    /// fields must fit in its padding or go in `Extra` (allocated on first use).
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn the_cell_stays_small() {
+        assert_eq!(std::mem::size_of::<super::Cell<()>>(), 120);
     }
 }

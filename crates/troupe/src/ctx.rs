@@ -1,6 +1,7 @@
 //! [`Ctx`]: what a running actor can do to itself and around it: its own ref, stopping,
-//! trapping exits, links, monitors, spawning children, and timers that die with it.
+//! trapping exits, links, monitors, spawning children, timers and piped futures that die with it.
 
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +14,7 @@ use crate::cell::{Cell, Sys};
 use crate::error::LinkError;
 use crate::precise;
 use crate::spawn::{spawn_inner, Spawn};
+use crate::system::SystemInner;
 use crate::{Actor, ActorId, ActorRef, Down, ExitReason, ExitSignal, MonitorId};
 
 /// The context handed to every hook and handler of actor `A`.
@@ -28,6 +30,10 @@ struct CtxExtra {
     stop: Option<ExitReason>,
     parent: Option<ActorId>,
     init_ack: Option<oneshot::Sender<()>>,
+    /// A drain request being served (`cell.rs` rule 11): the reason to stop with.
+    drain: Option<ExitReason>,
+    /// The system it belongs to (`system.rs` rule 1); none for the default one.
+    system: Option<Arc<SystemInner>>,
 }
 
 /// A timer started by [`Ctx::send_after`] or [`Ctx::interval`]; it dies with its actor.
@@ -45,11 +51,38 @@ impl TimerRef {
     }
 }
 
+/// A future started by [`Ctx::pipe`]; it is cancelled when its actor stops.
+#[derive(Debug)]
+#[must_use = "dropping a PipeRef does not cancel the future; keep it to cancel"]
+pub struct PipeRef(AbortHandle);
+
+impl PipeRef {
+    /// Cancels the future; its result, if not yet delivered, never will be.
+    pub fn cancel(&self) {
+        self.0.abort();
+    }
+
+    /// True once the future has finished (its message sent) or was cancelled.
+    #[must_use]
+    pub fn is_finished(&self) -> bool {
+        self.0.is_finished()
+    }
+}
+
 impl<A: Actor> Ctx<A> {
-    pub(crate) fn new(cell: Arc<Cell<A::Msg>>, parent: Option<ActorId>, init_ack: Option<oneshot::Sender<()>>) -> Self {
-        let extra = (parent.is_some() || init_ack.is_some())
-            .then(|| Box::new(CtxExtra { parent, init_ack, ..Default::default() }));
+    pub(crate) fn new(
+        cell: Arc<Cell<A::Msg>>,
+        parent: Option<ActorId>,
+        init_ack: Option<oneshot::Sender<()>>,
+        system: Option<Arc<SystemInner>>,
+    ) -> Self {
+        let extra = (parent.is_some() || init_ack.is_some() || system.is_some())
+            .then(|| Box::new(CtxExtra { parent, init_ack, system, ..Default::default() }));
         Self { cell, trap_exit: false, extra }
+    }
+
+    pub(crate) fn system(&self) -> Option<&Arc<SystemInner>> {
+        self.extra.as_ref().and_then(|e| e.system.as_ref())
     }
 
     fn extra(&mut self) -> &mut CtxExtra {
@@ -78,6 +111,21 @@ impl<A: Actor> Ctx<A> {
     /// `reason`.
     pub fn stop(&mut self, reason: ExitReason) {
         self.extra().stop = Some(reason);
+    }
+
+    /// Stops this actor once it has handled the messages already queued
+    /// ([`crate::AnyRef::drain_and_stop`]): its mailbox closes now, `stopped` runs at the end.
+    pub fn drain_and_stop(&mut self, reason: ExitReason) {
+        self.cell.clone().push_sys(Sys::Drain(reason));
+    }
+
+    /// The first drain request wins.
+    pub(crate) fn set_drain(&mut self, reason: ExitReason) {
+        self.extra().drain.get_or_insert(reason);
+    }
+
+    pub(crate) fn take_drain(&mut self) -> Option<ExitReason> {
+        self.extra.as_mut().and_then(|e| e.drain.take())
     }
 
     pub(crate) fn take_stop(&mut self) -> Option<ExitReason> {
@@ -156,25 +204,33 @@ impl<A: Actor> Ctx<A> {
     ///
     /// It fires within tens of microseconds of the deadline, not tokio's whole milliseconds late:
     /// the wait runs on tokio's clock (a paused test clock is honoured) until shortly before the
-    /// deadline, and the precise timer thread sends the message (see `precise.rs`).
+    /// deadline, and the precise timer thread sends the message (see `precise.rs`). A tokio timer
+    /// at the deadline backs it up, so under a paused clock (`tokio::time::pause`) the message
+    /// arrives at the deadline of the paused clock too (whichever fires first sends it, once).
     pub fn send_after(&mut self, delay: Duration, msg: A::Msg) -> TimerRef {
         let me = self.myself();
         let deadline = tokio::time::Instant::now() + delay;
         let cancelled = Arc::new(AtomicBool::new(false));
         let flag = cancelled.clone();
         let rt = tokio::runtime::Handle::current();
+        let slot = parking_lot::Mutex::new(Some(msg));
+        let fire = Arc::new(move || {
+            if flag.load(Ordering::Acquire) {
+                return;
+            }
+            if let Some(msg) = slot.lock().take() {
+                let _in_rt = rt.enter();
+                let _ = me.send(msg);
+            }
+        });
         let task = tokio::spawn(async move {
             let at = precise::approach(deadline).await;
-            precise::fire_at(at, move || {
-                if !flag.load(Ordering::Acquire) {
-                    let _in_rt = rt.enter();
-                    let _ = me.send(msg);
-                }
-            });
+            let precise_fire = fire.clone();
+            precise::fire_at(at, move || precise_fire());
+            tokio::time::sleep_until(deadline).await;
+            fire();
         });
-        let mut t = self.track(task.abort_handle());
-        t.1 = Some(cancelled);
-        t
+        TimerRef(self.track(task.abort_handle()), Some(cancelled))
     }
 
     /// Sends a clone of `msg` to this actor every `period` (first after one period). The timer
@@ -193,21 +249,66 @@ impl<A: Actor> Ctx<A> {
                 }
             }
         });
-        self.track(task.abort_handle())
+        TimerRef(self.track(task.abort_handle()), None)
     }
 
-    fn track(&mut self, handle: AbortHandle) -> TimerRef {
+    /// Runs `fut` beside the actor (on its runtime) and delivers its output back to it as the
+    /// message `into(output)` (pipe-to-self): the handler returns at once, the actor goes on
+    /// with other messages, and the result arrives in its mailbox like any other message. The
+    /// future is cancelled (dropped) when the actor stops, or with [`PipeRef::cancel`].
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() {
+    /// use std::time::Duration;
+    /// use troupe::{Actor, Ctx, ReplyTo};
+    /// struct Fetcher { last: Option<u32> }
+    /// enum Msg { Fetch, Fetched(u32), Last(ReplyTo<Option<u32>>) }
+    /// impl Actor for Fetcher {
+    ///     type Msg = Msg;
+    ///     async fn handle(&mut self, m: Msg, ctx: &mut Ctx<Self>) {
+    ///         match m {
+    ///             Msg::Fetch => {
+    ///                 let _ = ctx.pipe(async { 42 }, Msg::Fetched);
+    ///             }
+    ///             Msg::Fetched(n) => self.last = Some(n),
+    ///             Msg::Last(r) => r.send(self.last),
+    ///         }
+    ///     }
+    /// }
+    /// let f = troupe::spawn(Fetcher { last: None });
+    /// f.send(Msg::Fetch).unwrap();
+    /// let last = loop {
+    ///     if let Some(n) = f.ask(Msg::Last, Duration::from_secs(1)).await.unwrap() { break n }
+    ///     tokio::task::yield_now().await;
+    /// };
+    /// assert_eq!(last, 42);
+    /// # }
+    /// ```
+    pub fn pipe<T: Send + 'static>(
+        &mut self,
+        fut: impl Future<Output = T> + Send + 'static,
+        into: impl FnOnce(T) -> A::Msg + Send + 'static,
+    ) -> PipeRef {
+        let me = self.myself();
+        let task = self.cell.home.spawn(async move {
+            let out = fut.await;
+            let _ = me.send(into(out));
+        });
+        PipeRef(self.track(task.abort_handle()))
+    }
+
+    fn track(&mut self, handle: AbortHandle) -> AbortHandle {
         let timers = &mut self.extra().timers;
         if timers.len() >= 16 {
             timers.retain(|t| !t.is_finished());
         }
         timers.push(handle.clone());
-        TimerRef(handle, None)
+        handle
     }
 }
 
 impl<A: Actor> Drop for Ctx<A> {
-    /// Timers die with their actor, however it ends.
+    /// Timers and piped futures die with their actor, however it ends.
     fn drop(&mut self) {
         if let Some(e) = &self.extra {
             for t in &e.timers {

@@ -85,7 +85,16 @@ impl fmt::Display for AskError {
 
 impl std::error::Error for AskError {}
 
-/// An error an actor returns from `started` to refuse to start.
+/// An error an actor returns from `started` to refuse to start, or from a [`crate::TryActor`]'s
+/// handler to stop. The crate's own errors convert into it, so `?` works on them:
+///
+/// ```
+/// use troupe::{ActorError, AskError};
+/// fn lookup() -> Result<(), ActorError> {
+///     Err(AskError::Timeout)?
+/// }
+/// assert!(lookup().unwrap_err().to_string().contains("no reply within the timeout"));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ActorError(pub String);
 
@@ -93,6 +102,42 @@ impl ActorError {
     /// Builds an error from any message.
     pub fn new(msg: impl Into<String>) -> Self {
         Self(msg.into())
+    }
+}
+
+impl From<String> for ActorError {
+    fn from(msg: String) -> Self {
+        Self(msg)
+    }
+}
+
+impl From<&str> for ActorError {
+    fn from(msg: &str) -> Self {
+        Self(msg.to_owned())
+    }
+}
+
+impl From<AskError> for ActorError {
+    fn from(e: AskError) -> Self {
+        Self(e.to_string())
+    }
+}
+
+impl<M> From<SendError<M>> for ActorError {
+    fn from(e: SendError<M>) -> Self {
+        Self(e.to_string())
+    }
+}
+
+impl From<RegistryError> for ActorError {
+    fn from(e: RegistryError) -> Self {
+        Self(e.to_string())
+    }
+}
+
+impl From<LinkError> for ActorError {
+    fn from(e: LinkError) -> Self {
+        Self(e.to_string())
     }
 }
 
@@ -122,6 +167,8 @@ pub enum RegistryError {
         /// The name looked up.
         name: String,
     },
+    /// No live actor holds the name.
+    NotRegistered(String),
 }
 
 impl fmt::Display for RegistryError {
@@ -135,6 +182,9 @@ impl fmt::Display for RegistryError {
             }
             RegistryError::WrongType { name } => {
                 write!(f, "name {name:?} is registered to an actor of another message type")
+            }
+            RegistryError::NotRegistered(name) => {
+                write!(f, "no live actor is registered as {name:?}; register it first, or wait for it to restart")
             }
         }
     }

@@ -35,6 +35,19 @@ pub enum ExitReason {
     NoProc,
     /// The node it lived on became unreachable.
     NoConnection,
+    /// A [`crate::TryActor`]'s handler returned `Err(e)`: the error's type and message, seen by
+    /// links, monitors and supervisors as a crash (abnormal, so a transient child restarts).
+    /// Boxed, so that every exit reason stays the size of one `String`.
+    Failed(Box<Failure>),
+}
+
+/// What [`ExitReason::Failed`] keeps of a handler's error.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Failure {
+    /// The error's type name (`std::any::type_name`), e.g. `std::io::error::Error`.
+    pub error: String,
+    /// The error's `Display` text.
+    pub message: String,
 }
 
 impl ExitReason {
@@ -52,6 +65,30 @@ impl ExitReason {
     pub fn is_abnormal(&self) -> bool {
         !matches!(self, ExitReason::Normal | ExitReason::Shutdown | ExitReason::ShutdownWith(_))
     }
+
+    /// The reason for a handler that returned `Err(error)`: [`ExitReason::Failed`] with `E`'s
+    /// type name and `error`'s message.
+    ///
+    /// ```
+    /// use troupe::ExitReason;
+    /// let e = std::io::Error::other("disk full");
+    /// let reason = ExitReason::failed(&e);
+    /// assert!(reason.failed_with::<std::io::Error>());
+    /// assert_eq!(reason.to_string(), "failed: disk full (std::io::error::Error)");
+    /// ```
+    #[must_use]
+    pub fn failed<E: fmt::Display + ?Sized>(error: &E) -> Self {
+        ExitReason::Failed(Box::new(Failure {
+            error: std::any::type_name::<E>().to_owned(),
+            message: error.to_string(),
+        }))
+    }
+
+    /// True when this is [`ExitReason::Failed`] with an error of type `E`.
+    #[must_use]
+    pub fn failed_with<E: ?Sized>(&self) -> bool {
+        matches!(self, ExitReason::Failed(f) if f.error == std::any::type_name::<E>())
+    }
 }
 
 impl fmt::Display for ExitReason {
@@ -65,6 +102,7 @@ impl fmt::Display for ExitReason {
             ExitReason::Error(m) => write!(f, "error: {m}"),
             ExitReason::NoProc => f.write_str("noproc"),
             ExitReason::NoConnection => f.write_str("noconnection"),
+            ExitReason::Failed(e) => write!(f, "failed: {} ({})", e.message, e.error),
         }
     }
 }
@@ -87,4 +125,15 @@ pub struct Down {
     pub actor: ActorId,
     /// Why it stopped; `NoProc` when it was already dead when the monitor was set.
     pub reason: ExitReason,
+}
+
+#[cfg(test)]
+mod tests {
+    /// Exit reasons travel in signals and sit in every activation's state: one `String` and a
+    /// tag wide (a variant with more inside must box it, as `Failed` does).
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn an_exit_reason_is_one_string_and_a_tag_wide() {
+        assert_eq!(std::mem::size_of::<super::ExitReason>(), 32);
+    }
 }

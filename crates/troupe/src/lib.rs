@@ -7,8 +7,12 @@
 //!   dynamic children, `permanent`/`transient`/`temporary`, restart intensity, backoff, ordered
 //!   shutdown.
 //! - A registry of names and process groups ([`register`], [`whereis`], [`join_group`]).
+//! - [`System`]: a scope owning its actors and registry, with `shutdown().await`.
 //! - Mailboxes unbounded, or bounded with backpressure or drop policies ([`MailboxConfig`]).
 //! - [`compute`] for CPU-heavy work that must not starve other actors.
+//! - [`testkit`]: probes, expectations, restarts, seeded unreliable delivery, a paused clock.
+//! - [`pool`]: supervised worker pools behind a router (round-robin, least-loaded,
+//!   consistent-hash).
 //!
 //! An idle actor has no task: it costs its cell and its state, nothing else, so a million idle
 //! actors fit in well under 256 MB.
@@ -42,24 +46,29 @@ mod error;
 mod exit;
 mod id;
 mod mailbox;
+pub mod pool;
 mod precise;
 mod registry;
 pub mod remote_api;
+mod reports;
 mod spawn;
 pub mod supervisor;
 mod sweeper;
+mod system;
+pub mod testkit;
 
-pub use actor::Actor;
+pub use actor::{Actor, TryActor};
 pub use actor_ref::{ActorRef, DynSender, ReplyTo};
 pub use any_ref::AnyRef;
 pub use compute::compute;
-pub use ctx::{Ctx, TimerRef};
+pub use ctx::{Ctx, PipeRef, TimerRef};
 pub use error::{ActorError, AskError, LinkError, RegistryError, SendError, SendErrorKind};
-pub use exit::{Down, ExitReason, ExitSignal};
+pub use exit::{Down, ExitReason, ExitSignal, Failure};
 pub use id::{ActorId, MonitorId};
 pub use mailbox::{MailboxConfig, Overflow};
 pub use registry::{group_members, join_group, leave_group, register, unregister, whereis, whereis_any};
 pub use spawn::{spawn, spawn_with, Spawn};
+pub use system::System;
 
 /// The README's example compiles and runs as a doctest.
 #[cfg(doctest)]

@@ -66,7 +66,8 @@ impl Process for Remote {
         match sys {
             Sys::Exit(sig) => self.0.exit_signal(sig),
             Sys::Down(d) => self.0.down(d),
-            Sys::Stop(r) => {
+            // A remote actor stops at once: the drain is not carried over the wire.
+            Sys::Stop(r) | Sys::Drain(r) => {
                 self.0.stop(r);
                 true
             }
@@ -90,10 +91,13 @@ impl Process for Remote {
     fn watch(&self) -> Result<oneshot::Receiver<ExitReason>, ExitReason> {
         self.0.watch()
     }
-    fn add_name(&self, _name: &str, _group: bool) -> bool {
+    fn add_name(&self, _reg: &Arc<crate::registry::Registry>, _name: &str, _group: bool) -> bool {
         false
     }
-    fn remove_name(&self, _name: &str, _group: bool) {}
+    fn remove_name(&self, _reg: &Arc<crate::registry::Registry>, _name: &str, _group: bool) {}
+    fn name(&self) -> Option<String> {
+        None
+    }
 }
 
 impl AnyRef {

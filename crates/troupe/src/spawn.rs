@@ -40,10 +40,11 @@ const FAIRNESS_BUDGET: u32 = 256;
 /// r.send(1).unwrap();
 /// # }
 /// ```
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 #[must_use]
 pub struct Spawn {
     mailbox: MailboxConfig,
+    name: Option<Arc<str>>,
 }
 
 impl Spawn {
@@ -55,6 +56,14 @@ impl Spawn {
     /// Sets the mailbox.
     pub fn mailbox(mut self, mailbox: MailboxConfig) -> Self {
         self.mailbox = mailbox;
+        self
+    }
+
+    /// Names the actor, for people: crash reports carry it, and [`crate::AnyRef::name`] gives
+    /// it back. Not a registered name (see [`crate::register`]), and not unique. It costs the
+    /// actor a small allocation; supervised children are named by their child id.
+    pub fn name(mut self, name: impl Into<Arc<str>>) -> Self {
+        self.name = Some(name.into());
         self
     }
 }
@@ -91,10 +100,22 @@ pub(crate) fn spawn_inner<A: Actor>(
     link: Option<AnyRef>,
     ack: Option<oneshot::Sender<()>>,
 ) -> ActorRef<A::Msg> {
+    crate::reports::install_hook();
     let home = home_runtime();
     let parent = link.as_ref().map(AnyRef::id);
+    let top_level = link.is_none();
     let cell = Arc::new(Cell::new(opts.mailbox, link.into_iter().collect(), home));
-    let ctx = Ctx::new(cell.clone(), parent, ack);
+    if let Some(name) = opts.name {
+        cell.set_name(name);
+    }
+    let system = crate::system::current();
+    if let Some(sys) = &system {
+        // system.rs rules 1 and 4: a system shutting down takes no new actor.
+        if !sys.adopt(AnyRef(cell.clone()), top_level) {
+            crate::any_ref::Process::kill(cell.clone());
+        }
+    }
+    let ctx = Ctx::new(cell.clone(), parent, ack, system);
     let state = Box::new(State { actor, ctx, started: false });
     start_inline(cell.clone(), state);
     ActorRef::local(cell)
@@ -203,10 +224,15 @@ fn activation<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>) -> impl F
 }
 
 async fn activate<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>) {
+    // system.rs rule 1: the actor's code runs with its system current.
+    let system = state.ctx.system().cloned();
     let outcome = {
         let mut run = pin!(run(cell.clone(), state));
         let mut known: Option<Waker> = None;
         poll_fn(|cx| {
+            let _in = system.as_ref().map(crate::system::enter);
+            let _span = tracing::trace_span!(target: "troupe", "actor", id = %cell.id).entered();
+            let _actor = crate::reports::in_actor(cell.id);
             if cell.is_killed() {
                 return Poll::Ready(Outcome::Exit(ExitReason::Killed));
             }
@@ -223,6 +249,9 @@ async fn activate<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>) {
         // The actor's state is dropped here, before anyone is told of its death.
     };
     if let Outcome::Exit(reason) = outcome {
+        if reason.is_abnormal() {
+            crate::reports::crashed(cell.id, std::any::type_name::<A>(), cell.name(), &reason);
+        }
         cell.die(reason);
     }
 }
@@ -246,17 +275,32 @@ async fn run<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> Outcom
     let mut handled = false;
     let mut budget = FAIRNESS_BUDGET;
     let mut batch = std::collections::VecDeque::new();
+    #[cfg(feature = "metrics")]
+    let mut meter = crate::reports::Meter::new(std::any::type_name::<A>());
     loop {
         let mut item = cell.try_recv_batch(&mut batch);
-        if matches!(item, Item::Empty) && handled {
-            item = poll_fn(|cx| cell.poll_next(cx)).await;
+        if matches!(item, Item::Empty) {
+            // A drain request's reason (kept in the ctx, so the task stays small): stop when the
+            // mailbox is empty (cell.rs, rule 11).
+            if let Some(reason) = st.ctx.take_drain() {
+                return stop(st, reason).await;
+            }
+            if handled {
+                item = poll_fn(|cx| cell.poll_next(cx)).await;
+            }
         }
         match item {
             Item::Msg(m) => {
                 handled = true;
+                #[cfg(feature = "metrics")]
+                meter.handled(|| cell.mailbox_len());
                 st.actor.handle(m, &mut st.ctx).await;
             }
             Item::Sys(Sys::Stop(reason)) => return stop(st, reason).await,
+            Item::Sys(Sys::Drain(reason)) => {
+                handled = true;
+                st.ctx.set_drain(reason);
+            }
             Item::Sys(Sys::Exit(sig)) => {
                 handled = true;
                 if st.ctx.traps_exit() {
@@ -310,7 +354,7 @@ async fn reschedule() {
     .await;
 }
 
-fn panic_message(p: &(dyn Any + Send)) -> String {
+pub(crate) fn panic_message(p: &(dyn Any + Send)) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
         (*s).to_owned()
     } else if let Some(s) = p.downcast_ref::<String>() {

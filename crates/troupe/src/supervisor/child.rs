@@ -1,5 +1,5 @@
-//! Child specifications ([`ChildSpec`], built from [`WorkerSpec`]) and [`ChildRef`], the handle
-//! that keeps addressing "the child" across its restarts.
+//! Child specifications ([`ChildSpec`], built from [`WorkerSpec`]) and what the supervisor
+//! reports about its children ([`ChildInfo`], [`ChildCount`]).
 
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -7,15 +7,13 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::RwLock;
-
+use super::child_ref::ChildRef;
 use super::server::Supervisor;
 use super::spec::{ChildKind, Restart, Shutdown, SupervisorSpec};
 use super::SupervisorError;
 use crate::any_ref::AnyRef;
-use crate::error::{SendError, SendErrorKind};
 use crate::spawn::{spawn_acked, Spawn};
-use crate::{Actor, ActorRef, ExitReason, MailboxConfig};
+use crate::{Actor, ExitReason, MailboxConfig};
 
 /// What a start gives: the child, `None` when it returned ignore, or why it failed.
 type StartFuture = Pin<Box<dyn Future<Output = Result<Option<AnyRef>, ExitReason>> + Send>>;
@@ -192,6 +190,8 @@ impl<A: Actor> WorkerSpec<A> {
 impl<A: Actor> From<WorkerSpec<A>> for ChildSpec {
     fn from(w: WorkerSpec<A>) -> Self {
         let (factory, handle, mailbox, id) = (w.factory, w.handle, w.mailbox, w.id.clone());
+        // Children are named by their id (reports.rs), when they have one at this point.
+        let label: Option<Arc<str>> = (!id.is_empty()).then(|| id.as_str().into());
         let start: StartFn = Arc::new(move |sup: AnyRef| -> StartFuture {
             let actor = match catch_unwind(AssertUnwindSafe(|| factory())) {
                 Ok(Some(a)) => a,
@@ -201,13 +201,17 @@ impl<A: Actor> From<WorkerSpec<A>> for ChildSpec {
                     return Box::pin(async move { Err(reason) });
                 }
             };
-            let (child, ack) = spawn_acked(actor, Spawn::new().mailbox(mailbox), Some(sup.clone()));
+            let mut opts = Spawn::new().mailbox(mailbox);
+            if let Some(label) = &label {
+                opts = opts.name(label.clone());
+            }
+            let (child, ack) = spawn_acked(actor, opts, Some(sup.clone()));
             sup.0.add_link(child.any());
             let handle = handle.clone();
             Box::pin(async move {
                 match ack.await {
                     Ok(()) => {
-                        *handle.0.write() = Some(child.clone());
+                        handle.set(child.clone());
                         Ok(Some(child.any()))
                     }
                     Err(_) => Err(child.terminated().await),
@@ -222,41 +226,6 @@ impl<A: Actor> From<WorkerSpec<A>> for ChildSpec {
             significant: w.significant,
             start,
             nested: w.nested,
-        }
-    }
-}
-
-/// Addresses a supervised child across restarts: each restart is a new actor with a new
-/// identity, and the handle follows it.
-pub struct ChildRef<M>(Arc<RwLock<Option<ActorRef<M>>>>);
-
-impl<M> Clone for ChildRef<M> {
-    fn clone(&self) -> Self {
-        Self(self.0.clone())
-    }
-}
-
-impl<M: Send + 'static> ChildRef<M> {
-    fn new() -> Self {
-        Self(Arc::new(RwLock::new(None)))
-    }
-
-    /// The latest incarnation, alive or not.
-    pub(crate) fn current(&self) -> Option<ActorRef<M>> {
-        self.0.read().clone()
-    }
-
-    /// The current incarnation, when one is alive.
-    #[must_use]
-    pub fn get(&self) -> Option<ActorRef<M>> {
-        self.0.read().clone().filter(ActorRef::is_alive)
-    }
-
-    /// Sends to the current incarnation; `Gone` while none is alive (e.g. mid-restart).
-    pub fn send(&self, msg: M) -> Result<(), SendError<M>> {
-        match self.get() {
-            Some(r) => r.send(msg),
-            None => Err(SendError::new(SendErrorKind::Gone, Some(msg))),
         }
     }
 }

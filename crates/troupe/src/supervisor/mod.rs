@@ -36,6 +36,7 @@
 //! ```
 
 mod child;
+mod child_ref;
 mod server;
 mod simple;
 mod spec;
@@ -43,7 +44,8 @@ mod spec;
 use std::fmt;
 use std::time::Duration;
 
-pub use child::{ChildCount, ChildInfo, ChildRef, ChildSpec, WorkerSpec};
+pub use child::{ChildCount, ChildInfo, ChildSpec, WorkerSpec};
+pub use child_ref::ChildRef;
 pub use server::{Supervisor, SupervisorMsg};
 pub use simple::{start_simple, SimpleSpec, SimpleSupervisorRef};
 pub use spec::{AutoShutdown, Backoff, ChildKind, IntensityWindow, Restart, Shutdown, Strategy, SupervisorSpec};
@@ -134,6 +136,12 @@ impl fmt::Display for SupervisorError {
 }
 
 impl std::error::Error for SupervisorError {}
+
+impl From<SupervisorError> for crate::ActorError {
+    fn from(e: SupervisorError) -> Self {
+        Self(e.to_string())
+    }
+}
 
 impl From<AskError> for SupervisorError {
     fn from(_: AskError) -> Self {

@@ -338,7 +338,8 @@ impl Actor for Supervisor {
         self.on_child_exit(ctx, i, sig.reason).await;
     }
 
-    async fn stopped(&mut self, _reason: &ExitReason, ctx: &mut Ctx<Self>) {
+    async fn stopped(&mut self, reason: &ExitReason, ctx: &mut Ctx<Self>) {
+        tracing::info!(target: "troupe", supervisor = %ctx.id(), %reason, "supervisor shut down");
         if self.spec.simple {
             return self.stop_all_at_once(ctx).await;
         }

@@ -136,7 +136,7 @@ impl<Arg: Send + 'static, M: Send + 'static> SimpleSupervisorRef<Arg, M> {
     pub async fn start_child(&self, arg: Arg) -> Result<Option<ActorRef<M>>, SupervisorError> {
         let (spec, handle) = (self.make)(arg);
         Ok(match self.sup.start_child(spec).await? {
-            Some(_) => handle.current(),
+            Some(_) => handle.latest(),
             None => None,
         })
     }

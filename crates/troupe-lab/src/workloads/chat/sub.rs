@@ -145,8 +145,7 @@ async fn single(cfg: &ChatConfig, actions: Vec<FaultAction>, em: &Emitter) -> Re
     let shared = Shared::new(em.clone(), cfg);
     let discovery = troupe::spawn(Discovery::new(std::time::Duration::from_millis(cfg.retry_delay_ms)));
     troupe::register(DISCOVERY, &discovery).map_err(|e| Error::other(format!("cannot register discovery: {e}")))?;
-    let found: ActorRef<DiscoveryMsg> =
-        troupe::whereis(DISCOVERY).ok().flatten().ok_or_else(|| Error::other("discovery is not registered"))?;
+    let found: ActorRef<DiscoveryMsg> = troupe::whereis(DISCOVERY).map_err(|e| Error::other(e.to_string()))?;
     let mut sups = Vec::new();
     for g in 0..cfg.num_supervisor {
         sups.push(system::start_server_group(cfg, g, &found, &shared).await.map_err(Error::other)?);

@@ -32,14 +32,21 @@ impl Supervisor {
     }
 
     pub(super) fn give_up(&mut self, ctx: &mut Ctx<Self>) {
-        tracing::warn!(supervisor = %ctx.id(), intensity = self.spec.intensity, period = ?self.spec.period,
-            "restart intensity exceeded; shutting down");
+        // reports.rs rule 2 (OTP's `reached_max_restart_intensity`): the escalation.
+        tracing::error!(target: "troupe", supervisor = %ctx.id(), intensity = self.spec.intensity,
+            period = ?self.spec.period, "restart intensity exceeded; shutting down");
         ctx.stop(ExitReason::Shutdown);
     }
 
     pub(super) async fn on_child_exit(&mut self, ctx: &mut Ctx<Self>, i: usize, reason: ExitReason) {
         let c = &mut self.children[i];
-        c.actor = None;
+        if let Some(a) = c.actor.take() {
+            if reason.is_abnormal() {
+                // reports.rs rule 2 (OTP's `child_terminated` supervisor report).
+                tracing::error!(target: "troupe", supervisor = %ctx.id(), child = %c.spec.id, actor = %a.id(),
+                    %reason, "child terminated");
+            }
+        }
         let restart = match c.spec.restart {
             Restart::Permanent => true,
             Restart::Transient => reason.is_abnormal(),
@@ -135,13 +142,20 @@ impl Supervisor {
             }
             match self.start_one(i, &me).await {
                 Ok(started) => {
+                    if let Some(actor) = started {
+                        #[cfg(feature = "metrics")]
+                        crate::reports::restarted(&self.children[i].spec.id);
+                        tracing::info!(target: "troupe", supervisor = %me.id(), child = %self.children[i].spec.id,
+                            %actor, "child restarted");
+                    }
                     if !self.forget_if_ignored_temporary(i, started) {
                         i += 1;
                     }
                 }
                 Err(reason) => {
                     let id = self.children[i].spec.id.clone();
-                    tracing::warn!(child = %id, %reason, "child failed to restart; trying again");
+                    tracing::warn!(target: "troupe", supervisor = %me.id(), child = %id, %reason,
+                        "child failed to restart; trying again");
                     self.children[i].restarting = true;
                     let _ = ctx.myself().send(SupervisorMsg(Cmd::TryAgain(id)));
                     return;

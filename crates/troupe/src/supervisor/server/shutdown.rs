@@ -19,7 +19,7 @@ impl Supervisor {
                 if tokio::time::timeout(t, actor.terminated()).await.is_ok() {
                     return;
                 }
-                tracing::warn!(child = %actor.id(), "child did not stop within {t:?}; killing it");
+                tracing::warn!(target: "troupe", child = %actor.id(), "child did not stop within {t:?}; killing it");
                 actor.kill();
             }
             Shutdown::Infinity => actor.stop(ExitReason::Shutdown),
@@ -43,7 +43,7 @@ impl Supervisor {
         for (a, shutdown) in kids {
             if let Shutdown::Timeout(t) = shutdown {
                 if tokio::time::timeout_at(start + t, a.terminated()).await.is_err() {
-                    tracing::warn!(child = %a.id(), "child did not stop within {t:?}; killing it");
+                    tracing::warn!(target: "troupe", child = %a.id(), "child did not stop within {t:?}; killing it");
                     a.kill();
                 }
             }
