@@ -62,6 +62,8 @@ pub(crate) struct Shared {
     pub(crate) me: RwLock<NodeId>,
     /// Bumped when the published services or names change (receptionist listings wait on it).
     pub(crate) published: watch::Sender<u64>,
+    /// Bumped at every status change, convergence included (which raises no event).
+    pub(crate) status_changed: watch::Sender<u64>,
     pub(crate) registry: parking_lot::Mutex<crate::receptionist::Registry>,
 }
 
@@ -103,6 +105,7 @@ impl Cluster {
             status: RwLock::new(engine.status()),
             me: RwLock::new(me),
             published: watch::channel(0).0,
+            status_changed: watch::channel(0).0,
             registry: parking_lot::Mutex::new(crate::receptionist::Registry::default()),
         });
         let inbox = troupe::spawn(Inbox(tx));
@@ -193,23 +196,30 @@ impl Cluster {
 
     /// Waits until this node sees `n` members up, all reachable, and the state converged.
     pub async fn wait_members(&self, n: usize, timeout: Duration) -> Result<Status, Error> {
-        let mut events = self.subscribe();
+        self.wait_status(
+            |s| s.converged && s.count(MemberStatus::Up) >= n && s.members.iter().all(|m| m.reachable),
+            timeout,
+        )
+        .await
+        .map_err(|s| {
+            ErrorKind::Timeout(format!("{} of {n} members up after {timeout:?}", s.count(MemberStatus::Up))).into()
+        })
+    }
+
+    /// Waits until this node's status satisfies `pred` (re-checked at every status change,
+    /// convergence included); `Err` with the last status on timeout.
+    pub async fn wait_status(&self, pred: impl Fn(&Status) -> bool, timeout: Duration) -> Result<Status, Status> {
+        let mut changed = self.shared.status_changed.subscribe();
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             let s = self.status();
-            if s.converged && s.count(MemberStatus::Up) >= n && s.members.iter().all(|m| m.reachable) {
+            if pred(&s) {
                 return Ok(s);
             }
-            match tokio::time::timeout_at(deadline, events.recv()).await {
-                Err(_) => {
-                    return Err(ErrorKind::Timeout(format!(
-                        "{} of {n} members up after {timeout:?}",
-                        s.count(MemberStatus::Up)
-                    ))
-                    .into())
-                }
-                Ok(Err(broadcast::error::RecvError::Closed)) => return Err(ErrorKind::Stopped.into()),
-                Ok(_) => {}
+            match tokio::time::timeout_at(deadline, changed.changed()).await {
+                Ok(Ok(())) => {}
+                // Timed out, or the daemon is gone (its status will not change again).
+                _ => return Err(self.status()),
             }
         }
     }
@@ -289,6 +299,7 @@ async fn run(
             *shared.gossip.write() = Arc::clone(&snapshot);
             *shared.status.write() = engine.status();
             *shared.me.write() = engine.me().clone();
+            shared.status_changed.send_modify(|v| *v += 1);
             published_gen = Some(snapshot);
             if services_changed {
                 shared.published.send_modify(|v| *v += 1);
@@ -323,6 +334,7 @@ async fn run(
         }
         if engine.stopped().is_some() {
             *shared.status.write() = engine.status();
+            shared.status_changed.send_modify(|v| *v += 1);
             break;
         }
     }

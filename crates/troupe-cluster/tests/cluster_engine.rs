@@ -78,3 +78,23 @@ fn garbage_gossip_is_dropped_and_changes_nothing() {
     assert!(r[0].contains("not in its own table") && r[3].contains("max_members"), "{r:?}");
     assert!(e.gossip().same_content(&before), "nothing merged");
 }
+
+/// Regression: `wait_members` missed a cluster that converged without a new event (the
+/// convergence itself raises none); it now re-checks at every status change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_members_sees_convergence_that_raises_no_event() {
+    use troupe_remote::{Node, NodeConfig};
+    let cfg = ClusterConfig {
+        heartbeat_interval_ms: 100,
+        acceptable_pause_ms: 1000,
+        gossip_interval_ms: 1000,
+        ..ClusterConfig::default()
+    };
+    let a = Node::start(NodeConfig::new("a", "s")).await.unwrap();
+    let b = Node::start(NodeConfig::new("b", "s")).await.unwrap();
+    let ca = troupe_cluster::Cluster::start(&a, cfg.clone()).await.unwrap();
+    let cb = troupe_cluster::Cluster::start(&b, ClusterConfig { seeds: vec![a.addr()], ..cfg }).await.unwrap();
+    for c in [&ca, &cb] {
+        c.wait_members(2, std::time::Duration::from_secs(60)).await.expect("both see two members up, converged");
+    }
+}
