@@ -1,0 +1,1 @@
+//! Bench (filled in later).

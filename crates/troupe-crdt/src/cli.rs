@@ -1,0 +1,1 @@
+//! CLI (filled in later).
