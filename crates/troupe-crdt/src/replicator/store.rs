@@ -221,3 +221,43 @@ impl Store {
 fn mismatch(key: &str, expected: &str, found: &str) -> Error {
     ErrorKind::TypeMismatch { key: key.to_owned(), expected: expected.to_owned(), found: found.to_owned() }.into()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::GCounter;
+
+    #[test]
+    fn acknowledgement_marks_move_only_contiguously_and_only_up() {
+        let mut s = Slot::raw();
+        s.ack("p", 2, 2);
+        assert_eq!(s.acked.get("p"), Some(&0), "deltas 2..=2 with mark 0 leave a gap: no move");
+        s.ack("p", 1, 3);
+        assert_eq!(s.acked["p"], 3);
+        s.ack("p", 0, 2);
+        assert_eq!(s.acked["p"], 3, "a state at 2 does not move a mark at 3 back");
+        s.ack("p", 4, 4);
+        assert_eq!(s.acked["p"], 4);
+    }
+
+    #[test]
+    fn an_untyped_key_keeps_the_latest_state_per_sender_and_a_bounded_list_of_deltas() {
+        let (mut st, c) = (Store::default(), Counters::default());
+        let kind = tag_hash(&GCounter::kind());
+        let mut g = GCounter::default();
+        g.increment("a", 1);
+        let one = codec::encode(&g).unwrap();
+        g.increment("a", 1);
+        let two = codec::encode(&g).unwrap();
+        assert!(st.receive("a", "k", kind, &[&one], false, &c));
+        assert!(st.receive("a", "k", kind, &[&two], false, &c));
+        for _ in 0..RAW_DELTAS + 10 {
+            assert!(st.receive("b", "k", kind, &[&one], true, &c));
+        }
+        assert!(!st.receive("c", "k", kind ^ 1, &[&one], true, &c), "another kind is refused");
+        let Data::Raw(raw) = &st.slots["k"].data else { panic!("still raw") };
+        assert_eq!((raw.states.len(), raw.deltas.len()), (1, RAW_DELTAS));
+        let slot = st.typed::<GCounter>("k", &c).unwrap();
+        assert_eq!(slot.typed_mut::<GCounter>().value.value(), 2);
+    }
+}
