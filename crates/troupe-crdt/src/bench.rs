@@ -76,7 +76,9 @@ impl Proc {
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .map_err(|e| format!("cannot start {} ({e}); build it with `cargo build --release -p troupe-crdt`", bin.display()))?;
+            .map_err(|e| {
+                format!("cannot start {} ({e}); build it with `cargo build --release -p troupe-crdt`", bin.display())
+            })?;
         let stdout = child.stdout.take().ok_or("no stdout")?;
         let stdin = child.stdin.take().ok_or("no stdin")?;
         let (tx, rx) = channel();
@@ -120,9 +122,11 @@ impl Proc {
     fn up(&mut self, n: usize) -> Result<(), String> {
         let end = Instant::now() + Duration::from_secs(60);
         while Instant::now() < end {
-            let s: Value = serde_json::from_str(&self.ask("status", "status ")?["status ".len()..]).map_err(|e| e.to_string())?;
+            let s: Value =
+                serde_json::from_str(&self.ask("status", "status ")?["status ".len()..]).map_err(|e| e.to_string())?;
             let m = s["members"].as_array().cloned().unwrap_or_default();
-            if s["converged"] == true && m.len() == n && m.iter().all(|m| m["status"] == "up" && m["reachable"] == true) {
+            if s["converged"] == true && m.len() == n && m.iter().all(|m| m["status"] == "up" && m["reachable"] == true)
+            {
                 return Ok(());
             }
             // Wait for the next line (or 200 ms) before asking again.

@@ -61,7 +61,9 @@ async fn up(c: &Cluster, n: usize) {
     let deadline = tokio::time::Instant::now() + LONG;
     loop {
         let s = c.status();
-        let ok = s.converged && s.members.len() == n && s.members.iter().all(|m| m.reachable && m.status == troupe_cluster::MemberStatus::Up);
+        let ok = s.converged
+            && s.members.len() == n
+            && s.members.iter().all(|m| m.reachable && m.status == troupe_cluster::MemberStatus::Up);
         if ok {
             return;
         }
@@ -196,10 +198,7 @@ async fn a_payload_that_does_not_decode_or_is_of_another_kind_is_rejected_whole_
     let good = codec::encode(&good).unwrap();
     let send = |items: Vec<Vec<u8>>, kind: u64| {
         let from = m[0].node.addr();
-        to_b.ask(
-            move |reply| CrdtMsg::Deltas { from, key: "k".into(), kind, first: 1, last: 1, items, reply },
-            LONG,
-        )
+        to_b.ask(move |reply| CrdtMsg::Deltas { from, key: "k".into(), kind, first: 1, last: 1, items, reply }, LONG)
     };
     // Garbage, and a good delta bundled with garbage: both refused, nothing merged.
     assert_eq!(send(vec![vec![0xff; 3]], kind).await.unwrap(), WireAck { ok: false });

@@ -10,8 +10,9 @@
 //!    number on this node; it is buffered (at most `delta_buffer` per key) and sent at once to
 //!    every live member.
 //! 3. A peer's acknowledgement of deltas `first..=last` moves its mark to `last` only when the
-//!    mark was at least `first - 1`; an acknowledged state moves it to the state's sequence
-//!    number. Marks only grow.
+//!    mark was at least `first - 1` (acknowledgements beyond a gap are kept and taken in when
+//!    it closes); an acknowledged state moves it to the state's sequence number. Marks only
+//!    grow.
 //! 4. Every `resend_interval`, a reachable peer whose mark is behind receives the buffered
 //!    deltas after its mark in one message (once the oldest of them is `resend_interval` old),
 //!    or the full state when the buffer no longer reaches back to its mark. A buffer keeps

@@ -78,6 +78,9 @@ pub(crate) struct Slot {
     pub(crate) buffer: VecDeque<(u64, Instant, Arc<Vec<u8>>)>,
     /// Peer address -> the last own delta it acknowledged, contiguously (rule 3).
     pub(crate) acked: HashMap<String, u64>,
+    /// Peer address -> deltas it acknowledged beyond a gap (concurrent sends can be
+    /// acknowledged out of order); they join the mark once the gap closes.
+    pub(crate) early: HashMap<String, std::collections::BTreeSet<u64>>,
 }
 
 impl Slot {
@@ -89,6 +92,7 @@ impl Slot {
             seq: 0,
             buffer: VecDeque::new(),
             acked: HashMap::new(),
+            early: HashMap::new(),
         }
     }
 
@@ -102,8 +106,15 @@ impl Slot {
     /// Rule 3.
     pub(crate) fn ack(&mut self, peer: &str, first: u64, last: u64) {
         let m = self.acked.entry(peer.to_owned()).or_insert(0);
+        let early = self.early.entry(peer.to_owned()).or_default();
         if *m + 1 >= first {
             *m = (*m).max(last);
+            while early.first().is_some_and(|s| *s <= *m + 1) {
+                let s = early.pop_first().unwrap_or(0);
+                *m = (*m).max(s);
+            }
+        } else if last - first < 1024 {
+            early.extend(first..=last);
         }
     }
 }
@@ -232,12 +243,18 @@ mod tests {
         let mut s = Slot::raw();
         s.ack("p", 2, 2);
         assert_eq!(s.acked.get("p"), Some(&0), "deltas 2..=2 with mark 0 leave a gap: no move");
-        s.ack("p", 1, 3);
-        assert_eq!(s.acked["p"], 3);
-        s.ack("p", 0, 2);
-        assert_eq!(s.acked["p"], 3, "a state at 2 does not move a mark at 3 back");
         s.ack("p", 4, 4);
+        assert_eq!(s.acked["p"], 0);
+        s.ack("p", 1, 1);
+        assert_eq!(s.acked["p"], 2, "closing the gap takes in 2, not 4 (3 is missing)");
+        s.ack("p", 3, 3);
         assert_eq!(s.acked["p"], 4);
+        s.ack("p", 1, 3);
+        assert_eq!(s.acked["p"], 4);
+        s.ack("p", 0, 2);
+        assert_eq!(s.acked["p"], 4, "a state at 2 does not move a mark at 4 back");
+        s.ack("p", 5, 5);
+        assert_eq!(s.acked["p"], 5);
     }
 
     #[test]

@@ -35,9 +35,8 @@ pub fn start(bin: &str, name: &str, seed: Option<&str>) -> Proc {
     let n = N.fetch_add(1, Ordering::Relaxed);
     let config = std::env::temp_dir().join(format!("troupe-crdt-test-{}-{n}-{name}.toml", std::process::id()));
     let seeds = seed.map(|s| format!("seeds = [\"{s}\"]\n")).unwrap_or_default();
-    let text = format!(
-        "name = \"{name}\"\nsecret = \"{SECRET}\"\nlisten = \"127.0.0.1:0\"\n[cluster]\n{PROFILE}{seeds}"
-    );
+    let text =
+        format!("name = \"{name}\"\nsecret = \"{SECRET}\"\nlisten = \"127.0.0.1:0\"\n[cluster]\n{PROFILE}{seeds}");
     std::fs::write(&config, text).unwrap();
     let mut child = Command::new(bin)
         .arg("--config")
@@ -88,7 +87,10 @@ impl Proc {
             Some(l) => l,
             None => {
                 let tail: Vec<&String> = self.seen.iter().rev().take(25).collect();
-                panic!("node {}: expected line not seen within {limit:?}; last lines (newest first): {tail:#?}", self.name)
+                panic!(
+                    "node {}: expected line not seen within {limit:?}; last lines (newest first): {tail:#?}",
+                    self.name
+                )
             }
         }
     }
@@ -151,7 +153,9 @@ impl Drop for Proc {
 /// Whether a status answer shows `n` members, all up and reachable, converged.
 pub fn all_up(s: &Value, n: usize) -> bool {
     let members = s["members"].as_array().cloned().unwrap_or_default();
-    s["converged"] == true && members.len() == n && members.iter().all(|m| m["status"] == "up" && m["reachable"] == true)
+    s["converged"] == true
+        && members.len() == n
+        && members.iter().all(|m| m["status"] == "up" && m["reachable"] == true)
 }
 
 /// Starts `n` nodes of `bin` (the first one the seed) and waits until all see all up.
