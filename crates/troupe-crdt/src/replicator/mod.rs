@@ -33,11 +33,11 @@
 //!    rule 7.
 
 mod store;
+mod types;
 mod wire;
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::marker::PhantomData;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -45,7 +45,6 @@ use std::time::{Duration, Instant};
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use parking_lot::Mutex;
-use serde::{Deserialize, Serialize};
 use tokio::sync::watch;
 use troupe::{Actor, ActorRef, Ctx};
 use troupe_cluster::Cluster;
@@ -54,133 +53,8 @@ use troupe_remote::codec;
 use crate::error::{Error, ErrorKind};
 use crate::DeltaCrdt;
 use store::{bump, Counters, Data, Store};
+pub use types::{Changes, Consistency, Key, ReplicatorConfig, ReplicatorStats};
 pub use wire::{CrdtMsg, ReadReply, WireAck, REPLICATOR_ACTOR};
-
-/// How many replicas must take part in a read or write (rule 6).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Consistency {
-    /// This node only; the change spreads in the background.
-    Local,
-    /// A majority of the members (this node included).
-    Majority,
-    /// Every member.
-    All,
-}
-
-impl Consistency {
-    /// Replicas needed among `n` (this node included).
-    #[must_use]
-    pub fn needed(self, n: usize) -> usize {
-        match self {
-            Consistency::Local => 1,
-            Consistency::Majority => n / 2 + 1,
-            Consistency::All => n,
-        }
-    }
-}
-
-impl std::str::FromStr for Consistency {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "local" => Ok(Consistency::Local),
-            "majority" => Ok(Consistency::Majority),
-            "all" => Ok(Consistency::All),
-            _ => Err(format!("unknown consistency {s:?}: local, majority or all")),
-        }
-    }
-}
-
-/// A typed key: the replicas under it are `T`s.
-///
-/// ```
-/// use troupe_crdt::{GCounter, Key};
-/// let hits: Key<GCounter> = Key::new("hits");
-/// assert_eq!(hits.name(), "hits");
-/// ```
-pub struct Key<T> {
-    name: String,
-    _t: PhantomData<fn() -> T>,
-}
-
-impl<T> Key<T> {
-    /// A key named `name`.
-    #[must_use]
-    pub fn new(name: &str) -> Self {
-        Self { name: name.to_owned(), _t: PhantomData }
-    }
-    /// Its name.
-    #[must_use]
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-}
-
-impl<T> Clone for Key<T> {
-    fn clone(&self) -> Self {
-        Self::new(&self.name)
-    }
-}
-
-/// The replicator's timing.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ReplicatorConfig {
-    /// Rule 4 (default 200 ms).
-    pub resend_interval_ms: u64,
-    /// Rule 5 (default 1000 ms).
-    pub gossip_interval_ms: u64,
-    /// Deltas buffered per key (default 64).
-    pub delta_buffer: usize,
-    /// How long a background send waits for its acknowledgement (default 2000 ms).
-    pub ack_timeout_ms: u64,
-}
-
-impl Default for ReplicatorConfig {
-    fn default() -> Self {
-        Self { resend_interval_ms: 200, gossip_interval_ms: 1000, delta_buffer: 64, ack_timeout_ms: 2000 }
-    }
-}
-
-/// What a replicator sent, received and refused (rule 7).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReplicatorStats {
-    /// Delta messages sent.
-    pub deltas_sent: u64,
-    /// Their payload bytes.
-    pub delta_bytes_sent: u64,
-    /// Full-state messages sent.
-    pub states_sent: u64,
-    /// Their payload bytes.
-    pub state_bytes_sent: u64,
-    /// Delta messages received.
-    pub deltas_received: u64,
-    /// Full-state messages received.
-    pub states_received: u64,
-    /// Payloads rejected because they did not decode.
-    pub rejected_decode: u64,
-    /// Payloads rejected because the key holds another kind.
-    pub rejected_kind: u64,
-}
-
-/// The changes of one key ([`Replicator::subscribe`]).
-pub struct Changes<T> {
-    rx: watch::Receiver<T>,
-}
-
-impl<T: Clone> Changes<T> {
-    /// Waits for the next change and returns the value then.
-    pub async fn changed(&mut self) -> Result<T, Error> {
-        self.rx.changed().await.map_err(|_| Error::from(ErrorKind::Stopped))?;
-        Ok(self.rx.borrow_and_update().clone())
-    }
-    /// The latest value.
-    #[must_use]
-    pub fn current(&self) -> T {
-        self.rx.borrow().clone()
-    }
-}
 
 type Push = Pin<Box<dyn Future<Output = bool> + Send>>;
 
@@ -276,7 +150,7 @@ impl Replicator {
         let i = &self.inner;
         let (value, sent) = {
             let mut st = i.store.lock();
-            let slot = st.typed::<T>(&key.name, &i.stats)?;
+            let slot = st.typed::<T>(key.name(), &i.stats)?;
             let t = slot.typed_mut::<T>();
             f(&mut t.value, &i.replica);
             let delta = t.value.take_delta();
@@ -304,23 +178,23 @@ impl Replicator {
         let wait = timeout.max(Duration::from_millis(i.cfg.ack_timeout_ms));
         let pushes: FuturesUnordered<Push> = peers
             .iter()
-            .map(|(p, _)| i.push_deltas(p, &key.name, kind, seq, seq, vec![bytes.to_vec()], wait))
+            .map(|(p, _)| i.push_deltas(p, key.name(), kind, seq, seq, vec![bytes.to_vec()], wait))
             .collect();
-        i.await_level(&key.name, pushes, needed, timeout).await?;
+        i.await_level(key.name(), pushes, needed, timeout).await?;
         Ok(value)
     }
 
     /// The value of `key`, merged with what `level` replicas hold (rule 6).
     pub async fn get<T: DeltaCrdt>(&self, key: &Key<T>, level: Consistency, timeout: Duration) -> Result<T, Error> {
         let i = &self.inner;
-        i.store.lock().typed::<T>(&key.name, &i.stats)?;
+        i.store.lock().typed::<T>(key.name(), &i.stats)?;
         let peers = i.peers();
         let needed = level.needed(peers.len() + 1) - 1;
         if needed > 0 {
             let reads: FuturesUnordered<Push> = peers
                 .iter()
                 .map(|(p, _)| {
-                    let (r, inner, key, peer) = (i.peer(p), Arc::clone(i), key.name.clone(), p.clone());
+                    let (r, inner, key, peer) = (i.peer(p), Arc::clone(i), key.name().to_owned(), p.clone());
                     Box::pin(async move {
                         let Ok(rep) = r.ask(|reply| CrdtMsg::Read { key: key.clone(), reply }, timeout).await else {
                             return false;
@@ -330,17 +204,17 @@ impl Replicator {
                     }) as Push
                 })
                 .collect();
-            i.await_level(&key.name, reads, needed, timeout).await?;
+            i.await_level(key.name(), reads, needed, timeout).await?;
         }
         let mut st = i.store.lock();
-        Ok(st.typed::<T>(&key.name, &i.stats)?.typed_mut::<T>().value.clone())
+        Ok(st.typed::<T>(key.name(), &i.stats)?.typed_mut::<T>().value.clone())
     }
 
     /// The changes of `key` from now on (rule 1).
     pub fn subscribe<T: DeltaCrdt>(&self, key: &Key<T>) -> Result<Changes<T>, Error> {
         let i = &self.inner;
         let mut st = i.store.lock();
-        let rx = st.typed::<T>(&key.name, &i.stats)?.typed_mut::<T>().tx.subscribe();
+        let rx = st.typed::<T>(key.name(), &i.stats)?.typed_mut::<T>().tx.subscribe();
         Ok(Changes { rx })
     }
 
