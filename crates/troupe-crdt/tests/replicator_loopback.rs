@@ -140,6 +140,11 @@ async fn replicas_converge_under_drops_and_duplicates_through_resends_alone() {
         until(st, |s| *s == all).await;
     }
     assert!(m.iter().map(|x| x.r.stats()).all(|s| s.rejected_decode == 0 && s.rejected_kind == 0));
+    // The faults did bite: more delta messages than one per update and peer (the resends).
+    let updates_times_peers = 3 * (20 + 20 + 7) * 2;
+    let sent: u64 = m.iter().map(|x| x.r.stats().deltas_sent).sum();
+    assert!(sent > updates_times_peers, "{sent} delta messages: no resend happened");
+    assert!(m.iter().all(|x| x.r.stats().states_sent == 0), "gossip was off");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -404,8 +404,12 @@ impl Inner {
 
 async fn timers(inner: Arc<Inner>, inbox: ActorRef<CrdtMsg>) {
     let mut stop = inner.stop.subscribe();
-    let mut resend = tokio::time::interval(Duration::from_millis(inner.cfg.resend_interval_ms.max(1)));
-    let mut gossip = tokio::time::interval(Duration::from_millis(inner.cfg.gossip_interval_ms.max(1)));
+    let every = |ms: u64| {
+        let p = Duration::from_millis(ms.max(1));
+        tokio::time::interval_at(tokio::time::Instant::now() + p, p)
+    };
+    let mut resend = every(inner.cfg.resend_interval_ms);
+    let mut gossip = every(inner.cfg.gossip_interval_ms);
     resend.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     gossip.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
