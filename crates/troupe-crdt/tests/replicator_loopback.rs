@@ -144,6 +144,9 @@ async fn replicas_converge_under_drops_and_duplicates_through_resends_alone() {
     let updates_times_peers = 3 * (20 + 20 + 7) * 2;
     let sent: u64 = m.iter().map(|x| x.r.stats().deltas_sent).sum();
     assert!(sent > updates_times_peers, "{sent} delta messages: no resend happened");
+    let dropped: u64 = m.iter().map(|x| x.node.stats().fault_dropped).sum();
+    let duplicated: u64 = m.iter().map(|x| x.node.stats().fault_duplicated).sum();
+    assert!(dropped > 10 && duplicated > 10, "dropped {dropped}, duplicated {duplicated}");
     assert!(m.iter().all(|x| x.r.stats().states_sent == 0), "gossip was off");
 }
 
@@ -233,4 +236,37 @@ async fn a_key_unused_here_keeps_what_arrives_until_its_first_typed_use() {
     m[0].r.update(&k2, Consistency::All, LONG, |c, me| c.increment(me, 1)).await.unwrap();
     let e = m[1].r.get(&Key::<GSet<u8>>::new("late2"), Consistency::Local, SHORT).await.unwrap_err();
     assert!(matches!(e.kind, ErrorKind::TypeMismatch { .. }), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_peer_behind_the_delta_buffer_gets_the_full_state_from_a_resend() {
+    // A buffer of 2 deltas and gossip off: after 10 updates b missed, only rule 4's full-state
+    // fallback can bring b up to date.
+    let rcfg = ReplicatorConfig {
+        delta_buffer: 2,
+        gossip_interval_ms: 3_600_000,
+        resend_interval_ms: 100,
+        ack_timeout_ms: 300,
+    };
+    let m = members(2, &rcfg).await;
+    let k = Key::<GCounter>::new("k");
+    let mut sub = m[1].r.subscribe(&k).unwrap();
+    let b = m[1].node.addr();
+    // Every frame a sends to b is dropped (a partition would not do: the transport queues
+    // frames while a connection is down and delivers them after the heal).
+    m[0].node.set_faults(Some(&b), None, FaultConfig { drop: 1.0, ..FaultConfig::default() });
+    // `All` writes, so each delta is sent (and dropped) before the call returns; they fail.
+    for _ in 0..10 {
+        let w = m[0].r.update(&k, Consistency::All, Duration::from_millis(50), |c, me| c.increment(me, 1)).await;
+        assert!(matches!(w.unwrap_err().kind, ErrorKind::Timeout { .. }));
+    }
+    assert!(m[0].node.stats().fault_dropped >= 10);
+    m[0].node.clear_faults();
+    until(&mut sub, |c| c.value() == 10).await;
+    assert!(
+        m[0].r.stats().states_sent > 0,
+        "the catch-up was a full state: {:?} {:?}",
+        m[0].r.stats(),
+        m[0].node.stats()
+    );
 }
