@@ -116,7 +116,7 @@ pub struct ReplicatorStats {
     pub rejected_kind: u64,
 }
 
-/// The changes of one key ([`Replicator::subscribe`]).
+/// The changes of one key ([`crate::Replicator::subscribe`]).
 pub struct Changes<T> {
     pub(crate) rx: watch::Receiver<T>,
 }
