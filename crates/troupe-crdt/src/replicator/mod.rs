@@ -1,0 +1,424 @@
+//! The [`Replicator`]: one per node, over a `troupe_cluster::Cluster`; it holds a replica of
+//! every key, spreads local changes as deltas with acknowledgements, and gossips full states
+//! as the fallback (seed 003 §2.9; Akka Distributed Data's `Replicator`).
+//!
+//! Rules:
+//! 1. A replica changes only under the store lock and only by a join (a local mutator, a
+//!    merged delta, a merged state); subscribers get the new value after every change
+//!    (watch semantics: a slow subscriber sees the latest value, not every step).
+//! 2. A local update that changes the state yields one delta with the key's next sequence
+//!    number on this node; it is buffered (at most `delta_buffer` per key) and sent at once to
+//!    every live member.
+//! 3. A peer's acknowledgement of deltas `first..=last` moves its mark to `last` only when the
+//!    mark was at least `first - 1` (acknowledgements beyond a gap are kept and taken in when
+//!    it closes); an acknowledged state moves it to the state's sequence number. Marks only
+//!    grow.
+//! 4. Every `resend_interval`, a reachable peer whose mark is behind receives the buffered
+//!    deltas after its mark in one message (once the oldest of them is `resend_interval` old),
+//!    or the full state when the buffer no longer reaches back to its mark. A buffer keeps
+//!    only what some live member has not acknowledged.
+//! 5. Every `gossip_interval`, one random reachable member receives the full state of every
+//!    typed key: the fallback for lost deltas, members that joined later, and the data of
+//!    members that are gone.
+//! 6. `Majority` needs `N/2 + 1` replicas and `All` needs `N`, where `N` counts this node and
+//!    every live member, reachable or not; this node counts itself. Without enough
+//!    acknowledgements (writes) or answers (reads) before the timeout the call fails with
+//!    [`ErrorKind::Timeout`]: the write is applied here and keeps spreading, but it is never
+//!    reported as done.
+//! 7. A delta or state that fails to decode, or whose kind is not the key's, is rejected
+//!    whole (all items are decoded before any is merged), counted in [`ReplicatorStats`], and
+//!    answered with a negative acknowledgement, which never counts towards a level.
+//! 8. A key this node has not used keeps what it receives undecoded (the latest state per
+//!    sender, a bounded list of deltas); the first typed use decodes and joins it, under
+//!    rule 7.
+
+mod store;
+mod types;
+mod wire;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::stream::{FuturesUnordered, StreamExt};
+use parking_lot::Mutex;
+use tokio::sync::watch;
+use troupe::{Actor, ActorRef, Ctx};
+use troupe_cluster::Cluster;
+use troupe_remote::codec;
+
+use crate::error::{Error, ErrorKind};
+use crate::DeltaCrdt;
+use store::{bump, Counters, Data, Store};
+pub use types::{Changes, Consistency, Key, ReplicatorConfig, ReplicatorStats};
+pub use wire::{CrdtMsg, ReadReply, WireAck, REPLICATOR_ACTOR};
+
+type Push = Pin<Box<dyn Future<Output = bool> + Send>>;
+
+struct Inner {
+    cluster: Cluster,
+    me: String,
+    replica: String,
+    cfg: ReplicatorConfig,
+    store: Mutex<Store>,
+    stats: Counters,
+    refs: Mutex<HashMap<String, ActorRef<CrdtMsg>>>,
+    stop: watch::Sender<bool>,
+}
+
+/// A node's replicator (module docs for its rules).
+///
+/// ```no_run
+/// # async fn demo(cluster: troupe_cluster::Cluster) -> Result<(), troupe_crdt::Error> {
+/// use std::time::Duration;
+/// use troupe_crdt::{Consistency, GCounter, Key, Replicator, ReplicatorConfig};
+/// let r = Replicator::start(&cluster, ReplicatorConfig::default())?;
+/// let hits = Key::<GCounter>::new("hits");
+/// r.update(&hits, Consistency::Majority, Duration::from_secs(1), |c, me| c.increment(me, 1)).await?;
+/// let seen = r.get(&hits, Consistency::Local, Duration::from_secs(1)).await?;
+/// assert!(seen.value() >= 1);
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Replicator {
+    inner: Arc<Inner>,
+}
+
+struct Inbox(Arc<Inner>);
+
+impl Actor for Inbox {
+    type Msg = CrdtMsg;
+    async fn handle(&mut self, msg: CrdtMsg, _: &mut Ctx<Self>) {
+        let i = &self.0;
+        match msg {
+            CrdtMsg::Deltas { from, key, kind, items, reply, .. } => {
+                let items: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
+                let ok = i.store.lock().receive(&from, &key, kind, &items, true, &i.stats);
+                reply.send(WireAck { ok });
+            }
+            CrdtMsg::State { from, key, kind, bytes, reply, .. } => {
+                let ok = i.store.lock().receive(&from, &key, kind, &[&bytes], false, &i.stats);
+                reply.send(WireAck { ok });
+            }
+            CrdtMsg::Read { key, reply } => {
+                let items = i.store.lock().read(&key);
+                reply.send(ReadReply { items });
+            }
+        }
+    }
+}
+
+impl Replicator {
+    /// Exports this node's replicator (`troupe.crdt`) and starts its timers.
+    pub fn start(cluster: &Cluster, cfg: ReplicatorConfig) -> Result<Replicator, Error> {
+        let me = cluster.me();
+        let inner = Arc::new(Inner {
+            cluster: cluster.clone(),
+            me: cluster.node().addr(),
+            replica: format!("{}#{}", me.addr, me.uid),
+            cfg,
+            store: Mutex::new(Store::default()),
+            stats: Counters::default(),
+            refs: Mutex::new(HashMap::new()),
+            stop: watch::channel(false).0,
+        });
+        let inbox = troupe::spawn(Inbox(Arc::clone(&inner)));
+        cluster.node().export(REPLICATOR_ACTOR, &inbox).map_err(|e| Error::from(ErrorKind::Node(e.to_string())))?;
+        tokio::spawn(timers(Arc::clone(&inner), inbox));
+        Ok(Replicator { inner })
+    }
+
+    /// This node's replica id (`ADDR#UID`), what mutators are given as `me`.
+    #[must_use]
+    pub fn replica_id(&self) -> &str {
+        &self.inner.replica
+    }
+
+    /// Applies `f` to the local replica of `key` (given this node's replica id) and
+    /// replicates the change at `level` within `timeout` (rules 2 and 6). Returns the new
+    /// local value.
+    pub async fn update<T: DeltaCrdt>(
+        &self,
+        key: &Key<T>,
+        level: Consistency,
+        timeout: Duration,
+        f: impl FnOnce(&mut T, &str),
+    ) -> Result<T, Error> {
+        let i = &self.inner;
+        let (value, sent) = {
+            let mut st = i.store.lock();
+            let slot = st.typed::<T>(key.name(), &i.stats)?;
+            let t = slot.typed_mut::<T>();
+            f(&mut t.value, &i.replica);
+            let delta = t.value.take_delta();
+            let value = t.value.clone();
+            match delta {
+                None => (value, None),
+                Some(d) => {
+                    t.tx.send_replace(value.clone());
+                    let bytes = Arc::new(codec::encode(&d).map_err(|e| Error::from(ErrorKind::Node(e.to_string())))?);
+                    slot.seq += 1;
+                    slot.buffer.push_back((slot.seq, Instant::now(), Arc::clone(&bytes)));
+                    if slot.buffer.len() > i.cfg.delta_buffer.max(1) {
+                        slot.buffer.pop_front();
+                    }
+                    (value, Some((slot.seq, slot.kind_hash, bytes)))
+                }
+            }
+        };
+        let peers = i.peers();
+        let needed = level.needed(peers.len() + 1) - 1;
+        let Some((seq, kind, bytes)) = sent else {
+            // Nothing changed: nothing to replicate, but the level still has to hold.
+            return self.get(key, level, timeout).await.map(|_| value);
+        };
+        let wait = timeout.max(Duration::from_millis(i.cfg.ack_timeout_ms));
+        let pushes: FuturesUnordered<Push> = peers
+            .iter()
+            .map(|(p, _)| i.push_deltas(p, key.name(), kind, seq, seq, vec![bytes.to_vec()], wait))
+            .collect();
+        i.await_level(key.name(), pushes, needed, timeout).await?;
+        Ok(value)
+    }
+
+    /// The value of `key`, merged with what `level` replicas hold (rule 6).
+    pub async fn get<T: DeltaCrdt>(&self, key: &Key<T>, level: Consistency, timeout: Duration) -> Result<T, Error> {
+        let i = &self.inner;
+        i.store.lock().typed::<T>(key.name(), &i.stats)?;
+        let peers = i.peers();
+        let needed = level.needed(peers.len() + 1) - 1;
+        if needed > 0 {
+            let reads: FuturesUnordered<Push> = peers
+                .iter()
+                .map(|(p, _)| {
+                    let (r, inner, key, peer) = (i.peer(p), Arc::clone(i), key.name().to_owned(), p.clone());
+                    Box::pin(async move {
+                        let Ok(rep) = r.ask(|reply| CrdtMsg::Read { key: key.clone(), reply }, timeout).await else {
+                            return false;
+                        };
+                        let mut st = inner.store.lock();
+                        rep.items.iter().all(|(k, d, b)| st.receive(&peer, &key, *k, &[b], *d, &inner.stats))
+                    }) as Push
+                })
+                .collect();
+            i.await_level(key.name(), reads, needed, timeout).await?;
+        }
+        let mut st = i.store.lock();
+        Ok(st.typed::<T>(key.name(), &i.stats)?.typed_mut::<T>().value.clone())
+    }
+
+    /// The changes of `key` from now on (rule 1).
+    pub fn subscribe<T: DeltaCrdt>(&self, key: &Key<T>) -> Result<Changes<T>, Error> {
+        let i = &self.inner;
+        let mut st = i.store.lock();
+        let rx = st.typed::<T>(key.name(), &i.stats)?.typed_mut::<T>().tx.subscribe();
+        Ok(Changes { rx })
+    }
+
+    /// The size in bytes of `key`'s encoded full state here (what gossip sends; 0 when the
+    /// key is not typed here).
+    #[must_use]
+    pub fn state_size(&self, key: &str) -> usize {
+        let st = self.inner.store.lock();
+        match st.slots.get(key).map(|s| &s.data) {
+            Some(Data::Typed(t)) => t.state_bytes().len(),
+            _ => 0,
+        }
+    }
+
+    /// What was sent, received and rejected so far.
+    #[must_use]
+    pub fn stats(&self) -> ReplicatorStats {
+        let c = &self.inner.stats;
+        let g = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        ReplicatorStats {
+            deltas_sent: g(&c.deltas_sent),
+            delta_bytes_sent: g(&c.delta_bytes_sent),
+            states_sent: g(&c.states_sent),
+            state_bytes_sent: g(&c.state_bytes_sent),
+            deltas_received: g(&c.deltas_received),
+            states_received: g(&c.states_received),
+            rejected_decode: g(&c.rejected_decode),
+            rejected_kind: g(&c.rejected_kind),
+        }
+    }
+
+    /// Stops the timers and unexports the replicator.
+    pub fn stop(&self) {
+        self.inner.stop.send_replace(true);
+    }
+}
+
+impl Inner {
+    /// Live members other than this node, with whether they are reachable.
+    fn peers(&self) -> Vec<(String, bool)> {
+        let g = self.cluster.gossip();
+        g.live().filter(|m| m.id.addr != self.me).map(|m| (m.id.addr.clone(), !g.is_unreachable(&m.id.addr))).collect()
+    }
+
+    fn peer(&self, addr: &str) -> ActorRef<CrdtMsg> {
+        let mut refs = self.refs.lock();
+        refs.entry(addr.to_owned())
+            .or_insert_with(|| self.cluster.node().remote_ref::<CrdtMsg>(addr, REPLICATOR_ACTOR))
+            .clone()
+    }
+
+    /// Waits for `needed` successes among `futs` (rule 6); the rest finish in the background.
+    async fn await_level(
+        &self,
+        key: &str,
+        mut futs: FuturesUnordered<Push>,
+        needed: usize,
+        timeout: Duration,
+    ) -> Result<(), Error> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut got = 0;
+        while got < needed {
+            match tokio::time::timeout_at(deadline, futs.next()).await {
+                Ok(Some(true)) => got += 1,
+                Ok(Some(false)) => {}
+                Ok(None) | Err(_) => break,
+            }
+        }
+        if !futs.is_empty() {
+            tokio::spawn(async move { while futs.next().await.is_some() {} });
+        }
+        if got < needed {
+            return Err(ErrorKind::Timeout {
+                key: key.to_owned(),
+                needed: needed + 1,
+                acked: got + 1,
+                waited: timeout,
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn push_deltas(
+        self: &Arc<Self>,
+        peer: &str,
+        key: &str,
+        kind: u64,
+        first: u64,
+        last: u64,
+        items: Vec<Vec<u8>>,
+        wait: Duration,
+    ) -> Push {
+        let (r, inner, peer, key, from) =
+            (self.peer(peer), Arc::clone(self), peer.to_owned(), key.to_owned(), self.me.clone());
+        bump(&self.stats.deltas_sent, 1);
+        bump(&self.stats.delta_bytes_sent, items.iter().map(|b| b.len() as u64).sum());
+        Box::pin(async move {
+            let k = key.clone();
+            let ack = r.ask(|reply| CrdtMsg::Deltas { from, key: k, kind, first, last, items, reply }, wait).await;
+            let ok = matches!(ack, Ok(WireAck { ok: true }));
+            if ok {
+                if let Some(s) = inner.store.lock().slots.get_mut(&key) {
+                    s.ack(&peer, first, last);
+                }
+            }
+            ok
+        })
+    }
+
+    fn push_state(self: &Arc<Self>, peer: &str, key: &str, kind: u64, seq: u64, bytes: Vec<u8>) -> Push {
+        let (r, inner, peer, key, from) =
+            (self.peer(peer), Arc::clone(self), peer.to_owned(), key.to_owned(), self.me.clone());
+        bump(&self.stats.states_sent, 1);
+        bump(&self.stats.state_bytes_sent, bytes.len() as u64);
+        let wait = Duration::from_millis(self.cfg.ack_timeout_ms);
+        Box::pin(async move {
+            let k = key.clone();
+            let ack = r.ask(|reply| CrdtMsg::State { from, key: k, kind, seq, bytes, reply }, wait).await;
+            let ok = matches!(ack, Ok(WireAck { ok: true }));
+            if ok {
+                if let Some(s) = inner.store.lock().slots.get_mut(&key) {
+                    s.ack(&peer, 0, seq);
+                }
+            }
+            ok
+        })
+    }
+
+    /// Rule 4.
+    fn resend(self: &Arc<Self>) {
+        let peers = self.peers();
+        let age = Duration::from_millis(self.cfg.resend_interval_ms);
+        let mut sends = Vec::new();
+        {
+            let mut st = self.store.lock();
+            for (key, slot) in st.slots.iter_mut().filter(|(_, s)| s.seq > 0) {
+                for (p, reachable) in &peers {
+                    let mark = slot.acked.get(p).copied().unwrap_or(0);
+                    if !reachable || mark >= slot.seq {
+                        continue;
+                    }
+                    let behind: Vec<_> = slot.buffer.iter().filter(|(s, _, _)| *s > mark).collect();
+                    if behind.first().is_some_and(|(s, _, _)| *s == mark + 1) {
+                        if behind[0].1.elapsed() >= age {
+                            let items = behind.iter().map(|(_, _, b)| b.to_vec()).collect();
+                            sends.push(self.push_deltas(p, key, slot.kind_hash, mark + 1, slot.seq, items, age * 10));
+                        }
+                    } else if let Data::Typed(t) = &slot.data {
+                        sends.push(self.push_state(p, key, slot.kind_hash, slot.seq, t.state_bytes()));
+                    }
+                }
+                let low = peers.iter().map(|(p, _)| slot.acked.get(p).copied().unwrap_or(0)).min().unwrap_or(slot.seq);
+                while slot.buffer.front().is_some_and(|(s, _, _)| *s <= low) {
+                    slot.buffer.pop_front();
+                }
+            }
+        }
+        for s in sends {
+            tokio::spawn(s);
+        }
+    }
+
+    /// Rule 5.
+    fn gossip(self: &Arc<Self>) {
+        let reachable: Vec<String> = self.peers().into_iter().filter(|(_, r)| *r).map(|(p, _)| p).collect();
+        if reachable.is_empty() {
+            return;
+        }
+        let p = &reachable[rand::random::<usize>() % reachable.len()];
+        let sends: Vec<Push> = {
+            let st = self.store.lock();
+            st.slots
+                .iter()
+                .filter_map(|(key, slot)| match &slot.data {
+                    Data::Typed(t) => Some(self.push_state(p, key, slot.kind_hash, slot.seq, t.state_bytes())),
+                    Data::Raw(_) => None,
+                })
+                .collect()
+        };
+        for s in sends {
+            tokio::spawn(s);
+        }
+    }
+}
+
+async fn timers(inner: Arc<Inner>, inbox: ActorRef<CrdtMsg>) {
+    let mut stop = inner.stop.subscribe();
+    let every = |ms: u64| {
+        let p = Duration::from_millis(ms.max(1));
+        tokio::time::interval_at(tokio::time::Instant::now() + p, p)
+    };
+    let mut resend = every(inner.cfg.resend_interval_ms);
+    let mut gossip = every(inner.cfg.gossip_interval_ms);
+    resend.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    gossip.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.changed() => break,
+            _ = resend.tick() => inner.resend(),
+            _ = gossip.tick() => inner.gossip(),
+        }
+    }
+    inner.cluster.node().unexport(REPLICATOR_ACTOR);
+    inbox.stop();
+}
