@@ -686,7 +686,7 @@ func (r *run) startEmitter(node, role string) *emitter {
 		fatal(1, "events: %v", err)
 	}
 	verJSON, _ := json.Marshal(version())
-	em.emit("run_started", fmt.Sprintf(`"workload":"chat","role":%q,"config":%s,"version":%s`, role, r.cfgObj, verJSON))
+	em.emit("run_started", fmt.Sprintf(`"workload":"chat","config":%s,"version":%s,"role":%q`, r.cfgObj, verJSON, role))
 	return em
 }
 
