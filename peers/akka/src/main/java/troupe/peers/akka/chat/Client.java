@@ -22,11 +22,11 @@ final class Client extends AbstractBehavior<Client.Command> {
     interface Command {}
 
     /** Discovery's answer to Lookup {@code attempt}; chat null when none is registered. */
-    record Found(long attempt, ActorRef<Chat.Command> chat) implements Command {}
+    record Found(long attempt, ActorRef<Chat.Command> chat) implements Command, Wire {}
 
-    record Joined(long attempt) implements Command {}
+    record Joined(long attempt) implements Command, Wire {}
 
-    record Broadcast(int from, String text) implements Command {}
+    record Broadcast(int from, String text) implements Command, Wire {}
 
     private enum Tick implements Command { INSTANCE }
 
@@ -187,6 +187,9 @@ final class Client extends AbstractBehavior<Client.Command> {
             return this;
         }
         chat = null;
+        if (shared.stopping) {
+            return this;
+        }
         if (connected) {
             connected = false;
             lostAtNanos = System.nanoTime();
