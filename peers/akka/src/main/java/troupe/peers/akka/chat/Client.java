@@ -188,6 +188,7 @@ final class Client extends AbstractBehavior<Client.Command> {
         }
         chat = null;
         if (shared.stopping) {
+            connected = false; // the window is over: no rejoin, no event
             return this;
         }
         if (connected) {
