@@ -4,8 +4,9 @@
 # (with and without recovery) on hand-made schedules and checks the events they append: the
 # throughput seconds, the faults carried out, the restarts, the skipped kill, run_finished.
 # Then a short single-process chat run (3 chats x 3 clients, kills and a poison message) whose
-# events are checked the same way, and a refused distributed chat run (exit 2).
-# Exits non-zero on the first failure. About a minute on a 2-core machine.
+# events are checked the same way, then a distributed chat run (5 JVMs in one Akka Cluster) and a
+# distributed run whose client JVM is killed (it must fail, nothing may outlive it).
+# Exits non-zero on the first failure. About two and a half minutes on a loaded 2-core machine.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 WORK="$(mktemp -d)"
@@ -159,13 +160,78 @@ last="$(grep '"ev":"throughput","second":2,' "$cev" | sed 's/.*"count":\([0-9]*\
 [ "$last" -ge 90 ] && [ "$last" -le 150 ] || fail "chat: $last broadcasts in the last second (ceiling 135)"
 tail -1 "$cev" | grep -q '"ev":"run_finished","dropped_events":0,"errors":0,"skipped_faults":0' ||
     fail "chat: last line is not a clean run_finished: $(tail -1 "$cev")"
-# deployment=distributed is refused: exit 2, a line on stderr naming it.
-printf '%s\n' "${CHAT_CFG/\"single\"/\"distributed\"}" >"$WORK/chat.config.json"
-rc=0
-env "${chat_env[@]}" TROUPE_EVENTS="$WORK/chat-dist.events.jsonl" timeout 60 "$HERE/chat/run" \
-    2>"$WORK/chat-dist.err" || rc=$?
-[ "$rc" = 2 ] || fail "chat: deployment=distributed exited $rc, expected 2"
-grep -q 'deployment=distributed is not implemented' "$WORK/chat-dist.err" ||
-    fail "chat: no refusal line on stderr"
-echo "akka smoke: chat ok (3 chats x 3 clients: 4 faults, 12 detections, 12 rejoins; distributed refused)"
+echo "akka smoke: chat ok (3 chats x 3 clients: 4 faults, 12 detections, 12 rejoins)"
+
+# --- chat, deployment=distributed ---------------------------------------------------------
+# 2 server JVMs x 2 chats x 3 clients in 2 client JVMs (clients_per_process 6), all members of
+# one Akka Cluster on loopback; a kill, a poison and a kill, each injected from a client JVM.
+DIST_CFG="${CHAT_CFG/\"single\"/\"distributed\"}"
+DIST_CFG="${DIST_CFG/\"num_supervisor\":1/\"num_supervisor\":2}"
+DIST_CFG="${DIST_CFG/\"chats_per_sup\":3/\"chats_per_sup\":2}"
+DIST_CFG="${DIST_CFG/\"clients_per_process\":10000/\"clients_per_process\":6}"
+printf '%s\n' "$DIST_CFG" >"$WORK/dist.config.json"
+printf '%s\n' \
+    '{"at_ms":300,"id":"d-0","kind":"kill","group":0,"slot":0,"restart":true}' \
+    '{"at_ms":1000,"id":"d-1","kind":"error","group":3,"slot":0,"restart":true}' \
+    '{"at_ms":1800,"id":"d-2","kind":"kill","group":1,"slot":0,"restart":true}' >"$WORK/dist.schedule.jsonl"
+dist_env=(TROUPE_CONFIG="$WORK/dist.config.json" TROUPE_SCHEDULE="$WORK/dist.schedule.jsonl")
+dev="$WORK/dist.events.jsonl"
+if ! env "${dist_env[@]}" TROUPE_EVENTS="$dev" TROUPE_RUN_ID=smoke-dist timeout 150 "$HERE/chat/run" \
+    2>"$WORK/dist.err"; then
+    grep -v '^\s*at ' "$WORK/dist.err" | tail -30 >&2
+    fail "distributed chat exited non-zero"
+fi
+dhas() { grep -q "$1" "$dev" || fail "distributed chat: no line matching $1"; }
+dcount() { grep -c "$1" "$dev" || true; }
+[ "$(grep -c '^{"ts_us":[0-9]*,"run":"smoke-dist","rt":"akka","node":"[a-z0-9-]*","ev":"' "$dev")" = "$(wc -l <"$dev")" ] ||
+    fail "distributed chat: a line without the common fields (or two lines interleaved)"
+for n in discovery server-0 server-1 clients-0 clients-1; do
+    [ "$(dcount "\"node\":\"$n\",\"ev\":\"run_started\"")" = 1 ] || fail "distributed chat: $n has no run_started"
+    grep "\"node\":\"$n\"," "$dev" | tail -1 |
+        grep -q '"ev":"run_finished","dropped_events":0,"errors":0,"skipped_faults":0' ||
+        fail "distributed chat: $n's last line is not a clean run_finished"
+done
+dhas '"node":"discovery","ev":"run_finished",.*"failed_nodes":\[\]'
+dhas '"node":"server-0","ev":"ready","what":"chats","count":2,'
+dhas '"node":"server-1","ev":"ready","what":"chats","count":2,'
+dhas '"node":"clients-0","ev":"ready","what":"clients","count":6,"rss_bytes":[1-9]'
+dhas '"node":"clients-1","ev":"ready","what":"clients","count":6,"rss_bytes":[1-9]'
+dhas '"node":"discovery","ev":"ready","what":"window","count":3,"start_us":[0-9]'
+for g in 0 1; do for s in 0 1 2; do
+    dhas "\"node\":\"clients-$g\",\"ev\":\"throughput\",\"second\":$s,\"count\":[1-9]"
+done; done
+dhas '"node":"clients-0","ev":"fault_injected","id":"d-0","target":"chat-0","kind":"kill"'
+dhas '"node":"clients-1","ev":"fault_injected","id":"d-1","target":"chat-3","kind":"error"'
+dhas '"node":"clients-0","ev":"fault_injected","id":"d-2","target":"chat-1","kind":"kill"'
+dhas '"node":"server-1","ev":"restarted","target":"chat-3","attempt":1'
+ddet=$(dcount '"ev":"fault_detected","id":null,"target":"chat-[013]","by":"c[0-9]*"')
+drec=$(dcount '"ev":"reconnected","target":"chat-[013]","by":"c[0-9]*","ms":[0-9]')
+[ "$ddet" = 9 ] && [ "$(dcount '"ev":"fault_detected"')" = 9 ] || fail "distributed chat: expected 9 fault_detected lines, got $(dcount '"ev":"fault_detected"')"
+[ "$drec" = 9 ] || fail "distributed chat: expected 9 reconnected lines, got $drec"
+dhas '"node":"clients-1","ev":"reconnected","target":"chat-3","by":"c10"'
+echo "akka smoke: distributed chat ok (5 JVMs: 3 faults across nodes, 9 detections, 9 rejoins)"
+
+# A node JVM that dies must fail the run: kill -9 client group 0 once it is ready; the
+# orchestrator names it in failed_nodes, kills and reaps the others, and ends by itself.
+kev="$WORK/kill.events.jsonl"
+env "${dist_env[@]}" TROUPE_EVENTS="$kev" TROUPE_RUN_ID=smoke-kill timeout 150 "$HERE/chat/run" 2>"$WORK/kill.err" &
+orch=$!
+victim=""
+for _ in $(seq 1 900); do # up to 90 s for the set-up
+    victim=$(grep -o '"node":"clients-0","ev":"ready","what":"clients",[^}]*"pid":[0-9]*' "$kev" 2>/dev/null | grep -o '[0-9]*$' || true)
+    [ -n "$victim" ] && break
+    sleep 0.1
+done
+[ -n "$victim" ] || { kill "$orch" 2>/dev/null; fail "distributed kill test: clients-0 never got ready"; }
+kill -9 "$victim"
+wait "$orch" || true
+grep -q '"node":"discovery","ev":"run_finished",.*"failed_nodes":\["clients-0 (killed by signal 9)"\]' "$kev" ||
+    fail "distributed kill test: clients-0 not reported: $(grep '"node":"discovery","ev":"run_finished"' "$kev")"
+for p in $(grep -o '"pid":[0-9]*' "$kev" | grep -o '[0-9]*$'); do
+    if kill -0 "$p" 2>/dev/null; then
+        kill -9 "$p"
+        fail "distributed kill test: node JVM $p outlived the orchestrator"
+    fi
+done
+echo "akka smoke: a killed node JVM fails the distributed run (failed_nodes), nothing outlives it"
 echo "akka smoke: passed"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # smoke.sh: builds every Proto.Actor (Go) peer workload and runs a very short run of each:
 # the micro-benchmarks, checking the contract's output shape (see peers/lib/micro-smoke.sh),
-# then a 3-second single-process chat run with a hand-written config and kill schedule,
-# checking its event lines (docs/lab.md, "The chat peer contract"). About 10 s in all.
+# then a 3-second single-process chat run with a hand-written config and kill schedule, and a
+# 3-second distributed run (6 processes on loopback), checking their event lines (docs/lab.md,
+# "The chat peer contract"). About 20 s in all.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
@@ -51,13 +52,84 @@ det=$(count '"ev":"fault_detected","id":null,"target":"chat-[0-2]","by":"c[0-8]"
 rec=$(count '"ev":"reconnected","target":"chat-[0-2]","by":"c[0-8]","ms":[0-9]')
 [ "$det" = 12 ] || fail "expected 12 fault_detected lines, got $det"
 [ "$rec" = 12 ] || fail "expected 12 reconnected lines, got $rec"
-# deployment=distributed is refused with exit 2
-sed 's/"deployment":"single"/"deployment":"distributed"/' "$work/config.json" > "$work/dist.json"
-set +e
-TROUPE_CONFIG="$work/dist.json" TROUPE_SCHEDULE="$work/schedule.jsonl" TROUPE_EVENTS="$work/dist.jsonl" \
-  TROUPE_RUN_ID=smoke-dist "$here/chat/run" 2> "$work/dist.err"
-rc=$?
-set -e
-[ "$rc" = 2 ] || fail "deployment=distributed exited $rc, not 2"
-grep -q "deployment=distributed is not implemented" "$work/dist.err" || fail "no refusal line on stderr"
-echo "smoke protoactor chat: ok ($(wc -l < "$ev") event lines, $det detections, $rec reconnections)"
+echo "smoke protoactor chat: single ok ($(wc -l < "$ev") event lines, $det detections, $rec reconnections)"
+
+# --- chat, deployment=distributed -----------------------------------------------------------
+# 2 server processes x 3 chats x 3 clients in 3 client processes (clients_per_process 7: 7+7+4),
+# one kill or poison per chat group, each injected from another process than the chat's.
+sed -e 's/"deployment":"single"/"deployment":"distributed"/' -e 's/"num_supervisor":1/"num_supervisor":2/' \
+    -e 's/"clients_per_process":10000/"clients_per_process":7/' "$work/config.json" > "$work/dist.json"
+cat > "$work/dist.jsonl" <<'JSON'
+{"at_ms":250,"id":"d-0","kind":"kill","group":0,"slot":0,"restart":true}
+{"at_ms":900,"id":"d-1","kind":"error","group":3,"slot":0,"restart":true}
+{"at_ms":1500,"id":"d-2","kind":"kill","group":5,"slot":0,"restart":true}
+{"at_ms":2100,"id":"d-3","kind":"kill","group":2,"slot":0,"restart":true}
+JSON
+dev="$work/dist-events.jsonl"
+TROUPE_CONFIG="$work/dist.json" TROUPE_SCHEDULE="$work/dist.jsonl" TROUPE_EVENTS="$dev" \
+  TROUPE_RUN_ID=smoke-dist timeout 60 "$here/chat/run" 2> "$work/dist.err" \
+  || { cat "$work/dist.err" >&2; fail "distributed chat run exited $?"; }
+dhas() { grep -q -- "$1" "$dev" || fail "distributed: no event line matching $1"; }
+dcount() { grep -c -- "$1" "$dev" || true; }
+nodes="discovery server-0 server-1 clients-0 clients-1 clients-2"
+[ "$(grep -c '^{"ts_us":[0-9]*,"run":"smoke-dist","rt":"protoactor","node":"[a-z0-9-]*","ev":"' "$dev")" = "$(wc -l < "$dev")" ] \
+  || fail "distributed: a line lacks the common fields (or two lines were interleaved)"
+for n in $nodes; do
+  [ "$(dcount "\"node\":\"$n\",\"ev\":\"run_started\"")" = 1 ] || fail "distributed: $n has no run_started"
+  grep "\"node\":\"$n\"," "$dev" | tail -1 | grep -q '"ev":"run_finished","dropped_events":0,"errors":0,"skipped_faults":0' \
+    || fail "distributed: $n's last line is not a clean run_finished"
+done
+dhas '"node":"discovery","ev":"run_finished",.*"failed_nodes":\[\]'
+dhas '"node":"server-0","ev":"ready","what":"chats","count":3,'
+dhas '"node":"server-1","ev":"ready","what":"chats","count":3,'
+dhas '"node":"clients-0","ev":"ready","what":"clients","count":7,"rss_bytes":[1-9]'
+dhas '"node":"clients-1","ev":"ready","what":"clients","count":7,"rss_bytes":[1-9]'
+dhas '"node":"clients-2","ev":"ready","what":"clients","count":4,"rss_bytes":[1-9]'
+dhas '"node":"discovery","ev":"ready","what":"window","count":3,"start_us":[0-9]'
+# every client process receives broadcasts every second (ceiling 105, 105, 60)
+for g in 0 1 2; do for s in 0 1 2; do
+  dhas "\"node\":\"clients-$g\",\"ev\":\"throughput\",\"second\":$s,\"count\":[1-9]"
+done; done
+# the injector of chat c runs in the group holding client 3c: chats 0,2 -> clients-0, 3 -> clients-1, 5 -> clients-2
+dhas '"node":"clients-0","ev":"fault_injected","id":"d-0","target":"chat-0","kind":"kill"'
+dhas '"node":"clients-1","ev":"fault_injected","id":"d-1","target":"chat-3","kind":"error"'
+dhas '"node":"clients-2","ev":"fault_injected","id":"d-2","target":"chat-5","kind":"kill"'
+dhas '"node":"clients-0","ev":"fault_injected","id":"d-3","target":"chat-2","kind":"kill"'
+dhas '"node":"server-1","ev":"restarted","target":"chat-3","attempt":1'
+# each hurt chat's 3 clients detect the failure across processes and rejoin
+ddet=$(dcount '"ev":"fault_detected","id":null,"target":"chat-[0-5]","by":"c[0-9]*"')
+drec=$(dcount '"ev":"reconnected","target":"chat-[0-5]","by":"c[0-9]*","ms":[0-9]')
+[ "$ddet" = 12 ] || fail "distributed: expected 12 fault_detected lines, got $ddet"
+[ "$drec" = 12 ] || fail "distributed: expected 12 reconnected lines, got $drec"
+dhas '"node":"clients-1","ev":"fault_detected","id":null,"target":"chat-3","by":"c9"'
+dhas '"node":"clients-2","ev":"reconnected","target":"chat-5","by":"c17"'
+echo "smoke protoactor chat: distributed ok (6 processes, $(wc -l < "$dev") event lines, $ddet detections, $drec reconnections)"
+
+# A node process that dies must fail the run: kill -9 client group 0 (its pid is in its ready
+# line) during the window; the orchestrator must name it in failed_nodes, kill and reap the
+# other node processes and still end by itself.
+kev="$work/kill-events.jsonl"
+TROUPE_CONFIG="$work/dist.json" TROUPE_SCHEDULE="$work/dist.jsonl" TROUPE_EVENTS="$kev" \
+  TROUPE_RUN_ID=smoke-kill timeout 60 "$here/chat/run" 2> "$work/kill.err" &
+orch=$!
+victim=""
+for _ in $(seq 1 300); do  # up to 30 s for the set-up
+  victim=$(grep -o '"node":"clients-0","ev":"ready","what":"clients",[^}]*"pid":[0-9]*' "$kev" 2>/dev/null | grep -o '[0-9]*$' || true)
+  [ -n "$victim" ] && break
+  sleep 0.1
+done
+[ -n "$victim" ] || { kill "$orch" 2>/dev/null; fail "kill test: clients-0 never got ready"; }
+sleep 1
+kill -9 "$victim"
+wait "$orch" || true
+grep -q '"node":"discovery","ev":"run_finished",.*"failed_nodes":\["clients-0 (killed by signal 9)"\]' "$kev" \
+  || fail "kill test: the orchestrator did not report clients-0 killed: $(grep '"node":"discovery","ev":"run_finished"' "$kev")"
+for p in $(grep -o '"ev":"ready","what":"[a-z]*","count":[0-9]*,"rss_bytes":[0-9]*,"pid":[0-9]*' "$kev" | grep -o '[0-9]*$'); do
+  ! kill -0 "$p" 2>/dev/null || { kill -9 "$p"; fail "kill test: node process $p outlived the orchestrator"; }
+done
+echo "smoke protoactor chat: a killed node process fails the run (failed_nodes) and nothing outlives it"
+TROUPE_PA_ORCH=127.0.0.1:1 TROUPE_CONFIG="$work/dist.json" TROUPE_SCHEDULE="$work/dist.jsonl" \
+  TROUPE_EVENTS="$work/orphan.jsonl" TROUPE_RUN_ID=smoke-orphan timeout 60 "$here/chat/run" clients 9 2> "$work/orphan.err" \
+  && fail "a client group outside the config exited 0"
+grep -q 'client group 9 does not exist' "$work/orphan.err" || fail "no error line for a client group outside the config"
+echo "smoke protoactor chat: ok"

@@ -20,8 +20,7 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
+		"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -37,6 +36,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/asynkron/protoactor-go/scheduler"
+
+	"troupe/peers/protoactor/chat/msg"
 )
 
 const (
@@ -101,7 +102,7 @@ type emitter struct {
 	done    chan error
 }
 
-func newEmitter(path, run string) (*emitter, error) {
+func newEmitter(path, run, node string) (*emitter, error) {
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
@@ -109,7 +110,7 @@ func newEmitter(path, run string) (*emitter, error) {
 	runJSON, _ := json.Marshal(run)
 	e := &emitter{
 		ch:   make(chan []byte, 1<<16),
-		head: fmt.Sprintf(`"run":%s,"rt":%q,"node":%q`, runJSON, runtimeName, nodeName),
+		head: fmt.Sprintf(`"run":%s,"rt":%q,"node":%q`, runJSON, runtimeName, node),
 		fin:  make(chan func() []byte),
 		done: make(chan error, 1),
 	}
@@ -145,14 +146,26 @@ func (e *emitter) emit(ev, fields string) {
 	}
 }
 
+// loop writes queued lines. Several processes of one run append to the same file, so every
+// write(2) carries whole lines only (O_APPEND keeps each write in one piece): lines gather in
+// buf and go out when it passes 60 KiB, every 250 ms, and at the end.
 func (e *emitter) loop(f *os.File) {
-	w := bufio.NewWriterSize(f, 1<<16)
+	buf := make([]byte, 0, 1<<16)
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	var werr error
+	flush := func() {
+		if len(buf) > 0 {
+			if _, err := f.Write(buf); err != nil && werr == nil {
+				werr = err
+			}
+			buf = buf[:0]
+		}
+	}
 	write := func(b []byte) {
-		if _, err := w.Write(b); err != nil && werr == nil {
-			werr = err
+		buf = append(buf, b...)
+		if len(buf) >= 60<<10 {
+			flush()
 		}
 	}
 	for {
@@ -160,9 +173,7 @@ func (e *emitter) loop(f *os.File) {
 		case b := <-e.ch:
 			write(b)
 		case <-t.C:
-			if err := w.Flush(); err != nil && werr == nil {
-				werr = err
-			}
+			flush()
 		case last := <-e.fin:
 			for drained := false; !drained; {
 				select {
@@ -173,9 +184,7 @@ func (e *emitter) loop(f *os.File) {
 				}
 			}
 			write(last())
-			if err := w.Flush(); err != nil && werr == nil {
-				werr = err
-			}
+			flush()
 			if err := f.Close(); err != nil && werr == nil {
 				werr = err
 			}
@@ -186,11 +195,15 @@ func (e *emitter) loop(f *os.File) {
 }
 
 // finish writes run_finished as the last line (after everything queued) and closes the file.
-func (e *emitter) finish(errors, skipped uint64) error {
+// extra, when not empty, is a rendered JSON fragment appended to its fields.
+func (e *emitter) finish(errors, skipped uint64, extra string) error {
 	e.stopped.Store(true)
 	e.fin <- func() []byte {
-		return e.line("run_finished", fmt.Sprintf(`"dropped_events":%d,"errors":%d,"skipped_faults":%d`,
-			e.dropped.Load(), errors, skipped))
+		f := fmt.Sprintf(`"dropped_events":%d,"errors":%d,"skipped_faults":%d`, e.dropped.Load(), errors, skipped)
+		if extra != "" {
+			f += "," + extra
+		}
+		return e.line("run_finished", f)
 	}
 	return <-e.done
 }
@@ -198,33 +211,6 @@ func (e *emitter) finish(errors, skipped uint64) error {
 // ---------------------------------------------------------------------------------------------
 // Messages
 
-type register struct {
-	topic string
-	chat  *actor.PID
-}
-type registered struct{}
-type lookup struct {
-	topic   string
-	attempt uint32
-}
-type found struct {
-	attempt uint32
-	chat    *actor.PID
-}
-type find struct{ topic string }
-type foundChat struct{ chat *actor.PID }
-type join struct{ attempt uint32 }
-type joined struct{ attempt uint32 }
-type post struct {
-	from int
-	text string
-}
-type broadcast struct {
-	from int
-	text string
-}
-type poison struct{}
-type stress struct{ cpuMs, ramMb int }
 type tick struct{}
 type retry struct{ attempt uint32 }
 
@@ -251,28 +237,31 @@ func topic(c int) string { return "chat-" + strconv.Itoa(c) }
 
 type discovery struct {
 	chats map[string]*actor.PID
-	byID  map[string]string // chat PID id -> topic
+	byID  map[string]string // pidKey(chat) -> topic
 }
+
+// pidKey names a PID uniquely across processes (address and id).
+func pidKey(p *actor.PID) string { return p.Address + "/" + p.Id }
 
 func (d *discovery) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
-	case *register:
-		ctx.Watch(m.chat)
-		if old, ok := d.chats[m.topic]; ok && old.Id != m.chat.Id {
+	case *msg.Register:
+		ctx.Watch(m.Chat)
+		if old, ok := d.chats[m.Topic]; ok && pidKey(old) != pidKey(m.Chat) {
 			ctx.Unwatch(old)
-			delete(d.byID, old.Id)
+			delete(d.byID, pidKey(old))
 		}
-		d.chats[m.topic] = m.chat
-		d.byID[m.chat.Id] = m.topic
-		ctx.Send(m.chat, &registered{})
-	case *lookup:
-		ctx.Respond(&found{attempt: m.attempt, chat: d.chats[m.topic]})
-	case *find:
-		ctx.Respond(&foundChat{chat: d.chats[m.topic]})
+		d.chats[m.Topic] = m.Chat
+		d.byID[pidKey(m.Chat)] = m.Topic
+		ctx.Send(m.Chat, &msg.Registered{})
+	case *msg.Lookup:
+		ctx.Respond(&msg.Found{Attempt: m.Attempt, Chat: d.chats[m.Topic]})
+	case *msg.Find:
+		ctx.Respond(&msg.FoundChat{Chat: d.chats[m.Topic]})
 	case *actor.Terminated:
-		if t, ok := d.byID[m.Who.Id]; ok {
-			delete(d.byID, m.Who.Id)
-			if cur := d.chats[t]; cur != nil && cur.Id == m.Who.Id {
+		if t, ok := d.byID[pidKey(m.Who)]; ok {
+			delete(d.byID, pidKey(m.Who))
+			if cur := d.chats[t]; cur != nil && pidKey(cur) == pidKey(m.Who) {
 				delete(d.chats, t)
 			}
 		}
@@ -293,30 +282,30 @@ type chat struct {
 func (c *chat) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		ctx.Send(c.sh.discovery, &register{topic: c.topic, chat: ctx.Self()})
-	case *registered:
+		ctx.Send(c.sh.discovery, &msg.Register{Topic: c.topic, Chat: ctx.Self()})
+	case *msg.Registered:
 		if c.incarnation == 0 {
 			c.sh.registered.Add(1)
 		}
-	case *join:
+	case *msg.Join:
 		client := ctx.Sender()
 		if client == nil {
 			return
 		}
-		if _, ok := c.memberIDs[client.Id]; !ok {
-			c.memberIDs[client.Id] = struct{}{}
+		if _, ok := c.memberIDs[pidKey(client)]; !ok {
+			c.memberIDs[pidKey(client)] = struct{}{}
 			c.members = append(c.members, client)
 		}
-		ctx.Respond(&joined{attempt: m.attempt})
-	case *post:
-		b := &broadcast{from: m.from, text: m.text}
+		ctx.Respond(&msg.Joined{Attempt: m.Attempt})
+	case *msg.Post:
+		b := &msg.Broadcast{From: m.From, Text: m.Text}
 		for _, member := range c.members {
 			ctx.Send(member, b)
 		}
-	case *poison:
+	case *msg.Poison:
 		panic(c.topic + ": poison message")
-	case *stress:
-		doStress(m.cpuMs, m.ramMb)
+	case *msg.Stress:
+		doStress(int(m.CpuMs), int(m.RamMb))
 	}
 }
 
@@ -394,7 +383,7 @@ type client struct {
 	index      int
 	topic      string
 	fields     string // `"target":"chat-c","by":"ck"`
-	msg        *post
+	post       *msg.Post
 	attempt    uint32
 	tries      int
 	chat       *actor.PID
@@ -407,7 +396,7 @@ type client struct {
 func (c *client) resolve(ctx actor.Context) {
 	c.attempt++
 	c.tries++
-	ctx.Request(c.sh.discovery, &lookup{topic: c.topic, attempt: c.attempt})
+	ctx.Request(c.sh.discovery, &msg.Lookup{Topic: c.topic, Attempt: c.attempt})
 }
 
 func (c *client) retryLater(ctx actor.Context) {
@@ -428,30 +417,30 @@ func (c *client) retryLater(ctx actor.Context) {
 
 func (c *client) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
-	case *broadcast:
+	case *msg.Broadcast:
 		c.sh.received.Add(1)
 	case *tick:
 		if c.connected && c.chat != nil {
-			ctx.Send(c.chat, c.msg)
+			ctx.Send(c.chat, c.post)
 		}
 	case *actor.Started:
 		if c.sh.clientsSend {
 			c.sh.sched.SendRepeatedly(c.sh.sendInterval, c.sh.sendInterval, ctx.Self(), &tick{})
 		}
 		c.resolve(ctx)
-	case *found:
-		if m.attempt != c.attempt || c.connected {
+	case *msg.Found:
+		if m.Attempt != c.attempt || c.connected {
 			return
 		}
-		if m.chat == nil {
+		if m.Chat == nil {
 			c.retryLater(ctx)
 			return
 		}
-		ctx.Watch(m.chat)
-		c.chat = m.chat
-		ctx.Request(m.chat, &join{attempt: m.attempt})
-	case *joined:
-		if m.attempt != c.attempt || c.connected || c.chat == nil {
+		ctx.Watch(m.Chat)
+		c.chat = m.Chat
+		ctx.Request(m.Chat, &msg.Join{Attempt: m.Attempt})
+	case *msg.Joined:
+		if m.Attempt != c.attempt || c.connected || c.chat == nil {
 			return
 		}
 		c.connected = true
@@ -470,7 +459,7 @@ func (c *client) Receive(ctx actor.Context) {
 			c.resolve(ctx)
 		}
 	case *actor.Terminated:
-		if c.chat == nil || m.Who.Id != c.chat.Id {
+		if c.chat == nil || pidKey(m.Who) != pidKey(c.chat) {
 			return
 		}
 		c.chat = nil
@@ -561,6 +550,146 @@ func readSchedule(path string) ([]action, error) {
 	return acts, nil
 }
 
+// newShared makes the state every actor of this process reads.
+func newShared(cfg config, em *emitter, system *actor.ActorSystem, discovery *actor.PID) *shared {
+	return &shared{
+		cfg:          cfg,
+		em:           em,
+		sched:        scheduler.NewTimerScheduler(system.Root),
+		discovery:    discovery,
+		clientsSend:  cfg.TestType == "throughput",
+		retryDelay:   time.Duration(cfg.RetryDelayMs) * time.Millisecond,
+		sendInterval: time.Duration(cfg.SendIntervalMs) * time.Millisecond,
+	}
+}
+
+func newSystem() *actor.ActorSystem {
+	quiet := func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	return actor.NewActorSystem(actor.WithLoggerFactory(quiet))
+}
+
+// spawnDiscovery spawns discovery under its known name.
+func spawnDiscovery(system *actor.ActorSystem) error {
+	dprops := actor.PropsFromProducer(func() actor.Actor {
+		return &discovery{chats: map[string]*actor.PID{}, byID: map[string]string{}}
+	})
+	_, err := system.Root.SpawnNamed(dprops, discoveryName)
+	return err
+}
+
+// startSupervisor spawns supervisor s ("sup-s") and its chats_per_sup chats.
+func startSupervisor(system *actor.ActorSystem, sh *shared, s int) error {
+	cfg := sh.cfg
+	strategy := actor.NewOneForOneStrategy(10, time.Second, stopDecider)
+	first := s * cfg.ChatsPerSup
+	props := actor.PropsFromProducer(func() actor.Actor {
+		return &supervisor{sh: sh, first: first, children: map[string]int{}, incarnations: make([]int, cfg.ChatsPerSup)}
+	}, actor.WithSupervisor(strategy))
+	_, err := system.Root.SpawnNamed(props, "sup-"+strconv.Itoa(s))
+	return err
+}
+
+// spawnClients spawns clients first..first+count-1 (client k belongs to chat k / clients_per_server).
+func spawnClients(system *actor.ActorSystem, sh *shared, first, count int) {
+	for k := first; k < first+count; k++ {
+		c := k / sh.cfg.ClientsPerServer
+		cl := &client{
+			sh: sh, index: k, topic: topic(c),
+			fields: fmt.Sprintf(`"target":"chat-%d","by":"c%d"`, c, k),
+			post:   &msg.Post{From: int64(k), Text: fmt.Sprintf("hello from c%d", k)},
+		}
+		system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return cl }))
+	}
+}
+
+// runWindow runs this process's per-second throughput counter and its injector over the window
+// that starts at start, and returns when both are done: the faults skipped, and the actions
+// with an unknown kind (errors).
+func runWindow(system *actor.ActorSystem, sh *shared, start time.Time, acts []action, totalChats int) (skipped, bad uint64) {
+	cfg := sh.cfg
+	em := sh.em
+	var wg sync.WaitGroup
+	var nSkipped, nBad atomic.Uint64
+	wg.Add(2)
+	go func() { // the per-second throughput counter
+		defer wg.Done()
+		sleepUntil(start)
+		prev := sh.received.Load()
+		for s := 0; s < cfg.TestDurationSecs; s++ {
+			sleepUntil(start.Add(time.Duration(s+1) * time.Second))
+			cur := sh.received.Load()
+			em.emit("throughput", fmt.Sprintf(`"second":%d,"count":%d`, s, cur-prev))
+			prev = cur
+		}
+	}()
+	go func() { // the injector: every action at start_us + at_ms, on the chat = group
+		defer wg.Done()
+		for _, a := range acts {
+			if a.Group < 0 || a.Group >= totalChats {
+				fmt.Fprintf(os.Stderr, "protoactor chat: action %s targets chat %d of %d; skipped\n", a.ID, a.Group, totalChats)
+				nSkipped.Add(1)
+				continue
+			}
+			sleepUntil(start.Add(time.Duration(a.AtMs) * time.Millisecond))
+			t := topic(a.Group)
+			res, err := system.Root.RequestFuture(sh.discovery, &msg.Find{Topic: t}, 5*time.Second).Result()
+			fc, _ := res.(*msg.FoundChat)
+			if err != nil || fc == nil || fc.Chat == nil {
+				nSkipped.Add(1) // the chat is restarting: not registered at this instant
+				continue
+			}
+			var hurt func()
+			switch a.Kind {
+			case "kill":
+				hurt = func() { system.Root.Stop(fc.Chat) }
+			case "error":
+				hurt = func() { system.Root.Send(fc.Chat, &msg.Poison{}) }
+			case "cpu":
+				hurt = func() { system.Root.Send(fc.Chat, &msg.Stress{CpuMs: int32(cfg.StressMs)}) }
+			case "ram":
+				hurt = func() { system.Root.Send(fc.Chat, &msg.Stress{RamMb: int32(cfg.StressMb)}) }
+			default:
+				fmt.Fprintf(os.Stderr, "protoactor chat: action %s has unknown kind %q; skipped\n", a.ID, a.Kind)
+				nBad.Add(1)
+				nSkipped.Add(1)
+				continue
+			}
+			id := a.ID
+			if len(id) == 0 {
+				id = json.RawMessage("null")
+			}
+			kindJSON, _ := json.Marshal(a.Kind)
+			em.emit("fault_injected", fmt.Sprintf(`"id":%s,"target":"%s","kind":%s`, id, t, kindJSON))
+			hurt()
+		}
+	}()
+	wg.Wait()
+	sleepUntil(start.Add(time.Duration(cfg.TestDurationSecs) * time.Second))
+	return nSkipped.Load(), nBad.Load()
+}
+
+// run is what main hands to each role: the config, its compact JSON and the schedule.
+type run struct {
+	cfg    config
+	cfgObj []byte
+	acts   []action
+	events string
+	id     string
+}
+
+// startEmitter opens the events file for this process's node and writes run_started.
+func (r *run) startEmitter(node, role string) *emitter {
+	em, err := newEmitter(r.events, r.id, node)
+	if err != nil {
+		fatal(1, "events: %v", err)
+	}
+	verJSON, _ := json.Marshal(version())
+	em.emit("run_started", fmt.Sprintf(`"workload":"chat","config":%s,"version":%s,"role":%q`, r.cfgObj, verJSON, role))
+	return em
+}
+
 func main() {
 	cfgPath, schedPath, eventsPath, runID :=
 		os.Getenv("TROUPE_CONFIG"), os.Getenv("TROUPE_SCHEDULE"), os.Getenv("TROUPE_EVENTS"), os.Getenv("TROUPE_RUN_ID")
@@ -581,14 +710,14 @@ func main() {
 	if err := json.Compact(&cfgObj, raw); err != nil {
 		fatal(2, "config %s: %v", cfgPath, err)
 	}
-	if cfg.Deployment != "single" {
+	if cfg.Deployment != "single" && cfg.Deployment != "distributed" {
 		fatal(2, "deployment=%s is not implemented", cfg.Deployment)
 	}
 	if strings.Contains(eventsPath, "://") {
 		fatal(2, "TROUPE_EVENTS=%s: only a file path is implemented", eventsPath)
 	}
 	if cfg.NumSupervisor < 1 || cfg.ChatsPerSup < 1 || cfg.ClientsPerServer < 1 || cfg.TestDurationSecs < 1 ||
-		cfg.SendIntervalMs < 1 || cfg.RetryDelayMs < 1 || cfg.RetryMax < 1 || cfg.WarmupS < 0 {
+		cfg.SendIntervalMs < 1 || cfg.RetryDelayMs < 1 || cfg.RetryMax < 1 || cfg.WarmupS < 0 || cfg.ClientsPerProcess < 1 {
 		fatal(2, "config %s: a count, duration or interval is out of range", cfgPath)
 	}
 	var acts []action
@@ -597,147 +726,80 @@ func main() {
 			fatal(1, "schedule: %v", err)
 		}
 	}
+	r := &run{cfg: cfg, cfgObj: cfgObj.Bytes(), acts: acts, events: eventsPath, id: runID}
 
-	em, err := newEmitter(eventsPath, runID)
-	if err != nil {
-		fatal(1, "events: %v", err)
+	// Distributed node processes are this binary started by the orchestrator with a role.
+	if len(os.Args) == 3 && (os.Args[1] == roleServer || os.Args[1] == roleClients) {
+		g, err := strconv.Atoi(os.Args[2])
+		if err != nil || g < 0 {
+			fatal(2, "bad group %q", os.Args[2])
+		}
+		if os.Args[1] == roleServer {
+			os.Exit(runServerGroup(r, g))
+		}
+		os.Exit(runClientGroup(r, g))
 	}
-	verJSON, _ := json.Marshal(version())
-	em.emit("run_started", fmt.Sprintf(`"workload":"chat","config":%s,"version":%s`, cfgObj.Bytes(), verJSON))
+	if len(os.Args) > 1 {
+		fatal(2, "unexpected arguments %q (node processes take: %s|%s GROUP)", os.Args[1:], roleServer, roleClients)
+	}
+	if cfg.Deployment == "distributed" {
+		os.Exit(runOrchestrator(r))
+	}
+	os.Exit(runSingle(r))
+}
 
-	quiet := func(*actor.ActorSystem) *slog.Logger {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	}
-	system := actor.NewActorSystem(actor.WithLoggerFactory(quiet))
-	sh := &shared{
-		cfg:          cfg,
-		em:           em,
-		sched:        scheduler.NewTimerScheduler(system.Root),
-		clientsSend:  cfg.TestType == "throughput",
-		retryDelay:   time.Duration(cfg.RetryDelayMs) * time.Millisecond,
-		sendInterval: time.Duration(cfg.SendIntervalMs) * time.Millisecond,
-	}
-	finish := func(code int) {
-		if err := em.finish(sh.errors.Load(), 0); err != nil {
+// runSingle runs the whole system in this process (deployment = "single").
+func runSingle(r *run) int {
+	cfg := r.cfg
+	em := r.startEmitter(nodeName, "chat")
+	system := newSystem()
+	sh := newShared(cfg, em, system, actor.NewPID(system.Address(), discoveryName))
+	finish := func(code int) int {
+		if err := em.finish(sh.errors.Load(), 0, ""); err != nil {
 			fmt.Fprintf(os.Stderr, "protoactor chat: writing events: %v\n", err)
 			code = 1
 		}
-		os.Exit(code)
+		return code
 	}
 
 	// 1. Discovery, under its known name.
-	dprops := actor.PropsFromProducer(func() actor.Actor {
-		return &discovery{chats: map[string]*actor.PID{}, byID: map[string]string{}}
-	})
-	if _, err := system.Root.SpawnNamed(dprops, discoveryName); err != nil {
+	if err := spawnDiscovery(system); err != nil {
 		fmt.Fprintf(os.Stderr, "protoactor chat: spawning discovery: %v\n", err)
-		finish(1)
+		return finish(1)
 	}
-	sh.discovery = actor.NewPID(system.Address(), discoveryName)
 
 	// 2. Supervisors and their chats; ready once every chat registered.
 	totalChats := cfg.NumSupervisor * cfg.ChatsPerSup
-	strategy := actor.NewOneForOneStrategy(10, time.Second, stopDecider)
 	for s := 0; s < cfg.NumSupervisor; s++ {
-		first := s * cfg.ChatsPerSup
-		props := actor.PropsFromProducer(func() actor.Actor {
-			return &supervisor{sh: sh, first: first, children: map[string]int{}, incarnations: make([]int, cfg.ChatsPerSup)}
-		}, actor.WithSupervisor(strategy))
-		if _, err := system.Root.SpawnNamed(props, "sup-"+strconv.Itoa(s)); err != nil {
+		if err := startSupervisor(system, sh, s); err != nil {
 			fmt.Fprintf(os.Stderr, "protoactor chat: spawning supervisor %d: %v\n", s, err)
-			finish(1)
+			return finish(1)
 		}
 	}
 	if !waitFor(&sh.registered, int64(totalChats), setupLimit) {
 		fmt.Fprintf(os.Stderr, "protoactor chat: only %d of %d chats registered within %v\n", sh.registered.Load(), totalChats, setupLimit)
-		finish(1)
+		return finish(1)
 	}
 	em.emit("ready", fmt.Sprintf(`"what":"chats","count":%d`, totalChats))
 
 	// 3. Clients; ready once every client joined.
 	totalClients := totalChats * cfg.ClientsPerServer
-	for k := 0; k < totalClients; k++ {
-		c := k / cfg.ClientsPerServer
-		cl := &client{
-			sh: sh, index: k, topic: topic(c),
-			fields: fmt.Sprintf(`"target":"chat-%d","by":"c%d"`, c, k),
-			msg:    &post{from: k, text: fmt.Sprintf("hello from c%d", k)},
-		}
-		system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return cl }))
-	}
+	spawnClients(system, sh, 0, totalClients)
 	if !waitFor(&sh.joined, int64(totalClients), setupLimit) {
 		fmt.Fprintf(os.Stderr, "protoactor chat: only %d of %d clients joined within %v\n", sh.joined.Load(), totalClients, setupLimit)
-		finish(1)
+		return finish(1)
 	}
 	em.emit("ready", fmt.Sprintf(`"what":"clients","count":%d,"rss_bytes":%d`, totalClients, rssBytes()))
 
 	// 4. The window, warmup_s from now.
 	startUs := time.Now().Add(time.Duration(cfg.WarmupS) * time.Second).UnixMicro()
 	em.emit("ready", fmt.Sprintf(`"what":"window","count":%d,"start_us":%d`, cfg.TestDurationSecs, startUs))
-	start := time.UnixMicro(startUs)
-
-	var wg sync.WaitGroup
-	var skipped, badActions atomic.Uint64
-	wg.Add(2)
-	go func() { // the per-second throughput counter
-		defer wg.Done()
-		sleepUntil(start)
-		prev := sh.received.Load()
-		for s := 0; s < cfg.TestDurationSecs; s++ {
-			sleepUntil(start.Add(time.Duration(s+1) * time.Second))
-			cur := sh.received.Load()
-			em.emit("throughput", fmt.Sprintf(`"second":%d,"count":%d`, s, cur-prev))
-			prev = cur
-		}
-	}()
-	go func() { // the injector: every action at start_us + at_ms, on the chat = group
-		defer wg.Done()
-		for _, a := range acts {
-			if a.Group < 0 || a.Group >= totalChats {
-				fmt.Fprintf(os.Stderr, "protoactor chat: action %s targets chat %d of %d; skipped\n", a.ID, a.Group, totalChats)
-				skipped.Add(1)
-				continue
-			}
-			sleepUntil(start.Add(time.Duration(a.AtMs) * time.Millisecond))
-			t := topic(a.Group)
-			res, err := system.Root.RequestFuture(sh.discovery, &find{topic: t}, 5*time.Second).Result()
-			fc, _ := res.(*foundChat)
-			if err != nil || fc == nil || fc.chat == nil {
-				skipped.Add(1) // the chat is restarting: not registered at this instant
-				continue
-			}
-			var hurt func()
-			switch a.Kind {
-			case "kill":
-				hurt = func() { system.Root.Stop(fc.chat) }
-			case "error":
-				hurt = func() { system.Root.Send(fc.chat, &poison{}) }
-			case "cpu":
-				hurt = func() { system.Root.Send(fc.chat, &stress{cpuMs: cfg.StressMs}) }
-			case "ram":
-				hurt = func() { system.Root.Send(fc.chat, &stress{ramMb: cfg.StressMb}) }
-			default:
-				fmt.Fprintf(os.Stderr, "protoactor chat: action %s has unknown kind %q; skipped\n", a.ID, a.Kind)
-				badActions.Add(1)
-				skipped.Add(1)
-				continue
-			}
-			id := a.ID
-			if len(id) == 0 {
-				id = json.RawMessage("null")
-			}
-			kindJSON, _ := json.Marshal(a.Kind)
-			em.emit("fault_injected", fmt.Sprintf(`"id":%s,"target":"%s","kind":%s`, id, t, kindJSON))
-			hurt()
-		}
-	}()
-	wg.Wait()
-	sleepUntil(start.Add(time.Duration(cfg.TestDurationSecs) * time.Second))
+	skipped, bad := runWindow(system, sh, time.UnixMicro(startUs), r.acts, totalChats)
 
 	// 5. Done: no restarts or events after run_finished.
 	sh.stopping.Store(true)
-	if err := em.finish(sh.errors.Load()+badActions.Load(), skipped.Load()); err != nil {
+	if err := em.finish(sh.errors.Load()+bad, skipped, ""); err != nil {
 		fatal(1, "writing events: %v", err)
 	}
-	os.Exit(0)
+	return 0
 }

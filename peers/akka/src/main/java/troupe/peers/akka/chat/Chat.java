@@ -20,17 +20,17 @@ final class Chat extends AbstractBehavior<Chat.Command> {
     sealed interface Command permits Registered, Join, Post, Poison, Stress {}
 
     /** Discovery's acknowledgement of the registration. */
-    enum Registered implements Command { INSTANCE }
+    enum Registered implements Command, Wire { INSTANCE }
 
-    record Join(ActorRef<Client.Command> client, long attempt) implements Command {}
+    record Join(ActorRef<Client.Command> client, long attempt) implements Command, Wire {}
 
-    record Post(int from, String text) implements Command {}
+    record Post(int from, String text) implements Command, Wire {}
 
     /** The `error` fault: the chat throws {@link Crash} on it. */
-    enum Poison implements Command { INSTANCE }
+    enum Poison implements Command, Wire { INSTANCE }
 
     /** The `cpu` / `ram` faults. */
-    record Stress(long cpuMs, long ramMb) implements Command {}
+    record Stress(long cpuMs, long ramMb) implements Command, Wire {}
 
     /** The injected crash; stackless (nothing to learn from a trace of an injected fault). */
     static final class Crash extends RuntimeException {

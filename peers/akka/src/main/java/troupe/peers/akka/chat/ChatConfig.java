@@ -11,7 +11,7 @@ import java.util.Set;
 record ChatConfig(String testType, int numSupervisor, int chatsPerSup, int clientsPerServer,
                   long faultPauseMs, String msgType, int durationS, int warmupS,
                   long sendIntervalMs, long retryDelayMs, int retryMax, long stressMs,
-                  long stressMb, String deployment) {
+                  long stressMb, String deployment, int clientsPerProcess) {
 
     int chats() {
         return numSupervisor * chatsPerSup;
@@ -19,6 +19,15 @@ record ChatConfig(String testType, int numSupervisor, int chatsPerSup, int clien
 
     long clients() {
         return (long) chats() * clientsPerServer;
+    }
+
+    /** Distributed: the client groups, at most clients_per_process clients each: {first, count}. */
+    java.util.List<long[]> clientGroups() {
+        java.util.List<long[]> groups = new java.util.ArrayList<>();
+        for (long first = 0; first < clients(); first += clientsPerProcess) {
+            groups.add(new long[] {first, Math.min(clientsPerProcess, clients() - first)});
+        }
+        return groups;
     }
 
     /** Only in the throughput test do clients send chat messages. */
@@ -46,12 +55,13 @@ record ChatConfig(String testType, int numSupervisor, int chatsPerSup, int clien
         long stressMs = integer(root, "stress_ms", 100, 1, 60_000);
         long stressMb = integer(root, "stress_mb", 64, 1, 4096);
         String deployment = str(root, "deployment", "distributed", Set.of("distributed", "single"));
+        int perProcess = (int) integer(root, "clients_per_process", 10_000, 1, 1_000_000);
         if ((long) sups * per * clients > 1_000_000L) {
             throw new IllegalArgumentException("at most 1,000,000 clients in all (num_supervisor"
                     + " x chats_per_sup x clients_per_server = " + ((long) sups * per * clients) + ")");
         }
         return new ChatConfig(testType, sups, per, clients, pause, msgType, duration, warmup, send,
-                retryDelay, retryMax, stressMs, stressMb, deployment);
+                retryDelay, retryMax, stressMs, stressMb, deployment, perProcess);
     }
 
     private static String str(JsonNode root, String key, String dflt, Set<String> allowed) {

@@ -22,20 +22,31 @@ final class Client extends AbstractBehavior<Client.Command> {
     interface Command {}
 
     /** Discovery's answer to Lookup {@code attempt}; chat null when none is registered. */
-    record Found(long attempt, ActorRef<Chat.Command> chat) implements Command {}
+    record Found(long attempt, ActorRef<Chat.Command> chat) implements Command, Wire {}
 
-    record Joined(long attempt) implements Command {}
+    record Joined(long attempt) implements Command, Wire {}
 
-    record Broadcast(int from, String text) implements Command {}
+    record Broadcast(int from, String text) implements Command, Wire {}
 
     private enum Tick implements Command { INSTANCE }
 
     private record Retry(long attempt) implements Command {}
 
+    /** Attempt {@code attempt} got no Found or no Joined within ATTEMPT_TIMEOUT. */
+    private record AttemptTimeout(long attempt) implements Command {}
+
     /** The Receptionist's listing of the discovery service key (through a message adapter). */
     private record DiscoveryListing(Receptionist.Listing listing) implements Command {}
 
     private static final String RETRY = "retry";
+    private static final String TIMEOUT = "attempt-timeout";
+    /**
+     * Across nodes Akka delivers at most once: a Lookup, Found, Join or Joined can be dropped
+     * (e.g. when Artery's outbound send queue to a busy node overflows). An attempt with no
+     * answer after this long is a failed attempt, retried like one. In one JVM nothing is
+     * dropped, so this never fires there unless a chat holds its handler for a second.
+     */
+    private static final Duration ATTEMPT_TIMEOUT = Duration.ofSeconds(1);
 
     private final int index;
     private final String topic;
@@ -102,6 +113,12 @@ final class Client extends AbstractBehavior<Client.Command> {
                     }
                     return this;
                 })
+                .onMessage(AttemptTimeout.class, t -> {
+                    if (t.attempt() == attempt && !connected && !gaveUp) {
+                        retryLater();
+                    }
+                    return this;
+                })
                 .onSignal(Terminated.class, this::onTerminated)
                 .build();
     }
@@ -128,6 +145,7 @@ final class Client extends AbstractBehavior<Client.Command> {
         }
         attempt++;
         tries++;
+        timers.startSingleTimer(TIMEOUT, new AttemptTimeout(attempt), ATTEMPT_TIMEOUT);
         discovery.tell(new Discovery.Lookup(topic, attempt, getContext().getSelf()));
     }
 
@@ -170,6 +188,7 @@ final class Client extends AbstractBehavior<Client.Command> {
         }
         connected = true;
         tries = 0;
+        timers.cancel(TIMEOUT);
         if (lostAtNanos >= 0) {
             double ms = (System.nanoTime() - lostAtNanos) / 1e6;
             lostAtNanos = -1;
@@ -187,6 +206,10 @@ final class Client extends AbstractBehavior<Client.Command> {
             return this;
         }
         chat = null;
+        if (shared.stopping) {
+            connected = false; // the window is over: no rejoin, no event
+            return this;
+        }
         if (connected) {
             connected = false;
             lostAtNanos = System.nanoTime();

@@ -22,15 +22,15 @@ final class Discovery extends AbstractBehavior<Discovery.Command> {
     sealed interface Command permits Register, Lookup, Find {}
 
     /** From a chat as it starts; acknowledged with {@link Chat.Registered}. */
-    record Register(String topic, ActorRef<Chat.Command> chat) implements Command {}
+    record Register(String topic, ActorRef<Chat.Command> chat) implements Command, Wire {}
 
     /** From a client: answered with {@link Client.Found} (chat null when none is registered). */
-    record Lookup(String topic, long attempt, ActorRef<Client.Command> replyTo) implements Command {}
+    record Lookup(String topic, long attempt, ActorRef<Client.Command> replyTo) implements Command, Wire {}
 
     /** From the injector (an ask): the chat registered under topic now, or null. */
-    record Find(String topic, ActorRef<Found> replyTo) implements Command {}
+    record Find(String topic, ActorRef<Found> replyTo) implements Command, Wire {}
 
-    record Found(ActorRef<Chat.Command> chat) {}
+    record Found(ActorRef<Chat.Command> chat) implements Wire {}
 
     private final Map<String, ActorRef<Chat.Command>> chats = new HashMap<>();
     private final Map<ActorRef<?>, String> topics = new HashMap<>();

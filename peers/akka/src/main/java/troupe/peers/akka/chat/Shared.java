@@ -21,16 +21,26 @@ final class Shared {
     final CountDownLatch joined;
     /** Clients that gave up, unsupported schedule actions, and other failures. */
     final AtomicLong errors = new AtomicLong();
+    /**
+     * Set when this process's part of the run is over (the window ended): a node leaving the
+     * cluster as its system terminates makes remote watches fire, and those are no faults.
+     */
+    volatile boolean stopping;
     final AtomicLong injected = new AtomicLong();
     final AtomicLong skipped = new AtomicLong();
     /** Incarnations started per chat (survives the chat's restarts). */
     final AtomicIntegerArray starts;
 
     Shared(ChatConfig cfg, EventWriter events) {
+        this(cfg, events, cfg.chats(), cfg.clients());
+    }
+
+    /** For a process holding {@code chats} of the chats and {@code clients} of the clients. */
+    Shared(ChatConfig cfg, EventWriter events, int chats, long clients) {
         this.cfg = cfg;
         this.events = events;
-        this.registered = new CountDownLatch(cfg.chats());
-        this.joined = new CountDownLatch((int) cfg.clients());
+        this.registered = new CountDownLatch(chats);
+        this.joined = new CountDownLatch((int) clients);
         this.starts = new AtomicIntegerArray(cfg.chats());
     }
 

@@ -64,7 +64,9 @@ public final class EventWriter {
             throw new IOException("TROUPE_EVENTS " + target
                     + ": only a file path or tcp://HOST:PORT is supported by the Akka peer");
         } else {
-            w = new OutputStreamWriter(new FileOutputStream(target, true), StandardCharsets.UTF_8);
+            // Several processes of one run (the chat's node JVMs) append to the same file: each
+            // write(2) must carry whole lines only, which O_APPEND then keeps in one piece.
+            return new EventWriter(new WholeLines(new FileOutputStream(target, true)), run, rt, node);
         }
         return new EventWriter(new BufferedWriter(w, 1 << 16), run, rt, node);
     }
@@ -151,6 +153,55 @@ public final class EventWriter {
             System.err.println("event writer: " + e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+        }
+    }
+
+    /**
+     * A buffered writer that hands the file whole lines only: it writes its buffer out in one
+     * call when a newline ends it past 60 KiB, and on flush (the writer thread writes a line and
+     * its newline, then flushes between batches, so the buffer always ends a line there).
+     */
+    private static final class WholeLines extends Writer {
+        private final FileOutputStream out;
+        private final StringBuilder buf = new StringBuilder(1 << 16);
+
+        WholeLines(FileOutputStream out) {
+            this.out = out;
+        }
+
+        @Override
+        public void write(char[] cbuf, int off, int len) throws IOException {
+            buf.append(cbuf, off, len);
+            if (len > 0 && cbuf[off + len - 1] == '\n' && buf.length() >= 60 << 10) {
+                flush();
+            }
+        }
+
+        @Override
+        public void write(String str) throws IOException {
+            buf.append(str);
+        }
+
+        @Override
+        public void write(int c) throws IOException {
+            buf.append((char) c);
+            if (c == '\n' && buf.length() >= 60 << 10) {
+                flush();
+            }
+        }
+
+        @Override
+        public void flush() throws IOException {
+            if (buf.length() > 0) {
+                out.write(buf.toString().getBytes(StandardCharsets.UTF_8));
+                buf.setLength(0);
+            }
+        }
+
+        @Override
+        public void close() throws IOException {
+            flush();
+            out.close();
         }
     }
 }
