@@ -1,5 +1,5 @@
 //! The cluster benchmarks of `troupe lab micro` (crate `troupe-cluster`, module `bench`):
-//! `cluster-join`, `cluster-detect`, `cluster-converge`. Nodes are this same binary started
+//! `cluster-join`, `cluster-detect`, `cluster-converge`, `overlay-scale`. Nodes are this same binary started
 //! as `troupe node`, separate OS processes on loopback. Parameters by `--set`:
 //! `cluster-join.nodes` (16), `cluster-detect.nodes` (5), `cluster-detect.akka` (0/1),
 //! `cluster-detect.idle_s` (0), `cluster-converge.sim_nodes` (1000), `cluster-converge.seed`,
@@ -34,6 +34,11 @@ pub(crate) fn run(names: &[String], reps: Option<u32>, sets: &BTreeMap<String, u
                 get(sets, name, "akka", 0) != 0,
                 get(sets, name, "idle_s", 0),
             ),
+            "overlay-scale" => {
+                let max = get(sets, name, "max_nodes", 1024) as usize;
+                let sizes: Vec<usize> = [32, 64, 128, 256, 512, 1024].into_iter().filter(|&n| n <= max).collect();
+                Ok(troupe_cluster::bench::overlay_scale(&sizes, get(sets, name, "seed", 1)))
+            }
             _ => {
                 troupe_cluster::bench::converge(get(sets, name, "sim_nodes", 1000) as usize, get(sets, name, "seed", 1))
             }
