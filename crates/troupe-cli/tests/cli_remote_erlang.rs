@@ -120,7 +120,9 @@ fn erlang_rows_have_the_micro_shape_and_troupes_metrics() {
     let m = row("remote-pingpong", "msgs_per_s", None);
     assert_eq!((t["unit"].as_str(), m["unit"].as_str()), (Some("ms"), Some("msg/s")));
     assert_eq!(m["params"]["messages"], 20000, "--set messages reaches the peer");
-    assert_eq!(m["params"]["window"], 1000);
+    // Both rows come from the same run shape: the window (pings in flight) is on each, the same.
+    assert_eq!(t["params"], m["params"], "time_ms and msgs_per_s rows of one run");
+    assert_eq!(m["params"]["window"], 1000, "the default pipelined shape");
     let implied = 20000.0 / (t["value"].as_f64().unwrap() / 1e3);
     let got = m["value"].as_f64().unwrap();
     assert!((got - implied).abs() / implied < 0.01, "msgs_per_s = messages / time: {got} vs {implied}");
