@@ -186,6 +186,36 @@ fn dispatch(args: LabArgs) -> anyhow::Result<i32> {
                 };
                 params.insert(k.to_owned(), v);
             }
+            // Every name is checked before anything runs: an unknown benchmark lists them all
+            // (local and distribution), an unknown runtime lists the runtimes, each with a
+            // suggestion for a typo.
+            let all: Vec<&str> = troupe_micro::Bench::ALL
+                .iter()
+                .map(|b| b.name())
+                .chain(crate::remote_micro::NAMES.iter().copied())
+                .collect();
+            for n in only.iter().flatten() {
+                if !all.contains(&n.trim()) {
+                    eprintln!(
+                        "troupe lab micro: unknown benchmark `{n}`{}; benchmarks: {}",
+                        troupe_micro::did_you_mean(n.trim(), &all),
+                        all.join(", ")
+                    );
+                    return Ok(code::USAGE);
+                }
+            }
+            let known_rt: Vec<&str> =
+                troupe_micro::IN_PROCESS_RUNTIMES.iter().chain(&troupe_micro::EXTERNAL_RUNTIMES).copied().collect();
+            for rt in &runtimes {
+                if !known_rt.contains(&rt.trim()) {
+                    eprintln!(
+                        "troupe lab micro: unknown runtime `{rt}`{}; runtimes: {}",
+                        troupe_micro::did_you_mean(rt.trim(), &known_rt),
+                        known_rt.join(", ")
+                    );
+                    return Ok(code::USAGE);
+                }
+            }
             // The distribution benchmarks live in troupe-remote; the rest in troupe-micro.
             let (remote, only): (Vec<String>, Option<Vec<String>>) = match only {
                 Some(names) => {
@@ -312,6 +342,9 @@ fn cmd_run(
         Err(e) if runtime != "troupe" => return Err(e.into()),
         Err(_) => None,
     };
+    // A runtime without a program for the workload is a usage error naming the ones there are
+    // (with a suggestion for a typo), before any folder is made.
+    compare::check_runtimes(&[runtime.to_owned()], workload, project_root.as_deref())?;
     let out = out.unwrap_or_else(|| default_out(workload));
     let stop = Stop::new();
     ctrl_c(&stop);
@@ -376,6 +409,7 @@ fn cmd_sweep(
         Err(e) if runtimes.iter().any(|r| r != "troupe") => return Err(e.into()),
         Err(_) => None,
     };
+    compare::check_runtimes(&runtimes, workload, project_root.as_deref())?;
     let out = out.unwrap_or_else(|| default_out(&format!("sweep-{workload}")));
     let stop = Stop::new();
     ctrl_c(&stop);

@@ -24,4 +24,4 @@ pub mod sweep;
 pub mod workload;
 pub mod workloads;
 
-pub use error::{Error, ErrorKind, Result};
+pub use error::{did_you_mean, Error, ErrorKind, Result};

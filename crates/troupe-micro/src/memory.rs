@@ -133,6 +133,7 @@ pub(crate) fn measure(runtime: &str, n: u64) -> Result<Vec<Record>, Error> {
             value: (kept * 10.0).round() / 10.0,
             unit: "B".into(),
             params: params.clone(),
+            ..Record::default()
         });
     }
     records.extend(vec![
@@ -143,6 +144,7 @@ pub(crate) fn measure(runtime: &str, n: u64) -> Result<Vec<Record>, Error> {
             value: (per_actor * 10.0).round() / 10.0,
             unit: "B".into(),
             params: std::collections::BTreeMap::clone(&params),
+            ..Record::default()
         },
         Record {
             bench: Bench::Memory.name().into(),
@@ -151,6 +153,7 @@ pub(crate) fn measure(runtime: &str, n: u64) -> Result<Vec<Record>, Error> {
             value: (spawn.as_secs_f64() * 1e6).round() / 1e3,
             unit: "ms".into(),
             params,
+            ..Record::default()
         },
     ]);
     Ok(records)
