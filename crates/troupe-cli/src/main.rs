@@ -18,6 +18,7 @@
 
 mod compare;
 mod lab;
+mod micro;
 mod node;
 mod progress;
 mod remote_micro;

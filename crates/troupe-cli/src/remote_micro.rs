@@ -64,6 +64,7 @@ pub(crate) fn run(
     reps: Option<u32>,
     sets: &BTreeMap<String, u64>,
     json: bool,
+    collected: &mut Vec<String>,
 ) -> Result<(), Failure> {
     let troupe_only = ["troupe".to_owned()];
     let runtimes = if runtimes.is_empty() { &troupe_only[..] } else { runtimes };
@@ -110,6 +111,7 @@ pub(crate) fn run(
             };
             match got {
                 Ok(got) => {
+                    collected.extend(got.iter().map(Row::to_json));
                     if json {
                         let mut out = std::io::stdout().lock();
                         for r in &got {

@@ -89,6 +89,11 @@ fn end_to_end(mode: &str, injector_node: &str) {
     assert_eq!(m["interrupted"], false);
     assert_eq!(m["config"]["pairs"], 16);
     assert!(m["machine"]["cores"].as_u64().unwrap() >= 1);
+    // The commit the binary was built from, and the machine's load over the run.
+    assert_eq!(m["git_commit"].as_str().map(str::len), Some(40), "{m}");
+    assert!(m["load"]["busy_pct"].as_f64().is_some_and(|p| (0.0..=100.0).contains(&p)), "{m}");
+    assert!(m["load"]["steal_pct"].as_f64().is_some(), "{m}");
+    assert!(std::fs::read_to_string(out.join("report.html")).unwrap().contains("cpu busy"), "the report states the load");
     for f in ["events.jsonl", "schedule.jsonl", "scp.csv", "report.html", "config.json", "stderr.txt"] {
         assert!(out.join(f).is_file(), "{f} missing");
     }

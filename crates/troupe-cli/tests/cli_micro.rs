@@ -95,3 +95,36 @@ fn an_error_names_its_cause_once() {
     assert_eq!(e.matches("no such folder").count(), 1, "{e}");
     assert!(e.contains("/no/such/folder/anywhere: no such folder"), "{e}");
 }
+
+#[test]
+fn a_recorded_run_states_commit_machine_versions_threads_and_load_even_outside_the_checkout() {
+    // The binary copied out of the checkout and run from elsewhere still knows its commit.
+    let tmp = tempfile::tempdir().unwrap();
+    let exe = tmp.path().join("troupe");
+    std::fs::copy(env!("CARGO_BIN_EXE_troupe"), &exe).unwrap();
+    let out = tmp.path().join("rec");
+    let o = Command::new(&exe)
+        .args(["lab", "micro", "--only", "fib", "--runtimes", "troupe", "--reps", "2", "--set", "fib.n=8", "--out"])
+        .arg(&out)
+        .current_dir(tmp.path())
+        .env_remove("TROUPE_HOME")
+        .output()
+        .unwrap();
+    let stdout = text(&o.stdout);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(stdout.contains("load over the run: loadavg "), "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("commit: ") && l.len() >= 48), "{stdout}");
+    assert!(stdout.lines().any(|l| l.starts_with("fib")), "the table is printed too: {stdout}");
+    let lines = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+    let rows: Vec<serde_json::Value> = lines.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(rows.len(), 1, "{lines}");
+    assert_eq!(rows[0]["samples"].as_array().unwrap().len(), 2);
+    let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run["git_commit"].as_str().map(str::len), Some(40), "{run}");
+    assert!(run["machine"]["cores"].as_u64().is_some_and(|c| c > 0), "{run}");
+    assert!(run["load"]["busy_pct"].as_f64().is_some(), "{run}");
+    assert!(run["load"]["loadavg_start"].is_string(), "{run}");
+    assert!(run["libraries"].as_str().unwrap().contains("tokio"), "{run}");
+    assert!(run["threads"]["troupe"]["threads"].as_u64().is_some(), "{run}");
+    assert!(run["command"].as_array().unwrap().iter().any(|a| a == "--out"), "{run}");
+}

@@ -74,6 +74,10 @@ mod util;
 pub use bench::{merge_reps, Bench, Params, Record, Spread, SPREAD_FLAG_PCT};
 pub use memory::CHILD_ENV;
 
+/// The versions of the Rust actor libraries measured in this process, and tokio's (from the
+/// workspace's Cargo.lock at build time).
+pub const LIBRARY_VERSIONS: &str = env!("TROUPE_MICRO_VERSIONS");
+
 /// The runtimes measured inside this process.
 pub const IN_PROCESS_RUNTIMES: [&str; 4] = ["troupe", "actix", "ractor", "kameo"];
 

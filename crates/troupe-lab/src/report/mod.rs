@@ -126,7 +126,7 @@ pub fn provenance_rows(m: &Manifest) -> Vec<(String, String)> {
         (
             "git commit".into(),
             match (&m.git_commit, m.git_dirty) {
-                (Some(c), Some(true)) => format!("{c} (with uncommitted changes)"),
+                (Some(c), Some(true)) => format!("{c} (built with uncommitted changes)"),
                 (Some(c), _) => c.clone(),
                 (None, _) => "none (not a git checkout)".into(),
             },
@@ -134,6 +134,10 @@ pub fn provenance_rows(m: &Manifest) -> Vec<(String, String)> {
         (
             "load average (1/5/15 min) at start / end".into(),
             format!("{} / {}", m.loadavg_start.as_deref().unwrap_or("-"), m.loadavg_end.as_deref().unwrap_or("-")),
+        ),
+        (
+            "machine load over the run".into(),
+            m.load.as_ref().map_or_else(|| "not recorded".into(), crate::machine::Load::summary),
         ),
         ("started".into(), m.started_at.clone()),
         ("ended".into(), m.ended_at.clone().unwrap_or_else(|| "-".into())),
