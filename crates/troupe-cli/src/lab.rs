@@ -276,7 +276,11 @@ fn cmd_run(
     req.project_root = project_root;
     req.command = std::env::args().collect();
     eprintln!("troupe lab: running {workload} on {runtime} into {}", req.out_dir.display());
-    let outcome = troupe_lab::run::run(&req, &stop)?;
+    let planned = troupe_lab::workloads::get(workload)?.expected_duration(&req.config);
+    let progress = crate::progress::RunProgress::start(&format!("{workload} on {runtime}"), planned);
+    let outcome = troupe_lab::run::run(&req, &stop);
+    progress.finish();
+    let outcome = outcome?;
     print_summary(&outcome);
     Ok(match (outcome.manifest.interrupted, outcome.manifest.status) {
         (true, _) => code::INTERRUPTED,
