@@ -144,3 +144,16 @@ pub fn provenance_rows(m: &Manifest) -> Vec<(String, String)> {
         ("command".into(), m.command.join(" ")),
     ]
 }
+
+/// CSV text: a header line, then one line per row, written by the `csv` crate (a field is quoted
+/// where it holds a comma, a quote or a line break).
+pub fn csv_text(header: &[&str], rows: impl IntoIterator<Item = Vec<String>>) -> crate::error::Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let bad = |e: csv::Error| crate::error::Error::other(format!("cannot write CSV: {e}"));
+    w.write_record(header).map_err(bad)?;
+    for r in rows {
+        w.write_record(&r).map_err(bad)?;
+    }
+    let bytes = w.into_inner().map_err(|e| crate::error::Error::other(format!("cannot write CSV: {e}")))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
