@@ -20,6 +20,7 @@ pub mod report;
 pub mod root;
 pub mod run;
 pub mod schedule;
+pub mod stats;
 pub mod sweep;
 pub mod workload;
 pub mod workloads;
