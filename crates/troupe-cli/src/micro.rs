@@ -24,6 +24,18 @@ pub(crate) struct MicroArgs {
 
 /// Runs `troupe lab micro` and returns its exit code.
 pub(crate) fn main(a: MicroArgs) -> i32 {
+    if std::env::var_os(troupe_micro::CHILD_ENV).is_some() {
+        // A `memory` child started with this same command line: it only measures and prints
+        // its lines for the parent (no table, no record, no remote benchmarks).
+        let opts = troupe_micro::MicroOptions::default();
+        return match troupe_micro::run(&opts, &mut std::io::stdout().lock()) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("troupe lab micro: {e}");
+                code::FAILED
+            }
+        };
+    }
     let mut params = BTreeMap::new();
     for s in &a.sets {
         let parsed = s.split_once('=').and_then(|(k, v)| Some((k.trim(), v.trim().parse::<u64>().ok()?)));

@@ -104,7 +104,8 @@ fn a_recorded_run_states_commit_machine_versions_threads_and_load_even_outside_t
     std::fs::copy(env!("CARGO_BIN_EXE_troupe"), &exe).unwrap();
     let out = tmp.path().join("rec");
     let o = Command::new(&exe)
-        .args(["lab", "micro", "--only", "fib", "--runtimes", "troupe", "--reps", "2", "--set", "fib.n=8", "--out"])
+        .args(["lab", "micro", "--only", "fib,memory", "--runtimes", "troupe", "--reps", "2", "--set", "fib.n=8"])
+        .args(["--set", "memory.n=2000", "--out"])
         .arg(&out)
         .current_dir(tmp.path())
         .env_remove("TROUPE_HOME")
@@ -117,8 +118,11 @@ fn a_recorded_run_states_commit_machine_versions_threads_and_load_even_outside_t
     assert!(stdout.lines().any(|l| l.starts_with("fib")), "the table is printed too: {stdout}");
     let lines = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
     let rows: Vec<serde_json::Value> = lines.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    assert_eq!(rows.len(), 1, "{lines}");
+    // fib, and memory measured in a child started with the same command line (which must
+    // neither print a table nor overwrite the record).
+    assert_eq!(rows.len(), 4, "{lines}");
     assert_eq!(rows[0]["samples"].as_array().unwrap().len(), 2);
+    assert!(rows.iter().any(|r| r["bench"] == "memory" && r["metric"] == "bytes_per_actor"), "{lines}");
     let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
     assert_eq!(run["git_commit"].as_str().map(str::len), Some(40), "{run}");
     assert!(run["machine"]["cores"].as_u64().is_some_and(|c| c > 0), "{run}");

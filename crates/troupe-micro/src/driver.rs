@@ -21,6 +21,23 @@ pub(crate) struct Problem {
     pub(crate) error: Error,
 }
 
+impl Problem {
+    /// `<runtime> <bench>: <message>`, the subject written once: a message that already opens
+    /// with it (a correctness failure, a peer's bad line) is not prefixed again.
+    pub(crate) fn line_of(runtime: &str, bench: Option<Bench>, error: &Error) -> String {
+        let subject = match bench {
+            Some(b) => format!("{runtime} {b}"),
+            None => runtime.to_owned(),
+        };
+        let msg = error.to_string();
+        if msg.starts_with(&format!("{subject}:")) {
+            msg
+        } else {
+            format!("{subject}: {msg}")
+        }
+    }
+}
+
 /// How long a peer's `build` may take (a cold Maven or CMake build is slow on 2 cores).
 const BUILD_DEADLINE: Duration = Duration::from_secs(45 * 60);
 /// How long one peer `run` of one benchmark may take, all repetitions included.
@@ -113,7 +130,7 @@ pub(crate) fn alternate(
                     }
                 }
                 Err(error) => {
-                    eprintln!("micro: {bench} on {rt}: {error}");
+                    eprintln!("micro: {}", Problem::line_of(&rt, Some(bench), &error));
                     if error.kind == ErrorKind::Missing {
                         ready.retain(|r| *r != rt);
                     }
@@ -188,7 +205,7 @@ fn summarize(problems: &[Problem]) -> Result<(), Error> {
     let lines: Vec<String> = problems
         .iter()
         .map(|p| match p.bench {
-            Some(b) => format!("{} {}: {}", p.runtime, b, p.error),
+            Some(b) => Problem::line_of(&p.runtime, Some(b), &p.error),
             None => format!("{}: {}", p.runtime, p.error),
         })
         .collect();
@@ -372,6 +389,14 @@ fn tail(s: &str) -> String {
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn a_problem_names_its_subject_once() {
+        let e = crate::bench::wrong_total(Bench::Count, "kameo", "total", 4, 5);
+        assert_eq!(Problem::line_of("kameo", Some(Bench::Count), &e), "kameo count: wrong total: got 4, expected 5");
+        let e = Error::new(ErrorKind::Failed, "exit code 1");
+        assert_eq!(Problem::line_of("caf", Some(Bench::Fib), &e), "caf fib: exit code 1");
+    }
 
     #[test]
     fn runtimes_take_turns_per_repetition() {

@@ -50,7 +50,7 @@ pub(crate) fn render(
         writeln!(out, "not run:")?;
         for p in problems {
             match p.bench {
-                Some(b) => writeln!(out, "  {} {}: {}", p.runtime, b, p.error)?,
+                Some(b) => writeln!(out, "  {}", Problem::line_of(&p.runtime, Some(b), &p.error))?,
                 None => writeln!(out, "  {}: {}", p.runtime, p.error)?,
             }
         }
