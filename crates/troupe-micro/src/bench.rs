@@ -240,7 +240,9 @@ impl Record {
     /// `spread_pct` from them (`samples` in the order the repetitions ran).
     pub fn set_samples(&mut self, samples: Vec<f64>) {
         let s = Spread::of(&samples);
-        self.value = s.median;
+        // To 0.001 like the samples (ms to the microsecond; rates and bytes are whole): the mean
+        // of two middle values would otherwise print as 3.903000000000001.
+        self.value = round3(s.median);
         self.min = Some(s.min);
         self.max = Some(s.max);
         self.spread_pct = s.pct();
