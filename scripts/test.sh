@@ -9,12 +9,18 @@
 # 3. RabbitMQ (scripts/install-rabbitmq.sh): the chat benchmark's amqp:// event transport is
 #    tested against a real broker, and TROUPE_TEST_REQUIRE_RABBITMQ=1 makes a missing broker
 #    fail those tests instead of skipping them; then the Rust test suite (unit, integration,
-#    property and doc tests);
+#    property and doc tests); run as root, it also sets TROUPE_TEST_REQUIRE_NETNS=1 so that the
+#    network-namespace test (crates/troupe-remote/tests/remote_netns.rs) fails instead of
+#    skipping when it cannot create its namespaces or veth pair;
 # 4. a short cargo-fuzz run of the wire decoders (frame, handshake) when a nightly toolchain is
 #    present (cargo-fuzz needs one); the stable fuzz smoke test runs in step 3 regardless;
 # 5. each peer's smoke test: builds and briefly runs every workload of that runtime.
 #
 # TROUPE_TEST_PEERS=0 skips the peers (steps 2 and 5) for a quick local loop; CI runs everything.
+# Every Rust test that runs a real peer (the CLI tests of `lab compare`, `lab micro` with the
+# Erlang distribution peer, the OTP differential tests) skips with a loud line only when its
+# toolchain is absent and TROUPE_TEST_REQUIRE_ERLANG is unset: this script sets it whenever the
+# peers are on, so under this command those tests run or fail, never pass without running.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,6 +47,11 @@ fi
 echo "== RabbitMQ (the amqp:// event transport's tests start a private broker)"
 bash scripts/install-rabbitmq.sh
 export TROUPE_TEST_REQUIRE_RABBITMQ=1
+if [ "$(id -u)" = "0" ]; then
+    export TROUPE_TEST_REQUIRE_NETNS=1
+else
+    echo "== not root: the network-namespace test will print SKIPPED (run as root to require it)"
+fi
 
 echo "== cargo test (workspace)"
 cargo test --workspace --all-targets --quiet

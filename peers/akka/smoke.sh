@@ -29,7 +29,8 @@ micro() { # bench, expect msgs_per_s (yes/no), args...
         cat "$WORK/micro-$bench.err" >&2
         fail "micro $bench exited non-zero"
     fi
-    local num='-?[0-9]+(\.[0-9]+)?'
+    # Positive: every metric (times, rates, bytes per actor at n=20000) is above zero.
+    local num='([1-9][0-9]*(\.[0-9]+)?|0\.[0-9]*[1-9][0-9]*)'
     local line_re="^\{\"bench\":\"$bench\",\"runtime\":\"akka\",\"metric\":\"[a-z_]+\",\"value\":$num,\"unit\":\"[A-Za-z/]+\",\"params\":\{(\"[a-z_]+\":-?[0-9]+,)*\"reps\":1\}\}$"
     while IFS= read -r line; do
         [[ "$line" =~ $line_re ]] || fail "micro $bench: malformed line: $line"

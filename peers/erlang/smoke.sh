@@ -28,7 +28,8 @@ erl -noshell -noinput -pa "$tmp/ebin" -eval \
     fail "EUnit tests of peers/erlang/common"
 
 # --- micro: every bench, small sizes, one rep -------------------------------
-num='-?[0-9]+(\.[0-9]+)?(e[-+]?[0-9]+)?'
+# Positive: every metric (times, rates, round trips, bytes per actor at n=20000) is above zero.
+num='([1-9][0-9]*(\.[0-9]+)?|0\.[0-9]*[1-9][0-9]*)(e[-+]?[0-9]+)?'
 check_micro() {   # bench, expected metrics (space separated), args...
     local bench=$1 metrics=$2; shift 2
     local out="$tmp/micro-$bench.out"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # peers/lib/micro-smoke.sh RUNTIME: builds peers/RUNTIME/micro and runs a very short run of each
 # micro-benchmark, checking the output shape of the peer-program contract: every stdout line is
-# one JSON result with bench, runtime, metric, value, unit and params, and each bench reports the
+# one JSON result with bench, runtime, metric, a positive value, unit and params, and each bench reports the
 # metrics it must. A bad argument must be refused. Exits non-zero on the first failure.
 # Shared by the peers' smoke.sh scripts.
 set -euo pipefail
@@ -23,7 +23,10 @@ cases=(
   "memory n=20000"
 )
 
-line_re='^\{"bench":"[a-z]+","runtime":"'"$rt"'","metric":"[a-z_]+","value":-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?,"unit":"[^"]+","params":\{("[a-z_]+":[0-9]+)(,"[a-z_]+":[0-9]+)*\}\}$'
+# A value must be a positive number: every metric of the contract (a time, a rate, bytes per
+# actor at n=20000) is above zero, so 0 or a negative value is a broken measurement.
+pos='([1-9][0-9]*(\.[0-9]+)?|0\.[0-9]*[1-9][0-9]*)([eE][-+]?[0-9]+)?'
+line_re='^\{"bench":"[a-z]+","runtime":"'"$rt"'","metric":"[a-z_]+","value":'"$pos"',"unit":"[^"]+","params":\{("[a-z_]+":[0-9]+)(,"[a-z_]+":[0-9]+)*\}\}$'
 
 fail() { echo "smoke $rt: FAIL: $*" >&2; exit 1; }
 errdir="$(mktemp -d)"

@@ -113,6 +113,11 @@ enum LabCommand {
         /// Override a parameter: `n=1000` for every benchmark that has `n`, `fib.n=20` for one.
         #[arg(long = "set", value_name = "KEY=VALUE")]
         sets: Vec<String>,
+        /// Also record the run in this folder: `results.jsonl` (every line, local and
+        /// distribution) and `run.json` (command, machine, commit, library versions, threads,
+        /// load over the run).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
     },
     /// Print the resolved config of a workload (defaults, --config, --set) as TOML.
     Config {
@@ -176,77 +181,8 @@ fn dispatch(args: LabArgs) -> anyhow::Result<i32> {
             crate::compare::cmd_compare(spec, out, Duration::from_secs(hang_after))
         }
         LabCommand::Report { dir } => cmd_report(&dir),
-        LabCommand::Micro { only, runtimes, json, reps, sets } => {
-            let mut params = std::collections::BTreeMap::new();
-            for s in &sets {
-                let parsed = s.split_once('=').and_then(|(k, v)| Some((k.trim(), v.trim().parse::<u64>().ok()?)));
-                let Some((k, v)) = parsed else {
-                    eprintln!("troupe lab micro: --set {s:?} is not KEY=NUMBER (e.g. n=1000 or fib.n=20)");
-                    return Ok(code::USAGE);
-                };
-                params.insert(k.to_owned(), v);
-            }
-            // The cluster benchmarks live in troupe-cluster, the distribution benchmarks in
-            // troupe-remote; the rest in troupe-micro.
-            let (cluster, only): (Vec<String>, Option<Vec<String>>) = match only {
-                Some(names) => {
-                    let (c, l): (Vec<_>, Vec<_>) =
-                        names.into_iter().partition(|n| crate::cluster_micro::NAMES.contains(&n.as_str()));
-                    (c, (!l.is_empty()).then_some(l))
-                }
-                None => (Vec::new(), None),
-            };
-            if !cluster.is_empty() {
-                if let Err(e) = crate::cluster_micro::run(&cluster, reps, &params, json) {
-                    eprintln!("troupe lab micro: {e}");
-                    return Ok(code::FAILED);
-                }
-                if only.is_none() {
-                    return Ok(0);
-                }
-            }
-            let (remote, only): (Vec<String>, Option<Vec<String>>) = match only {
-                Some(names) => {
-                    let (r, l): (Vec<_>, Vec<_>) =
-                        names.into_iter().partition(|n| crate::remote_micro::NAMES.contains(&n.as_str()));
-                    (r, (!l.is_empty()).then_some(l))
-                }
-                None => (Vec::new(), None),
-            };
-            // A remote benchmark that could not run does not stop the local ones; the exit code
-            // is the worse of both (a failure over a missing toolchain).
-            let mut remote_code = 0;
-            if !remote.is_empty() {
-                if let Err(e) = crate::remote_micro::run(&remote, &runtimes, reps, &params, json) {
-                    eprintln!("troupe lab micro: {}", e.message);
-                    remote_code = if e.missing_toolchain { code::TOOLCHAIN } else { code::FAILED };
-                }
-                if only.is_none() {
-                    return Ok(remote_code);
-                }
-            }
-            let worse = |local: i32| match (remote_code, local) {
-                (0, l) => l,
-                (r, 0) => r,
-                (r, l) if r == code::FAILED || l == code::FAILED => code::FAILED,
-                (_, l) => l,
-            };
-            if !json {
-                println!("allocator: mimalloc (the troupe binary's global allocator; every Rust runtime in this table shares it)");
-            }
-            let opts = troupe_micro::MicroOptions { only, runtimes, json, reps, params, child_args: None };
-            let mut out = std::io::stdout().lock();
-            match troupe_micro::run(&opts, &mut out) {
-                Ok(()) => Ok(worse(0)),
-                Err(e) => {
-                    eprintln!("troupe lab micro: {e}");
-                    Ok(worse(match e.kind {
-                        troupe_micro::ErrorKind::Usage => code::USAGE,
-                        troupe_micro::ErrorKind::Missing => code::TOOLCHAIN,
-                        _ => code::FAILED,
-                    }))
-                }
-            }
+        LabCommand::Micro { only, runtimes, json, reps, sets, out } => {
+            Ok(crate::micro::main(crate::micro::MicroArgs { only, runtimes, json, reps, sets, out }))
         }
         LabCommand::Config { workload, config, sets } => {
             let cfg = resolve(&workload, config.as_deref(), &sets)?;
@@ -330,6 +266,9 @@ fn cmd_run(
         Err(e) if runtime != "troupe" => return Err(e.into()),
         Err(_) => None,
     };
+    // A runtime without a program for the workload is a usage error naming the ones there are
+    // (with a suggestion for a typo), before any folder is made.
+    compare::check_runtimes(&[runtime.to_owned()], workload, project_root.as_deref())?;
     let out = out.unwrap_or_else(|| default_out(workload));
     let stop = Stop::new();
     ctrl_c(&stop);
@@ -337,7 +276,11 @@ fn cmd_run(
     req.project_root = project_root;
     req.command = std::env::args().collect();
     eprintln!("troupe lab: running {workload} on {runtime} into {}", req.out_dir.display());
-    let outcome = troupe_lab::run::run(&req, &stop)?;
+    let planned = troupe_lab::workloads::get(workload)?.expected_duration(&req.config);
+    let progress = crate::progress::RunProgress::start(&format!("{workload} on {runtime}"), planned);
+    let outcome = troupe_lab::run::run(&req, &stop);
+    progress.finish();
+    let outcome = outcome?;
     print_summary(&outcome);
     Ok(match (outcome.manifest.interrupted, outcome.manifest.status) {
         (true, _) => code::INTERRUPTED,
@@ -394,6 +337,7 @@ fn cmd_sweep(
         Err(e) if runtimes.iter().any(|r| r != "troupe") => return Err(e.into()),
         Err(_) => None,
     };
+    compare::check_runtimes(&runtimes, workload, project_root.as_deref())?;
     let out = out.unwrap_or_else(|| default_out(&format!("sweep-{workload}")));
     let stop = Stop::new();
     ctrl_c(&stop);

@@ -20,6 +20,7 @@ mod cluster;
 mod cluster_micro;
 mod compare;
 mod lab;
+mod micro;
 mod node;
 mod progress;
 mod remote_micro;

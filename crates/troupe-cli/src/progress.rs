@@ -1,5 +1,8 @@
-//! The sweep and comparison progress bar (indicatif): position counts planned seconds of run time, advanced
-//! by a ticker while a run is in progress, so the ETA is in real time, not in runs.
+//! Progress on stderr. The sweep and comparison bar ([`Bar`], indicatif): position counts planned
+//! seconds of run time, advanced by a ticker while a run is in progress, so the ETA is in real
+//! time, not in runs. One run's progress ([`RunProgress`]): a bar with elapsed time and ETA on a
+//! terminal, and a plain line every tenth of the run (1 to 10 s apart) otherwise, so a log or CI
+//! shows the run is alive.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -108,5 +111,91 @@ impl SweepObserver for Bar {
 
     fn note(&mut self, text: &str) {
         self.line(text.to_string());
+    }
+}
+
+/// One run's progress: started before the run, finished after it.
+pub(crate) struct RunProgress {
+    bar: ProgressBar,
+    running: Arc<AtomicBool>,
+    ticker: Option<JoinHandle<()>>,
+}
+
+impl RunProgress {
+    /// Starts showing progress of `what`, planned to take `planned` (the workload's expected
+    /// duration: set-up, warm-up and window).
+    pub(crate) fn start(what: &str, planned: Duration) -> RunProgress {
+        let secs = planned.as_secs().max(1);
+        let bar = ProgressBar::new(secs);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} s ETA {eta_precise}  {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar.set_message(what.to_owned());
+        let running = Arc::new(AtomicBool::new(true));
+        let (b, r, what) = (bar.clone(), Arc::clone(&running), what.to_owned());
+        let every = line_interval(planned);
+        let ticker = std::thread::Builder::new()
+            .name("progress".into())
+            .spawn(move || {
+                let t0 = Instant::now();
+                let mut next_line = every;
+                while r.load(Ordering::SeqCst) {
+                    let e = t0.elapsed();
+                    b.set_position(e.as_secs().min(secs));
+                    if b.is_hidden() && e >= next_line {
+                        eprintln!("{}", progress_line(&what, e, planned));
+                        next_line += every;
+                    }
+                    std::thread::park_timeout(Duration::from_millis(200));
+                }
+            })
+            .ok();
+        RunProgress { bar, running, ticker }
+    }
+
+    /// Stops the ticker and clears the bar.
+    pub(crate) fn finish(mut self) {
+        self.running.store(false, Ordering::SeqCst);
+        if let Some(t) = self.ticker.take() {
+            t.thread().unpark();
+            let _ = t.join();
+        }
+        self.bar.finish_and_clear();
+    }
+}
+
+/// A tenth of the planned run, kept within 1..=10 s.
+fn line_interval(planned: Duration) -> Duration {
+    (planned / 10).clamp(Duration::from_secs(1), Duration::from_secs(10))
+}
+
+/// The plain progress line: elapsed, planned, and what is left (or how far past the plan).
+fn progress_line(what: &str, elapsed: Duration, planned: Duration) -> String {
+    let (e, p) = (elapsed.as_secs(), planned.as_secs());
+    if e <= p {
+        format!("troupe lab: {what}: {e} s of about {p} s, about {} s left", p - e)
+    } else {
+        format!("troupe lab: {what}: {e} s, past the planned {p} s (finishing)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_lines_say_elapsed_and_left_at_a_tenth_of_the_run() {
+        assert_eq!(line_interval(Duration::from_secs(62)), Duration::from_millis(6200));
+        assert_eq!(line_interval(Duration::from_secs(4)), Duration::from_secs(1));
+        assert_eq!(line_interval(Duration::from_secs(600)), Duration::from_secs(10));
+        let planned = Duration::from_secs(62);
+        assert_eq!(
+            progress_line("scp on troupe", Duration::from_secs(20), planned),
+            "troupe lab: scp on troupe: 20 s of about 62 s, about 42 s left"
+        );
+        assert!(progress_line("x", Duration::from_secs(70), planned).contains("past the planned 62 s"));
     }
 }

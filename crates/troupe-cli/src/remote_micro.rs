@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use troupe_remote::bench::{
-    contention, detection, remote_latency, remote_pingpong, ContentionParams, DetectionParams, LatencyParams, Launcher,
-    PingPongParams, Row,
+    contention, detection, remote_latency, remote_pingpong, shape, ContentionParams, DetectionParams, LatencyParams,
+    Launcher, PingPongParams, Row,
 };
 
 /// The benchmark names this module answers for.
@@ -49,7 +49,34 @@ struct Problem {
 
 /// The parameters `--set` may change (as `KEY=N` or `BENCH.KEY=N`), per benchmark.
 const KEYS: [(&str, &[&str]); 2] =
-    [("remote-pingpong", &["messages", "window"]), ("remote-latency", &["samples", "interval_us"])];
+    [("remote-pingpong", &["messages", "window", "in_flight"]), ("remote-latency", &["samples", "interval_us"])];
+
+/// Runs of each runtime per ping-pong shape when `--reps` is not given.
+const PINGPONG_REPS: u32 = 5;
+
+/// One named shape of `remote-pingpong`: pings in flight and messages (pings plus pongs).
+#[derive(Clone, Debug, PartialEq)]
+struct Shape {
+    in_flight: u64,
+    messages: u64,
+}
+
+/// The shapes to run: both named ones (`in_flight=1000` pipelined with 1,000,000 messages,
+/// `in_flight=1` lock-step with 20,000) unless `--set window=N` (or `in_flight=N`) names one;
+/// `--set messages=N` applies to every shape run.
+fn shapes(set: &[(&str, u64)]) -> Vec<Shape> {
+    let get = |k: &str| set.iter().find(|(key, _)| *key == k).map(|(_, v)| *v);
+    let messages = get("messages");
+    match get("in_flight").or_else(|| get("window")) {
+        Some(w) => {
+            vec![Shape { in_flight: w.max(1), messages: messages.unwrap_or(if w <= 1 { 20_000 } else { 1_000_000 }) }]
+        }
+        None => vec![
+            Shape { in_flight: 1000, messages: messages.unwrap_or(1_000_000) },
+            Shape { in_flight: 1, messages: messages.unwrap_or(20_000) },
+        ],
+    }
+}
 
 /// `--set` values that apply to `bench`.
 fn params_for(bench: &str, sets: &BTreeMap<String, u64>) -> Vec<(&'static str, u64)> {
@@ -64,6 +91,7 @@ pub(crate) fn run(
     reps: Option<u32>,
     sets: &BTreeMap<String, u64>,
     json: bool,
+    collected: &mut Vec<String>,
 ) -> Result<(), Failure> {
     let troupe_only = ["troupe".to_owned()];
     let runtimes = if runtimes.is_empty() { &troupe_only[..] } else { runtimes };
@@ -96,6 +124,22 @@ pub(crate) fn run(
     }
     let mut rows: Vec<Row> = Vec::new();
     for name in names {
+        if name == "remote-pingpong" {
+            let runs = reps.unwrap_or(PINGPONG_REPS).max(1);
+            for sh in shapes(&params_for(name, sets)) {
+                let got = alternate_pingpong(&sh, &columns, &ready, runs, &mut problems);
+                collected.extend(got.iter().map(Row::to_json));
+                if json {
+                    let mut out = std::io::stdout().lock();
+                    for r in &got {
+                        let _ = writeln!(out, "{}", r.to_json());
+                    }
+                    let _ = out.flush();
+                }
+                rows.extend(got);
+            }
+            continue;
+        }
         for rt in &columns {
             let got = match rt.as_str() {
                 "troupe" => troupe(name, reps, &params_for(name, sets)),
@@ -110,6 +154,7 @@ pub(crate) fn run(
             };
             match got {
                 Ok(got) => {
+                    collected.extend(got.iter().map(Row::to_json));
                     if json {
                         let mut out = std::io::stdout().lock();
                         for r in &got {
@@ -135,6 +180,61 @@ pub(crate) fn run(
     summarize(problems)
 }
 
+/// `remote-pingpong` in one shape on every runtime, the runtimes alternating run by run (run 1
+/// on Troupe, then on Erlang, run 2 on Troupe, ...), each run one warm-up and one measured
+/// iteration with a fresh far node; then each runtime's runs merged into one row per metric and
+/// transport (median, min, max, samples). TLS is measured in the pipelined shape only. A
+/// runtime that fails a run is reported and left out of this shape.
+fn alternate_pingpong(
+    sh: &Shape,
+    columns: &[String],
+    ready: &[String],
+    runs: u32,
+    problems: &mut Vec<Problem>,
+) -> Vec<Row> {
+    let name = "remote-pingpong";
+    let mut going: Vec<String> = columns.iter().filter(|rt| ready.contains(rt)).cloned().collect();
+    let mut done: Vec<(String, Vec<Vec<Row>>)> = going.iter().map(|rt| (rt.clone(), Vec::new())).collect();
+    let set = [("messages", sh.messages), ("window", sh.in_flight)];
+    for run in 1..=runs {
+        for rt in going.clone() {
+            eprintln!(
+                "micro: {name} in_flight={} ({}) run {run}/{runs} on {rt} ...",
+                sh.in_flight,
+                shape(sh.in_flight)
+            );
+            let got = if rt == "troupe" { troupe_pingpong(sh, 1) } else { peer_rows(&rt, name, Some(1), &set) };
+            match got {
+                Ok(mut got) => {
+                    for r in &mut got {
+                        if let Some(o) = r.params.as_object_mut() {
+                            o.insert("in_flight".into(), sh.in_flight.into());
+                            o.insert("shape".into(), shape(sh.in_flight).into());
+                        }
+                    }
+                    if let Some((_, v)) = done.iter_mut().find(|(r, _)| *r == rt) {
+                        v.push(got);
+                    }
+                }
+                Err(failure) => {
+                    eprintln!("micro: {name} on {rt}: {}", failure.message);
+                    problems.push(Problem { runtime: rt.clone(), bench: Some(name.into()), failure });
+                    going.retain(|r| *r != rt);
+                    done.retain(|(r, _)| *r != rt);
+                }
+            }
+        }
+    }
+    done.iter().flat_map(|(_, runs)| Row::merge(runs)).collect()
+}
+
+fn troupe_pingpong(sh: &Shape, reps: u32) -> Result<Vec<Row>, Failure> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the troupe executable: {e}"))?;
+    let launcher = Launcher { program: exe, args: vec!["node".into()] };
+    let p = PingPongParams { reps, messages: sh.messages, window: sh.in_flight, tls: sh.in_flight > 1 };
+    remote_pingpong(&launcher, &p).map_err(|e| Failure::from(format!("remote-pingpong: {e}")))
+}
+
 /// One failure for everything that did not run: missing toolchain only if nothing else failed.
 fn summarize(problems: Vec<Problem>) -> Result<(), Failure> {
     if problems.is_empty() {
@@ -158,15 +258,6 @@ fn troupe(name: &str, reps: Option<u32>, set: &[(&str, u64)]) -> Result<Vec<Row>
     let launcher = Launcher { program: exe, args: vec!["node".into()] };
     eprintln!("micro: {name} on troupe (two OS processes on loopback) ...");
     match name {
-        "remote-pingpong" => {
-            let d = PingPongParams::default();
-            let p = PingPongParams {
-                reps: reps.unwrap_or(d.reps),
-                messages: get("messages").unwrap_or(d.messages),
-                window: get("window").unwrap_or(d.window),
-            };
-            remote_pingpong(&launcher, &p)
-        }
         "remote-latency" => {
             let d = LatencyParams::default();
             let p = LatencyParams {
@@ -343,14 +434,14 @@ fn tail(s: &str) -> String {
 
 fn parse_row(line: &str) -> Option<Row> {
     let v: Value = serde_json::from_str(line).ok()?;
-    Some(Row {
-        bench: v["bench"].as_str()?.to_owned(),
-        runtime: v["runtime"].as_str()?.to_owned(),
-        metric: v["metric"].as_str()?.to_owned(),
-        value: v["value"].as_f64()?,
-        unit: v["unit"].as_str()?.to_owned(),
-        params: v["params"].clone(),
-    })
+    Some(Row::of(
+        v["runtime"].as_str()?,
+        v["bench"].as_str()?,
+        v["metric"].as_str()?,
+        v["value"].as_f64()?,
+        v["unit"].as_str()?,
+        v["params"].clone(),
+    ))
 }
 
 /// What tells apart rows of one benchmark and metric: the transport for ping-pong, the asker's
@@ -360,7 +451,12 @@ fn variant(r: &Row) -> String {
     let tls = p["tls"] == true;
     let mut parts: Vec<String> = Vec::new();
     match r.bench.as_str() {
-        "remote-pingpong" => parts.push(if tls { "tls" } else { "plaintext" }.into()),
+        "remote-pingpong" => {
+            parts.push(if tls { "tls" } else { "plaintext" }.into());
+            if let Some(w) = p["in_flight"].as_u64().or_else(|| p["window"].as_u64()) {
+                parts.push(format!("in_flight={w} ({})", shape(w)));
+            }
+        }
         "contention" => {
             if let Some(c) = p["config"].as_str() {
                 parts.push(c.to_owned());
@@ -400,9 +496,19 @@ fn ratio(troupe: &Row, peer: &Row) -> Option<f64> {
     }
 }
 
+/// The value, and `[min-max]` when several runs were merged.
 fn fmt_value(r: &Row) -> String {
-    let v = r.value;
-    match r.unit.as_str() {
+    let v = fmt_number(r.value, &r.unit);
+    match (r.min, r.max) {
+        (Some(lo), Some(hi)) if r.samples.len() > 1 => {
+            format!("{v} [{}-{}]", fmt_number(lo, &r.unit).trim_end_matches("/s"), fmt_number(hi, &r.unit))
+        }
+        _ => v,
+    }
+}
+
+fn fmt_number(v: f64, unit: &str) -> String {
+    match unit {
         "msg/s" if v >= 1e6 => format!("{:.2}M/s", v / 1e6),
         "msg/s" if v >= 1e3 => format!("{:.1}k/s", v / 1e3),
         "msg/s" => format!("{v:.0}/s"),
@@ -448,7 +554,12 @@ fn table(rows: &[Row], columns: &[String], reps: u32, problems: &[Problem]) -> V
             let x = cell(k, "troupe").zip(cell(k, p)).and_then(|(t, o)| Some((t, o, ratio(t, o)?)));
             line.push(x.map_or("-".into(), |(_, _, x)| format!("{x:.2}x")));
             if let Some((t, o, x)) = x {
-                let mode = t.params["mode"].as_str().map(|m| format!(" ({m})")).unwrap_or_default();
+                let mode = t.params["mode"]
+                    .as_str()
+                    .map(str::to_owned)
+                    .or_else(|| t.params["in_flight"].as_u64().map(|w| format!("{}, in_flight={w}", shape(w))))
+                    .map(|m| format!(" ({m})"))
+                    .unwrap_or_default();
                 sentences.push(format!(
                     "troupe vs {:<8} {} {}{mode}: {x:.2}x ({} vs {})",
                     p,
@@ -463,7 +574,10 @@ fn table(rows: &[Row], columns: &[String], reps: u32, problems: &[Problem]) -> V
     }
     let mut out = vec![
         format!(
-            "distribution benchmarks: two OS processes on loopback per runtime; median of {reps} measured reps after 1 warm-up; ratio > 1: Troupe better"
+            "distribution benchmarks: two OS processes on loopback per runtime; median of {reps} measured reps after 1 warm-up \
+             (remote-pingpong: median [min-max] of its runs, the runtimes alternating run by run, each run 1 warm-up + 1 \
+             measured with a fresh far node; pipelined = in_flight=1000 is a throughput, lock-step = in_flight=1 is one \
+             round trip at a time); ratio > 1: Troupe better"
         ),
         format!("machine: {}", machine()),
     ];
@@ -518,7 +632,7 @@ mod tests {
     use serde_json::json;
 
     fn row(rt: &str, bench: &str, metric: &str, value: f64, unit: &str, params: Value) -> Row {
-        Row { bench: bench.into(), runtime: rt.into(), metric: metric.into(), value, unit: unit.into(), params }
+        Row::of(rt, bench, metric, value, unit, params)
     }
 
     #[test]
@@ -531,6 +645,33 @@ mod tests {
         assert_eq!(ratio(&t, &e), Some(0.75));
         let zero = row("erlang", "remote-latency", "rtt_p50_us", 0.0, "us", json!({}));
         assert_eq!(ratio(&t, &zero), None);
+    }
+
+    #[test]
+    fn both_named_shapes_unless_one_is_set() {
+        assert_eq!(
+            shapes(&[]),
+            vec![Shape { in_flight: 1000, messages: 1_000_000 }, Shape { in_flight: 1, messages: 20_000 }]
+        );
+        assert_eq!(shapes(&[("messages", 500)]).iter().map(|s| s.messages).collect::<Vec<_>>(), vec![500, 500]);
+        assert_eq!(shapes(&[("window", 1)]), vec![Shape { in_flight: 1, messages: 20_000 }]);
+        assert_eq!(shapes(&[("in_flight", 64)]), vec![Shape { in_flight: 64, messages: 1_000_000 }]);
+    }
+
+    #[test]
+    fn runs_merge_into_median_min_max_per_transport() {
+        let run = |plain: f64, tls: f64| {
+            vec![
+                row("troupe", "remote-pingpong", "msgs_per_s", plain, "msg/s", json!({"tls": false, "reps": 1})),
+                row("troupe", "remote-pingpong", "msgs_per_s", tls, "msg/s", json!({"tls": true, "reps": 1})),
+            ]
+        };
+        let m = Row::merge(&[run(6e6, 5e6), run(7e6, 4e6), run(6.5e6, 4.5e6)]);
+        assert_eq!(m.len(), 2);
+        assert_eq!((m[0].value, m[0].min, m[0].max), (6.5e6, Some(6e6), Some(7e6)));
+        assert_eq!(m[1].samples, vec![5e6, 4e6, 4.5e6]);
+        assert_eq!(m[0].params["reps"], 3);
+        assert_eq!(fmt_value(&m[0]), "6.50M/s [6.00M-7.00M/s]");
     }
 
     #[test]

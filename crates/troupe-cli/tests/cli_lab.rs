@@ -84,11 +84,24 @@ fn end_to_end(mode: &str, injector_node: &str) {
     assert!(o.status.success(), "stdout:\n{}\nstderr:\n{}", text(&o.stdout), text(&o.stderr));
     let stdout = text(&o.stdout);
     assert!(stdout.contains("percent of ceiling") && stdout.contains("report.html"), "{stdout}");
+    // Not a terminal: progress comes as plain lines, about one per second for a 4 s run.
+    let stderr = text(&o.stderr);
+    let progress = stderr.lines().filter(|l| l.starts_with("troupe lab: scp on troupe: ")).count();
+    assert!(progress >= 2, "periodic progress lines: {stderr}");
+    assert!(stderr.contains(" s of about "), "{stderr}");
     let m = manifest(&out);
     assert_eq!(m["status"], "ok");
     assert_eq!(m["interrupted"], false);
     assert_eq!(m["config"]["pairs"], 16);
     assert!(m["machine"]["cores"].as_u64().unwrap() >= 1);
+    // The commit the binary was built from, and the machine's load over the run.
+    assert_eq!(m["git_commit"].as_str().map(str::len), Some(40), "{m}");
+    assert!(m["load"]["busy_pct"].as_f64().is_some_and(|p| (0.0..=100.0).contains(&p)), "{m}");
+    assert!(m["load"]["steal_pct"].as_f64().is_some(), "{m}");
+    assert!(
+        std::fs::read_to_string(out.join("report.html")).unwrap().contains("cpu busy"),
+        "the report states the load"
+    );
     for f in ["events.jsonl", "schedule.jsonl", "scp.csv", "report.html", "config.json", "stderr.txt"] {
         assert!(out.join(f).is_file(), "{f} missing");
     }

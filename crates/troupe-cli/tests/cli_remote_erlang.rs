@@ -93,11 +93,13 @@ fn erlang_rows_have_the_micro_shape_and_troupes_metrics() {
     assert!(o.status.success(), "{stderr}");
     let lines: Vec<String> = String::from_utf8_lossy(&o.stdout).lines().map(str::to_owned).collect();
     let rows: Vec<Value> = lines.iter().map(|l| serde_json::from_str(l).expect("each stdout line is JSON")).collect();
-    assert_eq!(rows.len(), 6, "2 ping-pong rows + 2 modes x 2 latency rows:\n{}", lines.join("\n"));
+    assert_eq!(rows.len(), 8, "2 shapes x 2 ping-pong rows + 2 modes x 2 latency rows:\n{}", lines.join("\n"));
     for (line, r) in lines.iter().zip(&rows) {
         assert!(line.starts_with(r#"{"bench":""#), "field order of the micro format: {line}");
         let keys: Vec<&str> = r.as_object().unwrap().keys().map(String::as_str).collect();
-        assert_eq!(keys.len(), 6, "{line}");
+        // The six fields of the micro format, and for merged runs their min, max and samples.
+        let merged = ["min", "max", "samples"].iter().all(|k| keys.contains(k));
+        assert_eq!(keys.len(), if merged { 9 } else { 6 }, "{line}");
         for k in ["bench", "runtime", "metric", "value", "unit", "params"] {
             assert!(keys.contains(&k), "{k} missing: {line}");
         }
@@ -107,27 +109,37 @@ fn erlang_rows_have_the_micro_shape_and_troupes_metrics() {
         assert!(r["params"]["otp"].as_str().is_some_and(|v| v.parse::<u32>().is_ok_and(|n| n >= 21)), "{line}");
         assert_eq!(r["params"]["reps"], 1, "--reps reaches the peer: {line}");
     }
-    let row = |bench: &str, metric: &str, mode: Option<&str>| {
+    let row = |bench: &str, metric: &str, key: &str, mode: Option<&str>| {
         let found: Vec<&Value> = rows
             .iter()
             .filter(|r| r["bench"] == bench && r["metric"] == metric)
-            .filter(|r| mode.is_none_or(|m| r["params"]["mode"] == m))
+            .filter(|r| mode.is_none_or(|m| r["params"][key] == m))
             .collect();
         assert_eq!(found.len(), 1, "one {bench} {metric} {mode:?} row");
         found[0].clone()
     };
-    let t = row("remote-pingpong", "time_ms", None);
-    let m = row("remote-pingpong", "msgs_per_s", None);
-    assert_eq!((t["unit"].as_str(), m["unit"].as_str()), (Some("ms"), Some("msg/s")));
-    assert_eq!(m["params"]["messages"], 20000, "--set messages reaches the peer");
-    assert_eq!(m["params"]["window"], 1000);
-    let implied = 20000.0 / (t["value"].as_f64().unwrap() / 1e3);
-    let got = m["value"].as_f64().unwrap();
-    assert!((got - implied).abs() / implied < 0.01, "msgs_per_s = messages / time: {got} vs {implied}");
+    // Both named shapes, each on its own rows: what the peer ran (`window`) is what the row is
+    // named for (`in_flight`, `shape`), the same on the time and the rate row of one run.
+    for (shape, in_flight) in [("pipelined", 1000), ("lock-step", 1)] {
+        let t = row("remote-pingpong", "time_ms", "shape", Some(shape));
+        let m = row("remote-pingpong", "msgs_per_s", "shape", Some(shape));
+        assert_eq!((t["unit"].as_str(), m["unit"].as_str()), (Some("ms"), Some("msg/s")));
+        assert_eq!(m["params"]["messages"], 20000, "--set messages reaches the peer");
+        assert_eq!(t["params"], m["params"], "time_ms and msgs_per_s rows of one run");
+        assert_eq!(m["params"]["window"], in_flight, "{shape}: the peer ran {in_flight} in flight: {m}");
+        assert_eq!(m["params"]["in_flight"], in_flight, "{shape}: {m}");
+        assert_eq!(m["samples"].as_array().map(Vec::len), Some(1), "--reps 1: one run: {m}");
+        let implied = 20000.0 / (t["value"].as_f64().unwrap() / 1e3);
+        let got = m["value"].as_f64().unwrap();
+        assert!((got - implied).abs() / implied < 0.01, "msgs_per_s = messages / time: {got} vs {implied}");
+    }
+    let pipelined = row("remote-pingpong", "msgs_per_s", "shape", Some("pipelined"))["value"].as_f64().unwrap();
+    let lockstep = row("remote-pingpong", "msgs_per_s", "shape", Some("lock-step"))["value"].as_f64().unwrap();
+    assert!(pipelined > lockstep, "1000 in flight moves more messages than 1: {pipelined} vs {lockstep}");
     let mut rate = Vec::new();
     for mode in ["idle", "busy-poll"] {
-        let p50 = row("remote-latency", "rtt_p50_us", Some(mode));
-        let p99 = row("remote-latency", "rtt_p99_us", Some(mode));
+        let p50 = row("remote-latency", "rtt_p50_us", "mode", Some(mode));
+        let p99 = row("remote-latency", "rtt_p99_us", "mode", Some(mode));
         assert_eq!(p50["unit"], "us");
         assert!(p99["value"].as_f64() >= p50["value"].as_f64(), "{mode}: p99 >= p50");
         assert_eq!(p50["params"]["samples"], 200, "--set samples reaches the peer");
@@ -139,7 +151,11 @@ fn erlang_rows_have_the_micro_shape_and_troupes_metrics() {
     assert!(rate[1] > 1.5 * rate[0], "busy-poll asks faster than idle: {rate:?}");
     assert!(stderr.contains("detection runs on troupe only"), "{stderr}");
     let (epmd, far) = announced(&stderr);
-    assert_eq!((epmd.len(), far.len()), (2, 2), "each run announces its epmd and far node: {stderr}");
+    assert_eq!(
+        (epmd.len(), far.len()),
+        (3, 3),
+        "each run (2 ping-pong shapes, latency) announces its epmd and far node: {stderr}"
+    );
     for pid in epmd.iter().chain(&far) {
         assert!(gone_within(*pid, Duration::from_secs(5)), "process {pid} of the run outlived it");
     }

@@ -50,7 +50,14 @@ fn remote_benchmarks_run_on_troupe_and_on_erlang_distribution() {
                 .filter(|r| r["params"]["tls"] != true)
                 .count()
         };
-        assert_eq!(of("remote-pingpong", "msgs_per_s"), 1, "{rt}: one plaintext row");
+        assert_eq!(of("remote-pingpong", "msgs_per_s"), 2, "{rt}: one plaintext row per shape");
+        for (shape, w) in [("pipelined", 1000), ("lock-step", 1)] {
+            let r = rows
+                .iter()
+                .find(|r| r["runtime"] == rt && r["bench"] == "remote-pingpong" && r["params"]["shape"] == shape)
+                .unwrap_or_else(|| panic!("{rt}: no {shape} row"));
+            assert_eq!((r["params"]["in_flight"].as_u64(), r["params"]["window"].as_u64()), (Some(w), Some(w)), "{r}");
+        }
         assert!(of("remote-latency", "rtt_p50_us") >= 2, "{rt}: idle and busy-poll");
         for r in rows.iter().filter(|r| r["runtime"] == rt) {
             assert!(r["value"].as_f64().is_some_and(|v| v > 0.0), "{r}");
@@ -58,6 +65,10 @@ fn remote_benchmarks_run_on_troupe_and_on_erlang_distribution() {
     }
     let tls_rows = rows.iter().filter(|r| r["runtime"] == "troupe" && r["params"]["tls"] == true).count();
     assert!(tls_rows >= 2, "Troupe also measures over TLS");
+    // Troupe and Erlang take turns run by run, per shape.
+    let turns: Vec<&str> = stderr.lines().filter(|l| l.starts_with("micro: remote-pingpong in_flight=")).collect();
+    assert_eq!(turns.len(), 4, "{stderr}");
+    assert!(turns[0].ends_with("on troupe ...") && turns[1].ends_with("on erlang ..."), "{turns:?}");
     let erlang_pp = rows.iter().find(|r| r["runtime"] == "erlang" && r["bench"] == "remote-pingpong").unwrap();
     assert_eq!(erlang_pp["params"]["messages"], 20000, "--set reaches the peer");
     assert!(rows.iter().all(|r| r["bench"] != "detection" || r["runtime"] == "troupe"));
@@ -70,7 +81,8 @@ fn remote_benchmarks_run_on_troupe_and_on_erlang_distribution() {
     let o = troupe(&args);
     let stdout = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(stdout.contains("troupe vs erlang   remote-pingpong msgs_per_s:"), "{stdout}");
+    assert!(stdout.contains("troupe vs erlang   remote-pingpong msgs_per_s (pipelined, in_flight=1000):"), "{stdout}");
+    assert!(stdout.contains("troupe vs erlang   remote-pingpong msgs_per_s (lock-step, in_flight=1):"), "{stdout}");
 }
 
 fn on_path_process(pattern: &str) -> bool {

@@ -48,7 +48,16 @@ fn err(e: impl std::fmt::Display) -> Error {
 }
 
 fn row(bench: &str, metric: &str, value: f64, unit: &str, params: Value) -> Row {
-    Row { bench: bench.into(), runtime: "troupe".into(), metric: metric.into(), value, unit: unit.into(), params }
+    Row::of("troupe", bench, metric, value, unit, params)
+}
+
+/// A row of the median of `samples`, with their min, max and values.
+fn spread_row(bench: &str, metric: &str, samples: Vec<f64>, unit: &str, params: Value) -> Row {
+    let mut r = row(bench, metric, median(samples.clone()), unit, params);
+    r.min = samples.iter().copied().reduce(f64::min);
+    r.max = samples.iter().copied().reduce(f64::max);
+    r.samples = samples;
+    r
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -102,8 +111,8 @@ pub fn join(launcher: &Launcher, nodes: usize, reps: u32) -> Result<Vec<Row>, Er
         times.push(took.as_secs_f64() * 1e3);
         drop(cluster);
     }
-    let params = json!({ "nodes": nodes, "reps": reps.max(1), "profile": "fast", "samples_ms": times });
-    Ok(vec![row("cluster-join", "join_ms", median(times), "ms", params)])
+    let params = json!({ "nodes": nodes, "reps": reps.max(1), "profile": "fast" });
+    Ok(vec![spread_row("cluster-join", "join_ms", times, "ms", params)])
 }
 
 fn detect_once(launcher: &Launcher, nodes: usize, lines: &str) -> Result<f64, Error> {
@@ -132,8 +141,8 @@ pub fn detect(launcher: &Launcher, nodes: usize, reps: u32, akka: bool, idle_s: 
         for _ in 0..reps.max(1) {
             times.push(detect_once(launcher, nodes, &lines)?);
         }
-        let params = json!({ "nodes": nodes, "reps": reps.max(1), "profile": name, "samples_ms": times });
-        rows.push(row("cluster-detect", "detect_ms", median(times), "ms", params));
+        let params = json!({ "nodes": nodes, "reps": reps.max(1), "profile": name });
+        rows.push(spread_row("cluster-detect", "detect_ms", times, "ms", params));
     }
     if idle_s > 0 {
         let (mut cluster, _) = form(launcher, nodes, &fast_lines())?;

@@ -99,7 +99,7 @@ pub fn run(spec: &ChildSpec, deadline: Duration, stop: &Stop) -> Result<Ending> 
         cmd.current_dir(d);
     }
     let mut child =
-        cmd.spawn().map_err(|e| Error::new(ErrorKind::Spawn { program: spec.program.clone(), source: e }))?;
+        cmd.spawn().map_err(|e| Error::new(ErrorKind::Spawn { program: spec.program.clone(), cause: e }))?;
     let pgid = Pid::from_raw(child.id() as i32);
     let (tx, rx) = mpsc::channel();
     let waiter = std::thread::spawn(move || {

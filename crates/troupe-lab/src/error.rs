@@ -21,22 +21,32 @@ impl fmt::Display for ConfigIssue {
     }
 }
 
-/// What kind of failure an [`Error`] is.
-#[derive(Debug)]
+/// What kind of failure an [`Error`] is. Each variant's message says everything, its cause
+/// included: the lab's errors expose no `source()`, so a printer of error chains (`{:#}` of
+/// anyhow) writes each message once instead of "x: cause: cause".
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ErrorKind {
     /// The configuration has one or more problems; all of them are listed.
+    #[error("the configuration has {} problem(s):{}", .0.len(), list(.0))]
     InvalidConfig(Vec<ConfigIssue>),
     /// A file or folder could not be read or written.
+    #[error("{}: {cause}", path.display())]
     Io {
         /// The path involved.
         path: PathBuf,
         /// The underlying error.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// A folder given to `report` (or a sweep) is not a lab run or sweep.
+    #[error(
+        "{} is not a lab run or sweep folder (no manifest.json, sweep.json or compare.json in it); give the \
+         folder `troupe lab run`, `sweep` or `compare` wrote",
+        .0.display()
+    )]
     NotARun(PathBuf),
     /// A recorded file exists but its content cannot be understood.
+    #[error("{}: {detail}", path.display())]
     Malformed {
         /// The file.
         path: PathBuf,
@@ -44,6 +54,7 @@ pub enum ErrorKind {
         detail: String,
     },
     /// A peer runtime's toolchain is not installed.
+    #[error("the {runtime} toolchain is missing: {message}")]
     MissingToolchain {
         /// The runtime, e.g. `erlang`.
         runtime: String,
@@ -51,25 +62,42 @@ pub enum ErrorKind {
         message: String,
     },
     /// The runtime or workload asked for does not exist here.
+    #[error("{0}")]
     Unsupported(String),
     /// The project root (with `peers/` and `Cargo.toml`) could not be found.
+    #[error(
+        "cannot find the Troupe project root (a folder with peers/ and Cargo.toml): run from inside the project \
+         or set TROUPE_HOME"
+    )]
     NoProjectRoot,
     /// A child process could not be started.
+    #[error("cannot start {}: {cause}", program.display())]
     Spawn {
         /// The program.
         program: PathBuf,
         /// The underlying error.
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// A sweep or comparison folder was made for a different grid than the one asked for now
     /// (or holds something else).
+    #[error(
+        "{} holds a run, sweep or comparison of a different grid or base config; use another --out folder or \
+         delete it to start over",
+        .0.display()
+    )]
     SweepMismatch(PathBuf),
     /// Anything else, described in the text.
+    #[error("{0}")]
     Other(String),
 }
 
-/// The lab's error type.
-#[derive(Debug)]
+fn list(issues: &[ConfigIssue]) -> String {
+    issues.iter().map(|i| format!("\n  - {i}")).collect()
+}
+
+/// The lab's error type: a [`ErrorKind`], displayed as its message.
+#[derive(Debug, thiserror::Error)]
+#[error("{kind}")]
 pub struct Error {
     kind: ErrorKind,
 }
@@ -86,8 +114,8 @@ impl Error {
     }
 
     /// Shorthand for an I/O error on `path`.
-    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::new(ErrorKind::Io { path: path.into(), source })
+    pub fn io(path: impl Into<PathBuf>, cause: std::io::Error) -> Self {
+        Error::new(ErrorKind::Io { path: path.into(), cause })
     }
 
     /// Shorthand for a malformed file.
@@ -107,54 +135,41 @@ impl From<ErrorKind> for Error {
     }
 }
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.kind {
-            ErrorKind::InvalidConfig(issues) => {
-                write!(f, "the configuration has {} problem(s):", issues.len())?;
-                for i in issues {
-                    write!(f, "\n  - {i}")?;
-                }
-                Ok(())
-            }
-            ErrorKind::Io { path, source } => write!(f, "{}: {source}", path.display()),
-            ErrorKind::NotARun(p) => write!(
-                f,
-                "{} is not a lab run or sweep folder (no manifest.json, sweep.json or compare.json \
-                 in it); give the folder `troupe lab run`, `sweep` or `compare` wrote",
-                p.display()
-            ),
-            ErrorKind::Malformed { path, detail } => write!(f, "{}: {detail}", path.display()),
-            ErrorKind::MissingToolchain { runtime, message } => {
-                write!(f, "the {runtime} toolchain is missing: {message}")
-            }
-            ErrorKind::Unsupported(what) => f.write_str(what),
-            ErrorKind::NoProjectRoot => f.write_str(
-                "cannot find the Troupe project root (a folder with peers/ and Cargo.toml): \
-                 run from inside the project or set TROUPE_HOME",
-            ),
-            ErrorKind::Spawn { program, source } => {
-                write!(f, "cannot start {}: {source}", program.display())
-            }
-            ErrorKind::SweepMismatch(p) => write!(
-                f,
-                "{} holds a run, sweep or comparison of a different grid or base config; \
-                 use another --out folder or delete it to start over",
-                p.display()
-            ),
-            ErrorKind::Other(msg) => f.write_str(msg),
-        }
-    }
-}
-
-impl std::error::Error for Error {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match &self.kind {
-            ErrorKind::Io { source, .. } | ErrorKind::Spawn { source, .. } => Some(source),
-            _ => None,
-        }
-    }
+/// ` (did you mean `x`?)` when one of `known` is close to `name` (a typo: Jaro-Winkler
+/// similarity of at least 0.8), else empty. For messages about a mistyped key, workload or
+/// runtime.
+pub fn did_you_mean(name: &str, known: &[&str]) -> String {
+    known
+        .iter()
+        .map(|k| (strsim::jaro_winkler(name, k), *k))
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, k)| format!(" (did you mean `{k}`?)"))
+        .unwrap_or_default()
 }
 
 /// The lab's result type.
 pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_is_written_once_even_by_a_chain_printer() {
+        let e = Error::io("/no/such", std::io::Error::new(std::io::ErrorKind::NotFound, "no such folder"));
+        assert_eq!(e.to_string(), "/no/such: no such folder");
+        assert!(std::error::Error::source(&e).is_none(), "the cause is in the message, not a second link");
+    }
+
+    #[test]
+    fn config_issues_are_listed() {
+        let e = Error::new(ErrorKind::InvalidConfig(vec![ConfigIssue {
+            key: "pairs".into(),
+            value: "0".into(),
+            problem: "out of range".into(),
+        }]));
+        assert_eq!(e.to_string(), "the configuration has 1 problem(s):\n  - pairs = 0: out of range");
+        assert_eq!(did_you_mean("suprevisors", &["pairs", "supervisors"]), " (did you mean `supervisors`?)");
+    }
+}

@@ -20,8 +20,9 @@ pub mod report;
 pub mod root;
 pub mod run;
 pub mod schedule;
+pub mod stats;
 pub mod sweep;
 pub mod workload;
 pub mod workloads;
 
-pub use error::{Error, ErrorKind, Result};
+pub use error::{did_you_mean, Error, ErrorKind, Result};

@@ -72,6 +72,14 @@ impl Machine {
     }
 }
 
+/// The git commit this program was built from and whether tracked files had changes then
+/// (embedded by `build.rs`; `None` for a build outside a git checkout). A binary copied out of
+/// the checkout still knows it.
+pub fn build_commit() -> Option<(String, bool)> {
+    let commit = option_env!("TROUPE_BUILD_COMMIT")?;
+    Some((commit.to_string(), option_env!("TROUPE_BUILD_DIRTY") == Some("true")))
+}
+
 /// The git commit of the project at `root` and whether the tree has changes, if it is a repo.
 pub fn git_commit(root: &Path) -> Option<(String, bool)> {
     let out = Command::new("git").arg("-C").arg(root).args(["rev-parse", "HEAD"]).output().ok()?;
@@ -89,9 +97,13 @@ pub fn git_commit(root: &Path) -> Option<(String, bool)> {
     Some((commit, dirty))
 }
 
-/// The git commit of the project: tried at `root` (when known), then the current directory,
-/// then the folder of this program (a `target/` inside the checkout).
+/// The git commit of the project: the one this program was built from ([`build_commit`]),
+/// else (a build outside a checkout) the checkout's at `root` (when known), the current
+/// directory, or the folder of this program.
 pub fn git_commit_near(root: Option<&Path>) -> Option<(String, bool)> {
+    if let Some(c) = build_commit() {
+        return Some(c);
+    }
     let mut places: Vec<std::path::PathBuf> = root.into_iter().map(Path::to_path_buf).collect();
     places.extend(std::env::current_dir().ok());
     places.extend(std::env::current_exe().ok().and_then(|p| p.parent().map(Path::to_path_buf)));
@@ -103,6 +115,90 @@ pub fn loadavg() -> Option<String> {
     let s = read("/proc/loadavg");
     let f: Vec<&str> = s.split_whitespace().take(3).collect();
     (f.len() == 3).then(|| f.join(" "))
+}
+
+/// The machine's aggregate CPU time counters (the `cpu` line of `/proc/stat`, in clock ticks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuTimes {
+    /// Every counter summed: user, nice, system, idle, iowait, irq, softirq, steal.
+    pub total: u64,
+    /// Idle plus iowait.
+    pub idle: u64,
+    /// Time a hypervisor gave this VM's CPUs to others.
+    pub steal: u64,
+}
+
+impl CpuTimes {
+    /// Reads `/proc/stat`, if it can.
+    pub fn now() -> Option<CpuTimes> {
+        CpuTimes::parse(&read("/proc/stat"))
+    }
+
+    fn parse(stat: &str) -> Option<CpuTimes> {
+        let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+        let f: Vec<u64> = line.split_whitespace().skip(1).take(8).map(|v| v.parse().unwrap_or(0)).collect();
+        (f.len() == 8).then(|| CpuTimes { total: f.iter().sum(), idle: f[3] + f[4], steal: f[7] })
+    }
+}
+
+/// How loaded the machine was while something was measured: the load averages at both ends and,
+/// from `/proc/stat` before and after, the share of all cores' time that was busy (this program
+/// included: on a shared machine, busy well above what the measurement needs is others' work)
+/// and stolen by the hypervisor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Load {
+    /// `/proc/loadavg` (1, 5, 15 minutes) before.
+    pub loadavg_start: Option<String>,
+    /// `/proc/loadavg` after.
+    pub loadavg_end: Option<String>,
+    /// Busy share of all cores' time in between, percent.
+    pub busy_pct: Option<f64>,
+    /// Stolen share of all cores' time in between, percent.
+    pub steal_pct: Option<f64>,
+}
+
+/// A measurement's start: call [`LoadProbe::finish`] at its end.
+#[derive(Debug, Clone)]
+pub struct LoadProbe {
+    loadavg: Option<String>,
+    cpu: Option<CpuTimes>,
+}
+
+impl LoadProbe {
+    /// Reads the counters now.
+    pub fn start() -> LoadProbe {
+        LoadProbe { loadavg: loadavg(), cpu: CpuTimes::now() }
+    }
+
+    /// Reads them again and gives the load in between.
+    pub fn finish(&self) -> Load {
+        Load::between(self.loadavg.clone(), self.cpu, loadavg(), CpuTimes::now())
+    }
+}
+
+impl Load {
+    /// The load between two readings of `/proc/loadavg` and `/proc/stat`.
+    pub fn between(la0: Option<String>, c0: Option<CpuTimes>, la1: Option<String>, c1: Option<CpuTimes>) -> Load {
+        let pct = |part: fn(&CpuTimes) -> u64| {
+            let (a, b) = (c0?, c1?);
+            let total = b.total.checked_sub(a.total).filter(|t| *t > 0)?;
+            let p = part(&b).checked_sub(part(&a))?;
+            Some((p as f64 * 1000.0 / total as f64).round() / 10.0)
+        };
+        Load { loadavg_start: la0, loadavg_end: la1, busy_pct: pct(|c| c.total - c.idle), steal_pct: pct(|c| c.steal) }
+    }
+
+    /// One line for tables and reports.
+    pub fn summary(&self) -> String {
+        let f = |v: Option<f64>| v.map_or("?".into(), |p| format!("{p:.1}%"));
+        format!(
+            "loadavg {} -> {}; cpu busy {}, steal {} (all cores, /proc/stat, this program included)",
+            self.loadavg_start.as_deref().unwrap_or("?"),
+            self.loadavg_end.as_deref().unwrap_or("?"),
+            f(self.busy_pct),
+            f(self.steal_pct)
+        )
+    }
 }
 
 /// Milliseconds since the Unix epoch.
@@ -141,6 +237,24 @@ fn civil(secs: u64) -> (i64, u32, u32, u32, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn busy_and_steal_shares_from_two_stat_readings() {
+        let a = CpuTimes::parse("cpu  100 0 50 800 50 0 0 0 0 0\ncpu0 1 2 3").unwrap();
+        let b = CpuTimes::parse("cpu  400 0 100 1150 50 0 0 300 0 0\n").unwrap();
+        assert_eq!((a.total, a.idle, a.steal), (1000, 850, 0));
+        let l = Load::between(Some("1.00 0.50 0.25".into()), Some(a), None, Some(b));
+        assert_eq!((l.busy_pct, l.steal_pct), (Some(65.0), Some(30.0)));
+        assert!(l.summary().starts_with("loadavg 1.00 0.50 0.25 -> ?; cpu busy 65.0%, steal 30.0%"), "{}", l.summary());
+        assert_eq!(Load::between(None, Some(a), None, Some(a)).busy_pct, None, "no time passed");
+    }
+
+    #[test]
+    fn the_build_commit_is_embedded() {
+        // This crate is built from a git checkout in development and CI.
+        let (commit, _) = build_commit().expect("build.rs embedded a commit");
+        assert_eq!(commit.len(), 40, "{commit}");
+    }
 
     #[test]
     fn rfc3339_known_dates() {

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::machine::Machine;
+use crate::machine::{CpuTimes, Load, Machine};
 
 /// The manifest's file name in a run folder.
 pub const FILE: &str = "manifest.json";
@@ -71,6 +71,13 @@ pub struct Manifest {
     /// `/proc/loadavg` when the run ended.
     #[serde(default)]
     pub loadavg_end: Option<String>,
+    /// `/proc/stat`'s CPU counters when the run started.
+    #[serde(default)]
+    pub cpu_start: Option<CpuTimes>,
+    /// The machine's load over the run (load averages, busy and stolen CPU share), written
+    /// when it ends.
+    #[serde(default)]
+    pub load: Option<Load>,
 }
 
 impl Manifest {

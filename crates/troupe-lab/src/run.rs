@@ -194,6 +194,8 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
         reason: None,
         loadavg_start: machine::loadavg(),
         loadavg_end: None,
+        cpu_start: machine::CpuTimes::now(),
+        load: None,
     };
     manifest.write(&dir)?;
 
@@ -314,6 +316,12 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
     manifest.reason = reason;
     manifest.ended_at = Some(machine::rfc3339(machine::now_unix_ms()));
     manifest.loadavg_end = machine::loadavg();
+    manifest.load = Some(machine::Load::between(
+        manifest.loadavg_start.clone(),
+        manifest.cpu_start,
+        manifest.loadavg_end.clone(),
+        machine::CpuTimes::now(),
+    ));
     manifest.write(&dir)?;
     if let Some(st) = &stats {
         crate::report::write_run_outputs(&dir, &manifest, &req.config, st.as_ref())?;
@@ -361,6 +369,8 @@ pub fn record_failed(req: &RunRequest, reason: &str, stderr: &str) -> Result<()>
         reason: None,
         loadavg_start: machine::loadavg(),
         loadavg_end: None,
+        cpu_start: machine::CpuTimes::now(),
+        load: None,
     };
     finish_failed(&mut m, dir, reason.to_string(), false)
 }

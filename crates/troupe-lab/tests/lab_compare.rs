@@ -125,3 +125,30 @@ fn each_baseline_is_its_own_reference_when_only_the_seed_differs() {
     let rows = troupe_lab::workloads::scp::compare_report::write_report(dir).unwrap();
     assert_eq!(rows.iter().map(|r| r.pct_baseline).collect::<Vec<_>>(), [Some(100.0), Some(100.0)]);
 }
+
+#[test]
+fn a_baseline_below_a_fault_run_is_flagged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let sets = ["pairs=8", "supervisors=8", "duration_s=4", "warmup_s=0", "pattern=uniform", "failure_rate=10,20"];
+    let plan = compare::plan(&spec(&sets, &["noisy"])).unwrap();
+    std::fs::write(dir.join(compare::FILE), serde_json::to_string(&plan.file).unwrap()).unwrap();
+    // 30/s without faults, 33/s with 10% kills (the baseline run was slow), 27/s at 20%.
+    for (p, n) in plan.points.iter().zip([30, 33, 27]) {
+        support::write_run(&dir.join("noisy").join(&p.name), &p.config, &[n; 4], Status::Ok);
+    }
+    let rows = troupe_lab::workloads::scp::compare_report::write_report(dir).unwrap();
+    let flagged: Vec<bool> = rows.iter().map(|r| r.baseline_below()).collect();
+    assert_eq!(flagged, [false, true, false], "only the fault run above its baseline: {rows:?}");
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(
+        html.contains("110.0 (!)") && html.contains("Baseline below a fault run: noisy at"),
+        "flagged in the report"
+    );
+    let csv = std::fs::read_to_string(dir.join("compare.csv")).unwrap();
+    assert!(
+        csv.lines().nth(1).unwrap().contains(",false,")
+            && csv.lines().nth(2).unwrap().contains(",110.000,-10.000,true,"),
+        "{csv}"
+    );
+}

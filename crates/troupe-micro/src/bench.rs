@@ -73,7 +73,14 @@ impl Bench {
     pub fn from_name(name: &str) -> Result<Bench, Error> {
         Bench::ALL.into_iter().find(|b| b.name() == name).ok_or_else(|| {
             let known: Vec<&str> = Bench::ALL.iter().map(|b| b.name()).collect();
-            Error::new(ErrorKind::Usage, format!("unknown micro-benchmark `{name}`; known: {}", known.join(", ")))
+            Error::new(
+                ErrorKind::Usage,
+                format!(
+                    "unknown micro-benchmark `{name}`{}; known: {}",
+                    crate::did_you_mean(name, &known),
+                    known.join(", ")
+                ),
+            )
         })
     }
 
@@ -178,8 +185,11 @@ impl Params {
 }
 
 /// One result line of the contract:
-/// `{"bench","runtime","metric","value","unit","params"}`.
-#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
+/// `{"bench","runtime","metric","value","unit","params"}`, and, in the lines `troupe lab micro`
+/// prints, what it measured over the repetitions: `min`, `max`, `samples` (every measured
+/// repetition's value in the order they ran), `spread_pct` and `threads`. A peer program prints
+/// the first six fields only; the driver adds the rest.
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize, PartialEq)]
 pub struct Record {
     /// Benchmark name.
     pub bench: String,
@@ -193,7 +203,25 @@ pub struct Record {
     pub unit: String,
     /// The parameters the run used, `reps` included.
     pub params: BTreeMap<String, u64>,
+    /// The smallest repetition's value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    /// The largest repetition's value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+    /// Every measured repetition's value, in the order they ran.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<f64>,
+    /// `(max - min) / median` in percent; above [`SPREAD_FLAG_PCT`] the figure is flagged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread_pct: Option<f64>,
+    /// The worker threads the runtime ran its actors on (see [`crate::threads`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threads: Option<u32>,
 }
+
+/// A spread (`(max - min) / median`) above this many percent flags a figure as unsteady.
+pub const SPREAD_FLAG_PCT: f64 = 10.0;
 
 impl Record {
     /// The record as one JSON line (no trailing newline).
@@ -206,6 +234,53 @@ impl Record {
     #[must_use]
     pub fn higher_is_better(metric: &str) -> bool {
         metric == "msgs_per_s"
+    }
+
+    /// Sets `value` to the median of `samples` and fills `min`, `max`, `samples` and
+    /// `spread_pct` from them (`samples` in the order the repetitions ran).
+    pub fn set_samples(&mut self, samples: Vec<f64>) {
+        let s = Spread::of(&samples);
+        // To 0.001 like the samples (ms to the microsecond; rates and bytes are whole): the mean
+        // of two middle values would otherwise print as 3.903000000000001.
+        self.value = round3(s.median);
+        self.min = Some(s.min);
+        self.max = Some(s.max);
+        self.spread_pct = s.pct();
+        self.samples = samples;
+    }
+
+    /// Whether the repetitions spread over [`SPREAD_FLAG_PCT`].
+    #[must_use]
+    pub fn unsteady(&self) -> bool {
+        self.spread_pct.is_some_and(|p| p > SPREAD_FLAG_PCT)
+    }
+}
+
+/// Min, median and max of a set of repetitions.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spread {
+    /// The smallest value.
+    pub min: f64,
+    /// The median (mean of the two middle values for an even count).
+    pub median: f64,
+    /// The largest value.
+    pub max: f64,
+}
+
+impl Spread {
+    /// The spread of `samples` (NaN everywhere when there are none).
+    #[must_use]
+    pub fn of(samples: &[f64]) -> Spread {
+        let min = samples.iter().copied().fold(f64::NAN, f64::min);
+        let max = samples.iter().copied().fold(f64::NAN, f64::max);
+        Spread { min, median: median(samples), max }
+    }
+
+    /// `(max - min) / |median|` in percent, rounded to 0.1; `None` for a zero or NaN median.
+    #[must_use]
+    pub fn pct(&self) -> Option<f64> {
+        let m = self.median.abs();
+        (m > 0.0 && m.is_finite()).then(|| ((self.max - self.min) / m * 1000.0).round() / 10.0)
     }
 }
 
@@ -238,31 +313,51 @@ pub fn median(samples: &[f64]) -> f64 {
 }
 
 /// Turns the measured iteration times into the contract's result lines: `time_ms` and, for
-/// benchmarks with a natural rate, `msgs_per_s` (each a median over the measured reps).
+/// benchmarks with a natural rate, `msgs_per_s` (each the median over the measured reps, with
+/// min, max and every rep's value).
 #[must_use]
 pub fn records(runtime: &str, p: &Params, reps: u32, times: &[Duration]) -> Vec<Record> {
-    let ms: Vec<f64> = times.iter().map(|d| d.as_secs_f64() * 1e3).collect();
+    let ms: Vec<f64> = times.iter().map(|d| round3(d.as_secs_f64() * 1e3)).collect();
     let params = p.with_reps(reps);
-    let mut out = vec![Record {
-        bench: p.bench.name().into(),
-        runtime: runtime.into(),
-        metric: "time_ms".into(),
-        value: round3(median(&ms)),
-        unit: "ms".into(),
-        params: params.clone(),
-    }];
-    if let Some(msgs) = messages(p) {
-        let rates: Vec<f64> = times.iter().map(|d| msgs / d.as_secs_f64().max(1e-9)).collect();
-        out.push(Record {
+    let line = |metric: &str, unit: &str, samples: Vec<f64>| {
+        let mut r = Record {
             bench: p.bench.name().into(),
             runtime: runtime.into(),
-            metric: "msgs_per_s".into(),
-            value: median(&rates).round(),
-            unit: "msg/s".into(),
-            params,
-        });
+            metric: metric.into(),
+            unit: unit.into(),
+            params: params.clone(),
+            ..Record::default()
+        };
+        r.set_samples(samples);
+        r
+    };
+    let mut out = vec![line("time_ms", "ms", ms)];
+    if let Some(msgs) = messages(p) {
+        let rates: Vec<f64> = times.iter().map(|d| (msgs / d.as_secs_f64().max(1e-9)).round()).collect();
+        out.push(line("msgs_per_s", "msg/s", rates));
     }
     out
+}
+
+/// Merges one benchmark's result lines from several repetitions of one runtime (each a
+/// `Vec<Record>` from one run with `reps=1`, in the order they ran) into one line per metric:
+/// the median of the repetitions' values, with min, max, samples and spread, and
+/// `params.reps` = the number of repetitions. A metric missing from a repetition is left out of
+/// that repetition's samples.
+#[must_use]
+pub fn merge_reps(reps: &[Vec<Record>]) -> Vec<Record> {
+    let Some(first) = reps.first() else { return Vec::new() };
+    first
+        .iter()
+        .map(|head| {
+            let samples: Vec<f64> =
+                reps.iter().filter_map(|rep| rep.iter().find(|r| r.metric == head.metric)).map(|r| r.value).collect();
+            let mut r = Record { samples: Vec::new(), ..head.clone() };
+            r.params.insert("reps".into(), samples.len() as u64);
+            r.set_samples(samples);
+            r
+        })
+        .collect()
 }
 
 fn round3(x: f64) -> f64 {
@@ -441,9 +536,44 @@ mod tests {
     #[test]
     fn record_line_has_the_contract_field_order() {
         let p = Bench::PingPong.params(&BTreeMap::new()).unwrap();
-        let r = records("actix", &p, 3, &[Duration::from_millis(10)]);
+        let r = records("actix", &p, 1, &[Duration::from_millis(10)]);
         assert_eq!(r.len(), 2);
-        assert!(r[0].to_json().starts_with(r#"{"bench":"pingpong","runtime":"actix","metric":"time_ms","value":10.0,"unit":"ms","params":{"n":40000,"reps":3}}"#));
+        assert!(r[0].to_json().starts_with(r#"{"bench":"pingpong","runtime":"actix","metric":"time_ms","value":10.0,"unit":"ms","params":{"n":40000,"reps":1},"min":10.0,"max":10.0,"samples":[10.0],"spread_pct":0.0}"#), "{}", r[0].to_json());
         assert_eq!(r[1].value, 8_000_000.0);
+        // A peer program's line (the first six fields) still parses.
+        let peer: Record = serde_json::from_str(
+            r#"{"bench":"fib","runtime":"caf","metric":"time_ms","value":2.5,"unit":"ms","params":{"n":25,"reps":1}}"#,
+        )
+        .unwrap();
+        assert_eq!((peer.min, peer.samples.len(), peer.threads), (None, 0, None));
+    }
+
+    #[test]
+    fn min_median_max_and_the_spread_flag() {
+        let s = Spread::of(&[10.0, 12.0, 9.0, 11.0, 10.5]);
+        assert_eq!((s.min, s.median, s.max), (9.0, 10.5, 12.0));
+        assert_eq!(s.pct(), Some(28.6));
+        let mut r = Record::default();
+        r.set_samples(vec![100.0, 104.0, 96.0]);
+        assert_eq!((r.min, r.value, r.max, r.spread_pct), (Some(96.0), 100.0, Some(104.0), Some(8.0)));
+        assert!(!r.unsteady(), "8% is within the 10% flag");
+        r.set_samples(vec![100.0, 111.0, 100.0]);
+        assert!(r.unsteady(), "11% is flagged");
+        assert_eq!(r.samples, vec![100.0, 111.0, 100.0], "in the order the repetitions ran");
+        assert_eq!(Spread::of(&[0.0, 0.0]).pct(), None);
+    }
+
+    #[test]
+    fn repetitions_merge_per_metric() {
+        let p = Bench::PingPong.params(&BTreeMap::new()).unwrap();
+        let reps: Vec<Vec<Record>> =
+            [10u64, 20, 40].iter().map(|&ms| records("troupe", &p, 1, &[Duration::from_millis(ms)])).collect();
+        let m = merge_reps(&reps);
+        assert_eq!(m.len(), 2);
+        assert_eq!((m[0].metric.as_str(), m[0].value, m[0].min, m[0].max), ("time_ms", 20.0, Some(10.0), Some(40.0)));
+        assert_eq!(m[0].samples, vec![10.0, 20.0, 40.0]);
+        assert_eq!(m[0].params["reps"], 3);
+        assert_eq!(m[1].value, 4_000_000.0, "the median rate is the rate of the median time");
+        assert!(m[0].unsteady());
     }
 }

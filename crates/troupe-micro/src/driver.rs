@@ -1,6 +1,7 @@
 //! The driver behind [`crate::run`]: picks the benchmarks and runtimes, runs each benchmark on
 //! each runtime (in-process, in a `memory` child process, or through the external peer program
-//! `peers/<runtime>/micro/{build,run}`), streams JSON lines or collects a table, and turns what
+//! `peers/<runtime>/micro/{build,run}`) with the runtimes taking turns per repetition
+//! ([`alternate`]), streams JSON lines or collects a table, and turns what
 //! could not run into one error at the end that names every missing runtime and failed
 //! benchmark, so one missing toolchain never hides the other runtimes' results.
 
@@ -18,6 +19,23 @@ pub(crate) struct Problem {
     pub(crate) runtime: String,
     pub(crate) bench: Option<Bench>,
     pub(crate) error: Error,
+}
+
+impl Problem {
+    /// `<runtime> <bench>: <message>`, the subject written once: a message that already opens
+    /// with it (a correctness failure, a peer's bad line) is not prefixed again.
+    pub(crate) fn line_of(runtime: &str, bench: Option<Bench>, error: &Error) -> String {
+        let subject = match bench {
+            Some(b) => format!("{runtime} {b}"),
+            None => runtime.to_owned(),
+        };
+        let msg = error.to_string();
+        if msg.starts_with(&format!("{subject}:")) {
+            msg
+        } else {
+            format!("{subject}: {msg}")
+        }
+    }
 }
 
 /// How long a peer's `build` may take (a cold Maven or CMake build is slow on 2 cores).
@@ -50,47 +68,86 @@ pub(crate) fn run(opts: &MicroOptions, out: &mut dyn Write) -> Result<(), Error>
         }
     }
 
+    let mut one = |rt: &str, bench: Bench, p: &Params| -> Result<Vec<Record>, Error> {
+        if crate::IN_PROCESS_RUNTIMES.contains(&rt) {
+            if bench == Bench::Memory {
+                crate::memory::run_child(rt, p.get("n"), opts.child_args.as_deref())
+            } else {
+                crate::run_in_process(rt, bench, p, 1)
+            }
+        } else {
+            let r = root.as_deref().expect("external runtimes are ready only with a root");
+            run_peer(r, rt, bench, p, 1)
+        }
+    };
     let mut records: Vec<Record> = Vec::new();
     for (bench, p) in &params {
-        let now: Vec<String> = runtimes.iter().filter(|r| ready.contains(r)).cloned().collect();
-        for rt in &now {
-            eprintln!("micro: {bench} on {rt} ({}) ...", p.as_args().join(" "));
-            let result = if crate::IN_PROCESS_RUNTIMES.contains(&rt.as_str()) {
-                if *bench == Bench::Memory {
-                    crate::memory::run_child(rt, p.get("n"), opts.child_args.as_deref())
-                } else {
-                    crate::run_in_process(rt, *bench, p, reps)
-                }
-            } else {
-                let r = root.as_deref().expect("external runtimes are ready only with a root");
-                run_peer(r, rt, *bench, p, reps)
-            };
-            match result {
-                Ok(recs) => {
-                    if opts.json {
-                        for r in &recs {
-                            writeln!(out, "{}", r.to_json()).map_err(write_failed)?;
-                        }
-                        out.flush().map_err(write_failed)?;
-                    }
-                    records.extend(recs);
-                }
-                Err(error) => {
-                    eprintln!("micro: {bench} on {rt}: {error}");
-                    let missing = error.kind == ErrorKind::Missing;
-                    problems.push(Problem { runtime: rt.clone(), bench: Some(*bench), error });
-                    if missing {
-                        ready.retain(|r| r != rt);
-                    }
-                }
+        let got = alternate(*bench, p, &mut ready, reps, &mut problems, &mut one);
+        if opts.json {
+            for r in &got {
+                writeln!(out, "{}", r.to_json()).map_err(write_failed)?;
             }
+            out.flush().map_err(write_failed)?;
         }
+        records.extend(got);
     }
 
     if !opts.json {
         crate::table::render(&records, &runtimes, &benches, reps, &problems, out).map_err(write_failed)?;
     }
     summarize(&problems)
+}
+
+/// Runs one repetition (one warm-up, one measured iteration) of a benchmark on a runtime.
+pub(crate) type RunOne<'a> = dyn FnMut(&str, Bench, &Params) -> Result<Vec<Record>, Error> + 'a;
+
+/// Runs one benchmark on every ready runtime, the runtimes taking turns per repetition (rule:
+/// repetition 1 on each runtime in order, then repetition 2 on each, ...), so a slow phase of
+/// a shared machine lands on every runtime alike instead of on whichever ran then. Each turn is
+/// one warm-up and one measured iteration (`run_one` with `reps=1`); `memory` runs once per
+/// runtime (no warm-up, see `memory.rs`). Returns each runtime's lines merged over its
+/// repetitions ([`crate::bench::merge_reps`]) with its thread count; a runtime that fails a
+/// repetition is reported in `problems` and left out of this benchmark (and, when it is
+/// missing, out of the rest of the run).
+pub(crate) fn alternate(
+    bench: Bench,
+    p: &Params,
+    ready: &mut Vec<String>,
+    reps: u32,
+    problems: &mut Vec<Problem>,
+    run_one: &mut RunOne<'_>,
+) -> Vec<Record> {
+    let turns = if bench == Bench::Memory { 1 } else { reps };
+    let mut going: Vec<String> = ready.clone();
+    let mut done: Vec<(String, Vec<Vec<Record>>)> = going.iter().map(|rt| (rt.clone(), Vec::new())).collect();
+    for rep in 1..=turns {
+        for rt in going.clone() {
+            eprintln!("micro: {bench} rep {rep}/{turns} on {rt} ({}) ...", p.as_args().join(" "));
+            match run_one(&rt, bench, p) {
+                Ok(recs) => {
+                    if let Some((_, v)) = done.iter_mut().find(|(r, _)| *r == rt) {
+                        v.push(recs);
+                    }
+                }
+                Err(error) => {
+                    eprintln!("micro: {}", Problem::line_of(&rt, Some(bench), &error));
+                    if error.kind == ErrorKind::Missing {
+                        ready.retain(|r| *r != rt);
+                    }
+                    problems.push(Problem { runtime: rt.clone(), bench: Some(bench), error });
+                    going.retain(|r| *r != rt);
+                    done.retain(|(r, _)| *r != rt);
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (rt, rep_lines) in done {
+        let threads = crate::threads(&rt).map(|t| t.0);
+        let merged = if bench == Bench::Memory { rep_lines.concat() } else { crate::bench::merge_reps(&rep_lines) };
+        out.extend(merged.into_iter().map(|r| Record { threads, ..r }));
+    }
+    out
 }
 
 fn write_failed(e: std::io::Error) -> Error {
@@ -148,7 +205,7 @@ fn summarize(problems: &[Problem]) -> Result<(), Error> {
     let lines: Vec<String> = problems
         .iter()
         .map(|p| match p.bench {
-            Some(b) => format!("{} {}: {}", p.runtime, b, p.error),
+            Some(b) => Problem::line_of(&p.runtime, Some(b), &p.error),
             None => format!("{}: {}", p.runtime, p.error),
         })
         .collect();
@@ -216,6 +273,7 @@ fn build_peer(root: &Path, rt: &str) -> Result<(), Error> {
 }
 
 /// Runs `peers/<rt>/micro/run <bench> key=value... reps=N` and reads its JSON lines.
+/// `troupe lab micro` calls it with `reps=1` once per repetition, alternating runtimes.
 fn run_peer(root: &Path, rt: &str, bench: Bench, p: &Params, reps: u32) -> Result<Vec<Record>, Error> {
     let script = root.join("peers").join(rt).join("micro").join("run");
     if !script.is_file() {
@@ -325,4 +383,51 @@ fn exit_text(code: Option<i32>) -> String {
 fn tail(s: &str) -> String {
     let lines: Vec<&str> = s.lines().collect();
     lines[lines.len().saturating_sub(5)..].join(" | ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn a_problem_names_its_subject_once() {
+        let e = crate::bench::wrong_total(Bench::Count, "kameo", "total", 4, 5);
+        assert_eq!(Problem::line_of("kameo", Some(Bench::Count), &e), "kameo count: wrong total: got 4, expected 5");
+        let e = Error::new(ErrorKind::Failed, "exit code 1");
+        assert_eq!(Problem::line_of("caf", Some(Bench::Fib), &e), "caf fib: exit code 1");
+    }
+
+    #[test]
+    fn runtimes_take_turns_per_repetition() {
+        let p = Bench::Fib.params(&BTreeMap::new()).unwrap();
+        let mut ready: Vec<String> = ["troupe", "actix", "erlang"].map(String::from).to_vec();
+        let mut problems = Vec::new();
+        let mut calls: Vec<String> = Vec::new();
+        let mut fake = |rt: &str, b: Bench, p: &Params| -> Result<Vec<Record>, Error> {
+            calls.push(rt.to_owned());
+            let ms = calls.len() as u64;
+            if rt == "actix" && ms > 4 {
+                return Err(Error::new(ErrorKind::Failed, "wrong total"));
+            }
+            Ok(crate::bench::records(rt, p, 1, &[Duration::from_millis(ms)])
+                .into_iter()
+                .filter(|r| r.bench == b.name())
+                .collect())
+        };
+        let got = alternate(Bench::Fib, &p, &mut ready, 3, &mut problems, &mut fake);
+        assert_eq!(
+            calls,
+            ["troupe", "actix", "erlang", "troupe", "actix", "erlang", "troupe", "erlang"],
+            "rep 1 on each runtime, then rep 2, ...; actix failed its second and ran no third"
+        );
+        let troupe: Vec<&Record> = got.iter().filter(|r| r.runtime == "troupe").collect();
+        assert_eq!(troupe.len(), 1);
+        assert_eq!(troupe[0].samples, vec![1.0, 4.0, 7.0], "troupe's own reps, in order");
+        assert_eq!((troupe[0].value, troupe[0].params["reps"]), (4.0, 3));
+        assert!(troupe[0].threads.is_some());
+        assert!(got.iter().all(|r| r.runtime != "actix"), "a runtime that failed a rep has no line");
+        assert_eq!(problems.len(), 1);
+        assert_eq!(ready.len(), 3, "a failure (not a missing runtime) keeps actix for later benchmarks");
+    }
 }

@@ -71,8 +71,12 @@ mod table;
 mod troupe_rt;
 mod util;
 
-pub use bench::{Bench, Params, Record};
+pub use bench::{merge_reps, Bench, Params, Record, Spread, SPREAD_FLAG_PCT};
 pub use memory::CHILD_ENV;
+
+/// The versions of the Rust actor libraries measured in this process, and tokio's (from the
+/// workspace's Cargo.lock at build time).
+pub const LIBRARY_VERSIONS: &str = env!("TROUPE_MICRO_VERSIONS");
 
 /// The runtimes measured inside this process.
 pub const IN_PROCESS_RUNTIMES: [&str; 4] = ["troupe", "actix", "ractor", "kameo"];
@@ -82,6 +86,33 @@ pub const EXTERNAL_RUNTIMES: [&str; 4] = ["erlang", "akka", "protoactor", "caf"]
 
 /// The runtimes run when [`MicroOptions::runtimes`] is empty.
 pub const DEFAULT_RUNTIMES: [&str; 4] = IN_PROCESS_RUNTIMES;
+
+/// The worker threads `runtime` runs its actors on here, and the rule that gives that number:
+/// the runtimes are measured with their own defaults, which differ. The core count is the
+/// cores this process may run on (`taskset -c 0 troupe lab micro ...` pins every runtime,
+/// peers included, to one core; each default then follows, except CAF's, which counts the
+/// machine's cores but still runs on the one allowed). `None` for an unknown runtime.
+#[must_use]
+pub fn threads(runtime: &str) -> Option<(u32, &'static str)> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX));
+    let tokio = || match std::env::var("TOKIO_WORKER_THREADS").ok().and_then(|v| v.trim().parse::<u32>().ok()) {
+        Some(n) if n > 0 => (n, "TOKIO_WORKER_THREADS"),
+        _ => (cores, "tokio default: one worker per core"),
+    };
+    Some(match runtime {
+        "troupe" | "ractor" | "kameo" => tokio(),
+        "actix" => (1, "actix System: every actor on one thread"),
+        "erlang" => (cores, "erl default: one scheduler per core"),
+        "akka" => ((3 * cores).clamp(8, 64), "default dispatcher: fork-join, max(8, 3 x cores)"),
+        "protoactor" => (cores, "Go default: GOMAXPROCS = cores"),
+        "caf" => {
+            // SAFETY: sysconf has no preconditions.
+            let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+            (u32::try_from(online).unwrap_or(cores).max(1), "CAF default: one worker per hardware thread")
+        }
+        _ => return None,
+    })
+}
 
 /// What `troupe lab micro` was asked to run.
 #[derive(Debug, Clone, Default)]
@@ -207,12 +238,36 @@ pub fn render_table(records: &[Record], out: &mut dyn Write) -> std::io::Result<
 }
 
 pub(crate) fn unknown_runtime(name: &str) -> Error {
+    let known: Vec<&str> = IN_PROCESS_RUNTIMES.iter().chain(&EXTERNAL_RUNTIMES).copied().collect();
     Error::new(
         ErrorKind::Usage,
-        format!(
-            "unknown runtime `{name}`; known: {}, {}",
-            IN_PROCESS_RUNTIMES.join(", "),
-            EXTERNAL_RUNTIMES.join(", ")
-        ),
+        format!("unknown runtime `{name}`{}; known: {}", did_you_mean(name, &known), known.join(", ")),
     )
+}
+
+/// ` (did you mean `x`?)` when one of `known` is close to `name` (a typo: Jaro-Winkler
+/// similarity of at least 0.8), else empty. For error messages about a mistyped name.
+#[must_use]
+pub fn did_you_mean(name: &str, known: &[&str]) -> String {
+    known
+        .iter()
+        .map(|k| (strsim::jaro_winkler(name, k), *k))
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, k)| format!(" (did you mean `{k}`?)"))
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_typo_gets_a_suggestion_and_a_stranger_none() {
+        assert_eq!(did_you_mean("pingpon", &["pingpong", "count"]), " (did you mean `pingpong`?)");
+        assert_eq!(did_you_mean("actx", &["troupe", "actix", "kameo"]), " (did you mean `actix`?)");
+        assert_eq!(did_you_mean("zzz", &["troupe", "actix"]), "");
+        let e = unknown_runtime("kamoe");
+        assert!(e.message.starts_with("unknown runtime `kamoe` (did you mean `kameo`?); known: troupe, actix"), "{e}");
+    }
 }

@@ -11,7 +11,8 @@
 //! other line (a test harness's chatter, say).
 //!
 //! Rules: (1) resident memory is read from `/proc/self/status` (`VmRSS`) right before the first
-//! spawn and after every actor has started; (2) `bytes_per_actor` = (after - before) / n and
+//! spawn and after every actor has started; (2) `bytes_per_actor` = (after - before) / n (signed:
+//! a negative value is an artefact, shown as such) and
 //! `spawn_ms` = time from the first spawn until all have started; (3) no warm-up and reps=1:
 //! a warm-up would leave freed memory in the allocator and hide the cost being measured;
 //! (4) for runtimes that report it (Troupe), `bytes_per_actor_after_stop` = (resident after all
@@ -116,11 +117,15 @@ pub(crate) fn measure(runtime: &str, n: u64) -> Result<Vec<Record>, Error> {
     };
     let params: std::collections::BTreeMap<String, u64> =
         [("n".to_string(), n), ("reps".to_string(), 1)].into_iter().collect();
-    let per_actor = after.saturating_sub(before) as f64 / n as f64;
+    // Signed on purpose: a resident set that shrank while the actors were spawned (the
+    // allocator returned pages) is a measurement artefact to show, not a clamped 0 that would
+    // read as "actors cost nothing".
+    let delta = |to: u64| (to as f64 - before as f64) / n as f64;
+    let per_actor = delta(after);
     let mut records = Vec::new();
     if let Some(released) = probe.released {
         // What stays resident per actor after all stopped (rule 4): near 0 means no leak.
-        let kept = released.saturating_sub(before) as f64 / n as f64;
+        let kept = delta(released);
         records.push(Record {
             bench: Bench::Memory.name().into(),
             runtime: runtime.into(),
@@ -128,6 +133,7 @@ pub(crate) fn measure(runtime: &str, n: u64) -> Result<Vec<Record>, Error> {
             value: (kept * 10.0).round() / 10.0,
             unit: "B".into(),
             params: params.clone(),
+            ..Record::default()
         });
     }
     records.extend(vec![
@@ -138,6 +144,7 @@ pub(crate) fn measure(runtime: &str, n: u64) -> Result<Vec<Record>, Error> {
             value: (per_actor * 10.0).round() / 10.0,
             unit: "B".into(),
             params: std::collections::BTreeMap::clone(&params),
+            ..Record::default()
         },
         Record {
             bench: Bench::Memory.name().into(),
@@ -146,6 +153,7 @@ pub(crate) fn measure(runtime: &str, n: u64) -> Result<Vec<Record>, Error> {
             value: (spawn.as_secs_f64() * 1e6).round() / 1e3,
             unit: "ms".into(),
             params,
+            ..Record::default()
         },
     ]);
     Ok(records)

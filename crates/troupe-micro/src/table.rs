@@ -20,10 +20,15 @@ pub(crate) fn render(
 ) -> io::Result<()> {
     writeln!(
         out,
-        "micro-benchmarks: median of {reps} measured reps after 1 warm-up (memory: 1 run in a fresh process)"
+        "micro-benchmarks: median [min-max] of {reps} measured reps, each after 1 warm-up, the runtimes taking \
+         turns per rep (memory: 1 run in a fresh process); ! = spread (max-min)/median over {:.0}%",
+        crate::SPREAD_FLAG_PCT
     )?;
     writeln!(out, "machine: {}", machine())?;
     writeln!(out, "libraries: {}", env!("TROUPE_MICRO_VERSIONS"))?;
+    let threads: Vec<String> =
+        runtimes.iter().filter_map(|rt| crate::threads(rt).map(|(n, rule)| format!("{rt} {n} ({rule})"))).collect();
+    writeln!(out, "threads: {}", threads.join("; "))?;
     let mut header = vec!["bench".to_string(), "metric".to_string()];
     header.extend(runtimes.iter().cloned());
     header.push("troupe vs best peer".into());
@@ -45,7 +50,7 @@ pub(crate) fn render(
         writeln!(out, "not run:")?;
         for p in problems {
             match p.bench {
-                Some(b) => writeln!(out, "  {} {}: {}", p.runtime, b, p.error)?,
+                Some(b) => writeln!(out, "  {}", Problem::line_of(&p.runtime, Some(b), &p.error))?,
                 None => writeln!(out, "  {}: {}", p.runtime, p.error)?,
             }
         }
@@ -69,21 +74,35 @@ fn ratio(records: &[Record], bench: &str, metric: &str) -> Option<f64> {
     }
 }
 
+/// The median, then `[min-max]` when there were several repetitions, then `!` when they spread
+/// over [`crate::SPREAD_FLAG_PCT`].
 fn fmt_value(r: &Record) -> String {
-    match r.metric.as_str() {
-        "msgs_per_s" => {
-            let v = r.value;
-            if v >= 1e6 {
-                format!("{:.2}M/s", v / 1e6)
-            } else if v >= 1e3 {
-                format!("{:.1}k/s", v / 1e3)
-            } else {
-                format!("{v:.0}/s")
-            }
+    let mut s = fmt_number(&r.metric, r.value);
+    if let (Some(lo), Some(hi)) = (r.min, r.max) {
+        if r.samples.len() > 1 {
+            s = format!("{s} [{}-{}]", fmt_bare(&r.metric, lo), fmt_bare(&r.metric, hi));
         }
-        "bytes_per_actor" => format!("{:.0} B", r.value),
-        _ => format!("{:.1} ms", r.value),
     }
+    if r.unsteady() {
+        s.push_str(" !");
+    }
+    s
+}
+
+fn fmt_number(metric: &str, v: f64) -> String {
+    match metric {
+        "msgs_per_s" if v >= 1e6 => format!("{:.2}M/s", v / 1e6),
+        "msgs_per_s" if v >= 1e3 => format!("{:.1}k/s", v / 1e3),
+        "msgs_per_s" => format!("{v:.0}/s"),
+        "bytes_per_actor" => format!("{v:.0} B"),
+        _ => format!("{v:.1} ms"),
+    }
+}
+
+/// [`fmt_number`] without the unit, for the range.
+fn fmt_bare(metric: &str, v: f64) -> String {
+    let s = fmt_number(metric, v);
+    s.trim_end_matches("/s").trim_end_matches(" ms").trim_end_matches(" B").to_owned()
 }
 
 fn write_aligned(rows: &[Vec<String>], out: &mut dyn Write) -> io::Result<()> {
@@ -131,7 +150,20 @@ mod tests {
             value,
             unit: String::new(),
             params: BTreeMap::new(),
+            ..Record::default()
         }
+    }
+
+    #[test]
+    fn cells_show_median_range_and_the_spread_flag() {
+        let mut r = rec("troupe", "msgs_per_s", 0.0);
+        r.set_samples(vec![3.8e6, 3.7e6, 3.9e6]);
+        assert_eq!(fmt_value(&r), "3.80M/s [3.70M-3.90M]");
+        r.set_samples(vec![3.0e6, 3.8e6, 3.7e6]);
+        assert_eq!(fmt_value(&r), "3.70M/s [3.00M-3.80M] !");
+        let mut t = rec("troupe", "time_ms", 0.0);
+        t.set_samples(vec![62.0]);
+        assert_eq!(fmt_value(&t), "62.0 ms", "one repetition has no range");
     }
 
     #[test]

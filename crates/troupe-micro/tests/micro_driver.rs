@@ -43,7 +43,9 @@ fn missing_and_failing_peers_are_reported_by_name_and_the_others_run() {
         r#"b="$1"; shift; n=0; reps=0
 for a in "$@"; do case "$a" in n=*) n="${a#n=}";; reps=*) reps="${a#reps=}";; esac; done
 echo "log line" >&2
-echo "{\"bench\":\"$b\",\"runtime\":\"akka\",\"metric\":\"time_ms\",\"value\":1.5,\"unit\":\"ms\",\"params\":{\"n\":$n,\"reps\":$reps}}""#,
+echo "$b reps=$reps" >> "$TROUPE_HOME/akka-calls"
+k=$(wc -l < "$TROUPE_HOME/akka-calls")
+echo "{\"bench\":\"$b\",\"runtime\":\"akka\",\"metric\":\"time_ms\",\"value\":$k.5,\"unit\":\"ms\",\"params\":{\"n\":$n,\"reps\":$reps}}""#,
     );
     std::env::set_var("TROUPE_HOME", &root);
 
@@ -81,6 +83,29 @@ echo "{\"bench\":\"$b\",\"runtime\":\"akka\",\"metric\":\"time_ms\",\"value\":1.
     assert!(table.contains("troupe vs best peer"), "{table}");
     assert!(table.lines().any(|l| l.starts_with("pingpong") && l.contains("time_ms")), "{table}");
     assert!(table.contains("caf: no peer program"), "{table}");
+
+    // Three repetitions: the peer is run once per repetition (reps=1), taking turns with kameo,
+    // and its line carries the median, min, max and every repetition's value.
+    let _ = fs::remove_file(root.join("akka-calls"));
+    let opts =
+        MicroOptions { runtimes: ["akka", "kameo"].map(String::from).to_vec(), json: true, reps: Some(3), ..opts };
+    let mut out = Vec::new();
+    troupe_micro::run(&opts, &mut out).expect("akka and kameo run");
+    let calls = fs::read_to_string(root.join("akka-calls")).unwrap();
+    assert_eq!(calls, "pingpong reps=1\n".repeat(3), "one peer run per repetition");
+    let text = String::from_utf8(out).unwrap();
+    let akka: serde_json::Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["runtime"] == "akka")
+        .unwrap();
+    assert_eq!(akka["params"]["reps"], 3, "{akka}");
+    assert_eq!(akka["samples"], serde_json::json!([1.5, 2.5, 3.5]), "{akka}");
+    assert_eq!((akka["value"].as_f64(), akka["min"].as_f64(), akka["max"].as_f64()), (Some(2.5), Some(1.5), Some(3.5)));
+    assert_eq!(akka["spread_pct"], 80.0, "{akka}");
+    assert!(akka["threads"].as_u64().is_some_and(|t| t >= 8), "akka's dispatcher: {akka}");
+    let kameo = text.lines().find(|l| l.contains("\"kameo\"") && l.contains("time_ms")).unwrap();
+    assert!(kameo.contains("\"reps\":3"), "{kameo}");
 
     // Unknown names are usage errors, before anything runs.
     let bad = MicroOptions { runtimes: vec!["nosuch".into()], ..MicroOptions::default() };

@@ -7,13 +7,23 @@ use std::process::ExitCode;
 
 use troupe_micro::{MicroOptions, Record};
 
+/// Idle actors per runtime: enough that the resident-set delta is the actors' (pages of 4 KiB
+/// and the allocator's first arenas are noise at a few thousand), few enough to spawn in a
+/// second even in a debug build.
+const N: u64 = 20_000;
+
+/// What one idle actor may cost, bytes: at least a mailbox and a state (a figure below this is a
+/// broken measurement), at most 32 KiB (the heaviest Rust peer, ractor, is about 8 KiB in a debug
+/// build; more means the measurement counts something else).
+const PER_ACTOR: std::ops::RangeInclusive<f64> = 64.0..=32_768.0;
+
 fn main() -> ExitCode {
     let opts = MicroOptions {
         only: Some(vec!["memory".into()]),
         runtimes: ["troupe", "actix", "ractor", "kameo"].map(String::from).to_vec(),
         json: true,
         reps: None,
-        params: [("n".to_string(), 2000)].into_iter().collect(),
+        params: [("n".to_string(), N)].into_iter().collect(),
         child_args: Some(Vec::new()),
     };
     let mut out = Vec::new();
@@ -43,11 +53,26 @@ fn main() -> ExitCode {
                 return Err(format!("{rt}: got {mine:?}\n{text}"));
             }
         }
-        if recs.iter().any(|r| r.params.get("n") != Some(&2000) || r.params.get("reps") != Some(&1)) {
+        if recs.iter().any(|r| r.params.get("n") != Some(&N) || r.params.get("reps") != Some(&1)) {
             return Err(format!("wrong params:\n{text}"));
         }
-        if recs.iter().any(|r| r.metric == "bytes_per_actor" && r.value <= 0.0) {
-            return Err(format!("a fresh process must grow when it spawns actors:\n{text}"));
+        let value = |rt: &str, metric: &str| {
+            recs.iter().find(|r| r.runtime == rt && r.metric == metric).map_or(f64::NAN, |r| r.value)
+        };
+        for rt in ["troupe", "actix", "ractor", "kameo"] {
+            let b = value(rt, "bytes_per_actor");
+            if !PER_ACTOR.contains(&b) {
+                return Err(format!("{rt}: {b} B per idle actor is outside {PER_ACTOR:?}:\n{text}"));
+            }
+            let ms = value(rt, "spawn_ms");
+            if !(f64::MIN_POSITIVE..60_000.0).contains(&ms) {
+                return Err(format!("{rt}: spawning {N} actors took {ms} ms:\n{text}"));
+            }
+        }
+        // The leak check: once every actor stopped, less stays resident than while they lived.
+        let kept = value("troupe", "bytes_per_actor_after_stop");
+        if kept.is_nan() || kept >= value("troupe", "bytes_per_actor") {
+            return Err(format!("troupe keeps {kept} B per actor after stopping them all:\n{text}"));
         }
         Ok(())
     })();

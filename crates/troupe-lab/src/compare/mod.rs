@@ -171,10 +171,12 @@ pub fn check_runtimes(runtimes: &[String], workload: &str, root: Option<&Path>) 
                 .unwrap_or_default();
             have.sort();
             have.insert(0, "troupe".into());
+            let names: Vec<&str> = have.iter().map(String::as_str).collect();
             return Err(Error::new(ErrorKind::Unsupported(format!(
-                "runtime {rt:?} has no {workload} program ({} has no build and run); \
+                "runtime {rt:?} has no {workload} program ({} has no build and run){}; \
                  runtimes with one: {}",
                 peer::workload_dir(root, rt, workload).display(),
+                crate::did_you_mean(rt, &names),
                 have.join(", ")
             ))));
         }

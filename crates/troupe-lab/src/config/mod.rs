@@ -113,7 +113,7 @@ impl KeyKind {
                 if words.contains(&s.as_str()) {
                     Ok(Value::Str(s))
                 } else {
-                    Err(format!("not allowed; allowed: {}", self.allowed()))
+                    Err(format!("not allowed{}; allowed: {}", crate::did_you_mean(&s, words), self.allowed()))
                 }
             }
             (KeyKind::Text, Value::Str(s)) => Ok(Value::Str(s)),
@@ -195,6 +195,11 @@ impl Schema {
 
     fn known(&self) -> String {
         self.keys.iter().map(|k| k.name).collect::<Vec<_>>().join(", ")
+    }
+
+    /// ` (did you mean `key`?)` for a mistyped key, else empty.
+    fn suggest(&self, name: &str) -> String {
+        crate::did_you_mean(name, &self.keys.iter().map(|k| k.name).collect::<Vec<_>>())
     }
 }
 
@@ -299,7 +304,8 @@ impl ConfigBuilder {
     fn put(&mut self, key: &str, v: Value) {
         let Some(spec) = self.schema.key(key) else {
             let known = self.schema.known();
-            self.issue(key, v.to_string(), format!("unknown key; known keys: {known}"));
+            let hint = self.schema.suggest(key);
+            self.issue(key, v.to_string(), format!("unknown key{hint}; known keys: {known}"));
             return;
         };
         match spec.kind.check(v.clone()) {
@@ -367,7 +373,8 @@ impl ConfigBuilder {
         let k = k.trim();
         let Some(spec) = self.schema.key(k) else {
             let known = self.schema.known();
-            self.issue(k, v.to_string(), format!("unknown key; known keys: {known}"));
+            let hint = self.schema.suggest(k);
+            self.issue(k, v.to_string(), format!("unknown key{hint}; known keys: {known}"));
             return self;
         };
         match spec.kind.parse(v) {

@@ -126,7 +126,7 @@ pub fn provenance_rows(m: &Manifest) -> Vec<(String, String)> {
         (
             "git commit".into(),
             match (&m.git_commit, m.git_dirty) {
-                (Some(c), Some(true)) => format!("{c} (with uncommitted changes)"),
+                (Some(c), Some(true)) => format!("{c} (built with uncommitted changes)"),
                 (Some(c), _) => c.clone(),
                 (None, _) => "none (not a git checkout)".into(),
             },
@@ -135,8 +135,25 @@ pub fn provenance_rows(m: &Manifest) -> Vec<(String, String)> {
             "load average (1/5/15 min) at start / end".into(),
             format!("{} / {}", m.loadavg_start.as_deref().unwrap_or("-"), m.loadavg_end.as_deref().unwrap_or("-")),
         ),
+        (
+            "machine load over the run".into(),
+            m.load.as_ref().map_or_else(|| "not recorded".into(), crate::machine::Load::summary),
+        ),
         ("started".into(), m.started_at.clone()),
         ("ended".into(), m.ended_at.clone().unwrap_or_else(|| "-".into())),
         ("command".into(), m.command.join(" ")),
     ]
+}
+
+/// CSV text: a header line, then one line per row, written by the `csv` crate (a field is quoted
+/// where it holds a comma, a quote or a line break).
+pub fn csv_text(header: &[&str], rows: impl IntoIterator<Item = Vec<String>>) -> crate::error::Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    let bad = |e: csv::Error| crate::error::Error::other(format!("cannot write CSV: {e}"));
+    w.write_record(header).map_err(bad)?;
+    for r in rows {
+        w.write_record(&r).map_err(bad)?;
+    }
+    let bytes = w.into_inner().map_err(|e| crate::error::Error::other(format!("cannot write CSV: {e}")))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }

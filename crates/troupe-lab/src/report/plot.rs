@@ -74,6 +74,23 @@ fn bounds(series: &[Series]) -> ((f64, f64), (f64, f64)) {
     ((x0, x1), (y0 - pad, y1 + pad))
 }
 
+/// A y range zoomed to the data and the ceiling: from a little below the smallest value to a
+/// little above the larger of the largest value and the ceiling (never below 0), so a run at
+/// 99.8% of its ceiling shows its dips instead of a flat line at the top of a 0-based axis. The
+/// caller draws the ceiling as a dashed series and says in the title that the axis is zoomed.
+pub fn zoomed_range(values: impl IntoIterator<Item = f64>, ceiling: f64) -> (f64, f64) {
+    let (mut lo, mut hi) = (ceiling, ceiling);
+    for v in values.into_iter().filter(|v| v.is_finite()) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    let pad = ((hi - lo) * 0.08).max(hi.abs() * 0.002).max(1e-9);
+    ((lo - pad).max(0.0), hi + pad)
+}
+
+/// What a chart title says when its y axis is zoomed by [`zoomed_range`].
+pub const ZOOMED: &str = " (y axis zoomed to the data, not from 0; dashed: the ceiling)";
+
 /// One box of a box plot: the spread of one series at one x.
 #[derive(Debug, Clone, Copy)]
 pub struct BoxItem {
@@ -189,4 +206,20 @@ fn draw(chart: &Chart, boxes: &[BoxItem], width: u32, height: u32, buf: &mut Str
     }
     root.present().map_err(err)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_zoomed_range_holds_the_data_and_the_ceiling() {
+        let (lo, hi) = zoomed_range([5113.0, 5110.0, 5119.0], 5120.0);
+        assert!(lo > 5000.0 && lo < 5110.0, "{lo}");
+        assert!(hi > 5120.0 && hi < 5140.0, "{hi}");
+        let (lo, _) = zoomed_range([0.0, 80.0], 80.0);
+        assert_eq!(lo, 0.0, "never below 0");
+        let (lo, hi) = zoomed_range([f64::NAN], 100.0);
+        assert!(lo < 100.0 && hi > 100.0, "a ceiling alone still gets a range");
+    }
 }

@@ -21,7 +21,8 @@ pub fn names() -> Vec<&'static str> {
 pub fn get(name: &str) -> Result<&'static dyn Workload> {
     ALL.iter().copied().find(|w| w.name() == name).ok_or_else(|| {
         Error::new(ErrorKind::Unsupported(format!(
-            "workload {name:?} is not built in the lab; available: {}",
+            "workload {name:?} is not built in the lab{}; available: {}",
+            crate::did_you_mean(name, &names()),
             names().join(", ")
         )))
     })

@@ -97,6 +97,8 @@ pub fn write_run(dir: &Path, cfg: &Config, counts: &[u64], status: Status) -> Ve
         reason: None,
         loadavg_start: None,
         loadavg_end: None,
+        cpu_start: None,
+        load: None,
     };
     m.write(dir).unwrap();
     sched

@@ -18,7 +18,7 @@ pub use child::ChildNode;
 pub use contention::{contention, ContentionParams};
 pub use detection::{detection, DetectionParams};
 pub use latency::{remote_latency, LatencyParams};
-pub use pingpong::{remote_pingpong, PingPongParams};
+pub use pingpong::{remote_pingpong, shape, PingPongParams};
 
 use crate::error::Error;
 
@@ -37,11 +37,71 @@ pub struct Row {
     pub unit: String,
     /// The parameters of the run.
     pub params: serde_json::Value,
+    /// The smallest repetition's value, when repetitions were merged ([`Row::merge`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    /// The largest repetition's value, when repetitions were merged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+    /// Every repetition's value in the order they ran, when repetitions were merged.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub samples: Vec<f64>,
 }
 
 impl Row {
     pub(crate) fn new(bench: &str, metric: &str, value: f64, unit: &str, params: serde_json::Value) -> Self {
-        Row { bench: bench.into(), runtime: "troupe".into(), metric: metric.into(), value, unit: unit.into(), params }
+        Row::of("troupe", bench, metric, value, unit, params)
+    }
+
+    /// A row of `runtime` with no repetitions merged into it.
+    #[must_use]
+    pub fn of(runtime: &str, bench: &str, metric: &str, value: f64, unit: &str, params: serde_json::Value) -> Self {
+        Row {
+            bench: bench.into(),
+            runtime: runtime.into(),
+            metric: metric.into(),
+            value,
+            unit: unit.into(),
+            params,
+            min: None,
+            max: None,
+            samples: Vec::new(),
+        }
+    }
+
+    /// Merges the rows of several runs of one benchmark on one runtime (each a run with
+    /// `reps=1`, in the order they ran) into one row per metric and variant (rows whose params
+    /// differ only in `reps`): the median as `value`, with `min`, `max` and `samples`, and
+    /// `params.reps` = the number of runs.
+    #[must_use]
+    pub fn merge(runs: &[Vec<Row>]) -> Vec<Row> {
+        let same = |a: &Row, b: &Row| {
+            let strip = |r: &Row| {
+                let mut p = r.params.clone();
+                if let Some(o) = p.as_object_mut() {
+                    o.remove("reps");
+                }
+                p
+            };
+            a.metric == b.metric && strip(a) == strip(b)
+        };
+        let Some(first) = runs.first() else { return Vec::new() };
+        first
+            .iter()
+            .map(|head| {
+                let samples: Vec<f64> =
+                    runs.iter().filter_map(|run| run.iter().find(|r| same(r, head))).map(|r| r.value).collect();
+                let mut r = head.clone();
+                if let Some(o) = r.params.as_object_mut() {
+                    o.insert("reps".into(), samples.len().into());
+                }
+                r.value = median(samples.clone());
+                r.min = Some(samples.iter().copied().fold(f64::NAN, f64::min));
+                r.max = Some(samples.iter().copied().fold(f64::NAN, f64::max));
+                r.samples = samples;
+                r
+            })
+            .collect()
     }
 
     /// The row as one JSON line.

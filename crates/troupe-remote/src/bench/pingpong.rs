@@ -1,7 +1,9 @@
 //! `remote-pingpong`: a ping actor on this node and the `pong` service on a node in another
 //! OS process, over loopback. The ping side keeps `window` pings in flight (the batching the
 //! transport does is what makes throughput); `messages` counts pings plus pongs, so
-//! `msgs_per_s = messages / time`. Time runs from the first ping to the last pong. Measured over
+//! `msgs_per_s = messages / time`. Time runs from the first ping to the last pong. Every row
+//! names its shape: `in_flight` (= `window`) and `shape`, `pipelined` (many in flight: a
+//! throughput) or `lock-step` (one at a time: round trips back to back). Measured over
 //! plain TCP and over mutual TLS, so TLS's cost shows as a ratio from the same run.
 
 use std::time::{Duration, Instant};
@@ -14,20 +16,33 @@ use crate::error::{Error, ErrorKind};
 use crate::services::{Pong, PongReply};
 use crate::{Node, NodeConfig};
 
-/// Parameters (defaults: 1,000,000 messages, 1,000 in flight, 3 reps).
+/// Parameters (defaults: 1,000,000 messages, 1,000 in flight, 3 reps, plain TCP and TLS).
 #[derive(Clone, Debug)]
 pub struct PingPongParams {
     /// Pings plus pongs.
     pub messages: u64,
-    /// Pings in flight.
+    /// Pings in flight: 1000 is the pipelined shape (throughput), 1 the lock-step shape
+    /// (one round trip at a time).
     pub window: u64,
     /// Measured repetitions.
     pub reps: u32,
+    /// Also measure over mutual TLS (after plain TCP).
+    pub tls: bool,
 }
 
 impl Default for PingPongParams {
     fn default() -> Self {
-        Self { messages: 1_000_000, window: 1000, reps: 3 }
+        Self { messages: 1_000_000, window: 1000, reps: 3, tls: true }
+    }
+}
+
+/// The name of the shape `window` pings in flight make: `lock-step` for 1, else `pipelined`.
+#[must_use]
+pub fn shape(window: u64) -> &'static str {
+    if window <= 1 {
+        "lock-step"
+    } else {
+        "pipelined"
     }
 }
 
@@ -80,7 +95,8 @@ async fn one(node: &Node, pong: &ActorRef<Pong>, p: &PingPongParams) -> Result<f
 pub fn remote_pingpong(launcher: &Launcher, p: &PingPongParams) -> Result<Vec<Row>, Error> {
     let mut rows = Vec::new();
     let certs_dir = std::env::temp_dir().join(format!("troupe-bench-tls-{}", std::process::id()));
-    for tls in [false, true] {
+    let transports: &[bool] = if p.tls { &[false, true] } else { &[false] };
+    for &tls in transports {
         let (near_tls, far_tls) = if tls {
             let mut c = crate::dev_certs(&certs_dir, &["ping", "pong"], &["127.0.0.1"])?;
             let far = c.pop();
@@ -112,8 +128,15 @@ pub fn remote_pingpong(launcher: &Launcher, p: &PingPongParams) -> Result<Vec<Ro
         let secs = median(times);
         let transport =
             if tls { "mutual TLS over tcp loopback, 2 OS processes" } else { "tcp loopback, 2 OS processes" };
-        let params =
-            json!({"messages": p.messages, "window": p.window, "reps": p.reps, "tls": tls, "transport": transport});
+        let params = json!({
+            "messages": p.messages,
+            "window": p.window,
+            "in_flight": p.window,
+            "shape": shape(p.window),
+            "reps": p.reps,
+            "tls": tls,
+            "transport": transport
+        });
         rows.push(Row::new("remote-pingpong", "time_ms", secs * 1e3, "ms", params.clone()));
         rows.push(Row::new("remote-pingpong", "msgs_per_s", p.messages as f64 / secs, "msg/s", params));
     }

@@ -28,53 +28,7 @@ use crate::events::Event;
 use crate::schedule::FaultAction;
 use crate::workload::RunAnalysis;
 
-/// A distribution summary (definition 6).
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Dist {
-    /// Mean.
-    pub mean: f64,
-    /// Median.
-    pub median: f64,
-    /// Smallest.
-    pub min: f64,
-    /// Largest.
-    pub max: f64,
-    /// First quartile.
-    pub q1: f64,
-    /// Third quartile.
-    pub q3: f64,
-    /// 99th percentile (nearest rank).
-    pub p99: f64,
-    /// Samples.
-    pub n: usize,
-}
-
-impl Dist {
-    /// Summarises `v` (sorted in place); `None` when empty.
-    pub fn of(v: &mut [f64]) -> Option<Dist> {
-        if v.is_empty() {
-            return None;
-        }
-        v.sort_by(|a, b| a.total_cmp(b));
-        let n = v.len();
-        let q = |p: f64| {
-            let x = p * (n - 1) as f64;
-            let (lo, hi) = (x.floor() as usize, x.ceil() as usize);
-            v[lo] + (v[hi] - v[lo]) * (x - lo as f64)
-        };
-        let rank = ((0.99 * n as f64).ceil() as usize).clamp(1, n);
-        Some(Dist {
-            mean: v.iter().sum::<f64>() / n as f64,
-            median: q(0.5),
-            min: v[0],
-            max: v[n - 1],
-            q1: q(0.25),
-            q3: q(0.75),
-            p99: v[rank - 1],
-            n,
-        })
-    }
-}
+pub use crate::stats::Dist;
 
 /// One client's detection of one fault (a row of `chat_detection.csv`).
 #[derive(Debug, Clone, Serialize, PartialEq)]

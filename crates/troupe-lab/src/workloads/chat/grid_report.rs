@@ -12,7 +12,6 @@
 //!    reconnection against it (log scale), one line per runtime.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::analysis::ChatStats;
@@ -77,14 +76,6 @@ fn f(x: Option<f64>, p: usize) -> String {
     x.map(|v| format!("{v:.p$}")).unwrap_or_else(|| "-".into())
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\"").replace('\n', " "))
-    } else {
-        s.to_string()
-    }
-}
-
 /// The table's figures of a run (`-` where it has none): msg/s, % of ceiling, detection mean
 /// and p99, reconnection mean and p99, % of the window all clients were connected.
 fn figures(r: &Row) -> [String; 7] {
@@ -105,11 +96,32 @@ fn figures(r: &Row) -> [String; 7] {
 /// Writes `<csv_name>` and `report.html` into `base`; returns the table as text lines.
 pub(crate) fn write_grid(base: &Path, csv_name: &str, title: &str, runs: &[GridRun]) -> Result<Vec<String>> {
     let rows: Vec<Row> = runs.iter().map(|r| load(base, r)).collect::<Result<_>>()?;
-    let mut csv = String::from(
-        "point,runtime,test_type,deployment,num_supervisor,chats_per_sup,clients_per_server,clients,msg_type,\
-         fault_pause_ms,status,msg_per_s_mean,ceiling,pct_ceiling,detection_mean_ms,detection_p99_ms,\
-         reconnection_mean_ms,reconnection_p99_ms,all_connected_pct,bytes_per_client,injected,planned_faults,reason\n",
-    );
+    let header = [
+        "point",
+        "runtime",
+        "test_type",
+        "deployment",
+        "num_supervisor",
+        "chats_per_sup",
+        "clients_per_server",
+        "clients",
+        "msg_type",
+        "fault_pause_ms",
+        "status",
+        "msg_per_s_mean",
+        "ceiling",
+        "pct_ceiling",
+        "detection_mean_ms",
+        "detection_p99_ms",
+        "reconnection_mean_ms",
+        "reconnection_p99_ms",
+        "all_connected_pct",
+        "bytes_per_client",
+        "injected",
+        "planned_faults",
+        "reason",
+    ];
+    let mut csv_rows: Vec<Vec<String>> = Vec::new();
     let mut lines = vec![format!(
         "{:<12} {:<34} {:>10} {:>8} {:>10} {:>10} {:>10} {:>10} {:>9}  status",
         "runtime", "point", "msg/s", "%ceil", "det mean", "det p99", "rec mean", "rec p99", "%all conn"
@@ -120,13 +132,11 @@ pub(crate) fn write_grid(base: &Path, csv_name: &str, title: &str, runs: &[GridR
         let rec = st.and_then(|s| s.reconnection_ms.clone());
         let c = r.cfg.as_ref();
         let reason = r.status.strip_prefix("failed: ").unwrap_or("");
-        let _ = writeln!(
-            csv,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            r.point,
-            r.runtime,
+        csv_rows.push(vec![
+            r.point.clone(),
+            r.runtime.clone(),
             c.map(|c| format!("{:?}", c.test_type).to_lowercase()).unwrap_or_default(),
-            c.map(|c| if c.distributed { "distributed" } else { "single" }).unwrap_or_default(),
+            c.map(|c| if c.distributed { "distributed" } else { "single" }).unwrap_or_default().to_owned(),
             c.map(|c| c.num_supervisor.to_string()).unwrap_or_default(),
             c.map(|c| c.chats_per_sup.to_string()).unwrap_or_default(),
             c.map(|c| c.clients_per_server.to_string()).unwrap_or_default(),
@@ -139,7 +149,8 @@ pub(crate) fn write_grid(base: &Path, csv_name: &str, title: &str, runs: &[GridR
                 "not run"
             } else {
                 "failed"
-            },
+            }
+            .to_owned(),
             f(st.map(|s| s.msg_per_s_mean), 2),
             f(st.map(|s| s.ceiling), 1),
             f(st.and_then(|s| s.pct_ceiling), 3),
@@ -149,10 +160,10 @@ pub(crate) fn write_grid(base: &Path, csv_name: &str, title: &str, runs: &[GridR
             f(rec.as_ref().map(|d| d.p99), 3),
             f(st.map(|s| s.all_connected_pct), 3),
             f(st.and_then(|s| s.bytes_per_client), 0),
-            st.map(|s| s.injected).unwrap_or(0),
-            st.map(|s| s.planned_faults).unwrap_or(0),
-            csv_field(reason),
-        );
+            st.map(|s| s.injected).unwrap_or(0).to_string(),
+            st.map(|s| s.planned_faults).unwrap_or(0).to_string(),
+            reason.to_owned(),
+        ]);
         let status: String = if r.ok { "ok".into() } else { r.status.chars().take(70).collect() };
         let [m, pc, dm, dp, rm, rp, ac] = figures(r);
         lines.push(format!(
@@ -160,6 +171,7 @@ pub(crate) fn write_grid(base: &Path, csv_name: &str, title: &str, runs: &[GridR
             r.runtime, r.point,
         ));
     }
+    let csv = crate::report::csv_text(&header, csv_rows)?;
     write(base, csv_name, &csv)?;
     let mut page = Page::new(title);
     page.h2("Runs");

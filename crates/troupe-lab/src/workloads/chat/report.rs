@@ -160,20 +160,21 @@ pub fn write_run_outputs(dir: &Path, m: &Manifest, cfg: &Config, st: &ChatStats)
             dashed: true,
             markers: false,
         });
-        let top = st.seconds.iter().map(|&(_, c)| c as f64).fold(st.ceiling, f64::max);
+        let range = plot::zoomed_range(st.seconds.iter().map(|&(_, c)| c as f64), st.ceiling);
         let chart = Chart {
             title: format!(
-                "{} chat throughput, {} x {} clients, {} every {} ms",
+                "{} chat throughput, {} x {} clients, {} every {} ms{}",
                 m.runtime,
                 chat.total_chats(),
                 chat.clients_per_server,
                 chat.msg_type_word,
-                chat.fault_pause_ms
+                chat.fault_pause_ms,
+                plot::ZOOMED
             ),
             x_label: "second of the measurement window".into(),
             y_label: "messages received per second".into(),
             series,
-            y_range: Some((0.0, top * 1.08)),
+            y_range: Some(range),
         };
         let svg = plot::svg(&chart, 900, 420);
         write(dir, "throughput.svg", &svg)?;

@@ -29,6 +29,7 @@ use super::schedule::PROGRESSIVE_STEP_MS;
 use crate::config::Config;
 use crate::events::Event;
 use crate::schedule::FaultAction;
+use crate::stats::median;
 use crate::workload::RunAnalysis;
 
 /// One window second.
@@ -111,19 +112,6 @@ pub struct RunStats {
     pub inflight_loss: f64,
     /// Throughput seconds reported more than once or outside the window.
     pub bad_seconds: usize,
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 impl RunStats {

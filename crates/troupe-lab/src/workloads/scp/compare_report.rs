@@ -17,7 +17,6 @@
 //!    point's shared schedule byte for byte.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write as _;
 use std::path::Path;
 
 use serde::Serialize;
@@ -214,6 +213,15 @@ pub fn load_rows(dir: &Path) -> Result<Loaded> {
     Ok(Loaded { file, runtimes, rows, first })
 }
 
+impl Row {
+    /// Whether this fault run scored above its runtime's own 0% baseline (more than 100% of
+    /// it): the baseline is then no ceiling for the run, a sign of noise or of a bad baseline,
+    /// and the report flags it.
+    pub fn baseline_below(&self) -> bool {
+        self.cfg.pattern != Pattern::None && self.cfg.failure_rate > 0.0 && self.pct_baseline.is_some_and(|p| p > 100.0)
+    }
+}
+
 fn opt(x: Option<f64>, prec: usize) -> String {
     x.map(|v| format!("{v:.prec$}")).unwrap_or_else(|| "-".into())
 }
@@ -237,47 +245,68 @@ pub fn focus_point(l: &Loaded) -> Option<String> {
 /// Writes `compare.csv`, refreshed per-run reports and `report.html`; returns the rows.
 pub fn write_report(dir: &Path) -> Result<Vec<Row>> {
     let l = load_rows(dir)?;
-    let mut csv = String::from(
-        "point,runtime,pairs,supervisors,pairs_per_supervisor,delay_ms,pattern,failure_rate,failure_basis,\
-         status,mean,pct_of_ceiling,baseline_mean,pct_of_baseline,drop_pct,kills,planned_kills,restarts,\
-         skipped_faults,same_schedule,runtime_version,reason\n",
-    );
-    for r in &l.rows {
+    let header = [
+        "point",
+        "runtime",
+        "pairs",
+        "supervisors",
+        "pairs_per_supervisor",
+        "delay_ms",
+        "pattern",
+        "failure_rate",
+        "failure_basis",
+        "status",
+        "mean",
+        "pct_of_ceiling",
+        "baseline_mean",
+        "pct_of_baseline",
+        "drop_pct",
+        "baseline_below_fault_run",
+        "kills",
+        "planned_kills",
+        "restarts",
+        "skipped_faults",
+        "same_schedule",
+        "runtime_version",
+        "reason",
+    ];
+    let lines = l.rows.iter().map(|r| {
         let c = &r.cfg;
         let reason = r.status.strip_prefix("failed: ").unwrap_or("");
-        let _ = writeln!(
-            csv,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            r.point,
-            r.runtime,
-            c.pairs,
-            c.supervisors,
-            c.pairs_per_supervisor(),
-            c.delay_ms,
-            c.pattern.as_str(),
-            c.failure_rate,
-            if c.basis_exchanges { "exchanges" } else { "pairs" },
-            if r.ok {
-                "ok"
-            } else if r.status == "not run" {
-                "not run"
-            } else {
-                "failed"
-            },
+        let status = if r.ok {
+            "ok"
+        } else if r.status == "not run" {
+            "not run"
+        } else {
+            "failed"
+        };
+        vec![
+            r.point.clone(),
+            r.runtime.clone(),
+            c.pairs.to_string(),
+            c.supervisors.to_string(),
+            c.pairs_per_supervisor().to_string(),
+            c.delay_ms.to_string(),
+            c.pattern.as_str().into(),
+            c.failure_rate.to_string(),
+            if c.basis_exchanges { "exchanges" } else { "pairs" }.into(),
+            status.into(),
             opt(r.mean, 2),
             opt(r.pct_ceiling, 3),
             opt(r.baseline, 2),
             opt(r.pct_baseline, 3),
             opt(r.drop_pct, 3),
-            r.kills,
-            r.planned_kills,
-            r.restarts,
-            r.skipped_faults,
+            r.baseline_below().to_string(),
+            r.kills.to_string(),
+            r.planned_kills.to_string(),
+            r.restarts.to_string(),
+            r.skipped_faults.to_string(),
             r.same_schedule.map(|b| b.to_string()).unwrap_or_default(),
-            csv_field(&r.version),
-            csv_field(reason),
-        );
-    }
+            r.version.clone(),
+            reason.to_owned(),
+        ]
+    });
+    let csv = crate::report::csv_text(&header, lines)?;
     let csv_path = dir.join("compare.csv");
     std::fs::write(&csv_path, csv).map_err(|e| Error::io(&csv_path, e))?;
     let focus = focus_point(&l);
@@ -316,14 +345,6 @@ pub fn table(dir: &Path) -> Result<Vec<String>> {
         ));
     }
     Ok(out)
-}
-
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\"").replace('\n', " "))
-    } else {
-        s.to_string()
-    }
 }
 
 /// A ratio's label: `1:PPS`, with the pair count.

@@ -65,13 +65,13 @@ pub fn throughput_chart(cfg: &ScpConfig, st: &RunStats, title: &str) -> Chart {
         }
         series.push(Series { name: "expected (alive pairs)".into(), points: pts, dashed: true, markers: false });
     }
-    let top = st.seconds.iter().map(|r| r.count as f64).fold(st.ceiling, f64::max);
+    let range = plot::zoomed_range(st.seconds.iter().map(|r| r.count as f64), st.ceiling);
     Chart {
-        title: title.into(),
+        title: format!("{title}{}", plot::ZOOMED),
         x_label: "second of the measurement window".into(),
         y_label: "exchanges per second".into(),
         series,
-        y_range: Some((0.0, top * 1.08)),
+        y_range: Some(range),
     }
 }
 

@@ -121,15 +121,15 @@ fn charts(l: &Loaded, focus: Option<&str>) -> Vec<(String, String)> {
                 dashed: true,
                 markers: false,
             });
-            let top = rows.iter().flat_map(|r| r.seconds.iter().map(|s| s.1 as f64)).fold(ceiling, f64::max);
+            let range = plot::zoomed_range(rows.iter().flat_map(|r| r.seconds.iter().map(|s| s.1 as f64)), ceiling);
             let missing: Vec<String> =
                 rows.iter().filter(|r| !r.ok).map(|r| format!("{} ({})", r.runtime, r.status)).collect();
             let chart = plot::Chart {
-                title: format!("Throughput per second, {}", point_label(&first.cfg)),
+                title: format!("Throughput per second, {}{}", point_label(&first.cfg), plot::ZOOMED),
                 x_label: "second of the measurement window".into(),
                 y_label: "exchanges per second".into(),
                 series,
-                y_range: Some((0.0, top * 1.08)),
+                y_range: Some(range),
             };
             out.push((
                 plot::svg(&chart, 900, 420),
@@ -245,7 +245,10 @@ pub(super) fn render(dir: &Path, l: &Loaded, focus: Option<&str>) -> (String, Ve
         for rt in rts {
             let r = rows.iter().find(|r| &r.runtime == rt);
             line.push(r.map(|r| opt(r.mean, 1)).unwrap_or_else(|| "-".into()));
-            line.push(r.map(|r| opt(r.pct_baseline, 1)).unwrap_or_else(|| "-".into()));
+            line.push(r.map_or_else(
+                || "-".into(),
+                |r| if r.baseline_below() { format!("{} (!)", opt(r.pct_baseline, 1)) } else { opt(r.pct_baseline, 1) },
+            ));
         }
         line.push(ids_agree(&rows));
         wide.push(line);
@@ -255,6 +258,21 @@ pub(super) fn render(dir: &Path, l: &Loaded, focus: Option<&str>) -> (String, Ve
     page.p("% of own 0% = mean / the same runtime's mean at 0% failures and the same ratio (100 at 0%). \
             Same fault ids: whether every runtime that completed the point reported the same set of \
             fault_injected ids (they all got the same schedule).");
+    let below: Vec<String> = l
+        .rows
+        .iter()
+        .filter(|r| r.baseline_below())
+        .map(|r| format!("{} at {} ({:.1}%)", r.runtime, point_label(&r.cfg), r.pct_baseline.unwrap_or(f64::NAN)))
+        .collect();
+    if !below.is_empty() {
+        page.p(&format!(
+            "(!) Baseline below a fault run: {}. A run with faults scored above the same runtime's 0% \
+             baseline, so that baseline is no ceiling here: the difference is noise (a shared machine, \
+             one run per point) or the baseline run was slow; re-run the baseline or use more repetitions \
+             before reading these percentages.",
+            below.join("; ")
+        ));
+    }
     let mut svgs = Vec::new();
     page.h2("Charts");
     for (svg, caption) in charts(l, focus) {
