@@ -179,8 +179,9 @@ async fn pipe_delivers_the_output_as_a_message_while_the_actor_goes_on() {
     w.send(Msg::Push(1)).unwrap();
     assert_eq!(w.ask(Msg::Get, T).await.unwrap(), vec![1], "the actor is free while the future runs");
     release.notify_one();
-    gone.await.unwrap_err(); // the future finished (dropping its guard)
-    // The output was sent when the future finished; it is handled before a later ask.
+    // The future finished (dropping its guard); its output was sent then, so it is handled
+    // before a later ask.
+    gone.await.unwrap_err();
     assert_eq!(w.ask(Msg::Get, T).await.unwrap(), vec![1, 7]);
 }
 
