@@ -10,6 +10,7 @@
 //! - [`Cluster`] (`daemon.rs`): an engine driven over a `troupe_remote::Node`, with events,
 //!   the receptionist and global names (`receptionist.rs`).
 //! - [`cli`]: `troupe node` with a `[cluster]` section and `troupe cluster status`.
+//! - [`testproc`]: a harness for tests that run cluster nodes as OS processes.
 
 pub mod bench;
 pub mod cli;
@@ -25,6 +26,7 @@ mod receptionist;
 mod ring;
 pub mod sim;
 mod status;
+pub mod testproc;
 mod wire;
 
 pub use config::{ClusterConfig, Downing, PROTOCOL_VERSION};

@@ -7,7 +7,7 @@ mod support;
 
 use std::time::Duration;
 
-use support::cluster;
+use support::{cluster, CrdtProc};
 
 const BIN: &str = env!("CARGO_BIN_EXE_troupe-crdt-node");
 const LONG: Duration = Duration::from_secs(30);
