@@ -43,6 +43,7 @@ fn skip_or_fail(why: &str) {
 
 #[test]
 fn a_partition_in_the_network_downs_the_minority_under_keep_majority_and_heals() {
+    let _serial = support::serial();
     let id = std::process::id() % 100_000;
     let switch = format!("tcs-{id}");
     if let Err(e) = ip(&["netns", "add", &switch]) {

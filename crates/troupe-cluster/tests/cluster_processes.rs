@@ -30,6 +30,7 @@ impl Actor for Watcher {
 
 #[test]
 fn five_processes_form_a_cluster_and_a_sigkilled_one_is_downed_under_keep_majority() {
+    let _serial = support::serial();
     let mut nodes = cluster(5, "downing = \"keep-majority\"\n", "services = [\"echo\"]");
     // A remote monitor on an actor of the node about to die, from a sixth (non-member) node.
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -60,6 +61,7 @@ fn five_processes_form_a_cluster_and_a_sigkilled_one_is_downed_under_keep_majori
 
 #[test]
 fn a_sigstopped_member_is_unreachable_then_reachable_and_nothing_is_downed_without_a_strategy() {
+    let _serial = support::serial();
     let mut nodes = cluster(3, "", "");
     let frozen = nodes[2].addr.clone();
     nodes[2].signal(libc::SIGSTOP);
@@ -76,6 +78,7 @@ fn a_sigstopped_member_is_unreachable_then_reachable_and_nothing_is_downed_witho
 
 #[test]
 fn a_three_two_partition_downs_the_two_under_keep_majority_and_they_rejoin_after_the_heal() {
+    let _serial = support::serial();
     let mut nodes = cluster(5, "downing = \"keep-majority\"\nrejoin_when_downed = true\n", "");
     let addrs: Vec<String> = nodes.iter().map(|p| p.addr.clone()).collect();
     let (major, minor) = ([0usize, 1, 2], [3usize, 4]);
@@ -115,6 +118,7 @@ fn a_three_two_partition_downs_the_two_under_keep_majority_and_they_rejoin_after
 
 #[test]
 fn joins_with_another_cluster_name_or_a_wrong_secret_are_refused_and_never_listed() {
+    let _serial = support::serial();
     let mut first = start("seed", "", &cluster_lines(None, ""), SECRET);
     let seed = first.addr.clone();
     first.wait_status("the seed is up", |s| all_up(s, 1), LONG);
@@ -135,6 +139,7 @@ fn joins_with_another_cluster_name_or_a_wrong_secret_are_refused_and_never_liste
 
 #[test]
 fn a_node_whose_seeds_do_not_answer_retries_with_backoff_and_says_so() {
+    let _serial = support::serial();
     // Port 9 (discard) on loopback: nothing listens there in a test machine.
     let mut lonely = start("lonely", "", &cluster_lines(Some("127.0.0.1:9"), ""), SECRET);
     let waits: Vec<u64> = (0..3)
@@ -150,6 +155,7 @@ fn a_node_whose_seeds_do_not_answer_retries_with_backoff_and_says_so() {
 
 #[test]
 fn status_from_outside_and_the_receptionist_and_names_across_processes() {
+    let _serial = support::serial();
     let mut nodes = cluster(3, "", "");
     let s = troupe_cluster::cli::status_main(&nodes[0].addr, SECRET, Duration::from_secs(20)).expect("status");
     assert_eq!(s.count(troupe_cluster::MemberStatus::Up), 3);
@@ -189,6 +195,7 @@ fn status_from_outside_and_the_receptionist_and_names_across_processes() {
 
 #[test]
 fn a_member_told_to_stop_with_sigterm_leaves_instead_of_failing() {
+    let _serial = support::serial();
     let mut nodes = cluster(3, "downing = \"keep-majority\"\n", "");
     let leaver = nodes[2].addr.clone();
     nodes[2].signal(libc::SIGTERM);

@@ -9,6 +9,15 @@ pub use troupe_cluster::testproc::{all_up, count, is_event, NodeProc as Proc};
 
 pub const SECRET: &str = "cluster-test-secret";
 
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Held for the whole of a multi-process test: the tests of one file run one at a time, so a
+/// loaded 2-core machine runs five node processes, not thirty, and heartbeats are not starved
+/// into false unreachable marks.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The cluster settings of the tests: 100 ms heartbeats, with an acceptable pause wide enough
 /// that a loaded 2-core machine does not cause false unreachable marks.
 pub const PROFILE: &str = "heartbeat_interval_ms = 100\nacceptable_pause_ms = 1000\nmin_std_dev_ms = 50\n\
