@@ -18,7 +18,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use troupe_remote::bench::{ChildNode, Launcher, Row};
+use troupe_remote::bench::{median, ChildNode, Launcher, Row};
 
 use crate::config::ClusterConfig;
 use crate::error::{Error, ErrorKind};
@@ -58,19 +58,6 @@ fn spread_row(bench: &str, metric: &str, samples: Vec<f64>, unit: &str, params: 
     r.max = samples.iter().copied().reduce(f64::max);
     r.samples = samples;
     r
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n == 0 {
-        return f64::NAN;
-    }
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 fn event_addr(line: &str, ev: &str) -> Option<String> {

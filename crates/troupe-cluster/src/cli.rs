@@ -63,27 +63,19 @@ impl ClusterCommands {
                 Err(e) => format!("error {e}"),
             },
             ("find", Some(key)) => {
-                let g = c.gossip();
-                let owners: Vec<String> = g
-                    .owned
-                    .iter()
-                    .filter(|(o, own)| g.member(o).is_some_and(|m| m.status.is_live() && m.id.uid == own.uid))
-                    .filter(|(_, own)| own.services.get(key).is_some_and(|l| !l.is_empty()))
-                    .map(|(o, _)| o.clone())
-                    .collect();
-                let n = c.find(&ServiceKey::<Echo>::new(key)).len();
-                format!("found {key} {n} {}", owners.join(" "))
+                let key = ServiceKey::<Echo>::new(key);
+                let mut owners: Vec<String> = c.entries(&key).into_iter().map(|(o, _)| o).collect();
+                owners.dedup();
+                let n = c.find(&key).len();
+                format!("found {} {n} {}", key.name(), owners.join(" "))
             }
             ("register-name", Some(name)) => match c.register_name(name, &troupe::spawn(EchoActor)) {
                 Ok(()) => format!("registered-name {name}"),
                 Err(e) => format!("error {e}"),
             },
             ("whereis", Some(name)) => {
-                let holder = c.whereis_name::<Echo>(name).ok().flatten().map(|_| {
-                    let g = c.gossip();
-                    c.name_keeper(&g, name).unwrap_or_default()
-                });
-                format!("whereis {name} {}", holder.unwrap_or_else(|| "none".to_owned()))
+                let holder = c.whereis_name::<Echo>(name).ok().flatten().and(c.gossip().name_owner(name));
+                format!("whereis {name} {}", holder.map_or_else(|| "none".to_owned(), |(owner, _)| owner))
             }
             _ => return None,
         })

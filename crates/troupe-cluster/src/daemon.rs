@@ -101,7 +101,7 @@ impl Cluster {
             cfg: cfg.clone(),
             cmd: tx.clone(),
             events: broadcast::channel(4096).0,
-            gossip: RwLock::new(Arc::new(engine.gossip().clone())),
+            gossip: RwLock::new(engine.shared_gossip()),
             status: RwLock::new(engine.status()),
             me: RwLock::new(me),
             published: watch::channel(0).0,
@@ -264,7 +264,8 @@ async fn run(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut refs: HashMap<String, ActorRef<ClusterMsg>> = HashMap::new();
     let mut last_dns: Option<Instant> = None;
-    let mut published_gen: Option<Arc<Gossip>> = None;
+    // What was last published, and the engine's generation then (rule 2).
+    let mut published: Option<(u64, Arc<Gossip>)> = None;
     let now = || epoch.elapsed().as_millis() as u64;
     loop {
         let mut out = Vec::new();
@@ -291,16 +292,17 @@ async fn run(
             }
         }
         // Rule 2: publish, then report.
-        let g = engine.gossip();
         let stopped = engine.stopped().is_some();
-        if stopped || published_gen.as_ref().is_none_or(|p| **p != *g) {
-            let snapshot = Arc::new(g.clone());
-            let services_changed = published_gen.as_ref().is_none_or(|p| p.owned != g.owned || p.members != g.members);
+        let generation = engine.generation();
+        if stopped || published.as_ref().is_none_or(|(at, _)| *at != generation) {
+            let snapshot = engine.shared_gossip();
+            let services_changed =
+                published.as_ref().is_none_or(|(_, p)| p.owned != snapshot.owned || p.members != snapshot.members);
             *shared.gossip.write() = Arc::clone(&snapshot);
             *shared.status.write() = engine.status();
             *shared.me.write() = engine.me().clone();
             shared.status_changed.send_modify(|v| *v += 1);
-            published_gen = Some(snapshot);
+            published = Some((generation, snapshot));
             if services_changed {
                 shared.published.send_modify(|v| *v += 1);
             }
@@ -332,9 +334,7 @@ async fn run(
             let g = engine.gossip();
             refs.retain(|a, _| g.member(a).is_some_and(|m| m.status.is_live()));
         }
-        if engine.stopped().is_some() {
-            *shared.status.write() = engine.status();
-            shared.status_changed.send_modify(|v| *v += 1);
+        if stopped {
             break;
         }
     }

@@ -194,6 +194,26 @@ impl Gossip {
         out
     }
 
+    /// Published data of live members, current incarnation only (what still counts).
+    pub fn live_owned(&self) -> impl Iterator<Item = (&String, &Owned)> {
+        self.owned
+            .iter()
+            .filter(|(owner, o)| self.members.get(*owner).is_some_and(|m| m.status.is_live() && m.id.uid == o.uid))
+    }
+
+    /// The member that keeps a global name: among live members publishing it, the oldest
+    /// (smallest age key), then the earliest registration, then the smallest address.
+    #[must_use]
+    pub fn name_owner(&self, name: &str) -> Option<(String, Entry)> {
+        self.live_owned()
+            .filter_map(|(owner, o)| {
+                let e = o.names.get(name)?;
+                Some((self.members.get(owner)?.age_key(), e.seq, owner, e))
+            })
+            .min_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)))
+            .map(|(_, _, owner, e)| (owner.clone(), e.clone()))
+    }
+
     /// Rule 4.
     #[must_use]
     pub fn converged(&self) -> bool {

@@ -151,13 +151,12 @@ impl Cluster {
         !gone.is_empty()
     }
 
-    fn entries<M: RemoteMessage>(&self, key: &ServiceKey<M>) -> Vec<(String, Entry)> {
+    pub(crate) fn entries<M: RemoteMessage>(&self, key: &ServiceKey<M>) -> Vec<(String, Entry)> {
         let g = self.gossip();
         let tag = tag_hash(M::TAG);
         let mut out = Vec::new();
-        for (owner, o) in &g.owned {
-            let live = g.member(owner).is_some_and(|m| m.status.is_live() && m.id.uid == o.uid);
-            if let (true, Some(list)) = (live, o.services.get(&key.name)) {
+        for (owner, o) in g.live_owned() {
+            if let Some(list) = o.services.get(&key.name) {
                 out.extend(list.iter().filter(|e| e.tag == tag).map(|e| (owner.clone(), e.clone())));
             }
         }
@@ -209,25 +208,8 @@ impl Cluster {
         Ok(())
     }
 
-    /// The address of the member keeping `name` in this state (rule 3).
-    pub(crate) fn name_keeper(&self, g: &crate::gossip::Gossip, name: &str) -> Option<String> {
-        Self::holder_in(g, name).map(|(o, _)| o)
-    }
-
     fn name_holder(&self, name: &str) -> Option<(String, Entry)> {
-        Self::holder_in(&self.gossip(), name)
-    }
-
-    fn holder_in(g: &crate::gossip::Gossip, name: &str) -> Option<(String, Entry)> {
-        g.owned
-            .iter()
-            .filter_map(|(owner, o)| {
-                let m = g.member(owner)?;
-                let e = o.names.get(name)?;
-                (m.status.is_live() && m.id.uid == o.uid).then(|| (m.age_key(), e.seq, owner.clone(), e.clone()))
-            })
-            .min_by(|a, b| (a.0, a.1, &a.2).cmp(&(b.0, b.1, &b.2)))
-            .map(|(_, _, o, e)| (o, e))
+        self.gossip().name_owner(name)
     }
 
     /// The actor holding `name` in the cluster: `Ok(None)` when nobody does, a type mismatch

@@ -26,6 +26,10 @@ use super::Engine;
 pub(super) struct Stability {
     fingerprint: u64,
     since: u64,
+    /// The content generation the fingerprint was taken at (it depends on content only).
+    at_cgen: u64,
+    /// Whether some live member was unreachable then.
+    any_unreachable: bool,
 }
 
 /// Whether this node's side survives (rule 3).
@@ -71,22 +75,28 @@ impl Engine {
         if self.cfg.downing == Downing::Off {
             return;
         }
-        let unreachable = self.gossip.unreachable();
-        let mut fp = String::new();
-        for m in self.gossip.live() {
-            fp.push_str(&format!("{}/{}/{:?};", m.id.addr, m.id.uid, m.status));
+        if self.stable.at_cgen != self.cgen {
+            let unreachable = self.gossip.unreachable();
+            let mut fp = String::new();
+            for m in self.gossip.live() {
+                fp.push_str(&format!("{}/{}/{:?};", m.id.addr, m.id.uid, m.status));
+            }
+            for u in &unreachable {
+                fp.push_str(u);
+                fp.push('!');
+            }
+            let fingerprint = stable_hash(fp.as_bytes());
+            if fingerprint != self.stable.fingerprint {
+                self.stable.fingerprint = fingerprint;
+                self.stable.since = now;
+            }
+            self.stable.at_cgen = self.cgen;
+            self.stable.any_unreachable = !unreachable.is_empty();
         }
-        for u in &unreachable {
-            fp.push_str(u);
-            fp.push('!');
-        }
-        let fingerprint = stable_hash(fp.as_bytes());
-        if fingerprint != self.stable.fingerprint {
-            self.stable = Stability { fingerprint, since: now };
-        }
-        if unreachable.is_empty() || now.saturating_sub(self.stable.since) < self.cfg.stable_after_ms {
+        if !self.stable.any_unreachable || now.saturating_sub(self.stable.since) < self.cfg.stable_after_ms {
             return;
         }
+        let unreachable = self.gossip.unreachable();
         // Sides as sets of (age, address), so the oldest member comes first.
         let side = |want_unreachable: bool| -> BTreeSet<(u64, String)> {
             self.gossip

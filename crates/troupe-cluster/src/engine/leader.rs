@@ -46,21 +46,10 @@ impl Engine {
         self.changed();
     }
 
-    /// The member that keeps a global name: among live members publishing it, the oldest
-    /// (smallest age key), then the earliest registration.
+    /// The member that keeps a global name ([`crate::Gossip::name_owner`]).
     #[must_use]
     pub fn name_owner(&self, name: &str) -> Option<(String, crate::gossip::Entry)> {
-        self.gossip
-            .owned
-            .iter()
-            .filter_map(|(owner, o)| {
-                let m = self.gossip.member(owner)?;
-                let live = m.status.is_live() && m.id.uid == o.uid;
-                let e = o.names.get(name)?;
-                live.then(|| (m.age_key(), e.seq, owner.clone(), e.clone()))
-            })
-            .min_by(|a, b| (a.0, a.1, &a.2).cmp(&(b.0, b.1, &b.2)))
-            .map(|(_, _, owner, e)| (owner, e))
+        self.gossip.name_owner(name)
     }
 
     /// Drops this node's registrations of names another member keeps, and reports each.

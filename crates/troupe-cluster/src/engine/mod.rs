@@ -167,6 +167,19 @@ impl Engine {
         &self.gossip
     }
 
+    /// The current state as a shared snapshot (no copy: the engine copies on its next change
+    /// while the snapshot is held).
+    #[must_use]
+    pub fn shared_gossip(&self) -> Arc<Gossip> {
+        Arc::clone(&self.gossip)
+    }
+
+    /// Counts changes of the state (`seen` included): equal generations, equal states.
+    #[must_use]
+    pub fn generation(&self) -> u64 {
+        self.gen
+    }
+
     /// The counters.
     #[must_use]
     pub fn stats(&self) -> &EngineStats {

@@ -185,8 +185,13 @@ impl OverlaySim {
         if matches!(msg, NetMsg::Pt(PtMsg::Gossip { .. })) {
             self.traffic.gossip_messages += 1;
         }
+        self.enqueue(from, to, msg);
+    }
+
+    /// Puts `msg` on the link from `from` to `to`, one drawn latency later (rule 4: one link
+    /// is FIFO, as a TCP connection is).
+    fn enqueue(&mut self, from: usize, to: usize, msg: NetMsg) {
         let (lo, hi) = self.cfg.latency_ms;
-        // Rule 4: one link is FIFO, as a TCP connection is.
         let drawn = self.now + self.rng.gen_range(lo..=hi.max(lo));
         let last = self.fifo.entry((from, to)).or_insert(0);
         let at = drawn.max(*last);
@@ -197,7 +202,6 @@ impl OverlaySim {
     }
 
     fn run_outs(&mut self, i: usize, hv: Vec<HvOut>, pt: Vec<PtOut>) {
-        let mut pt = pt;
         for o in hv {
             match o {
                 HvOut::Send(to, m) => self.send(i, index(&to), NetMsg::Hv(m)),
@@ -213,7 +217,7 @@ impl OverlaySim {
                 }
             }
         }
-        for o in pt.drain(..) {
+        for o in pt {
             match o {
                 PtOut::Send(to, m) => self.send(i, index(&to), NetMsg::Pt(m)),
                 PtOut::Deliver(id, _) => {
@@ -229,11 +233,7 @@ impl OverlaySim {
         if self.nodes.get(to).is_none_or(Option::is_none) {
             // Rule 2: the sender learns the peer is gone.
             if !matches!(msg, NetMsg::Failed(_)) && self.nodes.get(from).is_some_and(Option::is_some) {
-                let (lo, hi) = self.cfg.latency_ms;
-                let at = self.now + self.rng.gen_range(lo..=hi.max(lo));
-                self.seq += 1;
-                self.flight.insert(self.seq, (from, to, NetMsg::Failed(to)));
-                self.queue.push(Reverse((at, self.seq)));
+                self.enqueue(to, from, NetMsg::Failed(to));
             }
             return;
         }
@@ -313,11 +313,7 @@ impl OverlaySim {
         for p in n.hv.active() {
             let j = index(p);
             if j < self.nodes.len() {
-                let (lo, hi) = self.cfg.latency_ms;
-                let at = self.now + self.rng.gen_range(lo..=hi.max(lo));
-                self.seq += 1;
-                self.flight.insert(self.seq, (j, i, NetMsg::Failed(i)));
-                self.queue.push(Reverse((at, self.seq)));
+                self.enqueue(i, j, NetMsg::Failed(i));
             }
         }
     }

@@ -151,7 +151,7 @@ impl Launcher {
 }
 
 /// The median of `v` (which must not be empty).
-pub(crate) fn median(mut v: Vec<f64>) -> f64 {
+pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len();
     if n % 2 == 1 {
