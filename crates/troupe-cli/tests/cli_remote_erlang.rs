@@ -66,7 +66,7 @@ fn announced(stderr: &str) -> (Vec<u32>, Vec<u32>) {
 
 fn build_peer() {
     let o = Command::new("bash").arg(root().join("peers/erlang/remote/build")).output().expect("build runs");
-    assert!(o.status.success(), "build: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "build: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
 }
 
 #[test]

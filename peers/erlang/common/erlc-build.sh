@@ -6,6 +6,9 @@
 # errors. Cached: a stamp file records the source list; when no source (or this
 # script) is newer than the stamp and the list is unchanged, it exits at once.
 # A missing toolchain exits 3 with the install command, per the peer contract.
+# Concurrent callers (parallel tests, a lab run beside them) are serialised by
+# an flock on <workload>/_build/.lock, and a build goes to a fresh directory
+# that replaces ebin only when complete, so no caller sees a half-built ebin.
 set -euo pipefail
 
 dir=$(cd "${1:?usage: erlc-build.sh <workload dir>}" && pwd)
@@ -18,6 +21,11 @@ fi
 
 out=$dir/_build/ebin
 stamp=$out/.stamp
+mkdir -p "$dir/_build"
+exec 9>"$dir/_build/.lock"
+if command -v flock >/dev/null 2>&1; then
+    flock -w 300 9 || { echo "erlc-build: waited 300 s for $dir/_build/.lock; is another build stuck?" >&2; exit 1; }
+fi
 mapfile -t srcs < <(ls "$dir"/src/*.erl "$common"/*.erl | grep -v '_tests\.erl$' | sort)
 list=$(printf '%s\n' "${srcs[@]}")
 
@@ -27,8 +35,10 @@ if [[ -f $stamp ]] && [[ "$(cat "$stamp")" == "$list" ]] &&
     exit 0
 fi
 
+fresh=$(mktemp -d "$dir/_build/ebin.XXXXXX")
+trap 'rm -rf "$fresh"' EXIT
+nice erlc -Wall +warnings_as_errors -o "$fresh" "${srcs[@]}"
+printf '%s\n' "$list" > "$fresh/.stamp"
 rm -rf "$out"
-mkdir -p "$out"
-nice erlc -Wall +warnings_as_errors -o "$out" "${srcs[@]}"
-printf '%s\n' "$list" > "$stamp"
+mv "$fresh" "$out"
 echo "$(basename "$dir"): built ${#srcs[@]} modules into ${out#"$PWD"/}" >&2
