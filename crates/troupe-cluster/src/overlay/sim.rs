@@ -404,16 +404,45 @@ pub struct ScaleResult {
     pub messages_total: u64,
     /// From the increments to every node holding every increment (None: not within the run).
     pub convergence_ms: Option<u64>,
+    /// Simulated time at which the overlay had formed and the counter started (0 for the
+    /// static overlays).
+    pub formed_ms: u64,
+    /// Simulated time at the end.
+    pub end_ms: u64,
 }
 
-/// Runs one `overlay-scale` measurement.
+/// Runs one `overlay-scale` measurement with the default simulator parameters.
 #[must_use]
 pub fn scale(overlay: OverlayKind, nodes: usize, seed: u64, period_ms: u64, duration_ms: u64) -> ScaleResult {
     let cfg = OverlaySimConfig { nodes, seed, ..OverlaySimConfig::default() };
+    scale_observed(overlay, cfg, period_ms, duration_ms, &mut |_, _| {})
+}
+
+/// [`scale`] with the simulator's parameters given, calling `each_second(s, traffic)` with the
+/// cumulative traffic at the end of every simulated second `s` (0-based from the simulation's
+/// start, the last possibly partial), so a caller can record traffic over time.
+pub fn scale_observed(
+    overlay: OverlayKind,
+    cfg: OverlaySimConfig,
+    period_ms: u64,
+    duration_ms: u64,
+    each_second: &mut dyn FnMut(u64, &Traffic),
+) -> ScaleResult {
+    let (nodes, seed) = (cfg.nodes, cfg.seed);
     let join_all = nodes as u64 * cfg.join_gap_ms + 2_000;
     let mut sim = OverlaySim::new(cfg);
+    let mut next_second = 1_000;
+    let mut observe = |sim: &OverlaySim| {
+        while sim.now() >= next_second {
+            each_second(next_second / 1_000 - 1, &sim.traffic);
+            next_second += 1_000;
+        }
+    };
     if overlay == OverlayKind::Hyparview {
-        sim.run_until(join_all, |_| false);
+        sim.run_until(join_all, |s| {
+            observe(s);
+            false
+        });
     } else {
         // Static overlays: nothing to form, no membership traffic.
         sim.started.iter_mut().for_each(|s| *s = true);
@@ -428,9 +457,13 @@ pub fn scale(overlay: OverlayKind, nodes: usize, seed: u64, period_ms: u64, dura
             sim.counter_round(overlay);
         }
         sim.step();
+        observe(&sim);
         if convergence.is_none() && sim.counter_converged() {
             convergence = Some(sim.now() - t0);
         }
+    }
+    if sim.now() + 1_000 > next_second {
+        each_second(next_second / 1_000 - 1, &sim.traffic);
     }
     ScaleResult {
         overlay,
@@ -439,5 +472,7 @@ pub fn scale(overlay: OverlayKind, nodes: usize, seed: u64, period_ms: u64, dura
         bytes_total: sim.traffic.bytes,
         messages_total: sim.traffic.messages,
         convergence_ms: convergence,
+        formed_ms: t0,
+        end_ms: sim.now(),
     }
 }

@@ -1,0 +1,89 @@
+//! `overlay-scale` (workloads.md §5 "Overlay scale", seed 004 §6.3) as a lab workload: a
+//! replicated counter (every node increments once; every node sends its full state to its
+//! neighbours every `period_ms`) on the full mesh, client-server and HyParView overlays, in the
+//! deterministic overlay simulator of `troupe_cluster::overlay::sim`; metrics: total bytes and
+//! messages transmitted and the time to convergence. Same config and seed, same numbers.
+//!
+//! It has no fault schedule (the simulator's crash tests live with the overlay in
+//! `troupe-cluster`) and no peer runtime: Distributed Erlang's shape is the `full_mesh`
+//! overlay of the same simulator, which is how seed 004 compares them.
+
+pub mod analysis;
+pub mod config;
+mod program;
+mod report;
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::config::{Config, Schema};
+use crate::error::{Error, Result};
+use crate::events::Event;
+use crate::manifest::Manifest;
+use crate::schedule::FaultAction;
+use crate::workload::{RunAnalysis, Workload};
+use analysis::OverlayStats;
+use config::OverlayScaleConfig;
+
+/// The `overlay-scale` workload (registered in [`crate::workloads::ALL`]).
+pub struct OverlayScale;
+
+impl Workload for OverlayScale {
+    fn name(&self) -> &'static str {
+        "overlay-scale"
+    }
+
+    fn about(&self) -> &'static str {
+        "overlay-scale (seed 004 §6.3): bytes, messages and convergence of a replicated counter on \
+         full mesh, client-server and HyParView, in the deterministic network simulator"
+    }
+
+    fn schema(&self) -> &'static Schema {
+        &config::SCHEMA
+    }
+
+    fn point_keys(&self) -> &'static [&'static str] {
+        &["overlay", "nodes"]
+    }
+
+    fn expected_duration(&self, cfg: &Config) -> Duration {
+        // The 1,024-node full mesh simulates in about 15 s here; allow for larger and slower.
+        let c = OverlayScaleConfig::from_config(cfg);
+        let work = (c.nodes as u64).pow(2) * c.simulated_ms() / 60_000 / 20_000;
+        Duration::from_secs(60 + work)
+    }
+
+    fn schedule(&self, _cfg: &Config) -> Vec<FaultAction> {
+        Vec::new()
+    }
+
+    fn roles(&self) -> &'static [&'static str] {
+        &["overlay-scale"]
+    }
+
+    fn exec(&self, _role: &str) -> Result<i32> {
+        program::exec()
+    }
+
+    fn analyse(&self, cfg: &Config, events: &[Event], _: &[FaultAction], _: Option<f64>) -> Box<dyn RunAnalysis> {
+        Box::new(OverlayStats::compute(cfg, events))
+    }
+
+    fn write_run_outputs(&self, dir: &Path, m: &Manifest, _cfg: &Config, a: &dyn RunAnalysis) -> Result<()> {
+        let st = a
+            .as_any()
+            .downcast_ref::<OverlayStats>()
+            .ok_or_else(|| Error::other("not the analysis of an overlay-scale run"))?;
+        report::write_run_outputs(dir, m, st)
+    }
+
+    fn write_sweep_report(&self, dir: &Path) -> Result<usize> {
+        let lines = report::write_grid_report(dir, "overlay-scale sweep")?;
+        // The header and the target line are not runs.
+        Ok(lines.len().saturating_sub(2))
+    }
+
+    fn write_compare_report(&self, dir: &Path) -> Result<Vec<String>> {
+        report::write_grid_report(dir, "overlay-scale side by side")
+    }
+}
