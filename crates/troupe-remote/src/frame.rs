@@ -36,6 +36,9 @@ pub mod kind {
     pub const REPLY: u8 = 17;
     /// The runtime's own traffic (monitors, links, heartbeats, acks, names).
     pub const CONTROL: u8 = 18;
+    /// A user message sent with a causal label: a causal stamp, then a DATA body
+    /// (`node/causal_wire.rs`).
+    pub const CAUSAL: u8 = 19;
 }
 
 /// Appends a frame with the given kind, its body written by `body`; patches the length.

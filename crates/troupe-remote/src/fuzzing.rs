@@ -40,6 +40,7 @@ fn parse_body(k: u8, body: &[u8]) {
         kind::DATA => drop(DataHeader::read(body)),
         kind::REPLY => drop(read_reply(body)),
         kind::CONTROL => drop(codec::decode::<Control>(body)),
+        kind::CAUSAL => drop(crate::node::causal_wire::read(body)),
         _ => {}
     }
 }

@@ -45,6 +45,7 @@
 
 pub mod bench;
 mod blob;
+pub mod causal;
 pub mod cli;
 pub mod codec;
 mod config;

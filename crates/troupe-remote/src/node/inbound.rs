@@ -27,6 +27,7 @@ use crate::codec;
 use crate::error::{Error, ErrorKind};
 use crate::frame::{kind, read_reply, DataHeader, Target};
 use crate::logging::Esc;
+use crate::node::causal_wire;
 use crate::node::peer::{Arrival, Peer, Reorder};
 use crate::node::refs::{self, target_key, RemoteActor, SendOptions, WatcherProxy};
 use crate::node::{NodeEvent, NodeInner};
@@ -50,6 +51,20 @@ pub(crate) fn dispatch(
 ) -> Result<(), Error> {
     match k {
         kind::DATA => data(node, peer, ctx, body),
+        kind::CAUSAL => {
+            let (label, stamp, rest) = causal_wire::read(body)?;
+            let held = causal_wire::Held { peer: peer.clone(), body: rest.to_vec() };
+            let r = node.causal.receive(&label, stamp, held, |h| {
+                // Parsed when it arrived, with no ack sequence (causal_wire rule 2).
+                if let Ok((dh, payload, replies)) = DataHeader::read(&h.body) {
+                    handle(node, &h.peer, dh, payload, replies);
+                }
+            });
+            if let Err(why) = r {
+                causal_wire::dropped(node, peer, why);
+            }
+            Ok(())
+        }
         kind::REPLY => {
             let (id, _tag, payload) = read_reply(body)?;
             let pending = node.pending.lock().remove(&id);

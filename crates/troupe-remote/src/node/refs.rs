@@ -45,6 +45,10 @@ pub struct SendOptions {
     pub sender: Option<ActorId>,
     /// At-least-once delivery with retransmission; the receiver drops duplicates.
     pub ack: bool,
+    /// Causal delivery under this label (Partisan's `causal_label`): every node delivers the
+    /// messages sent under one label in an order consistent with causality
+    /// (`crate::causal`). Does not combine with `ack`.
+    pub causal: Option<String>,
 }
 
 impl SendOptions {
@@ -70,6 +74,11 @@ impl SendOptions {
     /// Acknowledged.
     pub fn ack(mut self, on: bool) -> Self {
         self.ack = on;
+        self
+    }
+    /// Causally ordered under `label` (see [`crate::causal`]; not with [`SendOptions::ack`]).
+    pub fn causal(mut self, label: &str) -> Self {
+        self.causal = Some(label.to_owned());
         self
     }
 }
@@ -128,7 +137,24 @@ impl RemoteActor {
         let sender = opts.sender.map_or(0, |s| s.to_bits());
         let lane = self.peer.pick_lane(channel, opts.partition_key, sender, self.key());
         let peer = &self.peer;
-        peer.send_frame(lane, kind::DATA, opts.ack, |b, seq| encode_data(peer, &self.target, self.tag, seq, msg, b))
+        let Some(label) = &opts.causal else {
+            return peer.send_frame(lane, kind::DATA, opts.ack, |b, seq| {
+                encode_data(peer, &self.target, self.tag, seq, msg, b)
+            });
+        };
+        if opts.ack {
+            return Err(SendFail::Encode(crate::Error::malformed(
+                "causal and acknowledged delivery do not combine; send with one or the other",
+            )));
+        }
+        let node =
+            self.node.upgrade().ok_or_else(|| SendFail::Encode(crate::Error::malformed("the node has stopped")))?;
+        node.causal.send(label, &peer.addr, |stamp| {
+            peer.send_frame(lane, kind::CAUSAL, false, |b, seq| {
+                crate::node::causal_wire::write_prefix(label, stamp, b)?;
+                encode_data(peer, &self.target, self.tag, seq, msg, b)
+            })
+        })
     }
 }
 

@@ -1,0 +1,243 @@
+//! Causal delivery (Partisan's `{causal_label, Label}` send option, seed 004 §5): messages sent
+//! with the same causal label are delivered at every node in an order consistent with
+//! causality, however the network delays and reorders them. The ordering is the
+//! Schiper-Eggli-Sandoz scheme for point-to-point messages (vector clocks plus an order buffer
+//! of the latest clock sent to each destination), as a state machine without I/O:
+//! [`CausalOrder`] stamps what a node sends and holds back what it receives until it may be
+//! delivered. The node wires it to frames (`SendOptions::causal`); tests drive it directly.
+//!
+//! Rules (one [`CausalOrder`] per node and label; "clock" is a vector clock, absent = 0):
+//! 1. Sending to `d` increments this node's own entry of its clock; the message carries the
+//!    clock (`clock`) and a copy of the order buffer as it was *before* this send (`deps`: for
+//!    each destination, the latest clock a message this node knows of was sent to it with).
+//!    Then the order buffer's entry for `d` becomes the message's clock.
+//! 2. A received message is deliverable when its `deps` hold no entry for this node, or that
+//!    entry is <= this node's clock (every message it depends on that was sent to this node has
+//!    been delivered here).
+//! 3. Delivering merges: this node's clock becomes the entrywise max of itself and the
+//!    message's clock; every `deps` entry for another destination is merged (entrywise max)
+//!    into this node's order buffer.
+//! 4. A message that is not deliverable is held; after every delivery the held messages are
+//!    re-examined until none is deliverable, so one arrival may release a chain.
+//! 5. What is held is bounded (`max_held`): past it a new arrival is refused (the caller drops
+//!    and counts it); a message that depended on a refused one stays held, which is why the
+//!    caller reports held and refused counts.
+//! 6. Duplicates (a network that repeats a frame) are delivered once: messages from one sender
+//!    to this node are delivered in the sender's order (rule 2 implies it), so a message whose
+//!    sender entry is not above the last one delivered from that sender, or equals one already
+//!    held, is a copy, dropped and counted.
+//!
+//! ```
+//! use troupe_remote::causal::CausalOrder;
+//! let (mut a, mut b, mut c) = (CausalOrder::<&str>::new(1, 100), CausalOrder::new(2, 100), CausalOrder::new(3, 100));
+//! let m1 = a.stamp(3); // a -> c
+//! let m2 = a.stamp(2); // a -> b, after m1
+//! assert_eq!(b.receive(m2, "m2").unwrap(), vec!["m2"]);
+//! let m3 = b.stamp(3); // b -> c, caused by m2, so after m1
+//! assert!(c.receive(m3, "m3").unwrap().is_empty(), "m3 waits for m1");
+//! assert_eq!(c.receive(m1, "m1").unwrap(), vec!["m1", "m3"]);
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// A vector clock: node key -> count; an absent key is 0.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Clock(BTreeMap<u64, u64>);
+
+impl Clock {
+    /// The entry for `node`.
+    #[must_use]
+    pub fn get(&self, node: u64) -> u64 {
+        self.0.get(&node).copied().unwrap_or(0)
+    }
+
+    /// Whether every entry of `self` is <= the same entry of `other`.
+    #[must_use]
+    pub fn le(&self, other: &Clock) -> bool {
+        self.0.iter().all(|(k, v)| *v <= other.get(*k))
+    }
+
+    /// Entrywise max with `other`.
+    pub fn merge(&mut self, other: &Clock) {
+        for (k, v) in &other.0 {
+            let e = self.0.entry(*k).or_insert(0);
+            *e = (*e).max(*v);
+        }
+    }
+
+    /// Entries, for encoding and inspection.
+    pub fn entries(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.0.iter().map(|(k, v)| (*k, *v))
+    }
+}
+
+impl FromIterator<(u64, u64)> for Clock {
+    fn from_iter<I: IntoIterator<Item = (u64, u64)>>(it: I) -> Self {
+        Clock(it.into_iter().collect())
+    }
+}
+
+/// What a causally ordered message carries (rule 1).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stamp {
+    /// The sending node's key.
+    pub sender: u64,
+    /// The sender's clock after this send.
+    pub clock: Clock,
+    /// The sender's order buffer before this send: destination -> latest clock sent to it.
+    pub deps: BTreeMap<u64, Clock>,
+}
+
+/// A message [`CausalOrder::receive`] refused because `max_held` messages are held (rule 5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldFull {
+    /// How many were held.
+    pub held: usize,
+}
+
+/// Counters of one [`CausalOrder`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CausalStats {
+    /// Messages stamped (sent).
+    pub stamped: u64,
+    /// Messages delivered.
+    pub delivered: u64,
+    /// Messages that had to wait (held at least once).
+    pub waited: u64,
+    /// Messages refused because the hold was full.
+    pub refused: u64,
+    /// Copies of a message already delivered or held, dropped (rule 6).
+    pub duplicates: u64,
+}
+
+/// The causal ordering state of one node for one label (rules 1-5).
+#[derive(Debug)]
+pub struct CausalOrder<T> {
+    me: u64,
+    clock: Clock,
+    order: BTreeMap<u64, Clock>,
+    held: Vec<(Stamp, T)>,
+    /// Per sender, its clock entry of the last message delivered from it (rule 6).
+    last_from: BTreeMap<u64, u64>,
+    max_held: usize,
+    stats: CausalStats,
+}
+
+impl<T> CausalOrder<T> {
+    /// The state of node `me`, holding at most `max_held` undeliverable messages.
+    #[must_use]
+    pub fn new(me: u64, max_held: usize) -> Self {
+        Self {
+            me,
+            clock: Clock::default(),
+            order: BTreeMap::new(),
+            held: Vec::new(),
+            last_from: BTreeMap::new(),
+            max_held,
+            stats: CausalStats::default(),
+        }
+    }
+
+    /// Rule 1: stamps a message this node sends to `dest`.
+    pub fn stamp(&mut self, dest: u64) -> Stamp {
+        match self.stamp_with(dest, |s| Ok::<Stamp, ()>(s.clone())) {
+            Ok(s) => s,
+            Err(()) => unreachable!("the closure never fails"),
+        }
+    }
+
+    /// Rule 1 for a send that may fail: stamps a message to `dest` and hands the stamp to
+    /// `send`; the stamp counts (the clock and order buffer move) only when `send` succeeds,
+    /// so a message that never left cannot make later ones wait for it.
+    pub fn stamp_with<R, E>(&mut self, dest: u64, send: impl FnOnce(&Stamp) -> Result<R, E>) -> Result<R, E> {
+        let before = self.clock.get(self.me);
+        self.clock.0.insert(self.me, before + 1);
+        let stamp = Stamp { sender: self.me, clock: self.clock.clone(), deps: self.order.clone() };
+        match send(&stamp) {
+            Ok(r) => {
+                self.order.insert(dest, stamp.clock);
+                self.stats.stamped += 1;
+                Ok(r)
+            }
+            Err(e) => {
+                self.clock.0.insert(self.me, before);
+                Err(e)
+            }
+        }
+    }
+
+    fn deliverable(&self, s: &Stamp) -> bool {
+        s.deps.get(&self.me).is_none_or(|t| t.le(&self.clock))
+    }
+
+    /// Rule 6: whether `s` is a copy of a message delivered already.
+    fn delivered_already(&self, s: &Stamp) -> bool {
+        self.last_from.get(&s.sender).is_some_and(|last| s.clock.get(s.sender) <= *last)
+    }
+
+    fn deliver(&mut self, s: &Stamp) {
+        self.last_from.insert(s.sender, s.clock.get(s.sender));
+        self.clock.merge(&s.clock);
+        for (dest, t) in &s.deps {
+            if *dest != self.me {
+                self.order.entry(*dest).or_default().merge(t);
+            }
+        }
+        self.stats.delivered += 1;
+    }
+
+    /// Rules 2-5: takes a received message; returns the messages now deliverable, in delivery
+    /// order (it, then any held ones it released), or refuses it when the hold is full.
+    pub fn receive(&mut self, stamp: Stamp, item: T) -> Result<Vec<T>, HeldFull> {
+        let n = stamp.clock.get(stamp.sender);
+        let held_copy = self.held.iter().any(|(h, _)| h.sender == stamp.sender && h.clock.get(h.sender) == n);
+        if held_copy || self.delivered_already(&stamp) {
+            self.stats.duplicates += 1;
+            return Ok(Vec::new());
+        }
+        if !self.deliverable(&stamp) {
+            if self.held.len() >= self.max_held {
+                self.stats.refused += 1;
+                return Err(HeldFull { held: self.held.len() });
+            }
+            self.stats.waited += 1;
+            self.held.push((stamp, item));
+            return Ok(Vec::new());
+        }
+        self.deliver(&stamp);
+        let mut out = vec![item];
+        while let Some(i) = self.held.iter().position(|(s, _)| self.deliverable(s)) {
+            let (s, item) = self.held.remove(i);
+            self.deliver(&s);
+            out.push(item);
+        }
+        Ok(out)
+    }
+
+    /// Entries this state keeps: its clock's plus its order buffer's (the memory a label
+    /// costs grows with the nodes it has heard of).
+    #[must_use]
+    pub fn known_nodes(&self) -> usize {
+        self.clock.0.len() + self.order.values().map(|c| 1 + c.0.len()).sum::<usize>()
+    }
+
+    /// Messages held now.
+    #[must_use]
+    pub fn held(&self) -> usize {
+        self.held.len()
+    }
+
+    /// This node's clock.
+    #[must_use]
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    /// The counters.
+    #[must_use]
+    pub fn stats(&self) -> CausalStats {
+        self.stats
+    }
+}
