@@ -9,7 +9,9 @@
 #   4. the last line is run_finished with dropped_events 0 and errors 0; nothing else in between;
 #   5. every OS process the program announces on stderr ("... is OS process N") is gone (or a
 #      zombie) within 5 s after it exits; distributed mode must announce at least one;
-#   6. an unknown workload and an unknown mode each exit 2 with a stderr line naming the key.
+#   6. an unknown workload and an unknown mode each exit 2 with a stderr line naming the key;
+#   7. a far process killed mid-run (the one announced as "far ... is OS process N") makes the
+#      run fail promptly: exit 1, run_finished with errors >= 1 last, nothing left running.
 # Shared by the peers' smoke.sh scripts. Exits non-zero on the first failure.
 set -euo pipefail
 rt="${1:?usage: energy-smoke.sh RUNTIME}"
@@ -108,4 +110,37 @@ for bad in 'workload:"primes"' 'mode:"cluster"'; do
     grep -q "$key" "$err" || fail "unknown $key: stderr does not name the key: $(cat "$err")"
     [[ ! -s $ev ]] || fail "unknown $key: events were written"
 done
+# Rule 7: a lost far process fails the run (not a hang), and the run still cleans up.
+name=lost-far
+printf '%s\n' '{"workload":"ping_pong_lb","mode":"distributed","clients":2,"msgs":1000000000,"servers":2,"range":100,"reps":1,"seed":1,"sample_ms":100}' >"$tmp/$name.json"
+ev="$tmp/$name.events.jsonl" err="$tmp/$name.err"
+TROUPE_CONFIG="$tmp/$name.json" TROUPE_SCHEDULE=/dev/null TROUPE_EVENTS="$ev" TROUPE_RUN_ID=smoke-energy \
+    "$prog/run" </dev/null >/dev/null 2>"$err" &
+run_pid=$!
+far=""
+for i in $(seq 300); do   # up to 30 s for the far process to be announced
+    far=$(grep -Eo 'far .* is OS process [0-9]+$' "$err" | awk '{print $NF}' || true)
+    [[ -n $far ]] && break
+    kill -0 "$run_pid" 2>/dev/null || break
+    sleep 0.1
+done
+[[ -n $far ]] || { kill -KILL "$run_pid" 2>/dev/null || true; cat "$err" >&2; fail "$name: no far process announced"; }
+sleep 1   # let the work start
+kill -KILL "$far"
+for i in $(seq 300); do kill -0 "$run_pid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$run_pid" 2>/dev/null; then
+    kill -KILL "$run_pid" 2>/dev/null || true
+    fail "$name: the run did not end within 30 s of losing its far process"
+fi
+set +e
+wait "$run_pid"
+rc=$?
+set -e
+[[ $rc -eq 1 ]] || { cat "$err" >&2; fail "$name: exit $rc after the far process was killed, expected 1"; }
+grep -Eq '"ev":"run_finished","dropped_events":0,"errors":[1-9][0-9]*\}$' <<<"$(tail -1 "$ev")" ||
+    fail "$name: last line is not run_finished with errors >= 1: $(tail -1 "$ev")"
+for pid in $(grep -Eo 'is OS process [0-9]+$' "$err" | awk '{print $NF}'); do
+    gone "$pid" || fail "$name: OS process $pid outlived the failed run"
+done
+step "ok $name (exit 1, run_finished errors >= 1, nothing left running)"
 step "all energy contract checks passed"
