@@ -9,7 +9,8 @@
 #   4. the last line is run_finished with dropped_events 0 and errors 0; nothing else in between;
 #   5. every OS process the program announces on stderr ("... is OS process N") is gone (or a
 #      zombie) within 5 s after it exits; distributed mode must announce at least one;
-#   6. an unknown workload and an unknown mode each exit 2 with a stderr line naming the key;
+#   6. an unknown workload, an unknown mode, an out-of-range, missing or non-integer number each
+#      exit 2 with one stderr line naming the key, and write no events;
 #   7. a far process killed mid-run (the one announced as "far ... is OS process N") makes the
 #      run fail promptly: exit 1, run_finished with errors >= 1 last, nothing left running.
 # Shared by the peers' smoke.sh scripts. Exits non-zero on the first failure.
@@ -97,19 +98,28 @@ for mode in native distributed; do
     done
 done
 
-# Bad values are refused before anything starts: exit 2, the key named on stderr.
-for bad in 'workload:"primes"' 'mode:"cluster"'; do
-    key=${bad%%:*} val=${bad#*:}
-    cfg='{"workload":"prime","mode":"native","clients":1,"msgs":1,"servers":1,"range":10,"reps":1,"seed":1,"sample_ms":100}'
-    cfg=$(sed -E "s/\"$key\":\"[a-z_]+\"/\"$key\":$val/" <<<"$cfg")
+# Bad values are refused before anything starts: exit 2, the key named on stderr, no events.
+good='"clients":1,"msgs":1,"servers":1,"range":10,"reps":1,"seed":1,"sample_ms":100'
+bad_cases=(
+    'workload|{"workload":"primes","mode":"native",'"$good"'}'
+    'mode|{"workload":"prime","mode":"cluster",'"$good"'}'
+    'msgs|{"workload":"ping_pong","mode":"native","clients":1,"msgs":0,"servers":1,"range":10,"reps":1}'
+    'range|{"workload":"prime","mode":"native","clients":1,"msgs":1,"servers":1,"reps":1}'
+    'clients|{"workload":"ping_pong","mode":"native","clients":"2","msgs":1,"servers":1,"range":10,"reps":1}'
+)
+for c in "${bad_cases[@]}"; do
+    key=${c%%|*} cfg=${c#*|}
     set +e
     run_case "bad-$key" "$cfg"
     rc=$?
     set -e
-    [[ $rc -eq 2 ]] || { cat "$err" >&2; fail "unknown $key gave exit $rc, expected 2"; }
-    grep -q "$key" "$err" || fail "unknown $key: stderr does not name the key: $(cat "$err")"
-    [[ ! -s $ev ]] || fail "unknown $key: events were written"
+    [[ $rc -eq 2 ]] || { cat "$err" >&2; fail "bad $key gave exit $rc, expected 2"; }
+    grep -q "$key" "$err" || fail "bad $key: stderr does not name the key: $(cat "$err")"
+    [[ $(wc -l <"$err") -eq 1 ]] || fail "bad $key: expected one stderr line, got: $(cat "$err")"
+    [[ ! -s $ev ]] || fail "bad $key: events were written"
 done
+step "ok: bad workload, mode, msgs, range, clients refused with exit 2"
+
 # Rule 7: a lost far process fails the run (not a hang), and the run still cleans up.
 name=lost-far
 printf '%s\n' '{"workload":"ping_pong_lb","mode":"distributed","clients":2,"msgs":1000000000,"servers":2,"range":100,"reps":1,"seed":1,"sample_ms":100}' >"$tmp/$name.json"
