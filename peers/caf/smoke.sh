@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
 # smoke.sh: builds every CAF (C++) peer workload and runs a very short run of each
-# micro-benchmark, checking the contract's output shape (see peers/lib/micro-smoke.sh).
+# micro-benchmark, checking the contract's output shape (see peers/lib/micro-smoke.sh), then the
+# energy programs: the 4 workloads, native and distributed, against the energy peer contract
+# (see peers/lib/energy-smoke.sh).
 set -euo pipefail
-exec "$(dirname "${BASH_SOURCE[0]}")/../lib/micro-smoke.sh" caf
+lib="$(dirname "${BASH_SOURCE[0]}")/../lib"
+bash "$lib/micro-smoke.sh" caf
+bash "$lib/energy-smoke.sh" caf

@@ -7,7 +7,10 @@
 # restarts only when recovery is on, run_finished last), plus rejection of a
 # bad config; and a very short run of both Erlang distribution benchmarks
 # (remote/: two nodes on loopback, checking that no node or epmd outlives
-# them). Exits non-zero on the first failure. Takes well under 3 minutes.
+# them); and the energy programs (energy/: the 4 workloads, native and
+# distributed, checked against the energy peer contract by
+# peers/lib/energy-smoke.sh). Exits non-zero on the first failure. Takes well
+# under 3 minutes.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
@@ -147,4 +150,6 @@ rc=$?
 set -e
 [[ $rc -eq 2 ]] || fail "scp: bad config gave exit $rc, expected 2"
 grep -q 'supervisors' "$tmp/bad.err" || fail "scp: bad config error does not name the key"
+# --- energy: the 4 workloads x native/distributed, small sizes (shared checker) --
+bash "$here/../lib/energy-smoke.sh" erlang
 step "all Erlang smoke checks passed"
