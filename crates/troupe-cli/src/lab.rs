@@ -118,6 +118,15 @@ enum LabCommand {
         /// load over the run).
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+        /// Worker threads of every tokio-based runtime (troupe, ractor, kameo; actix is one
+        /// thread by design; peers keep their defaults). Recorded in each line's `threads`.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+        threads: Option<u32>,
+        /// Runs the local benchmarks (not memory) at each worker count, e.g. `1,2,4,8,16`, and
+        /// writes `scaling.csv`, `scaling.jsonl` and one plot per benchmark (value vs threads,
+        /// one line per runtime) into --out (default lab-runs/micro-scaling-<timestamp>).
+        #[arg(long, value_delimiter = ',', value_name = "N,N,...", conflicts_with = "threads")]
+        scaling: Option<Vec<u32>>,
     },
     /// Print the resolved config of a workload (defaults, --config, --set) as TOML.
     Config {
@@ -181,8 +190,8 @@ fn dispatch(args: LabArgs) -> anyhow::Result<i32> {
             crate::compare::cmd_compare(spec, out, Duration::from_secs(hang_after))
         }
         LabCommand::Report { dir } => cmd_report(&dir),
-        LabCommand::Micro { only, runtimes, json, reps, sets, out } => {
-            Ok(crate::micro::main(crate::micro::MicroArgs { only, runtimes, json, reps, sets, out }))
+        LabCommand::Micro { only, runtimes, json, reps, sets, out, threads, scaling } => {
+            Ok(crate::micro::main(crate::micro::MicroArgs { only, runtimes, json, reps, sets, out, threads, scaling }))
         }
         LabCommand::Config { workload, config, sets } => {
             let cfg = resolve(&workload, config.as_deref(), &sets)?;

@@ -21,6 +21,7 @@ mod cluster_micro;
 mod compare;
 mod lab;
 mod micro;
+mod micro_scaling;
 mod node;
 mod progress;
 mod remote_micro;

@@ -20,10 +20,14 @@ pub(crate) struct MicroArgs {
     pub(crate) reps: Option<u32>,
     pub(crate) sets: Vec<String>,
     pub(crate) out: Option<PathBuf>,
+    pub(crate) threads: Option<u32>,
+    pub(crate) scaling: Option<Vec<u32>>,
 }
 
 /// Runs `troupe lab micro` and returns its exit code.
 pub(crate) fn main(a: MicroArgs) -> i32 {
+    // A `memory` child gets this same command line, so it applies the same --threads.
+    troupe_micro::set_worker_threads(a.threads);
     if std::env::var_os(troupe_micro::CHILD_ENV).is_some() {
         // A `memory` child started with this same command line: it only measures and prints
         // its lines for the parent (no table, no record, no remote benchmarks).
@@ -48,6 +52,9 @@ pub(crate) fn main(a: MicroArgs) -> i32 {
     if let Err(msg) = check_names(a.only.as_deref(), &a.runtimes) {
         eprintln!("troupe lab micro: {msg}");
         return code::USAGE;
+    }
+    if let Some(counts) = &a.scaling {
+        return crate::micro_scaling::main(&a, counts, params);
     }
     if let Some(dir) = &a.out {
         if let Err(e) = std::fs::create_dir_all(dir) {
@@ -184,7 +191,7 @@ fn check_names(only: Option<&[String]>, runtimes: &[String]) -> Result<(), Strin
 }
 
 /// Writes `results.jsonl` and `run.json` into `dir`.
-fn record(
+pub(crate) fn record(
     dir: &std::path::Path,
     lines: &[String],
     runtimes: &[String],

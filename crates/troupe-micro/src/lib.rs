@@ -73,6 +73,7 @@ mod util;
 
 pub use bench::{merge_reps, Bench, Params, Record, Spread, SPREAD_FLAG_PCT};
 pub use memory::CHILD_ENV;
+pub use util::set_worker_threads;
 
 /// The versions of the Rust actor libraries measured in this process, and tokio's (from the
 /// workspace's Cargo.lock at build time).
@@ -96,6 +97,7 @@ pub const DEFAULT_RUNTIMES: [&str; 4] = IN_PROCESS_RUNTIMES;
 pub fn threads(runtime: &str) -> Option<(u32, &'static str)> {
     let cores = std::thread::available_parallelism().map_or(1, |n| u32::try_from(n.get()).unwrap_or(u32::MAX));
     let tokio = || match std::env::var("TOKIO_WORKER_THREADS").ok().and_then(|v| v.trim().parse::<u32>().ok()) {
+        _ if util::worker_threads().is_some() => (util::worker_threads().unwrap_or(1), "--threads"),
         Some(n) if n > 0 => (n, "TOKIO_WORKER_THREADS"),
         _ => (cores, "tokio default: one worker per core"),
     };
