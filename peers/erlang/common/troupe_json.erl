@@ -16,7 +16,7 @@
 %% atoms other than true/false/null.
 -module(troupe_json).
 
--export([encode/1, encode_fields/1, decode/1, get/2, get/3]).
+-export([encode/1, encode_fields/1, decode/1, get/2, get/3, read_file/1]).
 
 %%--------------------------------------------------------------------
 %% Encoding
@@ -207,3 +207,16 @@ number(B) ->
 
 digits(<<C, R/binary>>, Acc) when C >= $0, C =< $9 -> digits(R, <<Acc/binary, C>>);
 digits(R, Acc) -> {Acc, R}.
+
+%% Reads and decodes the JSON file at Path (a lab config): {ok, Value} or
+%% {error, Text} naming the file and what was wrong.
+read_file(Path) ->
+    case file:read_file(Path) of
+        {ok, Bin} ->
+            case decode(Bin) of
+                {ok, V} -> {ok, V};
+                {error, Why} -> {error, lists:flatten(io_lib:format("~ts: bad JSON: ~s", [Path, Why]))}
+            end;
+        {error, Why} ->
+            {error, lists:flatten(io_lib:format("cannot read config ~ts: ~p", [Path, Why]))}
+    end.

@@ -20,7 +20,7 @@
 %% Config has the atoms workload and mode and the integers clients, msgs,
 %% servers, range, reps.
 load(Path) ->
-    case read_json(Path) of
+    case troupe_json:read_file(Path) of
         {ok, {_} = Raw} ->
             try
                 {ok, check(Raw), Raw}
@@ -56,14 +56,3 @@ bad(K, undefined, Allowed) ->
 bad(K, V, Allowed) ->
     throw({bad, lists:flatten(io_lib:format("config key ~s = ~s: must be ~s",
                                             [K, troupe_json:encode(V), Allowed]))}).
-
-read_json(Path) ->
-    case file:read_file(Path) of
-        {ok, Bin} ->
-            case troupe_json:decode(Bin) of
-                {ok, V} -> {ok, V};
-                {error, Why} -> {error, lists:flatten(io_lib:format("~ts: bad JSON: ~s", [Path, Why]))}
-            end;
-        {error, Why} ->
-            {error, lists:flatten(io_lib:format("cannot read config ~ts: ~p", [Path, Why]))}
-    end.

@@ -18,7 +18,7 @@
 
 %% load_config(Path) -> {ok, Config :: map(), Raw :: json object} | {error, Msg}.
 load_config(Path) ->
-    case read_json(Path) of
+    case troupe_json:read_file(Path) of
         {ok, {_} = Raw} ->
             try
                 C = maps:from_list([{K, value(K, troupe_json:get(K, Raw, D))} || {K, D} <- ?DEFAULTS]),
@@ -48,17 +48,6 @@ int_at_least(K, V, Min) -> bad(K, V, "an integer >= " ++ integer_to_list(Min)).
 bad(K, V, Allowed) ->
     throw({bad, lists:flatten(io_lib:format("config key ~s = ~s: must be ~s",
                                             [K, troupe_json:encode(V), Allowed]))}).
-
-read_json(Path) ->
-    case file:read_file(Path) of
-        {ok, Bin} ->
-            case troupe_json:decode(Bin) of
-                {ok, V} -> {ok, V};
-                {error, Why} -> {error, lists:flatten(io_lib:format("~ts: bad JSON: ~s", [Path, Why]))}
-            end;
-        {error, Why} ->
-            {error, lists:flatten(io_lib:format("cannot read ~ts: ~p", [Path, Why]))}
-    end.
 
 %% load_schedule(Path | false, Supervisors, PairsPerSup) ->
 %%     {ok, [#{at_ms, id, kind, group, slot, restart}]} | {error, Msg}.
