@@ -13,12 +13,9 @@ import akka.actor.typed.javadsl.ActorContext;
 import akka.actor.typed.javadsl.Behaviors;
 import akka.actor.typed.javadsl.Receive;
 import akka.actor.typed.javadsl.TimerScheduler;
-import akka.remote.FailureDetector$;
 import akka.remote.PhiAccrualFailureDetector;
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
-import scala.concurrent.duration.FiniteDuration;
 import troupe.peers.akka.iot.Protocol.ToDevice;
 import troupe.peers.akka.iot.Protocol.ToGateway;
 import troupe.peers.akka.iot.Protocol.ToOwner;
@@ -153,12 +150,7 @@ final class Device extends AbstractBehavior<ToDevice> {
             fresh = false;
             hops = 0;
             timers.cancel("hello");
-            long hb = ds.cfg.heartbeatMs();
-            fd = new PhiAccrualFailureDetector(ds.cfg.phiThreshold(), 200,
-                    FiniteDuration.create(100, TimeUnit.MILLISECONDS),
-                    FiniteDuration.create(hb, TimeUnit.MILLISECONDS),
-                    FiniteDuration.create(hb, TimeUnit.MILLISECONDS),
-                    FailureDetector$.MODULE$.defaultClock());
+            fd = ds.cfg.newDetector();
             fd.heartbeat();
         } else if (!r.owner().equals(owner)) {
             send(r.owner(), new Protocol.Refused(spec.device()));

@@ -136,6 +136,7 @@ final class Gateway extends AbstractBehavior<ToGateway> {
         }
         ring = live.isEmpty() ? null : ConsistentHash.create(live.values(), VIRTUAL_NODES);
         ringSize = live.size();
+        st.liveServers = Math.max(1, ringSize);
         // Rule 6: devices the ring now gives to another server go back to the seeds.
         for (Map.Entry<Integer, Tracked> t : tracked.entrySet()) {
             if (ownerOf(t.getKey()) != st.server) {

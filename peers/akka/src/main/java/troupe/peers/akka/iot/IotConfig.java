@@ -4,7 +4,11 @@
 // run_started only.
 package troupe.peers.akka.iot;
 
+import akka.remote.FailureDetector$;
+import akka.remote.PhiAccrualFailureDetector;
 import com.fasterxml.jackson.databind.JsonNode;
+import java.util.concurrent.TimeUnit;
+import scala.concurrent.duration.FiniteDuration;
 
 record IotConfig(int servers, int deviceProcesses, int devices, int durationS, int warmupS,
                  int reportLen, long reportTimeoutMs, long heartbeatMs, double phiThreshold,
@@ -17,6 +21,20 @@ record IotConfig(int servers, int deviceProcesses, int devices, int durationS, i
     /** How many devices device process p holds (device k lives in process k % deviceProcesses). */
     int devicesIn(int p) {
         return devices / deviceProcesses + (p < devices % deviceProcesses ? 1 : 0);
+    }
+
+    /**
+     * A fresh heartbeat watcher: Akka's PhiAccrualFailureDetector with threshold phi_threshold and
+     * Akka Cluster's default proportions scaled to heartbeat_ms (the cluster's defaults are a 1 s
+     * interval, 3 s acceptable pause, 100 ms minimum deviation, 1000 samples; here the pause is
+     * 3 x heartbeat_ms, the minimum deviation heartbeat_ms / 5, the first estimate heartbeat_ms).
+     */
+    PhiAccrualFailureDetector newDetector() {
+        return new PhiAccrualFailureDetector(phiThreshold, 1000,
+                FiniteDuration.create(Math.max(1, heartbeatMs / 5), TimeUnit.MILLISECONDS),
+                FiniteDuration.create(3 * heartbeatMs, TimeUnit.MILLISECONDS),
+                FiniteDuration.create(heartbeatMs, TimeUnit.MILLISECONDS),
+                FailureDetector$.MODULE$.defaultClock());
     }
 
     long restartMs() {

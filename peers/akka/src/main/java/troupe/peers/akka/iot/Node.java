@@ -117,6 +117,9 @@ final class Node {
                 "akka.loglevel = WARNING"));
     }
 
+    // Settings: system properties (-Dakka..., e.g. from TROUPE_AKKA_JAVA_OPTS) win over this
+    // peer's few settings below, which win over Akka's defaults (reference.conf).
+
     /** A server: an Akka Cluster member on its fixed port, role server-s, every server a seed. */
     static Config serverConfig(int s, int[] ports) {
         StringBuilder seeds = new StringBuilder();
@@ -124,11 +127,11 @@ final class Node {
             seeds.append(seeds.length() > 0 ? ", " : "").append('"').append("akka://")
                     .append(SERVER_SYSTEM).append("@127.0.0.1:").append(port).append('"');
         }
-        return ConfigFactory.parseString(String.join("\n",
+        return ConfigFactory.systemProperties().withFallback(ConfigFactory.parseString(String.join("\n",
                         "akka.cluster.seed-nodes = [" + seeds + "]",
                         "akka.cluster.roles = [\"" + Protocol.serverName(s) + "\"]",
                         "akka.cluster.log-info = off",
-                        "akka.cluster.jmx.enabled = off"))
+                        "akka.cluster.jmx.enabled = off")))
                 .withFallback(base("cluster", "127.0.0.1", ports[s]))
                 .withFallback(ConfigFactory.load());
     }
@@ -137,9 +140,9 @@ final class Node {
     static Config remoteConfig() {
         // Not cluster members on purpose (the devices of workloads.md §3): Akka's warnings about
         // using the remote provider directly are known and turned off.
-        return ConfigFactory.parseString(String.join("\n",
+        return ConfigFactory.systemProperties().withFallback(ConfigFactory.parseString(String.join("\n",
                         "akka.remote.warn-about-direct-use = off",
-                        "akka.remote.warn-unsafe-watch-outside-cluster = off"))
+                        "akka.remote.warn-unsafe-watch-outside-cluster = off")))
                 .withFallback(base("remote", "127.0.0.1", 0))
                 .withFallback(ConfigFactory.load());
     }

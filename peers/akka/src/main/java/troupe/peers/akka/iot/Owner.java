@@ -1,9 +1,9 @@
 // Owns one device on its owning server: the per-device actor the gateway starts (protocol rules
 // 3-6 in Protocol.java). It asks the device for reports, sums them into the server's totals,
 // re-asks after report_timeout_ms, heartbeats the device and watches its acks with Akka's
-// PhiAccrualFailureDetector, and writes the device's status to Distributed Data: with WriteAll
-// on the first report of a restarted incarnation (then it emits `reconnected`, the MTTR), with
-// WriteLocal about once a second after that.
+// PhiAccrualFailureDetector, and writes the device's status to Distributed Data: to every live
+// server (WriteTo n) on the first report of a restarted incarnation (then it emits `reconnected`,
+// the MTTR), with WriteLocal (gossip spreads it) about once a second after that.
 package troupe.peers.akka.iot;
 
 import akka.actor.typed.ActorRef;
@@ -20,11 +20,8 @@ import akka.cluster.ddata.SelfUniqueAddress;
 import akka.cluster.ddata.typed.javadsl.DistributedData;
 import akka.cluster.ddata.typed.javadsl.Replicator;
 import akka.cluster.ddata.typed.javadsl.ReplicatorMessageAdapter;
-import akka.remote.FailureDetector$;
 import akka.remote.PhiAccrualFailureDetector;
 import java.time.Duration;
-import java.util.concurrent.TimeUnit;
-import scala.concurrent.duration.FiniteDuration;
 import troupe.peers.akka.common.EventWriter;
 import troupe.peers.akka.iot.Protocol.DeviceStatus;
 import troupe.peers.akka.iot.Protocol.ToOwner;
@@ -32,7 +29,7 @@ import troupe.peers.akka.iot.Protocol.ToOwner;
 final class Owner extends AbstractBehavior<ToOwner> {
     /** The replicated device statuses: "device-k" -> DeviceStatus. */
     static final Key<LWWMap<String, DeviceStatus>> STATUS_KEY = LWWMapKey.create("iot-device-status");
-    /** WriteAll attempts for a restarted incarnation's first status before it is given up. */
+    /** Replication attempts for a restarted incarnation's first status before it is given up. */
     static final int MAX_WRITE_ALL = 10;
 
     /** The gateway's order to leave: tell the device to go back to the seeds (or not), stop. */
@@ -76,11 +73,7 @@ final class Owner extends AbstractBehavior<ToOwner> {
                 DistributedData.get(ctx.getSystem()).replicator(), Duration.ofSeconds(10));
         this.self = DistributedData.get(ctx.getSystem()).selfUniqueAddress();
         long hb = st.cfg.heartbeatMs();
-        this.fd = new PhiAccrualFailureDetector(st.cfg.phiThreshold(), 200,
-                FiniteDuration.create(100, TimeUnit.MILLISECONDS),
-                FiniteDuration.create(hb, TimeUnit.MILLISECONDS),
-                FiniteDuration.create(hb, TimeUnit.MILLISECONDS),
-                FailureDetector$.MODULE$.defaultClock());
+        this.fd = st.cfg.newDetector();
         fd.heartbeat(); // start monitoring: a device that never acks is declared failed
         long n = st.cfg.reportLen();
         this.expectedSum = n * (n + 1) / 2;
@@ -161,9 +154,13 @@ final class Owner extends AbstractBehavior<ToOwner> {
 
     private void store(boolean all) {
         DeviceStatus status = new DeviceStatus(st.server, spec.incarnation(), lastReportUs);
-        Replicator.WriteConsistency wc = all
-                ? new Replicator.WriteAll(Duration.ofSeconds(3))
-                : Replicator.writeLocal();
+        // "Every server" = every live one: WriteTo(n) with n = the servers on this server's ring
+        // (Akka's WriteAll would also wait for a killed server that is unreachable but not yet
+        // removed from the cluster, i.e. until its restarted incarnation replaced it).
+        int n = st.liveServers;
+        Replicator.WriteConsistency wc = all && n > 1
+                ? new Replicator.WriteTo(n, Duration.ofSeconds(3))
+                : Replicator.writeLocal(); // one live server: this one is every server
         if (all) {
             writeAllTries++;
         }

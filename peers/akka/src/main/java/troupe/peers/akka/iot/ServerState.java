@@ -11,6 +11,8 @@ final class ServerState {
     final IotConfig cfg;
     final int server;
     final int[] ports;
+    /** Servers on this server's hash ring (Up and reachable), kept by the gateway. */
+    volatile int liveServers = 1;
     private final LongAdder reports = new LongAdder();
     private final ConcurrentHashMap<Integer, LongAdder[]> perDevice = new ConcurrentHashMap<>();
 
