@@ -80,3 +80,41 @@ for d in 3 8 11 0; do
 done
 [ "$(grep -c '"ev":"reconnected"' "$fev")" = 5 ] || fail "iot faults: expected 5 reconnected, got $(grep -c '"ev":"reconnected"' "$fev")"
 echo "akka iot smoke: faults ok (5 device kills, 1 skipped, 5 restarts, 5 reconnections)"
+
+# SIGTERM to the orchestrator once the window is open: it must exit and leave no child behind.
+tev="$WORK/term.events.jsonl"
+printf '%s\n' "${IOT_CFG/\"duration_s\":3/\"duration_s\":30}" >"$WORK/term.config.json"
+: >"$WORK/term.schedule.jsonl"
+TROUPE_CONFIG="$WORK/term.config.json" TROUPE_SCHEDULE="$WORK/term.schedule.jsonl" TROUPE_EVENTS="$tev" \
+    TROUPE_RUN_ID=smoke-term "$HERE/iot/run" 2>"$WORK/term.err" &
+orch=$!
+for _ in $(seq 1 1200); do # up to 120 s for the set-up
+    grep -q '"ev":"ready","what":"window"' "$tev" 2>/dev/null && break
+    sleep 0.1
+done
+grep -q '"ev":"ready","what":"window"' "$tev" || { kill -9 "$orch"; fail "iot SIGTERM test: never ready"; }
+kill -TERM "$orch"
+for _ in $(seq 1 300); do # up to 30 s to end
+    kill -0 "$orch" 2>/dev/null || break
+    sleep 0.1
+done
+if kill -0 "$orch" 2>/dev/null; then
+    kill -9 "$orch"
+    fail "iot SIGTERM test: the orchestrator did not exit within 30 s of SIGTERM"
+fi
+wait "$orch" || true
+pids=$(grep -o '"ev":"run_started",.*"pid":[0-9]*' "$tev" | grep -o '[0-9]*$')
+[ "$(echo "$pids" | wc -w)" = 4 ] || fail "iot SIGTERM test: expected 4 processes, got pids: $pids"
+alive=""
+for _ in $(seq 1 100); do # the children die with it; allow 10 s for them to be reaped
+    alive=""
+    for p in $pids; do kill -0 "$p" 2>/dev/null && alive="$alive $p"; done
+    [ -z "$alive" ] && break
+    sleep 0.1
+done
+if [ -n "$alive" ]; then
+    for p in $alive; do kill -9 "$p" 2>/dev/null || true; done
+    fail "iot SIGTERM test: processes$alive outlived the orchestrator"
+fi
+echo "akka iot smoke: SIGTERM ok (the orchestrator and its 3 children are gone)"
+echo "akka iot smoke: passed"
