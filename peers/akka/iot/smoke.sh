@@ -103,6 +103,8 @@ if kill -0 "$orch" 2>/dev/null; then
     fail "iot SIGTERM test: the orchestrator did not exit within 30 s of SIGTERM"
 fi
 wait "$orch" || true
+grep '"node":"orchestrator",' "$tev" | tail -1 | grep -q '"ev":"run_finished",.*"interrupted":true}' ||
+    fail "iot SIGTERM test: the orchestrator's last line is not run_finished (interrupted)"
 pids=$(grep -o '"ev":"run_started",.*"pid":[0-9]*' "$tev" | grep -o '[0-9]*$')
 [ "$(echo "$pids" | wc -w)" = 4 ] || fail "iot SIGTERM test: expected 4 processes, got pids: $pids"
 alive=""
@@ -116,5 +118,5 @@ if [ -n "$alive" ]; then
     for p in $alive; do kill -9 "$p" 2>/dev/null || true; done
     fail "iot SIGTERM test: processes$alive outlived the orchestrator"
 fi
-echo "akka iot smoke: SIGTERM ok (the orchestrator and its 3 children are gone)"
+echo "akka iot smoke: SIGTERM ok (run_finished interrupted; the orchestrator and its 3 children are gone)"
 echo "akka iot smoke: passed"

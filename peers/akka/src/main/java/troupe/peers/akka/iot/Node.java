@@ -20,6 +20,7 @@ import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import troupe.peers.akka.common.EventWriter;
 import troupe.peers.akka.common.Json;
@@ -44,6 +45,7 @@ final class Node {
     final CountDownLatch windowSet = new CountDownLatch(1);
     final CountDownLatch stop = new CountDownLatch(1);
     private volatile boolean stopping;
+    private final AtomicBoolean finished = new AtomicBoolean();
 
     Node(IotConfig cfg, JsonNode rawConfig, List<Schedule.Action> schedule, String eventsTarget,
          String runId, long scheduleErrors) {
@@ -66,6 +68,9 @@ final class Node {
 
     /** Writes run_finished; false if the writer failed. */
     boolean finish(String extra) throws InterruptedException {
+        if (!finished.compareAndSet(false, true)) {
+            return true; // already written (by the SIGTERM hook, or before it ran)
+        }
         long err = errors.get();
         long skip = skipped.get();
         boolean ok = events.finish("run_finished", d -> ",\"dropped_events\":" + d + ",\"errors\":" + err
@@ -74,6 +79,23 @@ final class Node {
             System.err.println("akka iot: the event writer failed; " + eventsTarget + " may be incomplete");
         }
         return ok;
+    }
+
+    /**
+     * On SIGTERM (the lab's Ctrl-C): runs {@code first} (the orchestrator kills its children),
+     * then writes run_finished with {@code extra} and "interrupted": true, unless it was written.
+     */
+    void onSignal(Runnable first, String extra) {
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            first.run();
+            if (!finished.get()) {
+                try {
+                    finish(extra + ",\"interrupted\":true");
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }, "iot-sigterm"));
     }
 
     /** Rule 1: tells the orchestrator this child is ready. */

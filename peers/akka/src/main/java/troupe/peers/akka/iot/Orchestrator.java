@@ -10,7 +10,8 @@
 //     run_finished's failed_nodes, the others are ended, the exit status is 1.
 //  3. End: STOP to the device processes, then to the servers, each phase bounded; whatever is
 //     left is killed and reaped. On SIGTERM a shutdown hook kills every child, so none outlives
-//     the orchestrator (children also halt when their stdin closes).
+//     the orchestrator (children also halt when their stdin closes), and writes run_finished
+//     with "interrupted": true.
 package troupe.peers.akka.iot;
 
 import java.io.BufferedReader;
@@ -178,11 +179,11 @@ final class Orchestrator {
             System.err.println("akka iot: schedule action ignored: " + bad);
         }
         Orchestrator o = new Orchestrator(node);
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+        node.onSignal(() -> {
             for (Child c : o.live.values()) {
                 c.process.destroyForcibly();
             }
-        }, "kill-children"));
+        }, ",\"failed_nodes\":[]");
         IotConfig cfg = node.cfg;
         String outcome = null;
         Collector collector = null;

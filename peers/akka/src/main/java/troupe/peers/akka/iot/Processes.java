@@ -29,6 +29,7 @@ final class Processes {
         String name = Protocol.serverName(s);
         node.start(name);
         node.listen(name);
+        node.onSignal(() -> { }, "");
         ServerState st = new ServerState(node, s, ports);
         ActorSystem<Void> system = ActorSystem.create(Behaviors.setup(ctx -> {
             ctx.spawn(Gateway.create(st), "gateway");
@@ -45,6 +46,7 @@ final class Processes {
         String name = "devices-" + p;
         node.start(name);
         node.listen(name);
+        node.onSignal(() -> { }, "");
         DeviceState ds = new DeviceState(node, p);
         ActorSystem<DeviceHost.Command> system = ActorSystem.create(Behaviors.setup(ctx -> {
             ActorRefResolver resolver = ActorRefResolver.get(ctx.getSystem());
