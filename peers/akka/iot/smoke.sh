@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Smoke test of the Akka IoT peer (the iot peer contract, peers/akka/README.md), called by
-# ../smoke.sh and runnable alone: two runs of 1 server + 2 device processes, 20 devices: a clean
-# 3 s window, then an 8 s window with hand-written device kills (restart_s = 1: one kill of a
-# device that is down, which must be skipped), checking the events each process appends; then a
-# run stopped by SIGTERM, after which none of its 4 processes may be left. Exits non-zero on the
-# first failure. About two minutes on a loaded 2-core machine.
+# ../smoke.sh and runnable alone: the protocol probe (Probe.java), then two runs of 1 server + 2
+# device processes, 20 devices: a clean 3 s window, then an 8 s window with hand-written device
+# kills (restart_s = 1: one kill of a device that is down, which must be skipped), checking the
+# events each process appends; then a run stopped by SIGTERM, after which none of its 4
+# processes may be left. Exits non-zero on the first failure. About two minutes on a loaded
+# 2-core machine.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 WORK="$(mktemp -d)"
@@ -14,6 +15,17 @@ fail() {
     exit 1
 }
 "$HERE/iot/build"
+
+# Protocol check: one real server and a hand-driven device in one JVM (iot/Probe.java): reports
+# summed and asked again, a wrong protocol version Rejected, a malformed report Disconnected,
+# both with reasons and counted (errors = 2 in the server's run_finished).
+if ! timeout 120 java -cp "$HERE/target/troupe-akka-peers.jar:$HERE/target/lib/*" troupe.peers.akka.iot.Probe \
+    "$WORK/probe.events.jsonl" >/dev/null 2>"$WORK/probe.err"; then
+    grep 'FAIL\|Exception' "$WORK/probe.err" >&2 || tail -20 "$WORK/probe.err" >&2
+    fail "iot protocol probe failed"
+fi
+grep -q '"ev":"run_finished","dropped_events":0,"errors":2,' "$WORK/probe.events.jsonl" || fail "iot probe: errors != 2"
+echo "akka iot smoke: protocol probe ok (summed, Rejected, Disconnected, 2 errors counted)"
 
 # --- iot ----------------------------------------------------------------------------------
 # Every key of the iot contract (peers/akka/README.md) with its default, except the sizes.

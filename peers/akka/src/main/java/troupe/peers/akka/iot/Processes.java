@@ -60,8 +60,12 @@ final class Processes {
         Thread injector = null;
         int exit = 0;
         try {
-            if (!ds.allHomed.await(SETUP_TIMEOUT_S, TimeUnit.SECONDS)) {
-                throw new TimeoutException(ds.allHomed.getCount() + " of " + n + " devices never got an owner");
+            long deadline = System.nanoTime() + SETUP_TIMEOUT_S * 1_000_000_000L;
+            while (!ds.allHomed.await(100, TimeUnit.MILLISECONDS)) {
+                if (node.stop.getCount() == 0 || System.nanoTime() > deadline) {
+                    throw new TimeoutException(ds.allHomed.getCount() + " of " + n
+                            + " devices never got an owner" + (node.stop.getCount() == 0 ? " (stopped)" : ""));
+                }
             }
             node.events.emit("ready", ",\"what\":\"devices\",\"count\":" + n);
             Node.sayReady();
