@@ -6,7 +6,7 @@
 # Then a short single-process chat run (3 chats x 3 clients, kills and a poison message) whose
 # events are checked the same way, then a distributed chat run (5 JVMs in one Akka Cluster) and a
 # distributed run whose client JVM is killed (it must fail, nothing may outlive it), then the IoT
-# runs of iot/smoke.sh. Exits non-zero on the first failure. About four minutes on a loaded
+# runs of iot/smoke.sh. Exits non-zero on the first failure. About five minutes on a loaded
 # 2-core machine.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
