@@ -1,8 +1,8 @@
 // Owns the IoT wire protocol between devices (not cluster members) and servers (an Akka
 // Cluster), and the collector's poll. Every message is a record marked IotWire (jackson-cbor).
 //
-// Rules (checked by peers/akka/iot/smoke.sh: rules 2-3 by Probe.java, the rest through the
-// events of its runs):
+// Rules (peers/akka/iot/smoke.sh checks 2-3 with Probe.java, one server, so no Redirect; 1, 3,
+// 4 and 7 through the events of its runs; 5-6 only as far as its server-kill run shows them):
 //  1. A device knows every server's gateway by actor path (akka://iot@127.0.0.1:PORT/user/gateway)
 //     and says Hello {device, incarnation, start_us, fresh, version} to one of them.
 //  2. A gateway whose hash ring (akka.routing.ConsistentHash over the Up, reachable servers)
@@ -10,10 +10,9 @@
 //     {reason}, counted in the server's errors; the owner starts a per-device Owner actor.
 //  3. The Owner asks ReportRequest {seq, summed (the reports it summed so far)}; the device
 //     answers Report {seq, values 1..=report_len}; the owner checks and sums it, adds it to the
-//     device's total and asks seq + 1 at once. A
-//     report not received within report_timeout_ms is asked again (a new seq; stale seqs are
-//     ignored). A malformed report (wrong length or sum) disconnects the device: Disconnected
-//     {reason}, counted in the server's errors.
+//     device's total and asks seq + 1 at once. A report not received within report_timeout_ms
+//     is asked again (a new seq; stale seqs are ignored). A malformed report (wrong length or
+//     sum) disconnects the device: Disconnected {reason}, counted in the server's errors.
 //  4. The Owner sends Heartbeat every heartbeat_ms; the device answers HeartbeatAck. Both run
 //     Akka's PhiAccrualFailureDetector (threshold phi_threshold): the device on heartbeats, the
 //     owner on acks. A device whose owner fails goes back to the seeds (fault_detected); an
