@@ -16,16 +16,16 @@ fail() {
 }
 "$HERE/iot/build"
 
-# Protocol check: one real server and a hand-driven device in one JVM (iot/Probe.java): reports
-# summed and asked again, a wrong protocol version Rejected, a malformed report Disconnected,
-# both with reasons and counted (errors = 2 in the server's run_finished).
+# Protocol check: two real servers and three hand-driven devices in one JVM (Probe.java): a
+# Redirect, a re-ask after report_timeout_ms, an owner stopping on Refused, reports summed, a
+# wrong protocol version Rejected, a malformed report Disconnected (errors = 2 in run_finished).
 if ! timeout 120 java -cp "$HERE/target/troupe-akka-peers.jar:$HERE/target/lib/*" troupe.peers.akka.iot.Probe \
     "$WORK/probe.events.jsonl" >/dev/null 2>"$WORK/probe.err"; then
     grep 'FAIL\|Exception' "$WORK/probe.err" >&2 || tail -20 "$WORK/probe.err" >&2
     fail "iot protocol probe failed"
 fi
 grep -q '"ev":"run_finished","dropped_events":0,"errors":2,' "$WORK/probe.events.jsonl" || fail "iot probe: errors != 2"
-echo "akka iot smoke: protocol probe ok (summed, Rejected, Disconnected, 2 errors counted)"
+echo "akka iot smoke: protocol probe ok (Redirect, re-ask, Refused, summed, Rejected, Disconnected, 2 errors)"
 
 # --- iot ----------------------------------------------------------------------------------
 # Every key of the iot contract (peers/akka/README.md) with its default, except the sizes.

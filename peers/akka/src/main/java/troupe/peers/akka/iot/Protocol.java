@@ -1,8 +1,9 @@
 // Owns the IoT wire protocol between devices (not cluster members) and servers (an Akka
 // Cluster), and the collector's poll. Every message is a record marked IotWire (jackson-cbor).
 //
-// Rules (peers/akka/iot/smoke.sh checks 2-3 with Probe.java, one server, so no Redirect; 1, 3,
-// 4 and 7 through the events of its runs; 5-6 only as far as its server-kill run shows them):
+// Rules (peers/akka/iot/smoke.sh checks 2, 3 and 5's owner side with Probe.java; 1, 3, 4 and 7
+// through the events of its runs; 5's device side and 6 only as far as its server-kill run shows
+// them):
 //  1. A device knows every server's gateway by actor path (akka://iot@127.0.0.1:PORT/user/gateway)
 //     and says Hello {device, incarnation, start_us, fresh, version} to one of them.
 //  2. A gateway whose hash ring (akka.routing.ConsistentHash over the Up, reachable servers)
