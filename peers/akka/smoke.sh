@@ -5,8 +5,9 @@
 # throughput seconds, the faults carried out, the restarts, the skipped kill, run_finished.
 # Then a short single-process chat run (3 chats x 3 clients, kills and a poison message) whose
 # events are checked the same way, then a distributed chat run (5 JVMs in one Akka Cluster) and a
-# distributed run whose client JVM is killed (it must fail, nothing may outlive it).
-# Exits non-zero on the first failure. About two and a half minutes on a loaded 2-core machine.
+# distributed run whose client JVM is killed (it must fail, nothing may outlive it), then the IoT
+# runs of iot/smoke.sh. Exits non-zero on the first failure. About five minutes on a loaded
+# 2-core machine.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 WORK="$(mktemp -d)"
@@ -235,4 +236,5 @@ for p in $(grep -o '"pid":[0-9]*' "$kev" | grep -o '[0-9]*$'); do
     fi
 done
 echo "akka smoke: a killed node JVM fails the distributed run (failed_nodes), nothing outlives it"
+"$HERE/iot/smoke.sh" # the IoT peer: a clean run and a run with device kills
 echo "akka smoke: passed"
