@@ -151,6 +151,11 @@ fn a_comparison_with_two_repetitions_prints_means_with_intervals() {
     let runs = csv_rows(&out.join("compare.csv"));
     assert_eq!(runs.len(), 4);
     assert!(runs.iter().any(|r| r["rep"] == "2"));
+    for r in &runs {
+        // Kill-to-restart latency per run: present exactly when the run restarted servers.
+        let restarted = r["restarts"] != "0";
+        assert_eq!(r["restart_p50_ms"] != "-", restarted, "{r:?}");
+    }
     let means = csv_rows(&out.join("compare-mean.csv"));
     assert_eq!(means.len(), 2);
     assert!(means.iter().all(|m| m["n_ok"] == "2" && !m["mean_ci95_half"].is_empty()), "{means:?}");

@@ -78,6 +78,8 @@ pub struct Row {
     pub restarts: u64,
     /// Faults skipped by the runtime.
     pub skipped_faults: u64,
+    /// Kill-to-restart latency, median and p99, ms (`restart_ms` of the run's summary).
+    pub restart_ms: Option<(f64, f64)>,
     /// Ids of the `fault_injected` events, when the events could be read.
     #[serde(skip)]
     pub fault_ids: Option<BTreeSet<String>>,
@@ -179,6 +181,7 @@ pub fn load_rows(dir: &Path) -> Result<Loaded> {
             planned_kills: 0,
             restarts: 0,
             skipped_faults: 0,
+            restart_ms: None,
             fault_ids: None,
             seconds: Vec::new(),
             same_schedule: None,
@@ -211,6 +214,7 @@ pub fn load_rows(dir: &Path) -> Result<Loaded> {
                 row.planned_kills = st.planned_kills;
                 row.restarts = st.restarts;
                 row.skipped_faults = st.skipped_faults;
+                row.restart_ms = st.restart_ms.as_ref().map(|r| (r.p50, r.p99));
                 row.seconds = st.seconds.iter().map(|s| (s.second, s.count)).collect();
                 row.fault_ids = fault_ids(&rdir);
                 if row.ok {
@@ -284,6 +288,8 @@ pub fn write_report(dir: &Path) -> Result<Vec<Row>> {
         "same_schedule",
         "runtime_version",
         "reason",
+        "restart_p50_ms",
+        "restart_p99_ms",
     ];
     let reps = l.file.reps > 1;
     let lines = l.rows.iter().map(|r| {
@@ -320,6 +326,8 @@ pub fn write_report(dir: &Path) -> Result<Vec<Row>> {
             r.same_schedule.map(|b| b.to_string()).unwrap_or_default(),
             r.version.clone(),
             reason.to_owned(),
+            opt(r.restart_ms.map(|x| x.0), 3),
+            opt(r.restart_ms.map(|x| x.1), 3),
         ];
         if reps {
             line.push(r.rep.to_string());

@@ -20,6 +20,8 @@ pub(super) struct Cell {
     pub(super) pct_baseline: Option<MeanCi>,
     /// Drop against that baseline.
     pub(super) drop_pct: Option<MeanCi>,
+    /// Kill-to-restart median of the runs, ms.
+    pub(super) restart_p50: Option<MeanCi>,
 }
 
 impl Cell {
@@ -48,6 +50,7 @@ pub(super) fn cell(rows: &[Row], point: &str, runtime: &str) -> Cell {
         pct_ceiling: of(|r| r.pct_ceiling),
         pct_baseline: of(|r| r.pct_baseline),
         drop_pct: of(|r| r.drop_pct),
+        restart_p50: of(|r| r.restart_ms.map(|x| x.0)),
     }
 }
 
@@ -92,6 +95,8 @@ pub(super) fn means_csv(l: &Loaded) -> Result<String> {
         "pct_of_baseline_ci95_half",
         "drop_pct",
         "baseline_below_fault_run",
+        "restart_p50_ms",
+        "restart_p50_ms_ci95_half",
     ];
     let lines = cells(l).into_iter().map(|(r, c)| {
         vec![
@@ -111,6 +116,8 @@ pub(super) fn means_csv(l: &Loaded) -> Result<String> {
             num(c.pct_baseline.and_then(|m| m.half_width), 3),
             num(c.drop_pct.map(|m| m.mean), 3),
             c.baseline_below(r).to_string(),
+            num(c.restart_p50.map(|m| m.mean), 3),
+            num(c.restart_p50.and_then(|m| m.half_width), 3),
         ]
     });
     crate::report::csv_text(&header, lines)

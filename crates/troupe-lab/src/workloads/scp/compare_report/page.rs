@@ -338,6 +338,7 @@ pub(super) fn render(dir: &Path, l: &Loaded, focus: Option<&str>) -> (String, Ve
                 format!("{} / {}", r.kills, r.planned_kills),
                 r.restarts.to_string(),
                 r.skipped_faults.to_string(),
+                r.restart_ms.map_or_else(|| "-".into(), |(p50, p99)| format!("{p50:.2} / {p99:.2}")),
                 status_cell(r),
             ]
         })
@@ -355,11 +356,14 @@ pub(super) fn render(dir: &Path, l: &Loaded, focus: Option<&str>) -> (String, Ve
             "kills / planned",
             "restarts",
             "skipped",
+            "kill to restart p50 / p99 ms",
             "status",
         ],
         &table,
     );
-    page.p("Drop = (own baseline mean - mean) / own baseline mean. Ceiling = pairs x 1000 / delay_ms.");
+    page.p("Drop = (own baseline mean - mean) / own baseline mean. Ceiling = pairs x 1000 / delay_ms. \
+         Kill to restart: from each kill's fault_injected stamp (sent just before the kill) to its \
+         server's restarted event; median and p99 of the run (docs/lab.md, Statistics).");
     page.h2("Runtimes: versions and settings");
     let rt_rows: Vec<Vec<String>> = rts
         .iter()
