@@ -2,7 +2,8 @@
 //! every point twice into `_rep-<k>` folders, write per-run CSVs with a `rep` column and the
 //! means with 95% confidence intervals and N (`sweep-mean.csv`, `compare-mean.csv`, the
 //! printed table, the report); a sweep with repetitions resumes; every fault run's
-//! `summary.json` carries its kill-to-restart latency when it had restarts.
+//! `summary.json` carries its kill-to-restart latency when it had restarts; a chat sweep with
+//! repetitions gets the same means.
 
 use std::path::Path;
 use std::process::Command;
@@ -164,4 +165,37 @@ fn a_comparison_with_two_repetitions_prints_means_with_intervals() {
     assert!((pct - 100.0).abs() < 1e-6, "the baseline is the mean of its own repetitions: {base:?}");
     let report = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(report.contains("x 2 repetitions") && report.contains("compare-mean.csv"), "report names the reps");
+}
+
+#[test]
+fn a_chat_sweep_with_two_repetitions_reports_means() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("chat");
+    let o = troupe()
+        .args(["lab", "sweep", "chat", "--reps", "2", "--out", out.to_str().unwrap()])
+        .args(["--set", "deployment=single", "--set", "chats_per_sup=2", "--set", "clients_per_server=2"])
+        .args(["--set", "test_duration_secs=2", "--set", "warmup_s=0", "--set", "fault_pause_ms=500,2000"])
+        .current_dir(tmp.path())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o.stdout), text(&o.stderr));
+    let runs = csv_rows(&out.join("sweep.csv"));
+    assert_eq!(runs.len(), 4);
+    assert!(runs.iter().all(|r| r["status"] == "ok"), "{runs:?}");
+    let mut reps: Vec<&str> = runs.iter().map(|r| r["rep"].as_str()).collect();
+    reps.sort_unstable();
+    assert_eq!(reps, ["1", "1", "2", "2"]);
+    let means = csv_rows(&out.join("sweep-mean.csv"));
+    assert_eq!(means.len(), 2, "one row per point: {means:?}");
+    for m in &means {
+        assert_eq!(m["n_ok"], "2", "{m:?}");
+        let of_runs: Vec<f64> =
+            runs.iter().filter(|r| r["point"] == m["point"]).map(|r| r["msg_per_s_mean"].parse().unwrap()).collect();
+        assert_eq!(of_runs.len(), 2, "{m:?}");
+        let mean: f64 = m["msg_per_s"].parse().unwrap();
+        assert!((mean - (of_runs[0] + of_runs[1]) / 2.0).abs() < 0.01, "{m:?} vs {of_runs:?}");
+        assert!(!m["msg_per_s_ci95_half"].is_empty(), "{m:?}");
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("Means over repetitions") && html.contains(" ± "), "the page shows the intervals");
 }
