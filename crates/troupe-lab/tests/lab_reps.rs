@@ -183,3 +183,41 @@ fn restart_latency_reaches_the_run_summary() {
     assert_eq!(summary["restart_ms"]["p50"], 1.0);
     assert_eq!(summary["restart_ms"]["p99"], 1.0);
 }
+
+#[test]
+fn with_repetitions_only_a_whole_interval_above_the_baseline_is_flagged() {
+    use troupe_lab::manifest::Status;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let mut s = spec(&["noisy"], 2);
+    s.sets = ["pairs=8", "supervisors=8", "duration_s=4", "warmup_s=0", "pattern=uniform", "failure_rate=10,20"]
+        .iter()
+        .map(|x| x.to_string())
+        .collect();
+    let plan = compare::plan(&s).unwrap();
+    std::fs::write(dir.join(compare::FILE), serde_json::to_string(&plan.file).unwrap()).unwrap();
+    // Baseline 30/s twice; at 10% 33/s twice (110% ± 0: flagged); at 20% 27 and 36/s (105%, but
+    // the interval reaches far below 100%: not flagged).
+    let per_second = |name: &str| match (name.contains("rate-10"), name.contains("rate-20"), name.ends_with("rep-1")) {
+        (true, _, _) => 33,
+        (_, true, true) => 27,
+        (_, true, false) => 36,
+        _ => 30,
+    };
+    for run in plan.runs() {
+        support::write_run(&dir.join(&run.name), &run.config, &[per_second(&run.name); 4], Status::Ok);
+    }
+    let lines = troupe_lab::workloads::scp::compare_report::table(dir).unwrap();
+    assert!(lines[0].contains("mean/s ± 95% CI"), "{lines:?}");
+    let line = |rate: &str| lines.iter().find(|l| l.contains(&format!(" {rate}  noisy"))).unwrap().clone();
+    assert!(line("10").contains("33.0 ± 0.0") && line("10").contains("110.0 ± 0.0"), "{lines:?}");
+    // 27 and 36: mean 31.5, s = 6.364, half = 12.706 * 6.364 / sqrt(2) = 57.2.
+    assert!(line("20").contains("31.5 ± 57.2") && line("20").contains("2/2"), "{lines:?}");
+    troupe_lab::workloads::scp::compare_report::write_report(dir).unwrap();
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("110.0 ± 0.0 (!)"), "the 10% point is flagged");
+    assert!(!html.contains("105.0 ± 190.6 (!)") && html.contains("105.0 ± 190.6"), "the 20% point is not");
+    let means = std::fs::read_to_string(dir.join("compare-mean.csv")).unwrap();
+    let flags: Vec<&str> = means.lines().skip(1).map(|l| l.split(',').nth(15).unwrap()).collect();
+    assert_eq!(flags, ["false", "true", "false"], "{means}");
+}

@@ -299,18 +299,18 @@ pub(super) fn render(dir: &Path, l: &Loaded, focus: Option<&str>) -> (String, Ve
             l.file.reps
         ));
     }
-    let below: Vec<String> = l
-        .rows
-        .iter()
-        .filter(|r| r.baseline_below())
-        .map(|r| format!("{} at {} ({:.1}%)", r.runtime, point_label(&r.cfg), r.pct_baseline.unwrap_or(f64::NAN)))
+    // Per (point, runtime): with repetitions only a whole interval above 100% is flagged.
+    let below: Vec<String> = super::means::cells(l)
+        .into_iter()
+        .filter(|(first, c)| c.baseline_below(first))
+        .map(|(first, c)| format!("{} at {} ({}%)", first.runtime, point_label(&first.cfg), show(c.pct_baseline, 1)))
         .collect();
     if !below.is_empty() {
         page.p(&format!(
-            "(!) Baseline below a fault run: {}. A run with faults scored above the same runtime's 0% \
-             baseline, so that baseline is no ceiling here: the difference is noise (a shared machine, \
-             one run per point) or the baseline run was slow; re-run the baseline or use more repetitions \
-             before reading these percentages.",
+            "(!) Baseline below a fault run: {}. A point with faults scored above the same runtime's 0% \
+             baseline (with repetitions: its whole 95% interval did), so that baseline is no ceiling here: \
+             the difference is noise (a shared machine, few runs) or the baseline runs were slow; re-run the \
+             baseline or use more repetitions before reading these percentages.",
             below.join("; ")
         ));
     }
