@@ -36,11 +36,12 @@ pub(crate) fn cmd_compare(
     ctrl_c(&stop);
     let pending = plan.pending(&out);
     eprintln!(
-        "troupe lab: comparing {} on {} points x {} runtimes ({} runs, {} to do) into {}",
+        "troupe lab: comparing {} on {} points x {} runtimes{} ({} runs, {} to do) into {}",
         spec.workload,
         plan.points.len(),
         spec.runtimes.len(),
-        plan.points.len() * spec.runtimes.len(),
+        if spec.reps > 1 { format!(" x {} repetitions", spec.reps) } else { String::new() },
+        plan.runs().len(),
         pending.len(),
         out.display()
     );

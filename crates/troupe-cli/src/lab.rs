@@ -65,6 +65,10 @@ enum LabCommand {
         /// Runtimes, comma separated.
         #[arg(long, default_value = "troupe", value_delimiter = ',')]
         runtimes: Vec<String>,
+        /// Run every point this many times (same config and seed; sweep `seed` to vary it);
+        /// the report shows each point's mean with a 95% confidence interval and N.
+        #[arg(long, default_value_t = 1, value_name = "N")]
+        reps: u32,
     },
     /// Runtimes side by side: every grid point run on each runtime with the same config, seed
     /// and schedule, one report normalised to each runtime's own 0% baseline. Resumable.
@@ -89,6 +93,10 @@ enum LabCommand {
         /// Seconds past warm-up + window after which a run counts as hung.
         #[arg(long, default_value_t = 60)]
         hang_after: u64,
+        /// Run every point this many times on every runtime (same schedule; the runtimes take
+        /// turns going first); the report shows means with 95% confidence intervals and N.
+        #[arg(long, default_value_t = 1, value_name = "N")]
+        reps: u32,
     },
     /// Rebuild the report of a run, sweep or comparison folder from its recorded events.
     Report {
@@ -178,15 +186,15 @@ fn dispatch(args: LabArgs) -> anyhow::Result<i32> {
         LabCommand::Run { workload, config, sets, out, runtime } => {
             cmd_run(&workload, config.as_deref(), &sets, out, &runtime)
         }
-        LabCommand::Sweep { workload, config, sets, out, runtimes } => {
-            cmd_sweep(&workload, config.as_deref(), sets, out, runtimes)
+        LabCommand::Sweep { workload, config, sets, out, runtimes, reps } => {
+            cmd_sweep(&workload, config.as_deref(), sets, out, runtimes, reps)
         }
-        LabCommand::Compare { workload, runtimes, config, sets, out, focus, hang_after } => {
+        LabCommand::Compare { workload, runtimes, config, sets, out, focus, hang_after, reps } => {
             let config_file = match config {
                 Some(f) => Some((f.display().to_string(), std::fs::read_to_string(&f).map_err(|e| Error::io(&f, e))?)),
                 None => None,
             };
-            let spec = compare::CompareSpec { workload, config_file, sets, runtimes, focus };
+            let spec = compare::CompareSpec { workload, config_file, sets, runtimes, focus, reps };
             crate::compare::cmd_compare(spec, out, Duration::from_secs(hang_after))
         }
         LabCommand::Report { dir } => cmd_report(&dir),
@@ -334,12 +342,13 @@ fn cmd_sweep(
     sets: Vec<String>,
     out: Option<PathBuf>,
     runtimes: Vec<String>,
+    reps: u32,
 ) -> anyhow::Result<i32> {
     let config_file = match file {
         Some(f) => Some((f.display().to_string(), std::fs::read_to_string(f).map_err(|e| Error::io(f, e))?)),
         None => None,
     };
-    let spec = sweep::SweepSpec { workload: workload.into(), config_file, sets, runtimes: runtimes.clone() };
+    let spec = sweep::SweepSpec { workload: workload.into(), config_file, sets, runtimes: runtimes.clone(), reps };
     let grid = sweep::expand(&spec)?;
     let project_root = match root::project_root() {
         Ok(r) => Some(r),

@@ -15,6 +15,7 @@ fn spec(sets: &[&str], runtimes: &[&str]) -> CompareSpec {
         sets: sets.iter().map(|s| s.to_string()).collect(),
         runtimes: runtimes.iter().map(|s| s.to_string()).collect(),
         focus: None,
+        reps: 1,
     }
 }
 

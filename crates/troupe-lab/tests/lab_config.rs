@@ -116,3 +116,18 @@ fn resolved_config_round_trips_through_json() {
         "{keys:?}"
     );
 }
+
+#[test]
+fn an_unknown_toml_key_is_refused_with_the_closest_key() {
+    let mut b = ConfigBuilder::new("scp").unwrap();
+    b.apply_toml("pairs = 64\nsupervisor = 4\nfailure_rte = 5\n[pattern_opts]\nx = 1\n", "lab.toml");
+    let list = issues(&b);
+    let typo = list.iter().find(|i| i.key == "supervisor").unwrap();
+    assert!(typo.problem.contains("unknown key (did you mean `supervisors`?)"), "{}", typo.problem);
+    let typo = list.iter().find(|i| i.key == "failure_rte").unwrap();
+    assert!(typo.problem.contains("(did you mean `failure_rate`?)"), "{}", typo.problem);
+    assert_eq!(typo.value, "5");
+    let table = list.iter().find(|i| i.key == "pattern_opts").unwrap();
+    assert!(table.problem.contains("unknown key") && table.problem.contains("known keys:"), "{}", table.problem);
+    assert!(!list.iter().any(|i| i.key == "pairs"), "a good key is no problem: {list:#?}");
+}

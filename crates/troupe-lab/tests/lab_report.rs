@@ -74,6 +74,7 @@ fn sweep_report_computes_drops_against_the_ratio_baseline() {
             "pattern=burst,uniform".into(),
         ],
         runtimes: vec!["troupe".into()],
+        reps: 1,
     };
     let grid = sweep::expand(&spec).unwrap();
     // 2 ratios x (1 shared baseline + 2 patterns at 20%) = 6 runs.

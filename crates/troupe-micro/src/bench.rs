@@ -299,17 +299,11 @@ pub fn messages(p: &Params) -> Option<f64> {
     }
 }
 
-/// The median of the samples (mean of the two middle ones for an even count).
+/// The median of the samples (mean of the two middle ones for an even count; NaN when
+/// empty): [`troupe::stats::median`], the one quantile module of the project.
 #[must_use]
 pub fn median(samples: &[f64]) -> f64 {
-    let mut s = samples.to_vec();
-    s.sort_by(|a, b| a.total_cmp(b));
-    let n = s.len();
-    match n {
-        0 => f64::NAN,
-        _ if n % 2 == 1 => s[n / 2],
-        _ => (s[n / 2 - 1] + s[n / 2]) / 2.0,
-    }
+    troupe::stats::median(samples)
 }
 
 /// Turns the measured iteration times into the contract's result lines: `time_ms` and, for

@@ -52,6 +52,7 @@ mod registry;
 pub mod remote_api;
 mod reports;
 mod spawn;
+pub mod stats;
 pub mod supervisor;
 mod sweeper;
 mod system;

@@ -25,6 +25,14 @@
 //! 6. `compare.json` records the grid; running again into the same folder skips every run whose
 //!    manifest says `ok`, redoes the others, and refuses a different grid. `--focus` (the point
 //!    whose throughput over time is plotted) may change between invocations.
+//! 7. `--reps N` runs every point N times on every runtime, each time on the point's one
+//!    schedule (same config, same seed: a repetition measures run-to-run noise; sweep `seed` to
+//!    vary it). Repetitions alternate the runtimes: for each point, repetition k runs every
+//!    runtime, starting with runtime k (round robin), before repetition k + 1, so no runtime is
+//!    always first after a build or always last on a warm machine. With N > 1 a run folder is
+//!    `<rt>/<point>_rep-<k>/` and `compare.json` records `reps`; with N = 1 nothing changes.
+//!    The reports show each point's mean over its repetitions with a 95% confidence interval
+//!    ([`crate::stats::MeanCi`]) and N.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -72,6 +80,8 @@ pub struct CompareSpec {
     pub runtimes: Vec<String>,
     /// The point whose throughput over time the report plots (default: chosen by the report).
     pub focus: Option<String>,
+    /// Repetitions of every point on every runtime (rule 7); 1 for a single run.
+    pub reps: u32,
 }
 
 /// `compare.json`.
@@ -94,9 +104,46 @@ pub struct CompareFile {
     /// The point plotted over time.
     #[serde(default)]
     pub focus: Option<String>,
+    /// Repetitions (rule 7); absent (1) in folders made without repetitions.
+    #[serde(default = "sweep::one", skip_serializing_if = "sweep::is_one")]
+    pub reps: u32,
+}
+
+/// One run folder of a comparison: which runtime, point and repetition, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunFolder {
+    /// Runtime.
+    pub runtime: String,
+    /// Point name.
+    pub point: String,
+    /// Repetition, 1-based.
+    pub rep: u32,
+    /// The folder, relative to the comparison's: `<rt>/<point>` or `<rt>/<point>_rep-<k>`.
+    pub rel: String,
 }
 
 impl CompareFile {
+    /// Every run folder in run order (rule 7): per point, per repetition, the runtimes in
+    /// round robin starting with the repetition's own.
+    pub fn run_folders(&self) -> Vec<RunFolder> {
+        let mut out = Vec::new();
+        let n = self.runtimes.len();
+        for p in &self.points {
+            for rep in 1..=self.reps.max(1) {
+                for i in 0..n {
+                    let rt = &self.runtimes[(i + rep as usize - 1) % n];
+                    out.push(RunFolder {
+                        runtime: rt.clone(),
+                        point: p.clone(),
+                        rep,
+                        rel: format!("{rt}/{}", sweep::rep_name(p, rep, self.reps)),
+                    });
+                }
+            }
+        }
+        out
+    }
+
     fn same_grid(&self, other: &CompareFile) -> bool {
         CompareFile { focus: None, ..self.clone() } == CompareFile { focus: None, ..other.clone() }
     }
@@ -121,15 +168,17 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Every (runtime, point) run as a sweep point named `<rt>/<point>`, in run order.
+    /// Every (runtime, point, repetition) run as a sweep point named by its folder
+    /// (`<rt>/<point>`, or `<rt>/<point>_rep-<k>`), in run order (rule 7).
     pub fn runs(&self) -> Vec<Point> {
-        let mut out = Vec::new();
-        for p in &self.points {
-            for rt in &self.file.runtimes {
-                out.push(Point { name: format!("{rt}/{}", p.name), runtime: rt.clone(), config: p.config.clone() });
-            }
-        }
-        out
+        self.file
+            .run_folders()
+            .into_iter()
+            .filter_map(|f| {
+                let p = self.points.iter().find(|p| p.name == f.point)?;
+                Some(Point { name: f.rel, runtime: f.runtime, config: p.config.clone(), rep: f.rep })
+            })
+            .collect()
     }
 
     /// The runs not yet complete in `dir`.
@@ -186,6 +235,7 @@ pub fn check_runtimes(runtimes: &[String], workload: &str, root: Option<&Path>) 
 
 /// Expands and validates the comparison (rule 1).
 pub fn plan(spec: &CompareSpec) -> Result<Plan> {
+    sweep::check_reps(spec.reps)?;
     let workload = workloads::get(&spec.workload)?;
     let cg = sweep::expand_configs(&spec.workload, spec.config_file.as_ref(), &spec.sets)?;
     let mut keys: Vec<&str> = cg.axes.iter().map(|(k, _)| k.as_str()).collect();
@@ -231,6 +281,7 @@ pub fn plan(spec: &CompareSpec) -> Result<Plan> {
         points: points.iter().map(|p| p.name.clone()).collect(),
         configs: points.iter().map(|p| p.config.to_json()).collect(),
         focus: spec.focus.clone(),
+        reps: spec.reps,
     };
     Ok(Plan { file, points })
 }
@@ -378,63 +429,58 @@ pub fn run(
     let done = runs.iter().filter(|p| sweep::is_complete(&dir.join(&p.name))).count();
     obs.planned(runs.len(), done);
     let mut summary = CompareSummary { skipped: done, ..CompareSummary::default() };
-    'points: for (p, sched) in plan.points.iter().zip(&schedules) {
-        for info in &infos {
-            if stop.is_set() {
-                summary.interrupted = true;
-                break 'points;
+    'points: for f in plan.file.run_folders() {
+        let Some(idx) = plan.points.iter().position(|p| p.name == f.point) else { continue };
+        let (p, sched) = (&plan.points[idx], &schedules[idx]);
+        let Some(info) = infos.iter().find(|i| i.name == f.runtime) else { continue };
+        if stop.is_set() {
+            summary.interrupted = true;
+            break 'points;
+        }
+        let point = Point { name: f.rel.clone(), runtime: f.runtime.clone(), config: p.config.clone(), rep: f.rep };
+        let rdir = dir.join(&point.name);
+        if sweep::is_complete(&rdir) {
+            continue;
+        }
+        if rdir.exists() {
+            std::fs::remove_dir_all(&rdir).map_err(|e| Error::io(&rdir, e))?;
+        }
+        obs.started(&point);
+        let mut req = RunRequest::new(p.config.clone(), &info.name, rdir.clone(), ctx.troupe.clone());
+        req.project_root = ctx.project_root.clone();
+        req.command = ctx.command.clone();
+        req.run_id = Some(point.name.replace('/', "-"));
+        req.schedule_file = Some(sched.clone());
+        req.peer = info.prepared.clone();
+        req.deadline_slack = ctx.deadline_slack;
+        let outcome = match (&info.prepared, &info.build_error) {
+            (None, Some(reason)) => {
+                let log = std::fs::read_to_string(dir.join("builds").join(&info.name).join("build-stderr.txt"))
+                    .unwrap_or_default();
+                run::record_failed(&req, &format!("build failed: {reason}"), &log)?;
+                RunOutcome { dir: rdir.clone(), manifest: Manifest::read(&rdir)?, stats: None }
             }
-            let point = Point {
-                name: format!("{}/{}", info.name, p.name),
-                runtime: info.name.clone(),
-                config: p.config.clone(),
-            };
-            let rdir = dir.join(&point.name);
-            if sweep::is_complete(&rdir) {
-                continue;
-            }
-            if rdir.exists() {
-                std::fs::remove_dir_all(&rdir).map_err(|e| Error::io(&rdir, e))?;
-            }
-            obs.started(&point);
-            let mut req = RunRequest::new(p.config.clone(), &info.name, rdir.clone(), ctx.troupe.clone());
-            req.project_root = ctx.project_root.clone();
-            req.command = ctx.command.clone();
-            req.run_id = Some(format!("{}-{}", info.name, p.name));
-            req.schedule_file = Some(sched.clone());
-            req.peer = info.prepared.clone();
-            req.deadline_slack = ctx.deadline_slack;
-            let outcome = match (&info.prepared, &info.build_error) {
-                (None, Some(reason)) => {
-                    let log = std::fs::read_to_string(dir.join("builds").join(&info.name).join("build-stderr.txt"))
-                        .unwrap_or_default();
-                    run::record_failed(&req, &format!("build failed: {reason}"), &log)?;
-                    RunOutcome { dir: rdir.clone(), manifest: Manifest::read(&rdir)?, stats: None }
-                }
-                _ => match run::run(&req, stop) {
-                    Ok(o) => o,
-                    // A run that could not start is a failed run of this runtime when it left a
-                    // manifest saying so (rule 5); anything else (an unusable folder) stops.
-                    Err(e) => match Manifest::read(&rdir) {
-                        Ok(m) if m.status == Status::Failed => {
-                            RunOutcome { dir: rdir.clone(), manifest: m, stats: None }
-                        }
-                        _ => {
-                            let _ = write_report(dir);
-                            return Err(e);
-                        }
-                    },
+            _ => match run::run(&req, stop) {
+                Ok(o) => o,
+                // A run that could not start is a failed run of this runtime when it left a
+                // manifest saying so (rule 5); anything else (an unusable folder) stops.
+                Err(e) => match Manifest::read(&rdir) {
+                    Ok(m) if m.status == Status::Failed => RunOutcome { dir: rdir.clone(), manifest: m, stats: None },
+                    _ => {
+                        let _ = write_report(dir);
+                        return Err(e);
+                    }
                 },
-            };
-            obs.finished(&point, &outcome);
-            if outcome.manifest.interrupted {
-                summary.interrupted = true;
-                break 'points;
-            }
-            match outcome.manifest.status {
-                Status::Ok => summary.ok += 1,
-                _ => summary.failed += 1,
-            }
+            },
+        };
+        obs.finished(&point, &outcome);
+        if outcome.manifest.interrupted {
+            summary.interrupted = true;
+            break 'points;
+        }
+        match outcome.manifest.status {
+            Status::Ok => summary.ok += 1,
+            _ => summary.failed += 1,
         }
     }
     summary.table = write_report(dir)?;

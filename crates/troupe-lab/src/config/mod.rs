@@ -317,6 +317,18 @@ impl ConfigBuilder {
     }
 
     /// Applies a TOML document (a flat table of keys); `origin` names it in messages.
+    ///
+    /// Unknown keys are refused here, each with the closest known key, rather than by serde's
+    /// `deny_unknown_fields`: the keys are each workload's [`Schema`], known only at run time
+    /// (no struct to derive on), and serde would stop at the first unknown key while this
+    /// reports every problem of the file at once (rule 3).
+    ///
+    /// ```
+    /// let mut b = troupe_lab::config::ConfigBuilder::new("scp").unwrap();
+    /// b.apply_toml("failure_rte = 5\n", "my.toml");
+    /// let e = b.build().unwrap_err().to_string();
+    /// assert!(e.contains("failure_rte") && e.contains("did you mean `failure_rate`?"), "{e}");
+    /// ```
     pub fn apply_toml(&mut self, text: &str, origin: &str) -> &mut Self {
         let table: toml::Table = match text.parse() {
             Ok(t) => t,
@@ -331,11 +343,15 @@ impl ConfigBuilder {
                 toml::Value::Float(x) => Value::Float(x),
                 toml::Value::Boolean(b) => Value::Bool(b),
                 toml::Value::String(s) => Value::Str(s),
-                other => {
-                    let allowed = self.schema.key(&k).map(|s| s.kind.allowed()).unwrap_or_else(|| "a known key".into());
-                    self.issue(&k, other.to_string(), format!("wrong type; expected {allowed}"));
-                    continue;
-                }
+                other => match self.schema.key(&k) {
+                    Some(spec) => {
+                        let allowed = spec.kind.allowed();
+                        self.issue(&k, other.to_string(), format!("wrong type; expected {allowed}"));
+                        continue;
+                    }
+                    // An unknown key is unknown whatever its value (a table, an array).
+                    None => Value::Str(other.to_string()),
+                },
             };
             self.put(&k, val);
         }

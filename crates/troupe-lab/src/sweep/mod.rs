@@ -17,6 +17,14 @@
 //!    `sweep.csv` (one row per run), per-run reports rebuilt, and `report.html` with the
 //!    workload's cross-run plots (SCP: throughput vs failure rate per pattern and ratio; chat:
 //!    throughput vs fault pause, detection and reconnection vs scale).
+//! 6. `--reps N` runs every point N times, each time with the point's own config (its seed
+//!    included: a repetition measures the run-to-run noise of the same schedule; to vary the
+//!    seed, sweep `seed` as an axis). Repetitions go round the whole grid: repetition 1 of every
+//!    point, then repetition 2, ..., so slow drift of a shared machine spreads over all points.
+//!    With N > 1 a run folder is `runs/<point>_rep-<k>/` (k = 1..=N) and `sweep.json` records
+//!    `reps`; with N = 1 nothing changes (no suffix, no `reps` in `sweep.json`), so folders made
+//!    before repetitions existed resume as they are. The reports give every point the mean of
+//!    its repetitions with a 95% confidence interval ([`crate::stats::MeanCi`]) and N.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -52,6 +60,8 @@ pub struct SweepSpec {
     pub sets: Vec<String>,
     /// Runtimes to run every point on.
     pub runtimes: Vec<String>,
+    /// Repetitions of every point (rule 6); 1 for a single run.
+    pub reps: u32,
 }
 
 /// One run of the grid.
@@ -63,6 +73,8 @@ pub struct Point {
     pub runtime: String,
     /// Resolved config.
     pub config: Config,
+    /// Which repetition (1-based; rule 6).
+    pub rep: u32,
 }
 
 /// `sweep.json`.
@@ -80,6 +92,65 @@ pub struct SweepFile {
     pub axes: Vec<(String, Vec<String>)>,
     /// Point folder names, in run order.
     pub points: Vec<String>,
+    /// Repetitions of every point (rule 6); absent (1) in folders made without repetitions.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub reps: u32,
+}
+
+pub(crate) fn one() -> u32 {
+    1
+}
+
+// serde's skip_serializing_if hands over a reference.
+pub(crate) fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+/// The most repetitions `--reps` accepts.
+pub const MAX_REPS: u32 = 100;
+
+/// Checks a `--reps` value: 1..=[`MAX_REPS`].
+pub fn check_reps(reps: u32) -> Result<()> {
+    if (1..=MAX_REPS).contains(&reps) {
+        Ok(())
+    } else {
+        Err(Error::new(ErrorKind::InvalidConfig(vec![ConfigIssue {
+            key: "reps".into(),
+            value: reps.to_string(),
+            problem: format!("repetitions must be 1..={MAX_REPS}; use --reps 3 for three runs of every point"),
+        }])))
+    }
+}
+
+/// A run folder's name for repetition `rep` of `point` (rule 6): `point` itself when `reps`
+/// is 1, else `<point>_rep-<rep>`.
+///
+/// ```
+/// use troupe_lab::sweep::{rep_name, split_rep};
+/// assert_eq!(rep_name("troupe_failure_rate-2", 1, 1), "troupe_failure_rate-2");
+/// assert_eq!(rep_name("troupe_failure_rate-2", 2, 3), "troupe_failure_rate-2_rep-2");
+/// assert_eq!(split_rep("troupe_failure_rate-2_rep-2"), ("troupe_failure_rate-2", 2));
+/// assert_eq!(split_rep("troupe_failure_rate-2"), ("troupe_failure_rate-2", 1));
+/// ```
+pub fn rep_name(point: &str, rep: u32, reps: u32) -> String {
+    if reps <= 1 {
+        point.to_string()
+    } else {
+        format!("{point}_rep-{rep}")
+    }
+}
+
+/// The point and repetition of a run folder's name: the inverse of [`rep_name`] (a name
+/// without the suffix is repetition 1).
+pub fn split_rep(name: &str) -> (&str, u32) {
+    if let Some((point, k)) = name.rsplit_once("_rep-") {
+        if let Ok(k) = k.parse::<u32>() {
+            if k >= 1 && !point.is_empty() {
+                return (point, k);
+            }
+        }
+    }
+    (name, 1)
 }
 
 /// The expanded grid.
@@ -197,11 +268,14 @@ pub fn name_suffix(cfg: &Config, keys: &[&str]) -> String {
 pub fn expand(spec: &SweepSpec) -> Result<Grid> {
     let cg = expand_configs(&spec.workload, spec.config_file.as_ref(), &spec.sets)?;
     let keys: Vec<&str> = cg.axes.iter().map(|(k, _)| k.as_str()).collect();
+    check_reps(spec.reps)?;
     let mut points = Vec::new();
-    for runtime in &spec.runtimes {
-        for cfg in &cg.configs {
-            let name = sanitize(runtime) + &name_suffix(cfg, &keys);
-            points.push(Point { name, runtime: runtime.clone(), config: cfg.clone() });
+    for rep in 1..=spec.reps {
+        for runtime in &spec.runtimes {
+            for cfg in &cg.configs {
+                let name = rep_name(&(sanitize(runtime) + &name_suffix(cfg, &keys)), rep, spec.reps);
+                points.push(Point { name, runtime: runtime.clone(), config: cfg.clone(), rep });
+            }
         }
     }
     let file = SweepFile {
@@ -211,6 +285,7 @@ pub fn expand(spec: &SweepSpec) -> Result<Grid> {
         base_config: cg.base,
         axes: cg.axes,
         points: points.iter().map(|p| p.name.clone()).collect(),
+        reps: spec.reps,
     };
     Ok(Grid { file, points })
 }

@@ -150,24 +150,14 @@ impl Launcher {
     }
 }
 
-/// The median of `v` (which must not be empty).
-pub fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+/// The median of `v` ([`troupe::stats::median`]: the one quantile module of the project).
+pub fn median(v: Vec<f64>) -> f64 {
+    troupe::stats::median(&v)
 }
 
-/// The `q` quantile (0..=1) of sorted samples.
+/// The `q` quantile (0..=1) of sorted samples, interpolated ([`troupe::stats::quantile_sorted`]).
 pub(crate) fn quantile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
-    sorted[i.min(sorted.len() - 1)]
+    troupe::stats::quantile_sorted(sorted, q)
 }
 
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Error> {

@@ -10,6 +10,11 @@
 //!    line per runtime, and a box plot of the per-second throughput at each pause.
 //! 3. When the scale varies (clients per chat, or chats): mean and p99 detection and
 //!    reconnection against it (log scale), one line per runtime.
+//! 4. Repetitions (`--reps N`, N > 1): the CSV gains a `rep` column; `<csv>-mean.csv`, a table
+//!    and the printed lines give each (runtime, point) its mean throughput, detection and
+//!    reconnection with the 95% confidence interval over its ok repetitions and N
+//!    ([`crate::stats::MeanCi`]); the charts' lines go through those means. With N = 1 the
+//!    outputs are a single run's.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,6 +26,20 @@ use crate::manifest::{Manifest, Status};
 use crate::report::html::{escape, link, Page};
 use crate::report::plot::{self, BoxItem, Chart, Series};
 use crate::report::{provenance_rows, write};
+use crate::stats::MeanCi;
+
+/// Points sorted by x, those sharing an x (repetitions) replaced by their mean.
+fn mean_by_x(mut pts: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
+    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut out: Vec<(f64, Vec<f64>)> = Vec::new();
+    for (x, y) in pts {
+        match out.last_mut() {
+            Some((lx, ys)) if *lx == x => ys.push(y),
+            _ => out.push((x, vec![y])),
+        }
+    }
+    out.into_iter().filter_map(|(x, ys)| Some((x, MeanCi::of(&ys)?.mean))).collect()
+}
 
 /// One run of the grid.
 pub(crate) struct GridRun {
@@ -30,11 +49,14 @@ pub(crate) struct GridRun {
     pub(crate) point: String,
     /// Its run folder (may not exist: not run yet).
     pub(crate) dir: PathBuf,
+    /// Repetition, 1-based.
+    pub(crate) rep: u32,
 }
 
 struct Row {
     runtime: String,
     point: String,
+    rep: u32,
     rel: String,
     cfg: Option<ChatConfig>,
     status: String,
@@ -48,6 +70,7 @@ fn load(base: &Path, r: &GridRun) -> Result<Row> {
     let mut row = Row {
         runtime: r.runtime.clone(),
         point: r.point.clone(),
+        rep: r.rep,
         rel,
         cfg: None,
         status: "not run".into(),
@@ -93,9 +116,93 @@ fn figures(r: &Row) -> [String; 7] {
     ]
 }
 
+/// A figure of a run that counts toward the means (ok runs only).
+type Pick = fn(&ChatStats) -> Option<f64>;
+
+/// The (runtime, point) groups in first-seen order, each with its rows.
+fn groups(rows: &[Row]) -> Vec<Vec<&Row>> {
+    let mut out: Vec<Vec<&Row>> = Vec::new();
+    for r in rows {
+        match out.iter_mut().find(|g| g[0].runtime == r.runtime && g[0].point == r.point) {
+            Some(g) => g.push(r),
+            None => out.push(vec![r]),
+        }
+    }
+    out
+}
+
+fn ci_of(g: &[&Row], pick: Pick) -> Option<MeanCi> {
+    MeanCi::of(&g.iter().filter(|r| r.ok).filter_map(|r| r.st.as_ref().and_then(pick)).collect::<Vec<_>>())
+}
+
+const MEAN_PICKS: [(&str, Pick, usize); 4] = [
+    ("msg_per_s", |s| Some(s.msg_per_s_mean), 1),
+    ("pct_ceiling", |s| s.pct_ceiling, 2),
+    ("detection_mean_ms", |s| s.detection_ms.as_ref().map(|d| d.mean), 2),
+    ("reconnection_mean_ms", |s| s.reconnection_ms.as_ref().map(|d| d.mean), 2),
+];
+
+/// Rule 4: the means CSV, the page's table and the printed lines.
+fn write_means(base: &Path, csv_name: &str, rows: &[Row], page: &mut Page) -> Result<Vec<String>> {
+    let mut header = vec!["point".to_string(), "runtime".to_string(), "n_ok".to_string(), "n_runs".to_string()];
+    for (k, _, _) in MEAN_PICKS {
+        header.extend([k.to_string(), format!("{k}_ci95_half")]);
+    }
+    let mut csv_rows = Vec::new();
+    let mut table = Vec::new();
+    let mut lines = vec![format!(
+        "{:<12} {:<34} {:>20} {:>18} {:>18} {:>7}  status",
+        "runtime", "point", "msg/s ± 95% CI", "det mean ms", "rec mean ms", "N"
+    )];
+    for g in groups(rows) {
+        let n_ok = g.iter().filter(|r| r.ok).count();
+        let mut line = vec![g[0].point.clone(), g[0].runtime.clone(), n_ok.to_string(), g.len().to_string()];
+        let mut cells = vec![g[0].runtime.clone(), g[0].point.clone()];
+        for (_, pick, prec) in MEAN_PICKS {
+            let c = ci_of(&g, pick);
+            line.push(f(c.map(|c| c.mean), prec + 1));
+            line.push(f(c.and_then(|c| c.half_width), prec + 1));
+            cells.push(c.map_or_else(|| "-".into(), |c| c.show(prec)));
+        }
+        cells.push(format!("{n_ok} of {}", g.len()));
+        let failed: Vec<String> = g
+            .iter()
+            .filter(|r| !r.ok)
+            .map(|r| format!("rep {}: {}", r.rep, r.status.chars().take(50).collect::<String>()))
+            .collect();
+        let status = if failed.is_empty() { "ok".to_string() } else { failed.join("; ") };
+        lines.push(format!(
+            "{:<12} {:<34} {:>20} {:>18} {:>18} {:>7}  {status}",
+            g[0].runtime,
+            g[0].point,
+            cells[2],
+            cells[4],
+            cells[5],
+            format!("{n_ok}/{}", g.len())
+        ));
+        csv_rows.push(line);
+        table.push(cells);
+    }
+    let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
+    let name = csv_name.replace(".csv", "-mean.csv");
+    write(base, &name, &crate::report::csv_text(&header_refs, csv_rows)?)?;
+    page.h2("Means over repetitions");
+    page.table(
+        &["runtime", "point", "msg/s", "% ceiling", "detection mean ms", "reconnection mean ms", "N (ok of runs)"],
+        &table,
+    );
+    page.p(&format!(
+        "Each figure is the mean over the point's ok repetitions ± the half width of its 95% confidence \
+         interval (Student's t, N - 1 degrees of freedom); without ± it had one ok run. Every repetition \
+         ran the same config and seed. {name} has the numbers; the charts' lines go through these means."
+    ));
+    Ok(lines)
+}
+
 /// Writes `<csv_name>` and `report.html` into `base`; returns the table as text lines.
 pub(crate) fn write_grid(base: &Path, csv_name: &str, title: &str, runs: &[GridRun]) -> Result<Vec<String>> {
     let rows: Vec<Row> = runs.iter().map(|r| load(base, r)).collect::<Result<_>>()?;
+    let reps = rows.iter().any(|r| r.rep > 1);
     let header = [
         "point",
         "runtime",
@@ -132,7 +239,7 @@ pub(crate) fn write_grid(base: &Path, csv_name: &str, title: &str, runs: &[GridR
         let rec = st.and_then(|s| s.reconnection_ms.clone());
         let c = r.cfg.as_ref();
         let reason = r.status.strip_prefix("failed: ").unwrap_or("");
-        csv_rows.push(vec![
+        let mut csv_row = vec![
             r.point.clone(),
             r.runtime.clone(),
             c.map(|c| format!("{:?}", c.test_type).to_lowercase()).unwrap_or_default(),
@@ -163,7 +270,11 @@ pub(crate) fn write_grid(base: &Path, csv_name: &str, title: &str, runs: &[GridR
             st.map(|s| s.injected).unwrap_or(0).to_string(),
             st.map(|s| s.planned_faults).unwrap_or(0).to_string(),
             reason.to_owned(),
-        ]);
+        ];
+        if reps {
+            csv_row.push(r.rep.to_string());
+        }
+        csv_rows.push(csv_row);
         let status: String = if r.ok { "ok".into() } else { r.status.chars().take(70).collect() };
         let [m, pc, dm, dp, rm, rp, ac] = figures(r);
         lines.push(format!(
@@ -171,9 +282,16 @@ pub(crate) fn write_grid(base: &Path, csv_name: &str, title: &str, runs: &[GridR
             r.runtime, r.point,
         ));
     }
+    let mut header = header.to_vec();
+    if reps {
+        header.push("rep");
+    }
     let csv = crate::report::csv_text(&header, csv_rows)?;
     write(base, csv_name, &csv)?;
     let mut page = Page::new(title);
+    if reps {
+        lines = write_means(base, csv_name, &rows, &mut page)?;
+    }
     page.h2("Runs");
     let table: Vec<Vec<String>> = rows
         .iter()
@@ -243,10 +361,10 @@ fn charts(rows: &[Row]) -> Vec<(String, String)> {
         let mut boxes = Vec::new();
         let n = rts.len().max(1) as f64;
         for (i, rt) in rts.iter().enumerate() {
-            let mut pts: BTreeMap<u64, f64> = BTreeMap::new();
-            for (r, c, st) in ok.iter().filter(|(r, c, _)| &r.runtime == rt && c.clients_send()) {
-                let _ = r;
-                pts.insert(c.fault_pause_ms, st.msg_per_s_mean);
+            // The mean over repetitions at each pause (rule 4).
+            let mut pts: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+            for (_, c, st) in ok.iter().filter(|(r, c, _)| &r.runtime == rt && c.clients_send()) {
+                pts.entry(c.fault_pause_ms).or_default().push(st.msg_per_s_mean);
                 let mut v: Vec<f64> = st.seconds.iter().map(|&(_, n)| n as f64).collect();
                 if let Some(d) = super::analysis::Dist::of(&mut v) {
                     let x = (c.fault_pause_ms as f64).log10() + (i as f64 - (n - 1.0) / 2.0) * 0.04;
@@ -264,7 +382,7 @@ fn charts(rows: &[Row]) -> Vec<(String, String)> {
             }
             series.push(Series {
                 name: rt.clone(),
-                points: pts.iter().map(|(&p, &m)| ((p as f64).log10(), m)).collect(),
+                points: pts.iter().filter_map(|(&p, m)| Some(((p as f64).log10(), MeanCi::of(m)?.mean))).collect(),
                 dashed: false,
                 markers: true,
             });
@@ -319,8 +437,7 @@ fn charts(rows: &[Row]) -> Vec<(String, String)> {
                         p99.push((key(c), d.p99));
                     }
                 }
-                mean.sort_by(|a, b| a.0.total_cmp(&b.0));
-                p99.sort_by(|a, b| a.0.total_cmp(&b.0));
+                let (mean, p99) = (mean_by_x(mean), mean_by_x(p99));
                 series.push(Series { name: format!("{rt} mean"), points: mean, dashed: false, markers: true });
                 series.push(Series { name: format!("{rt} p99"), points: p99, dashed: true, markers: true });
             }

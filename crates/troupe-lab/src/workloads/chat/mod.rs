@@ -90,19 +90,21 @@ impl Workload for Chat {
         let runs: Vec<GridRun> = file
             .points
             .iter()
-            .map(|p| GridRun {
+            .map(|name| (name, crate::sweep::split_rep(name)))
+            .map(|(name, (p, rep))| GridRun {
                 // A sweep point is named `<sanitised runtime>_<axes>` (sweep::expand).
                 runtime: file
                     .runtimes
                     .iter()
                     .find(|rt| {
                         let rt = crate::sweep::sanitize(rt);
-                        p == &rt || p.starts_with(&format!("{rt}_"))
+                        p == rt || p.starts_with(&format!("{rt}_"))
                     })
                     .cloned()
                     .unwrap_or_default(),
-                point: p.clone(),
-                dir: dir.join("runs").join(p),
+                point: p.to_string(),
+                dir: dir.join("runs").join(name),
+                rep,
             })
             .collect();
         grid_report::write_grid(dir, "sweep.csv", "Chat sweep", &runs)?;
@@ -113,12 +115,11 @@ impl Workload for Chat {
         let path = dir.join(COMPARE_FILE);
         let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
         let file: CompareFile = serde_json::from_str(&text).map_err(|e| Error::malformed(&path, e.to_string()))?;
-        let mut runs = Vec::new();
-        for p in &file.points {
-            for rt in &file.runtimes {
-                runs.push(GridRun { runtime: rt.clone(), point: p.clone(), dir: dir.join(rt).join(p) });
-            }
-        }
+        let runs: Vec<GridRun> = file
+            .run_folders()
+            .into_iter()
+            .map(|f| GridRun { runtime: f.runtime, point: f.point, dir: dir.join(&f.rel), rep: f.rep })
+            .collect();
         grid_report::write_grid(dir, "compare.csv", &format!("Chat: {} side by side", file.runtimes.join(", ")), &runs)
     }
 }

@@ -112,6 +112,9 @@ pub struct RunStats {
     pub inflight_loss: f64,
     /// Throughput seconds reported more than once or outside the window.
     pub bad_seconds: usize,
+    /// Kill-to-restart latency (`restart_ms` in `summary.json`); `None` without a restart
+    /// matched to a kill ([`super::restart_latency`]).
+    pub restart_ms: Option<super::restart_latency::RestartLatency>,
 }
 
 impl RunStats {
@@ -219,6 +222,7 @@ impl RunStats {
             recovery,
             steps,
             bad_seconds,
+            restart_ms: super::restart_latency::summarise(events),
         }
     }
 

@@ -15,6 +15,12 @@
 //! 4. Versions and settings of each runtime (`runtimes.json`, run manifests), the base config
 //!    and axes, the machine, git commit and command; and whether every run folder holds its
 //!    point's shared schedule byte for byte.
+//! 5. Repetitions (`--reps N`, compare rule 7): a runtime's baseline is the mean of its ok 0%
+//!    runs at the ratio; every figure of the side-by-side table and the charts is the mean
+//!    over a point's ok repetitions, shown as `mean ± half width` of its 95% confidence
+//!    interval with N ([`crate::stats::MeanCi`]), and the charts draw the interval as a box;
+//!    `compare.csv` gains a `rep` column and `compare-mean.csv` holds the means; the printed
+//!    table has one line per (point, runtime). With N = 1 every output is a single run's.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -29,6 +35,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::manifest::{Manifest, Status};
 use crate::report::plot;
 
+mod means;
 mod page;
 
 /// One run of a comparison.
@@ -38,6 +45,10 @@ pub struct Row {
     pub point: String,
     /// Runtime.
     pub runtime: String,
+    /// Repetition, 1-based.
+    pub rep: u32,
+    /// The run folder, relative to the comparison's.
+    pub dir: String,
     /// Typed config.
     #[serde(skip)]
     pub cfg: ScpConfig,
@@ -67,6 +78,8 @@ pub struct Row {
     pub restarts: u64,
     /// Faults skipped by the runtime.
     pub skipped_faults: u64,
+    /// Kill-to-restart latency, median and p99, ms (`restart_ms` of the run's summary).
+    pub restart_ms: Option<(f64, f64)>,
     /// Ids of the `fault_injected` events, when the events could be read.
     #[serde(skip)]
     pub fault_ids: Option<BTreeSet<String>>,
@@ -125,90 +138,96 @@ pub fn load_rows(dir: &Path) -> Result<Loaded> {
         cfgs.push((ScpConfig::from_config(&cfg), super::config::baseline_of(&cfg).to_json().to_string()));
     }
     // First pass: each runtime's baselines.
-    let mut baselines: BTreeMap<(String, String), f64> = BTreeMap::new();
+    let folders = file.run_folders();
+    let cfg_of = |point: &str| file.points.iter().position(|p| p == point).map(|i| &cfgs[i]);
+    let mut baseline_runs: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
     let mut first = None;
-    for (name, (cfg, key)) in file.points.iter().zip(&cfgs) {
+    for f in &folders {
+        let Some((cfg, key)) = cfg_of(&f.point) else { continue };
         if !cfg.is_baseline() {
             continue;
         }
-        for rt in &file.runtimes {
-            let rdir = dir.join(rt).join(name);
-            if let Ok((m, _, Some(st))) = scp_report::load_run(&rdir, None) {
-                if m.status == Status::Ok && !m.interrupted {
-                    baselines.insert((rt.clone(), key.clone()), st.mean);
-                }
+        if let Ok((m, _, Some(st))) = scp_report::load_run(&dir.join(&f.rel), None) {
+            if m.status == Status::Ok && !m.interrupted {
+                baseline_runs.entry((f.runtime.clone(), key.clone())).or_default().push(st.mean);
             }
         }
     }
+    let baselines: BTreeMap<(String, String), f64> =
+        baseline_runs.into_iter().filter_map(|(k, v)| Some((k, crate::stats::MeanCi::of(&v)?.mean))).collect();
     let mut rows = Vec::new();
-    for (name, (cfg, key)) in file.points.iter().zip(&cfgs) {
+    for f in &folders {
+        let Some((cfg, key)) = cfg_of(&f.point) else { continue };
+        let (name, rt) = (&f.point, &f.runtime);
         let shared = std::fs::read(dir.join("schedules").join(format!("{name}.jsonl"))).ok();
-        for rt in &file.runtimes {
-            let rdir = dir.join(rt).join(name);
-            let base = baselines.get(&(rt.clone(), key.clone())).copied();
-            let mut row = Row {
-                point: name.clone(),
-                runtime: rt.clone(),
-                cfg: cfg.clone(),
-                ok: false,
-                status: "not run".into(),
-                version: String::new(),
-                git: None,
-                mean: None,
-                pct_ceiling: None,
-                baseline: base,
-                pct_baseline: None,
-                drop_pct: None,
-                kills: 0,
-                planned_kills: 0,
-                restarts: 0,
-                skipped_faults: 0,
-                fault_ids: None,
-                seconds: Vec::new(),
-                same_schedule: None,
+        let rdir = dir.join(&f.rel);
+        let base = baselines.get(&(rt.clone(), key.clone())).copied();
+        let mut row = Row {
+            point: name.clone(),
+            runtime: rt.clone(),
+            rep: f.rep,
+            dir: f.rel.clone(),
+            cfg: cfg.clone(),
+            ok: false,
+            status: "not run".into(),
+            version: String::new(),
+            git: None,
+            mean: None,
+            pct_ceiling: None,
+            baseline: base,
+            pct_baseline: None,
+            drop_pct: None,
+            kills: 0,
+            planned_kills: 0,
+            restarts: 0,
+            skipped_faults: 0,
+            restart_ms: None,
+            fault_ids: None,
+            seconds: Vec::new(),
+            same_schedule: None,
+        };
+        if rdir.join(crate::manifest::FILE).is_file() {
+            let (m, st) = scp_report::rebuild_run(&rdir, base)?;
+            first.get_or_insert_with(|| m.clone());
+            row.ok = m.status == Status::Ok && !m.interrupted;
+            row.status = match (&m.status, m.interrupted) {
+                (_, true) => "interrupted".into(),
+                (Status::Ok, _) => "ok".into(),
+                (Status::Failed, _) => format!("failed: {}", m.reason.clone().unwrap_or_default()),
+                (Status::Running, _) => "running or abandoned".into(),
             };
-            if rdir.join(crate::manifest::FILE).is_file() {
-                let (m, st) = scp_report::rebuild_run(&rdir, base)?;
-                first.get_or_insert_with(|| m.clone());
-                row.ok = m.status == Status::Ok && !m.interrupted;
-                row.status = match (&m.status, m.interrupted) {
-                    (_, true) => "interrupted".into(),
-                    (Status::Ok, _) => "ok".into(),
-                    (Status::Failed, _) => format!("failed: {}", m.reason.clone().unwrap_or_default()),
-                    (Status::Running, _) => "running or abandoned".into(),
-                };
-                row.version = m.runtime_version.clone();
-                row.git = m.git_commit.as_ref().map(|c| {
-                    let short: String = c.chars().take(12).collect();
-                    if m.git_dirty == Some(true) {
-                        format!("{short}+dirty")
-                    } else {
-                        short
-                    }
-                });
-                row.same_schedule = Some(match (&shared, std::fs::read(rdir.join("schedule.jsonl")).ok()) {
-                    (Some(a), Some(b)) => *a == b,
-                    _ => false,
-                });
-                if let Some(st) = st {
-                    row.kills = st.kills;
-                    row.planned_kills = st.planned_kills;
-                    row.restarts = st.restarts;
-                    row.skipped_faults = st.skipped_faults;
-                    row.seconds = st.seconds.iter().map(|s| (s.second, s.count)).collect();
-                    row.fault_ids = fault_ids(&rdir);
-                    if row.ok {
-                        row.mean = Some(st.mean);
-                        row.pct_ceiling = Some(st.pct_ceiling);
-                        if let Some(b) = base.filter(|b| *b > 0.0) {
-                            row.pct_baseline = Some(100.0 * st.mean / b);
-                            row.drop_pct = Some(100.0 * (b - st.mean) / b);
-                        }
+            row.version = m.runtime_version.clone();
+            row.git = m.git_commit.as_ref().map(|c| {
+                let short: String = c.chars().take(12).collect();
+                if m.git_dirty == Some(true) {
+                    format!("{short}+dirty")
+                } else {
+                    short
+                }
+            });
+            row.same_schedule = Some(match (&shared, std::fs::read(rdir.join("schedule.jsonl")).ok()) {
+                (Some(a), Some(b)) => *a == b,
+                _ => false,
+            });
+            if let Some(st) = st {
+                row.kills = st.kills;
+                row.planned_kills = st.planned_kills;
+                row.restarts = st.restarts;
+                row.skipped_faults = st.skipped_faults;
+                row.restart_ms = st.restart_ms.as_ref().map(|r| (r.p50, r.p99));
+                row.seconds = st.seconds.iter().map(|s| (s.second, s.count)).collect();
+                row.fault_ids = fault_ids(&rdir);
+                if row.ok {
+                    row.mean = Some(st.mean);
+                    row.pct_ceiling = Some(st.pct_ceiling);
+                    if let Some(b) = base.filter(|b| *b > 0.0) {
+                        row.pct_baseline = Some(100.0 * st.mean / b);
+                        row.drop_pct = Some(100.0 * (b - st.mean) / b);
                     }
                 }
             }
-            rows.push(row);
         }
+        rows.push(row);
     }
     Ok(Loaded { file, runtimes, rows, first })
 }
@@ -269,7 +288,10 @@ pub fn write_report(dir: &Path) -> Result<Vec<Row>> {
         "same_schedule",
         "runtime_version",
         "reason",
+        "restart_p50_ms",
+        "restart_p99_ms",
     ];
+    let reps = l.file.reps > 1;
     let lines = l.rows.iter().map(|r| {
         let c = &r.cfg;
         let reason = r.status.strip_prefix("failed: ").unwrap_or("");
@@ -280,7 +302,7 @@ pub fn write_report(dir: &Path) -> Result<Vec<Row>> {
         } else {
             "failed"
         };
-        vec![
+        let mut line = vec![
             r.point.clone(),
             r.runtime.clone(),
             c.pairs.to_string(),
@@ -304,11 +326,25 @@ pub fn write_report(dir: &Path) -> Result<Vec<Row>> {
             r.same_schedule.map(|b| b.to_string()).unwrap_or_default(),
             r.version.clone(),
             reason.to_owned(),
-        ]
+            opt(r.restart_ms.map(|x| x.0), 3),
+            opt(r.restart_ms.map(|x| x.1), 3),
+        ];
+        if reps {
+            line.push(r.rep.to_string());
+        }
+        line
     });
+    let mut header = header.to_vec();
+    if reps {
+        header.push("rep");
+    }
     let csv = crate::report::csv_text(&header, lines)?;
     let csv_path = dir.join("compare.csv");
     std::fs::write(&csv_path, csv).map_err(|e| Error::io(&csv_path, e))?;
+    if reps {
+        let p = dir.join("compare-mean.csv");
+        std::fs::write(&p, means::means_csv(&l)?).map_err(|e| Error::io(&p, e))?;
+    }
     let focus = focus_point(&l);
     let (html, svgs) = page::render(dir, &l, focus.as_deref());
     for (i, svg) in svgs.iter().enumerate() {
@@ -324,6 +360,9 @@ pub fn write_report(dir: &Path) -> Result<Vec<Row>> {
 /// prints).
 pub fn table(dir: &Path) -> Result<Vec<String>> {
     let l = load_rows(dir)?;
+    if l.file.reps > 1 {
+        return Ok(means::table_lines(&l));
+    }
     let f = |x: Option<f64>, p: usize| x.map(|v| format!("{v:.p$}")).unwrap_or_else(|| "-".into());
     let mut out = vec![format!(
         "{:<8} {:<11} {:>6}  {:<12} {:>10} {:>9} {:>10} {:>8}  status",
@@ -361,9 +400,9 @@ fn point_label(c: &ScpConfig) -> String {
     }
 }
 
-/// A chart whose x axis is the failure rate.
-fn rate_chart(title: String, y_label: &str, series: Vec<plot::Series>) -> String {
+/// A chart whose x axis is the failure rate, with the repetitions' intervals as boxes.
+fn rate_chart(title: String, y_label: &str, series: Vec<plot::Series>, boxes: &[plot::BoxItem]) -> String {
     let chart =
         plot::Chart { title, x_label: "failure rate (%)".into(), y_label: y_label.into(), series, y_range: None };
-    plot::svg(&chart, 900, 420)
+    plot::svg_with_boxes(&chart, boxes, 900, 420)
 }

@@ -7,7 +7,8 @@
 //! 1. When the target server is not alive, the next live slot of the group in index order is
 //!    taken (wrapping); when none is, the action is skipped and counted.
 //! 2. Every kill carried out emits `fault_injected {id, target: "g<group>/s<slot>", kind}`
-//!    naming the slot actually killed.
+//!    naming the slot actually killed, emitted just before the kill is sent so that its
+//!    `ts_us` is the kill-sent instant the restart latency is measured from.
 //! 3. The kill runs in the context of the measured runtime (`Handle::enter`), so actors that
 //!    wake because of it (the linked client, the supervisor) keep running there, not on the
 //!    injector's thread.
@@ -42,12 +43,10 @@ fn kill(a: &FaultAction, targets: &Targets, main: &Handle, emitter: &Emitter) ->
     for k in 0..slots.len() {
         let s = (a.slot as usize + k) % slots.len();
         if let Some(server) = slots[s].get() {
-            {
-                let _in_main = main.enter();
-                server.kill();
-            }
             emitter
                 .emit("fault_injected", json!({"id": a.id, "target": format!("g{}/s{}", a.group, s), "kind": a.kind}));
+            let _in_main = main.enter();
+            server.kill();
             return true;
         }
     }

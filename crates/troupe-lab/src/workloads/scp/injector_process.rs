@@ -6,8 +6,9 @@
 //!
 //! Rules:
 //! 1. It connects, says `Ready`, and times every action from the window start the SUB answers.
-//! 2. Per action, at `at_ms`: `Pick` the victim across the wire, kill it remotely, and emit
-//!    `fault_injected {id, target: "g<group>/s<slot killed>", kind}` (node `injector`); an action
+//! 2. Per action, at `at_ms`: `Pick` the victim across the wire, emit
+//!    `fault_injected {id, target: "g<group>/s<slot killed>", kind}` (node `injector`) and
+//!    kill it remotely (the event first, so its `ts_us` is the kill-sent instant); an action
 //!    with no live server in its group is skipped and counted.
 //! 3. It stops when the SUB's node goes away (every wait is also bounded by the run's length),
 //!    says `Done {killed, skipped}` when all actions are through, and writes its own
@@ -101,11 +102,12 @@ async fn run(addr: &str, secret: &str, actions: &[FaultAction], em: &Emitter, li
         }
         match targets.ask(|reply| TargetMsg::Pick { group: a.group, slot: a.slot, reply }, limit).await {
             Ok(Victim(Some((slot, server)))) => {
-                server.kill();
+                // Stamped just before the kill is sent: the restart latency's start.
                 em.emit(
                     "fault_injected",
                     json!({"id": a.id, "target": format!("g{}/s{}", a.group, slot), "kind": a.kind}),
                 );
+                server.kill();
                 killed += 1;
             }
             Ok(Victim(None)) => skipped += 1,

@@ -7,6 +7,7 @@ pub mod analysis;
 pub mod compare_report;
 pub mod config;
 pub mod report;
+pub mod restart_latency;
 pub mod schedule;
 pub mod sweep_report;
 

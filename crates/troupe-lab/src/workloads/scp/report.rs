@@ -172,6 +172,18 @@ pub fn summary_rows(st: &RunStats) -> Vec<(String, String)> {
         ("percent of ceiling".into(), format!("{:.2}%", st.pct_ceiling)),
         ("kills carried out / planned".into(), format!("{} / {}", st.kills, st.planned_kills)),
         ("restarts".into(), st.restarts.to_string()),
+        (
+            "kill to restart".into(),
+            st.restart_ms.as_ref().map_or_else(
+                || "-".into(),
+                |r| {
+                    format!(
+                        "median {:.3} ms, p99 {:.3} ms, max {:.3} ms over {} restarts ({} kills not restarted)",
+                        r.p50, r.p99, r.max, r.n, r.unmatched_kills
+                    )
+                },
+            ),
+        ),
         ("skipped faults".into(), st.skipped_faults.to_string()),
         ("dropped events".into(), st.dropped_events.to_string()),
         ("errors".into(), st.errors.to_string()),

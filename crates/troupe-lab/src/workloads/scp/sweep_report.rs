@@ -1,6 +1,12 @@
 //! The sweep report (sweep rule 5): every run of a sweep folder read back with its ratio's
 //! baseline, `sweep.csv` with one row per run, per-run reports rebuilt against the baseline,
 //! and `report.html` with the cross-run charts of seed 001 (figs 5-9).
+//!
+//! With repetitions (`--reps N`, sweep rule 6): a ratio's baseline is the mean of its ok 0%
+//! runs; `sweep.csv` gains a `rep` column; `sweep-mean.csv` and a table give each point's mean
+//! throughput and drop with a 95% confidence interval and N ([`crate::stats::MeanCi`]); the
+//! charts plot the means, with a box from the interval's low to high end and whiskers from the
+//! smallest to the largest repetition. With N = 1 the outputs are those of a single run.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -13,13 +19,21 @@ use super::report as scp_report;
 use crate::error::{Error, ErrorKind, Result};
 use crate::manifest::{Manifest, Status};
 use crate::report::{self, html, plot};
+use crate::stats::MeanCi;
 use crate::sweep::SweepFile;
+
+mod means;
+use means::{mean_rows, means_csv, means_table};
 
 /// One run's line in the sweep report.
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
     /// Folder name.
     pub name: String,
+    /// The point (the folder name without its `_rep-<k>` suffix).
+    pub point: String,
+    /// Repetition, 1-based.
+    pub rep: u32,
     /// Runtime.
     pub runtime: String,
     /// Typed config.
@@ -56,7 +70,7 @@ pub fn load_rows(dir: &Path) -> Result<(SweepFile, Vec<Row>, Option<Manifest>)> 
     let text = std::fs::read_to_string(&sweep_json).map_err(|e| Error::io(&sweep_json, e))?;
     let file: SweepFile = serde_json::from_str(&text).map_err(|e| Error::malformed(&sweep_json, e.to_string()))?;
     // First pass: baselines.
-    let mut baselines: BTreeMap<(String, u32, u32, u64, usize), f64> = BTreeMap::new();
+    let mut baselines: BTreeMap<(String, u32, u32, u64, usize), Vec<f64>> = BTreeMap::new();
     let mut loaded = Vec::new();
     let mut first_manifest = None;
     for name in &file.points {
@@ -69,7 +83,7 @@ pub fn load_rows(dir: &Path) -> Result<(SweepFile, Vec<Row>, Option<Manifest>)> 
         let scp = ScpConfig::from_config(&cfg);
         if m.status == Status::Ok && scp.is_baseline() {
             if let Some(st) = &st {
-                baselines.insert(ratio_key(&m.runtime, &scp), st.mean);
+                baselines.entry(ratio_key(&m.runtime, &scp)).or_default().push(st.mean);
             }
         }
         first_manifest.get_or_insert_with(|| m.clone());
@@ -77,9 +91,13 @@ pub fn load_rows(dir: &Path) -> Result<(SweepFile, Vec<Row>, Option<Manifest>)> 
     }
     let mut rows = Vec::new();
     for (name, l) in loaded {
+        let (point, rep) = crate::sweep::split_rep(&name);
+        let (point, rep) = (point.to_string(), rep);
         let Some((m, scp)) = l else {
             rows.push(Row {
                 name,
+                point,
+                rep,
                 runtime: String::new(),
                 cfg: None,
                 status: "not run".into(),
@@ -93,13 +111,15 @@ pub fn load_rows(dir: &Path) -> Result<(SweepFile, Vec<Row>, Option<Manifest>)> 
             });
             continue;
         };
-        let base = baselines.get(&ratio_key(&m.runtime, &scp)).copied();
+        let base = baselines.get(&ratio_key(&m.runtime, &scp)).and_then(|v| MeanCi::of(v)).map(|c| c.mean);
         let rdir = dir.join("runs").join(&name);
         let (m, st) = scp_report::rebuild_run(&rdir, base)?;
         let ok = m.status == Status::Ok;
         let mean = st.as_ref().filter(|_| ok).map(|s| s.mean);
         rows.push(Row {
             name,
+            point,
+            rep,
             runtime: m.runtime.clone(),
             cfg: Some(scp),
             status: match (&m.status, m.interrupted) {
@@ -130,15 +150,17 @@ fn opt(x: Option<f64>, prec: usize) -> String {
 /// Writes `sweep.csv` and `report.html` for a sweep folder (rule 5).
 pub fn write_report(dir: &Path) -> Result<Vec<Row>> {
     let (file, rows, first) = load_rows(dir)?;
+    let reps = file.reps > 1;
     let mut csv = String::from(
         "run,runtime,pairs,supervisors,pairs_per_supervisor,delay_ms,pattern,failure_rate,\
-         failure_basis,status,mean,pct_of_ceiling,baseline_mean,drop_pct,kills,restarts\n",
+         failure_basis,status,mean,pct_of_ceiling,baseline_mean,drop_pct,kills,restarts",
     );
+    csv.push_str(if reps { ",rep\n" } else { "\n" });
     for r in &rows {
         let Some(c) = &r.cfg else { continue };
         let _ = writeln!(
             csv,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}{}",
             r.name,
             r.runtime,
             c.pairs,
@@ -154,11 +176,17 @@ pub fn write_report(dir: &Path) -> Result<Vec<Row>> {
             opt(r.baseline, 2),
             opt(r.drop_pct, 3),
             r.kills,
-            r.restarts
+            r.restarts,
+            if reps { format!(",{}", r.rep) } else { String::new() }
         );
     }
     let csv_path = dir.join("sweep.csv");
     std::fs::write(&csv_path, csv).map_err(|e| Error::io(&csv_path, e))?;
+    let means = if reps { Some(mean_rows(&rows)) } else { None };
+    if let Some(means) = &means {
+        let p = dir.join("sweep-mean.csv");
+        std::fs::write(&p, means_csv(means)?).map_err(|e| Error::io(&p, e))?;
+    }
 
     let mut page = html::Page::new(&format!("{} sweep: {}", file.workload.to_uppercase(), dir.display()));
     let ok = rows.iter().filter(|r| r.status == "ok").count();
@@ -170,6 +198,9 @@ pub fn write_report(dir: &Path) -> Result<Vec<Row>> {
         file.axes.iter().map(|(k, v)| format!("{k} = {}", v.join(", "))).collect::<Vec<_>>().join("; "),
         file.runtimes.join(", ")
     ));
+    if let Some(means) = &means {
+        means_table(&mut page, means, file.reps);
+    }
     for (i, (svg, caption)) in charts(&rows).into_iter().enumerate() {
         let name = format!("sweep-{i}.svg");
         let p = dir.join(&name);
@@ -232,21 +263,27 @@ pub fn write_report(dir: &Path) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
-type Line = (String, Vec<(f64, f64)>);
+/// A line: its name and, per x (failure rate), the values of the runs there (one per
+/// repetition).
+type Line = (String, Vec<(f64, Vec<f64>)>);
 
 fn lines_by<F, G>(rows: &[Row], mut key: F, mut y: G, include: &dyn Fn(&Row, &ScpConfig) -> bool) -> Vec<Line>
 where
     F: FnMut(&Row, &ScpConfig) -> String,
     G: FnMut(&Row) -> Option<f64>,
 {
-    let mut m: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    let mut m: BTreeMap<String, Vec<(f64, Vec<f64>)>> = BTreeMap::new();
     for r in rows {
         let Some(c) = &r.cfg else { continue };
         if !include(r, c) {
             continue;
         }
         if let Some(v) = y(r) {
-            m.entry(key(r, c)).or_default().push((c.failure_rate, v));
+            let line = m.entry(key(r, c)).or_default();
+            match line.iter_mut().find(|(x, _)| *x == c.failure_rate) {
+                Some((_, vs)) => vs.push(v),
+                None => line.push((c.failure_rate, vec![v])),
+            }
         }
     }
     let mut lines: Vec<Line> = m
@@ -278,18 +315,39 @@ fn natural(s: &str) -> String {
     out
 }
 
+/// Draws the lines through the mean at each x; where an x has several runs (repetitions), a
+/// box spans the mean's 95% confidence interval and whiskers the smallest to largest run.
 fn chart_svg(title: String, y_label: &str, lines: Vec<Line>) -> String {
-    let chart = plot::Chart {
-        title,
-        x_label: "failure rate (%)".into(),
-        y_label: y_label.into(),
-        series: lines
-            .into_iter()
-            .map(|(name, points)| plot::Series { name, points, dashed: false, markers: true })
-            .collect(),
-        y_range: None,
-    };
-    plot::svg(&chart, 900, 420)
+    let xs: Vec<f64> = lines.iter().flat_map(|l| l.1.iter().map(|p| p.0)).collect();
+    let span = xs.iter().copied().fold(f64::MIN, f64::max) - xs.iter().copied().fold(f64::MAX, f64::min);
+    let half_width = if span > 0.0 { span / 80.0 } else { 0.05 };
+    let mut boxes = Vec::new();
+    let mut series = Vec::new();
+    for (i, (name, pts)) in lines.into_iter().enumerate() {
+        let mut points = Vec::new();
+        for (x, vs) in pts {
+            let Some(ci) = MeanCi::of(&vs) else { continue };
+            points.push((x, ci.mean));
+            if vs.len() > 1 {
+                let (lo, hi) =
+                    (vs.iter().copied().fold(f64::MAX, f64::min), vs.iter().copied().fold(f64::MIN, f64::max));
+                boxes.push(plot::BoxItem {
+                    series: i,
+                    x,
+                    half_width,
+                    lo,
+                    q1: ci.lo(),
+                    median: ci.mean,
+                    q3: ci.hi(),
+                    hi,
+                });
+            }
+        }
+        series.push(plot::Series { name, points, dashed: false, markers: true });
+    }
+    let chart =
+        plot::Chart { title, x_label: "failure rate (%)".into(), y_label: y_label.into(), series, y_range: None };
+    plot::svg_with_boxes(&chart, &boxes, 900, 420)
 }
 
 /// The sweep charts with their captions.
@@ -329,9 +387,7 @@ fn charts(rows: &[Row]) -> Vec<(String, String)> {
             let mut lines = Vec::new();
             for &pat in &patterns {
                 let inc = move |r: &Row, c: &ScpConfig| include(r, c) && (c.pattern == pat || c.is_baseline());
-                for (k, pts) in lines_by(rows, |r, _| label(r, pat.as_str().to_string()), |r| r.mean, &inc) {
-                    lines.push((k, pts));
-                }
+                lines.extend(lines_by(rows, |r, _| label(r, pat.as_str().to_string()), |r| r.mean, &inc));
             }
             out.push((
                 chart_svg(format!("Failure pattern comparison at 1:{pps}"), "mean exchanges/s", lines),

@@ -5,8 +5,10 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::super::config::ScpConfig;
+use super::means::{cell, show};
 use super::{opt, point_label, rate_chart, ratio_key, ratio_label, Loaded, Row};
 use crate::report::{self, html, plot};
+use crate::stats::MeanCi;
 
 /// The ratios (in first-seen order) and, per ratio, the patterns that inject faults.
 fn ratios(l: &Loaded) -> Vec<(ScpConfig, Vec<super::super::config::Pattern>)> {
@@ -27,29 +29,52 @@ fn ratios(l: &Loaded) -> Vec<(ScpConfig, Vec<super::super::config::Pattern>)> {
 }
 
 /// One line per runtime (and per pattern when `patterns` has several) of `y` against the
-/// failure rate at one ratio; a run that is not ok is a gap (NaN).
+/// failure rate at one ratio, through the mean of each point's ok repetitions; a point with
+/// no ok run is a gap (NaN). Points with several ok runs also get a box (their 95% interval)
+/// with whiskers (smallest to largest run).
 fn rate_lines(
     l: &Loaded,
     ratio: &ScpConfig,
     patterns: &[super::super::config::Pattern],
     y: fn(&Row) -> Option<f64>,
-) -> Vec<plot::Series> {
+) -> (Vec<plot::Series>, Vec<plot::BoxItem>) {
     let mut out = Vec::new();
+    let mut boxes = Vec::new();
+    let xmax = l.rows.iter().map(|r| r.cfg.failure_rate).fold(1.0, f64::max);
     for rt in &l.file.runtimes {
         for &pat in patterns {
-            let mut pts: Vec<(f64, f64)> = l
-                .rows
-                .iter()
-                .filter(|r| &r.runtime == rt && ratio_key(&r.cfg) == ratio_key(ratio))
-                .filter(|r| r.cfg.is_baseline() || r.cfg.pattern == pat)
-                .map(|r| (if r.cfg.is_baseline() { 0.0 } else { r.cfg.failure_rate }, y(r).unwrap_or(f64::NAN)))
-                .collect();
+            let mut pts: Vec<(f64, Vec<f64>)> = Vec::new();
+            for r in l.rows.iter().filter(|r| &r.runtime == rt && ratio_key(&r.cfg) == ratio_key(ratio)) {
+                if !(r.cfg.is_baseline() || r.cfg.pattern == pat) {
+                    continue;
+                }
+                let x = if r.cfg.is_baseline() { 0.0 } else { r.cfg.failure_rate };
+                let v: Vec<f64> = y(r).filter(|_| r.ok).into_iter().collect();
+                match pts.iter_mut().find(|p| p.0 == x) {
+                    Some(p) => p.1.extend(v),
+                    None => pts.push((x, v)),
+                }
+            }
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+            for (x, vs) in pts.iter().filter(|p| p.1.len() > 1) {
+                let Some(ci) = MeanCi::of(vs) else { continue };
+                boxes.push(plot::BoxItem {
+                    series: out.len(),
+                    x: *x,
+                    half_width: xmax / 80.0,
+                    lo: vs.iter().copied().fold(f64::MAX, f64::min),
+                    q1: ci.lo(),
+                    median: ci.mean,
+                    q3: ci.hi(),
+                    hi: vs.iter().copied().fold(f64::MIN, f64::max),
+                });
+            }
+            let points = pts.into_iter().map(|(x, vs)| (x, MeanCi::of(&vs).map_or(f64::NAN, |c| c.mean))).collect();
             let name = if patterns.len() > 1 { format!("{rt} {}", pat.as_str()) } else { rt.clone() };
-            out.push(plot::Series { name, points: pts, dashed: false, markers: true });
+            out.push(plot::Series { name, points, dashed: false, markers: true });
         }
     }
-    out
+    (out, boxes)
 }
 
 /// The charts with their captions.
@@ -57,12 +82,13 @@ fn charts(l: &Loaded, focus: Option<&str>) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for (ratio, patterns) in ratios(l) {
         for &pat in &patterns {
-            let series = rate_lines(l, &ratio, &[pat], |r| r.pct_baseline);
+            let (series, boxes) = rate_lines(l, &ratio, &[pat], |r| r.pct_baseline);
             out.push((
                 rate_chart(
                     format!("{}, {} failures: throughput as % of own 0% baseline", ratio_label(&ratio), pat.as_str()),
                     "% of the runtime's own 0% mean",
                     series,
+                    &boxes,
                 ),
                 format!(
                     "Each runtime's mean throughput as a percentage of its own mean at 0% failures, same \
@@ -73,7 +99,7 @@ fn charts(l: &Loaded, focus: Option<&str>) -> Vec<(String, String)> {
                 ),
             ));
         }
-        let mut series = rate_lines(
+        let (mut series, boxes) = rate_lines(
             l,
             &ratio,
             if patterns.is_empty() { &[super::super::config::Pattern::None] } else { &patterns },
@@ -92,7 +118,7 @@ fn charts(l: &Loaded, focus: Option<&str>) -> Vec<(String, String)> {
             markers: false,
         });
         out.push((
-            rate_chart(format!("{}: mean throughput", ratio_label(&ratio)), "mean exchanges/s", series),
+            rate_chart(format!("{}: mean throughput", ratio_label(&ratio)), "mean exchanges/s", series, &boxes),
             format!(
                 "Mean throughput over the window against the failure rate at {}, one line per runtime, \
                  with the theoretical ceiling (pairs x 1000 / delay_ms) dashed; lines that coincide hide \
@@ -102,7 +128,12 @@ fn charts(l: &Loaded, focus: Option<&str>) -> Vec<(String, String)> {
         ));
     }
     if let Some(f) = focus {
-        let rows: Vec<&Row> = l.rows.iter().filter(|r| r.point == f).collect();
+        // With repetitions: each runtime's first ok repetition (else its first).
+        let mut rows: Vec<&Row> = Vec::new();
+        for rt in &l.file.runtimes {
+            let mine: Vec<&Row> = l.rows.iter().filter(|r| r.point == f && &r.runtime == rt).collect();
+            rows.extend(mine.iter().find(|r| r.ok).or(mine.first()).copied());
+        }
         if let Some(first) = rows.first() {
             let mut series: Vec<plot::Series> = rows
                 .iter()
@@ -179,7 +210,7 @@ fn status_cell(r: &Row) -> String {
     if r.ok || r.status == "not run" {
         r.status.clone()
     } else {
-        html::link(&format!("{}/{}/stderr.txt", r.runtime, r.point), &r.status)
+        html::link(&format!("{}/stderr.txt", r.dir), &r.status)
     }
 }
 
@@ -190,9 +221,10 @@ pub(super) fn render(dir: &Path, l: &Loaded, focus: Option<&str>) -> (String, Ve
     let ok = l.rows.iter().filter(|r| r.ok).count();
     let gaps: Vec<&Row> = l.rows.iter().filter(|r| !r.ok).collect();
     page.p(&format!(
-        "{} points x {} runtimes = {} runs: {} ok, {} gaps. Axes: {}. Folder: {}.",
+        "{} points x {} runtimes{} = {} runs: {} ok, {} gaps. Axes: {}. Folder: {}.",
         l.file.points.len(),
         rts.len(),
+        if l.file.reps > 1 { format!(" x {} repetitions", l.file.reps) } else { String::new() },
         l.rows.len(),
         ok,
         gaps.len(),
@@ -200,11 +232,8 @@ pub(super) fn render(dir: &Path, l: &Loaded, focus: Option<&str>) -> (String, Ve
         dir.display()
     ));
     let with_folder: Vec<&Row> = l.rows.iter().filter(|r| r.same_schedule.is_some()).collect();
-    let differ: Vec<String> = with_folder
-        .iter()
-        .filter(|r| r.same_schedule == Some(false))
-        .map(|r| format!("{}/{}", r.runtime, r.point))
-        .collect();
+    let differ: Vec<String> =
+        with_folder.iter().filter(|r| r.same_schedule == Some(false)).map(|r| r.dir.clone()).collect();
     page.p(&if differ.is_empty() {
         format!(
             "Same input for every runtime: each point's schedule was computed once (schedules/<point>.jsonl) \
@@ -243,12 +272,14 @@ pub(super) fn render(dir: &Path, l: &Loaded, focus: Option<&str>) -> (String, Ve
         let mut line =
             vec![format!("1:{}", c.pairs_per_supervisor()), c.pattern.as_str().into(), c.failure_rate.to_string()];
         for rt in rts {
-            let r = rows.iter().find(|r| &r.runtime == rt);
-            line.push(r.map(|r| opt(r.mean, 1)).unwrap_or_else(|| "-".into()));
-            line.push(r.map_or_else(
-                || "-".into(),
-                |r| if r.baseline_below() { format!("{} (!)", opt(r.pct_baseline, 1)) } else { opt(r.pct_baseline, 1) },
-            ));
+            let Some(first) = rows.iter().find(|r| &r.runtime == rt) else {
+                line.extend(["-".to_string(), "-".to_string()]);
+                continue;
+            };
+            let c = cell(&l.rows, p, rt);
+            line.push(show(c.mean, 1));
+            let pct = show(c.pct_baseline, 1);
+            line.push(if c.baseline_below(first) { format!("{pct} (!)") } else { pct });
         }
         line.push(ids_agree(&rows));
         wide.push(line);
@@ -258,18 +289,28 @@ pub(super) fn render(dir: &Path, l: &Loaded, focus: Option<&str>) -> (String, Ve
     page.p("% of own 0% = mean / the same runtime's mean at 0% failures and the same ratio (100 at 0%). \
             Same fault ids: whether every runtime that completed the point reported the same set of \
             fault_injected ids (they all got the same schedule).");
-    let below: Vec<String> = l
-        .rows
-        .iter()
-        .filter(|r| r.baseline_below())
-        .map(|r| format!("{} at {} ({:.1}%)", r.runtime, point_label(&r.cfg), r.pct_baseline.unwrap_or(f64::NAN)))
+    if l.file.reps > 1 {
+        page.p(&format!(
+            "Repetitions: every point ran {} times on every runtime (same config, seed and schedule; the \
+             runtimes took turns going first). Each figure above is the mean over the ok repetitions ± the \
+             half width of its 95% confidence interval (Student's t, N - 1 degrees of freedom); a figure \
+             without ± had one ok run. compare-mean.csv has N per cell. In the charts each point is such \
+             a mean; a box spans the interval and whiskers the smallest to the largest run.",
+            l.file.reps
+        ));
+    }
+    // Per (point, runtime): with repetitions only a whole interval above 100% is flagged.
+    let below: Vec<String> = super::means::cells(l)
+        .into_iter()
+        .filter(|(first, c)| c.baseline_below(first))
+        .map(|(first, c)| format!("{} at {} ({}%)", first.runtime, point_label(&first.cfg), show(c.pct_baseline, 1)))
         .collect();
     if !below.is_empty() {
         page.p(&format!(
-            "(!) Baseline below a fault run: {}. A run with faults scored above the same runtime's 0% \
-             baseline, so that baseline is no ceiling here: the difference is noise (a shared machine, \
-             one run per point) or the baseline run was slow; re-run the baseline or use more repetitions \
-             before reading these percentages.",
+            "(!) Baseline below a fault run: {}. A point with faults scored above the same runtime's 0% \
+             baseline (with repetitions: its whole 95% interval did), so that baseline is no ceiling here: \
+             the difference is noise (a shared machine, few runs) or the baseline runs were slow; re-run the \
+             baseline or use more repetitions before reading these percentages.",
             below.join("; ")
         ));
     }
@@ -286,7 +327,7 @@ pub(super) fn render(dir: &Path, l: &Loaded, focus: Option<&str>) -> (String, Ve
         .map(|r| {
             let c = &r.cfg;
             vec![
-                html::link(&format!("{}/{}/report.html", r.runtime, r.point), &format!("{}/{}", r.runtime, r.point)),
+                html::link(&format!("{}/report.html", r.dir), &r.dir),
                 format!("1:{}", c.pairs_per_supervisor()),
                 c.pattern.as_str().into(),
                 c.failure_rate.to_string(),
@@ -297,6 +338,7 @@ pub(super) fn render(dir: &Path, l: &Loaded, focus: Option<&str>) -> (String, Ve
                 format!("{} / {}", r.kills, r.planned_kills),
                 r.restarts.to_string(),
                 r.skipped_faults.to_string(),
+                r.restart_ms.map_or_else(|| "-".into(), |(p50, p99)| format!("{p50:.2} / {p99:.2}")),
                 status_cell(r),
             ]
         })
@@ -314,11 +356,14 @@ pub(super) fn render(dir: &Path, l: &Loaded, focus: Option<&str>) -> (String, Ve
             "kills / planned",
             "restarts",
             "skipped",
+            "kill to restart p50 / p99 ms",
             "status",
         ],
         &table,
     );
-    page.p("Drop = (own baseline mean - mean) / own baseline mean. Ceiling = pairs x 1000 / delay_ms.");
+    page.p("Drop = (own baseline mean - mean) / own baseline mean. Ceiling = pairs x 1000 / delay_ms. \
+         Kill to restart: from each kill's fault_injected stamp (sent just before the kill) to its \
+         server's restarted event; median and p99 of the run (docs/lab.md, Statistics).");
     page.h2("Runtimes: versions and settings");
     let rt_rows: Vec<Vec<String>> = rts
         .iter()
