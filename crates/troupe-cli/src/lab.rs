@@ -33,7 +33,8 @@ pub(crate) struct LabArgs {
 enum LabCommand {
     /// One run: writes a run folder (manifest, events, schedule, CSV, report.html).
     Run {
-        /// The workload: scp or chat (`troupe lab config WORKLOAD` lists its keys).
+        /// The workload: scp, chat, overlay-scale, ... (an unknown name lists them all; `troupe lab
+        /// config WORKLOAD` lists its keys).
         workload: String,
         /// A TOML file of config keys.
         #[arg(long)]
@@ -51,7 +52,8 @@ enum LabCommand {
     /// A grid of runs: --set key=v1,v2,... makes an axis. Resumable: run it again with the same
     /// --out to finish an interrupted sweep.
     Sweep {
-        /// The workload: scp or chat (`troupe lab config WORKLOAD` lists its keys).
+        /// The workload: scp, chat, overlay-scale, ... (an unknown name lists them all; `troupe lab
+        /// config WORKLOAD` lists its keys).
         workload: String,
         /// A TOML file of config keys.
         #[arg(long)]
@@ -73,7 +75,8 @@ enum LabCommand {
     /// Runtimes side by side: every grid point run on each runtime with the same config, seed
     /// and schedule, one report normalised to each runtime's own 0% baseline. Resumable.
     Compare {
-        /// The workload: scp or chat (`troupe lab config WORKLOAD` lists its keys).
+        /// The workload: scp, chat, overlay-scale, ... (an unknown name lists them all; `troupe lab
+        /// config WORKLOAD` lists its keys).
         workload: String,
         /// Runtimes, comma separated, e.g. troupe,erlang,akka.
         #[arg(long, required = true, value_delimiter = ',')]
@@ -138,7 +141,8 @@ enum LabCommand {
     },
     /// Print the resolved config of a workload (defaults, --config, --set) as TOML.
     Config {
-        /// The workload: scp or chat (`troupe lab config WORKLOAD` lists its keys).
+        /// The workload: scp, chat, overlay-scale, ... (an unknown name lists them all; `troupe lab
+        /// config WORKLOAD` lists its keys).
         workload: String,
         /// A TOML file of config keys.
         #[arg(long)]
@@ -152,7 +156,8 @@ enum LabCommand {
     /// contract: TROUPE_CONFIG, TROUPE_SCHEDULE, TROUPE_EVENTS, TROUPE_RUN_ID).
     #[command(hide = true)]
     Exec {
-        /// The workload: scp or chat (`troupe lab config WORKLOAD` lists its keys).
+        /// The workload: scp, chat, overlay-scale, ... (an unknown name lists them all; `troupe lab
+        /// config WORKLOAD` lists its keys).
         workload: String,
     },
 }
