@@ -15,7 +15,7 @@ use troupe_remote::Node;
 
 use super::config::IotConfig;
 use super::schedule::KILL;
-use super::server::{lost, ready, start_node};
+use super::server::{orphaned, ready, start_node};
 use super::sub::{env, index, instant_of, interrupted, server_addrs, Tally, ENV_NODE, ENV_SECRET, SETUP_LIMIT};
 use crate::error::{Error, Result};
 use crate::events::writer::{now_us, Emitter};
@@ -131,7 +131,7 @@ pub(super) async fn run(cfg: &IotConfig, name: &str, actions: Vec<FaultAction>, 
     let restart = Duration::from_secs(cfg.restart_s);
     let stop = async {
         tokio::select! {
-            _ = lost(&node, &orch) => true,
+            _ = orphaned() => true,
             _ = interrupted() => false,
         }
     };

@@ -173,7 +173,7 @@ pub(super) async fn orchestrate(cfg: &IotConfig, actions: Vec<FaultAction>, em: 
     let node_cfg = NodeConfig {
         listen: "127.0.0.1:0".into(),
         heartbeat_interval_ms: 200,
-        heartbeat_timeout_ms: 2000,
+        heartbeat_timeout_ms: 10_000,
         ..NodeConfig::new("orchestrator", &secret)
     };
     let node =

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use troupe_cluster::devices::{peer_membership, DeviceServer, ServerConfig, ServerEvent};
-use troupe_remote::{Node, NodeConfig, NodeEvent};
+use troupe_remote::{Node, NodeConfig};
 
 use super::config::IotConfig;
 use super::sub::{
@@ -32,14 +32,15 @@ pub(super) fn server_config(cfg: &IotConfig) -> ServerConfig {
     }
 }
 
-/// Resolves when the node at `addr` goes away (or this node stops).
-pub(super) async fn lost(node: &Node, addr: &str) {
-    let mut events = node.subscribe();
+/// Resolves when this process's parent, the orchestrator, is gone (the process was
+/// re-parented). A session loss alone is not taken as the orchestrator's death: on a loaded
+/// machine a heartbeat can stall for seconds while every process is alive.
+pub(super) async fn orphaned() {
+    let parent = nix::unistd::getppid();
     loop {
-        match events.recv().await {
-            Ok(NodeEvent::NodeDown { addr: down, .. }) if down == addr => return,
-            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-            _ => {}
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        if nix::unistd::getppid() != parent {
+            return;
         }
     }
 }
@@ -52,7 +53,7 @@ pub(super) async fn start_node(name: &str, listen: &str, secret: &str) -> Result
         let cfg = NodeConfig {
             listen: listen.into(),
             heartbeat_interval_ms: 200,
-            heartbeat_timeout_ms: 2000,
+            heartbeat_timeout_ms: 10_000,
             ..NodeConfig::new(name, secret)
         };
         match Node::start(cfg).await {
@@ -73,7 +74,7 @@ pub(super) async fn ready(node: &Node, orch: &str, name: &str, what: &str) -> Re
         r = coord.ask(|reply| Ready { node: n, what: w, reply }, SETUP_LIMIT * 2) => {
             r.map_err(|e| Error::other(format!("the orchestrator did not open the window: {e}")))
         }
-        _ = lost(node, orch) => Err(Error::other("the orchestrator went away during set-up")),
+        _ = orphaned() => Err(Error::other("the orchestrator went away during set-up")),
     }
 }
 
@@ -122,7 +123,7 @@ pub(super) async fn run(cfg: &IotConfig, name: &str, em: &Emitter) -> Result<Tal
     let mut tally = Tally::default();
     tokio::select! {
         _ = tokio::time::sleep_until(end) => {}
-        _ = lost(&node, &orch) => {
+        _ = orphaned() => {
             tally.errors += 1;
             eprintln!("troupe iot {name}: the orchestrator went away");
         }

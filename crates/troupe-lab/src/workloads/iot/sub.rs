@@ -19,7 +19,7 @@
 //!    the server again at the same address (`restarted`). A restarted server says `Ready`
 //!    and is answered at once; it does not emit `ready` again.
 //! 4. Every process ends at the window's end plus one second (servers) or at the window's end
-//!    (device processes), or when the orchestrator's node goes away; the orchestrator waits for
+//!    (device processes), or when the orchestrator is gone (re-parented); the orchestrator waits for
 //!    them under a deadline, kills what is left whatever happens, and only then writes its
 //!    `run_finished`. A child that exits non-zero or early (other than by a planned kill) fails
 //!    the run, named in `run_finished {failed_nodes}`.
