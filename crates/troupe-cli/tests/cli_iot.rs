@@ -135,6 +135,26 @@ fn server_kills_restart_the_server_at_its_address_and_devices_come_back() {
 }
 
 #[test]
+fn a_drop_sweep_writes_its_table_and_states_the_expected_shapes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("sweep");
+    let o = troupe()
+        .args(["lab", "sweep", "iot", "--out", out.to_str().unwrap()])
+        .args(SMALL)
+        .args(["--set", "drop_probability=0,0.5"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o.stdout), text(&o.stderr));
+    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3, "{csv}");
+    assert!(csv.starts_with("runtime,point,status,drop_probability"), "{csv}");
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(report.contains("reports/s vs drop_probability (2 points): monotone decreasing"), "no shape statement");
+    assert!(out.join("iot-drop.svg").is_file());
+    assert!(left_behind(&out).is_empty());
+}
+
+#[test]
 fn bad_config_is_refused_before_anything_starts() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");

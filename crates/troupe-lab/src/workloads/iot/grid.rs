@@ -223,7 +223,8 @@ pub(super) fn write_grid(dir: &Path, csv_name: &str, title: &str, runs: &[GridRu
         .collect();
     page.table(&header, &linked);
     write(dir, "report.html", &page.finish())?;
-    let mut out: Vec<String> = table.iter().map(|t| t.join("  ")).collect();
+    let mut out = vec![header.join("  ")];
+    out.extend(table.iter().map(|t| t.join("  ")));
     out.extend(statements);
     Ok(out)
 }
