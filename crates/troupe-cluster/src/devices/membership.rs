@@ -1,4 +1,5 @@
-//! A view of the live servers by connectivity, for device tracking without a gossip cluster:
+//! Views of the live servers for device tracking. [`cluster_membership`] follows a gossip
+//! [`Cluster`]'s members. [`peer_membership`] works without one, by connectivity:
 //! this node plus every listed server it has a session with. A background task keeps trying to
 //! connect to the listed servers it lacks (a restarted server comes back at the same address)
 //! and republishes on every session change, so desks re-check ownership (rule 10).
@@ -7,6 +8,8 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 use troupe_remote::{Node, NodeEvent};
+
+use crate::{Cluster, MemberStatus};
 
 fn view(node: &Node, servers: &[String]) -> Vec<String> {
     let me = node.addr();
@@ -50,6 +53,47 @@ pub fn peer_membership(node: &Node, servers: Vec<String>, retry: Duration) -> wa
                 return;
             }
             if tx.is_closed() {
+                return;
+            }
+        }
+    });
+    rx
+}
+
+fn cluster_view(c: &Cluster) -> Vec<String> {
+    let mut v: Vec<String> = c
+        .status()
+        .members
+        .into_iter()
+        .filter(|m| m.status == MemberStatus::Up && m.reachable)
+        .map(|m| m.addr)
+        .collect();
+    v.sort();
+    v
+}
+
+/// The live servers as a gossip [`Cluster`] sees them: the members that are up and reachable
+/// (this node only once it is up itself), updated on every cluster event and checked every
+/// `recheck`. A member that is unreachable leaves the view at once, so its devices re-home
+/// (rule 10) without waiting for it to be downed. The task ends when the cluster's event
+/// stream closes or every receiver is dropped.
+pub fn cluster_membership(cluster: &Cluster, recheck: Duration) -> watch::Receiver<Vec<String>> {
+    let (tx, rx) = watch::channel(cluster_view(cluster));
+    let c = cluster.clone();
+    let mut events = c.subscribe();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(recheck.max(Duration::from_millis(10)));
+        loop {
+            tokio::select! {
+                ev = events.recv() => {
+                    if let Err(tokio::sync::broadcast::error::RecvError::Closed) = ev {
+                        return;
+                    }
+                }
+                _ = tick.tick() => {}
+            }
+            let now = cluster_view(&c);
+            if (*tx.borrow() != now && tx.send(now).is_err()) || tx.is_closed() {
                 return;
             }
         }

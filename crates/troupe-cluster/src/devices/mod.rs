@@ -2,7 +2,8 @@
 //! the server that the hash ring of the live servers picks as their owner. This module owns the
 //! protocol between a device and the servers, the server side ([`DeviceServer`], one per server
 //! node, with a per-device tracker actor) and the device side ([`Device`], one actor per
-//! device), plus a connectivity-based view of the live servers ([`peer_membership`]).
+//! device), plus views of the live servers: a gossip cluster's members ([`cluster_membership`])
+//! or connectivity alone ([`peer_membership`]).
 //!
 //! Protocol rules (version [`PROTOCOL_VERSION`]; `crates/troupe-cluster/tests/devices_*.rs`
 //! check them one by one):
@@ -80,6 +81,6 @@ mod server;
 mod tracker;
 
 pub use client::{Device, DeviceConfig, DeviceEvent, DeviceObserver, LinkFaults, ReportFn};
-pub use membership::peer_membership;
+pub use membership::{cluster_membership, peer_membership};
 pub use proto::{DeskMsg, DeskTotals, DeviceMsg, DeviceRecord, Hello, Records, TrackerMsg, DESK, PROTOCOL_VERSION};
 pub use server::{DeviceServer, ServerConfig, ServerEvent, ServerObserver};
