@@ -312,3 +312,32 @@ fn server_config_refuses_zero_periods_and_bad_thresholds_by_name() {
     assert!(e.to_string().contains("phi_threshold"), "{e}");
     assert!(ServerConfig::default().check().is_ok());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rule_8_a_rehomed_device_is_not_counted_as_a_recovery_again() {
+    let a = node("server-a").await;
+    let b = node("server-b").await;
+    let (a_addr, b_addr) = (a.addr(), b.addr());
+    let (a_live_tx, a_live) = watch::channel(vec![a_addr.clone()]);
+    let mut sa = start_server(a, a_live);
+    let both = vec![a_addr.clone(), b_addr.clone()];
+    let mut sb = start_server(b, watch::channel(both.clone()).1);
+    let name = (0..100).map(|k| format!("device-{k}")).find(|n| owner_by_ring(&both, n) == b_addr).unwrap();
+    let dn = node("devices-0").await;
+    let cfg = DeviceConfig { incarnation: 1, ..fast_device(&name, vec![a_addr.clone()]) };
+    let (_d, mut rx) = device(&dn, cfg, values);
+    until(&mut rx, "a summed report", |e| matches!(e, DeviceEvent::FirstReportSummed { .. })).await;
+    until(&mut sa.events, "the recovery", |e| matches!(e, ServerEvent::StatusCurrent { .. })).await;
+    // The ring changes: the device moves to B, which sums its reports without a new recovery.
+    a_live_tx.send(both).unwrap();
+    let e = until(&mut rx, "the re-home", |e| matches!(e, DeviceEvent::Homed { owner, .. } if *owner == b_addr)).await;
+    assert!(matches!(e, DeviceEvent::Homed { .. }));
+    let deadline = Instant::now() + LIMIT;
+    while sb.desk.totals().reports < 5 {
+        assert!(Instant::now() < deadline, "B sums no reports of the re-homed device");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    while let Ok(e) = sb.events.try_recv() {
+        assert!(!matches!(e, ServerEvent::StatusCurrent { .. }), "a re-home counted as a recovery: {e:?}");
+    }
+}

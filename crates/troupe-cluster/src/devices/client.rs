@@ -242,6 +242,7 @@ impl DeviceActor {
             device: self.cfg.name.clone(),
             incarnation: self.cfg.incarnation,
             started_us: self.cfg.started_us,
+            reported: self.summed,
             reply_to: ctx.myself(),
         };
         self.send_out(&desk, DeskMsg::Hello(h));

@@ -39,7 +39,8 @@
 //!    tracker sums the first report of an incarnation it sends the record to every other live
 //!    server at once and waits for their acknowledgements; then the device's status is current
 //!    and known to every server: [`ServerEvent::StatusCurrent`] (its `ms` from the device's
-//!    start is the time to recover).
+//!    start is the time to recover). A device that already had a report of this incarnation
+//!    summed says so in its `Hello` (`reported`), so a re-home is not counted as a recovery.
 //! 9. **Stand-down.** A server that learns from a record (rule 8) that another server tracks a
 //!    device it tracks stands its tracker down ([`ServerEvent::StoodDown`]) when the other
 //!    tracks a newer incarnation (the device lives there now), or when its own ring names

@@ -24,6 +24,9 @@ pub struct Hello {
     pub incarnation: u64,
     /// When this incarnation started, wall clock µs since the epoch.
     pub started_us: i64,
+    /// Whether an owner already summed a report of this incarnation (a re-home, not a
+    /// recovery: no new [`super::ServerEvent::StatusCurrent`]).
+    pub reported: bool,
     /// Where the server answers.
     pub reply_to: ActorRef<DeviceMsg>,
 }

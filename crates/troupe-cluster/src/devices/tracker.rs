@@ -52,7 +52,7 @@ impl Tracker {
             req: 1,
             asked_at: now,
             next_beat: now,
-            first_done: false,
+            first_done: h.reported,
             shared,
         }
     }
@@ -175,7 +175,7 @@ impl Actor for Tracker {
         {
             let s = self.shared.state.lock();
             if let Some(r) = s.records.get(&self.device) {
-                self.first_done = r.incarnation == self.incarnation && r.reports > 0;
+                self.first_done |= r.incarnation == self.incarnation && r.reports > 0;
             }
         }
         self.phi.heartbeat(self.ms());
