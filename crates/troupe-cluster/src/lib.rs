@@ -16,6 +16,7 @@ pub mod bench;
 pub mod cli;
 mod config;
 mod daemon;
+pub mod devices;
 mod engine;
 mod error;
 mod gossip;

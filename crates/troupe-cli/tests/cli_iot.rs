@@ -1,0 +1,170 @@
+//! `troupe lab run iot` through the real binary, each run small enough for a loaded 2-core
+//! machine: a fault-free run (1 server, 2 device processes, 20 devices, 3 s window), a run with
+//! device kills whose restarts give MTTR samples, a run with server kills and restarts at the
+//! same address, and bad config refused before anything starts. After each run no process of
+//! it is left.
+
+use std::path::Path;
+use std::process::Command;
+
+fn troupe() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_troupe"));
+    c.env_remove("TROUPE_HOME");
+    c
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn events(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+}
+
+fn count(evs: &[serde_json::Value], ev: &str) -> usize {
+    evs.iter().filter(|e| e["ev"] == ev).count()
+}
+
+/// Processes whose environment names `dir` (the run's events file is under it); zombies excluded.
+fn left_behind(dir: &Path) -> Vec<String> {
+    let needle = dir.to_string_lossy().into_owned();
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        if !pid.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| s.contains(") Z "));
+        let env = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+        if !zombie && String::from_utf8_lossy(&env).contains(&needle) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+const SMALL: &[&str] =
+    &["--set", "devices=20", "--set", "device_processes=2", "--set", "duration_s=3", "--set", "warmup_s=1"];
+
+fn run(out: &Path, extra: &[&str]) -> (serde_json::Value, Vec<serde_json::Value>) {
+    let o =
+        troupe().args(["lab", "run", "iot", "--out", out.to_str().unwrap()]).args(SMALL).args(extra).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o.stdout), text(&o.stderr));
+    let m = json(&out.join("manifest.json"));
+    assert_eq!(m["status"], "ok", "{m}");
+    assert!(left_behind(out).is_empty(), "processes of the run are still alive: {:?}", left_behind(out));
+    (json(&out.join("summary.json")), events(&out.join("events.jsonl")))
+}
+
+#[test]
+fn a_fault_free_run_reports_per_second_from_every_process() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let (summary, evs) = run(&out, &[]);
+    assert!(summary["reports_per_s"].as_f64().unwrap() > 0.0, "{summary}");
+    assert_eq!(summary["mttr_ms"]["count"], 0);
+    let csv = std::fs::read_to_string(out.join("iot.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 3, "{csv}");
+    for node in ["orchestrator", "server-0", "devices-0", "devices-1"] {
+        for ev in ["run_started", "run_finished"] {
+            assert!(evs.iter().any(|e| e["node"] == node && e["ev"] == ev), "no {ev} from {node}");
+        }
+    }
+    let ready: Vec<(String, i64)> = evs
+        .iter()
+        .filter(|e| e["ev"] == "ready")
+        .map(|e| (e["what"].as_str().unwrap().to_owned(), e["count"].as_i64().unwrap()))
+        .collect();
+    assert!(ready.contains(&("servers".into(), 1)) && ready.contains(&("window".into(), 3)), "{ready:?}");
+    assert_eq!(ready.iter().filter(|r| r.0 == "devices").map(|r| r.1).sum::<i64>(), 20);
+    assert_eq!(count(&evs, "throughput"), 3);
+    assert!(out.join("report.html").is_file() && out.join("throughput.svg").is_file());
+}
+
+#[test]
+fn device_kills_give_reconnected_events_and_mttr_in_the_summary() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let extra =
+        ["--set", "duration_s=6", "--set", "client_mttf_s=2", "--set", "restart_s=1", "--set", "heartbeat_ms=100"];
+    let (summary, evs) = run(&out, &extra);
+    let planned = std::fs::read_to_string(out.join("schedule.jsonl")).unwrap().lines().count();
+    assert!(planned > 0);
+    let skipped = summary["skipped_faults"].as_u64().unwrap() as usize;
+    assert_eq!(count(&evs, "fault_injected") + skipped, planned, "every planned kill carried out or counted skipped");
+    assert!(count(&evs, "restarted") > 0);
+    let reconnected: Vec<&serde_json::Value> = evs.iter().filter(|e| e["ev"] == "reconnected").collect();
+    assert!(!reconnected.is_empty(), "no reconnected events");
+    for r in &reconnected {
+        assert!(r["target"].as_str().unwrap().starts_with("device-") && r["by"] == "server-0", "{r}");
+        assert!(r["ms"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    assert_eq!(summary["mttr_ms"]["count"], reconnected.len());
+    let (med, p99) = (summary["mttr_ms"]["median"].as_f64().unwrap(), summary["mttr_ms"]["p99"].as_f64().unwrap());
+    assert!(med > 0.0 && p99 >= med, "{summary}");
+    assert!(out.join("mttr.svg").is_file());
+}
+
+#[test]
+fn server_kills_restart_the_server_at_its_address_and_devices_come_back() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let extra = [
+        "--set",
+        "servers=2",
+        "--set",
+        "duration_s=6",
+        "--set",
+        "server_mttf_s=3",
+        "--set",
+        "restart_s=1",
+        "--set",
+        "heartbeat_ms=100",
+    ];
+    let (summary, evs) = run(&out, &extra);
+    let kills: Vec<&serde_json::Value> = evs.iter().filter(|e| e["ev"] == "fault_injected").collect();
+    assert!(!kills.is_empty() && kills.iter().all(|k| k["kind"] == "node_kill" && k["node"] == "orchestrator"));
+    assert!(evs.iter().any(|e| e["ev"] == "restarted" && e["target"].as_str().unwrap().starts_with("server-")));
+    // The last window second counts reports again: devices found a live owner.
+    let last = evs.iter().filter(|e| e["ev"] == "throughput").max_by_key(|e| e["second"].as_i64()).unwrap();
+    assert!(last["count"].as_i64().unwrap() > 0, "no reports in the last second: {summary}");
+}
+
+#[test]
+fn a_drop_sweep_writes_its_table_and_states_the_expected_shapes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("sweep");
+    let o = troupe()
+        .args(["lab", "sweep", "iot", "--out", out.to_str().unwrap()])
+        .args(SMALL)
+        .args(["--set", "drop_probability=0,0.5"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o.stdout), text(&o.stderr));
+    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 3, "{csv}");
+    assert!(csv.starts_with("runtime,point,status,drop_probability"), "{csv}");
+    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(report.contains("reports/s vs drop_probability (2 points): monotone decreasing"), "no shape statement");
+    assert!(out.join("iot-drop.svg").is_file());
+    assert!(left_behind(&out).is_empty());
+}
+
+#[test]
+fn bad_config_is_refused_before_anything_starts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let o = troupe()
+        .args(["lab", "run", "iot", "--out", out.to_str().unwrap()])
+        .args(["--set", "drop_probability=0.95", "--set", "delay_min_ms=9", "--set", "delay_max_ms=1"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(err.contains("drop_probability") && err.contains("0..=0.9"), "{err}");
+    assert!(!out.join("events.jsonl").exists());
+}

@@ -1,0 +1,289 @@
+//! Statistics of one iot run, computed from its recorded events and schedule alone (the iot
+//! peer contract, "Statistics"), so `troupe lab report` can always rebuild them and every
+//! runtime is measured by the same code.
+//!
+//! Definitions:
+//! 1. The window is `[start_us, start_us + duration_s)` from the orchestrator's
+//!    `ready {what: "window", start_us}`.
+//! 2. `reports_per_s`: the mean of the `throughput {second, count}` counts over the window's
+//!    seconds (one event per second from the collector).
+//! 3. `mttr_ms`: every `reconnected {ms}` (a restarted device's status current and known to
+//!    every server, from the device's restart): median, p99 (nearest rank), mean, min, max and
+//!    count.
+//! 4. Kills carried out are the `fault_injected` events, by kind; restarts the `restarted`
+//!    events; detections the `fault_detected` events; skipped faults, errors and dropped events
+//!    are summed over the processes' `run_finished`.
+//! 5. Complete: `ready {what: "servers"}` summing to `servers`, `ready {what: "devices"}`
+//!    summing to `devices`, the window opened, one `throughput` per window second, a
+//!    `run_finished` from every process that wrote `run_started` (a killed server's restart
+//!    writes it under the same name), no failed process, no dropped event.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::config::IotConfig;
+use super::schedule::NODE_KILL;
+use crate::config::Config;
+use crate::events::Event;
+use crate::schedule::FaultAction;
+use crate::stats::Dist;
+use crate::workload::RunAnalysis;
+
+/// A kill carried out, for the plots.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Mark {
+    /// Offset from the window start, s.
+    pub at_s: f64,
+    /// `device-k` or `server-s`.
+    pub target: String,
+    /// `kill` or `node_kill`.
+    pub kind: String,
+}
+
+/// What an iot run measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct IotStats {
+    /// Window start, µs.
+    pub window_start_us: Option<i64>,
+    /// Window length, s.
+    pub duration_s: u64,
+    /// (second, reports completed).
+    pub seconds: Vec<(u64, u64)>,
+    /// Definition 2.
+    pub reports_per_s: f64,
+    /// Definition 3: every sample, ms, in event order.
+    pub mttr_samples: Vec<f64>,
+    /// Definition 3.
+    pub mttr_ms: Option<Dist>,
+    /// Device kills carried out.
+    pub device_kills: u64,
+    /// Server kills carried out.
+    pub server_kills: u64,
+    /// Kills the schedule planned.
+    pub planned_kills: u64,
+    /// `restarted` events.
+    pub restarts: u64,
+    /// `fault_detected` events.
+    pub detections: u64,
+    /// Summed `skipped_faults`.
+    pub skipped_faults: i64,
+    /// Summed `errors`.
+    pub errors: i64,
+    /// Summed `dropped_events`.
+    pub dropped_events: i64,
+    /// Kills carried out, for the plots.
+    pub marks: Vec<Mark>,
+    servers_ready: i64,
+    devices_ready: i64,
+    bad_seconds: u64,
+    unfinished_nodes: Vec<String>,
+    failed_nodes: Vec<String>,
+}
+
+impl IotStats {
+    /// Computes the statistics of a run (definitions 1-5).
+    pub fn compute(cfg: &Config, events: &[Event], sched: &[FaultAction]) -> IotStats {
+        let c = IotConfig::from_config(cfg);
+        let window_start_us = events
+            .iter()
+            .find(|e| e.ev == "ready" && e.str("what") == "window")
+            .map(|e| e.raw.get("start_us").and_then(serde_json::Value::as_i64).unwrap_or(e.ts_us));
+        let mut per_second: BTreeMap<u64, u64> = BTreeMap::new();
+        let mut bad_seconds = 0;
+        let (mut servers_ready, mut devices_ready) = (0, 0);
+        let mut started = BTreeSet::new();
+        let mut finished = BTreeSet::new();
+        let mut st = IotStats {
+            window_start_us,
+            duration_s: c.duration_s,
+            seconds: Vec::new(),
+            reports_per_s: 0.0,
+            mttr_samples: Vec::new(),
+            mttr_ms: None,
+            device_kills: 0,
+            server_kills: 0,
+            planned_kills: sched.len() as u64,
+            restarts: 0,
+            detections: 0,
+            skipped_faults: 0,
+            errors: 0,
+            dropped_events: 0,
+            marks: Vec::new(),
+            servers_ready: 0,
+            devices_ready: 0,
+            bad_seconds: 0,
+            unfinished_nodes: Vec::new(),
+            failed_nodes: Vec::new(),
+        };
+        for e in events {
+            match e.ev.as_str() {
+                "run_started" => {
+                    started.insert(e.node.clone());
+                }
+                "run_finished" => {
+                    finished.insert(e.node.clone());
+                    st.skipped_faults += e.int("skipped_faults");
+                    st.errors += e.int("errors");
+                    st.dropped_events += e.int("dropped_events");
+                    if let Some(f) = e.raw.get("failed_nodes").and_then(serde_json::Value::as_array) {
+                        st.failed_nodes.extend(f.iter().filter_map(|v| v.as_str().map(str::to_owned)));
+                    }
+                }
+                "ready" => match e.str("what") {
+                    "servers" => servers_ready += e.int("count"),
+                    "devices" => devices_ready += e.int("count"),
+                    _ => {}
+                },
+                "throughput" => {
+                    let s = e.int("second");
+                    if s < 0 || s as u64 >= c.duration_s || per_second.contains_key(&(s as u64)) {
+                        bad_seconds += 1;
+                    } else {
+                        per_second.insert(s as u64, e.int("count").max(0) as u64);
+                    }
+                }
+                "reconnected" => {
+                    if let Some(ms) = e.raw.get("ms").and_then(serde_json::Value::as_f64) {
+                        st.mttr_samples.push(ms);
+                    }
+                }
+                "fault_injected" => {
+                    if e.str("kind") == NODE_KILL {
+                        st.server_kills += 1;
+                    } else {
+                        st.device_kills += 1;
+                    }
+                    let at_s = window_start_us.map_or(0.0, |w| (e.ts_us - w) as f64 / 1e6);
+                    st.marks.push(Mark { at_s, target: e.str("target").into(), kind: e.str("kind").into() });
+                }
+                "restarted" => st.restarts += 1,
+                "fault_detected" => st.detections += 1,
+                _ => {}
+            }
+        }
+        st.seconds = per_second.into_iter().collect();
+        if !st.seconds.is_empty() {
+            st.reports_per_s = st.seconds.iter().map(|s| s.1 as f64).sum::<f64>() / c.duration_s as f64;
+        }
+        st.mttr_ms = Dist::of(&mut st.mttr_samples.clone());
+        st.servers_ready = servers_ready;
+        st.devices_ready = devices_ready;
+        st.bad_seconds = bad_seconds;
+        st.unfinished_nodes = started.difference(&finished).cloned().collect();
+        st
+    }
+
+    /// Why the events are not a complete run (definition 5), if they are not.
+    pub fn completeness_problem(&self, cfg: &Config) -> Option<String> {
+        let c = IotConfig::from_config(cfg);
+        if !self.failed_nodes.is_empty() {
+            return Some(format!("node process failed: {}", self.failed_nodes.join("; ")));
+        }
+        if self.servers_ready != i64::from(c.servers) {
+            return Some(format!(
+                "{} of {} servers said `ready {{what: \"servers\"}}`: the cluster never formed",
+                self.servers_ready, c.servers
+            ));
+        }
+        if self.devices_ready != c.devices as i64 {
+            return Some(format!(
+                "{} of {} devices were ready (`ready {{what: \"devices\"}}`): not every device had a report summed",
+                self.devices_ready, c.devices
+            ));
+        }
+        if self.window_start_us.is_none() {
+            return Some("no `ready {what: \"window\"}` event: the window never opened".into());
+        }
+        if self.seconds.len() as u64 != c.duration_s || self.bad_seconds > 0 {
+            return Some(format!(
+                "expected one `throughput` event per window second (0..{}), got {} distinct{}",
+                c.duration_s,
+                self.seconds.len(),
+                if self.bad_seconds > 0 {
+                    format!(" and {} duplicated or out of range", self.bad_seconds)
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        if !self.unfinished_nodes.is_empty() {
+            return Some(format!(
+                "no `run_finished` event from node(s) {}: they did not end cleanly (see stderr.txt)",
+                self.unfinished_nodes.join(", ")
+            ));
+        }
+        if self.dropped_events > 0 {
+            return Some(format!("{} events were dropped by the writers (buffer full)", self.dropped_events));
+        }
+        None
+    }
+
+    /// The MTTR summary as `summary.json` holds it: median, p99, mean, min, max, count.
+    pub fn mttr_json(&self) -> serde_json::Value {
+        match &self.mttr_ms {
+            None => json!({"median": null, "p99": null, "count": 0}),
+            Some(d) => {
+                json!({"median": d.median, "p99": d.p99, "mean": d.mean, "min": d.min, "max": d.max, "count": d.n})
+            }
+        }
+    }
+}
+
+fn ms_text(d: &Option<Dist>) -> String {
+    match d {
+        None => "no samples".into(),
+        Some(d) => format!("median {:.1} ms, p99 {:.1} ms (mean {:.1}, n = {})", d.median, d.p99, d.mean, d.n),
+    }
+}
+
+impl RunAnalysis for IotStats {
+    fn completeness_problem(&self, cfg: &Config) -> Option<String> {
+        IotStats::completeness_problem(self, cfg)
+    }
+
+    fn summary_rows(&self) -> Vec<(String, String)> {
+        vec![
+            ("reports/s".into(), format!("{:.1}", self.reports_per_s)),
+            ("MTTR (restarted device current on every server)".into(), ms_text(&self.mttr_ms)),
+            (
+                "kills carried out / planned".into(),
+                format!("{} devices + {} servers / {}", self.device_kills, self.server_kills, self.planned_kills),
+            ),
+            ("restarts".into(), self.restarts.to_string()),
+            ("owner failures detected by devices".into(), self.detections.to_string()),
+            ("skipped faults".into(), self.skipped_faults.to_string()),
+            ("errors (refused devices, lost orchestrator)".into(), self.errors.to_string()),
+        ]
+    }
+
+    fn summary_json(&self) -> serde_json::Value {
+        json!({
+            "reports_per_s": self.reports_per_s,
+            "mttr_ms": self.mttr_json(),
+            "seconds": self.seconds.len(),
+            "device_kills": self.device_kills,
+            "server_kills": self.server_kills,
+            "planned_kills": self.planned_kills,
+            "restarts": self.restarts,
+            "detections": self.detections,
+            "skipped_faults": self.skipped_faults,
+            "errors": self.errors,
+            "dropped_events": self.dropped_events,
+        })
+    }
+
+    fn headline(&self) -> String {
+        match &self.mttr_ms {
+            Some(d) => {
+                format!("{:.1} reports/s, MTTR median {:.1} ms (p99 {:.1})", self.reports_per_s, d.median, d.p99)
+            }
+            None => format!("{:.1} reports/s", self.reports_per_s),
+        }
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
