@@ -2,6 +2,7 @@
 //! [`ALL`]. Everything else in the lab finds a workload through [`get`] or [`by_role`].
 
 pub mod chat;
+pub mod energy;
 pub mod scp;
 
 use crate::config::Config;
@@ -10,7 +11,7 @@ use crate::schedule::FaultAction;
 use crate::workload::Workload;
 
 /// Every workload of the lab, in the order `troupe lab` lists them.
-pub static ALL: &[&dyn Workload] = &[&scp::Scp, &chat::Chat];
+pub static ALL: &[&dyn Workload] = &[&scp::Scp, &chat::Chat, &energy::Energy];
 
 /// The names of the registered workloads.
 pub fn names() -> Vec<&'static str> {
