@@ -156,9 +156,15 @@ fn resources_follow_a_longer_run() {
     assert!(s["peak_rss_bytes"].as_u64().unwrap() > 1_000_000, "{s}");
     assert!(s["energy_uj"].as_f64().unwrap() > 0.0, "{s}");
     assert!(s["cpu_s"].as_f64().unwrap() > 0.0, "{s}");
+    // The run's totals from the sampler, which every workload's summary carries.
+    assert!(s["resources"]["cpu_s"].as_f64().unwrap() >= s["cpu_s"].as_f64().unwrap(), "{s}");
+    assert!(s["resources"]["peak_rss_bytes"].as_u64().unwrap() > 1_000_000, "{s}");
+    assert!(s["resources"]["wall_s"].as_f64().unwrap() > 0.0, "{s}");
     let res = std::fs::read_to_string(out.join("resources.jsonl")).unwrap();
     assert!(res.lines().count() >= 3, "{res}");
     assert!(out.join("resources-cpu.svg").exists() && out.join("resources-rss.svg").exists());
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert_eq!(html.matches("<h2>Resources</h2>").count(), 1, "the page shows the tree's CPU and RSS once");
 }
 
 #[test]

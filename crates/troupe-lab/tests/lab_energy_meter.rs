@@ -221,6 +221,29 @@ fn the_lab_appends_one_energy_event_per_work_event() {
 }
 
 #[test]
+fn every_report_gets_the_resource_charts_once() {
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path();
+    // Without samples nothing happens.
+    troupe_lab::meter::charts::add_to_report(dir).unwrap();
+    assert!(!dir.join("resources-cpu.svg").exists());
+    let lines: Vec<String> =
+        [sample(0, 0.0, 0.0, None), sample(100_000, 50.0, 0.0, None), sample(200_000, 150.0, 0.0, None)]
+            .iter()
+            .map(|s| serde_json::to_string(s).unwrap())
+            .collect();
+    std::fs::write(dir.join("resources.jsonl"), lines.join("\n") + "\n").unwrap();
+    std::fs::write(dir.join("report.html"), "<html><body><p>page</p></body></html>\n").unwrap();
+    troupe_lab::meter::charts::add_to_report(dir).unwrap();
+    troupe_lab::meter::charts::add_to_report(dir).unwrap();
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert_eq!(html.matches("<h2>Resources</h2>").count(), 1, "{html}");
+    assert_eq!(html.matches("<svg").count(), 2);
+    assert!(html.trim_end().ends_with("</body></html>"));
+    assert!(dir.join("resources-cpu.svg").exists() && dir.join("resources-rss.svg").exists());
+}
+
+#[test]
 fn the_sampler_follows_a_real_child_tree() {
     let t = tempfile::tempdir().unwrap();
     let out = t.path().join("resources.jsonl");

@@ -19,6 +19,7 @@
 //! 6. The default per-core power figure is [`DEFAULT_WATTS_PER_CORE`] (see its doc for the
 //!    source); the energy workload's `watts_per_core` key overrides it.
 
+pub mod charts;
 pub mod energy;
 pub mod procfs;
 pub mod rapl;

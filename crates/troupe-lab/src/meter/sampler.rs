@@ -186,6 +186,20 @@ pub fn read_samples(path: &Path) -> Result<Vec<Sample>> {
         .collect()
 }
 
+/// The run's totals from its samples, for `summary.json` (every workload): `cpu_s` (the whole
+/// tree's CPU time, start-up included), `wall_s` (first to last reading), `peak_rss_bytes`
+/// (the largest tree RSS read), `samples`; `None` without samples.
+pub fn run_totals(dir: &Path) -> Option<serde_json::Value> {
+    let s = read_samples(&dir.join(FILE)).ok()?;
+    let (first, last) = (s.first()?, s.last()?);
+    Some(json!({
+        "cpu_s": last.cpu_ms / 1000.0,
+        "wall_s": (last.ts_us - first.ts_us) as f64 / 1e6,
+        "peak_rss_bytes": s.iter().map(|x| x.rss_bytes).max().unwrap_or(0),
+        "samples": s.len(),
+    }))
+}
+
 /// The meter settings a config asks for: (sample interval, requested source, watts per core).
 pub fn settings(cfg: &Config) -> (Duration, String, f64) {
     let ms = match cfg.get("sample_ms") {

@@ -8,7 +8,8 @@
 //! 2. The load balancer forwards each `Ping` to the next server, round-robin; the server answers
 //!    the client directly (not through the load balancer).
 //! 3. A server's `Pong` carries 0, or in `ping_pong_lb_prime` the count of primes <= range,
-//!    computed by trial division for every request.
+//!    computed by trial division for every request; the client checks it against pi(range)
+//!    and counts a wrong answer.
 //! 4. The prime actor answers `Count` with the count of primes <= range by trial division.
 //! 5. The node process's control actor builds a repetition's servers (`Setup`, answered with the
 //!    entry: the server, the load balancer or the prime actor) and stops them (`Teardown`).
@@ -190,6 +191,7 @@ impl Actor for Control {
 /// last one finished (rule 1).
 pub(crate) struct Done {
     pub(crate) pongs: AtomicU64,
+    pub(crate) wrong: AtomicU64,
     pub(crate) running: AtomicU64,
     pub(crate) end_us: AtomicI64,
     pub(crate) all_done: Notify,
@@ -199,6 +201,7 @@ impl Done {
     pub(crate) fn new(clients: u64) -> Arc<Done> {
         Arc::new(Done {
             pongs: AtomicU64::new(0),
+            wrong: AtomicU64::new(0),
             running: AtomicU64::new(clients),
             end_us: AtomicI64::new(0),
             all_done: Notify::new(),
@@ -211,6 +214,8 @@ pub(crate) struct Client {
     pub(crate) entry: ActorRef<WorkMsg>,
     pub(crate) left: u64,
     pub(crate) done: Arc<Done>,
+    /// The answer every pong must carry (rule 3).
+    pub(crate) expect: u64,
 }
 
 impl Actor for Client {
@@ -221,8 +226,11 @@ impl Actor for Client {
             ClientMsg::Go => {
                 let _ = self.entry.send(WorkMsg::Ping(ctx.myself()));
             }
-            ClientMsg::Pong(_) => {
+            ClientMsg::Pong(answer) => {
                 self.done.pongs.fetch_add(1, Ordering::Relaxed);
+                if answer != self.expect {
+                    self.done.wrong.fetch_add(1, Ordering::Relaxed);
+                }
                 self.left = self.left.saturating_sub(1);
                 if self.left > 0 {
                     let _ = self.entry.send(WorkMsg::Ping(ctx.myself()));

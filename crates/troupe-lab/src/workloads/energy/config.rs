@@ -1,9 +1,9 @@
 //! The energy workload's keys (workloads.md §4, seed 002 ch. 3-5) with their embedded quick
 //! defaults, ranges and cross-key rules, and the typed view of a validated config.
 //!
-//! The defaults are a quick run (ping_pong, 50 clients x 2,000 round trips, 3 repetitions):
-//! a `troupe lab compare energy --runtimes troupe,erlang,caf` finishes in about a minute on a
-//! 2-core VM. The seed's sweeps are given in docs/energy.md.
+//! The defaults are a quick run: seed 002's smallest ping_pong point (50 clients x 50,000 round
+//! trips), 5 repetitions; a `troupe lab compare energy --runtimes troupe,erlang,caf` finishes
+//! in about a minute on a 2-core VM. The seed's sweeps are given in docs/energy.md.
 
 use crate::config::{Config, CrossIssue, KeyKind, KeySpec, Schema, Value, SEED};
 use crate::error::ConfigIssue;
@@ -46,7 +46,7 @@ static KEYS: &[KeySpec] = &[
     KeySpec {
         name: "msgs",
         kind: KeyKind::Int { min: 1, max: 100_000_000 },
-        default: || Value::Int(2_000),
+        default: || Value::Int(50_000),
         doc: "round trips per client (ping workloads)",
     },
     KeySpec {
@@ -64,7 +64,7 @@ static KEYS: &[KeySpec] = &[
     KeySpec {
         name: "reps",
         kind: KeyKind::Int { min: 1, max: 1_000 },
-        default: || Value::Int(3),
+        default: || Value::Int(5),
         doc: "repetitions inside one run (one row of energy.csv each)",
     },
     SEED,

@@ -35,8 +35,8 @@ pub struct Energy;
 /// ran at about 0.25 ms), and 200 ns per trial division for the primes.
 pub fn expected_rep(c: &EnergyConfig) -> Duration {
     let range = c.range as f64;
-    // Trial divisions to count the primes <= range: about pi(range) x sqrt(range) / 2.
-    let divisions = range.powf(1.5) / (2.0 * range.ln().max(1.0));
+    // Trial divisions to count the primes <= range: about pi(range) x sqrt(range).
+    let divisions = range.powf(1.5) / range.ln().max(1.0);
     let prime_s = divisions * 200e-9;
     let per_trip = if c.distributed { 1e-3 } else { 20e-6 };
     let secs = match c.workload.as_str() {

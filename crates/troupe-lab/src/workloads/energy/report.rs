@@ -1,6 +1,6 @@
 //! One energy run's outputs: `energy.csv` (one row per measured repetition, the seed's columns
-//! plus `runtime,meter`), `resources-cpu.svg` and `resources-rss.svg` (the process tree's CPU and RSS
-//! over the run, from `resources.jsonl`), `energy.svg` (energy and time per repetition) and `report.html`.
+//! plus `runtime,meter`), `energy.svg` (energy and time per repetition) and `report.html` (the
+//! process tree's CPU and RSS charts are added by `crate::meter::charts` for every workload).
 
 use std::path::Path;
 
@@ -9,53 +9,10 @@ use super::post;
 use crate::config::Config;
 use crate::error::Result;
 use crate::manifest::Manifest;
-use crate::meter::sampler;
 use crate::report::html::Page;
 use crate::report::plot::{svg, Chart, Series};
 use crate::report::{page_footer, status_html, write};
 use crate::workload::RunAnalysis;
-
-/// The CPU (cores busy) and RSS (MiB) of the process tree over time, from a run folder's
-/// `resources.jsonl`: two SVG charts; `None` without samples.
-pub fn resources_svg(dir: &Path) -> Option<[String; 2]> {
-    let samples = sampler::read_samples(&dir.join(sampler::FILE)).ok()?;
-    let t0 = samples.first()?.ts_us;
-    let mut cores = Vec::new();
-    for w in samples.windows(2) {
-        let dt_ms = (w[1].ts_us - w[0].ts_us) as f64 / 1000.0;
-        if dt_ms > 0.0 {
-            cores.push(((w[1].ts_us - t0) as f64 / 1e6, (w[1].cpu_ms - w[0].cpu_ms) / dt_ms));
-        }
-    }
-    let rss: Vec<(f64, f64)> = samples
-        .iter()
-        .filter(|s| !s.last)
-        .map(|s| ((s.ts_us - t0) as f64 / 1e6, s.rss_bytes as f64 / 1048576.0))
-        .collect();
-    let cpu = svg(
-        &Chart {
-            title: "Process tree CPU (cores busy)".into(),
-            x_label: "s since the child started".into(),
-            y_label: "cores".into(),
-            series: vec![Series::line("CPU", cores)],
-            y_range: None,
-        },
-        640,
-        260,
-    );
-    let mem = svg(
-        &Chart {
-            title: "Process tree resident memory".into(),
-            x_label: "s since the child started".into(),
-            y_label: "MiB".into(),
-            series: vec![Series::line("RSS", rss)],
-            y_range: None,
-        },
-        640,
-        260,
-    );
-    Some([cpu, mem])
-}
 
 /// Writes the run's CSV, plots and report.
 pub fn write_run_outputs(dir: &Path, m: &Manifest, _cfg: &Config, st: &EnergyStats) -> Result<()> {
@@ -116,12 +73,6 @@ pub fn write_run_outputs(dir: &Path, m: &Manifest, _cfg: &Config, st: &EnergySta
     );
     write(dir, "energy.svg", &chart)?;
     p.figure(&chart, "Energy and time of each repetition.");
-    if let Some([cpu, mem]) = resources_svg(dir) {
-        write(dir, "resources-cpu.svg", &cpu)?;
-        write(dir, "resources-rss.svg", &mem)?;
-        p.figure(&cpu, "CPU of the run's process tree, sampled by the lab (resources.jsonl).");
-        p.figure(&mem, "Resident memory of the run's process tree, sampled by the lab (resources.jsonl).");
-    }
     page_footer(
         &mut p,
         m,

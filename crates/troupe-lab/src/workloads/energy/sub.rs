@@ -30,6 +30,7 @@ use troupe_remote::{Node, NodeConfig, NodeEvent};
 
 use super::actors::{Client, ClientMsg, Control, ControlMsg, Done, Servers, WorkMsg};
 use super::config::EnergyConfig;
+use super::primes::count_sieve;
 use crate::config;
 use crate::error::{Error, Result};
 use crate::events::writer::{now_us, Emitter, EventWriter};
@@ -200,8 +201,9 @@ async fn one_rep(cfg: &EnergyConfig, entry: &ActorRef<WorkMsg>) -> std::result::
         return Ok((start_us, now_us(), n));
     }
     let done = Done::new(cfg.clients);
+    let expect = if cfg.workload == "ping_pong_lb_prime" { count_sieve(cfg.range) } else { 0 };
     let clients: Vec<ActorRef<ClientMsg>> = (0..cfg.clients)
-        .map(|_| troupe::spawn(Client { entry: entry.clone(), left: cfg.msgs, done: Arc::clone(&done) }))
+        .map(|_| troupe::spawn(Client { entry: entry.clone(), left: cfg.msgs, done: Arc::clone(&done), expect }))
         .collect();
     let start_us = now_us();
     for c in &clients {
@@ -212,7 +214,9 @@ async fn one_rep(cfg: &EnergyConfig, entry: &ActorRef<WorkMsg>) -> std::result::
         c.stop();
     }
     let pongs = done.pongs.load(std::sync::atomic::Ordering::Acquire);
+    let wrong = done.wrong.load(std::sync::atomic::Ordering::Acquire);
     match waited {
+        Ok(()) if wrong > 0 => Err(format!("{wrong} pongs carried a wrong prime count")),
         Ok(()) => Ok((start_us, done.end_us.load(std::sync::atomic::Ordering::Acquire), pongs)),
         Err(_) => Err(format!("the repetition did not finish within {} s ({pongs} pongs)", limit.as_secs())),
     }
