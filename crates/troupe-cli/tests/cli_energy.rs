@@ -83,6 +83,10 @@ fn run(workload: &str, mode: &str) {
         assert!(!s[key].is_null(), "summary.json lacks {key}: {s}");
     }
     assert_eq!(s["meter"], meter);
+    assert_eq!(
+        (s["workload"].as_str(), s["program"].as_str(), s["mode"].as_str()),
+        (Some("energy"), Some(workload), Some(mode))
+    );
     assert_eq!(s["estimate"], meter == "estimate");
     // A run of a few milliseconds may end before the sampler's first reading on a loaded
     // machine (then it saw a zombie: RSS 0); `resources_follow_a_longer_run` checks the RSS.
@@ -106,13 +110,6 @@ fn run(workload: &str, mode: &str) {
     let last: serde_json::Value = serde_json::from_str(res.lines().last().unwrap()).unwrap();
     assert_eq!(last["last"], true);
     assert!(last["cpu_ms"].as_f64().unwrap() > 0.0, "{res}");
-    if mode == "distributed" {
-        // The node process was a descendant of the run process: some sample saw two processes.
-        assert!(
-            res.lines().any(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["procs"].as_u64() >= Some(2)),
-            "the node process was not in the metered tree: {res}"
-        );
-    }
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("<svg") && html.contains(meter), "report.html has plots and names the meter");
 }
@@ -143,10 +140,15 @@ fn ping_pong_lb_prime_native_and_distributed() {
 
 #[test]
 fn resources_follow_a_longer_run() {
+    longer_run("native");
+    longer_run("distributed");
+}
+
+fn longer_run(mode: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     let o = troupe()
-        .args(["lab", "run", "energy", "--out", out.to_str().unwrap()])
+        .args(["lab", "run", "energy", "--out", out.to_str().unwrap(), "--set", &format!("mode={mode}")])
         .args(["--set", "workload=prime", "--set", "range=1000000", "--set", "reps=1", "--set", "sample_ms=10"])
         .output()
         .unwrap();
@@ -162,6 +164,13 @@ fn resources_follow_a_longer_run() {
     assert!(s["resources"]["wall_s"].as_f64().unwrap() > 0.0, "{s}");
     let res = std::fs::read_to_string(out.join("resources.jsonl")).unwrap();
     assert!(res.lines().count() >= 3, "{res}");
+    if mode == "distributed" {
+        // The node process is a descendant of the run process: the meter saw two processes.
+        assert!(
+            res.lines().any(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["procs"].as_u64() >= Some(2)),
+            "the node process was not in the metered tree: {res}"
+        );
+    }
     assert!(out.join("resources-cpu.svg").exists() && out.join("resources-rss.svg").exists());
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert_eq!(html.matches("<h2>Resources</h2>").count(), 1, "the page shows the tree's CPU and RSS once");
@@ -187,6 +196,7 @@ fn compare_writes_the_ratio_table() {
     assert_eq!(post.lines().count(), 1 + 2, "{post}");
     let cmp = std::fs::read_to_string(out.join("compare.csv")).unwrap();
     assert_eq!(cmp.lines().count(), 1 + 2, "{cmp}");
+    assert!(cmp.contains(",troupe,prime,native,3000,ok,estimate,") || meter_here() != "estimate", "{cmp}");
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("Ratios") && html.contains(meter_here()), "{html}");
     assert!(out.join("energy-energy-ping_pong-native.svg").exists());

@@ -207,7 +207,7 @@ impl RunAnalysis for EnergyStats {
             .map(|a| serde_json::to_value(a).unwrap_or(Value::Null))
             .collect();
         json!({
-            "workload": self.cfg.workload,
+            "program": self.cfg.workload,
             "mode": self.mode(),
             "parameter": self.cfg.parameter(),
             "meter": self.meter,

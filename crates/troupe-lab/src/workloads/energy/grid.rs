@@ -153,7 +153,7 @@ pub fn write_grid(dir: &Path, csv_name: &str, title: &str) -> Result<Vec<String>
             vec![
                 r.rel.clone(),
                 r.manifest.runtime.clone(),
-                g("workload"),
+                g("program"),
                 g("mode"),
                 g("parameter"),
                 status_word(&r.manifest).into(),
@@ -170,7 +170,7 @@ pub fn write_grid(dir: &Path, csv_name: &str, title: &str) -> Result<Vec<String>
     let run_header = [
         "run",
         "runtime",
-        "workload",
+        "program",
         "mode",
         "parameter",
         "status",
