@@ -3,8 +3,11 @@
 //! `energy.csv` (the seed's columns plus `runtime,meter`, one row per repetition,
 //! `meter=estimate` on a machine without RAPL), `summary.json`, the results, the lab's
 //! `energy` events and `resources.jsonl`; a comparison with its ratio table; bad input refused
-//! before anything starts; a program refusing a config with exit 2; and a crashing peer
-//! reported with its exit status.
+//! before anything starts; a program refusing a config with exit 2; a crashing peer
+//! reported with its exit status; and the RAPL path end to end on a fake powercap tree
+//! (`TROUPE_POWERCAP_ROOT`) whose counter a thread bumps: the meter is `rapl`, the counter's
+//! wrap-around is followed, `meter=rapl` is refused where it does not work, and a counter that
+//! vanishes mid-run fails the repetitions it no longer covers without mixing sources.
 
 use std::path::Path;
 use std::process::Command;
@@ -262,4 +265,135 @@ fn a_crashing_peer_is_reported_with_its_exit_status() {
     let m = json(&out.join("manifest.json"));
     assert_eq!(m["status"], "failed");
     assert!(m["reason"].as_str().unwrap().contains("exited with status 7"), "{m}");
+}
+
+/// A fake powercap tree whose package counter a thread bumps every 5 ms (wrapping at its
+/// range), until `stop` is set or 60 s passed; `vanish` removes the counter file instead.
+struct FakeRapl {
+    root: tempfile::TempDir,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    vanish: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FakeRapl {
+    fn start() -> FakeRapl {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        use std::sync::Arc;
+        let root = tempfile::tempdir().unwrap();
+        let d = root.path().join("intel-rapl:0");
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("name"), "package-0\n").unwrap();
+        std::fs::write(d.join("max_energy_range_uj"), "1000000\n").unwrap();
+        std::fs::write(d.join("energy_uj"), "0\n").unwrap();
+        let (stop, vanish) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
+        let (s, v) = (Arc::clone(&stop), Arc::clone(&vanish));
+        let thread = std::thread::spawn(move || {
+            let started = std::time::Instant::now();
+            let mut uj = 0u64;
+            while !s.load(Ordering::SeqCst) && started.elapsed() < std::time::Duration::from_secs(60) {
+                if v.load(Ordering::SeqCst) {
+                    let _ = std::fs::remove_file(d.join("energy_uj"));
+                } else {
+                    // 5 ms at 20 W = 100,000 uJ; the counter wraps at 1,000,000.
+                    uj = (uj + 100_000) % 1_000_000;
+                    let tmp = d.join("energy_uj.tmp");
+                    std::fs::write(&tmp, format!("{uj}\n")).unwrap();
+                    std::fs::rename(&tmp, d.join("energy_uj")).unwrap();
+                }
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        });
+        FakeRapl { root, stop, vanish, thread: Some(thread) }
+    }
+}
+
+impl Drop for FakeRapl {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[test]
+fn a_working_rapl_counter_is_the_meter_and_is_shared_out() {
+    let rapl = FakeRapl::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let o = troupe()
+        .env("TROUPE_POWERCAP_ROOT", rapl.root.path())
+        .args(["lab", "run", "energy", "--out", out.to_str().unwrap(), "--set", "meter=rapl"])
+        .args(["--set", "workload=prime", "--set", "range=1000000", "--set", "reps=2", "--set", "sample_ms=10"])
+        .output()
+        .unwrap();
+    drop(rapl);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o.stdout), text(&o.stderr));
+    let s = json(&out.join("summary.json"));
+    assert_eq!((s["meter"].as_str(), s["estimate"].as_bool()), (Some("rapl"), Some(false)), "{s}");
+    let csv = std::fs::read_to_string(out.join("energy.csv")).unwrap();
+    assert_eq!(csv.lines().filter(|l| l.ends_with(",troupe,rapl")).count(), 2, "{csv}");
+    let evs = events(&out.join("events.jsonl"));
+    for e in evs.iter().filter(|e| e["ev"] == "energy") {
+        assert_eq!(e["source"], "rapl");
+        let share = e["share"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&share), "{e}");
+        assert!(e["uj"].as_f64().unwrap() >= 0.0, "{e}");
+    }
+    // The samples carry the host counter, wrap-around included (it wrapped every 50 ms).
+    let res = std::fs::read_to_string(out.join("resources.jsonl")).unwrap();
+    let last: serde_json::Value = serde_json::from_str(res.lines().last().unwrap()).unwrap();
+    assert!(last["energy_uj"].as_f64().unwrap() > 1_000_000.0, "{last}");
+}
+
+#[test]
+fn rapl_asked_for_where_it_does_not_work_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let o = troupe()
+        .env("TROUPE_POWERCAP_ROOT", tmp.path().join("no-powercap"))
+        .args(["lab", "run", "energy", "--out", out.to_str().unwrap(), "--set", "meter=rapl", "--set", "reps=1"])
+        .output()
+        .unwrap();
+    assert_ne!(o.status.code(), Some(0));
+    let m = json(&out.join("manifest.json"));
+    assert_eq!(m["status"], "failed");
+    assert!(m["reason"].as_str().unwrap().contains("meter=auto"), "{m}");
+    assert!(!out.join("events.jsonl").exists() || events(&out.join("events.jsonl")).is_empty(), "nothing ran");
+}
+
+#[test]
+fn a_counter_that_vanishes_mid_run_fails_the_repetitions_it_no_longer_covers() {
+    let rapl = FakeRapl::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let mut child = troupe()
+        .env("TROUPE_POWERCAP_ROOT", rapl.root.path())
+        .args(["lab", "run", "energy", "--out", out.to_str().unwrap()])
+        .args(["--set", "workload=prime", "--set", "range=1000000", "--set", "reps=20", "--set", "sample_ms=10"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait (bounded) for the sampler's tenth reading, then take the counter away.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::read_to_string(out.join("resources.jsonl")).map_or(0, |t| t.lines().count()) < 10
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    rapl.vanish.store(true, std::sync::atomic::Ordering::SeqCst);
+    let status = child.wait().unwrap();
+    drop(rapl);
+    assert_eq!(status.code(), Some(1), "a run with failed repetitions fails");
+    let m = json(&out.join("manifest.json"));
+    let reason = m["reason"].as_str().unwrap();
+    assert!(reason.contains("meter failed") && reason.contains("energy_uj"), "{reason}");
+    let energy: Vec<_> = events(&out.join("events.jsonl")).into_iter().filter(|e| e["ev"] == "energy").collect();
+    assert_eq!(energy.len(), 20);
+    assert!(energy.iter().all(|e| e["source"] == "rapl"), "sources are never mixed");
+    assert!(energy.iter().any(|e| e["uj"].is_null() && e["error"].as_str().is_some()));
+    let csv = std::fs::read_to_string(out.join("energy.csv")).unwrap();
+    assert!(csv.lines().skip(1).all(|l| l.ends_with(",troupe,rapl")), "{csv}");
 }
