@@ -188,18 +188,20 @@ fn compare_writes_the_ratio_table() {
         .args(["lab", "compare", "energy", "--runtimes", "troupe", "--out", out.to_str().unwrap()])
         .args(["--set", "workload=prime,ping_pong"])
         .args(TINY)
+        // Repetitions long enough that the meter sees each (the seed drops rows of 0 uJ).
+        .args(["--set", "range=200000", "--set", "msgs=2000"])
         .output()
         .unwrap();
     let ctx = format!("{}\n{}", text(&o.stdout), text(&o.stderr));
     assert_eq!(o.status.code(), Some(0), "{ctx}");
-    assert!(text(&o.stdout).contains("ping_pong native \"3 40\""), "{ctx}");
+    assert!(text(&o.stdout).contains("ping_pong native \"3 2000\""), "{ctx}");
     let all = std::fs::read_to_string(out.join("energy_all.csv")).unwrap();
     assert_eq!(all.lines().count(), 1 + 4, "two runs x two repetitions: {all}");
     let post = std::fs::read_to_string(out.join("energy_post.csv")).unwrap();
     assert_eq!(post.lines().count(), 1 + 2, "{post}");
     let cmp = std::fs::read_to_string(out.join("compare.csv")).unwrap();
     assert_eq!(cmp.lines().count(), 1 + 2, "{cmp}");
-    assert!(cmp.contains(",troupe,prime,native,3000,ok,estimate,") || meter_here() != "estimate", "{cmp}");
+    assert!(cmp.contains(",troupe,prime,native,200000,ok,estimate,") || meter_here() != "estimate", "{cmp}");
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("Ratios") && html.contains(meter_here()), "{html}");
     assert!(out.join("energy-energy-ping_pong-native.svg").exists());
@@ -295,8 +297,10 @@ impl FakeRapl {
                 if v.load(Ordering::SeqCst) {
                     let _ = std::fs::remove_file(d.join("energy_uj"));
                 } else {
-                    // 5 ms at 20 W = 100,000 uJ; the counter wraps at 1,000,000.
-                    uj = (uj + 100_000) % 1_000_000;
+                    // 5 ms at 14 W = 70,001 uJ; the counter wraps at 1,000,000 (every ~70 ms;
+                    // a step that does not divide the range, so no whole number of wraps
+                    // between two readings can look like 0 J).
+                    uj = (uj + 70_001) % 1_000_000;
                     let tmp = d.join("energy_uj.tmp");
                     std::fs::write(&tmp, format!("{uj}\n")).unwrap();
                     std::fs::rename(&tmp, d.join("energy_uj")).unwrap();
@@ -341,7 +345,7 @@ fn a_working_rapl_counter_is_the_meter_and_is_shared_out() {
         assert!((0.0..=1.0).contains(&share), "{e}");
         assert!(e["uj"].as_f64().unwrap() >= 0.0, "{e}");
     }
-    // The samples carry the host counter, wrap-around included (it wrapped every 50 ms).
+    // The samples carry the host counter, wrap-around included (it wrapped every ~70 ms).
     let res = std::fs::read_to_string(out.join("resources.jsonl")).unwrap();
     let last: serde_json::Value = serde_json::from_str(res.lines().last().unwrap()).unwrap();
     assert!(last["energy_uj"].as_f64().unwrap() > 1_000_000.0, "{last}");
@@ -396,4 +400,29 @@ fn a_counter_that_vanishes_mid_run_fails_the_repetitions_it_no_longer_covers() {
     assert!(energy.iter().any(|e| e["uj"].is_null() && e["error"].as_str().is_some()));
     let csv = std::fs::read_to_string(out.join("energy.csv")).unwrap();
     assert!(csv.lines().skip(1).all(|l| l.ends_with(",troupe,rapl")), "{csv}");
+}
+
+#[test]
+fn sweep_plots_energy_and_time_per_parameter() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("sweep");
+    let o = troupe()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["lab", "sweep", "energy", "--out", out.to_str().unwrap(), "--set", "clients=2,3"])
+        .args(["--set", "msgs=40", "--set", "reps=2", "--set", "mode=native,distributed"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o.stdout), text(&o.stderr));
+    let sweep = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    assert_eq!(sweep.lines().count(), 1 + 4, "{sweep}");
+    let all = std::fs::read_to_string(out.join("energy_all.csv")).unwrap();
+    assert_eq!(all.lines().count(), 1 + 8, "four runs x two repetitions: {all}");
+    for mode in ["native", "distributed"] {
+        for what in ["energy", "time"] {
+            let svg = out.join(format!("energy-{what}-ping_pong-{mode}.svg"));
+            assert!(svg.exists(), "{}", svg.display());
+        }
+    }
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("2 40") && html.contains("3 40"), "the parameters are named");
 }

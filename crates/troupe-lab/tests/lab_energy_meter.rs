@@ -256,6 +256,7 @@ fn the_sampler_follows_a_real_child_tree() {
         proc_root: "/proc".into(),
         out: out.clone(),
         powercap: None,
+        spawned_us: Some(troupe_lab::events::writer::now_us()),
     })
     .unwrap();
     // Wait (bounded) until the samples show the grandchild's CPU time.
@@ -271,6 +272,7 @@ fn the_sampler_follows_a_real_child_tree() {
     s.finish().unwrap();
     let got = read_samples(&out).unwrap();
     assert!(got.len() >= 3, "{got:?}");
+    assert_eq!((got[0].cpu_ms, got[0].procs), (0.0, 0), "the line before the spawn: {:?}", got[0]);
     assert!(got.iter().any(|s| s.procs >= 2 && s.rss_bytes > 0), "the tree's descendants were not seen: {got:?}");
     assert!(got.windows(2).all(|w| w[1].cpu_ms >= w[0].cpu_ms && w[1].ts_us >= w[0].ts_us));
     let last = got.last().unwrap();

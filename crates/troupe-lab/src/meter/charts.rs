@@ -4,8 +4,8 @@
 //! Rules:
 //! 1. Cores busy at a reading = the tree's CPU ms since the previous reading / the wall ms
 //!    between them; the x axis is seconds since the first reading.
-//! 2. The reading taken after the child was reaped (`last`) is left out of the memory chart
-//!    (the tree is gone; its RSS is 0 by construction).
+//! 2. The lines without a live tree (the one before the spawn, and `last`, after the child was
+//!    reaped) are left out of the memory chart (their RSS is 0 by construction).
 //! 3. [`add_to_report`] appends both charts to a run's `report.html` once, before `</body>`,
 //!    for workloads whose own page does not show them.
 
@@ -28,7 +28,7 @@ pub fn resources_svg(dir: &Path) -> Option<[String; 2]> {
     }
     let rss: Vec<(f64, f64)> = samples
         .iter()
-        .filter(|s| !s.last)
+        .filter(|s| !s.last && s.procs > 0)
         .map(|s| ((s.ts_us - t0) as f64 / 1e6, s.rss_bytes as f64 / 1048576.0))
         .collect();
     let cpu = svg(

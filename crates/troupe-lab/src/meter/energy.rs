@@ -10,7 +10,7 @@
 //! 3. `rapl` (host-wide): µJ = the host's µJ over the interval x share, share = the tree's CPU
 //!    time / the host's busy CPU time over the interval, at most 1 (Scaphandre's rule).
 //! 4. `samples` = samples taken inside the interval; `peak_rss_bytes` = the largest tree RSS
-//!    among them (or the nearest sample's when none falls inside).
+//!    among them (or the nearest reading's of a live tree when none falls inside).
 //! 5. Rule 5 of [`super`]: when a sample records a counter error, every interval that ends
 //!    after the last good sample before it fails with that error, as
 //!    `energy {source, rep, uj: null, error}`.
@@ -92,7 +92,7 @@ pub fn energy_over(
         Some(m) => m,
         None => usable
             .iter()
-            .filter(|s| !s.last)
+            .filter(|s| !s.last && s.procs > 0)
             .min_by_key(|s| (s.ts_us - start_us).abs())
             .map(|s| s.rss_bytes)
             .unwrap_or(0),

@@ -7,7 +7,10 @@
 //! 1. One line per sample: `ts_us` (CLOCK_REALTIME, the events' clock), `cpu_ms` (the tree's
 //!    CPU time, rule 2 of [`super::procfs`]), `rss_bytes`, `procs`, `host_busy_ms`, and
 //!    `energy_uj` (cumulative since the run started) when the source is RAPL.
-//! 2. The first sample is taken as soon as the child is started, then one every `sample_ms`
+//! 2. A line at the instant just before the child was spawned records its CPU time as 0
+//!    (`procs: 0`, no RSS: nothing ran yet), so a repetition that ends before the first reading
+//!    on a loaded machine still gets its share of the CPU time between the two.
+//!    The first reading is taken as soon as the child is started, then one every `sample_ms`
 //!    until it ends; a last sample (`"last": true`) is taken after it was reaped, its CPU time
 //!    from the lab's own accounting of reaped children (`getrusage`), so the end of the last
 //!    repetition is always covered. `cpu_ms` never decreases from one sample to the next (a
@@ -78,6 +81,8 @@ pub struct SamplerOptions {
     pub out: PathBuf,
     /// The RAPL counters, when that is the source.
     pub powercap: Option<Powercap>,
+    /// Wall-clock µs just before the child was spawned (rule 2), when known.
+    pub spawned_us: Option<i64>,
 }
 
 /// A running sampler; [`Sampler::finish`] stops it.
@@ -119,6 +124,19 @@ impl Sampler {
         let rusage0 = procfs::children_cpu_ms();
         let mut pc = opts.powercap;
         let mut st = State { ticks: procfs::clock_ticks(), page: procfs::page_size(), cpu_ms: 0.0 };
+        if let Some(t) = opts.spawned_us {
+            let zero = Sample {
+                ts_us: t,
+                cpu_ms: 0.0,
+                rss_bytes: 0,
+                procs: 0,
+                host_busy_ms: host_busy(st.ticks),
+                energy_uj: pc.as_ref().map(|_| 0.0),
+                error: None,
+                last: false,
+            };
+            write_line(&mut file, &zero).map_err(|e| Error::other(format!("{}: {e}", opts.out.display())))?;
+        }
         let (pid, root) = (opts.pid, opts.proc_root);
         let take = move |st: &mut State, pc: &mut Option<Powercap>, file: &mut std::fs::File| {
             let Some(u) = procfs::tree_usage(&root, pid, st.ticks, st.page) else { return Ok(()) };
@@ -234,9 +252,10 @@ pub fn run_child(spec: &ChildSpec, deadline: Duration, stop: &Stop, dir: &Path, 
     std::fs::write(&meter_path, format!("{info:#}\n")).map_err(|e| Error::io(&meter_path, e))?;
     let mut powercap = probe.powercap;
     let mut sampler: Option<Result<Sampler>> = None;
-    let ending = child::run_observed(spec, deadline, stop, |pid| {
+    let ending = child::run_observed(spec, deadline, stop, |pid, spawned_us| {
         sampler = Some(Sampler::start(SamplerOptions {
             pid,
+            spawned_us: Some(spawned_us),
             interval,
             proc_root: PathBuf::from("/proc"),
             out: dir.join(FILE),
