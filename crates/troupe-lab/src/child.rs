@@ -88,6 +88,17 @@ fn open_out(p: &Path) -> Result<std::fs::File> {
 
 /// Runs `spec` to its end, its deadline or a stop request, whichever comes first.
 pub fn run(spec: &ChildSpec, deadline: Duration, stop: &Stop) -> Result<Ending> {
+    run_observed(spec, deadline, stop, |_, _| {})
+}
+
+/// [`run`], calling `started` with the child's pid and the wall-clock µs taken just before it
+/// was spawned, as soon as it is started (the lab's meter follows its process tree from there).
+pub fn run_observed(
+    spec: &ChildSpec,
+    deadline: Duration,
+    stop: &Stop,
+    started: impl FnOnce(u32, i64),
+) -> Result<Ending> {
     let mut cmd = Command::new(&spec.program);
     cmd.args(&spec.args)
         .envs(spec.env.iter().map(|(k, v)| (k, v)))
@@ -98,9 +109,11 @@ pub fn run(spec: &ChildSpec, deadline: Duration, stop: &Stop) -> Result<Ending> 
     if let Some(d) = &spec.cwd {
         cmd.current_dir(d);
     }
+    let spawned_us = crate::events::writer::now_us();
     let mut child =
         cmd.spawn().map_err(|e| Error::new(ErrorKind::Spawn { program: spec.program.clone(), cause: e }))?;
     let pgid = Pid::from_raw(child.id() as i32);
+    started(child.id(), spawned_us);
     let (tx, rx) = mpsc::channel();
     let waiter = std::thread::spawn(move || {
         let _ = tx.send(child.wait());

@@ -15,6 +15,7 @@ pub mod error;
 pub mod events;
 pub mod machine;
 pub mod manifest;
+pub mod meter;
 pub mod peer;
 pub mod report;
 pub mod root;

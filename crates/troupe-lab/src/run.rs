@@ -26,7 +26,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::child::{self, ChildSpec, Ending, Stop};
+use crate::child::{ChildSpec, Ending, Stop};
 use crate::config::Config;
 use crate::error::{Error, ErrorKind, Result};
 use crate::machine::{self, Machine};
@@ -253,7 +253,7 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
         stderr: dir.join("stderr.txt"),
     };
     let window = workloads::get(workload)?.expected_duration(&req.config);
-    let ending = match child::run(&spec, window + req.deadline_slack, stop) {
+    let ending = match crate::meter::sampler::run_child(&spec, window + req.deadline_slack, stop, &dir, &req.config) {
         Ok(e) => e,
         Err(e) => {
             finish_failed(&mut manifest, &dir, e.to_string(), stop.is_set())?;
@@ -286,6 +286,10 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
     let mut stats = None;
     if !raw_events.exists() {
         std::fs::write(&raw_events, b"").map_err(|e| Error::io(&raw_events, e))?;
+    }
+    // The meter's `energy` event for each `work` event (crate::meter::energy).
+    if let Err(e) = crate::meter::energy::append_energy_events(&dir, &raw_events, &run_id, &req.runtime) {
+        reason.get_or_insert_with(|| format!("energy meter: {e}"));
     }
     match events::merge(&[&raw_events], &merged) {
         Ok(evs) => {

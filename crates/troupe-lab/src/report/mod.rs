@@ -62,10 +62,16 @@ pub fn write_run_outputs(dir: &Path, m: &Manifest, cfg: &Config, st: &dyn RunAna
         o.insert("workload".into(), m.workload.clone().into());
         o.insert("runtime".into(), m.runtime.clone().into());
         o.insert("status".into(), status_word(m).into());
+        // The lab's sampler: CPU, wall time and peak RSS of the run's process tree.
+        if let Some(r) = crate::meter::sampler::run_totals(dir) {
+            o.insert("resources".into(), r);
+        }
     }
     let text = serde_json::to_string_pretty(&summary).map_err(|e| Error::other(e.to_string()))?;
     write(dir, SUMMARY, &(text + "\n"))?;
-    workloads::get(cfg.workload())?.write_run_outputs(dir, m, cfg, st)
+    workloads::get(cfg.workload())?.write_run_outputs(dir, m, cfg, st)?;
+    // Every run's page shows its process tree's CPU and memory (the lab's sampler).
+    crate::meter::charts::add_to_report(dir)
 }
 
 /// Writes `text` to `dir/name`.

@@ -2,6 +2,7 @@
 //! [`ALL`]. Everything else in the lab finds a workload through [`get`] or [`by_role`].
 
 pub mod chat;
+pub mod energy;
 pub mod iot;
 pub mod overlay_scale;
 pub mod scp;
@@ -12,7 +13,8 @@ use crate::schedule::FaultAction;
 use crate::workload::Workload;
 
 /// Every workload of the lab, in the order `troupe lab` lists them.
-pub static ALL: &[&dyn Workload] = &[&scp::Scp, &chat::Chat, &iot::Iot, &overlay_scale::OverlayScale];
+pub static ALL: &[&dyn Workload] =
+    &[&scp::Scp, &chat::Chat, &energy::Energy, &iot::Iot, &overlay_scale::OverlayScale];
 
 /// The names of the registered workloads.
 pub fn names() -> Vec<&'static str> {
