@@ -13,8 +13,7 @@ use crate::schedule::FaultAction;
 use crate::workload::Workload;
 
 /// Every workload of the lab, in the order `troupe lab` lists them.
-pub static ALL: &[&dyn Workload] =
-    &[&scp::Scp, &chat::Chat, &energy::Energy, &iot::Iot, &overlay_scale::OverlayScale];
+pub static ALL: &[&dyn Workload] = &[&scp::Scp, &chat::Chat, &energy::Energy, &iot::Iot, &overlay_scale::OverlayScale];
 
 /// The names of the registered workloads.
 pub fn names() -> Vec<&'static str> {
