@@ -159,8 +159,13 @@ pub(super) fn write_grid(dir: &Path, csv_name: &str, title: &str, runs: &[GridRu
     ];
     write(dir, csv_name, &csv_text(&header, table.clone())?)?;
     let mut page = Page::new(title);
-    let mut runtimes: Vec<String> = rows.iter().map(|r| r.runtime.clone()).collect();
-    runtimes.dedup();
+    // Each runtime once, in the order it first ran (a compare interleaves them).
+    let mut runtimes: Vec<String> = Vec::new();
+    for r in &rows {
+        if !runtimes.contains(&r.runtime) {
+            runtimes.push(r.runtime.clone());
+        }
+    }
     let refs: Vec<&Row> = rows.iter().collect();
     let (mut statements, mut drop_series, mut mttf_series) = (Vec::new(), Vec::new(), Vec::new());
     for rt in &runtimes {
