@@ -107,3 +107,11 @@ pub trait RunAnalysis: Any + Debug + Send + Sync {
     /// For the workload's own code to get its concrete type back.
     fn as_any(&self) -> &dyn Any;
 }
+
+/// A workload's own analysis type back from the core's `dyn RunAnalysis` (what every
+/// `write_run_outputs` starts with); an error naming the workload if it is another's.
+pub fn analysis_of<'a, T: RunAnalysis>(a: &'a dyn RunAnalysis, workload: &str) -> Result<&'a T> {
+    a.as_any()
+        .downcast_ref::<T>()
+        .ok_or_else(|| crate::error::Error::other(format!("not the analysis of a {workload} run")))
+}

@@ -78,8 +78,7 @@ impl Workload for Chat {
     }
 
     fn write_run_outputs(&self, dir: &Path, m: &Manifest, cfg: &Config, a: &dyn RunAnalysis) -> Result<()> {
-        let st =
-            a.as_any().downcast_ref::<ChatStats>().ok_or_else(|| Error::other("not the analysis of a chat run"))?;
+        let st = crate::workload::analysis_of::<ChatStats>(a, "chat")?;
         report::write_run_outputs(dir, m, cfg, st)
     }
 

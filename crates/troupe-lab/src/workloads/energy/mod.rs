@@ -19,7 +19,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::config::{Config, Schema};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::events::Event;
 use crate::manifest::Manifest;
 use crate::schedule::FaultAction;
@@ -86,10 +86,7 @@ impl Workload for Energy {
     }
 
     fn write_run_outputs(&self, dir: &Path, m: &Manifest, cfg: &Config, a: &dyn RunAnalysis) -> Result<()> {
-        let st = a
-            .as_any()
-            .downcast_ref::<EnergyStats>()
-            .ok_or_else(|| Error::other("not the analysis of an energy run"))?;
+        let st = crate::workload::analysis_of::<EnergyStats>(a, "energy")?;
         report::write_run_outputs(dir, m, cfg, st)
     }
 

@@ -73,7 +73,7 @@ impl Workload for Iot {
     }
 
     fn write_run_outputs(&self, dir: &Path, m: &Manifest, cfg: &Config, a: &dyn RunAnalysis) -> Result<()> {
-        let st = a.as_any().downcast_ref::<IotStats>().ok_or_else(|| Error::other("not the analysis of an iot run"))?;
+        let st = crate::workload::analysis_of::<IotStats>(a, "iot")?;
         report::write_run_outputs(dir, m, cfg, st)
     }
 

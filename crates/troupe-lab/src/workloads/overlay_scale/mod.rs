@@ -17,7 +17,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::config::{Config, Schema};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::events::Event;
 use crate::manifest::Manifest;
 use crate::schedule::FaultAction;
@@ -70,10 +70,7 @@ impl Workload for OverlayScale {
     }
 
     fn write_run_outputs(&self, dir: &Path, m: &Manifest, _cfg: &Config, a: &dyn RunAnalysis) -> Result<()> {
-        let st = a
-            .as_any()
-            .downcast_ref::<OverlayStats>()
-            .ok_or_else(|| Error::other("not the analysis of an overlay-scale run"))?;
+        let st = crate::workload::analysis_of::<OverlayStats>(a, "overlay-scale")?;
         report::write_run_outputs(dir, m, st)
     }
 

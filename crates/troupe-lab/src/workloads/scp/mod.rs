@@ -104,5 +104,5 @@ impl Workload for Scp {
 
 /// The SCP statistics inside a [`RunAnalysis`] (an analysis of another workload is an error).
 pub fn stats(a: &dyn RunAnalysis) -> Result<&RunStats> {
-    a.as_any().downcast_ref::<RunStats>().ok_or_else(|| Error::other("not the analysis of an scp run"))
+    crate::workload::analysis_of::<RunStats>(a, "scp")
 }
