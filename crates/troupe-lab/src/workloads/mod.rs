@@ -2,6 +2,7 @@
 //! [`ALL`]. Everything else in the lab finds a workload through [`get`] or [`by_role`].
 
 pub mod chat;
+mod common;
 pub mod energy;
 pub mod iot;
 pub mod overlay_scale;

@@ -51,20 +51,10 @@ pub(super) const ENV_MEMBERS: &str = "TROUPE_CHAT_MEMBERS";
 /// takes seconds; this bounds a wedged one).
 pub(super) const SETUP_LIMIT: Duration = Duration::from_secs(90);
 
-/// What a process reports in its `run_finished`.
-#[derive(Default)]
-pub(super) struct Tally {
-    pub(super) errors: u64,
-    pub(super) skipped: u64,
-    pub(super) injected: u64,
-    pub(super) interrupted: bool,
-    pub(super) failed_nodes: Vec<String>,
-}
+pub(super) use crate::workloads::common::Tally;
 
 pub(super) fn env(name: &str) -> Result<String> {
-    std::env::var(name).map_err(|_| {
-        Error::other(format!("{name} is not set; chat node processes are started by `troupe lab exec chat`"))
-    })
+    crate::workloads::common::env(name, "chat")
 }
 
 fn runtime(name: &str) -> Result<tokio::runtime::Runtime> {

@@ -71,20 +71,10 @@ impl RemoteMessage for Ready {
     }
 }
 
-/// What a process reports in its `run_finished`.
-#[derive(Default)]
-pub(super) struct Tally {
-    pub(super) errors: u64,
-    pub(super) skipped: u64,
-    pub(super) injected: u64,
-    pub(super) interrupted: bool,
-    pub(super) failed_nodes: Vec<String>,
-}
+pub(super) use crate::workloads::common::Tally;
 
 pub(super) fn env(name: &str) -> Result<String> {
-    std::env::var(name).map_err(|_| {
-        Error::other(format!("{name} is not set; iot node processes are started by `troupe lab exec iot`"))
-    })
+    crate::workloads::common::env(name, "iot")
 }
 
 pub(super) fn index() -> Result<u32> {
