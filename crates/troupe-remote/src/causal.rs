@@ -59,12 +59,14 @@ impl Clock {
         self.0.iter().all(|(k, v)| *v <= other.get(*k))
     }
 
-    /// Entrywise max with `other`.
-    pub fn merge(&mut self, other: &Clock) {
+    /// Entrywise max with `other`; how many entries it gained.
+    pub fn merge(&mut self, other: &Clock) -> usize {
+        let before = self.0.len();
         for (k, v) in &other.0 {
             let e = self.0.entry(*k).or_insert(0);
             *e = (*e).max(*v);
         }
+        self.0.len() - before
     }
 
     /// Entries, for encoding and inspection.
@@ -118,7 +120,12 @@ pub struct CausalOrder<T> {
     me: u64,
     clock: Clock,
     order: BTreeMap<u64, Clock>,
-    held: Vec<(Stamp, T)>,
+    /// Held messages by (sender, the sender's clock entry): a sender's messages to this node
+    /// are delivered in that order (rule 6), so only each sender's first held one can be
+    /// deliverable, and a copy is found by its key.
+    held: BTreeMap<(u64, u64), (Stamp, T)>,
+    /// [`CausalOrder::known_nodes`], kept up to date as the clock and order buffer grow.
+    known: usize,
     /// Per sender, its clock entry of the last message delivered from it (rule 6).
     last_from: BTreeMap<u64, u64>,
     max_held: usize,
@@ -133,7 +140,8 @@ impl<T> CausalOrder<T> {
             me,
             clock: Clock::default(),
             order: BTreeMap::new(),
-            held: Vec::new(),
+            held: BTreeMap::new(),
+            known: 0,
             last_from: BTreeMap::new(),
             max_held,
             stats: CausalStats::default(),
@@ -152,17 +160,22 @@ impl<T> CausalOrder<T> {
     /// `send`; the stamp counts (the clock and order buffer move) only when `send` succeeds,
     /// so a message that never left cannot make later ones wait for it.
     pub fn stamp_with<R, E>(&mut self, dest: u64, send: impl FnOnce(&Stamp) -> Result<R, E>) -> Result<R, E> {
-        let before = self.clock.get(self.me);
-        self.clock.0.insert(self.me, before + 1);
+        let before = self.clock.0.get(&self.me).copied();
+        self.clock.0.insert(self.me, before.unwrap_or(0) + 1);
         let stamp = Stamp { sender: self.me, clock: self.clock.clone(), deps: self.order.clone() };
         match send(&stamp) {
             Ok(r) => {
-                self.order.insert(dest, stamp.clock);
+                let added = 1 + stamp.clock.0.len();
+                let replaced = self.order.insert(dest, stamp.clock).map_or(0, |c| 1 + c.0.len());
+                self.known = self.known + added + usize::from(before.is_none()) - replaced;
                 self.stats.stamped += 1;
                 Ok(r)
             }
             Err(e) => {
-                self.clock.0.insert(self.me, before);
+                match before {
+                    Some(n) => self.clock.0.insert(self.me, n),
+                    None => self.clock.0.remove(&self.me),
+                };
                 Err(e)
             }
         }
@@ -179,10 +192,12 @@ impl<T> CausalOrder<T> {
 
     fn deliver(&mut self, s: &Stamp) {
         self.last_from.insert(s.sender, s.clock.get(s.sender));
-        self.clock.merge(&s.clock);
+        self.known += self.clock.merge(&s.clock);
         for (dest, t) in &s.deps {
             if *dest != self.me {
-                self.order.entry(*dest).or_default().merge(t);
+                let entry = self.order.entry(*dest);
+                self.known += usize::from(matches!(entry, std::collections::btree_map::Entry::Vacant(_)));
+                self.known += entry.or_default().merge(t);
             }
         }
         self.stats.delivered += 1;
@@ -191,9 +206,8 @@ impl<T> CausalOrder<T> {
     /// Rules 2-5: takes a received message; returns the messages now deliverable, in delivery
     /// order (it, then any held ones it released), or refuses it when the hold is full.
     pub fn receive(&mut self, stamp: Stamp, item: T) -> Result<Vec<T>, HeldFull> {
-        let n = stamp.clock.get(stamp.sender);
-        let held_copy = self.held.iter().any(|(h, _)| h.sender == stamp.sender && h.clock.get(h.sender) == n);
-        if held_copy || self.delivered_already(&stamp) {
+        let key = (stamp.sender, stamp.clock.get(stamp.sender));
+        if self.held.contains_key(&key) || self.delivered_already(&stamp) {
             self.stats.duplicates += 1;
             return Ok(Vec::new());
         }
@@ -203,24 +217,36 @@ impl<T> CausalOrder<T> {
                 return Err(HeldFull { held: self.held.len() });
             }
             self.stats.waited += 1;
-            self.held.push((stamp, item));
+            self.held.insert(key, (stamp, item));
             return Ok(Vec::new());
         }
         self.deliver(&stamp);
         let mut out = vec![item];
-        while let Some(i) = self.held.iter().position(|(s, _)| self.deliverable(s)) {
-            let (s, item) = self.held.remove(i);
+        while let Some((s, item)) = self.next_released().and_then(|k| self.held.remove(&k)) {
             self.deliver(&s);
             out.push(item);
         }
         Ok(out)
     }
 
+    /// Rule 4: the key of a held message that is now deliverable. Only each sender's first
+    /// held message can be (rule 6), so one look per sender.
+    fn next_released(&self) -> Option<(u64, u64)> {
+        let mut next = self.held.keys().next().copied();
+        while let Some(key) = next {
+            if self.held.get(&key).is_some_and(|(s, _)| self.deliverable(s)) {
+                return Some(key);
+            }
+            next = key.0.checked_add(1).and_then(|s| self.held.range((s, 0)..).next().map(|(k, _)| *k));
+        }
+        None
+    }
+
     /// Entries this state keeps: its clock's plus its order buffer's (the memory a label
     /// costs grows with the nodes it has heard of).
     #[must_use]
     pub fn known_nodes(&self) -> usize {
-        self.clock.0.len() + self.order.values().map(|c| 1 + c.0.len()).sum::<usize>()
+        self.known
     }
 
     /// Messages held now.
@@ -239,5 +265,37 @@ impl<T> CausalOrder<T> {
     #[must_use]
     pub fn stats(&self) -> CausalStats {
         self.stats
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What [`CausalOrder::known_nodes`] counts, recomputed from scratch.
+    fn recount<T>(o: &CausalOrder<T>) -> usize {
+        o.clock.0.len() + o.order.values().map(|c| 1 + c.0.len()).sum::<usize>()
+    }
+
+    #[test]
+    fn the_kept_count_of_known_nodes_matches_a_recount() {
+        let mut nodes: Vec<CausalOrder<u32>> = (0..4).map(|i| CausalOrder::new(i, 100)).collect();
+        let mut flight = Vec::new();
+        for step in 0..200u64 {
+            let from = (step * 7 % 4) as usize;
+            let to = (from + 1 + (step % 3) as usize) % 4;
+            if step % 5 == 4 {
+                let _: Result<(), ()> = nodes[from].stamp_with(to as u64, |_| Err(()));
+            } else {
+                flight.push((to, nodes[from].stamp(to as u64)));
+            }
+            if step % 2 == 1 && !flight.is_empty() {
+                let (to, s) = flight.remove((step as usize * 13) % flight.len());
+                let _ = nodes[to].receive(s, 0);
+            }
+            for n in &nodes {
+                assert_eq!(n.known_nodes(), recount(n), "after step {step}");
+            }
+        }
     }
 }

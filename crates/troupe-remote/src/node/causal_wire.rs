@@ -75,6 +75,19 @@ impl CausalState {
         Self { me: node_key(me), labels: Mutex::new(HashMap::new()) }
     }
 
+    /// The label's order, made on first use; `None` when the node already keeps
+    /// [`MAX_LABELS`] others (rule 4).
+    fn order<'a>(
+        &self,
+        labels: &'a mut HashMap<String, CausalOrder<Held>>,
+        label: &str,
+    ) -> Option<&'a mut CausalOrder<Held>> {
+        if !labels.contains_key(label) && labels.len() >= MAX_LABELS {
+            return None;
+        }
+        Some(labels.entry(label.to_owned()).or_insert_with(|| CausalOrder::new(self.me, MAX_HELD)))
+    }
+
     /// Rule 1: stamps a send to `dest` under `label` and runs `send` with the stamp.
     pub(crate) fn send<R>(
         &self,
@@ -83,12 +96,11 @@ impl CausalState {
         send: impl FnOnce(&Stamp) -> Result<R, crate::node::peer::SendFail>,
     ) -> Result<R, crate::node::peer::SendFail> {
         let mut labels = self.labels.lock();
-        if !labels.contains_key(label) && labels.len() >= MAX_LABELS {
+        let Some(order) = self.order(&mut labels, label) else {
             return Err(crate::node::peer::SendFail::Encode(Error::malformed(format!(
                 "more than {MAX_LABELS} causal labels on this node; use fewer labels"
             ))));
-        }
-        let order = labels.entry(label.to_owned()).or_insert_with(|| CausalOrder::new(self.me, MAX_HELD));
+        };
         order.stamp_with(node_key(dest), send)
     }
 
@@ -102,10 +114,7 @@ impl CausalState {
         mut deliver: impl FnMut(Held),
     ) -> Result<(), Dropped> {
         let mut labels = self.labels.lock();
-        if !labels.contains_key(label) && labels.len() >= MAX_LABELS {
-            return Err(Dropped::Labels);
-        }
-        let order = labels.entry(label.to_owned()).or_insert_with(|| CausalOrder::new(self.me, MAX_HELD));
+        let order = self.order(&mut labels, label).ok_or(Dropped::Labels)?;
         if order.known_nodes() > MAX_NODES {
             return Err(Dropped::Nodes);
         }

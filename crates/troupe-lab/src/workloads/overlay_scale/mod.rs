@@ -75,12 +75,10 @@ impl Workload for OverlayScale {
     }
 
     fn write_sweep_report(&self, dir: &Path) -> Result<usize> {
-        let lines = report::write_grid_report(dir, "overlay-scale sweep")?;
-        // The header and the target line are not runs.
-        Ok(lines.len().saturating_sub(2))
+        Ok(report::write_grid_report(dir, "overlay-scale sweep")?.1)
     }
 
     fn write_compare_report(&self, dir: &Path) -> Result<Vec<String>> {
-        report::write_grid_report(dir, "overlay-scale side by side")
+        Ok(report::write_grid_report(dir, "overlay-scale side by side")?.0)
     }
 }

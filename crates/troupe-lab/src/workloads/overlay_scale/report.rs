@@ -159,8 +159,9 @@ fn target_check(rows: &[Row]) -> String {
     }
 }
 
-/// Writes the sweep or comparison page (file 2); the table as text lines.
-pub(super) fn write_grid_report(dir: &Path, title: &str) -> Result<Vec<String>> {
+/// Writes the sweep or comparison page (file 2); the table as text lines, and the number of
+/// runs it covers.
+pub(super) fn write_grid_report(dir: &Path, title: &str) -> Result<(Vec<String>, usize)> {
     let rows = read_rows(dir)?;
     let conv = |r: &Row| r.convergence_ms.map_or(String::new(), |c| c.to_string());
     let csv_rows = rows.iter().map(|r| {
@@ -260,5 +261,5 @@ pub(super) fn write_grid_report(dir: &Path, title: &str) -> Result<Vec<String>> 
         )
     }));
     lines.push(check);
-    Ok(lines)
+    Ok((lines, rows.len()))
 }
