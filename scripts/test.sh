@@ -54,6 +54,15 @@ else
 fi
 
 echo "== cargo test (workspace)"
+# No incremental cache (it doubled the debug target on a clean clone; CI builds once), and the
+# disk this build needs is checked first so that a full disk fails with a clear line, not a
+# linker crash. CARGO_INCREMENTAL=1 brings the cache back for a local edit-test loop.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+free_gb=$(df -Pk . | awk 'NR==2 {print int($4 / 1048576)}')
+echo "disk free where the build goes: ${free_gb} GB (a clean test build takes about ${TROUPE_TEST_DISK_GB:-8} GB)"
+if [ "$free_gb" -lt "${TROUPE_TEST_DISK_GB:-8}" ]; then
+    echo "warning: less than ${TROUPE_TEST_DISK_GB:-8} GB free; the build may fail with 'No space left on device' (free space, or set CARGO_TARGET_DIR to a larger disk)" >&2
+fi
 cargo test --workspace --all-targets --quiet
 cargo test --workspace --doc --quiet
 
