@@ -101,7 +101,11 @@ fn a_recorded_run_states_commit_machine_versions_threads_and_load_even_outside_t
     // The binary copied out of the checkout and run from elsewhere still knows its commit.
     let tmp = tempfile::tempdir().unwrap();
     let exe = tmp.path().join("troupe");
-    std::fs::copy(env!("CARGO_BIN_EXE_troupe"), &exe).unwrap();
+    // Copied by `cp`, not std::fs::copy: a file this process holds open for writing is
+    // inherited by every child another test thread forks meanwhile, and exec then fails with
+    // "Text file busy" (ETXTBSY) until that child execs.
+    let cp = Command::new("cp").arg(env!("CARGO_BIN_EXE_troupe")).arg(&exe).status().unwrap();
+    assert!(cp.success(), "cp of the troupe binary failed: {cp}");
     let out = tmp.path().join("rec");
     let o = Command::new(&exe)
         .args(["lab", "micro", "--only", "fib,memory", "--runtimes", "troupe", "--reps", "2", "--set", "fib.n=8"])

@@ -11,7 +11,7 @@ use troupe_lab::meter::energy::{append_energy_events, energy_over, value_at};
 use troupe_lab::meter::procfs::{host_busy_ms, parse_stat, tree_usage};
 use troupe_lab::meter::rapl::{self, increment, Powercap};
 use troupe_lab::meter::sampler::{read_samples, Sample, Sampler, SamplerOptions};
-use troupe_lab::meter::{choose, probe, MeterError, ProbePaths, Source};
+use troupe_lab::meter::{choose, perf, probe, Counter, MeterError, ProbePaths, Source};
 
 fn domain(root: &Path, dir: &str, name: &str, uj: u64, max: u64) {
     let d = root.join(dir);
@@ -74,8 +74,47 @@ fn a_counter_reading_zero_joules_does_not_count_as_working() {
     // The same tree with a counter that moves during the probe works.
     let p = probe(&paths, || set(t.path(), "intel-rapl:0", 2_000));
     assert_eq!(p.source, Source::Rapl);
-    assert!(p.powercap.is_some());
+    assert!(matches!(p.counter, Some(Counter::Rapl(_))));
     assert!(p.findings[0].works);
+}
+
+/// A `power` PMU as the kernel describes it on a RAPL machine, with a type number no PMU has.
+fn fake_power_pmu() -> tempfile::TempDir {
+    let t = tempfile::tempdir().unwrap();
+    let d = t.path().join("power");
+    std::fs::create_dir_all(d.join("events")).unwrap();
+    std::fs::create_dir_all(d.join("format")).unwrap();
+    for (file, text) in [
+        ("type", "4000000"),
+        ("cpumask", "0"),
+        ("format/event", "config:0-7"),
+        ("events/energy-pkg", "event=0x02"),
+        ("events/energy-pkg.scale", "2.3283064365386962890625e-10"),
+        ("events/energy-ram", "event=0x03"),
+        ("events/energy-ram.scale", "2.3283064365386962890625e-10"),
+    ] {
+        std::fs::write(d.join(file), format!("{text}\n")).unwrap();
+    }
+    t
+}
+
+#[test]
+fn perf_pmu_description_is_read_from_sysfs() {
+    let t = fake_power_pmu();
+    let spec = perf::describe(t.path()).unwrap();
+    assert_eq!(spec.pmu_type, 4_000_000);
+    assert_eq!(spec.cpus, vec![0]);
+    let names: Vec<&str> = spec.events.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, vec!["energy-pkg", "energy-ram"]);
+    assert_eq!((spec.events[0].config, spec.events[1].config), (2, 3));
+    assert!((spec.events[0].scale - 2f64.powi(-32)).abs() < 1e-20);
+    // A malformed scale is refused naming the file.
+    std::fs::write(t.path().join("power/events/energy-pkg.scale"), "zero\n").unwrap();
+    let err = perf::describe(t.path()).unwrap_err().to_string();
+    assert!(err.contains("energy-pkg.scale"), "{err}");
+    // No PMU at all says which file is absent.
+    let err = perf::describe(&t.path().join("none")).unwrap_err().to_string();
+    assert!(err.contains("energy-pkg") && err.contains("absent"), "{err}");
 }
 
 #[test]
@@ -91,12 +130,14 @@ fn probe_order_and_labels() {
     let err = choose(probe(&none, || {}), "rapl").unwrap_err();
     assert!(matches!(err, MeterError::Unavailable { .. }));
     assert!(err.to_string().contains("meter=auto"), "{err}");
-    // A perf PMU is reported but not read (rule 2 of the meter).
-    let t = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(t.path().join("power/events")).unwrap();
-    std::fs::write(t.path().join("power/events/energy-pkg"), "event=0x02\n").unwrap();
+    // A perf PMU that cannot be opened (the fake one: its type number is no PMU of this
+    // kernel, or the PMU is absent) is reported with the reason, and the estimate runs.
+    let t = fake_power_pmu();
     let p = probe(&ProbePaths { powercap: "/nonexistent".into(), perf_pmu: t.path().into() }, || {});
-    assert!(!p.findings[1].works && p.findings[1].detail.contains("does not read perf"), "{:?}", p.findings[1]);
+    assert!(!p.findings[1].works && p.findings[1].detail.contains("perf_event_open"), "{:?}", p.findings[1]);
+    let err = choose(probe(&ProbePaths { powercap: "/nonexistent".into(), perf_pmu: t.path().into() }, || {}), "perf")
+        .unwrap_err();
+    assert!(err.to_string().contains("perf_event_open"), "{err}");
     assert_eq!(p.source, Source::Estimate);
 }
 
@@ -255,7 +296,7 @@ fn the_sampler_follows_a_real_child_tree() {
         interval: Duration::from_millis(20),
         proc_root: "/proc".into(),
         out: out.clone(),
-        powercap: None,
+        counter: None,
         spawned_us: Some(troupe_lab::events::writer::now_us()),
     })
     .unwrap();

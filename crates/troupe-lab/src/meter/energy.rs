@@ -3,11 +3,11 @@
 //! `energy {source, uj, runtime_s, samples, rep, cpu_s, share, peak_rss_bytes}` (events.md).
 //!
 //! Rules:
-//! 1. A cumulative quantity (CPU ms, host busy ms, RAPL µJ) at an instant is interpolated
+//! 1. A cumulative quantity (CPU ms, host busy ms, host µJ) at an instant is interpolated
 //!    linearly between the samples either side of it; before the first sample it is the first
 //!    sample's value, after the last the last's.
 //! 2. `estimate`: µJ = the tree's CPU seconds over the interval x watts per core x 10^6.
-//! 3. `rapl` (host-wide): µJ = the host's µJ over the interval x share, share = the tree's CPU
+//! 3. `rapl` and `perf` (host-wide): µJ = the host's µJ over the interval x share, share = the tree's CPU
 //!    time / the host's busy CPU time over the interval, at most 1 (Scaphandre's rule).
 //! 4. `samples` = samples taken inside the interval; `peak_rss_bytes` = the largest tree RSS
 //!    among them (or the nearest reading's of a live tree when none falls inside).
@@ -98,13 +98,13 @@ pub fn energy_over(
             .unwrap_or(0),
     };
     let (uj, share) = match source {
-        Source::Rapl => {
+        Source::Rapl | Source::Perf => {
             let host_uj = delta(&|s: &Sample| s.energy_uj.unwrap_or(0.0));
             let busy = delta(&|s: &Sample| s.host_busy_ms);
             let share = if busy > 0.0 { (cpu_ms / busy).min(1.0) } else { 0.0 };
             (host_uj * share, share)
         }
-        Source::Estimate | Source::Perf => (cpu_ms / 1000.0 * watts_per_core * 1e6, 1.0),
+        Source::Estimate => (cpu_ms / 1000.0 * watts_per_core * 1e6, 1.0),
     };
     Ok(IntervalEnergy {
         source,
@@ -136,6 +136,7 @@ pub fn append_energy_events(dir: &Path, events: &Path, run: &str, rt: &str) -> R
         .and_then(|t| serde_json::from_str(&t).map_err(|e| Error::malformed(&meter_path, e.to_string())))?;
     let source = match meter["source"].as_str() {
         Some("rapl") => Source::Rapl,
+        Some("perf") => Source::Perf,
         _ => Source::Estimate,
     };
     let watts = meter["watts_per_core"].as_f64().unwrap_or(super::DEFAULT_WATTS_PER_CORE);

@@ -7,9 +7,9 @@
 //!    [`rapl`]), `perf` (perf's power events), `estimate` (the process tree's CPU time times a
 //!    per-core power figure). [`probe`] tries them at run time and takes the first that works;
 //!    a counter that opens but reads 0 J over the probe does not count.
-//! 2. `perf` is probed (the kernel's `power` PMU with an `energy-pkg` event) but this meter does
-//!    not read it: where only perf's power events exist the probe says so and the estimate
-//!    runs. (On a machine with a RAPL PMU the powercap counters come from the same hardware.)
+//! 2. `perf` reads the kernel's `power` PMU (`energy-pkg`, plus `energy-ram` when listed)
+//!    through `perf_event_open` ([`perf`]); it is taken when the powercap counters do not work
+//!    (on a machine with a RAPL PMU both come from the same hardware counters).
 //! 3. A host-wide source is shared out as Scaphandre does: the run's energy over an interval is
 //!    the host's energy times the process tree's share of the host's busy CPU time.
 //! 4. The estimate is labelled `estimate` wherever it appears (events, CSV, report, summary);
@@ -21,6 +21,7 @@
 
 pub mod charts;
 pub mod energy;
+pub mod perf;
 pub mod procfs;
 pub mod rapl;
 pub mod sampler;
@@ -116,25 +117,44 @@ impl Default for ProbePaths {
 pub struct Finding {
     /// The source.
     pub source: Source,
-    /// Whether it works (and, for perf, whether this meter reads it: it does not, rule 2).
+    /// Whether it works.
     pub works: bool,
     /// What the probe found.
     pub detail: String,
 }
 
-/// The outcome of [`probe`]: the chosen source, the open counters when it is RAPL, and what
-/// was found about each source.
+/// An open host-wide energy counter: the powercap files or perf's power events.
+#[derive(Debug)]
+pub enum Counter {
+    /// The powercap counters ([`rapl`]).
+    Rapl(rapl::Powercap),
+    /// perf's power events ([`perf`]).
+    Perf(perf::PerfEnergy),
+}
+
+impl Counter {
+    /// Microjoules since the counter was opened (each source's own rules).
+    pub fn read_uj(&mut self) -> Result<f64, MeterError> {
+        match self {
+            Counter::Rapl(pc) => pc.read_uj(),
+            Counter::Perf(pe) => pe.read_uj(),
+        }
+    }
+}
+
+/// The outcome of [`probe`]: the chosen source, its open counter when it is host-wide, and
+/// what was found about each source.
 #[derive(Debug)]
 pub struct Probe {
     /// The source the run uses.
     pub source: Source,
-    /// The counters, when `source` is RAPL.
-    pub powercap: Option<rapl::Powercap>,
+    /// The open counter, when `source` is RAPL or perf.
+    pub counter: Option<Counter>,
     /// Every source's finding, in order of preference.
     pub findings: Vec<Finding>,
 }
 
-/// Rule 1: probes the sources; `wait` runs between the two RAPL readings (a sleep in the lab).
+/// Rule 1: probes the sources; `wait` runs during each counter's probe (a sleep in the lab).
 ///
 /// ```
 /// use troupe_lab::meter::{probe, ProbePaths, Source};
@@ -142,9 +162,9 @@ pub struct Probe {
 /// let p = probe(&none, || {});
 /// assert_eq!(p.source, Source::Estimate);
 /// ```
-pub fn probe(paths: &ProbePaths, wait: impl FnOnce()) -> Probe {
+pub fn probe(paths: &ProbePaths, mut wait: impl FnMut()) -> Probe {
     let mut findings = Vec::new();
-    let powercap = match rapl::probe(&paths.powercap, wait) {
+    let mut counter = match rapl::probe(&paths.powercap, &mut wait) {
         Ok(pc) => {
             let names: Vec<&str> = pc.domains().iter().map(|d| d.name.as_str()).collect();
             findings.push(Finding {
@@ -152,48 +172,62 @@ pub fn probe(paths: &ProbePaths, wait: impl FnOnce()) -> Probe {
                 works: true,
                 detail: format!("powercap domains {}", names.join(", ")),
             });
-            Some(pc)
+            Some(Counter::Rapl(pc))
         }
         Err(e) => {
             findings.push(Finding { source: Source::Rapl, works: false, detail: e.to_string() });
             None
         }
     };
-    let pmu = paths.perf_pmu.join("power").join("events").join("energy-pkg");
-    findings.push(Finding {
-        source: Source::Perf,
-        works: false,
-        detail: if pmu.exists() {
-            format!(
-                "{} exists, but this meter does not read perf events (the powercap counters are preferred)",
-                pmu.display()
-            )
-        } else {
-            format!("no perf power event ({} is absent)", pmu.display())
-        },
-    });
+    if counter.is_some() {
+        findings.push(Finding {
+            source: Source::Perf,
+            works: false,
+            detail: "not probed: the powercap counters work (the same hardware counters)".into(),
+        });
+    } else {
+        match perf::probe(&paths.perf_pmu, &mut wait) {
+            Ok(pe) => {
+                findings.push(Finding {
+                    source: Source::Perf,
+                    works: true,
+                    detail: format!("power PMU counters {}", pe.names().join(", ")),
+                });
+                counter = Some(Counter::Perf(pe));
+            }
+            Err(e) => findings.push(Finding { source: Source::Perf, works: false, detail: e.to_string() }),
+        }
+    }
     findings.push(Finding {
         source: Source::Estimate,
         works: true,
         detail: "process tree CPU time x watts per core (an estimate, not a measurement)".into(),
     });
-    let source = if powercap.is_some() { Source::Rapl } else { Source::Estimate };
-    Probe { source, powercap, findings }
+    let source = match counter {
+        Some(Counter::Rapl(_)) => Source::Rapl,
+        Some(Counter::Perf(_)) => Source::Perf,
+        None => Source::Estimate,
+    };
+    Probe { source, counter, findings }
 }
 
-/// Applies a requested source (`auto`, `rapl`, `estimate`) to a probe: `auto` keeps the best;
-/// `estimate` drops the counters; `rapl` is refused when RAPL does not work here.
+/// Applies a requested source (`auto`, `rapl`, `perf`, `estimate`) to a probe: `auto` keeps
+/// the best; `estimate` drops the counter; `rapl` or `perf` is refused when it is not the
+/// source that works here (the finding says why).
 pub fn choose(mut p: Probe, asked: &str) -> Result<Probe, MeterError> {
-    match asked {
+    let wanted = match asked {
         "estimate" => {
             p.source = Source::Estimate;
-            p.powercap = None;
-            Ok(p)
+            p.counter = None;
+            return Ok(p);
         }
-        "rapl" if p.source != Source::Rapl => Err(MeterError::Unavailable {
-            asked: asked.into(),
-            why: p.findings.first().map(|f| f.detail.clone()).unwrap_or_default(),
-        }),
-        _ => Ok(p),
+        "rapl" => Source::Rapl,
+        "perf" => Source::Perf,
+        _ => return Ok(p),
+    };
+    if p.source == wanted {
+        return Ok(p);
     }
+    let why = p.findings.iter().find(|f| f.source == wanted).map(|f| f.detail.clone()).unwrap_or_default();
+    Err(MeterError::Unavailable { asked: asked.into(), why })
 }

@@ -29,7 +29,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{procfs, rapl::Powercap, ProbePaths, Source};
+use super::{procfs, Counter, ProbePaths, Source};
 use crate::child::{self, ChildSpec, Ending, Stop};
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -79,8 +79,8 @@ pub struct SamplerOptions {
     pub proc_root: PathBuf,
     /// Where the lines go.
     pub out: PathBuf,
-    /// The RAPL counters, when that is the source.
-    pub powercap: Option<Powercap>,
+    /// The host-wide energy counter (RAPL or perf), when that is the source.
+    pub counter: Option<Counter>,
     /// Wall-clock µs just before the child was spawned (rule 2), when known.
     pub spawned_us: Option<i64>,
 }
@@ -88,7 +88,7 @@ pub struct SamplerOptions {
 /// A running sampler; [`Sampler::finish`] stops it.
 pub struct Sampler {
     stop: mpsc::Sender<()>,
-    thread: JoinHandle<std::result::Result<(f64, Option<Powercap>), String>>,
+    thread: JoinHandle<std::result::Result<(f64, Option<Counter>), String>>,
     out: PathBuf,
     rusage0: f64,
 }
@@ -103,8 +103,8 @@ fn host_busy(ticks: f64) -> f64 {
     std::fs::read_to_string("/proc/stat").ok().and_then(|s| procfs::host_busy_ms(&s, ticks)).unwrap_or(0.0)
 }
 
-fn energy(pc: &mut Option<Powercap>) -> (Option<f64>, Option<String>) {
-    match pc.as_mut().map(Powercap::read_uj) {
+fn energy(pc: &mut Option<Counter>) -> (Option<f64>, Option<String>) {
+    match pc.as_mut().map(Counter::read_uj) {
         None => (None, None),
         Some(Ok(uj)) => (Some(uj), None),
         Some(Err(e)) => (None, Some(e.to_string())),
@@ -122,7 +122,7 @@ impl Sampler {
     pub fn start(opts: SamplerOptions) -> Result<Sampler> {
         let mut file = std::fs::File::create(&opts.out).map_err(|e| Error::io(&opts.out, e))?;
         let rusage0 = procfs::children_cpu_ms();
-        let mut pc = opts.powercap;
+        let mut pc = opts.counter;
         let mut st = State { ticks: procfs::clock_ticks(), page: procfs::page_size(), cpu_ms: 0.0 };
         if let Some(t) = opts.spawned_us {
             let zero = Sample {
@@ -138,7 +138,7 @@ impl Sampler {
             write_line(&mut file, &zero).map_err(|e| Error::other(format!("{}: {e}", opts.out.display())))?;
         }
         let (pid, root) = (opts.pid, opts.proc_root);
-        let take = move |st: &mut State, pc: &mut Option<Powercap>, file: &mut std::fs::File| {
+        let take = move |st: &mut State, pc: &mut Option<Counter>, file: &mut std::fs::File| {
             let Some(u) = procfs::tree_usage(&root, pid, st.ticks, st.page) else { return Ok(()) };
             st.cpu_ms = st.cpu_ms.max(u.cpu_ms);
             let (energy_uj, error) = energy(pc);
@@ -250,7 +250,7 @@ pub fn run_child(spec: &ChildSpec, deadline: Duration, stop: &Stop, dir: &Path, 
     });
     let meter_path = dir.join(METER_FILE);
     std::fs::write(&meter_path, format!("{info:#}\n")).map_err(|e| Error::io(&meter_path, e))?;
-    let mut powercap = probe.powercap;
+    let mut counter = probe.counter;
     let mut sampler: Option<Result<Sampler>> = None;
     let ending = child::run_observed(spec, deadline, stop, |pid, spawned_us| {
         sampler = Some(Sampler::start(SamplerOptions {
@@ -259,7 +259,7 @@ pub fn run_child(spec: &ChildSpec, deadline: Duration, stop: &Stop, dir: &Path, 
             interval,
             proc_root: PathBuf::from("/proc"),
             out: dir.join(FILE),
-            powercap: powercap.take(),
+            counter: counter.take(),
         }));
     });
     if let Some(s) = sampler {

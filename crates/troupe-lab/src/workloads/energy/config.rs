@@ -13,7 +13,7 @@ pub const WORKLOADS: &[&str] = &["prime", "ping_pong", "ping_pong_lb", "ping_pon
 /// One OS process, or the servers (and the load balancer) in another.
 pub const MODES: &[&str] = &["native", "distributed"];
 /// Which meter source to use: the best that works, or one by name.
-pub const METERS: &[&str] = &["auto", "rapl", "estimate"];
+pub const METERS: &[&str] = &["auto", "rapl", "perf", "estimate"];
 
 /// The most round trips one repetition may ask for (clients x msgs).
 pub const MAX_ROUND_TRIPS: i64 = 1_000_000_000;
