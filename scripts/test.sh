@@ -63,7 +63,7 @@ echo "disk free where the build goes: ${free_gb} GB (a clean test build takes ab
 if [ "$free_gb" -lt "${TROUPE_TEST_DISK_GB:-8}" ]; then
     echo "warning: less than ${TROUPE_TEST_DISK_GB:-8} GB free; the build may fail with 'No space left on device' (free space, or set CARGO_TARGET_DIR to a larger disk)" >&2
 fi
-cargo test --workspace --all-targets --quiet
+cargo test --workspace --all-targets --quiet --no-fail-fast
 cargo test --workspace --doc --quiet
 
 echo "== fuzz (frame decoder, handshake)"

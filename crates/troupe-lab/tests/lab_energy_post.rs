@@ -120,8 +120,8 @@ fn config_refusals_name_the_key_and_what_is_allowed() {
     assert!(e.contains("clients") && e.contains("1..="), "{e}");
     let e = refused(&["range=1"]);
     assert!(e.contains("range") && e.contains("2..="), "{e}");
-    let e = refused(&["meter=perf"]);
-    assert!(e.contains("meter") && e.contains("auto, rapl, estimate"), "{e}");
+    let e = refused(&["meter=scaphandre"]);
+    assert!(e.contains("meter") && e.contains("auto, rapl, perf, estimate"), "{e}");
     let e = refused(&["clients=100000", "msgs=100000"]);
     assert!(e.contains("round trips"), "{e}");
     let e = refused(&["sampel_ms=10"]);

@@ -78,8 +78,9 @@ static KEYS: &[KeySpec] = &[
         name: "meter",
         kind: KeyKind::Choice(METERS),
         default: || Value::Str("auto".into()),
-        doc: "auto (RAPL when it works here, else the estimate), rapl (refused where RAPL does not \
-              work), estimate (CPU time x watts_per_core, always labelled estimate)",
+        doc: "auto (RAPL when it works here, else perf's power events, else the estimate), rapl or \
+              perf (refused where that source does not work), estimate (CPU time x watts_per_core, \
+              always labelled estimate)",
     },
     KeySpec {
         name: "watts_per_core",
