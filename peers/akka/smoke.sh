@@ -157,9 +157,13 @@ chat_has '"ev":"fault_injected","id":"f-3","target":"chat-0","kind":"kill"'
     fail "chat: expected 12 reconnected lines, got $(chat_count '"ev":"reconnected"')"
 chat_has '"ev":"fault_detected","id":null,"target":"chat-1","by":"c4"'
 chat_has '"ev":"restarted","target":"chat-0","attempt":2'
-# 9 clients each posting every 200 ms to 3 members: 135 broadcasts a second at most.
+# 9 clients each posting every 200 ms to 3 members: 135 broadcasts a second. A second can count
+# more when the machine stalled the one before (late posts land in the next second), so the
+# ceiling is checked on the window's total: 3 x 135, plus one tick of every client (27).
 last="$(grep '"ev":"throughput","second":2,' "$cev" | sed 's/.*"count":\([0-9]*\).*/\1/')"
-[ "$last" -ge 90 ] && [ "$last" -le 150 ] || fail "chat: $last broadcasts in the last second (ceiling 135)"
+total="$(grep '"ev":"throughput"' "$cev" | sed 's/.*"count":\([0-9]*\).*/\1/' | awk '{t += $1} END {print t + 0}')"
+[ "$last" -ge 90 ] || fail "chat: $last broadcasts in the last second (expected near 135)"
+[ "$total" -le 432 ] || fail "chat: $total broadcasts over the 3 s window (ceiling 3 x 135 + 27)"
 tail -1 "$cev" | grep -q '"ev":"run_finished","dropped_events":0,"errors":0,"skipped_faults":0' ||
     fail "chat: last line is not a clean run_finished: $(tail -1 "$cev")"
 echo "akka smoke: chat ok (3 chats x 3 clients: 4 faults, 12 detections, 12 rejoins)"

@@ -54,9 +54,13 @@ has '"ev":"ready","what":"clients","count":9,"rss_bytes":[1-9]'
 has '"ev":"ready","what":"window","count":3,"start_us":[0-9]'
 for s in 0 1 2; do has "\"ev\":\"throughput\",\"second\":$s,\"count\":[1-9]"; done
 [ "$(count '"ev":"throughput"')" = 3 ] || fail "expected 3 throughput lines"
-# 9 clients each posting every 200 ms to 3 members: 135 broadcasts a second at most.
+# 9 clients each posting every 200 ms to 3 members: 135 broadcasts a second. A second can count
+# more when the machine stalled the one before (posts late by a tick land in the next second),
+# so the ceiling is checked on the window's total: 3 x 135, plus one tick of every client (27).
 last="$(grep '"ev":"throughput","second":2,' "$ev" | sed 's/.*"count":\([0-9]*\).*/\1/')"
-[ "$last" -ge 90 ] && [ "$last" -le 150 ] || fail "$last broadcasts in the last second (ceiling 135)"
+total="$(grep '"ev":"throughput"' "$ev" | sed 's/.*"count":\([0-9]*\).*/\1/' | awk '{t += $1} END {print t + 0}')"
+[ "$last" -ge 90 ] || fail "$last broadcasts in the last second (expected near 135)"
+[ "$total" -le 432 ] || fail "$total broadcasts over the 3 s window (ceiling 3 x 135 + 27)"
 has '"ev":"fault_injected","id":"f-0","target":"chat-0","kind":"kill"}'
 has '"ev":"fault_injected","id":"f-1","target":"chat-2","kind":"kill"}'
 has '"ev":"fault_injected","id":"f-2","target":"chat-1","kind":"error"}'
