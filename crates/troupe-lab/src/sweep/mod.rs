@@ -273,6 +273,8 @@ pub fn expand(spec: &SweepSpec) -> Result<Grid> {
     for rep in 1..=spec.reps {
         for runtime in &spec.runtimes {
             for cfg in &cg.configs {
+                // `[net_faults]` only on runtimes that can apply it, before any run starts.
+                crate::netfaults::check_runtime(cfg, runtime)?;
                 let name = rep_name(&(sanitize(runtime) + &name_suffix(cfg, &keys)), rep, spec.reps);
                 points.push(Point { name, runtime: runtime.clone(), config: cfg.clone(), rep });
             }
