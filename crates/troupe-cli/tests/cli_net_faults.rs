@@ -1,8 +1,9 @@
 //! `[net_faults]` end to end through the real binary (crate troupe_lab::netfaults): an iot run
 //! of real node processes on loopback with frames dropped and delayed and one device process
 //! partitioned for a second completes, its node processes emit `fault_injected` with the
-//! schedule's ids, and `summary.json` counts the dropped frames; a peer runtime given the
-//! section is refused before anything starts.
+//! schedule's ids, and `summary.json` counts the dropped frames; the same for a distributed
+//! chat run with a server group partitioned; a peer runtime given the section is refused
+//! before anything starts.
 
 use std::path::Path;
 use std::process::Command;
@@ -67,6 +68,44 @@ fn an_iot_run_with_drops_and_a_partition_completes_and_reports_them() {
     assert_eq!(summary["net_faults_injected"], 7, "{summary}");
     // The network faults are not counted as the workload's kills.
     assert_eq!(summary["planned_kills"], 0, "{summary}");
+}
+
+#[test]
+fn a_distributed_chat_run_with_drops_and_a_server_partition_completes_and_reports_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let sets = [
+        "deployment=distributed",
+        "num_supervisor=2",
+        "chats_per_sup=3",
+        "clients_per_server=3",
+        "clients_per_process=9",
+        "test_duration_secs=3",
+        "warmup_s=1",
+        "net_faults.drop_pct=2",
+        "net_faults.partitions=[{at_ms=500, duration_ms=1000, nodes=[0]}]",
+    ];
+    let mut cmd = troupe();
+    cmd.args(["lab", "run", "chat", "--out", out.to_str().unwrap()]);
+    for s in sets {
+        cmd.args(["--set", s]);
+    }
+    let o = cmd.output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o.stdout), text(&o.stderr));
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["status"], "ok", "{m}");
+    let evs = lines(&out.join("events.jsonl"));
+    // Node 0 is server-0 (server groups first, then client groups); it announces its cut.
+    let part: Vec<&serde_json::Value> =
+        evs.iter().filter(|e| e["ev"] == "fault_injected" && e["id"] == "net-part-0-0").collect();
+    assert_eq!(part.len(), 1, "{part:?}");
+    assert_eq!(part[0]["target"], "server-0");
+    let drops = evs.iter().filter(|e| e["ev"] == "fault_injected" && e["id"] == "net-drop").count();
+    assert_eq!(drops, 4, "server-0, server-1, clients-0 and clients-1 each apply the drop rule");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert!(summary["net_dropped_frames"].as_u64().unwrap() > 0, "{summary}");
 }
 
 #[test]
