@@ -178,3 +178,23 @@ fn a_section_with_nothing_set_plans_no_lines() {
     assert_eq!(cfg.net_faults(), Some(&NetFaults::default()));
     assert!(netfaults::schedule_lines(&cfg).is_empty());
 }
+
+#[test]
+fn sweeps_take_net_faults_keys_as_axes_and_lists_as_one_value_and_refuse_peers() {
+    let spec = |runtimes: &[&str]| troupe_lab::sweep::SweepSpec {
+        workload: "iot".into(),
+        config_file: None,
+        sets: vec!["net_faults.drop_pct=0,5".into(), "net_faults.delay_ms=[1, 20]".into()],
+        runtimes: runtimes.iter().map(|r| r.to_string()).collect(),
+        reps: 1,
+    };
+    let grid = troupe_lab::sweep::expand(&spec(&["troupe"])).unwrap();
+    let names: Vec<&str> = grid.points.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names.len(), 2);
+    assert_ne!(names[0], names[1], "{names:?}");
+    for p in &grid.points {
+        assert_eq!(p.config.net_faults().unwrap().delay_ms, Some([1, 20]));
+    }
+    let e = troupe_lab::sweep::expand(&spec(&["troupe", "akka"])).unwrap_err().to_string();
+    assert!(e.contains("net_faults") && e.contains("akka"), "{e}");
+}

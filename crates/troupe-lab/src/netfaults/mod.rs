@@ -320,3 +320,43 @@ pub fn summary(events: &[crate::events::Event]) -> serde_json::Map<String, Json>
     m.insert("net_faults_injected".into(), injected.into());
     m
 }
+
+/// What `troupe lab config` shows of the section: the resolved `[net_faults]` table as valid
+/// TOML when the config has one, else a comment saying whether and how the workload takes it
+/// (its node indices, or why not).
+///
+/// ```
+/// let cfg = troupe_lab::config::ConfigBuilder::new("iot").unwrap().build().unwrap();
+/// let lines = troupe_lab::netfaults::config_lines(&cfg);
+/// assert!(lines.iter().any(|l| l.contains("0 = server-0")), "{lines:?}");
+/// ```
+pub fn config_lines(cfg: &Config) -> Vec<String> {
+    let nodes = crate::workloads::get(cfg.workload()).map(|w| w.net_nodes(cfg));
+    let mut out = Vec::new();
+    match (cfg.net_faults(), nodes) {
+        (Some(nf), _) => {
+            out.push(format!("[{SECTION}]"));
+            out.push(format!("drop_pct = {:?}", nf.drop_pct));
+            if let Some([lo, hi]) = nf.delay_ms {
+                out.push(format!("delay_ms = [{lo}, {hi}]"));
+            }
+            let parts: Vec<String> = nf
+                .partitions
+                .iter()
+                .map(|p| format!("{{ at_ms = {}, duration_ms = {}, nodes = {:?} }}", p.at_ms, p.duration_ms, p.nodes))
+                .collect();
+            out.push(format!("partitions = [{}]", parts.join(", ")));
+        }
+        (None, Ok(Ok(nodes))) => {
+            let named: Vec<String> = nodes.iter().enumerate().map(|(i, n)| format!("{i} = {n}")).collect();
+            out.push(format!(
+                "# [{SECTION}] (optional): drop_pct, delay_ms = [min, max], partitions = [{{ at_ms, duration_ms, \
+                 nodes }}]; nodes: {}",
+                named.join(", ")
+            ));
+        }
+        (None, Ok(Err(why))) => out.push(format!("# [{SECTION}] is unsupported here: {why}")),
+        (None, Err(_)) => {}
+    }
+    out
+}
