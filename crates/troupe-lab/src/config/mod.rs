@@ -418,13 +418,7 @@ impl ConfigBuilder {
         };
         let k = k.trim();
         if let Some(sub) = k.strip_prefix(netfaults::SECTION).and_then(|r| r.strip_prefix('.')) {
-            // The value is TOML: a number, `[1, 20]`, `[{ at_ms = 0, duration_ms = 10, nodes = [1] }]`.
-            let parsed = format!("v = {v}").parse::<toml::Table>().ok().and_then(|mut t| t.remove("v"));
-            let json = match parsed {
-                Some(val) => serde_json::to_value(&val).unwrap_or(serde_json::Value::Null),
-                None => serde_json::Value::String(v.trim().to_string()),
-            };
-            if let Err(i) = self.net.get_or_insert_with(NetFaults::default).set(sub.trim(), &json) {
+            if let Err(i) = self.net.get_or_insert_with(NetFaults::default).set_text(sub.trim(), v) {
                 self.bad.insert(i.key.clone());
                 self.issues.push(i);
             }

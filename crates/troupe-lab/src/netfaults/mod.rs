@@ -140,6 +140,17 @@ impl NetFaults {
         Ok(())
     }
 
+    /// Sets one key from the text of `--set net_faults.KEY=TEXT`, read as a TOML value: a
+    /// number, `[1, 20]`, `[{ at_ms = 0, duration_ms = 10, nodes = [1] }]`.
+    pub fn set_text(&mut self, key: &str, text: &str) -> std::result::Result<(), ConfigIssue> {
+        let parsed = format!("v = {text}").parse::<toml::Table>().ok().and_then(|mut t| t.remove("v"));
+        let json = match parsed {
+            Some(val) => serde_json::to_value(&val).unwrap_or(Json::Null),
+            None => Json::String(text.trim().to_string()),
+        };
+        self.set(key, &json)
+    }
+
     /// Sets every key of a JSON object (the section as a table).
     pub fn set_all(&mut self, obj: &Json) -> Vec<ConfigIssue> {
         let Some(map) = obj.as_object() else {
