@@ -74,6 +74,7 @@ fn rule2_each_bad_value_is_refused_naming_its_key() {
         ("net_faults.delay_ms=[1, 20000]", "net_faults.delay_ms", "10000"),
         ("net_faults.delay_ms=5", "net_faults.delay_ms", "[min, max]"),
         ("net_faults.dorp_pct=1", "net_faults.dorp_pct", "did you mean `drop_pct`?"),
+        ("net_faults=1", "net_faults", "net_faults.drop_pct=..."),
         (
             "net_faults.partitions=[{at_ms=0, duration_ms=0, nodes=[1]}]",
             "net_faults.partitions[0].duration_ms",

@@ -317,10 +317,7 @@ impl ConfigBuilder {
     /// Applies the `[net_faults]` section given as a JSON object.
     fn put_net(&mut self, section: &serde_json::Value) {
         let found = self.net.get_or_insert_with(NetFaults::default).set_all(section);
-        for i in found {
-            self.bad.insert(i.key.clone());
-            self.issues.push(i);
-        }
+        found.into_iter().for_each(|i| self.issue(&i.key, i.value, i.problem));
     }
 
     fn put(&mut self, key: &str, v: Value) {
@@ -419,9 +416,13 @@ impl ConfigBuilder {
         let k = k.trim();
         if let Some(sub) = k.strip_prefix(netfaults::SECTION).and_then(|r| r.strip_prefix('.')) {
             if let Err(i) = self.net.get_or_insert_with(NetFaults::default).set_text(sub.trim(), v) {
-                self.bad.insert(i.key.clone());
-                self.issues.push(i);
+                self.issue(&i.key, i.value, i.problem);
             }
+            return self;
+        }
+        if k == netfaults::SECTION {
+            let keys = netfaults::KEYS.iter().map(|n| format!("net_faults.{n}=...")).collect::<Vec<_>>();
+            self.issue(k, v.to_string(), format!("a section: set its keys one by one ({})", keys.join(", ")));
             return self;
         }
         let Some(spec) = self.schema.key(k) else {
