@@ -223,6 +223,9 @@ fn dispatch(args: LabArgs) -> anyhow::Result<i32> {
                     }
                 }
             }
+            for line in troupe_lab::netfaults::config_lines(&cfg) {
+                say!("{line}");
+            }
             Ok(0)
         }
         LabCommand::Exec { workload: role } => Ok(troupe_lab::workloads::by_role(&role)?.exec(&role)?),

@@ -16,6 +16,7 @@ pub mod events;
 pub mod machine;
 pub mod manifest;
 pub mod meter;
+pub mod netfaults;
 pub mod peer;
 pub mod report;
 pub mod root;

@@ -141,6 +141,8 @@ fn recorded_command(args: &[String]) -> Vec<String> {
 
 /// Performs one run (rules 1-7).
 pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
+    // A peer runtime cannot apply `[net_faults]`: refused before anything starts.
+    crate::netfaults::check_runtime(&req.config, &req.runtime)?;
     let dir = req.out_dir.clone();
     prepare_dir(&dir)?;
     let workload = req.config.workload();

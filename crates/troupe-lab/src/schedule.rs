@@ -2,6 +2,9 @@
 //! `schedule.jsonl`. Each workload computes its schedule as a pure function of (config, seed)
 //! from one seeded PRNG, so the same config gives the same file byte for byte and every runtime
 //! in a comparison suffers the same faults at the same offsets; this module owns the format.
+//! Network faults (`net_faults`, [`crate::netfaults`]) add `drop`, `delay` and `partition`
+//! lines with optional parameter fields, left out of every other line, so a schedule without
+//! network faults is byte for byte what it was before they existed.
 
 use std::io::Write;
 use std::path::Path;
@@ -11,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 /// One planned fault (one line of `schedule.jsonl`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct FaultAction {
     /// Offset from the start of the measurement window, ms.
     pub at_ms: u64,
@@ -25,6 +28,19 @@ pub struct FaultAction {
     pub slot: u32,
     /// `false` for permanent (progressive) kills.
     pub restart: bool,
+    /// `drop` lines: the probability, in percent, that an inter-node frame is dropped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drop_pct: Option<f64>,
+    /// `delay` lines: the extra one-way delay per frame, uniform in `[min, max]` ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<[u64; 2]>,
+    /// `partition` lines: how long the cut lasts; it heals at `at_ms + duration_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    /// `partition` lines: every node index on the cut-off side (`group` is one of them); the
+    /// side's nodes still reach each other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<Vec<u32>>,
 }
 
 /// Renders a schedule as JSON Lines.

@@ -60,8 +60,16 @@ pub trait Workload: Sync + 'static {
     /// lab adds its slack to this before it treats a run as hung.
     fn expected_duration(&self, cfg: &Config) -> Duration;
 
-    /// The fault schedule (rule 3).
+    /// The fault schedule (rule 3); the core merges the `[net_faults]` lines into it
+    /// ([`crate::netfaults::merge`]).
     fn schedule(&self, cfg: &Config) -> Vec<FaultAction>;
+
+    /// The node processes of its Troupe system under test for `cfg`, by index, as
+    /// `[net_faults]` partitions name them (`server-0`, `devices-1`, ...); or why the workload
+    /// cannot apply network faults with this config. The default: it runs in one OS process.
+    fn net_nodes(&self, _cfg: &Config) -> std::result::Result<Vec<String>, String> {
+        Err("its Troupe system under test runs in one OS process, so there is no inter-node traffic to fault".into())
+    }
 
     /// The `troupe lab exec <role>` programs of its Troupe system under test; the first is
     /// the one `troupe lab run` starts.

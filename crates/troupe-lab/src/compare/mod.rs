@@ -238,6 +238,12 @@ pub fn plan(spec: &CompareSpec) -> Result<Plan> {
     sweep::check_reps(spec.reps)?;
     let workload = workloads::get(&spec.workload)?;
     let cg = sweep::expand_configs(&spec.workload, spec.config_file.as_ref(), &spec.sets)?;
+    // `[net_faults]` only on runtimes that can apply it, refused before any run starts.
+    for cfg in &cg.configs {
+        for rt in &spec.runtimes {
+            crate::netfaults::check_runtime(cfg, rt)?;
+        }
+    }
     let mut keys: Vec<&str> = cg.axes.iter().map(|(k, _)| k.as_str()).collect();
     for &k in workload.point_keys() {
         if !keys.contains(&k) {

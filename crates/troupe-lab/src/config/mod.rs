@@ -7,12 +7,15 @@
 //! 3. Every problem is collected (unknown keys, wrong types, out of range, cross-key rules)
 //!    and reported together, naming key, value and what is allowed; nothing starts on error.
 //! 4. A resolved config is a flat JSON object (keys sorted): what a child gets in
-//!    `TROUPE_CONFIG` and what the manifest records.
+//!    `TROUPE_CONFIG` and what the manifest records. The one exception is the optional
+//!    `[net_faults]` section every workload takes ([`crate::netfaults`]): set with a TOML table
+//!    or `--set net_faults.KEY=VALUE`, recorded as a `net_faults` object, absent when not given.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use crate::error::{ConfigIssue, Error, ErrorKind, Result};
+use crate::netfaults::{self, NetFaults};
 
 /// A configuration value.
 #[derive(Debug, Clone, PartialEq)]
@@ -214,11 +217,12 @@ pub struct Config {
     workload: &'static str,
     values: BTreeMap<&'static str, Value>,
     order: &'static [KeySpec],
+    net_faults: Option<NetFaults>,
 }
 
 impl PartialEq for Config {
     fn eq(&self, other: &Config) -> bool {
-        self.workload == other.workload && self.values == other.values
+        self.workload == other.workload && self.values == other.values && self.net_faults == other.net_faults
     }
 }
 
@@ -226,6 +230,11 @@ impl Config {
     /// The workload this config is for.
     pub fn workload(&self) -> &'static str {
         self.workload
+    }
+
+    /// The `[net_faults]` section, if the config has one ([`crate::netfaults`]).
+    pub fn net_faults(&self) -> Option<&NetFaults> {
+        self.net_faults.as_ref()
     }
 
     /// The value of `key` (every schema key has one).
@@ -276,6 +285,9 @@ impl Config {
                 m.insert(k.name.to_string(), v.to_json());
             }
         }
+        if let Some(nf) = &self.net_faults {
+            m.insert(netfaults::SECTION.into(), nf.to_json());
+        }
         serde_json::Value::Object(m)
     }
 }
@@ -286,6 +298,7 @@ pub struct ConfigBuilder {
     values: BTreeMap<&'static str, Value>,
     issues: Vec<ConfigIssue>,
     bad: BTreeSet<String>,
+    net: Option<NetFaults>,
 }
 
 impl ConfigBuilder {
@@ -293,12 +306,18 @@ impl ConfigBuilder {
     pub fn new(workload: &str) -> Result<Self> {
         let schema = schema(workload)?;
         let values = schema.keys.iter().map(|k| (k.name, (k.default)())).collect();
-        Ok(ConfigBuilder { schema, values, issues: Vec::new(), bad: BTreeSet::new() })
+        Ok(ConfigBuilder { schema, values, issues: Vec::new(), bad: BTreeSet::new(), net: None })
     }
 
     fn issue(&mut self, key: &str, value: String, problem: String) {
         self.bad.insert(key.to_string());
         self.issues.push(ConfigIssue { key: key.to_string(), value, problem });
+    }
+
+    /// Applies the `[net_faults]` section given as a JSON object.
+    fn put_net(&mut self, section: &serde_json::Value) {
+        let found = self.net.get_or_insert_with(NetFaults::default).set_all(section);
+        found.into_iter().for_each(|i| self.issue(&i.key, i.value, i.problem));
     }
 
     fn put(&mut self, key: &str, v: Value) {
@@ -338,6 +357,10 @@ impl ConfigBuilder {
             }
         };
         for (k, v) in table {
+            if k == netfaults::SECTION {
+                self.put_net(&serde_json::to_value(&v).unwrap_or(serde_json::Value::Null));
+                continue;
+            }
             let val = match v {
                 toml::Value::Integer(i) => Value::Int(i),
                 toml::Value::Float(x) => Value::Float(x),
@@ -365,6 +388,10 @@ impl ConfigBuilder {
             return self;
         };
         for (k, v) in map {
+            if k == netfaults::SECTION {
+                self.put_net(v);
+                continue;
+            }
             let val = match v {
                 serde_json::Value::Number(n) if n.is_i64() => Value::Int(n.as_i64().unwrap_or(0)),
                 serde_json::Value::Number(n) => Value::Float(n.as_f64().unwrap_or(f64::NAN)),
@@ -387,6 +414,17 @@ impl ConfigBuilder {
             return self;
         };
         let k = k.trim();
+        if let Some(sub) = k.strip_prefix(netfaults::SECTION).and_then(|r| r.strip_prefix('.')) {
+            if let Err(i) = self.net.get_or_insert_with(NetFaults::default).set_text(sub.trim(), v) {
+                self.issue(&i.key, i.value, i.problem);
+            }
+            return self;
+        }
+        if k == netfaults::SECTION {
+            let keys = netfaults::KEYS.iter().map(|n| format!("net_faults.{n}=...")).collect::<Vec<_>>();
+            self.issue(k, v.to_string(), format!("a section: set its keys one by one ({})", keys.join(", ")));
+            return self;
+        }
         let Some(spec) = self.schema.key(k) else {
             let known = self.schema.known();
             let hint = self.schema.suggest(k);
@@ -410,16 +448,31 @@ impl ConfigBuilder {
                 m.insert(k.name.to_string(), v.to_json());
             }
         }
+        if let Some(nf) = &self.net {
+            m.insert(netfaults::SECTION.into(), nf.to_json());
+        }
         serde_json::Value::Object(m)
     }
 
     /// Runs the cross-key rules and returns the config, or every problem found.
     pub fn build(&self) -> Result<Config> {
-        let cfg = Config { workload: self.schema.workload, values: self.values.clone(), order: self.schema.keys };
+        let cfg = Config {
+            workload: self.schema.workload,
+            values: self.values.clone(),
+            order: self.schema.keys,
+            net_faults: self.net.clone(),
+        };
         let mut issues = self.issues.clone();
         for (keys, issue) in (self.schema.cross_check)(&cfg) {
             if keys.iter().all(|k| !self.bad.contains(*k)) {
                 issues.push(issue);
+            }
+        }
+        // The section's checks that need the workload (its nodes), once its own keys are valid
+        // (a workload key with a bad value kept its valid default, so the nodes are known).
+        if let Some(nf) = &self.net {
+            if self.bad.iter().all(|k| !k.starts_with(netfaults::SECTION)) {
+                issues.extend(netfaults::validate(&cfg, nf));
             }
         }
         if issues.is_empty() {

@@ -66,6 +66,11 @@ pub fn write_run_outputs(dir: &Path, m: &Manifest, cfg: &Config, st: &dyn RunAna
         if let Some(r) = crate::meter::sampler::run_totals(dir) {
             o.insert("resources".into(), r);
         }
+        // `[net_faults]`: the frames the node processes dropped and delayed (crate::netfaults).
+        let ev_path = dir.join("events.jsonl");
+        if cfg.net_faults().is_some() && ev_path.is_file() {
+            o.extend(crate::netfaults::summary(&events::read(&ev_path)?));
+        }
     }
     let text = serde_json::to_string_pretty(&summary).map_err(|e| Error::other(e.to_string()))?;
     write(dir, SUMMARY, &(text + "\n"))?;

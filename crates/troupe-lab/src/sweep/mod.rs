@@ -185,7 +185,8 @@ fn split_sets(sets: &[String]) -> (Vec<String>, Vec<(String, Vec<String>)>) {
     let mut axes: Vec<(String, Vec<String>)> = Vec::new();
     for s in sets {
         match s.split_once('=') {
-            Some((k, v)) if v.contains(',') => axes.push((
+            // A TOML list or table (`net_faults.delay_ms=[1, 20]`) is one value, not an axis.
+            Some((k, v)) if v.contains(',') && !v.trim_start().starts_with(['[', '{']) => axes.push((
                 k.trim().to_string(),
                 v.split(',').map(|x| x.trim().to_string()).filter(|x| !x.is_empty()).collect(),
             )),
@@ -258,7 +259,10 @@ pub fn expand_configs(workload: &str, config_file: Option<&(String, String)>, se
 pub fn name_suffix(cfg: &Config, keys: &[&str]) -> String {
     let mut name = String::new();
     for k in keys {
-        let v = cfg.get(k).map(|v| v.to_string()).unwrap_or_default();
+        let v = match k.strip_prefix("net_faults.") {
+            Some(sub) => cfg.net_faults().map(|nf| nf.to_json()[sub].to_string()).unwrap_or_default(),
+            None => cfg.get(k).map(|v| v.to_string()).unwrap_or_default(),
+        };
         let _ = write!(name, "_{}-{}", sanitize(k), sanitize(v.trim_matches('"')));
     }
     name
@@ -273,6 +277,8 @@ pub fn expand(spec: &SweepSpec) -> Result<Grid> {
     for rep in 1..=spec.reps {
         for runtime in &spec.runtimes {
             for cfg in &cg.configs {
+                // `[net_faults]` only on runtimes that can apply it, before any run starts.
+                crate::netfaults::check_runtime(cfg, runtime)?;
                 let name = rep_name(&(sanitize(runtime) + &name_suffix(cfg, &keys)), rep, spec.reps);
                 points.push(Point { name, runtime: runtime.clone(), config: cfg.clone(), rep });
             }

@@ -40,7 +40,7 @@ pub fn by_role(role: &str) -> Result<&'static dyn Workload> {
     })
 }
 
-/// The fault schedule of a config, from its workload.
+/// The fault schedule of a config, from its workload, with its `[net_faults]` lines merged in.
 pub fn schedule_for(cfg: &Config) -> Result<Vec<FaultAction>> {
-    Ok(get(cfg.workload())?.schedule(cfg))
+    Ok(crate::netfaults::merge(cfg, get(cfg.workload())?.schedule(cfg)))
 }

@@ -188,6 +188,8 @@ impl ChatStats {
                         secs.insert(s as u32, e.int("count").max(0) as u64);
                     }
                 }
+                // Network faults (`[net_faults]`) are counted by the lab core, not as chat faults.
+                "fault_injected" if crate::netfaults::is_net_kind(e.str("kind")) => {}
                 "fault_injected" => {
                     injected += 1;
                     injections.entry(e.str("target")).or_default().push((e.ts_us, e.str("id")));
@@ -304,7 +306,7 @@ impl ChatStats {
             reconnections,
             unmatched_detections: unmatched,
             injected,
-            planned_faults: sched.len() as u64,
+            planned_faults: sched.iter().filter(|a| !crate::netfaults::is_net_kind(&a.kind)).count() as u64,
             restarts,
             skipped_faults: skipped,
             gave_up,

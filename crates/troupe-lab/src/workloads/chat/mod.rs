@@ -65,6 +65,18 @@ impl Workload for Chat {
         schedule::chat_schedule(&ChatConfig::from_config(cfg))
     }
 
+    fn net_nodes(&self, cfg: &Config) -> std::result::Result<Vec<String>, String> {
+        let c = ChatConfig::from_config(cfg);
+        if !c.distributed {
+            return Err(
+                "deployment = \"single\" runs the whole system in one OS process; set deployment = \"distributed\" \
+                        to fault the traffic between its node processes"
+                    .into(),
+            );
+        }
+        Ok(nodes::net_nodes(&c))
+    }
+
     fn roles(&self) -> &'static [&'static str] {
         &["chat", "chat-server", "chat-clients"]
     }

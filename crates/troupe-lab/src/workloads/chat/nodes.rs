@@ -67,8 +67,40 @@ async fn ready(node: &Node, addr: &str, coord: &ActorRef<CoordMsg>, name: &str) 
     }
 }
 
+/// The node processes `[net_faults]` partitions name, by index: the server groups, then the
+/// client groups (the orchestrator, which hosts discovery and coordinates, is never cut).
+pub(super) fn net_nodes(cfg: &ChatConfig) -> Vec<String> {
+    let servers = (0..cfg.num_supervisor).map(|g| format!("server-{g}"));
+    servers.chain((0..cfg.client_groups().len()).map(|g| format!("clients-{g}"))).collect()
+}
+
+/// Starts applying the schedule's network faults on this process's node (node `index`; peers
+/// are looked up by name: `crate::netfaults::apply`).
+fn apply_net_faults(
+    cfg: &ChatConfig,
+    node: &Node,
+    index: u32,
+    name: &str,
+    actions: &[FaultAction],
+    start_us: i64,
+    em: &Emitter,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let nodes = net_nodes(cfg);
+    let addrs = vec![None; nodes.len()];
+    let me = crate::netfaults::apply::Me { index, name: name.into(), nodes, addrs };
+    crate::netfaults::apply::spawn(node, actions, me, start_us, cfg.seed, em)
+}
+
+/// Stops the network-fault task and records what the node dropped and delayed.
+fn finish_net_faults(task: Option<tokio::task::JoinHandle<()>>, node: &Node, tally: &mut Tally) {
+    if let Some(task) = task {
+        task.abort();
+        tally.net = Some(crate::netfaults::apply::counts(node));
+    }
+}
+
 /// A server group process: one supervisor and its chats.
-pub(super) async fn server_group(cfg: &ChatConfig, name: &str, em: &Emitter) -> Result<Tally> {
+pub(super) async fn server_group(cfg: &ChatConfig, name: &str, actions: &[FaultAction], em: &Emitter) -> Result<Tally> {
     let g: u32 = env(ENV_GROUP)?.parse().map_err(|_| Error::other(format!("{ENV_GROUP} is not a number")))?;
     let (node, addr, coord, discovery) = join_run(name).await?;
     let shared = Shared::new(em.clone(), cfg);
@@ -81,6 +113,7 @@ pub(super) async fn server_group(cfg: &ChatConfig, name: &str, em: &Emitter) -> 
         json!({"what": "chats", "count": cfg.chats_per_sup, "rss_bytes": system::rss_bytes(), "pid": std::process::id()}),
     );
     let start_us = ready(&node, &addr, &coord, name).await?;
+    let net = apply_net_faults(cfg, &node, g, name, actions, start_us, em);
     let end = system::instant_of(start_us) + Duration::from_secs(cfg.duration_s + 1);
     let mut tally = Tally::default();
     tokio::select! {
@@ -92,6 +125,7 @@ pub(super) async fn server_group(cfg: &ChatConfig, name: &str, em: &Emitter) -> 
         _ = interrupted() => tally.interrupted = true,
     }
     let _ = tokio::time::timeout(Duration::from_secs(10), sup.stop()).await;
+    finish_net_faults(net, &node, &mut tally);
     node.shutdown();
     tally.errors += shared.errors.load(std::sync::atomic::Ordering::Relaxed);
     Ok(tally)
@@ -123,6 +157,8 @@ pub(super) async fn client_group(
         json!({"what": "clients", "count": count, "rss_bytes": system::rss_bytes(), "pid": std::process::id()}),
     );
     let start_us = ready(&node, &addr, &coord, name).await?;
+    let index = cfg.num_supervisor + g as u32;
+    let net = apply_net_faults(cfg, &node, index, name, &actions, start_us, em);
     let counter = system::spawn_counter(Arc::clone(&shared), start_us, cfg.duration_s);
     let mine = system::actions_for(cfg, &actions, first, count);
     let injector = system::spawn_injector(cfg, mine, discovery, Arc::clone(&shared), start_us);
@@ -139,6 +175,7 @@ pub(super) async fn client_group(
     for c in &clients {
         c.kill();
     }
+    finish_net_faults(net, &node, &mut tally);
     node.shutdown();
     tally.errors += shared.errors.load(std::sync::atomic::Ordering::Relaxed);
     Ok(tally)

@@ -58,6 +58,7 @@ pub fn chat_schedule(cfg: &ChatConfig) -> Vec<FaultAction> {
             group: chat,
             slot: 0,
             restart: true,
+            ..FaultAction::default()
         })
         .collect()
 }

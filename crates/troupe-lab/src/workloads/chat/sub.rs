@@ -91,7 +91,7 @@ pub(super) fn exec(role: &str) -> Result<i32> {
         match role {
             "chat" if cfg.distributed => super::orchestrator::orchestrate(&cfg, &em).await,
             "chat" => single(&cfg, actions, &em).await,
-            "chat-server" => super::nodes::server_group(&cfg, &node_name, &em).await,
+            "chat-server" => super::nodes::server_group(&cfg, &node_name, &actions, &em).await,
             _ => super::nodes::client_group(&cfg, &node_name, actions, &em).await,
         }
     });
@@ -99,13 +99,7 @@ pub(super) fn exec(role: &str) -> Result<i32> {
         eprintln!("troupe chat {node_name}: {e}");
         Tally { errors: 1, ..Tally::default() }
     });
-    let (_, write_errors) = writer.finish(json!({
-        "errors": tally.errors,
-        "skipped_faults": tally.skipped,
-        "injected": tally.injected,
-        "interrupted": tally.interrupted,
-        "failed_nodes": tally.failed_nodes,
-    }));
+    let (_, write_errors) = writer.finish(tally.finished_json());
     rt.shutdown_timeout(Duration::from_secs(1));
     Ok(if write_errors > 0 || tally.errors > 0 && role != "chat" { 1 } else { 0 })
 }

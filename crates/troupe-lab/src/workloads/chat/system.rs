@@ -73,6 +73,10 @@ pub(crate) fn actions_for(cfg: &ChatConfig, actions: &[FaultAction], first: u64,
     actions
         .iter()
         .filter(|a| {
+            // Network faults are applied by every node process itself (crate::netfaults::apply).
+            if crate::netfaults::is_net_kind(&a.kind) {
+                return false;
+            }
             let k = u64::from(a.group) * per;
             k >= first && k < first + count
         })

@@ -73,6 +73,15 @@ impl Workload for Energy {
         Vec::new()
     }
 
+    fn net_nodes(&self, cfg: &Config) -> std::result::Result<Vec<String>, String> {
+        Err(if EnergyConfig::from_config(cfg).distributed {
+            "network faults are not wired into its distributed mode (it measures the energy of fault-free work)"
+        } else {
+            "mode = \"native\" runs in one OS process, so there is no inter-node traffic to fault"
+        }
+        .into())
+    }
+
     fn roles(&self) -> &'static [&'static str] {
         &["energy", "energy-node"]
     }

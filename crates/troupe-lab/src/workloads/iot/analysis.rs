@@ -104,7 +104,7 @@ impl IotStats {
             mttr_ms: None,
             device_kills: 0,
             server_kills: 0,
-            planned_kills: sched.len() as u64,
+            planned_kills: sched.iter().filter(|a| !crate::netfaults::is_net_kind(&a.kind)).count() as u64,
             restarts: 0,
             detections: 0,
             skipped_faults: 0,
@@ -149,6 +149,8 @@ impl IotStats {
                         st.mttr_samples.push(ms);
                     }
                 }
+                // Network faults (`[net_faults]`) are counted by the lab core, not as kills.
+                "fault_injected" if crate::netfaults::is_net_kind(e.str("kind")) => {}
                 "fault_injected" => {
                     if e.str("kind") == NODE_KILL {
                         st.server_kills += 1;

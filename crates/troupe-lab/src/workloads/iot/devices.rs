@@ -120,6 +120,7 @@ pub(super) async fn run(cfg: &IotConfig, name: &str, actions: Vec<FaultAction>, 
     }
     em.emit("ready", json!({"what": "devices", "count": mine.len()}));
     let start_us = ready(&node, &orch, name, "devices").await?;
+    let net = super::sub::apply_net_faults(cfg, &node, cfg.servers + p, name, &actions, start_us, em);
     let mut tally = Tally::default();
     let start = instant_of(start_us);
     let end = start + Duration::from_secs(cfg.duration_s);
@@ -185,6 +186,10 @@ pub(super) async fn run(cfg: &IotConfig, name: &str, actions: Vec<FaultAction>, 
     }
     for d in fleet.live.values() {
         d.kill();
+    }
+    if let Some(task) = net {
+        task.abort();
+        tally.net = Some(crate::netfaults::apply::counts(&node));
     }
     node.shutdown();
     tally.errors += counts.refused.load(Ordering::Relaxed);

@@ -60,6 +60,10 @@ impl Workload for Iot {
         schedule::iot_schedule(&IotConfig::from_config(cfg))
     }
 
+    fn net_nodes(&self, cfg: &Config) -> std::result::Result<Vec<String>, String> {
+        Ok(sub::net_nodes(&IotConfig::from_config(cfg)))
+    }
+
     fn roles(&self) -> &'static [&'static str] {
         &["iot", "iot-server", "iot-devices"]
     }

@@ -67,6 +67,7 @@ pub fn iot_schedule(cfg: &IotConfig) -> Vec<FaultAction> {
             group,
             slot: 0,
             restart: true,
+            ..FaultAction::default()
         })
         .collect()
 }

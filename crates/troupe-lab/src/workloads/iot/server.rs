@@ -17,6 +17,7 @@ use super::sub::{
 };
 use crate::error::{Error, Result};
 use crate::events::writer::Emitter;
+use crate::schedule::FaultAction;
 
 /// The device-tracking settings of a config (shared with the device processes).
 pub(super) fn server_config(cfg: &IotConfig) -> ServerConfig {
@@ -79,7 +80,7 @@ pub(super) async fn ready(node: &Node, orch: &str, name: &str, what: &str) -> Re
 }
 
 /// A server process.
-pub(super) async fn run(cfg: &IotConfig, name: &str, em: &Emitter) -> Result<Tally> {
+pub(super) async fn run(cfg: &IotConfig, name: &str, actions: &[FaultAction], em: &Emitter) -> Result<Tally> {
     let s = index()? as usize;
     let servers = server_addrs()?;
     let me = servers.get(s).ok_or_else(|| Error::other(format!("server {s} has no address in the list")))?.clone();
@@ -119,6 +120,7 @@ pub(super) async fn run(cfg: &IotConfig, name: &str, em: &Emitter) -> Result<Tal
         "restarted"
     };
     let start_us = ready(&node, &orch, name, what).await?;
+    let net = super::sub::apply_net_faults(cfg, &node, s as u32, name, actions, start_us, em);
     let end = instant_of(start_us) + Duration::from_secs(cfg.duration_s + 1);
     let mut tally = Tally::default();
     tokio::select! {
@@ -130,6 +132,10 @@ pub(super) async fn run(cfg: &IotConfig, name: &str, em: &Emitter) -> Result<Tal
         _ = interrupted() => tally.interrupted = true,
     }
     desk.stop();
+    if let Some(task) = net {
+        task.abort();
+        tally.net = Some(crate::netfaults::apply::counts(&node));
+    }
     node.shutdown();
     tally.errors += refused.load(Ordering::Relaxed);
     Ok(tally)

@@ -109,6 +109,36 @@ pub(super) fn instant_of(us: i64) -> tokio::time::Instant {
     }
 }
 
+/// The node processes `[net_faults]` partitions name, by index: the servers, then the device
+/// processes (the orchestrator, the lab's coordinator and collector, is never cut).
+pub(super) fn net_nodes(cfg: &IotConfig) -> Vec<String> {
+    (0..cfg.servers)
+        .map(|s| format!("server-{s}"))
+        .chain((0..cfg.device_processes).map(|p| format!("devices-{p}")))
+        .collect()
+}
+
+/// Starts applying the schedule's network faults on this process's node: index `index`, the
+/// servers' addresses known, the device processes' looked up among its peers
+/// (`crate::netfaults::apply`).
+pub(super) fn apply_net_faults(
+    cfg: &IotConfig,
+    node: &troupe_remote::Node,
+    index: u32,
+    name: &str,
+    actions: &[crate::schedule::FaultAction],
+    start_us: i64,
+    em: &crate::events::writer::Emitter,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let servers = server_addrs().unwrap_or_default();
+    let addrs = (0..cfg.servers as usize)
+        .map(|s| servers.get(s).cloned())
+        .chain((0..cfg.device_processes).map(|_| None))
+        .collect();
+    let me = crate::netfaults::apply::Me { index, name: name.into(), nodes: net_nodes(cfg), addrs };
+    crate::netfaults::apply::spawn(node, actions, me, start_us, cfg.seed, em)
+}
+
 /// Runs one role from the environment contract; the process exit code.
 pub(super) fn exec(role: &str) -> Result<i32> {
     let cfg_value = config::from_env("iot")?;
@@ -136,7 +166,7 @@ pub(super) fn exec(role: &str) -> Result<i32> {
     let tally = rt.block_on(async {
         match role {
             "iot" => super::orchestrator::orchestrate(&cfg, actions, &em).await,
-            "iot-server" => super::server::run(&cfg, &node_name, &em).await,
+            "iot-server" => super::server::run(&cfg, &node_name, &actions, &em).await,
             _ => super::devices::run(&cfg, &node_name, actions, &em).await,
         }
     });
@@ -148,13 +178,7 @@ pub(super) fn exec(role: &str) -> Result<i32> {
             (Tally { errors: 1, ..Tally::default() }, true)
         }
     };
-    let (_, write_errors) = writer.finish(json!({
-        "errors": tally.errors,
-        "skipped_faults": tally.skipped,
-        "injected": tally.injected,
-        "interrupted": tally.interrupted,
-        "failed_nodes": tally.failed_nodes,
-    }));
+    let (_, write_errors) = writer.finish(tally.finished_json());
     rt.shutdown_timeout(Duration::from_secs(1));
     Ok(if write_errors > 0 || failed { 1 } else { 0 })
 }

@@ -57,6 +57,10 @@ impl Workload for OverlayScale {
         Vec::new()
     }
 
+    fn net_nodes(&self, _: &Config) -> std::result::Result<Vec<String>, String> {
+        Err("it runs the overlays in a deterministic simulator in one OS process, with no real network".into())
+    }
+
     fn roles(&self) -> &'static [&'static str] {
         &["overlay-scale"]
     }

@@ -65,6 +65,12 @@ impl Workload for Scp {
         schedule::scp_schedule(&ScpConfig::from_config(cfg))
     }
 
+    fn net_nodes(&self, _: &Config) -> std::result::Result<Vec<String>, String> {
+        Err("its servers and clients run in one OS process; the only link is the fault injector's, which \
+             must stay exact for the schedule to be carried out"
+            .into())
+    }
+
     fn roles(&self) -> &'static [&'static str] {
         &["scp", "scp-injector"]
     }

@@ -59,6 +59,7 @@ pub fn scp_schedule(cfg: &ScpConfig) -> Vec<FaultAction> {
             group: (i as u64 % u64::from(cfg.supervisors)) as u32,
             slot: rng.gen_range(0..pps),
             restart,
+            ..FaultAction::default()
         })
         .collect()
 }
@@ -110,6 +111,7 @@ fn progressive(cfg: &ScpConfig, rng: &mut ChaCha8Rng, window_ms: u64) -> Vec<Fau
                 group: group_cursor as u32,
                 slot,
                 restart: false,
+                ..FaultAction::default()
             });
             remaining -= 1;
             group_cursor = (group_cursor + 1) % live.len();

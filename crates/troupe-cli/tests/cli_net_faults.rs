@@ -1,0 +1,126 @@
+//! `[net_faults]` end to end through the real binary (crate troupe_lab::netfaults): an iot run
+//! of real node processes on loopback with frames dropped and delayed and one device process
+//! partitioned for a second completes, its node processes emit `fault_injected` with the
+//! schedule's ids, and `summary.json` counts the dropped frames; the same for a distributed
+//! chat run with a server group partitioned; a peer runtime given the section is refused
+//! before anything starts.
+
+use std::path::Path;
+use std::process::Command;
+
+fn troupe() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_troupe"));
+    c.env_remove("TROUPE_HOME");
+    c
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn lines(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+}
+
+const NET: &str = "devices = 20\ndevice_processes = 2\nduration_s = 3\nwarmup_s = 1\n\
+                   [net_faults]\ndrop_pct = 5.0\ndelay_ms = [0, 5]\n\
+                   partitions = [ { at_ms = 500, duration_ms = 1000, nodes = [1] } ]\n";
+
+#[test]
+fn an_iot_run_with_drops_and_a_partition_completes_and_reports_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tmp.path().join("net.toml");
+    std::fs::write(&cfg, NET).unwrap();
+    let out = tmp.path().join("run");
+    let o = troupe()
+        .args(["lab", "run", "iot", "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o.stdout), text(&o.stderr));
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["status"], "ok", "{m}");
+    assert_eq!(m["config"]["net_faults"]["drop_pct"], 5.0, "{m}");
+
+    // The schedule's network lines: node 1 is devices-0 (servers first, then device processes).
+    let sched = lines(&out.join("schedule.jsonl"));
+    let ids: Vec<&str> = sched.iter().filter_map(|l| l["id"].as_str()).collect();
+    assert_eq!(ids, ["net-drop", "net-delay", "net-part-0-1"], "{sched:?}");
+
+    let evs = lines(&out.join("events.jsonl"));
+    let injected = |id: &str| -> Vec<&serde_json::Value> {
+        evs.iter().filter(|e| e["ev"] == "fault_injected" && e["id"] == id).collect()
+    };
+    // Every node process (server-0, devices-0, devices-1) applied the drop and delay rule.
+    for id in ["net-drop", "net-delay"] {
+        let mut targets: Vec<&str> = injected(id).iter().filter_map(|e| e["target"].as_str()).collect();
+        targets.sort_unstable();
+        assert_eq!(targets, ["devices-0", "devices-1", "server-0"], "{id}");
+    }
+    let part = injected("net-part-0-1");
+    assert_eq!(part.len(), 1, "{part:?}");
+    assert_eq!((part[0]["kind"].as_str(), part[0]["target"].as_str()), (Some("partition"), Some("devices-0")));
+    assert_eq!(part[0]["duration_ms"], 1000);
+
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert!(summary["net_dropped_frames"].as_u64().unwrap() > 0, "{summary}");
+    assert_eq!(summary["net_faults_injected"], 7, "{summary}");
+    // The network faults are not counted as the workload's kills.
+    assert_eq!(summary["planned_kills"], 0, "{summary}");
+}
+
+#[test]
+fn a_distributed_chat_run_with_drops_and_a_server_partition_completes_and_reports_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let sets = [
+        "deployment=distributed",
+        "num_supervisor=2",
+        "chats_per_sup=3",
+        "clients_per_server=3",
+        "clients_per_process=9",
+        "test_duration_secs=3",
+        "warmup_s=1",
+        "net_faults.drop_pct=2",
+        "net_faults.partitions=[{at_ms=500, duration_ms=1000, nodes=[0]}]",
+    ];
+    let mut cmd = troupe();
+    cmd.args(["lab", "run", "chat", "--out", out.to_str().unwrap()]);
+    for s in sets {
+        cmd.args(["--set", s]);
+    }
+    let o = cmd.output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o.stdout), text(&o.stderr));
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["status"], "ok", "{m}");
+    let evs = lines(&out.join("events.jsonl"));
+    // Node 0 is server-0 (server groups first, then client groups); it announces its cut.
+    let part: Vec<&serde_json::Value> =
+        evs.iter().filter(|e| e["ev"] == "fault_injected" && e["id"] == "net-part-0-0").collect();
+    assert_eq!(part.len(), 1, "{part:?}");
+    assert_eq!(part[0]["target"], "server-0");
+    let drops = evs.iter().filter(|e| e["ev"] == "fault_injected" && e["id"] == "net-drop").count();
+    assert_eq!(drops, 4, "server-0, server-1, clients-0 and clients-1 each apply the drop rule");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert!(summary["net_dropped_frames"].as_u64().unwrap() > 0, "{summary}");
+}
+
+#[test]
+fn a_peer_runtime_given_net_faults_is_refused_before_anything_starts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tmp.path().join("net.toml");
+    std::fs::write(&cfg, NET).unwrap();
+    let out = tmp.path().join("run");
+    let o = troupe()
+        .args(["lab", "run", "iot", "--runtime", "akka", "--config", cfg.to_str().unwrap()])
+        .args(["--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_ne!(o.status.code(), Some(0));
+    let err = text(&o.stderr);
+    assert!(err.contains("net_faults") && err.contains("akka") && err.contains("unsupported"), "{err}");
+    assert!(!out.exists(), "a refused run made its folder");
+}
