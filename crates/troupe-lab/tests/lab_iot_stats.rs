@@ -111,6 +111,20 @@ fn incomplete_runs_are_named() {
 }
 
 #[test]
+fn a_server_killed_too_late_to_restart_owes_no_run_finished_but_a_restarted_one_does() {
+    let c = cfg();
+    // server-1 killed at 2 s and never restarted: no run_finished from it is expected.
+    let p = IotStats::compute(&c, &run(&["restarted", "server-1:run_finished"]), &[]).completeness_problem(&c);
+    assert_eq!(p, None);
+    // Restarted at 3.2 s, the new server-1 must end cleanly.
+    let p = IotStats::compute(&c, &run(&["server-1:run_finished"]), &[]).completeness_problem(&c).unwrap();
+    assert!(p.contains("server-1"), "{p}");
+    // A server that was never killed still must.
+    let p = IotStats::compute(&c, &run(&["server-0:run_finished"]), &[]).completeness_problem(&c).unwrap();
+    assert!(p.contains("server-0"), "{p}");
+}
+
+#[test]
 fn collector_counts_a_restarted_servers_total_as_new() {
     assert_eq!(restart_delta(100, 250), 150);
     assert_eq!(restart_delta(900, 40), 40);

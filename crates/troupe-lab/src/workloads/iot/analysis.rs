@@ -16,7 +16,9 @@
 //! 5. Complete: `ready {what: "servers"}` summing to `servers`, `ready {what: "devices"}`
 //!    summing to `devices`, the window opened, one `throughput` per window second, a
 //!    `run_finished` from every process that wrote `run_started` (a killed server's restart
-//!    writes it under the same name), no failed process, no dropped event.
+//!    writes it under the same name) and was not down at the end (a server whose last
+//!    `node_kill` came after its last `restarted`: killed too late in the window to be
+//!    restarted, it never writes one), no failed process, no dropped event.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -95,6 +97,7 @@ impl IotStats {
         let (mut servers_ready, mut devices_ready) = (0, 0);
         let mut started = BTreeSet::new();
         let mut finished = BTreeSet::new();
+        let mut down = BTreeSet::new();
         let mut st = IotStats {
             window_start_us,
             duration_s: c.duration_s,
@@ -154,13 +157,17 @@ impl IotStats {
                 "fault_injected" => {
                     if e.str("kind") == NODE_KILL {
                         st.server_kills += 1;
+                        down.insert(e.str("target").to_string());
                     } else {
                         st.device_kills += 1;
                     }
                     let at_s = window_start_us.map_or(0.0, |w| (e.ts_us - w) as f64 / 1e6);
                     st.marks.push(Mark { at_s, target: e.str("target").into(), kind: e.str("kind").into() });
                 }
-                "restarted" => st.restarts += 1,
+                "restarted" => {
+                    st.restarts += 1;
+                    down.remove(e.str("target"));
+                }
                 "fault_detected" => st.detections += 1,
                 _ => {}
             }
@@ -173,7 +180,7 @@ impl IotStats {
         st.servers_ready = servers_ready;
         st.devices_ready = devices_ready;
         st.bad_seconds = bad_seconds;
-        st.unfinished_nodes = started.difference(&finished).cloned().collect();
+        st.unfinished_nodes = started.difference(&finished).filter(|n| !down.contains(*n)).cloned().collect();
         st
     }
 
