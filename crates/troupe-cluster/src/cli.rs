@@ -102,7 +102,7 @@ impl Extension for ClusterCommands {
     fn stop(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         Box::pin(async move {
             if let Some(o) = &self.1 {
-                o.overlay().stop();
+                o.overlay().stop_and_wait(Duration::from_secs(2)).await;
             }
             let Some(c) = &self.0 else { return };
             let limit = Duration::from_millis(4 * c.config().gossip_interval_ms).max(Duration::from_secs(2));

@@ -110,6 +110,62 @@ fn client_server_clients_hold_no_link_to_each_other_and_reach_each_other_through
 }
 
 #[test]
+fn full_mesh_is_the_default_and_every_member_learns_every_other_and_sends_straight() {
+    let _serial = serial();
+    let first = start("m1", "");
+    let contact = format!("contacts = [\"m1@{}\"]", first.addr);
+    let mut nodes = vec![first];
+    for i in 2..=4 {
+        nodes.push(start(&format!("m{i}"), &contact));
+    }
+    let all: BTreeSet<String> = nodes.iter().map(|p| p.addr.clone()).collect();
+    // D rule 7: Hello spreads the member list; everyone ends up with everyone.
+    for p in &mut nodes {
+        let mut others = all.clone();
+        others.remove(&p.addr);
+        let st = wait_status(p, "every other member", move |s| list(s, "neighbours") == others, LONG);
+        assert_eq!(st["kind"], "full_mesh");
+    }
+    subscribe_all(&mut nodes, "t");
+    let m4 = nodes[3].addr.clone();
+    // R rule 1: straight to the destination, one hop.
+    nodes[1].ask(&format!("overlay-send {m4} inbox direct"), "overlay-sent");
+    assert_eq!(wait_delivery(&mut nodes[3], "direct")["hops"], 1);
+    nodes[2].ask("overlay-broadcast t to-everyone", "overlay-broadcast");
+    for p in &mut nodes {
+        let d = wait_delivery(p, "to-everyone");
+        assert!(d["hops"] == 0 || d["hops"] == 1, "{d}");
+    }
+}
+
+#[test]
+fn client_server_with_two_servers_forwards_between_servers() {
+    let _serial = serial();
+    let s1 = start("s1", "kind = \"client_server\"\nrole = \"server\"");
+    let s2 = start("s2", &format!("kind = \"client_server\"\nrole = \"server\"\nservers = [\"s1@{}\"]", s1.addr));
+    let ca = start("ca", &format!("kind = \"client_server\"\nservers = [\"s1@{}\"]", s1.addr));
+    let cb = start("cb", &format!("kind = \"client_server\"\nservers = [\"s2@{}\"]", s2.addr));
+    let mut nodes = vec![s1, s2, ca, cb];
+    let a: Vec<String> = nodes.iter().map(|p| p.addr.clone()).collect();
+    let (w0, w1) = (BTreeSet::from([a[1].clone(), a[2].clone()]), BTreeSet::from([a[0].clone(), a[3].clone()]));
+    wait_status(&mut nodes[0], "s2 and ca", move |s| list(s, "neighbours") == w0, LONG);
+    wait_status(&mut nodes[1], "s1 and cb", move |s| list(s, "neighbours") == w1, LONG);
+    subscribe_all(&mut nodes, "t");
+    // R rule 4: ca -> s1 -> s2 -> cb.
+    nodes[2].ask(&format!("overlay-send {} inbox over-two-servers", a[3]), "overlay-sent");
+    assert_eq!(wait_delivery(&mut nodes[3], "over-two-servers")["hops"], 3);
+    nodes[3].ask("overlay-broadcast t from-cb", "overlay-broadcast");
+    for p in &mut nodes {
+        wait_delivery(p, "from-cb");
+    }
+    for i in [2, 3] {
+        let server = a[i - 2].clone();
+        let st = status(&mut nodes[i]);
+        assert_eq!(list(&st, "connected"), BTreeSet::from([server]), "{st:#}");
+    }
+}
+
+#[test]
 fn static_nodes_connect_only_to_listed_peers_and_messages_cross_the_line() {
     let _serial = serial();
     // A line n1 - n2 - n3 - n4: each node lists the next one towards n3, n3 lists nobody.
@@ -217,6 +273,18 @@ fn hyparview_delivers_every_broadcast_transitively_and_heals_around_a_killed_nod
     live[1].ask("overlay-broadcast t after-the-kill", "overlay-broadcast");
     for p in &mut live {
         wait_delivery(p, "after-the-kill");
+    }
+    // D rule 11: a node that quits tells its neighbours; they drop it and heal again.
+    let leaver = live.len() - 1;
+    let gone = live[leaver].addr.clone();
+    live[leaver].cmd("quit");
+    let _ = live[leaver].child.wait();
+    live.truncate(leaver);
+    let healed = wait_overlay(&mut live.iter_mut().collect::<Vec<_>>(), "after a leave");
+    assert!(healed.values().all(|v| !v.contains(&gone)), "{healed:#?}");
+    live[0].ask("overlay-broadcast t after-the-leave", "overlay-broadcast");
+    for p in &mut live {
+        wait_delivery(p, "after-the-leave");
     }
 }
 

@@ -803,6 +803,20 @@ impl Node {
     /// it is not redialled until something is sent to it or [`Node::connect`] is called.
     /// Overlays use it to hold connections only to their neighbours. Returns whether a
     /// connection was up.
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() {
+    /// use troupe_remote::{Node, NodeConfig};
+    /// let a = Node::start(NodeConfig::new("a", "secret")).await.unwrap();
+    /// let b = Node::start(NodeConfig::new("b", "secret")).await.unwrap();
+    /// a.connect(&b.addr()).await.unwrap();
+    /// assert!(a.disconnect(&b.addr()));
+    /// assert!(!a.is_connected(&b.addr()));
+    /// assert!(!a.disconnect(&b.addr()), "nothing left to close");
+    /// a.shutdown();
+    /// b.shutdown();
+    /// # }
+    /// ```
     pub fn disconnect(&self, addr: &str) -> bool {
         let Some(peer) = self.inner.peers.read().by_addr.get(&canonical(addr)).cloned() else {
             return false;

@@ -147,8 +147,18 @@ impl Overlay {
         self.events.subscribe()
     }
 
-    /// Stops the overlay (its actor is unexported; connections stay to the node layer).
+    /// Stops the overlay (its actor is unexported; connections stay to the node layer). A
+    /// HyParView node first tells its active neighbours it leaves.
     pub fn stop(&self) {
-        let _ = self.tx.send(Input::Stop);
+        let _ = self.tx.send(Input::Stop(None));
+    }
+
+    /// [`Overlay::stop`], waiting (at most `limit`) until the overlay has stopped and its
+    /// goodbyes are handed to the node layer.
+    pub async fn stop_and_wait(&self, limit: Duration) {
+        let (tx, rx) = oneshot::channel();
+        if self.tx.send(Input::Stop(Some(tx))).is_ok() {
+            let _ = tokio::time::timeout(limit, rx).await;
+        }
     }
 }

@@ -54,6 +54,8 @@ pub enum OverlayWire {
         from: String,
         /// Members it knows (full mesh only).
         members: Vec<String>,
+        /// Client-server: the sender is a server (a server learns the other servers so).
+        server: bool,
     },
     /// HyParView membership.
     Hv {

@@ -8,7 +8,8 @@
 //!    node's up/down events reach it through one queue, and a timer ticks it every `tick_ms`.
 //! 2. Neighbours: full mesh: every member it knows; static: its listed peers and the nodes
 //!    that listed it (they said `Hello`); client-server: a client's servers, a server's other
-//!    servers and the clients that said `Hello`; HyParView: the active view.
+//!    servers (listed, or that said `Hello` as servers) and the clients that said `Hello`;
+//!    HyParView: the active view.
 //! 3. Kept links (static peers, a client's servers, a server's other servers) are dialled at
 //!    start and redialled by the node layer when lost; each time one comes up this node says
 //!    `Hello` on it.
@@ -28,6 +29,8 @@
 //!    not passed on after `max_hops` hops.
 //! 10. Full mesh and HyParView: while this node has no neighbour it joins through its
 //!     contacts, the next one every `JOIN_RETRY`.
+//! 11. A HyParView node that stops tells its active neighbours (`Disconnect`), so they heal
+//!     at once instead of waiting for the connection to drop.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::time::{Duration, Instant};
@@ -43,7 +46,7 @@ use super::config::{addr_of, LiveKind, OverlayConfig};
 mod timer;
 use super::route::{next_hops, View};
 use super::wire::{Body, Delivery, Envelope, OverlayEvent, OverlayStatus, OverlayWire, OVERLAY_ACTOR};
-use crate::overlay::hyparview::{HvOut, HyParView};
+use crate::overlay::hyparview::{HvMsg, HvOut, HyParView};
 use crate::overlay::plumtree::{MsgId, Plumtree, PlumtreeConfig, PtMsg, PtOut};
 
 const MAX_SEEN: usize = 100_000;
@@ -58,7 +61,7 @@ pub(crate) enum Input {
     Register { actor: String, tx: mpsc::UnboundedSender<Delivery> },
     Status(oneshot::Sender<OverlayStatus>),
     ProbeDone { addr: String, failed: bool },
-    Stop,
+    Stop(Option<oneshot::Sender<()>>),
 }
 
 pub(crate) struct Driver {
@@ -155,12 +158,17 @@ impl Driver {
                 self.hello(&k);
             }
         }
+        let mut stopped = None;
         let mut tick = tokio::time::interval(Duration::from_millis(self.cfg.tick_ms));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 input = rx.recv() => match input {
-                    Some(Input::Stop) | None => break,
+                    Some(Input::Stop(ack)) => {
+                        stopped = ack;
+                        break;
+                    }
+                    None => break,
                     Some(i) => self.input(i),
                 },
                 ev = node_events.recv() => match ev {
@@ -181,7 +189,16 @@ impl Driver {
                 _ = tick.tick() => self.tick(),
             }
         }
+        // Rule 11.
+        if self.hv.is_some() {
+            for n in self.neighbours() {
+                self.send_wire(&n, OverlayWire::Hv { from: self.me.clone(), msg: HvMsg::Disconnect });
+            }
+        }
         self.node.unexport(OVERLAY_ACTOR);
+        if let Some(ack) = stopped {
+            let _ = ack.send(());
+        }
     }
 
     fn now_ms(&self) -> u64 {
@@ -209,7 +226,8 @@ impl Driver {
 
     fn hello(&mut self, to: &str) {
         let members = if self.kind == LiveKind::FullMesh { self.members.iter().cloned().collect() } else { Vec::new() };
-        self.send_wire(to, OverlayWire::Hello { from: self.me.clone(), members });
+        let server = self.kind == LiveKind::ClientServer && self.cfg.is_server();
+        self.send_wire(to, OverlayWire::Hello { from: self.me.clone(), members, server });
     }
 
     /// Sends one message to the overlay actor at `to` (rule 5: probes an unconnected node).
@@ -258,7 +276,7 @@ impl Driver {
                     self.failed(&addr);
                 }
             }
-            Input::Stop => {}
+            Input::Stop(_) => {}
         }
     }
 
@@ -282,7 +300,7 @@ impl Driver {
         };
         self.last_used.insert(from.clone(), Instant::now());
         match w {
-            OverlayWire::Hello { from, members } => self.on_hello(&from, members),
+            OverlayWire::Hello { from, members, server } => self.on_hello(&from, members, server),
             OverlayWire::Hv { from, msg } => {
                 if let Some(hv) = &mut self.hv {
                     let mut out = Vec::new();
@@ -303,7 +321,7 @@ impl Driver {
     }
 
     /// Rules 2, 3 and 7.
-    fn on_hello(&mut self, from: &str, members: Vec<String>) {
+    fn on_hello(&mut self, from: &str, members: Vec<String>, server: bool) {
         match self.kind {
             LiveKind::FullMesh => {
                 let knew_fewer = self.members.iter().any(|m| m != from && !members.contains(m));
@@ -320,6 +338,9 @@ impl Driver {
                 self.add_member(from);
             }
             LiveKind::ClientServer if self.cfg.is_server() => {
+                if server && !self.servers.iter().any(|s| s == from) {
+                    self.servers.push(from.to_owned());
+                }
                 self.add_member(from);
             }
             LiveKind::ClientServer | LiveKind::Hyparview => {}
