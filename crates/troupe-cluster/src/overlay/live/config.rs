@@ -9,6 +9,7 @@
 //!    and only accepts the nodes that list it. `client_server`: `role` is `client` or
 //!    `server`; a client needs at least one entry in `servers`.
 //! 3. `hyparview`: `active_size >= 1`, `passive_size >= 1`, `shuffle_interval_ms >= 1`.
+//!    `amqp`: `amqp_url` is an `amqp://` URL.
 //! 4. Every address list holds `host:port` entries (optionally `name@` in front).
 //! 5. Under any kind but `full_mesh`, the node-level `peers` list must be empty and there must
 //!    be no `[cluster]` section: both keep connections to every node, which the overlay
@@ -31,11 +32,13 @@ pub enum LiveKind {
     ClientServer,
     /// HyParView membership with Plumtree broadcast.
     Hyparview,
+    /// Publish-subscribe through an AMQP broker (RabbitMQ): nodes connect to the broker only.
+    Amqp,
 }
 
 impl LiveKind {
     /// The values `kind` accepts.
-    pub const ALLOWED: &'static str = "full_mesh, static, client_server, hyparview";
+    pub const ALLOWED: &'static str = "full_mesh, static, client_server, hyparview, amqp";
 
     /// Parses a `kind` value, naming the allowed values otherwise.
     ///
@@ -50,9 +53,10 @@ impl LiveKind {
             "static" => Self::Static,
             "client_server" => Self::ClientServer,
             "hyparview" => Self::Hyparview,
+            "amqp" => Self::Amqp,
             other => {
                 return Err(Error::config(format!(
-                    "[overlay] kind = {other:?} does not exist; allowed: {} (amqp is not built)",
+                    "[overlay] kind = {other:?} does not exist; allowed: {}",
                     Self::ALLOWED
                 )))
             }
@@ -74,7 +78,7 @@ impl LiveKind {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct OverlayConfig {
-    /// `full_mesh` (default), `static`, `client_server` or `hyparview`.
+    /// `full_mesh` (default), `static`, `client_server`, `hyparview` or `amqp`.
     pub kind: String,
     /// `static`: the only nodes this one connects to.
     pub peers: Vec<String>,
@@ -90,6 +94,8 @@ pub struct OverlayConfig {
     pub passive_size: usize,
     /// `hyparview`: shuffle period.
     pub shuffle_interval_ms: u64,
+    /// `amqp`: the broker (`amqp://user:password@host:port/vhost`).
+    pub amqp_url: String,
     /// Period of the overlay's timer (Plumtree announcements and grafts, healing, sweeping
     /// connections to non-neighbours).
     pub tick_ms: u64,
@@ -109,6 +115,7 @@ impl Default for OverlayConfig {
             active_size: hv.active_size,
             passive_size: hv.passive_size,
             shuffle_interval_ms: 1_000,
+            amqp_url: String::new(),
             tick_ms: 50,
             max_hops: 32,
         }
@@ -191,6 +198,11 @@ impl OverlayConfig {
             LiveKind::Hyparview if self.shuffle_interval_ms == 0 => {
                 bad("shuffle_interval_ms must be at least 1".into())
             }
+            LiveKind::Amqp if !self.amqp_url.starts_with("amqp://") => bad(format!(
+                "kind = \"amqp\" needs amqp_url = \"amqp://user:password@host:port/vhost\" (got {:?}; \
+                 start a private broker with `bash scripts/rabbitmq.sh start DIR`)",
+                crate::overlay::live::amqp::redact(&self.amqp_url)
+            )),
             _ => Ok(()),
         }
     }
@@ -259,6 +271,16 @@ mod tests {
         assert!(e.contains("passive_size"), "{e}");
         let e = err("kind = \"hyparview\"\nshuffle_interval_ms = 0");
         assert!(e.contains("shuffle_interval_ms"), "{e}");
+    }
+
+    #[test]
+    fn rule_3_amqp_needs_an_amqp_url() {
+        let e = err("kind = \"amqp\"");
+        assert!(e.contains("amqp_url"), "{e}");
+        let e = err("kind = \"amqp\"\namqp_url = \"http://u:secret@h:1/\"");
+        assert!(e.contains("amqp_url") && !e.contains("secret"), "the password is not printed: {e}");
+        let t: toml::Table = toml::from_str("kind = \"amqp\"\namqp_url = \"amqp://g:g@127.0.0.1:5672/%2f\"").unwrap();
+        assert_eq!(OverlayConfig::from_table(&t).unwrap().kind().unwrap(), LiveKind::Amqp);
     }
 
     #[test]

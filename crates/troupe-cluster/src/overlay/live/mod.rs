@@ -1,6 +1,7 @@
 //! Overlays on real nodes: one application API ([`Overlay`]) whatever the overlay, chosen by
 //! the `[overlay]` section ([`OverlayConfig`]): full mesh (the default), static,
-//! client-server, or HyParView membership with Plumtree broadcast (seed 004 §3). The
+//! client-server, HyParView membership with Plumtree broadcast, or publish-subscribe through
+//! an AMQP broker ([`amqp`]) (seed 004 §3). The
 //! protocols are the state machines of `overlay/hyparview.rs` and `overlay/plumtree.rs`
 //! (the simulator runs the same ones); `driver/mod.rs` drives them over a
 //! `troupe_remote::Node`, `route.rs` says where a routed message goes next.
@@ -16,8 +17,6 @@
 //!    need, closed after a grace period; `driver/mod.rs` rule 4).
 //! 4. Bad configuration is refused at start, naming the key and the allowed values.
 //!
-//! Not built: the publish-subscribe overlay through an AMQP broker.
-//!
 //! ```no_run
 //! # async fn demo(node: troupe_remote::Node) -> Result<(), troupe_cluster::Error> {
 //! use troupe_cluster::overlay::live::{Overlay, OverlayConfig};
@@ -31,6 +30,7 @@
 //! # Ok(()) }
 //! ```
 
+pub mod amqp;
 pub mod cli;
 mod config;
 mod driver;
@@ -75,6 +75,11 @@ impl Overlay {
         let kind = cfg.kind()?;
         let (tx, rx) = mpsc::unbounded_channel();
         let events = broadcast::channel(1024).0;
+        if kind == LiveKind::Amqp {
+            let link = amqp::connect(&cfg.amqp_url, &node.addr()).await?;
+            tokio::spawn(amqp::run(node.clone(), link, rx));
+            return Ok(Overlay { tx, events, kind });
+        }
         let inbox = troupe::spawn(Inbox(tx.clone()));
         node.export(OVERLAY_ACTOR, &inbox)?;
         let driver = Driver::new(node, cfg, kind, events.clone(), tx.clone());

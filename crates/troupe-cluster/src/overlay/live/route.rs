@@ -12,7 +12,8 @@
 //!    its clients or servers, else to every other server but `from`; a broadcast goes to
 //!    every neighbour (clients and servers) but `from` and the origin.
 //! 5. HyParView: only unicasts to an active neighbour travel as envelopes (straight there);
-//!    everything else rides Plumtree (see `driver/mod.rs`).
+//!    everything else rides Plumtree (see `driver/mod.rs`). AMQP routes nothing itself: the
+//!    broker does (`amqp.rs`).
 //!
 //! Loops end because every node handles an envelope once and drops it after `max_hops`
 //! (`driver/mod.rs` rule 9).
@@ -60,7 +61,7 @@ pub fn next_hops(v: &View<'_>, from: Option<&str>, env: &Envelope) -> Vec<String
                 Vec::new()
             }
         }
-        (LiveKind::Hyparview, Body::Broadcast { .. }) => Vec::new(),
+        (LiveKind::Hyparview, Body::Broadcast { .. }) | (LiveKind::Amqp, _) => Vec::new(),
         (LiveKind::Static, Body::Unicast { to, .. }) if v.neighbours.contains(to) => vec![to.clone()],
         (LiveKind::Static, _) => others(&[from_s]),
         (LiveKind::ClientServer, _) if !v.server => {

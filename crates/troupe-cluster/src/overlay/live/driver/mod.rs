@@ -107,7 +107,7 @@ impl Driver {
         match kind {
             LiveKind::Static => kept.extend(cfg.peers.iter().map(|p| addr_of(p).to_owned())),
             LiveKind::ClientServer => kept.extend(servers.iter().cloned()),
-            LiveKind::FullMesh | LiveKind::Hyparview => {}
+            LiveKind::FullMesh | LiveKind::Hyparview | LiveKind::Amqp => {}
         }
         kept.remove(&me);
         let (hv, pt) = if kind == LiveKind::Hyparview {
@@ -343,7 +343,7 @@ impl Driver {
                 }
                 self.add_member(from);
             }
-            LiveKind::ClientServer | LiveKind::Hyparview => {}
+            LiveKind::ClientServer | LiveKind::Hyparview | LiveKind::Amqp => {}
         }
     }
 
