@@ -136,6 +136,21 @@ fn full_mesh_is_the_default_and_every_member_learns_every_other_and_sends_straig
         let d = wait_delivery(p, "to-everyone");
         assert!(d["hops"] == 0 || d["hops"] == 1, "{d}");
     }
+    // D rule 6: a killed member is forgotten by every other (and anti-entropy does not bring
+    // it back: a Hello to it fails its probe).
+    nodes[3].signal(libc::SIGKILL);
+    let _ = nodes[3].child.wait();
+    nodes.truncate(3);
+    let live: BTreeSet<String> = nodes.iter().map(|p| p.addr.clone()).collect();
+    for p in &mut nodes {
+        let mut others = live.clone();
+        others.remove(&p.addr);
+        wait_status(p, "the killed member forgotten", move |s| list(s, "neighbours") == others, LONG);
+    }
+    nodes[0].ask("overlay-broadcast t after-a-death", "overlay-broadcast");
+    for p in &mut nodes {
+        wait_delivery(p, "after-a-death");
+    }
 }
 
 #[test]

@@ -21,7 +21,9 @@
 //! 6. A lost connection to a neighbour is a failure: HyParView heals its active view from the
 //!    passive one, full mesh forgets the member, a server forgets the client.
 //! 7. Full mesh: `Hello` carries the members the sender knows; a node says `Hello` to every
-//!    member it learns of, and back to a sender that was new or knew fewer members.
+//!    member it learns of, and back to a sender that was new or knew fewer members; and every
+//!    `shuffle_interval_ms` to one member picked at random (anti-entropy: a member one node
+//!    dropped after a passing connection loss is learned again from another).
 //! 8. HyParView: broadcasts, and unicasts to a node outside the active view, travel as
 //!    Plumtree broadcasts (transitive delivery over the tree); a unicast is delivered only at
 //!    its destination.
@@ -88,6 +90,7 @@ pub(crate) struct Driver {
     start: Instant,
     contact_next: usize,
     next_join: Instant,
+    next_gossip: Instant,
     delivered: u64,
     forwarded: u64,
     swept: u64,
@@ -138,6 +141,7 @@ impl Driver {
             start: Instant::now(),
             contact_next: 0,
             next_join: Instant::now(),
+            next_gossip: Instant::now(),
             delivered: 0,
             forwarded: 0,
             swept: 0,

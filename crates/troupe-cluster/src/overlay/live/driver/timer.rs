@@ -1,15 +1,17 @@
-//! The overlay driver's timer work (rules 4 and 10 of `driver/mod.rs`): the protocols'
-//! ticks, joining through contacts while alone, and closing connections to non-neighbours;
-//! and the status snapshot.
+//! The overlay driver's timer work (rules 4, 7 and 10 of `driver/mod.rs`): the protocols'
+//! ticks, joining through contacts while alone, the full mesh's anti-entropy `Hello`, and
+//! closing connections to non-neighbours; and the status snapshot.
 
 use std::time::{Duration, Instant};
+
+use rand::seq::IteratorRandom;
 
 use super::{Driver, JOIN_RETRY};
 use crate::overlay::live::config::{addr_of, LiveKind};
 use crate::overlay::live::wire::OverlayStatus;
 
 impl Driver {
-    /// Rules 4 and 10, and the protocols' timers.
+    /// Rules 4, 7 and 10, and the protocols' timers.
     pub(super) fn tick(&mut self) {
         let now = self.now_ms();
         if let Some(hv) = &mut self.hv {
@@ -44,6 +46,11 @@ impl Driver {
         }
         if self.kind != LiveKind::FullMesh {
             self.sweep();
+        } else if Instant::now() >= self.next_gossip {
+            self.next_gossip = Instant::now() + Duration::from_millis(self.cfg.shuffle_interval_ms);
+            if let Some(m) = self.members.iter().choose(&mut self.rng).cloned() {
+                self.hello(&m);
+            }
         }
     }
 
