@@ -262,9 +262,19 @@ fn hyparview_delivers_every_broadcast_transitively_and_heals_around_a_killed_nod
     assert!(!far.is_empty(), "some node is not a neighbour of the origin: {views:#?}");
     // Service rule 3: each node ends up connected to its active view only (temporary
     // connections of shuffles and neighbour requests are closed after a grace period).
+    let mut swept = 0;
     for p in &mut nodes {
-        wait_status(p, "connections only to the active view", |s| list(s, "connected") == list(s, "neighbours"), LONG);
+        let s = wait_status(
+            p,
+            "connections only to the active view",
+            |s| list(s, "connected") == list(s, "neighbours"),
+            LONG,
+        );
+        swept += s["swept"].as_u64().unwrap_or(0);
     }
+    // D rule 4 did the closing: p0 was connected to all six joiners (a join needs a
+    // connection) and keeps at most three neighbours, so some connections were swept.
+    assert!(swept >= 1, "connections to former neighbours are closed by the sweep");
     subscribe_all(&mut nodes, "t");
     nodes[0].ask("overlay-broadcast t first-broadcast", "overlay-broadcast");
     for p in &mut nodes {

@@ -93,7 +93,9 @@ pub struct Delivery {
     pub topic: Option<String>,
     /// The payload.
     pub bytes: Vec<u8>,
-    /// Hops it travelled (1: direct).
+    /// Hops it travelled between nodes: 1 straight from its origin (or through the AMQP
+    /// broker), more when forwarded; 0 when this node sent it, and for anything that came over
+    /// Plumtree (HyParView), whose hops are not counted.
     pub hops: u32,
 }
 
