@@ -12,6 +12,9 @@
 //!   under the service key; answers `registered SERVICE`), `find SERVICE` (answers
 //!   `found SERVICE N ADDR...`), `register-name NAME` (answers `registered-name NAME` or
 //!   `error ...`), `whereis NAME` (answers `whereis NAME ADDR` or `whereis NAME none`).
+//!
+//! With an `[overlay]` section (with or without `[cluster]`; see docs/cluster.md) the node
+//! runs that overlay and also speaks `crate::overlay::live::cli`'s commands and events.
 
 use std::future::Future;
 use std::path::Path;
@@ -27,6 +30,8 @@ use troupe_remote::{Node, NodeConfig};
 use crate::config::ClusterConfig;
 use crate::daemon::Cluster;
 use crate::error::{Error, ErrorKind};
+use crate::overlay::live::cli::OverlayCommands;
+use crate::overlay::live::{Overlay, OverlayConfig};
 use crate::receptionist::ServiceKey;
 use crate::status::Status;
 use crate::wire::{ClusterMsg, CLUSTER_ACTOR};
@@ -40,11 +45,16 @@ impl Actor for EchoActor {
     }
 }
 
-struct ClusterCommands(Cluster);
+struct ClusterCommands(Option<Cluster>, Option<OverlayCommands>);
 
 impl ClusterCommands {
     async fn answer(&self, line: &str) -> Option<String> {
-        let c = &self.0;
+        if let Some(o) = &self.1 {
+            if let Some(a) = o.answer(line).await {
+                return Some(a);
+            }
+        }
+        let c = self.0.as_ref()?;
         let mut parts = line.split_whitespace();
         let (cmd, arg) = (parts.next()?, parts.next());
         Some(match (cmd, arg) {
@@ -91,8 +101,12 @@ impl Extension for ClusterCommands {
     /// leave instead of failing (what a Kubernetes rolling update wants).
     fn stop(&self) -> Pin<Box<dyn Future<Output = ()> + Send + '_>> {
         Box::pin(async move {
-            let limit = Duration::from_millis(4 * self.0.config().gossip_interval_ms).max(Duration::from_secs(2));
-            if let Err(e) = self.0.leave_and_wait(limit.min(Duration::from_secs(10))).await {
+            if let Some(o) = &self.1 {
+                o.overlay().stop_and_wait(Duration::from_secs(2)).await;
+            }
+            let Some(c) = &self.0 else { return };
+            let limit = Duration::from_millis(4 * c.config().gossip_interval_ms).max(Duration::from_secs(2));
+            if let Err(e) = c.leave_and_wait(limit.min(Duration::from_secs(10))).await {
                 tracing::warn!("stopping without a completed leave: {e}");
             }
         })
@@ -100,32 +114,53 @@ impl Extension for ClusterCommands {
 }
 
 /// Runs a node from `config_path` until `quit`, SIGINT or SIGTERM; with a `[cluster]`
-/// section it joins the cluster and prints its events (module docs for the protocol).
+/// section it joins the cluster and prints its events, with an `[overlay]` section it runs
+/// that overlay (module docs for the protocol).
 pub fn node_main(config_path: &Path) -> Result<(), troupe_remote::Error> {
     let cfg = NodeConfig::from_file(config_path)?;
-    let Some(table) = cfg.cluster.as_ref() else {
+    let bad = |e: Error| troupe_remote::Error::config(e.to_string());
+    let ocfg = cfg.overlay.as_ref().map(OverlayConfig::from_table).transpose().map_err(bad)?;
+    if let Some(o) = &ocfg {
+        o.check_node(&cfg.peers, cfg.cluster.is_some()).map_err(bad)?;
+    }
+    let ccfg = cfg.cluster.as_ref().map(ClusterConfig::from_table).transpose().map_err(bad)?;
+    if ocfg.is_none() && ccfg.is_none() {
         return troupe_remote::cli::node_main(config_path);
-    };
-    let ccfg = ClusterConfig::from_table(table).map_err(|e| troupe_remote::Error::config(e.to_string()))?;
+    }
     let setup: Setup = Box::new(move |node: Node, _cfg: NodeConfig, lines: EventLines| {
         Box::pin(async move {
-            let cluster = Cluster::start(&node, ccfg).await.map_err(|e| troupe_remote::Error::config(e.to_string()))?;
-            let mut events = cluster.subscribe();
-            tokio::spawn(async move {
-                loop {
-                    match events.recv().await {
-                        Ok(ev) => lines.event(&serde_json::to_string(&ev).unwrap_or_default()),
-                        Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                            tracing::warn!("{n} cluster event lines were dropped (the printer lagged)");
-                        }
-                        Err(_) => return,
-                    }
+            let cluster = match ccfg {
+                Some(ccfg) => Some(start_cluster(&node, ccfg, lines.clone()).await?),
+                None => None,
+            };
+            let overlay = match ocfg {
+                Some(ocfg) => {
+                    let o = Overlay::start(&node, ocfg).await.map_err(bad)?;
+                    Some(OverlayCommands::new(o, lines))
                 }
-            });
-            Ok(Arc::new(ClusterCommands(cluster)) as Arc<dyn Extension>)
+                None => None,
+            };
+            Ok(Arc::new(ClusterCommands(cluster, overlay)) as Arc<dyn Extension>)
         })
     });
     troupe_remote::cli::node_main_with(config_path, Some(setup))
+}
+
+async fn start_cluster(node: &Node, ccfg: ClusterConfig, lines: EventLines) -> Result<Cluster, troupe_remote::Error> {
+    let cluster = Cluster::start(node, ccfg).await.map_err(|e| troupe_remote::Error::config(e.to_string()))?;
+    let mut events = cluster.subscribe();
+    tokio::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(ev) => lines.event(&serde_json::to_string(&ev).unwrap_or_default()),
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                    tracing::warn!("{n} cluster event lines were dropped (the printer lagged)");
+                }
+                Err(_) => return,
+            }
+        }
+    });
+    Ok(cluster)
 }
 
 /// Asks the node at `addr` for its view of the cluster, from a short-lived node of our own

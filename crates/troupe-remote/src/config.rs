@@ -121,6 +121,10 @@ pub struct NodeConfig {
     /// detection, downing; see docs/cluster.md). A node started without the cluster layer
     /// ignores it.
     pub cluster: Option<toml::Table>,
+    /// The `[overlay]` section: read and validated by `troupe-cluster`'s live overlays (which
+    /// nodes this one connects to and how messages travel; see docs/cluster.md). A node
+    /// started without the overlay layer ignores it.
+    pub overlay: Option<toml::Table>,
     /// Most peers a node keeps in its table (connected or not; at most 65,534). When it is full,
     /// the least recently seen unconnected peer nobody refers to is reclaimed; when none can
     /// be, a new peer from the network is refused (`peers_refused`).
@@ -159,6 +163,7 @@ impl Default for NodeConfig {
             services: Vec::new(),
             tls: None,
             cluster: None,
+            overlay: None,
             max_peers: 1024,
             peer_idle_ms: 60_000,
             max_held_bytes_per_session: 64 << 20,

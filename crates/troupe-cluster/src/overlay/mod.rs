@@ -1,14 +1,15 @@
-//! Partisan's overlays (seed 004 §3), as state machines without I/O, and a deterministic
-//! simulator to measure them. Status: the peer-to-peer overlay's protocols (HyParView
-//! membership, Plumtree broadcast) and the `overlay-scale` measurement run in the simulator;
-//! they are not yet wired into real nodes (a node today is always a full mesh).
+//! Partisan's overlays (seed 004 §3): the peer-to-peer overlay's protocols as state machines
+//! without I/O, a deterministic simulator to measure them, and [`live`], which runs full
+//! mesh, static, client-server and HyParView + Plumtree overlays on real nodes.
 //!
 //! - [`hyparview`]: active/passive views, join and forward-join, shuffle, healing.
 //! - [`plumtree`]: eager/lazy push, `IHave`, `Graft`, `Prune`.
+//! - [`live`]: the overlays on real `troupe_remote::Node`s, one application API for all.
 //! - [`sim`]: nodes running both over a seeded network, with crashes, and the replicated
 //!   counter experiment of seed 004 §6.3 on full mesh, client-server and HyParView.
 
 pub mod hyparview;
+pub mod live;
 pub mod plumtree;
 pub mod sim;
 

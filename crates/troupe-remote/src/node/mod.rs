@@ -799,6 +799,36 @@ impl Node {
         self.inner.peers.read().by_addr.get(&canonical(addr)).is_some_and(|p| p.is_up())
     }
 
+    /// Closes the connection to the peer at `addr` (if any) and stops keeping it connected:
+    /// it is not redialled until something is sent to it or [`Node::connect`] is called.
+    /// Overlays use it to hold connections only to their neighbours. Returns whether a
+    /// connection was up.
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() {
+    /// use troupe_remote::{Node, NodeConfig};
+    /// let a = Node::start(NodeConfig::new("a", "secret")).await.unwrap();
+    /// let b = Node::start(NodeConfig::new("b", "secret")).await.unwrap();
+    /// a.connect(&b.addr()).await.unwrap();
+    /// assert!(a.disconnect(&b.addr()));
+    /// assert!(!a.is_connected(&b.addr()));
+    /// assert!(!a.disconnect(&b.addr()), "nothing left to close");
+    /// a.shutdown();
+    /// b.shutdown();
+    /// # }
+    /// ```
+    pub fn disconnect(&self, addr: &str) -> bool {
+        let Some(peer) = self.inner.peers.read().by_addr.get(&canonical(addr)).cloned() else {
+            return false;
+        };
+        peer.keep.store(false, Ordering::Relaxed);
+        let was_up = peer.is_up();
+        if was_up {
+            conn::peer_down(&self.inner, &peer, None, "disconnected by this node");
+        }
+        was_up
+    }
+
     /// Stops listening, closes every connection (peers see this node go down) and fails what
     /// waits on them.
     pub fn shutdown(&self) {

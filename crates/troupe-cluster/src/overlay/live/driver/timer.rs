@@ -1,0 +1,93 @@
+//! The overlay driver's timer work (rules 4, 7 and 10 of `driver/mod.rs`): the protocols'
+//! ticks, joining through contacts while alone, the full mesh's anti-entropy `Hello`, and
+//! closing connections to non-neighbours; and the status snapshot.
+
+use std::time::{Duration, Instant};
+
+use rand::seq::IteratorRandom;
+
+use super::{Driver, JOIN_RETRY};
+use crate::overlay::live::config::{addr_of, LiveKind};
+use crate::overlay::live::wire::OverlayStatus;
+
+impl Driver {
+    /// Rules 4, 7 and 10, and the protocols' timers.
+    pub(super) fn tick(&mut self) {
+        let now = self.now_ms();
+        if let Some(hv) = &mut self.hv {
+            let mut out = Vec::new();
+            hv.tick(now, &mut self.rng, &mut out);
+            self.run_hv(out);
+        }
+        if let Some(pt) = &mut self.pt {
+            let mut out = Vec::new();
+            pt.tick(now, &mut out);
+            self.run_pt(out);
+        }
+        let lonely = match self.kind {
+            LiveKind::FullMesh => self.members.is_empty(),
+            LiveKind::Hyparview => self.hv.as_ref().is_some_and(|h| h.active().is_empty()),
+            _ => false,
+        };
+        let contacts: Vec<String> =
+            self.cfg.contacts.iter().map(|c| addr_of(c).to_owned()).filter(|c| *c != self.me).collect();
+        if lonely && !contacts.is_empty() && Instant::now() >= self.next_join {
+            self.next_join = Instant::now() + JOIN_RETRY;
+            let c = contacts[self.contact_next % contacts.len()].clone();
+            self.contact_next += 1;
+            match &mut self.hv {
+                Some(hv) => {
+                    let mut out = Vec::new();
+                    hv.join(&c, &mut out);
+                    self.run_hv(out);
+                }
+                None => self.hello(&c),
+            }
+        }
+        if self.kind != LiveKind::FullMesh {
+            self.sweep();
+        } else if Instant::now() >= self.next_gossip {
+            self.next_gossip = Instant::now() + Duration::from_millis(self.cfg.shuffle_interval_ms);
+            if let Some(m) = self.members.iter().choose(&mut self.rng).cloned() {
+                self.hello(&m);
+            }
+        }
+    }
+
+    /// Rule 4.
+    fn sweep(&mut self) {
+        let grace = Duration::from_millis(self.cfg.tick_ms * 4).max(Duration::from_millis(500));
+        let neighbours = self.neighbours();
+        for p in self.node.peers() {
+            if neighbours.contains(&p.addr) || self.kept.contains(&p.addr) {
+                continue;
+            }
+            if self.last_used.get(&p.addr).is_some_and(|t| t.elapsed() >= grace) {
+                self.last_used.remove(&p.addr);
+                self.refs.remove(&p.addr);
+                if self.node.disconnect(&p.addr) {
+                    self.swept += 1;
+                }
+            }
+        }
+    }
+
+    pub(super) fn status(&self) -> OverlayStatus {
+        let sorted = |v: &mut Vec<String>| v.sort();
+        let mut connected: Vec<String> = self.node.peers().into_iter().map(|p| p.addr).collect();
+        sorted(&mut connected);
+        let mut passive: Vec<String> = self.hv.as_ref().map(|h| h.passive().to_vec()).unwrap_or_default();
+        sorted(&mut passive);
+        OverlayStatus {
+            kind: serde_json::to_value(self.kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+            me: self.me.clone(),
+            neighbours: self.neighbours().into_iter().collect(),
+            connected,
+            passive,
+            eager: self.pt.as_ref().map(|p| p.eager().iter().cloned().collect()).unwrap_or_default(),
+            delivered: self.delivered,
+            forwarded: self.forwarded,
+            swept: self.swept,
+        }
+    }
+}
