@@ -17,6 +17,7 @@ pub mod machine;
 pub mod manifest;
 pub mod meter;
 pub mod peer;
+pub mod relay;
 pub mod report;
 pub mod root;
 pub mod run;
