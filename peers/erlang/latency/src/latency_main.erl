@@ -47,7 +47,7 @@ give_up() ->
 
 env(Name) ->
     case os:getenv(Name) of
-        false -> throw({input, Name ++ " is not set (the lab sets it; see docs/latency.md)"});
+        false -> throw({input, Name ++ " is not set (troupe lab run sets it; see docs/latency.md)"});
         "" -> throw({input, Name ++ " is empty"});
         V -> V
     end.
@@ -60,6 +60,7 @@ run() ->
                     end,
     EventsPath = env("TROUPE_EVENTS"),
     Exe = env("TROUPE_EXE"),
+    filelib:is_regular(Exe) orelse throw({input, "TROUPE_EXE = " ++ Exe ++ " is not a file (the troupe binary)"}),
     RunId = os:getenv("TROUPE_RUN_ID", "local"),
     #{pairs := Pairs, payload_bytes := Payload, messages := Messages, rtt_ms := Rtt} = Config,
     case troupe_events:start(EventsPath, RunId, "erlang", "a") of
