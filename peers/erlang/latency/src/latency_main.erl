@@ -7,7 +7,7 @@
 %%  1. starts the lab's relay (`$TROUPE_EXE lab exec latency-relay`, a port
 %%     program: it dies with this VM) and node B behind it (latency_far);
 %%  2. spawns one partner per pair on B and one sender per pair here; each
-%%     sender sends one unrecorded warm-up message (empty payload) and waits for
+%%     sender sends one unrecorded warm-up message (the full payload) and waits for
 %%     its ack;
 %%  3. starts all senders together; a sender sends its share of `messages` in
 %%     turn: T0, Partner ! {msg, self(), Seq, Payload}, wait for the ack, record
@@ -135,7 +135,7 @@ relay_cmd(Port, Line) ->
     end.
 
 sender(Parent, Pair, Partner, N, Bin, Limit) ->
-    Partner ! {msg, self(), -1, <<>>},
+    Partner ! {msg, self(), -1, Bin},
     receive {ack, Partner, -1} -> ok after Limit -> exit(no_warmup_ack) end,
     Parent ! {ready, self()},
     receive go -> ok end,

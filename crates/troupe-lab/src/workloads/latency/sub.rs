@@ -8,7 +8,8 @@
 //!    connection in both directions (control, data lanes, acks, gossip; B dials A back at A's
 //!    advertised address) runs through the relay and pays rtt/2 each way.
 //! 2. Set-up, outside the measurement: connect, look up B's control actor, build the partners,
-//!    then one unrecorded warm-up message (empty payload) per pair, so every lane is open.
+//!    then one unrecorded warm-up message with the full payload per pair, one pair after
+//!    another, so every lane is open and has carried a message of the run's size.
 //! 3. Measurement: all pairs start together; a pair's sender sends its share of `messages` in
 //!    turn: take t0, send `Data` with the payload (copied before t0), wait for its ack, record
 //!    the microseconds since t0. The window runs from the start to the last ack.
@@ -271,13 +272,14 @@ async fn measure(cfg: &LatencyConfig, em: &Emitter, node: &Node, rb: &str) -> st
         _ => None,
     };
     let limit = ack_limit(cfg);
+    let payload = Arc::new(vec![0xa5_u8; cfg.payload_bytes as usize]);
     let mut pairs = Vec::new();
     for (i, partner) in parts.partners.into_iter().enumerate() {
         let i = i as u64;
         let (tx, mut rx) = mpsc::unbounded_channel();
         let sink = troupe::spawn(AckSink { tx });
-        // Rule 2: the warm-up message, not recorded.
-        let warm = Data { pair: i, seq: u64::MAX, payload: Blob(Vec::new()), ack: sink.clone() };
+        // Rule 2: the warm-up message, full size, not recorded.
+        let warm = Data { pair: i, seq: u64::MAX, payload: Blob(payload.as_ref().clone()), ack: sink.clone() };
         send_with(&partner, warm, &pair_options(cfg, i)).map_err(|e| format!("pair {i}: warm-up send refused: {e}"))?;
         match tokio::time::timeout(START_LIMIT, rx.recv()).await {
             Ok(Some(_)) => {}
@@ -285,7 +287,6 @@ async fn measure(cfg: &LatencyConfig, em: &Emitter, node: &Node, rb: &str) -> st
         }
         pairs.push((i, partner, sink, rx));
     }
-    let payload = Arc::new(vec![0xa5_u8; cfg.payload_bytes as usize]);
     let start = Instant::now();
     let tasks: Vec<_> = pairs
         .into_iter()
