@@ -5,7 +5,8 @@
 //! 1. A run's `latency.csv` has one row per message: `pair,seq,latency_us`.
 //! 2. The grid's CSV (`sweep.csv` or `compare.csv`) has one row per run folder: runtime,
 //!    transport, pairs, payload, rtt, messages, the latency figures, throughput, status and
-//!    reason; a failed run keeps its row with empty figures.
+//!    reason (with the last line of the run's stderr); a failed run keeps its row with empty
+//!    figures.
 //! 3. Plots: per (payload, rtt), p99 latency against pairs, one line per runtime and
 //!    transport (Distributed Erlang's is its one connection); a missing figure is a gap.
 //! 4. The ratio table: per (pairs, payload, rtt) and Troupe transport, Distributed Erlang's p99
@@ -128,7 +129,7 @@ fn load(dir: &Path) -> Vec<Row> {
                 rel: d.strip_prefix(dir).unwrap_or(&d).display().to_string(),
                 runtime: m.runtime.clone(),
                 status: status_word(&m).to_string(),
-                reason: m.reason.clone().unwrap_or_default(),
+                reason: with_stderr(m.reason.clone().unwrap_or_default(), &d, ok),
                 transport: c.get("transport").and_then(Value::as_str).unwrap_or("").to_string(),
                 pairs: ci("pairs"),
                 payload: ci("payload_bytes"),
@@ -143,6 +144,22 @@ fn load(dir: &Path) -> Vec<Row> {
             })
         })
         .collect()
+}
+
+/// A failed run's reason with the last line its program wrote to stderr (the Erlang peer's
+/// refusal of a transport names the key there).
+fn with_stderr(reason: String, dir: &Path, ok: bool) -> String {
+    if ok {
+        return reason;
+    }
+    let text = std::fs::read_to_string(dir.join("stderr.txt")).unwrap_or_default();
+    match text.lines().rev().map(str::trim).find(|l| !l.is_empty()) {
+        Some(last) if !reason.contains(last) => {
+            let last: String = last.chars().take(240).collect();
+            format!("{reason} (stderr: {last})")
+        }
+        _ => reason,
+    }
 }
 
 fn fmt(v: Option<f64>, digits: usize) -> String {
