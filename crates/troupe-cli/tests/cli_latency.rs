@@ -147,3 +147,22 @@ fn compare_puts_troupe_next_to_erlang() {
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     assert!(html.contains("troupe one_connection") && html.contains("erlang (one connection)"), "{html}");
 }
+
+#[test]
+fn sweep_plots_p99_against_pairs_per_transport() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("sweep");
+    let o = troupe()
+        .args(["lab", "sweep", "latency", "--out", out.to_str().unwrap()])
+        .args(["--set", "pairs=1,2", "--set", "transport=one_connection,parallel_affinity"])
+        .args(["--set", "messages=10", "--set", "rtt_ms=0"])
+        .output()
+        .unwrap();
+    let ctx = format!("{}\n{}", text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{ctx}");
+    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 4, "{csv}");
+    assert_eq!(csv.matches(",ok,").count(), 4, "{csv}");
+    let svg = std::fs::read_to_string(out.join("p99_vs_pairs_524288b_0ms.svg")).unwrap();
+    assert!(svg.contains("troupe one_connection") && svg.contains("troupe parallel_affinity"), "one line each");
+}
