@@ -7,7 +7,7 @@
 //!    transport, pairs, payload, rtt, messages, the latency figures, throughput, status and
 //!    reason (with the last line of the run's stderr); a failed run keeps its row with empty
 //!    figures.
-//! 3. Plots: per (payload, rtt), p99 latency against pairs, one line per runtime and
+//! 3. Plots: per (payload, rtt), p99 latency against log2(pairs), one line per runtime and
 //!    transport (Distributed Erlang's is its one connection); a missing figure is a gap.
 //! 4. The ratio table: per (pairs, payload, rtt) and Troupe transport, Distributed Erlang's p99
 //!    over Troupe's (the mean over repetitions of each), and the same for throughput (Troupe's
@@ -251,15 +251,18 @@ pub fn write_grid(dir: &Path, csv_name: &str, title: &str) -> Result<(usize, Vec
         let series: Vec<Series> = lines
             .into_iter()
             .map(|(name, pts)| {
-                let points =
-                    pts.into_iter().map(|(x, ys)| (x as f64, mean(ys.into_iter()).unwrap_or(f64::NAN))).collect();
+                // Pairs double from point to point (1, 8, 32, 128): a log2 axis spaces them out.
+                let points = pts
+                    .into_iter()
+                    .map(|(x, ys)| ((x.max(1) as f64).log2(), mean(ys.into_iter()).unwrap_or(f64::NAN)))
+                    .collect();
                 Series { markers: true, ..Series::line(name, points) }
             })
             .collect();
         let chart = svg(
             &Chart {
                 title: format!("p99 latency vs actor pairs: {} KiB payload, RTT {rtt} ms", payload / 1024),
-                x_label: "actor pairs".into(),
+                x_label: "log2(actor pairs): 0 = 1, 3 = 8, 5 = 32, 7 = 128".into(),
                 y_label: "p99 latency ms".into(),
                 series,
                 y_range: None,
