@@ -9,8 +9,9 @@
 # (remote/: two nodes on loopback, checking that no node or epmd outlives
 # them); and the energy programs (energy/: the 4 workloads, native and
 # distributed, checked against the energy peer contract by
-# peers/lib/energy-smoke.sh). Exits non-zero on the first failure. Takes well
-# under 3 minutes.
+# peers/lib/energy-smoke.sh); and the latency program (latency/: a refused
+# transport, and a short run through the lab's relay when a troupe binary is
+# found). Exits non-zero on the first failure. Takes well under 3 minutes.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
@@ -150,6 +151,34 @@ rc=$?
 set -e
 [[ $rc -eq 2 ]] || fail "scp: bad config gave exit $rc, expected 2"
 grep -q 'supervisors' "$tmp/bad.err" || fail "scp: bad config error does not name the key"
+# --- latency: a refused transport, then a short run through the lab's relay ------
+"$here/latency/build"
+lat='{"pairs":2,"payload_bytes":524288,"messages":10,"rtt_ms":2,"transport":"one_connection","parallelism":4,"seed":1}'
+printf '%s\n' "${lat/one_connection/parallel_random}" >"$tmp/lat-bad.json"
+set +e
+TROUPE_CONFIG="$tmp/lat-bad.json" TROUPE_EVENTS="$tmp/lat-bad.events" TROUPE_EXE=/bin/true \
+    "$here/latency/run" 2>"$tmp/lat-bad.err"
+rc=$?
+set -e
+[[ $rc -eq 2 ]] || fail "latency: transport=parallel_random gave exit $rc, expected 2"
+grep -q 'config key transport = "parallel_random"' "$tmp/lat-bad.err" || fail "latency: the refusal does not name the key"
+troupe_bin=${TROUPE_EXE:-$(command -v troupe || true)}
+for cand in "$here/../../target/release/troupe" "$here/../../target/debug/troupe"; do
+    [[ -z $troupe_bin && -x $cand ]] && troupe_bin=$cand
+done
+if [[ -z $troupe_bin ]]; then
+    step "latency run SKIPPED: no troupe binary for the relay (set TROUPE_EXE or cargo build -p troupe-cli)"
+else
+    printf '%s\n' "$lat" >"$tmp/lat.json"
+    TROUPE_CONFIG="$tmp/lat.json" TROUPE_EVENTS="$tmp/lat.events.jsonl" TROUPE_RUN_ID=smoke-lat TROUPE_EXE="$troupe_bin" \
+        "$here/latency/run" 2>"$tmp/lat.err" || { cat "$tmp/lat.err" >&2; fail "latency exited non-zero"; }
+    ev=$tmp/lat.events.jsonl
+    [[ $(grep -c '"ev":"msg"' "$ev") -eq 10 ]] || fail "latency: expected 10 msg events"
+    grep -q '"ev":"relay","connections":1,' "$ev" || fail "latency: the distribution connection did not go through the relay"
+    tail -1 "$ev" | grep -q '"ev":"run_finished","dropped_events":0,"errors":0}$' || fail "latency: last line is not a clean run_finished"
+    step "latency ok: $(grep -o '"ev":"window","elapsed_us":[0-9]*' "$ev")"
+fi
+
 # --- energy: the 4 workloads x native/distributed, small sizes (shared checker) --
 bash "$here/../lib/energy-smoke.sh" erlang
 step "all Erlang smoke checks passed"

@@ -18,6 +18,7 @@ pub mod manifest;
 pub mod meter;
 pub mod netfaults;
 pub mod peer;
+pub mod relay;
 pub mod report;
 pub mod root;
 pub mod run;

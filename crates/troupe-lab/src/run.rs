@@ -249,6 +249,8 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
             ("TROUPE_SCHEDULE".into(), schedule_path.display().to_string()),
             ("TROUPE_EVENTS".into(), events_dest),
             ("TROUPE_RUN_ID".into(), run_id.clone()),
+            // The troupe binary, for peers that use the lab's helpers (the latency relay).
+            ("TROUPE_EXE".into(), req.troupe.program.display().to_string()),
         ],
         cwd: None,
         stdout: dir.join("stdout.txt"),

@@ -5,6 +5,7 @@ pub mod chat;
 mod common;
 pub mod energy;
 pub mod iot;
+pub mod latency;
 pub mod overlay_scale;
 pub mod scp;
 
@@ -14,7 +15,8 @@ use crate::schedule::FaultAction;
 use crate::workload::Workload;
 
 /// Every workload of the lab, in the order `troupe lab` lists them.
-pub static ALL: &[&dyn Workload] = &[&scp::Scp, &chat::Chat, &energy::Energy, &iot::Iot, &overlay_scale::OverlayScale];
+pub static ALL: &[&dyn Workload] =
+    &[&scp::Scp, &chat::Chat, &energy::Energy, &iot::Iot, &overlay_scale::OverlayScale, &latency::Latency];
 
 /// The names of the registered workloads.
 pub fn names() -> Vec<&'static str> {

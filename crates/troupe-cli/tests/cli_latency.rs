@@ -1,0 +1,168 @@
+//! `troupe lab run|compare latency` through the real binary (real node processes and the
+//! lab's relay process on loopback): a short Troupe run per transport writes `summary.json`
+//! with the contract's keys and `latency.csv` with one row per message, every byte through
+//! the relay; the Erlang peer does the same and refuses any transport but `one_connection`
+//! naming the key; a comparison writes the side-by-side table.
+//!
+//! These live beside the binary's other tests because they need `troupe` itself (the Troupe
+//! program starts node B and the relay as `troupe lab exec` processes). The Erlang tests skip
+//! loudly without `erl` unless TROUPE_TEST_REQUIRE_ERLANG=1.
+
+use std::path::Path;
+use std::process::Command;
+
+fn troupe() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_troupe"));
+    c.env_remove("TROUPE_HOME").current_dir(env!("CARGO_MANIFEST_DIR"));
+    c
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn have_erlang() -> bool {
+    let on_path =
+        |p: &str| std::env::var_os("PATH").is_some_and(|v| std::env::split_paths(&v).any(|d| d.join(p).is_file()));
+    if on_path("erl") && on_path("erlc") {
+        return true;
+    }
+    let msg = "Erlang/OTP (erl, erlc) is not on PATH; install it with: bash scripts/install-erlang.sh";
+    assert!(std::env::var_os("TROUPE_TEST_REQUIRE_ERLANG").is_none(), "TROUPE_TEST_REQUIRE_ERLANG is set: {msg}");
+    eprintln!("SKIPPED: {msg}");
+    false
+}
+
+const SHORT: &[&str] = &["--set", "pairs=3", "--set", "messages=12", "--set", "rtt_ms=2"];
+
+/// Runs one short point and checks the run folder against the contract; its summary.
+fn short_run(runtime: &str, transport: &str) -> serde_json::Value {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let o = troupe()
+        .args(["lab", "run", "latency", "--runtime", runtime, "--out", out.to_str().unwrap()])
+        .args(["--set", &format!("transport={transport}")])
+        .args(SHORT)
+        .output()
+        .unwrap();
+    let err = std::fs::read_to_string(out.join("stderr.txt")).unwrap_or_default();
+    let ctx = format!("{runtime} {transport}: {}\n{}\n{err}", text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{ctx}");
+    assert_eq!(json(&out.join("manifest.json"))["status"], "ok", "{ctx}");
+    let s = json(&out.join("summary.json"));
+    for k in ["p50", "p99", "mean", "max"] {
+        let v = s["latency_ms"][k].as_f64().unwrap_or(-1.0);
+        // Every message crossed the relay twice (data, ack): at least the 2 ms RTT.
+        assert!(v >= 2.0, "latency_ms.{k} = {v}: {ctx}");
+    }
+    assert!(s["throughput_msgs_per_s"].as_f64().unwrap() > 0.0, "{ctx}");
+    assert!(s["throughput_mb_per_s"].as_f64().unwrap() > 0.0, "{ctx}");
+    assert_eq!(s["messages"], 12, "{ctx}");
+    assert_eq!(s["rtt_ms"], 2, "{ctx}");
+    assert_eq!(s["transport"], transport, "{ctx}");
+    let csv = std::fs::read_to_string(out.join("latency.csv")).unwrap();
+    assert_eq!(csv.lines().next(), Some("pair,seq,latency_us"), "{csv}");
+    assert_eq!(csv.lines().count(), 1 + 12, "{csv}");
+    // The payloads went through the relay: at least 12 x 512 KiB counted in and out.
+    let relay = &s["relay"];
+    let up_in = relay["bytes_up_in"].as_u64().unwrap_or(0);
+    assert!(up_in >= 12 * 524_288, "relay counts {relay}: {ctx}");
+    assert!(relay["connections"].as_u64().unwrap_or(0) >= 1, "{relay}");
+    s
+}
+
+#[test]
+fn troupe_one_connection_runs_through_the_relay() {
+    short_run("troupe", "one_connection");
+}
+
+#[test]
+fn troupe_parallel_transports_run_through_the_relay() {
+    let s = short_run("troupe", "parallel_affinity");
+    // 4 data lanes each way plus the control connections: more connections than one.
+    assert!(s["relay"]["connections"].as_u64().unwrap() > 2, "{s}");
+    short_run("troupe", "parallel_random");
+    let s = short_run("troupe", "channels_gossip");
+    assert!(s["gossip"]["received"].as_u64().is_some(), "{s}");
+}
+
+#[test]
+fn erlang_one_connection_runs_through_the_relay() {
+    if !have_erlang() {
+        return;
+    }
+    let s = short_run("erlang", "one_connection");
+    assert_eq!(s["relay"]["connections"], 1, "Distributed Erlang: one connection, through the relay: {s}");
+}
+
+#[test]
+fn erlang_refuses_every_other_transport_naming_the_key() {
+    if !have_erlang() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let o = troupe()
+        .args(["lab", "run", "latency", "--runtime", "erlang", "--out", out.to_str().unwrap()])
+        .args(["--set", "transport=parallel_affinity"])
+        .args(SHORT)
+        .output()
+        .unwrap();
+    let ctx = format!("{}\n{}", text(&o.stdout), text(&o.stderr));
+    assert_eq!(json(&out.join("manifest.json"))["status"], "failed", "{ctx}");
+    let err = std::fs::read_to_string(out.join("stderr.txt")).unwrap();
+    assert!(
+        err.contains("config key transport = \"parallel_affinity\"") && err.contains("\"one_connection\""),
+        "{err}"
+    );
+    assert!(
+        !out.join("latency.csv").exists()
+            || std::fs::read_to_string(out.join("latency.csv")).unwrap().lines().count() == 1
+    );
+}
+
+#[test]
+fn compare_puts_troupe_next_to_erlang() {
+    if !have_erlang() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("cmp");
+    let o = troupe()
+        .args(["lab", "compare", "latency", "--runtimes", "troupe,erlang", "--out", out.to_str().unwrap()])
+        .args(["--set", "pairs=1,3", "--set", "messages=12", "--set", "rtt_ms=2"])
+        .output()
+        .unwrap();
+    let ctx = format!("{}\n{}", text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{ctx}");
+    let cmp = std::fs::read_to_string(out.join("compare.csv")).unwrap();
+    assert_eq!(cmp.lines().count(), 1 + 4, "two points x two runtimes: {cmp}");
+    assert_eq!(cmp.matches(",ok,").count(), 4, "{cmp}");
+    assert!(text(&o.stdout).contains("erlang p99"), "the side-by-side table is printed: {ctx}");
+    assert!(out.join("p99_vs_pairs_524288b_2ms.svg").exists());
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains("troupe one_connection") && html.contains("erlang (one connection)"), "{html}");
+}
+
+#[test]
+fn sweep_plots_p99_against_pairs_per_transport() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("sweep");
+    let o = troupe()
+        .args(["lab", "sweep", "latency", "--out", out.to_str().unwrap()])
+        .args(["--set", "pairs=1,2", "--set", "transport=one_connection,parallel_affinity"])
+        .args(["--set", "messages=10", "--set", "rtt_ms=0"])
+        .output()
+        .unwrap();
+    let ctx = format!("{}\n{}", text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{ctx}");
+    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 4, "{csv}");
+    assert_eq!(csv.matches(",ok,").count(), 4, "{csv}");
+    let svg = std::fs::read_to_string(out.join("p99_vs_pairs_524288b_0ms.svg")).unwrap();
+    assert!(svg.contains("troupe one_connection") && svg.contains("troupe parallel_affinity"), "one line each");
+}

@@ -1,0 +1,44 @@
+%% latency_epmd: the node discovery module (`-epmd_module latency_epmd`) of the
+%% Erlang latency peer; it replaces epmd, so no epmd daemon is started or used.
+%%
+%% Rules:
+%%  1. A node listens where the kernel's inet_dist_listen_min/max say (the far
+%%     node: one fixed port; the first node: any free port): listen_port_please
+%%     answers 0, which tells the distribution to use that range.
+%%  2. Registering a node succeeds without contacting anyone (a fresh creation).
+%%  3. The address of another node is the one route/2 stored for its name: the
+%%     lab's relay, never the node's own port. A node with no route is not
+%%     reachable (noport), so the first node can only reach the far node through
+%%     the relay, and every byte between them is delayed (docs/latency.md).
+-module(latency_epmd).
+
+-export([start_link/0, register_node/2, register_node/3, port_please/2, port_please/3,
+         listen_port_please/2, names/0, names/1, address_please/3, route/2]).
+
+%% route(NodeName :: string(), Port) -> ok: node NodeName (the part before @)
+%% is reached at 127.0.0.1:Port (rule 3).
+route(Name, Port) when is_list(Name), is_integer(Port) ->
+    persistent_term:put({?MODULE, Name}, Port).
+
+start_link() -> ignore.
+
+register_node(Name, Port) -> register_node(Name, Port, inet_tcp).
+register_node(_Name, _Port, _Family) -> {ok, rand:uniform(16#7fffffff) + 3}.
+
+listen_port_please(_Name, _Host) -> {ok, 0}.
+
+port_please(Name, Host) -> port_please(Name, Host, infinity).
+port_please(Name, _Host, _Timeout) ->
+    case persistent_term:get({?MODULE, to_list(Name)}, undefined) of
+        undefined -> noport;
+        Port -> {port, Port, 6}
+    end.
+
+address_please(_Name, _Host, inet) -> {ok, {127, 0, 0, 1}};
+address_please(_Name, Host, Family) -> inet:getaddr(Host, Family).
+
+names() -> names(localhost).
+names(_Host) -> {error, address}.
+
+to_list(A) when is_atom(A) -> atom_to_list(A);
+to_list(L) -> L.
