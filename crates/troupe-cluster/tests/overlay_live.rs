@@ -65,6 +65,32 @@ fn wait_delivery(p: &mut Proc, text: &str) -> Value {
     is_delivery(&line, text).expect("matched")
 }
 
+/// Waits (bounded) until every node delivered `text`; on timeout panics with every node's
+/// overlay status (views, eager peers, connections) and whether it delivered, so a missed
+/// delivery can be traced to the link that lost it.
+fn wait_delivery_everywhere(nodes: &mut [Proc], text: &str) {
+    let end = Instant::now() + LONG;
+    let has = |p: &Proc| p.seen.iter().any(|l| is_delivery(l, text).is_some());
+    while Instant::now() < end && !nodes.iter().all(has) {
+        for p in nodes.iter_mut().filter(|p| !has(p)) {
+            let t = text.to_owned();
+            p.try_wait_line(move |l| is_delivery(l, &t).is_some(), Duration::from_millis(100));
+        }
+    }
+    if nodes.iter().all(has) {
+        return;
+    }
+    let report: Vec<String> = nodes
+        .iter_mut()
+        .map(|p| {
+            let delivered = has(p);
+            let st = status(p);
+            format!("{} {} delivered={delivered}: {st}", p.name, p.addr)
+        })
+        .collect();
+    panic!("{text:?} not delivered everywhere within {LONG:?}:\n{}", report.join("\n"));
+}
+
 fn subscribe_all(nodes: &mut [Proc], topic: &str) {
     for p in nodes.iter_mut() {
         p.ask(&format!("overlay-subscribe {topic}"), "overlay-subscribed");
@@ -277,9 +303,7 @@ fn hyparview_delivers_every_broadcast_transitively_and_heals_around_a_killed_nod
     assert!(swept >= 1, "connections to former neighbours are closed by the sweep");
     subscribe_all(&mut nodes, "t");
     nodes[0].ask("overlay-broadcast t first-broadcast", "overlay-broadcast");
-    for p in &mut nodes {
-        wait_delivery(p, "first-broadcast");
-    }
+    wait_delivery_everywhere(&mut nodes, "first-broadcast");
     // D rule 8: a unicast to a node outside the active view rides the tree.
     let target = far[0].clone();
     nodes[0].ask(&format!("overlay-send {target} inbox to-a-far-node"), "overlay-sent");
@@ -296,9 +320,7 @@ fn hyparview_delivers_every_broadcast_transitively_and_heals_around_a_killed_nod
     eprintln!("killed {dead}; active views after healing: {healed:#?}");
     assert!(healed.values().all(|v| !v.contains(&dead)), "the dead node left every active view: {healed:#?}");
     live[1].ask("overlay-broadcast t after-the-kill", "overlay-broadcast");
-    for p in &mut live {
-        wait_delivery(p, "after-the-kill");
-    }
+    wait_delivery_everywhere(&mut live, "after-the-kill");
     // D rule 11: a node that quits tells its neighbours; they drop it and heal again.
     let leaver = live.len() - 1;
     let gone = live[leaver].addr.clone();
@@ -308,9 +330,7 @@ fn hyparview_delivers_every_broadcast_transitively_and_heals_around_a_killed_nod
     let healed = wait_overlay(&mut live.iter_mut().collect::<Vec<_>>(), "after a leave");
     assert!(healed.values().all(|v| !v.contains(&gone)), "{healed:#?}");
     live[0].ask("overlay-broadcast t after-the-leave", "overlay-broadcast");
-    for p in &mut live {
-        wait_delivery(p, "after-the-leave");
-    }
+    wait_delivery_everywhere(&mut live, "after-the-leave");
 }
 
 #[test]

@@ -17,6 +17,10 @@
 //!    and the next announcer gets a shorter timer.
 //! 6. `Graft` makes its sender eager and, when this node holds the message, sends it.
 //! 7. Known message ids are kept up to `max_known`; the oldest are forgotten first.
+//! 8. A new neighbour is announced (`IHave`, in the next tick's batch) the last
+//!    `announce_on_up` messages this node holds, so a message that was lost while a link was
+//!    down (a connection dropped under load, the overlay healing around a failure) is grafted
+//!    over the link that replaces it, instead of being missed for good.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
@@ -36,11 +40,13 @@ pub struct PlumtreeConfig {
     pub graft_retry_ms: u64,
     /// Message ids (and payloads) remembered.
     pub max_known: usize,
+    /// The most recent messages announced to a neighbour when it comes up (rule 8).
+    pub announce_on_up: usize,
 }
 
 impl Default for PlumtreeConfig {
     fn default() -> Self {
-        Self { graft_timeout_ms: 200, graft_retry_ms: 100, max_known: 10_000 }
+        Self { graft_timeout_ms: 200, graft_retry_ms: 100, max_known: 10_000, announce_on_up: 32 }
     }
 }
 
@@ -141,10 +147,21 @@ impl Plumtree {
         &self.lazy
     }
 
-    /// Rule 1.
+    /// Rules 1 and 8.
     pub fn neighbor_up(&mut self, p: &str) {
         self.lazy.remove(p);
         self.eager.insert(p.to_owned());
+        let recent: Vec<(MsgId, u32)> = self
+            .order
+            .iter()
+            .rev()
+            .filter_map(|id| self.known.get(id).map(|(round, _)| (id.clone(), round + 1)))
+            .take(self.cfg.announce_on_up)
+            .collect();
+        if !recent.is_empty() {
+            let batch = self.announce.entry(p.to_owned()).or_default();
+            batch.extend(recent.into_iter().rev());
+        }
     }
 
     /// Rule 1.
@@ -256,5 +273,82 @@ impl Plumtree {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sends_to<'a>(out: &'a [PtOut], to: &'a str) -> impl Iterator<Item = &'a PtMsg> + 'a {
+        out.iter().filter_map(move |o| match o {
+            PtOut::Send(p, m) if p == to => Some(m),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn rule_8_a_message_missed_while_the_link_was_down_is_grafted_when_it_comes_back() {
+        let cfg = PlumtreeConfig::default();
+        let (mut a, mut b) = (Plumtree::new("a", cfg.clone()), Plumtree::new("b", cfg.clone()));
+        a.neighbor_up("b");
+        b.neighbor_up("a");
+        // The link drops; `a` broadcasts meanwhile, and `b` gets nothing.
+        a.neighbor_down("b");
+        b.neighbor_down("a");
+        let mut out = Vec::new();
+        let id = a.broadcast(b"while-down".to_vec(), &mut out);
+        assert_eq!(sends_to(&out, "b").count(), 0, "b is no neighbour of a now");
+        // The link is back: a's next tick announces what it holds.
+        a.neighbor_up("b");
+        b.neighbor_up("a");
+        let mut out = Vec::new();
+        a.tick(1_000, &mut out);
+        let ihave: Vec<PtMsg> = sends_to(&out, "b").cloned().collect();
+        assert!(matches!(&ihave[..], [PtMsg::IHave { ids }] if ids.iter().any(|(i, _)| *i == id)), "{ihave:?}");
+        // b grafts it after its timeout and a sends it in full: b delivers it.
+        let mut out = Vec::new();
+        for m in ihave {
+            b.receive("a", m, 1_000, &mut out);
+        }
+        b.tick(1_000 + cfg.graft_timeout_ms, &mut out);
+        let graft: Vec<PtMsg> = sends_to(&out, "a").cloned().collect();
+        assert!(matches!(&graft[..], [PtMsg::Graft { id: g, .. }] if *g == id), "{graft:?}");
+        let mut out = Vec::new();
+        a.receive("b", graft[0].clone(), 1_400, &mut out);
+        let gossip: Vec<PtMsg> = sends_to(&out, "b").cloned().collect();
+        let mut out = Vec::new();
+        for m in gossip {
+            b.receive("a", m, 1_400, &mut out);
+        }
+        assert!(out.iter().any(|o| matches!(o, PtOut::Deliver(i, p) if *i == id && p.as_slice() == b"while-down")));
+    }
+
+    #[test]
+    fn rule_8_announces_only_the_most_recent_messages_and_nothing_already_known_is_grafted() {
+        let cfg = PlumtreeConfig { announce_on_up: 2, ..PlumtreeConfig::default() };
+        let mut a = Plumtree::new("a", cfg.clone());
+        let mut out = Vec::new();
+        let ids: Vec<MsgId> = (0..5).map(|i| a.broadcast(vec![i], &mut out)).collect();
+        a.neighbor_up("b");
+        let mut out = Vec::new();
+        a.tick(0, &mut out);
+        let announced: Vec<MsgId> = sends_to(&out, "b")
+            .flat_map(|m| match m {
+                PtMsg::IHave { ids } => ids.iter().map(|(i, _)| i.clone()).collect(),
+                _ => Vec::new(),
+            })
+            .collect();
+        assert_eq!(announced, ids[3..].to_vec(), "the two newest, oldest first");
+        // A neighbour that holds them already grafts nothing.
+        let mut b = Plumtree::new("b", cfg);
+        let mut got = Vec::new();
+        for id in &ids {
+            b.receive("c", PtMsg::Gossip { id: id.clone(), round: 1, payload: Arc::new(Vec::new()) }, 0, &mut got);
+        }
+        let mut out = Vec::new();
+        b.receive("a", PtMsg::IHave { ids: ids.iter().map(|i| (i.clone(), 1)).collect() }, 0, &mut out);
+        b.tick(10_000, &mut out);
+        assert!(!out.iter().any(|o| matches!(o, PtOut::Send(_, PtMsg::Graft { .. }))), "{out:?}");
     }
 }
