@@ -2,9 +2,9 @@
 //! process, at a light fixed rate (one ask every `interval_us`, never more than one in
 //! flight), so queues stay empty and the figure is the transport's own latency. Reports the
 //! p50 and p99 of all samples of the median repetition (by p50), in two modes: `idle` (the
-//! asker's multi-threaded runtime sleeps between asks, so every round trip pays for waking
-//! idle threads) and `busy-poll` (a single-threaded asker that yields in a loop between asks,
-//! as BEAM schedulers spin before sleeping). The far node is the same in both. Each mode runs
+//! asker, a task on a multi-threaded runtime, sleeps between asks, so every round trip pays for
+//! waking idle threads) and `busy-poll` (a single-threaded asker that yields in a loop between
+//! asks, as BEAM schedulers spin before sleeping). The far node is the same in both. Each mode runs
 //! with write-through on (the default, rule 6 of `node/peer.rs`) and off, both nodes alike.
 
 use std::time::{Duration, Instant};
@@ -35,7 +35,22 @@ impl Default for LatencyParams {
     }
 }
 
+/// One repetition. In `idle` mode the asking loop is a task on the runtime, as an asking actor
+/// (or an Erlang process on a scheduler) is: an answer read by a worker wakes it on that worker,
+/// not a thread parked in `block_on`, which costs a futex wake-up of that thread and an `eventfd`
+/// write to wake the I/O driver per round trip that no actor pays (the path, step by step, is in
+/// docs/distribution.md). `busy-poll` runs on a current-thread runtime, where the two are the same.
 async fn one(echo: &troupe::ActorRef<Echo>, p: &LatencyParams, spin: bool) -> Result<Vec<f64>, Error> {
+    if spin {
+        return samples(echo, p, true).await;
+    }
+    let (echo, p) = (echo.clone(), p.clone());
+    tokio::spawn(async move { samples(&echo, &p, false).await })
+        .await
+        .map_err(|e| Error::io(format!("the asking task failed: {e}")))?
+}
+
+async fn samples(echo: &troupe::ActorRef<Echo>, p: &LatencyParams, spin: bool) -> Result<Vec<f64>, Error> {
     let mut v = Vec::with_capacity(p.samples as usize);
     let payload = Blob(vec![7; p.payload]);
     for _ in 0..p.samples {
