@@ -82,7 +82,10 @@ fn events(errors: i64) -> Vec<troupe_lab::events::Event> {
         for seq in 0..5 {
             n += 1;
             let op = if seq % 2 == 0 { "get" } else { "put" };
-            out.push(line("op", json!({"client": client, "seq": seq, "op": op, "latency_us": n * 1000, "ok": n != 10})));
+            out.push(line(
+                "op",
+                json!({"client": client, "seq": seq, "op": op, "latency_us": n * 1000, "ok": n != 10}),
+            ));
         }
     }
     out.push(line("window", json!({"elapsed_us": 500_000, "ops": 10, "failed_ops": 1})));

@@ -63,6 +63,10 @@ impl Workload for Kv {
         Vec::new()
     }
 
+    fn net_nodes(&self, _cfg: &Config) -> std::result::Result<Vec<String>, String> {
+        Err("the kv workload does not apply network faults (its node processes are not wired to `[net_faults]`)".into())
+    }
+
     fn roles(&self) -> &'static [&'static str] {
         &["kv", "kv-node"]
     }
