@@ -11,7 +11,8 @@
 # distributed, checked against the energy peer contract by
 # peers/lib/energy-smoke.sh); and the latency program (latency/: a refused
 # transport, and a short run through the lab's relay when a troupe binary is
-# found). Exits non-zero on the first failure. Takes well under 3 minutes.
+# found); and the kv store (kv/: a refused transport, then a 1 s run of the
+# quorum store on three store nodes). Exits non-zero on the first failure. Takes well under 3 minutes.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
@@ -178,6 +179,26 @@ else
     tail -1 "$ev" | grep -q '"ev":"run_finished","dropped_events":0,"errors":0}$' || fail "latency: last line is not a clean run_finished"
     step "latency ok: $(grep -o '"ev":"window","elapsed_us":[0-9]*' "$ev")"
 fi
+
+# --- kv: a refused transport, then a 1 s run of the quorum store on 3 store nodes ----
+"$here/kv/build"
+kv='{"service":"kv","object_bytes":65536,"concurrency":2,"duration_s":1,"vnodes":8,"n":3,"r":2,"w":2,"parallelism":4,"transport":"one_connection","keys":20,"read_pct":50,"seed":1}'
+printf '%s\n' "${kv/one_connection/channels}" >"$tmp/kv-bad.json"
+set +e
+TROUPE_CONFIG="$tmp/kv-bad.json" TROUPE_EVENTS="$tmp/kv-bad.events" "$here/kv/run" 2>"$tmp/kv-bad.err"
+rc=$?
+set -e
+[[ $rc -eq 2 ]] || fail "kv: transport=channels gave exit $rc, expected 2"
+grep -q 'config key transport = "channels"' "$tmp/kv-bad.err" || fail "kv: the refusal does not name the key"
+printf '%s\n' "$kv" >"$tmp/kv.json"
+TROUPE_CONFIG="$tmp/kv.json" TROUPE_EVENTS="$tmp/kv.events.jsonl" TROUPE_RUN_ID=smoke-kv \
+    "$here/kv/run" 2>"$tmp/kv.err" || { cat "$tmp/kv.err" >&2; fail "kv exited non-zero"; }
+ev=$tmp/kv.events.jsonl
+[[ $(grep -c '"ev":"op"' "$ev") -ge 2 ]] || fail "kv: expected op events"
+grep -q '"ok":false' "$ev" && fail "kv: an operation failed"
+grep -q '"ev":"nodes"' "$ev" || fail "kv: no nodes event"
+tail -1 "$ev" | grep -q '"ev":"run_finished","dropped_events":0,"errors":0}$' || fail "kv: last line is not a clean run_finished"
+step "kv ok: $(grep -c '"ev":"op"' "$ev") operations"
 
 # --- energy: the 4 workloads x native/distributed, small sizes (shared checker) --
 bash "$here/../lib/energy-smoke.sh" erlang

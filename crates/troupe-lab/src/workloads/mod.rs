@@ -5,6 +5,7 @@ pub mod chat;
 mod common;
 pub mod energy;
 pub mod iot;
+pub mod kv;
 pub mod latency;
 pub mod overlay_scale;
 pub mod scp;
@@ -16,7 +17,7 @@ use crate::workload::Workload;
 
 /// Every workload of the lab, in the order `troupe lab` lists them.
 pub static ALL: &[&dyn Workload] =
-    &[&scp::Scp, &chat::Chat, &energy::Energy, &iot::Iot, &overlay_scale::OverlayScale, &latency::Latency];
+    &[&scp::Scp, &chat::Chat, &energy::Energy, &iot::Iot, &overlay_scale::OverlayScale, &latency::Latency, &kv::Kv];
 
 /// The names of the registered workloads.
 pub fn names() -> Vec<&'static str> {

@@ -1,0 +1,141 @@
+//! `troupe lab run|compare kv` through the real binary (three real node processes plus the
+//! client process on loopback): a short Troupe run per transport writes `summary.json` with the
+//! contract's keys and `kv.csv` with one row per operation; the Erlang peer does the same and
+//! refuses any transport but `one_connection` naming the key; a comparison writes the
+//! side-by-side table.
+//!
+//! The Erlang tests skip loudly without `erl` unless TROUPE_TEST_REQUIRE_ERLANG=1.
+
+use std::path::Path;
+use std::process::Command;
+
+fn troupe() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_troupe"));
+    c.env_remove("TROUPE_HOME").current_dir(env!("CARGO_MANIFEST_DIR"));
+    c
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn have_erlang() -> bool {
+    let on_path =
+        |p: &str| std::env::var_os("PATH").is_some_and(|v| std::env::split_paths(&v).any(|d| d.join(p).is_file()));
+    if on_path("erl") && on_path("erlc") {
+        return true;
+    }
+    let msg = "Erlang/OTP (erl, erlc) is not on PATH; install it with: bash scripts/install-erlang.sh";
+    assert!(std::env::var_os("TROUPE_TEST_REQUIRE_ERLANG").is_none(), "TROUPE_TEST_REQUIRE_ERLANG is set: {msg}");
+    eprintln!("SKIPPED: {msg}");
+    false
+}
+
+const SHORT: &[&str] =
+    &["--set", "duration_s=1", "--set", "concurrency=2", "--set", "object_bytes=65536", "--set", "vnodes=8"];
+
+/// Runs one short point and checks the run folder against the contract; its summary.
+fn short_run(runtime: &str, service: &str, transport: &str) -> serde_json::Value {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let o = troupe()
+        .args(["lab", "run", "kv", "--runtime", runtime, "--out", out.to_str().unwrap()])
+        .args(["--set", &format!("transport={transport}"), "--set", &format!("service={service}")])
+        .args(SHORT)
+        .output()
+        .unwrap();
+    let err = std::fs::read_to_string(out.join("stderr.txt")).unwrap_or_default();
+    let ctx = format!("{runtime} {service} {transport}: {}\n{}\n{err}", text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{ctx}");
+    assert_eq!(json(&out.join("manifest.json"))["status"], "ok", "{ctx}");
+    let s = json(&out.join("summary.json"));
+    for k in ["p50", "p99", "mean"] {
+        assert!(s["latency_ms"][k].as_f64().unwrap_or(-1.0) > 0.0, "latency_ms.{k}: {ctx}");
+    }
+    let ops = s["ops"].as_u64().unwrap();
+    assert!(ops >= 2, "{ctx}");
+    assert_eq!(s["failed_ops"], 0, "{ctx}");
+    assert!(s["ops_per_s"].as_f64().unwrap() > 0.0, "{ctx}");
+    assert_eq!(s["concurrency"], 2, "{ctx}");
+    assert_eq!(s["object_bytes"], 65536, "{ctx}");
+    assert_eq!(s["service"], service, "{ctx}");
+    assert_eq!(s["transport"], transport, "{ctx}");
+    let csv = std::fs::read_to_string(out.join("kv.csv")).unwrap();
+    assert_eq!(csv.lines().next(), Some("client,seq,op,latency_us,ok"), "{csv}");
+    assert_eq!(csv.lines().count() as u64, 1 + ops, "{csv}");
+    if service == "kv" {
+        assert!(s["gets"].as_u64().unwrap() + s["puts"].as_u64().unwrap() == ops, "{s}");
+        // Anti-entropy and ring gossip ran between the store nodes during the second.
+        assert!(s["nodes"]["digests_sent"].as_u64().unwrap_or(0) > 0, "{s}");
+        assert!(s["nodes"]["gossip_received"].as_u64().unwrap_or(0) > 0, "{s}");
+    } else {
+        assert_eq!(s["echoes"].as_u64().unwrap(), ops, "{s}");
+    }
+    s
+}
+
+#[test]
+fn troupe_channels_kv_run_writes_summary_and_csv() {
+    short_run("troupe", "kv", "channels");
+}
+
+#[test]
+fn troupe_one_connection_kv_and_echo_runs() {
+    short_run("troupe", "kv", "one_connection");
+    short_run("troupe", "echo", "channels");
+}
+
+#[test]
+fn erlang_kv_and_echo_runs_write_summary_and_csv() {
+    if !have_erlang() {
+        return;
+    }
+    short_run("erlang", "kv", "one_connection");
+    short_run("erlang", "echo", "one_connection");
+}
+
+#[test]
+fn erlang_refuses_channels_naming_the_key() {
+    if !have_erlang() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let o = troupe()
+        .args(["lab", "run", "kv", "--runtime", "erlang", "--out", out.to_str().unwrap()])
+        .args(["--set", "transport=channels"])
+        .args(SHORT)
+        .output()
+        .unwrap();
+    let ctx = format!("{}\n{}", text(&o.stdout), text(&o.stderr));
+    assert_eq!(json(&out.join("manifest.json"))["status"], "failed", "{ctx}");
+    let err = std::fs::read_to_string(out.join("stderr.txt")).unwrap();
+    assert!(err.contains("config key transport = \"channels\"") && err.contains("\"one_connection\""), "{err}");
+}
+
+#[test]
+fn compare_puts_troupe_next_to_erlang() {
+    if !have_erlang() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("cmp");
+    let o = troupe()
+        .args(["lab", "compare", "kv", "--runtimes", "troupe,erlang", "--out", out.to_str().unwrap()])
+        .args(["--set", "transport=one_connection"])
+        .args(SHORT)
+        .output()
+        .unwrap();
+    let ctx = format!("{}\n{}", text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(0), "{ctx}");
+    let cmp = std::fs::read_to_string(out.join("compare.csv")).unwrap();
+    assert_eq!(cmp.lines().count(), 1 + 2, "one point x two runtimes: {cmp}");
+    assert_eq!(cmp.matches(",ok,").count(), 2, "{cmp}");
+    let stdout = text(&o.stdout);
+    assert!(stdout.contains("troupe one_connection") && stdout.contains("erlang"), "the table is printed: {ctx}");
+    assert!(stdout.contains("p99 ms"), "{ctx}");
+}

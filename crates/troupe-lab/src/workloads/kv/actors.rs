@@ -1,0 +1,266 @@
+//! The Troupe kv program's messages and actors: the vnode replicas and the control actor of a
+//! node process, and the reply sink of a client.
+//!
+//! Rules:
+//! 1. A vnode replica serves `Put` (apply by version, answer `Ack`), `Get` (answer `Value` with
+//!    what it holds) and `Echo` (answer with the payload), on the requests channel.
+//! 2. Anti-entropy, on its own channel: `AeTick` makes a replica send its digest to a peer
+//!    replica; a replica receiving `Digest` answers with `Repair` (the entries it holds newer)
+//!    and `Pull` (the keys the digest holds newer); `Pull` is answered with `Repair`.
+//! 3. Ring gossip, on its own channel: each node's control actor sends `RingGossip` (its ring
+//!    epoch and member list) to the other nodes' control actors; receivers count it.
+//! 4. A client's reply sink hands every reply to its client task.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+use troupe::{Actor, ActorRef, Ctx, ReplyTo};
+use troupe_remote::{send_with, Blob, Nested, RemoteMessage, SendOptions};
+
+use super::quorum::{Store, Version};
+
+/// The requests channel (`channels`).
+pub(crate) const REQUESTS: &str = "requests";
+/// The anti-entropy channel (`channels`).
+pub(crate) const ANTI_ENTROPY: &str = "anti_entropy";
+/// The ring-gossip channel (`channels`).
+pub(crate) const GOSSIP: &str = "gossip";
+
+/// The send options per traffic class: channels, or all on the default connection.
+#[derive(Clone, Default)]
+pub(crate) struct Lanes {
+    pub(crate) channels: bool,
+}
+
+impl Lanes {
+    pub(crate) fn requests(&self, key: u64) -> SendOptions {
+        if self.channels {
+            SendOptions::new().channel(REQUESTS).partition_key(key)
+        } else {
+            SendOptions::new()
+        }
+    }
+    pub(crate) fn ae(&self) -> SendOptions {
+        if self.channels {
+            SendOptions::new().channel(ANTI_ENTROPY)
+        } else {
+            SendOptions::new()
+        }
+    }
+    pub(crate) fn gossip(&self) -> SendOptions {
+        if self.channels {
+            SendOptions::new().channel(GOSSIP)
+        } else {
+            SendOptions::new()
+        }
+    }
+}
+
+/// What a vnode replica understands (rules 1, 2).
+#[derive(Serialize, Deserialize)]
+pub(crate) enum VnodeMsg {
+    /// Store `value` at `version` if newer.
+    Put { req: u64, key: String, version: Version, value: Blob, reply: ActorRef<Reply> },
+    /// Answer with the object held for `key`.
+    Get { req: u64, key: String, reply: ActorRef<Reply> },
+    /// Answer with the payload.
+    Echo { req: u64, payload: Blob, reply: ActorRef<Reply> },
+    /// Send this replica's digest to `peer`.
+    AeTick { peer: ActorRef<VnodeMsg> },
+    /// A peer's digest.
+    Digest { entries: Vec<(String, Version)>, from: ActorRef<VnodeMsg> },
+    /// Entries newer than the receiver's.
+    Repair { entries: Vec<(String, Version, Blob)> },
+    /// Keys a peer wants.
+    Pull { keys: Vec<String>, from: ActorRef<VnodeMsg> },
+}
+
+/// A replica's answer to a client (rule 1).
+#[derive(Serialize, Deserialize)]
+pub(crate) enum Reply {
+    /// A put was handled.
+    Ack { req: u64 },
+    /// What a replica holds for a get.
+    Value { req: u64, obj: Option<(Version, Blob)> },
+    /// An echo.
+    Echo { req: u64, payload: Blob },
+}
+
+impl Reply {
+    pub(crate) fn req(&self) -> u64 {
+        match self {
+            Reply::Ack { req } | Reply::Value { req, .. } | Reply::Echo { req, .. } => *req,
+        }
+    }
+}
+
+/// Ring gossip (rule 3).
+#[derive(Serialize, Deserialize)]
+pub(crate) struct RingGossip {
+    pub(crate) from: u64,
+    pub(crate) epoch: u64,
+    pub(crate) members: Vec<String>,
+}
+
+/// A node's counts, answered to `Stats`.
+#[derive(Clone, Default, Serialize, Deserialize)]
+pub(crate) struct NodeStats {
+    pub(crate) digests_sent: u64,
+    pub(crate) repairs_applied: u64,
+    pub(crate) gossip_received: u64,
+    pub(crate) objects: u64,
+}
+
+/// What a node's control actor understands.
+#[derive(Serialize, Deserialize)]
+pub(crate) enum ControlMsg {
+    /// Ring gossip from another node (rule 3).
+    Gossip(RingGossip),
+    /// The node's counts.
+    Stats(ReplyTo<NodeStats>),
+    /// End the node process.
+    Quit,
+}
+
+impl RemoteMessage for VnodeMsg {
+    const TAG: &'static str = "troupe.lab.kv.vnode.v1";
+    fn nested(n: &mut Nested) {
+        n.add::<Reply>();
+    }
+}
+impl RemoteMessage for Reply {
+    const TAG: &'static str = "troupe.lab.kv.reply.v1";
+}
+impl RemoteMessage for ControlMsg {
+    const TAG: &'static str = "troupe.lab.kv.control.v1";
+    fn nested(n: &mut Nested) {
+        n.add::<NodeStats>();
+    }
+}
+impl RemoteMessage for NodeStats {
+    const TAG: &'static str = "troupe.lab.kv.stats.v1";
+}
+
+/// A node's shared counters.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) digests_sent: AtomicU64,
+    pub(crate) repairs_applied: AtomicU64,
+    pub(crate) gossip_received: AtomicU64,
+    pub(crate) objects: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn snapshot(&self) -> NodeStats {
+        NodeStats {
+            digests_sent: self.digests_sent.load(Ordering::Acquire),
+            repairs_applied: self.repairs_applied.load(Ordering::Acquire),
+            gossip_received: self.gossip_received.load(Ordering::Acquire),
+            objects: self.objects.load(Ordering::Acquire),
+        }
+    }
+}
+
+/// A vnode replica (rules 1, 2).
+pub(crate) struct Vnode {
+    pub(crate) store: Store,
+    pub(crate) lanes: Lanes,
+    pub(crate) counters: Arc<Counters>,
+}
+
+impl Vnode {
+    fn put(&mut self, key: &str, version: Version, value: Vec<u8>) -> bool {
+        let before = self.store.len();
+        let applied = self.store.put(key, version, Arc::new(value));
+        if self.store.len() > before {
+            self.counters.objects.fetch_add(1, Ordering::AcqRel);
+        }
+        applied
+    }
+
+    fn entries(&self, keys: &[String]) -> Vec<(String, Version, Blob)> {
+        keys.iter().filter_map(|k| self.store.get(k).map(|(v, b)| (k.clone(), *v, Blob(b.as_ref().clone())))).collect()
+    }
+}
+
+impl Actor for Vnode {
+    type Msg = VnodeMsg;
+
+    async fn handle(&mut self, msg: VnodeMsg, ctx: &mut Ctx<Self>) {
+        match msg {
+            VnodeMsg::Put { req, key, version, value, reply } => {
+                self.put(&key, version, value.0);
+                let _ = send_with(&reply, Reply::Ack { req }, &self.lanes.requests(req));
+            }
+            VnodeMsg::Get { req, key, reply } => {
+                let obj = self.store.get(&key).map(|(v, b)| (*v, Blob(b.as_ref().clone())));
+                let _ = send_with(&reply, Reply::Value { req, obj }, &self.lanes.requests(req));
+            }
+            VnodeMsg::Echo { req, payload, reply } => {
+                let _ = send_with(&reply, Reply::Echo { req, payload }, &self.lanes.requests(req));
+            }
+            VnodeMsg::AeTick { peer } => {
+                self.counters.digests_sent.fetch_add(1, Ordering::AcqRel);
+                let d = VnodeMsg::Digest { entries: self.store.digest(), from: ctx.myself() };
+                let _ = send_with(&peer, d, &self.lanes.ae());
+            }
+            VnodeMsg::Digest { entries, from } => {
+                let diff = self.store.compare(&entries);
+                if !diff.push.is_empty() {
+                    let r = VnodeMsg::Repair { entries: self.entries(&diff.push) };
+                    let _ = send_with(&from, r, &self.lanes.ae());
+                }
+                if !diff.pull.is_empty() {
+                    let p = VnodeMsg::Pull { keys: diff.pull, from: ctx.myself() };
+                    let _ = send_with(&from, p, &self.lanes.ae());
+                }
+            }
+            VnodeMsg::Repair { entries } => {
+                for (k, v, b) in entries {
+                    if self.put(&k, v, b.0) {
+                        self.counters.repairs_applied.fetch_add(1, Ordering::AcqRel);
+                    }
+                }
+            }
+            VnodeMsg::Pull { keys, from } => {
+                let r = VnodeMsg::Repair { entries: self.entries(&keys) };
+                let _ = send_with(&from, r, &self.lanes.ae());
+            }
+        }
+    }
+}
+
+/// A node's control actor (rule 3).
+pub(crate) struct Control {
+    pub(crate) counters: Arc<Counters>,
+    pub(crate) quit: Arc<tokio::sync::Notify>,
+}
+
+impl Actor for Control {
+    type Msg = ControlMsg;
+
+    async fn handle(&mut self, msg: ControlMsg, _: &mut Ctx<Self>) {
+        match msg {
+            ControlMsg::Gossip(_) => {
+                self.counters.gossip_received.fetch_add(1, Ordering::AcqRel);
+            }
+            ControlMsg::Stats(r) => r.send(self.counters.snapshot()),
+            ControlMsg::Quit => self.quit.notify_one(),
+        }
+    }
+}
+
+/// A client's reply sink (rule 4).
+pub(crate) struct ReplySink {
+    pub(crate) tx: mpsc::UnboundedSender<Reply>,
+}
+
+impl Actor for ReplySink {
+    type Msg = Reply;
+
+    async fn handle(&mut self, msg: Reply, _: &mut Ctx<Self>) {
+        let _ = self.tx.send(msg);
+    }
+}

@@ -1,0 +1,39 @@
+%% kv_epmd: the node discovery module (`-epmd_module kv_epmd`) of the Erlang kv
+%% peer; it replaces epmd, so no epmd daemon is started or used.
+%%
+%% Rules:
+%%  1. A node listens where the kernel's inet_dist_listen_min/max say (a store
+%%     node: one fixed port; the client node: any free port).
+%%  2. Registering a node succeeds without contacting anyone.
+%%  3. Another node's port is the one route/2 stored for its name (the part
+%%     before @); a node with no route is not reachable (noport).
+-module(kv_epmd).
+
+-export([start_link/0, register_node/2, register_node/3, port_please/2, port_please/3,
+         listen_port_please/2, names/0, names/1, address_please/3, route/2]).
+
+route(Name, Port) when is_list(Name), is_integer(Port) ->
+    persistent_term:put({?MODULE, Name}, Port).
+
+start_link() -> ignore.
+
+register_node(Name, Port) -> register_node(Name, Port, inet_tcp).
+register_node(_Name, _Port, _Family) -> {ok, rand:uniform(16#7fffffff) + 3}.
+
+listen_port_please(_Name, _Host) -> {ok, 0}.
+
+port_please(Name, Host) -> port_please(Name, Host, infinity).
+port_please(Name, _Host, _Timeout) ->
+    case persistent_term:get({?MODULE, to_list(Name)}, undefined) of
+        undefined -> noport;
+        Port -> {port, Port, 6}
+    end.
+
+address_please(_Name, _Host, inet) -> {ok, {127, 0, 0, 1}};
+address_please(_Name, Host, Family) -> inet:getaddr(Host, Family).
+
+names() -> names(localhost).
+names(_Host) -> {error, address}.
+
+to_list(A) when is_atom(A) -> atom_to_list(A);
+to_list(L) -> L.
