@@ -6,7 +6,7 @@
 pub mod html;
 pub mod plot;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::config::{Config, ConfigBuilder};
 use crate::error::{Error, Result};
@@ -167,4 +167,39 @@ pub fn csv_text(header: &[&str], rows: impl IntoIterator<Item = Vec<String>>) ->
     }
     let bytes = w.into_inner().map_err(|e| crate::error::Error::other(format!("cannot write CSV: {e}")))?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The run folders of a sweep or comparison folder (any folder holding a manifest, at most
+/// three levels below `dir`, in path order), each with its manifest and its `summary.json`
+/// (`null` when absent or unreadable); folders whose manifest cannot be read are left out.
+/// Workloads' grid reports read their rows from it.
+pub fn grid_runs(dir: &Path) -> Vec<(PathBuf, Manifest, serde_json::Value)> {
+    let mut found = Vec::new();
+    let mut todo = vec![(dir.to_path_buf(), 0)];
+    // Bounded: at most 3 levels below the grid folder.
+    while let Some((d, depth)) = todo.pop() {
+        if depth > 0 && d.join(crate::manifest::FILE).exists() {
+            found.push(d);
+            continue;
+        }
+        if depth < 3 {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                if e.path().is_dir() {
+                    todo.push((e.path(), depth + 1));
+                }
+            }
+        }
+    }
+    found.sort();
+    found
+        .into_iter()
+        .filter_map(|d| {
+            let m = Manifest::read(&d).ok()?;
+            let summary = std::fs::read_to_string(d.join(SUMMARY))
+                .ok()
+                .and_then(|t| serde_json::from_str(&t).ok())
+                .unwrap_or(serde_json::Value::Null);
+            Some((d, m, summary))
+        })
+        .collect()
 }

@@ -18,7 +18,7 @@
 //!    so and compares only rows of the same source.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::post::{self, Averaged, Row};
 use crate::error::Result;
@@ -35,42 +35,13 @@ struct RunInfo {
     rows: Vec<Row>,
 }
 
-fn run_dirs(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut todo = vec![(dir.to_path_buf(), 0)];
-    // Bounded: depth at most 3 below the grid folder.
-    while let Some((d, depth)) = todo.pop() {
-        if depth > 0 && d.join(crate::manifest::FILE).exists() {
-            out.push(d);
-            continue;
-        }
-        if depth >= 3 {
-            continue;
-        }
-        if let Ok(rd) = std::fs::read_dir(&d) {
-            for e in rd.flatten() {
-                if e.path().is_dir() {
-                    todo.push((e.path(), depth + 1));
-                }
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 fn load(dir: &Path) -> Vec<RunInfo> {
-    run_dirs(dir)
+    crate::report::grid_runs(dir)
         .into_iter()
-        .filter_map(|d| {
-            let manifest = Manifest::read(&d).ok()?;
-            let summary = std::fs::read_to_string(d.join(crate::report::SUMMARY))
-                .ok()
-                .and_then(|t| serde_json::from_str(&t).ok())
-                .unwrap_or(serde_json::Value::Null);
+        .map(|(d, manifest, summary)| {
             let rows = post::read_csv(&d.join("energy.csv")).unwrap_or_default();
             let rel = d.strip_prefix(dir).unwrap_or(&d).display().to_string();
-            Some(RunInfo { rel, manifest, summary, rows })
+            RunInfo { rel, manifest, summary, rows }
         })
         .collect()
 }

@@ -11,7 +11,7 @@
 //!    line, Erlang's beside each.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 
@@ -65,36 +65,10 @@ struct Row {
     failed: Option<f64>,
 }
 
-fn run_dirs(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut todo = vec![(dir.to_path_buf(), 0)];
-    // Bounded: at most 3 levels below the grid folder.
-    while let Some((d, depth)) = todo.pop() {
-        if depth > 0 && d.join(crate::manifest::FILE).exists() {
-            out.push(d);
-            continue;
-        }
-        if depth < 3 {
-            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-                if e.path().is_dir() {
-                    todo.push((e.path(), depth + 1));
-                }
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 fn load(dir: &Path) -> Vec<Row> {
-    run_dirs(dir)
+    crate::report::grid_runs(dir)
         .into_iter()
-        .filter_map(|d| {
-            let m = Manifest::read(&d).ok()?;
-            let s: Value = std::fs::read_to_string(d.join(crate::report::SUMMARY))
-                .ok()
-                .and_then(|t| serde_json::from_str(&t).ok())
-                .unwrap_or(Value::Null);
+        .map(|(d, m, s)| {
             let c = &m.config;
             let ok = m.status == crate::manifest::Status::Ok;
             let g = |a: &str, b: Option<&str>| {
@@ -113,7 +87,7 @@ fn load(dir: &Path) -> Vec<Row> {
                     reason = format!("{reason} (stderr: {})", last.chars().take(240).collect::<String>());
                 }
             }
-            Some(Row {
+            Row {
                 rel: d.strip_prefix(dir).unwrap_or(&d).display().to_string(),
                 runtime: m.runtime.clone(),
                 status: status_word(&m).to_string(),
@@ -128,7 +102,7 @@ fn load(dir: &Path) -> Vec<Row> {
                 mean: g("latency_ms", Some("mean")),
                 ops: g("ops", None),
                 failed: g("failed_ops", None),
-            })
+            }
         })
         .collect()
 }

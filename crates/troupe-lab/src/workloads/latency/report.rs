@@ -15,7 +15,7 @@
 //!    figure at 128 pairs, 8 MiB, 1 ms RTT: Erlang's p99 at least 2x Troupe's.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 
@@ -84,36 +84,10 @@ struct Row {
     mb_s: Option<f64>,
 }
 
-fn run_dirs(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut todo = vec![(dir.to_path_buf(), 0)];
-    // Bounded: at most 3 levels below the grid folder.
-    while let Some((d, depth)) = todo.pop() {
-        if depth > 0 && d.join(crate::manifest::FILE).exists() {
-            out.push(d);
-            continue;
-        }
-        if depth < 3 {
-            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-                if e.path().is_dir() {
-                    todo.push((e.path(), depth + 1));
-                }
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 fn load(dir: &Path) -> Vec<Row> {
-    run_dirs(dir)
+    crate::report::grid_runs(dir)
         .into_iter()
-        .filter_map(|d| {
-            let m = Manifest::read(&d).ok()?;
-            let s: Value = std::fs::read_to_string(d.join(crate::report::SUMMARY))
-                .ok()
-                .and_then(|t| serde_json::from_str(&t).ok())
-                .unwrap_or(Value::Null);
+        .map(|(d, m, s)| {
             let c = &m.config;
             let ci = |k: &str| c.get(k).and_then(Value::as_u64).unwrap_or(0);
             let f = |path: &[&str]| {
@@ -125,7 +99,7 @@ fn load(dir: &Path) -> Vec<Row> {
             };
             let ok = m.status == crate::manifest::Status::Ok;
             let g = |path: &[&str]| if ok { f(path) } else { None };
-            Some(Row {
+            Row {
                 rel: d.strip_prefix(dir).unwrap_or(&d).display().to_string(),
                 runtime: m.runtime.clone(),
                 status: status_word(&m).to_string(),
@@ -141,7 +115,7 @@ fn load(dir: &Path) -> Vec<Row> {
                 max: g(&["latency_ms", "max"]),
                 msgs_s: g(&["throughput_msgs_per_s"]),
                 mb_s: g(&["throughput_mb_per_s"]),
-            })
+            }
         })
         .collect()
 }
