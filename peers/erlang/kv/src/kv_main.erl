@@ -4,7 +4,7 @@
 %% As the Troupe program does:
 %%  1. checks the config (kv_config) before anything starts; starts three store
 %%     nodes with OTP's `peer` module (child OS processes, control over
-%%     standard_io, each on a fixed loopback port found by kv_epmd), routes every
+%%     standard_io, each on a fixed loopback port found by troupe_epmd), routes every
 %%     node to every other, starts kv_node on each;
 %%  2. runs `concurrency` client processes together until `duration_s` has
 %%     passed, each one operation at a time: a put takes the next version
@@ -90,13 +90,13 @@ start_nodes(K) ->
     Ports = [free_port() || _ <- lists:seq(1, K)],
     Names = ["kv" ++ integer_to_list(I) || I <- lists:seq(0, K - 1)],
     Routes = lists:zip(Names, Ports),
-    [kv_epmd:route(N, P) || {N, P} <- Routes],
+    [troupe_epmd:route(N, P) || {N, P} <- Routes],
     Started = [begin
                    Args = ["-setcookie", atom_to_list(erlang:get_cookie()),
                            "-kernel", "inet_dist_use_interface", "{127,0,0,1}",
                            "-kernel", "inet_dist_listen_min", integer_to_list(P),
                            "-kernel", "inet_dist_listen_max", integer_to_list(P),
-                           "-epmd_module", "kv_epmd", "-start_epmd", "false", "-pa", Ebin],
+                           "-epmd_module", "troupe_epmd", "-start_epmd", "false", "-pa", Ebin],
                    {ok, Peer, Node} = peer:start_link(#{name => list_to_atom(N), host => "127.0.0.1",
                                                         longnames => true, connection => standard_io,
                                                         wait_boot => 60000, args => Args}),
@@ -106,7 +106,7 @@ start_nodes(K) ->
     persistent_term:put({?MODULE, peers}, Started),
     Nodes = [Nd || {_, Nd} <- Started],
     [pong = net_adm:ping(Nd) || Nd <- Nodes],
-    [[ok = erpc:call(Nd, kv_epmd, route, [N, P], 10000) || {N, P} <- Routes] || Nd <- Nodes],
+    [[ok = erpc:call(Nd, troupe_epmd, route, [N, P], 10000) || {N, P} <- Routes] || Nd <- Nodes],
     Nodes.
 
 free_port() ->

@@ -5,9 +5,9 @@
 %%  1. start(Relay) picks a free loopback port P for B's distribution, asks the
 %%     relay (a `troupe lab exec latency-relay` port program, see latency_main)
 %%     for a listening address R forwarding to 127.0.0.1:P, routes B's name to R
-%%     (latency_epmd), then starts B with OTP's `peer` module: an OS process that
+%%     (troupe_epmd), then starts B with OTP's `peer` module: an OS process that
 %%     is a child of this VM (control over standard_io, so it halts when this VM
-%%     goes away), listening on P only, with latency_epmd as its discovery
+%%     goes away), listening on P only, with troupe_epmd as its discovery
 %%     module. The first connection to B (net_adm:ping) is made through R.
 %%  2. Its OS pid is announced on stderr ("latency: far node ... is OS process
 %%     N"); stop/0 stops it and makes sure it is gone (SIGKILL after 5 s).
@@ -28,13 +28,13 @@ start(RelayCmd) ->
     "listening " ++ R = RelayCmd("listen"),
     "ok" = RelayCmd("forward " ++ R ++ " 127.0.0.1:" ++ integer_to_list(P)),
     [_, RPort] = string:split(R, ":", trailing),
-    latency_epmd:route(?NAME, list_to_integer(RPort)),
+    troupe_epmd:route(?NAME, list_to_integer(RPort)),
     Ebin = filename:dirname(code:which(?MODULE)),
     Args = ["-setcookie", atom_to_list(erlang:get_cookie()),
             "-kernel", "inet_dist_use_interface", "{127,0,0,1}",
             "-kernel", "inet_dist_listen_min", integer_to_list(P),
             "-kernel", "inet_dist_listen_max", integer_to_list(P),
-            "-epmd_module", "latency_epmd", "-start_epmd", "false",
+            "-epmd_module", "troupe_epmd", "-start_epmd", "false",
             "-pa", Ebin],
     case peer:start_link(#{name => list_to_atom(?NAME), host => "127.0.0.1", longnames => true,
                            connection => standard_io, wait_boot => 60000, args => Args}) of

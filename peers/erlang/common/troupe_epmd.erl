@@ -1,22 +1,22 @@
-%% latency_epmd: the node discovery module (`-epmd_module latency_epmd`) of the
-%% Erlang latency peer; it replaces epmd, so no epmd daemon is started or used.
+%% troupe_epmd: the node discovery module (`-epmd_module troupe_epmd`) shared by
+%% the Erlang peers whose nodes the lab wires itself (latency, kv); it replaces
+%% epmd, so no epmd daemon is started or used.
 %%
 %% Rules:
-%%  1. A node listens where the kernel's inet_dist_listen_min/max say (the far
-%%     node: one fixed port; the first node: any free port): listen_port_please
-%%     answers 0, which tells the distribution to use that range.
+%%  1. A node listens where the kernel's inet_dist_listen_min/max say (a node
+%%     others dial: one fixed port; a node that only dials: any free port):
+%%     listen_port_please answers 0, which tells the distribution to use that
+%%     range.
 %%  2. Registering a node succeeds without contacting anyone (a fresh creation).
-%%  3. The address of another node is the one route/2 stored for its name: the
-%%     lab's relay, never the node's own port. A node with no route is not
-%%     reachable (noport), so the first node can only reach the far node through
-%%     the relay, and every byte between them is delayed (docs/latency.md).
--module(latency_epmd).
+%%  3. Another node's port is the one route/2 stored for its name (the part
+%%     before @); a node with no route is not reachable (noport). The latency
+%%     peer routes the far node to the lab's relay, never to its own port, so
+%%     every byte between them is delayed (docs/latency.md).
+-module(troupe_epmd).
 
 -export([start_link/0, register_node/2, register_node/3, port_please/2, port_please/3,
          listen_port_please/2, names/0, names/1, address_please/3, route/2]).
 
-%% route(NodeName :: string(), Port) -> ok: node NodeName (the part before @)
-%% is reached at 127.0.0.1:Port (rule 3).
 route(Name, Port) when is_list(Name), is_integer(Port) ->
     persistent_term:put({?MODULE, Name}, Port).
 
