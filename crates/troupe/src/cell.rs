@@ -5,8 +5,9 @@
 //! 1. Status is `Running` (a tokio task owns the actor state and is working), `Waiting` (the task
 //!    is parked on the mailbox with its waker stored), `Idle` (no task: the state is parked in the
 //!    cell as `dormant`) or `Dead`. All transitions happen under the cell's lock.
-//! 2. A message or system message arriving at an `Idle` actor moves it to `Running` and spawns
-//!    one activation task; at a `Waiting` actor it moves it to `Running` and wakes the task; at a
+//! 2. A message or system message arriving at an `Idle` actor moves it to `Running` and starts
+//!    its activation (`sched.rs`: in the waking carrier's run-next slot, or a carrier of its
+//!    own); at a `Waiting` actor it moves it to `Running` and wakes the task; at a
 //!    `Running` actor it only enqueues (the task re-checks the mailbox before it waits).
 //! 3. A task waits, or parks the state, only when, under the lock, both lanes are empty and no
 //!    kill is pending. So no message is ever stranded in a waiting or idle mailbox.
@@ -21,8 +22,9 @@
 //!    then are death watchers told the reason. Nothing is accepted after death.
 //! 8. An actor lives until it stops, referenced or not (as an Erlang process does): its parked
 //!    state holds its own cell, so dropping every `ActorRef` does not end it.
-//! 9. An actor belongs to the runtime it was spawned in (its `home`): every activation is
-//!    spawned through the cell's handle to that runtime, whoever wakes it (a plain thread,
+//! 9. An actor belongs to the runtime it was spawned in (its `home`): every activation runs on
+//!    that runtime (in a carrier spawned through the cell's handle, or in the slot of a carrier
+//!    already running there, `sched.rs` rule 2), whoever wakes it (a plain thread,
 //!    another runtime), so waking never needs the caller's runtime and never moves the actor.
 //! 10. An activation that is dropped before it finishes (its runtime shut down, or was already
 //!     gone when the activation was spawned) kills the actor: its state is dropped, then it dies
@@ -30,11 +32,18 @@
 //! 11. A drain request (`Sys::Drain`) closes the mailbox at once, under the lock: every later
 //!     send fails with `Gone`, so the messages queued before it are exactly those the actor
 //!     still handles; when it finds its mailbox empty it stops with the request's reason.
+//! 12. Hand-off (`sched.rs`, rule 4): a task that finds both lanes empty while its carrier's
+//!     run-next slot is full becomes `Handing` instead of `Waiting`, and its carrier then parks
+//!     the whole activation in the cell as its dormant (`Idle`, `handed`), under the lock, only
+//!     if both lanes are still empty and no kill is pending; else it becomes `Running` again and
+//!     is polled again. An arrival at a `Handing` actor only enqueues. Waking a handed dormant
+//!     resumes that same activation where it stopped. A handed activation that stays idle for a
+//!     sweep period is woken once with the park request of rule 4, so it parks its state.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Weak};
-use std::task::Waker;
+use std::task::{Context, Poll, Waker};
 
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
@@ -58,6 +67,9 @@ pub(crate) enum Sys {
 pub(crate) enum Status {
     Running,
     Waiting,
+    /// The activation is handing off (`sched.rs`, rule 4): its carrier is about to park it in
+    /// the cell. Arrivals only enqueue; the carrier re-checks under the lock (rule 12).
+    Handing,
     Idle,
     Dead,
 }
@@ -109,6 +121,8 @@ struct Inner<M> {
     settled: bool,
     /// A drain request arrived: sends are refused (rule 11).
     closing: bool,
+    /// The dormant is a whole activation parked by a hand-off (rule 12), not a parked state.
+    handed: bool,
 }
 
 /// An exit reason without text, kept in a byte so a death allocates nothing.
@@ -179,6 +193,7 @@ impl<M> Inner<M> {
             Status::Idle => match self.dormant.take() {
                 Some(d) => {
                     self.status = Status::Running;
+                    self.handed = false;
                     Wake::Activate(d)
                 }
                 None => Wake::Nothing,
@@ -232,6 +247,7 @@ impl<M: Send + 'static> Cell<M> {
                 exit: ExitCode::None,
                 settled: false,
                 closing: false,
+                handed: false,
             }),
         }
     }
@@ -284,97 +300,77 @@ impl<M: Send + 'static> Cell<M> {
         full
     }
 
-    pub(crate) fn try_recv(&self) -> Item<M> {
-        self.recv_locked(None)
-    }
-
-    /// Like `try_recv`, but takes the whole queue of an unbounded mailbox into `batch` under one
-    /// lock and serves from it without locking, checking for kills and system messages between
-    /// messages (rules 5 and 6 hold as with `try_recv`). Bounded mailboxes are served one by one,
-    /// so their capacity keeps counting every undelivered message.
-    pub(crate) fn try_recv_batch(&self, batch: &mut VecDeque<M>) -> Item<M> {
+    /// The activation's next item, in one locked step at most (rules 3, 5 and 6).
+    ///
+    /// Messages come from `batch` while it holds some: an unbounded mailbox holding several
+    /// gives its whole queue to the batch under one lock, and the batch is then served without
+    /// locking, a kill and the system lane still checked before each message. A bounded
+    /// mailbox is served one by one, so its capacity keeps counting every undelivered message.
+    ///
+    /// When nothing is there: without `cx` the answer is `Ready(Empty)`; with `cx` the task
+    /// waits (status `Waiting`, its waker stored) and the answer is `Pending`, unless the
+    /// sweeper asked it to park (rule 4), which answers `Ready(Empty)`.
+    pub(crate) fn next_item(self: &Arc<Self>, batch: &mut VecDeque<M>, cx: Option<&Context<'_>>) -> Poll<Item<M>> {
         if !batch.is_empty() {
             if self.is_killed() {
-                return Item::Killed;
+                return Poll::Ready(Item::Killed);
             }
             if !self.sys_pending.load(Ordering::Acquire) {
-                let m = batch.pop_front();
-                self.batched.store(batch.len() as u32, Ordering::Relaxed);
-                return m.map_or(Item::Empty, Item::Msg);
+                return Poll::Ready(self.serve_batch(batch));
             }
-            return self.recv_locked(None);
         }
-        self.recv_locked(Some(batch))
-    }
-
-    /// One locked step: a kill, then the system lane, then user messages (a whole batch when
-    /// `batch` is given, the mailbox is unbounded and holds several).
-    fn recv_locked(&self, batch: Option<&mut VecDeque<M>>) -> Item<M> {
         let mut g = self.inner.lock();
         if self.is_killed() {
-            return Item::Killed;
+            return Poll::Ready(Item::Killed);
         }
         if let Some(e) = g.extra.as_mut() {
             if let Some(s) = e.sys.pop_front() {
                 if e.sys.is_empty() {
                     self.sys_pending.store(false, Ordering::Release);
                 }
-                return Item::Sys(s);
+                return Poll::Ready(Item::Sys(s));
             }
         }
-        if let Some(batch) = batch {
-            if g.config.capacity().is_none() && g.queue.len() >= 2 {
-                std::mem::swap(&mut g.queue, batch);
-                g.active = true;
-                g.park = false;
-                let m = batch.pop_front();
-                self.batched.store(batch.len() as u32, Ordering::Relaxed);
-                drop(g);
-                return m.map_or(Item::Empty, Item::Msg);
-            }
-        }
-        match g.queue.pop_front() {
-            Some(m) => {
-                g.active = true;
-                g.park = false;
-                let unblock = match g.extra.as_mut() {
-                    Some(e) if !e.blocked_senders.is_empty() => Some(std::mem::take(&mut e.blocked_senders)),
-                    _ => None,
-                };
-                drop(g);
-                for w in unblock.into_iter().flatten() {
-                    w.wake();
-                }
-                Item::Msg(m)
-            }
-            None => Item::Empty,
-        }
-    }
-
-    /// The next item, or `Pending` with the task waiting (rules 1-3); `Ready(Empty)` when the
-    /// sweeper asked the task to park its state (rule 4).
-    pub(crate) fn poll_next(self: &Arc<Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Item<M>> {
-        use std::task::Poll;
-        match self.try_recv() {
-            Item::Empty => {}
-            item => return Poll::Ready(item),
-        }
-        let mut g = self.inner.lock();
-        if self.is_killed() {
-            return Poll::Ready(Item::Killed);
-        }
-        if !g.queue.is_empty() || g.has_sys() {
+        if !batch.is_empty() {
             drop(g);
-            return Poll::Ready(self.try_recv());
+            return Poll::Ready(self.serve_batch(batch));
         }
+        if g.config.capacity().is_none() && g.queue.len() >= 2 {
+            std::mem::swap(&mut g.queue, batch);
+            g.active = true;
+            g.park = false;
+            drop(g);
+            return Poll::Ready(self.serve_batch(batch));
+        }
+        if let Some(m) = g.queue.pop_front() {
+            g.active = true;
+            g.park = false;
+            let unblock = match g.extra.as_mut() {
+                Some(e) if !e.blocked_senders.is_empty() => Some(std::mem::take(&mut e.blocked_senders)),
+                _ => None,
+            };
+            drop(g);
+            for w in unblock.into_iter().flatten() {
+                w.wake();
+            }
+            return Poll::Ready(Item::Msg(m));
+        }
+        let Some(cx) = cx else {
+            return Poll::Ready(Item::Empty);
+        };
         if g.park {
             g.park = false;
             return Poll::Ready(Item::Empty);
         }
-        g.status = Status::Waiting;
-        match &g.waker {
-            Some(w) if w.will_wake(cx.waker()) => {}
-            _ => g.waker = Some(cx.waker().clone()),
+        if crate::sched::hand_off() {
+            // Rule 12: the carrier parks this activation once this poll returns.
+            g.status = Status::Handing;
+        } else {
+            g.status = Status::Waiting;
+            match &g.waker {
+                Some(w) if w.will_wake(cx.waker()) => {}
+                _ => g.waker = Some(cx.waker().clone()),
+            }
         }
         let register = !g.swept;
         g.swept = true;
@@ -383,6 +379,12 @@ impl<M: Send + 'static> Cell<M> {
             crate::sweeper::register(Arc::downgrade(self) as std::sync::Weak<dyn crate::sweeper::Sweepable>);
         }
         Poll::Pending
+    }
+
+    fn serve_batch(&self, batch: &mut VecDeque<M>) -> Item<M> {
+        let m = batch.pop_front();
+        self.batched.store(batch.len() as u32, Ordering::Relaxed);
+        m.map_or(Item::Empty, Item::Msg)
     }
 
     /// Rule 3: parks the state unless something arrived or a kill is pending.
@@ -394,6 +396,22 @@ impl<M: Send + 'static> Cell<M> {
         g.status = Status::Idle;
         g.waker = None;
         g.dormant = Some(state);
+        Ok(())
+    }
+
+    /// Rule 12: parks a handed-off activation, unless something arrived or a kill is pending
+    /// since it chose to hand off; then it is given back, `Running`, to be polled again.
+    pub(crate) fn park_handed<D: Dormant<M> + 'static>(&self, activation: Box<D>) -> Result<(), Box<D>> {
+        let mut g = self.inner.lock();
+        if g.status != Status::Handing || self.is_killed() || !g.queue.is_empty() || g.has_sys() {
+            if g.status == Status::Handing {
+                g.status = Status::Running;
+            }
+            return Err(activation);
+        }
+        g.status = Status::Idle;
+        g.handed = true;
+        g.dormant = Some(activation);
         Ok(())
     }
 
@@ -492,10 +510,10 @@ fn notify_death(id: ActorId, reason: &ExitReason, e: Extra) -> Vec<oneshot::Send
 }
 
 impl<M: Send + 'static> crate::sweeper::Sweepable for Cell<M> {
-    fn sweep(&self) -> bool {
+    fn sweep(self: Arc<Self>) -> bool {
         let mut g = self.inner.lock();
         match g.status {
-            Status::Running => {
+            Status::Running | Status::Handing => {
                 g.active = false;
                 true
             }
@@ -513,6 +531,20 @@ impl<M: Send + 'static> crate::sweeper::Sweepable for Cell<M> {
                 if let Some(w) = w {
                     w.wake();
                 }
+                false
+            }
+            Status::Idle if g.handed && g.active => {
+                g.active = false;
+                true
+            }
+            Status::Idle if g.handed => {
+                // Rule 12: a handed-off activation idle for a whole sweep period is run once
+                // more, asked to park its state (rule 4), so it ends and frees its future.
+                g.swept = false;
+                g.park = true;
+                let wake = g.wake();
+                drop(g);
+                wake.run(self);
                 false
             }
             Status::Idle | Status::Dead => {

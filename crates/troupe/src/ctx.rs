@@ -124,6 +124,10 @@ impl<A: Actor> Ctx<A> {
         self.extra().drain.get_or_insert(reason);
     }
 
+    pub(crate) fn draining(&self) -> bool {
+        self.extra.as_ref().is_some_and(|e| e.drain.is_some())
+    }
+
     pub(crate) fn take_drain(&mut self) -> Option<ExitReason> {
         self.extra.as_mut().and_then(|e| e.drain.take())
     }

@@ -51,6 +51,7 @@ mod precise;
 mod registry;
 pub mod remote_api;
 mod reports;
+mod sched;
 mod spawn;
 pub mod stats;
 pub mod supervisor;

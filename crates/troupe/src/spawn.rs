@@ -13,7 +13,7 @@
 use std::any::Any;
 use std::future::{poll_fn, Future};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::pin::pin;
+use std::pin::{pin, Pin};
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
@@ -21,10 +21,8 @@ use tokio::sync::oneshot;
 
 use crate::any_ref::AnyRef;
 use crate::cell::{Cell, Dormant, Item, Sys};
+use crate::sched::{Activation, Runnable};
 use crate::{Actor, ActorRef, Ctx, ExitReason, MailboxConfig};
-
-/// How many messages an activation handles before yielding to other tasks.
-const FAIRNESS_BUDGET: u32 = 256;
 
 /// Options for spawning an actor.
 ///
@@ -154,10 +152,49 @@ fn home_runtime() -> Arc<tokio::runtime::Handle> {
 /// moves into a task, whose first poll registers the real waker.
 fn start_inline<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>) {
     let home = cell.home.clone();
-    let mut fut = Box::pin(activation(cell, state));
+    let mut act = boxed(cell, state);
     let mut cx = Context::from_waker(Waker::noop());
-    if fut.as_mut().poll(&mut cx).is_pending() {
-        home.spawn(fut);
+    // Not inside the spawner's carrier: what `started` wakes gets carriers of its own
+    // (sched.rs, rule 2), and this stretch never hands off.
+    if crate::sched::outside(|| act.as_mut().poll_run(&mut cx)).is_pending() {
+        home.spawn(crate::sched::carrier_on(act, &home));
+    }
+}
+
+/// An activation as the scheduler holds it (`sched.rs`, rule 1): the actor's loop, boxed once,
+/// with its cell, so it can park itself there when it hands off (`cell.rs`, rule 12).
+struct Act<M, F> {
+    cell: Arc<Cell<M>>,
+    fut: F,
+}
+
+fn boxed<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>) -> Activation {
+    Box::pin(Act { cell: cell.clone(), fut: activation(cell, state) })
+}
+
+impl<M: Send + 'static, F: Future<Output = ()> + Send + 'static> Runnable for Act<M, F> {
+    fn poll_run(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        // SAFETY: `fut` is pinned whenever its `Act` is: no code moves it out of an `Act` (no
+        // method hands it out by value, `Act` has no `Drop` impl), and an `Act` stays in the box
+        // it was made in until it is dropped (see `park`).
+        unsafe { self.map_unchecked_mut(|a| &mut a.fut) }.poll(cx)
+    }
+
+    fn park(self: Pin<Box<Self>>) -> Result<(), Activation> {
+        let cell = self.cell.clone();
+        // SAFETY: the box leaves the pin only to be stored whole in the cell as its dormant
+        // activation; from there it is dropped in place, or pinned again unmoved by
+        // `Dormant::activate` (`Box::into_pin`). The contents never move.
+        let unpinned = unsafe { Pin::into_inner_unchecked(self) };
+        cell.park_handed(unpinned).map_err(|back| Box::into_pin(back) as Activation)
+    }
+}
+
+impl<M: Send + 'static, F: Future<Output = ()> + Send + 'static> Dormant<M> for Act<M, F> {
+    /// `cell.rs`, rule 12: the handed-off activation resumes where it stopped, on its home
+    /// runtime (rule 9): in the waking carrier's slot, or in a carrier of its own.
+    fn activate(self: Box<Self>, cell: Arc<Cell<M>>) {
+        crate::sched::schedule(&cell.home, Box::into_pin(self));
     }
 }
 
@@ -177,7 +214,7 @@ impl<A: Actor> Dormant<A::Msg> for State<A> {
     /// the activation at once and its guard kills the actor (rule 10).
     fn activate(self: Box<Self>, cell: Arc<Cell<A::Msg>>) {
         let home = cell.home.clone();
-        home.spawn(activation(cell, self));
+        crate::sched::schedule(&home, boxed(cell, self));
     }
 }
 
@@ -273,21 +310,30 @@ async fn run<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> Outcom
     // A fresh activation first drains what woke it; once it has handled something it waits on
     // the mailbox (a send wakes it), until the sweeper asks it to park (cell.rs, rule 4).
     let mut handled = false;
-    let mut budget = FAIRNESS_BUDGET;
+    let mut budget = crate::sched::POLL_BUDGET;
     let mut batch = std::collections::VecDeque::new();
     #[cfg(feature = "metrics")]
     let mut meter = crate::reports::Meter::new(std::any::type_name::<A>());
     loop {
-        let mut item = cell.try_recv_batch(&mut batch);
+        // A drain request's reason is kept in the ctx (so the task stays small): with one
+        // pending, the actor stops when its mailbox is empty (cell.rs, rule 11), so it must not
+        // wait on it.
+        let wait = handled && !st.ctx.draining();
+        let item = if wait {
+            poll_fn(|cx| cell.next_item(&mut batch, Some(cx))).await
+        } else {
+            match cell.next_item(&mut batch, None) {
+                Poll::Ready(item) => item,
+                Poll::Pending => unreachable!("next_item without a context never waits"),
+            }
+        };
         if matches!(item, Item::Empty) {
-            // A drain request's reason (kept in the ctx, so the task stays small): stop when the
-            // mailbox is empty (cell.rs, rule 11).
             if let Some(reason) = st.ctx.take_drain() {
                 return stop(st, reason).await;
             }
-            if handled {
-                item = poll_fn(|cx| cell.poll_next(cx)).await;
-            }
+        } else {
+            // sched.rs, rule 4: this actor has work, so what it woke runs elsewhere.
+            crate::sched::release_next();
         }
         match item {
             Item::Msg(m) => {
@@ -325,9 +371,7 @@ async fn run<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> Outcom
         if let Some(reason) = st.ctx.take_stop() {
             return stop(st, reason).await;
         }
-        budget -= 1;
-        if budget == 0 {
-            budget = FAIRNESS_BUDGET;
+        if crate::sched::spend(&mut budget) {
             reschedule().await;
         }
     }

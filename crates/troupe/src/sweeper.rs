@@ -17,7 +17,7 @@ const PERIOD: Duration = Duration::from_secs(1);
 
 /// An actor the sweeper can visit; returns whether it stays on the list.
 pub(crate) trait Sweepable: Send + Sync {
-    fn sweep(&self) -> bool;
+    fn sweep(self: std::sync::Arc<Self>) -> bool;
 }
 
 struct Sweeper {

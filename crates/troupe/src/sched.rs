@@ -1,0 +1,415 @@
+//! Scheduling: carriers and the run-next handoff, so a message from one actor to an idle one
+//! runs the receiver on the sender's thread without a task spawn, a tokio wake or a
+//! cross-thread hop.
+//!
+//! Rules (the design is explained in `docs/concepts.md`, "Scheduling"; tests in
+//! `tests/core_sched.rs` name the rule they check):
+//! 1. Every activation runs inside a carrier: a tokio task that polls one actor's activation at
+//!    a time. A carrier is spawned on the actor's home runtime (`cell.rs`, rule 9). An
+//!    activation is boxed once and keeps its box while it moves between carriers and its cell.
+//! 2. While a carrier polls, it is this thread's current carrier. An idle actor woken from
+//!    inside it (a send, a system message) whose home is the carrier's runtime does not get a
+//!    task of its own: its activation goes into the carrier's run-next slot. Woken from
+//!    anywhere else (a plain thread, another runtime, an actor's inline start), it gets a new
+//!    carrier.
+//! 3. The slot holds one activation. A second one woken in the same poll takes the slot, and
+//!    the one it displaces gets a carrier of its own (so it can run on another worker): the
+//!    newest wins, as tokio's own LIFO slot does.
+//! 4. An actor that takes a message (or a system message) while the slot is full first hands
+//!    the slot's activation to a carrier of its own, so the woken actor never waits behind the
+//!    sender's backlog. An actor that finds its mailbox empty while the slot is full *hands
+//!    off*: instead of waiting on its mailbox with the carrier's waker, it parks its activation,
+//!    future and all, in its cell (`cell.rs`, status `Handing`, then `Idle`), and the carrier
+//!    goes on with the slot's activation on the same thread. The next message to it puts that
+//!    same activation, unchanged, into the sender's slot. So a chain of messages between
+//!    idle actors (a ping-pong, a token round a ring) runs as a loop in one task, with no
+//!    allocation, no wake and no spawn per hop.
+//! 5. Fairness: all the actors a carrier runs in one poll share one budget of
+//!    [`POLL_BUDGET`] messages and hops; when it is spent the carrier goes to the back of its
+//!    worker's run queue. When a poll ends (the budget spent, or an actor awaiting something
+//!    else) the slot is handed to a carrier of its own, so it never outlives the poll.
+//! 6. An activation is armed (`spawn.rs`): dropped before it finished, it kills its actor
+//!    (`cell.rs`, rule 10). So an activation in the slot, parked in a cell, in a dock, or in a
+//!    carrier the runtime drops, is never lost silently.
+//! 7. A carrier left with nothing to run idles in its thread's pool (at most [`POOL_SIZE`] per
+//!    thread, all of one runtime) instead of ending, and "a carrier of its own" (rules 2-5)
+//!    means an idle carrier from the waking thread's pool when there is one: the activation is
+//!    put in its dock and the carrier is woken, a plain tokio wake with no allocation; only when
+//!    the pool is empty is a new carrier spawned. An actor with an empty mailbox and an empty
+//!    slot waits on its mailbox (keeping its carrier) as before: handing off then too was
+//!    measured slower where busy actors wake idle ones (`chameneos`, `big`).
+//!
+//! The slot, the current carrier, the budget and the hand-off flag are thread-locals read and
+//! replaced whole (`std::cell::Cell`), never borrowed, so no code runs while one is borrowed.
+
+use std::cell::Cell;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Waker;
+use std::task::{Context, Poll};
+
+use tokio::runtime::{Handle, Id};
+
+/// One actor's activation as a carrier holds it: boxed once, pinned, and able to park itself
+/// in its cell when its actor hands off (rule 4).
+pub(crate) trait Runnable: Send {
+    /// Polls the activation (the actor's loop).
+    fn poll_run(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()>;
+    /// Parks the activation in its cell (rule 4), or gives it back when the cell has work or a
+    /// kill after all: the carrier then polls it again.
+    fn park(self: Pin<Box<Self>>) -> Result<(), Activation>;
+}
+
+/// An activation, type-erased so a carrier can run actors of any message type.
+pub(crate) type Activation = Pin<Box<dyn Runnable>>;
+
+/// Messages and hops a carrier runs in one poll before it yields (rule 5).
+pub(crate) const POLL_BUDGET: u32 = 256;
+
+/// Idle carriers a thread keeps (rule 7).
+pub(crate) const POOL_SIZE: usize = 16;
+
+/// The runtime a carrier runs on: its handle's address (the fast check) and its id.
+#[derive(Clone, Copy)]
+struct Home {
+    ptr: usize,
+    id: Id,
+}
+
+impl Home {
+    fn of(handle: &Arc<Handle>) -> Self {
+        Home { ptr: Arc::as_ptr(handle) as usize, id: handle.id() }
+    }
+
+    fn is(self, handle: &Arc<Handle>) -> bool {
+        self.ptr == Arc::as_ptr(handle) as usize || self.id == handle.id()
+    }
+}
+
+thread_local! {
+    /// The carrier polling on this thread, if any (rule 2).
+    static CURRENT: Cell<Option<Home>> = const { Cell::new(None) };
+    /// Its run-next slot (rule 3). Only taken or replaced, never borrowed, so dropping or
+    /// spawning what comes out of it can never re-enter a borrow.
+    static NEXT: Cell<Option<Activation>> = const { Cell::new(None) };
+    /// Whether the slot is full (kept beside it so looking costs no take-and-put-back).
+    static NEXT_FULL: Cell<bool> = const { Cell::new(false) };
+    /// What is left of the current poll's budget (rule 5).
+    static BUDGET: Cell<u32> = const { Cell::new(0) };
+    /// The activation just polled chose to hand off (rule 4): its carrier parks it.
+    static HANDING: Cell<bool> = const { Cell::new(false) };
+    /// Idle carriers (rule 7), taken and put back whole, never borrowed.
+    static POOL: Cell<Vec<Arc<Dock>>> = const { Cell::new(Vec::new()) };
+}
+
+/// Where an idle carrier is handed its next activation (rule 7).
+struct Dock {
+    home: Home,
+    inner: parking_lot::Mutex<Docked>,
+}
+
+#[derive(Default)]
+struct Docked {
+    activation: Option<Activation>,
+    waker: Option<Waker>,
+    /// Dropped from its pool, or idle for a sweep period: the carrier ends at its next poll.
+    retired: bool,
+    /// Idling in a pool (its carrier runs nothing).
+    docked: bool,
+    /// Handed an activation since the sweeper's last visit.
+    used: bool,
+    /// On the sweeper's list.
+    swept: bool,
+}
+
+impl Docked {
+    /// Retires the carrier; the waker to wake so it ends.
+    fn retire(&mut self) -> Option<Waker> {
+        self.retired = true;
+        self.waker.take()
+    }
+}
+
+/// Rule 7: an idle carrier that was handed nothing for a whole sweep period ends, so idle
+/// carriers, like idle actors, cost no task for long (`sweeper.rs`).
+impl crate::sweeper::Sweepable for Dock {
+    fn sweep(self: Arc<Self>) -> bool {
+        let mut g = self.inner.lock();
+        if g.retired {
+            return false;
+        }
+        if !g.docked || g.used {
+            g.used = false;
+            return true;
+        }
+        let waker = g.retire();
+        drop(g);
+        if let Some(w) = waker {
+            w.wake();
+        }
+        false
+    }
+}
+
+/// An idle carrier of `home` from this thread's pool.
+fn pool_pop(home: Home) -> Option<Arc<Dock>> {
+    let mut pool = POOL.take();
+    let dock = match pool.last() {
+        Some(d) if d.home.id == home.id => pool.pop(),
+        _ => None,
+    };
+    POOL.set(pool);
+    dock
+}
+
+/// Puts an idle carrier in this thread's pool; false when the pool is full. Carriers of
+/// another runtime are dropped from it first (the pool holds one runtime's carriers).
+fn pool_push(dock: &Arc<Dock>) -> bool {
+    let mut pool = POOL.take();
+    if pool.first().is_some_and(|d| d.home.id != dock.home.id) {
+        for old in pool.drain(..) {
+            let waker = old.inner.lock().retire();
+            if let Some(w) = waker {
+                w.wake();
+            }
+        }
+    }
+    let room = pool.len() < POOL_SIZE;
+    if room {
+        pool.push(dock.clone());
+    }
+    POOL.set(pool);
+    room
+}
+
+/// Runs `activation` in a carrier of its own on `home` (rule 7): an idle one from this
+/// thread's pool, else a new one.
+fn run_elsewhere(home: Home, handle: Option<&Arc<Handle>>, activation: Activation) {
+    let mut activation = Some(activation);
+    // Bounded by the pool's size: each turn takes one carrier out of it.
+    while let Some(dock) = pool_pop(home) {
+        let waker = {
+            let mut d = dock.inner.lock();
+            if d.retired {
+                continue;
+            }
+            d.activation = activation.take();
+            d.docked = false;
+            d.used = true;
+            d.waker.take()
+        };
+        // A docked carrier always left its waker (it docks itself during its own poll).
+        if let Some(w) = waker {
+            w.wake();
+        }
+        return;
+    }
+    let activation = activation.expect("not handed to a dock");
+    match handle {
+        Some(h) => drop(h.spawn(carrier(activation, home))),
+        None => drop(tokio::spawn(carrier(activation, home))),
+    }
+}
+
+fn put_next(a: Activation) -> Option<Activation> {
+    NEXT_FULL.set(true);
+    NEXT.replace(Some(a))
+}
+
+fn take_next() -> Option<Activation> {
+    NEXT_FULL.set(false);
+    NEXT.take()
+}
+
+/// Runs `activation` on `home` (`cell.rs`, rules 2 and 9): in the current carrier's slot when
+/// there is one on that runtime (rules 2 and 3), else in a new carrier.
+pub(crate) fn schedule(home: &Arc<Handle>, activation: Activation) {
+    match CURRENT.get() {
+        Some(here) if here.is(home) => {
+            if let Some(displaced) = put_next(activation) {
+                run_elsewhere(here, None, displaced);
+            }
+        }
+        _ => run_elsewhere(Home::of(home), Some(home), activation),
+    }
+}
+
+/// Rule 4: whether an actor that found its mailbox empty should hand off rather than wait: it
+/// runs in a carrier whose slot holds another activation. When true, the caller has marked its
+/// cell `Handing` and must return `Pending` at once; the carrier parks it after the poll.
+pub(crate) fn hand_off() -> bool {
+    if CURRENT.get().is_some() && NEXT_FULL.get() {
+        HANDING.set(true);
+        true
+    } else {
+        false
+    }
+}
+
+/// Rule 4: the actor has work of its own, so the slot's activation gets its own carrier.
+pub(crate) fn release_next() {
+    if NEXT_FULL.get() {
+        if let (Some(here), Some(next)) = (CURRENT.get(), take_next()) {
+            run_elsewhere(here, None, next);
+        }
+    }
+}
+
+/// Spends one unit of the current carrier poll's budget, or of `local` outside a carrier;
+/// true when it is spent and the caller should yield (rule 5).
+pub(crate) fn spend(local: &mut u32) -> bool {
+    if CURRENT.get().is_some() {
+        let left = BUDGET.get().saturating_sub(1);
+        BUDGET.set(left);
+        left == 0
+    } else {
+        *local = local.saturating_sub(1);
+        if *local == 0 {
+            *local = POLL_BUDGET;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// Runs `f` with no current carrier (an actor's inline start on its spawner's stack: what it
+/// wakes gets carriers of its own, rule 2, and it never hands off).
+pub(crate) fn outside<R>(f: impl FnOnce() -> R) -> R {
+    let saved = CURRENT.replace(None);
+    let full = NEXT_FULL.replace(false);
+    let next = NEXT.take();
+    let out = f();
+    CURRENT.set(saved);
+    NEXT_FULL.set(full);
+    if let Some(stray) = NEXT.replace(next) {
+        // Nothing outside a carrier fills the slot; should anything, it still runs.
+        match saved {
+            Some(here) => run_elsewhere(here, None, stray),
+            None => drop(stray),
+        }
+    }
+    out
+}
+
+/// A carrier for `activation` on `home`, to be spawned there (an inline start that waits).
+pub(crate) fn carrier_on(activation: Activation, home: &Arc<Handle>) -> impl Future<Output = ()> + Send + 'static {
+    carrier(activation, Home::of(home))
+}
+
+/// A tokio task running activations one after the other (rules 1-5, 7): `first`, then those
+/// it takes from its slot when the one it runs finishes or hands off, then, idle in its
+/// thread's pool, those handed to its dock.
+async fn carrier(first: Activation, home: Home) {
+    let mut current = Some(first);
+    let mut dock: Option<Arc<Dock>> = None;
+    std::future::poll_fn(move |cx: &mut Context<'_>| {
+        let _polling = Polling::enter(home);
+        loop {
+            if current.is_none() {
+                // Docked (rule 7): run what was handed over, or go on idling.
+                let Some(d) = dock.as_ref() else {
+                    return Poll::Ready(());
+                };
+                let mut g = d.inner.lock();
+                match g.activation.take() {
+                    Some(a) => current = Some(a),
+                    None if g.retired => return Poll::Ready(()),
+                    None => {
+                        if !g.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                            g.waker = Some(cx.waker().clone());
+                        }
+                        return Poll::Pending;
+                    }
+                }
+            }
+            let run = current.as_mut().expect("set above");
+            match run.as_mut().poll_run(cx) {
+                Poll::Pending if HANDING.replace(false) => {
+                    // Rule 4: park it in its cell; a cell that got work meanwhile gives it back.
+                    let act = current.take().expect("polled just now");
+                    if let Err(back) = act.park() {
+                        current = Some(back);
+                        if spent() {
+                            cx.waker().wake_by_ref();
+                            return Poll::Pending;
+                        }
+                        continue;
+                    }
+                }
+                Poll::Pending => return Poll::Pending,
+                // The finished activation is dropped here, outside any borrow.
+                Poll::Ready(()) => current = None,
+            }
+            match take_next() {
+                Some(next) => current = Some(next),
+                None => {
+                    // Rule 7: idle in this thread's pool, or end when it is full.
+                    let d = dock.get_or_insert_with(|| Arc::new(Dock { home, inner: Default::default() }));
+                    let register = {
+                        let mut g = d.inner.lock();
+                        if !g.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                            g.waker = Some(cx.waker().clone());
+                        }
+                        g.docked = true;
+                        !std::mem::replace(&mut g.swept, true)
+                    };
+                    if register {
+                        crate::sweeper::register(Arc::downgrade(d) as std::sync::Weak<dyn crate::sweeper::Sweepable>);
+                    }
+                    if pool_push(d) {
+                        return Poll::Pending;
+                    }
+                    return Poll::Ready(());
+                }
+            }
+            if spent() {
+                // Rule 5: to the back of the run queue (a self-wake during a poll is a yield).
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+        }
+    })
+    .await;
+}
+
+/// One hop of the current poll's budget; true when it is spent (rule 5).
+fn spent() -> bool {
+    let left = BUDGET.get().saturating_sub(1);
+    BUDGET.set(left);
+    left == 0
+}
+
+/// Makes a carrier current for one poll; on drop, hands a left-over slot to a carrier of its
+/// own (rule 5) and restores what was current before.
+struct Polling {
+    saved: Option<Home>,
+    saved_budget: u32,
+    saved_full: bool,
+    saved_next: Option<Activation>,
+    home: Home,
+}
+
+impl Polling {
+    fn enter(home: Home) -> Self {
+        let saved = CURRENT.replace(Some(home));
+        let saved_budget = BUDGET.replace(POLL_BUDGET);
+        let saved_full = NEXT_FULL.replace(false);
+        let saved_next = NEXT.take();
+        Polling { saved, saved_budget, saved_full, saved_next, home }
+    }
+}
+
+impl Drop for Polling {
+    fn drop(&mut self) {
+        HANDING.set(false);
+        if let Some(next) = take_next() {
+            run_elsewhere(self.home, None, next);
+        }
+        CURRENT.set(self.saved);
+        BUDGET.set(self.saved_budget);
+        NEXT_FULL.set(self.saved_full);
+        NEXT.set(self.saved_next.take());
+    }
+}
