@@ -14,19 +14,33 @@
 //!    than the sender.
 //! 4. Adding to a full active view first drops a random neighbour, which is told
 //!    (`Disconnect`) and moved to the passive view (and moves this node to its own).
-//! 5. A failed active neighbour (the transport says so) is removed; the node asks a random
-//!    passive peer `Neighbor(high)` when its active view is empty, `Neighbor(low)` otherwise.
-//!    A `high` request is always accepted; a `low` one only with room. A refused or failed
-//!    candidate is dropped from the passive view and the next one is tried on the next tick.
+//! 5. A failed active neighbour (the transport says so) is removed; a node whose active view is
+//!    not full asks one random passive peer at a time `Neighbor(high)` when its active view is
+//!    empty, `Neighbor(low)` otherwise (or `high` by rule 8). A `high` request is always
+//!    accepted; a `low` one only with room. A failed candidate is dropped from the passive view;
+//!    a refused one stays there (it is alive, and may be the only peer this node knows outside
+//!    its part). The next candidate is tried on the next tick, and at most [`ESCALATE_AFTER`]
+//!    `low` requests may be refused per shuffle period (then the node waits for the next one).
 //! 6. Every `shuffle_ms` a node sends itself plus `shuffle_ka` active and `shuffle_kp` passive
 //!    peers on a random walk of `shuffle_ttl` hops; the walk's end answers with as many of its
 //!    passive peers, and both merge what they got into their passive views (evicting at random).
 //! 7. Every outgoing message is bounded by the views' sizes; every walk by its ttl.
+//! 8. Escalation: a node whose active view has been neither empty nor full for a whole shuffle
+//!    period, and which had [`ESCALATE_AFTER`] `low` requests refused in that period, sends its
+//!    next request (one, in the next period) as `high`. Without it a part whose every node is
+//!    full never lets in a part that knows only it (a split as the overlay forms: a full
+//!    4-clique and a triangle at `active_size = 3`). The accepter drops a random neighbour (rule
+//!    4), which must itself be short for a whole period before it may escalate: a node that
+//!    stays short for good (an odd sum of view sizes) moves the gap at most once per period.
 
 use rand::seq::SliceRandom;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
+
+/// Rules 5 and 8: `low` requests refused per shuffle period before a node stops asking until
+/// the next period, and escalates if it stayed short through the whole period.
+pub const ESCALATE_AFTER: u32 = 3;
 
 /// HyParView's parameters (the paper's defaults for about a thousand nodes).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -155,6 +169,12 @@ pub struct HyParView {
     passive: Vec<String>,
     pending: Option<String>,
     next_shuffle: u64,
+    /// Rule 5: `low` requests refused since the last shuffle.
+    refused: u32,
+    /// Rule 8: since when the active view has been neither empty nor full.
+    short_since: Option<u64>,
+    /// Rule 8: the next request goes out as `high`.
+    escalate: bool,
 }
 
 impl HyParView {
@@ -162,7 +182,17 @@ impl HyParView {
     #[must_use]
     pub fn new(me: &str, cfg: HyParViewConfig, now: u64) -> Self {
         let next_shuffle = now + cfg.shuffle_ms;
-        Self { me: me.to_owned(), cfg, active: Vec::new(), passive: Vec::new(), pending: None, next_shuffle }
+        Self {
+            me: me.to_owned(),
+            cfg,
+            active: Vec::new(),
+            passive: Vec::new(),
+            pending: None,
+            next_shuffle,
+            refused: 0,
+            short_since: None,
+            escalate: false,
+        }
     }
 
     /// The active view (overlay neighbours).
@@ -273,7 +303,8 @@ impl HyParView {
                 if accepted {
                     self.add_active(from, rng, out);
                 } else {
-                    self.passive.retain(|x| x != from);
+                    // Rule 5: the refuser stays a candidate (the paper keeps it too).
+                    self.refused = self.refused.saturating_add(1);
                 }
             }
             HvMsg::Shuffle { origin, sample, ttl } => {
@@ -314,18 +345,36 @@ impl HyParView {
         if self.pending.is_some() || self.active.len() >= self.cfg.active_size {
             return;
         }
+        let high = self.active.is_empty() || self.escalate;
+        if !high && self.refused >= ESCALATE_AFTER {
+            return;
+        }
         if let Some(q) = self.passive.choose(rng).cloned() {
             self.pending = Some(q.clone());
-            out.push(HvOut::Send(q, HvMsg::Neighbor { high: self.active.is_empty() }));
+            if high {
+                self.escalate = false;
+            }
+            out.push(HvOut::Send(q, HvMsg::Neighbor { high }));
         }
     }
 
-    /// Advances time: shuffles (rule 6) and heals a short active view (rule 5).
+    /// Advances time: shuffles (rule 6), heals a short active view (rule 5) and escalates when
+    /// that has not worked for a whole period (rule 8).
     pub fn tick(&mut self, now: u64, rng: &mut ChaCha8Rng, out: &mut Vec<HvOut>) {
+        let short = !self.active.is_empty() && self.active.len() < self.cfg.active_size;
+        if !short {
+            self.short_since = None;
+        } else if self.short_since.is_none() {
+            self.short_since = Some(now);
+        }
         if now >= self.next_shuffle {
             self.next_shuffle = now + self.cfg.shuffle_ms;
             // A pending request that never got an answer is given up at each shuffle.
             self.pending = None;
+            // Rule 8: short through the whole period, and refused as often as rule 5 allows.
+            let whole_period = self.short_since.is_some_and(|t| now.saturating_sub(t) >= self.cfg.shuffle_ms);
+            self.escalate = whole_period && self.refused >= ESCALATE_AFTER;
+            self.refused = 0;
             if let Some(to) = self.active.choose(rng).cloned() {
                 let mut a: Vec<String> = self.active.iter().filter(|x| **x != to).cloned().collect();
                 a.shuffle(rng);
