@@ -240,6 +240,11 @@ impl HyParView {
         self.passive.retain(|x| x != p);
         self.active.push(p.to_owned());
         out.push(HvOut::Up(p.to_owned()));
+        if self.active.len() >= self.cfg.active_size {
+            // Rule 8: a node that was full since is short anew, whatever it was before.
+            self.short_since = None;
+            self.escalate = false;
+        }
         true
     }
 
@@ -390,5 +395,70 @@ impl HyParView {
             }
         }
         self.heal(rng, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    /// `me` with active_size 3, shuffles every second, neighbours `active`, passive `passive`.
+    fn node(active: &[&str], passive: &[&str]) -> (HyParView, ChaCha8Rng) {
+        let cfg = HyParViewConfig { active_size: 3, passive_size: 6, shuffle_ms: 1_000, ..HyParViewConfig::default() };
+        let (mut hv, mut rng, mut out) = (HyParView::new("me", cfg, 0), ChaCha8Rng::seed_from_u64(7), Vec::new());
+        for a in active {
+            hv.receive(a, HvMsg::Added, &mut rng, &mut out);
+        }
+        let sample = passive.iter().map(|p| (*p).to_owned()).collect();
+        hv.receive("me", HvMsg::ShuffleReply { sample }, &mut rng, &mut out);
+        (hv, rng)
+    }
+
+    /// Ticks every 50 ms up to `until`, refusing every neighbour request; returns the requests
+    /// (`high` flags) sent.
+    fn refuse_all(hv: &mut HyParView, rng: &mut ChaCha8Rng, from: u64, until: u64) -> Vec<bool> {
+        let mut asked = Vec::new();
+        for now in (from..=until).step_by(50) {
+            let mut out = Vec::new();
+            hv.tick(now, rng, &mut out);
+            for o in out {
+                if let HvOut::Send(to, HvMsg::Neighbor { high }) = o {
+                    asked.push(high);
+                    hv.receive(&to, HvMsg::NeighborReply { accepted: false }, rng, &mut Vec::new());
+                }
+            }
+        }
+        asked
+    }
+
+    #[test]
+    fn rule_5_a_refuser_stays_in_the_passive_view_and_a_period_allows_three_refusals() {
+        let (mut hv, mut rng) = node(&["n1"], &["a", "b", "c", "d"]);
+        let asked = refuse_all(&mut hv, &mut rng, 50, 950);
+        assert_eq!(asked, vec![false; ESCALATE_AFTER as usize], "three low requests, then quiet");
+        assert_eq!(hv.passive().len(), 4, "refusers are kept: {:?}", hv.passive());
+    }
+
+    #[test]
+    fn rule_8_a_node_short_for_a_whole_period_escalates_once_per_period() {
+        let (mut hv, mut rng) = node(&["n1"], &["a", "b", "c", "d"]);
+        // Short since 50 ms: the shuffle at 1,000 ms is too early, the one at 2,000 escalates.
+        let first = refuse_all(&mut hv, &mut rng, 50, 1_950);
+        assert!(!first.contains(&true), "{first:?}");
+        let second = refuse_all(&mut hv, &mut rng, 2_000, 2_950);
+        assert_eq!(second.iter().filter(|h| **h).count(), 1, "{second:?}");
+        assert!(second[0], "the escalated request goes first: {second:?}");
+    }
+
+    #[test]
+    fn rule_8_a_node_dropped_from_a_full_view_waits_a_whole_period_before_escalating() {
+        let (mut hv, mut rng) = node(&["n1", "n2", "n3"], &["a", "b", "c", "d"]);
+        assert!(refuse_all(&mut hv, &mut rng, 50, 1_450).is_empty(), "a full node asks nothing");
+        hv.receive("n3", HvMsg::Disconnect, &mut rng, &mut Vec::new());
+        let asked = refuse_all(&mut hv, &mut rng, 1_500, 2_950);
+        assert!(!asked.is_empty() && !asked.contains(&true), "low requests only: {asked:?}");
+        let asked = refuse_all(&mut hv, &mut rng, 3_000, 3_950);
+        assert_eq!(asked.first(), Some(&true), "{asked:?}");
     }
 }
