@@ -32,6 +32,12 @@
 //!    4-clique and a triangle at `active_size = 3`). The accepter drops a random neighbour (rule
 //!    4), which must itself be short for a whole period before it may escalate: a node that
 //!    stays short for good (an odd sum of view sizes) moves the gap at most once per period.
+//!
+//! Where this departs from the paper: the paper sends `high` only from an empty active view and
+//! retries refused requests without a cap; rules 5's cap and 8 are this project's. Rule 8 costs
+//! some churn (in the simulator, at 7 nodes and `active_size = 3`, one link replaced every two
+//! shuffle periods for good), and an escalation can cut a bridge: the parts are then apart
+//! until the cut-off side escalates in turn (about two periods).
 
 use rand::seq::SliceRandom;
 use rand::Rng;
