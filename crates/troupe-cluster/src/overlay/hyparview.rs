@@ -14,19 +14,39 @@
 //!    than the sender.
 //! 4. Adding to a full active view first drops a random neighbour, which is told
 //!    (`Disconnect`) and moved to the passive view (and moves this node to its own).
-//! 5. A failed active neighbour (the transport says so) is removed; the node asks a random
-//!    passive peer `Neighbor(high)` when its active view is empty, `Neighbor(low)` otherwise.
-//!    A `high` request is always accepted; a `low` one only with room. A refused or failed
-//!    candidate is dropped from the passive view and the next one is tried on the next tick.
+//! 5. A failed active neighbour (the transport says so) is removed; a node whose active view is
+//!    not full asks one random passive peer at a time `Neighbor(high)` when its active view is
+//!    empty, `Neighbor(low)` otherwise (or `high` by rule 8). A `high` request is always
+//!    accepted; a `low` one only with room. A failed candidate is dropped from the passive view;
+//!    a refused one stays there (it is alive, and may be the only peer this node knows outside
+//!    its part). The next candidate is tried on the next tick, and at most [`ESCALATE_AFTER`]
+//!    `low` requests may be refused per shuffle period (then the node waits for the next one).
 //! 6. Every `shuffle_ms` a node sends itself plus `shuffle_ka` active and `shuffle_kp` passive
 //!    peers on a random walk of `shuffle_ttl` hops; the walk's end answers with as many of its
 //!    passive peers, and both merge what they got into their passive views (evicting at random).
 //! 7. Every outgoing message is bounded by the views' sizes; every walk by its ttl.
+//! 8. Escalation: a node whose active view has been neither empty nor full for a whole shuffle
+//!    period, and which had [`ESCALATE_AFTER`] `low` requests refused in that period, sends its
+//!    next request (one, in the next period) as `high`. Without it a part whose every node is
+//!    full never lets in a part that knows only it (a split as the overlay forms: a full
+//!    4-clique and a triangle at `active_size = 3`). The accepter drops a random neighbour (rule
+//!    4), which must itself be short for a whole period before it may escalate: a node that
+//!    stays short for good (an odd sum of view sizes) moves the gap at most once per period.
+//!
+//! Where this departs from the paper: the paper sends `high` only from an empty active view and
+//! retries refused requests without a cap; rules 5's cap and 8 are this project's. Rule 8 costs
+//! some churn (in the simulator, at 7 nodes and `active_size = 3`, one link replaced every two
+//! shuffle periods for good), and an escalation can cut a bridge: the parts are then apart
+//! until the cut-off side escalates in turn (about two periods).
 
 use rand::seq::SliceRandom;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
+
+/// Rules 5 and 8: `low` requests refused per shuffle period before a node stops asking until
+/// the next period, and escalates if it stayed short through the whole period.
+pub const ESCALATE_AFTER: u32 = 3;
 
 /// HyParView's parameters (the paper's defaults for about a thousand nodes).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -155,6 +175,12 @@ pub struct HyParView {
     passive: Vec<String>,
     pending: Option<String>,
     next_shuffle: u64,
+    /// Rule 5: `low` requests refused since the last shuffle.
+    refused: u32,
+    /// Rule 8: since when the active view has been neither empty nor full.
+    short_since: Option<u64>,
+    /// Rule 8: the next request goes out as `high`.
+    escalate: bool,
 }
 
 impl HyParView {
@@ -162,7 +188,17 @@ impl HyParView {
     #[must_use]
     pub fn new(me: &str, cfg: HyParViewConfig, now: u64) -> Self {
         let next_shuffle = now + cfg.shuffle_ms;
-        Self { me: me.to_owned(), cfg, active: Vec::new(), passive: Vec::new(), pending: None, next_shuffle }
+        Self {
+            me: me.to_owned(),
+            cfg,
+            active: Vec::new(),
+            passive: Vec::new(),
+            pending: None,
+            next_shuffle,
+            refused: 0,
+            short_since: None,
+            escalate: false,
+        }
     }
 
     /// The active view (overlay neighbours).
@@ -210,6 +246,11 @@ impl HyParView {
         self.passive.retain(|x| x != p);
         self.active.push(p.to_owned());
         out.push(HvOut::Up(p.to_owned()));
+        if self.active.len() >= self.cfg.active_size {
+            // Rule 8: a node that was full since is short anew, whatever it was before.
+            self.short_since = None;
+            self.escalate = false;
+        }
         true
     }
 
@@ -273,7 +314,8 @@ impl HyParView {
                 if accepted {
                     self.add_active(from, rng, out);
                 } else {
-                    self.passive.retain(|x| x != from);
+                    // Rule 5: the refuser stays a candidate (the paper keeps it too).
+                    self.refused = self.refused.saturating_add(1);
                 }
             }
             HvMsg::Shuffle { origin, sample, ttl } => {
@@ -314,18 +356,36 @@ impl HyParView {
         if self.pending.is_some() || self.active.len() >= self.cfg.active_size {
             return;
         }
+        let high = self.active.is_empty() || self.escalate;
+        if !high && self.refused >= ESCALATE_AFTER {
+            return;
+        }
         if let Some(q) = self.passive.choose(rng).cloned() {
             self.pending = Some(q.clone());
-            out.push(HvOut::Send(q, HvMsg::Neighbor { high: self.active.is_empty() }));
+            if high {
+                self.escalate = false;
+            }
+            out.push(HvOut::Send(q, HvMsg::Neighbor { high }));
         }
     }
 
-    /// Advances time: shuffles (rule 6) and heals a short active view (rule 5).
+    /// Advances time: shuffles (rule 6), heals a short active view (rule 5) and escalates when
+    /// that has not worked for a whole period (rule 8).
     pub fn tick(&mut self, now: u64, rng: &mut ChaCha8Rng, out: &mut Vec<HvOut>) {
+        let short = !self.active.is_empty() && self.active.len() < self.cfg.active_size;
+        if !short {
+            self.short_since = None;
+        } else if self.short_since.is_none() {
+            self.short_since = Some(now);
+        }
         if now >= self.next_shuffle {
             self.next_shuffle = now + self.cfg.shuffle_ms;
             // A pending request that never got an answer is given up at each shuffle.
             self.pending = None;
+            // Rule 8: short through the whole period, and refused as often as rule 5 allows.
+            let whole_period = self.short_since.is_some_and(|t| now.saturating_sub(t) >= self.cfg.shuffle_ms);
+            self.escalate = whole_period && self.refused >= ESCALATE_AFTER;
+            self.refused = 0;
             if let Some(to) = self.active.choose(rng).cloned() {
                 let mut a: Vec<String> = self.active.iter().filter(|x| **x != to).cloned().collect();
                 a.shuffle(rng);
@@ -341,5 +401,70 @@ impl HyParView {
             }
         }
         self.heal(rng, out);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    /// `me` with active_size 3, shuffles every second, neighbours `active`, passive `passive`.
+    fn node(active: &[&str], passive: &[&str]) -> (HyParView, ChaCha8Rng) {
+        let cfg = HyParViewConfig { active_size: 3, passive_size: 6, shuffle_ms: 1_000, ..HyParViewConfig::default() };
+        let (mut hv, mut rng, mut out) = (HyParView::new("me", cfg, 0), ChaCha8Rng::seed_from_u64(7), Vec::new());
+        for a in active {
+            hv.receive(a, HvMsg::Added, &mut rng, &mut out);
+        }
+        let sample = passive.iter().map(|p| (*p).to_owned()).collect();
+        hv.receive("me", HvMsg::ShuffleReply { sample }, &mut rng, &mut out);
+        (hv, rng)
+    }
+
+    /// Ticks every 50 ms up to `until`, refusing every neighbour request; returns the requests
+    /// (`high` flags) sent.
+    fn refuse_all(hv: &mut HyParView, rng: &mut ChaCha8Rng, from: u64, until: u64) -> Vec<bool> {
+        let mut asked = Vec::new();
+        for now in (from..=until).step_by(50) {
+            let mut out = Vec::new();
+            hv.tick(now, rng, &mut out);
+            for o in out {
+                if let HvOut::Send(to, HvMsg::Neighbor { high }) = o {
+                    asked.push(high);
+                    hv.receive(&to, HvMsg::NeighborReply { accepted: false }, rng, &mut Vec::new());
+                }
+            }
+        }
+        asked
+    }
+
+    #[test]
+    fn rule_5_a_refuser_stays_in_the_passive_view_and_a_period_allows_three_refusals() {
+        let (mut hv, mut rng) = node(&["n1"], &["a", "b", "c", "d"]);
+        let asked = refuse_all(&mut hv, &mut rng, 50, 950);
+        assert_eq!(asked, vec![false; ESCALATE_AFTER as usize], "three low requests, then quiet");
+        assert_eq!(hv.passive().len(), 4, "refusers are kept: {:?}", hv.passive());
+    }
+
+    #[test]
+    fn rule_8_a_node_short_for_a_whole_period_escalates_once_per_period() {
+        let (mut hv, mut rng) = node(&["n1"], &["a", "b", "c", "d"]);
+        // Short since 50 ms: the shuffle at 1,000 ms is too early, the one at 2,000 escalates.
+        let first = refuse_all(&mut hv, &mut rng, 50, 1_950);
+        assert!(!first.contains(&true), "{first:?}");
+        let second = refuse_all(&mut hv, &mut rng, 2_000, 2_950);
+        assert_eq!(second.iter().filter(|h| **h).count(), 1, "{second:?}");
+        assert!(second[0], "the escalated request goes first: {second:?}");
+    }
+
+    #[test]
+    fn rule_8_a_node_dropped_from_a_full_view_waits_a_whole_period_before_escalating() {
+        let (mut hv, mut rng) = node(&["n1", "n2", "n3"], &["a", "b", "c", "d"]);
+        assert!(refuse_all(&mut hv, &mut rng, 50, 1_450).is_empty(), "a full node asks nothing");
+        hv.receive("n3", HvMsg::Disconnect, &mut rng, &mut Vec::new());
+        let asked = refuse_all(&mut hv, &mut rng, 1_500, 2_950);
+        assert!(!asked.is_empty() && !asked.contains(&true), "low requests only: {asked:?}");
+        let asked = refuse_all(&mut hv, &mut rng, 3_000, 3_950);
+        assert_eq!(asked.first(), Some(&true), "{asked:?}");
     }
 }
