@@ -16,7 +16,11 @@
 //! `spawn_ms` = time from the first spawn until all have started; (3) no warm-up and reps=1:
 //! a warm-up would leave freed memory in the allocator and hide the cost being measured;
 //! (4) for runtimes that report it (Troupe), `bytes_per_actor_after_stop` = (resident after all
-//! stopped and `malloc_trim` - before) / n, the leak check.
+//! stopped and `malloc_trim` - before) / n: what the allocator keeps of the peak, which is
+//! not a leak; (5) for those runtimes, a second round of the same spawn-and-stop follows, and
+//! `bytes_per_actor_leaked` = (resident after the second round - after the first) / n, the leak
+//! check: memory an actor leaves behind grows it by that much per round, while pages the
+//! allocator keeps from the first round are reused by the second.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -36,6 +40,7 @@ pub(crate) struct Probe {
     before: Option<u64>,
     after: Option<u64>,
     released: Option<u64>,
+    again: Option<u64>,
 }
 
 impl Probe {
@@ -59,6 +64,16 @@ impl Probe {
             libc::malloc_trim(0);
         }
         self.released = rss_bytes();
+    }
+
+    /// Records the resident set after a second round of the same spawn-and-stop (rule 5).
+    pub(crate) fn released_again(&mut self) {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        // SAFETY: malloc_trim only releases free heap pages; it has no preconditions.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+        self.again = rss_bytes();
     }
 }
 
@@ -135,6 +150,19 @@ pub(crate) fn measure(runtime: &str, n: u64) -> Result<Vec<Record>, Error> {
             params: params.clone(),
             ..Record::default()
         });
+        if let Some(again) = probe.again {
+            // Rule 5: growth from one round of spawn-and-stop to the next.
+            let leaked = (again as f64 - released as f64) / n as f64;
+            records.push(Record {
+                bench: Bench::Memory.name().into(),
+                runtime: runtime.into(),
+                metric: "bytes_per_actor_leaked".into(),
+                value: (leaked * 10.0).round() / 10.0,
+                unit: "B".into(),
+                params: params.clone(),
+                ..Record::default()
+            });
+        }
     }
     records.extend(vec![
         Record {

@@ -48,6 +48,7 @@ fn main() -> ExitCode {
             if rt == "troupe" {
                 // Troupe also reports what stays resident after every actor stopped.
                 expected.insert(0, ("bytes_per_actor_after_stop", "B"));
+                expected.insert(1, ("bytes_per_actor_leaked", "B"));
             }
             if mine != expected {
                 return Err(format!("{rt}: got {mine:?}\n{text}"));
@@ -69,10 +70,14 @@ fn main() -> ExitCode {
                 return Err(format!("{rt}: spawning {N} actors took {ms} ms:\n{text}"));
             }
         }
-        // The leak check: once every actor stopped, less stays resident than while they lived.
+        // The leak check: a second round of spawning and stopping N actors grows the resident
+        // set by less than 64 B per actor over the first. An actor that leaves anything behind
+        // (its cell is 144 B, its state and activation more) fails it; the allocator's own
+        // noise between rounds measured -1 to +11 B per actor here.
         let kept = value("troupe", "bytes_per_actor_after_stop");
-        if kept.is_nan() || kept >= value("troupe", "bytes_per_actor") {
-            return Err(format!("troupe keeps {kept} B per actor after stopping them all:\n{text}"));
+        let leaked = value("troupe", "bytes_per_actor_leaked");
+        if kept.is_nan() || leaked.is_nan() || leaked >= 64.0 {
+            return Err(format!("troupe grows by {leaked} B per actor per round of spawn-and-stop:\n{text}"));
         }
         Ok(())
     })();

@@ -183,6 +183,14 @@ fn pool_push(dock: &Arc<Dock>) -> bool {
     room
 }
 
+/// Whether this thread's pool can take one more idle carrier of `home`.
+fn pool_has_room(home: Home) -> bool {
+    let pool = POOL.take();
+    let room = pool.len() < POOL_SIZE || pool.first().is_some_and(|d| d.home.id != home.id);
+    POOL.set(pool);
+    room
+}
+
 /// Runs `activation` in a carrier of its own on `home` (rule 7): an idle one from this
 /// thread's pool, else a new one.
 fn run_elsewhere(home: Home, handle: Option<&Arc<Handle>>, activation: Activation) {
@@ -345,7 +353,11 @@ async fn carrier(first: Activation, home: Home) {
             match take_next() {
                 Some(next) => current = Some(next),
                 None => {
-                    // Rule 7: idle in this thread's pool, or end when it is full.
+                    // Rule 7: idle in this thread's pool, or end when it is full (a carrier
+                    // that never docked makes no dock, so a burst of carriers leaves nothing).
+                    if dock.is_none() && !pool_has_room(home) {
+                        return Poll::Ready(());
+                    }
                     let d = dock.get_or_insert_with(|| Arc::new(Dock { home, inner: Default::default() }));
                     let register = {
                         let mut g = d.inner.lock();

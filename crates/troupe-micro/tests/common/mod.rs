@@ -82,6 +82,7 @@ pub fn memory_well_formed(runtime: &str) {
     let mut expected = vec![("bytes_per_actor", "B"), ("spawn_ms", "ms")];
     if runtime == "troupe" {
         expected.insert(0, ("bytes_per_actor_after_stop", "B"));
+        expected.insert(1, ("bytes_per_actor_leaked", "B"));
     }
     assert_eq!(metrics, expected);
     for r in &recs {
