@@ -124,7 +124,8 @@ fn a_recorded_run_states_commit_machine_versions_threads_and_load_even_outside_t
     let rows: Vec<serde_json::Value> = lines.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     // fib, and memory measured in a child started with the same command line (which must
     // neither print a table nor overwrite the record).
-    assert_eq!(rows.len(), 4, "{lines}");
+    // fib (1 line), memory (4: after stop, leaked, per actor, spawn time).
+    assert_eq!(rows.len(), 5, "{lines}");
     assert_eq!(rows[0]["samples"].as_array().unwrap().len(), 2);
     assert!(rows.iter().any(|r| r["bench"] == "memory" && r["metric"] == "bytes_per_actor"), "{lines}");
     let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
