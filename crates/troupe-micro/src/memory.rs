@@ -58,23 +58,23 @@ impl Probe {
     /// the C allocator has been asked to return free pages (glibc keeps them otherwise, which
     /// would hide whether the runtime released anything).
     pub(crate) fn released(&mut self) {
-        #[cfg(all(target_os = "linux", target_env = "gnu"))]
-        // SAFETY: malloc_trim only releases free heap pages; it has no preconditions.
-        unsafe {
-            libc::malloc_trim(0);
-        }
-        self.released = rss_bytes();
+        self.released = trimmed_rss_bytes();
     }
 
     /// Records the resident set after a second round of the same spawn-and-stop (rule 5).
     pub(crate) fn released_again(&mut self) {
-        #[cfg(all(target_os = "linux", target_env = "gnu"))]
-        // SAFETY: malloc_trim only releases free heap pages; it has no preconditions.
-        unsafe {
-            libc::malloc_trim(0);
-        }
-        self.again = rss_bytes();
+        self.again = trimmed_rss_bytes();
     }
+}
+
+/// The resident set once the C allocator has been asked to return its free pages.
+fn trimmed_rss_bytes() -> Option<u64> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free heap pages; it has no preconditions.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+    rss_bytes()
 }
 
 /// This process's resident set size in bytes (Linux `VmRSS`), if it can be read.

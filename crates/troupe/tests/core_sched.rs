@@ -5,6 +5,8 @@
 //!
 //! Each test builds its own runtime, so what it checks does not depend on the test harness.
 
+mod common;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, OnceLock};
 use std::thread::ThreadId;
@@ -188,13 +190,9 @@ impl Actor for Asker {
         let (tx, rx) = mpsc::channel();
         self.leaf.send(Note(tx, 3)).unwrap();
         // Await (not block): the carrier's poll ends, and the slot goes to a carrier of its own.
-        let got = loop {
-            match rx.try_recv() {
-                Ok(v) => break v,
-                Err(_) => tokio::time::sleep(Duration::from_millis(1)).await,
-            }
-        };
-        let _ = self.result.take().unwrap().send(got);
+        // The blocking receive runs on tokio's blocking pool; this handler awaits its end.
+        let got = tokio::task::spawn_blocking(move || rx.recv_timeout(T)).await.unwrap();
+        let _ = self.result.take().unwrap().send(got.unwrap_or(usize::MAX));
     }
 }
 
@@ -404,14 +402,6 @@ fn rule_7_idle_carriers_end_within_a_few_sweeps() {
             b.terminated().await;
         }
         // Every actor is dead; what is left are idle carriers, which the sweeper retires.
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-        while metrics.num_alive_tasks() > base {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "{} tasks still alive (base {base}) 15 s after the last actor died",
-                metrics.num_alive_tasks()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        common::wait_until("idle carriers to end", Duration::from_secs(15), || metrics.num_alive_tasks() <= base).await;
     });
 }
