@@ -24,6 +24,7 @@ pub mod root;
 pub mod run;
 pub mod schedule;
 pub mod stats;
+mod subprocess;
 pub mod sweep;
 pub mod workload;
 pub mod workloads;

@@ -31,9 +31,9 @@ use troupe_remote::{Node, NodeConfig, NodeEvent};
 use super::actors::{Client, ClientMsg, Control, ControlMsg, Done, Servers, WorkMsg};
 use super::config::EnergyConfig;
 use super::primes::count_sieve;
-use crate::config;
 use crate::error::{Error, Result};
 use crate::events::writer::{now_us, Emitter, EventWriter};
+use crate::subprocess;
 
 /// The name the node process exports its control actor under.
 const CONTROL: &str = "energy-control";
@@ -42,41 +42,21 @@ const ENV_SECRET: &str = "TROUPE_ENERGY_SECRET";
 /// How long the node process may take to start and connect.
 const START_LIMIT: Duration = Duration::from_secs(60);
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::other(format!("cannot start the tokio runtime: {e}")))
-}
-
 /// Runs one role; the exit code.
 pub(super) fn exec(role: &str) -> Result<i32> {
-    let cfg_value = match config::from_env("energy") {
+    // Rule 4: a bad config is one line naming the key and the allowed values.
+    let cfg_value = match subprocess::config_or_exit("energy") {
         Ok(c) => c,
-        Err(e) => {
-            // Rule 4: one line naming the key and the allowed values.
-            let msg = e.to_string();
-            let parts: Vec<&str> = msg.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-            eprintln!("troupe energy: {}", parts.join(" "));
-            return Ok(2);
-        }
+        Err(code) => return Ok(code),
     };
     let cfg = EnergyConfig::from_config(&cfg_value);
-    let rt = runtime()?;
     if role == "energy-node" {
-        let code = rt.block_on(node_process(&cfg));
-        rt.shutdown_timeout(Duration::from_secs(1));
-        return code;
+        return subprocess::block_on(node_process(&cfg))?;
     }
     let writer = EventWriter::from_env("troupe", "clients")?;
     let em = writer.emitter();
-    em.emit(
-        "run_started",
-        json!({"workload": "energy", "config": cfg_value.to_json(),
-               "version": format!("troupe {}", env!("CARGO_PKG_VERSION"))}),
-    );
-    let outcome = rt.block_on(run_reps(&cfg, &em));
-    let (errors, failed_nodes) = match outcome {
+    subprocess::run_started(&em, "energy", &cfg_value);
+    let (errors, failed_nodes) = match subprocess::block_on(run_reps(&cfg, &em))? {
         Ok(()) => (0, Vec::new()),
         Err((e, nodes)) => {
             eprintln!("troupe energy: {e}");
@@ -84,8 +64,7 @@ pub(super) fn exec(role: &str) -> Result<i32> {
         }
     };
     let (_, write_errors) = writer.finish(json!({"errors": errors, "failed_nodes": failed_nodes}));
-    rt.shutdown_timeout(Duration::from_secs(1));
-    Ok(if errors > 0 || write_errors > 0 { 1 } else { 0 })
+    Ok(subprocess::exit_code(errors, write_errors))
 }
 
 /// The longest a repetition may take: generous, so a loaded machine is not a failure, and

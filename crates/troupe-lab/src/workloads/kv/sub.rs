@@ -30,9 +30,9 @@ use super::actors::{ControlMsg, NodeStats, VnodeMsg, ANTI_ENTROPY, GOSSIP, REQUE
 use super::config::{KvConfig, NODES};
 use super::node::{vnode_name, CONTROL};
 use super::quorum::Ring;
-use crate::config;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::events::writer::{Emitter, EventWriter};
+use crate::subprocess;
 
 /// The secret of the run's nodes, handed to the node processes.
 pub(super) const ENV_SECRET: &str = "TROUPE_KV_SECRET";
@@ -41,39 +41,20 @@ pub(super) const ENV_INDEX: &str = "TROUPE_KV_INDEX";
 /// How long a child process may take to start and answer.
 pub(super) const START_LIMIT: Duration = Duration::from_secs(60);
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::other(format!("cannot start the tokio runtime: {e}")))
-}
-
 /// Runs one role; the exit code.
 pub(super) fn exec(role: &str) -> Result<i32> {
-    let cfg_value = match config::from_env("kv") {
+    let cfg_value = match subprocess::config_or_exit("kv") {
         Ok(c) => c,
-        Err(e) => {
-            let msg = e.to_string();
-            let parts: Vec<&str> = msg.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-            eprintln!("troupe kv: {}", parts.join(" "));
-            return Ok(2);
-        }
+        Err(code) => return Ok(code),
     };
     let cfg = KvConfig::from_config(&cfg_value);
-    let rt = runtime()?;
     if role == "kv-node" {
-        let code = rt.block_on(super::node::node_process(&cfg));
-        rt.shutdown_timeout(Duration::from_secs(1));
-        return code;
+        return subprocess::block_on(super::node::node_process(&cfg))?;
     }
     let writer = EventWriter::from_env("troupe", "client")?;
     let em = writer.emitter();
-    em.emit(
-        "run_started",
-        json!({"workload": "kv", "config": cfg_value.to_json(),
-               "version": format!("troupe {}", env!("CARGO_PKG_VERSION"))}),
-    );
-    let errors = match rt.block_on(experiment(&cfg, &em)) {
+    subprocess::run_started(&em, "kv", &cfg_value);
+    let errors = match subprocess::block_on(experiment(&cfg, &em))? {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("troupe kv: {e}");
@@ -81,8 +62,7 @@ pub(super) fn exec(role: &str) -> Result<i32> {
         }
     };
     let (_, write_errors) = writer.finish(json!({"errors": errors}));
-    rt.shutdown_timeout(Duration::from_secs(1));
-    Ok(if errors > 0 || write_errors > 0 { 1 } else { 0 })
+    Ok(subprocess::exit_code(errors, write_errors))
 }
 
 /// A free loopback port.

@@ -38,9 +38,9 @@ use super::actors::{
     GOSSIP_CHANNEL,
 };
 use super::config::LatencyConfig;
-use crate::config;
 use crate::error::{Error, Result};
 use crate::events::writer::{Emitter, EventWriter};
+use crate::subprocess;
 
 /// The name node B exports its control actor under.
 const CONTROL: &str = "latency-control";
@@ -51,24 +51,12 @@ const ENV_ADVERTISE: &str = "TROUPE_LATENCY_ADVERTISE";
 /// How long a child process may take to start and answer.
 const START_LIMIT: Duration = Duration::from_secs(60);
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::other(format!("cannot start the tokio runtime: {e}")))
-}
-
 /// Runs one role; the exit code.
 pub(super) fn exec(role: &str) -> Result<i32> {
-    let cfg_value = match config::from_env("latency") {
+    // Rule 5: a bad config is one line naming the key and the allowed values.
+    let cfg_value = match subprocess::config_or_exit("latency") {
         Ok(c) => c,
-        Err(e) => {
-            // Rule 5: one line naming the key and the allowed values.
-            let msg = e.to_string();
-            let parts: Vec<&str> = msg.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-            eprintln!("troupe latency: {}", parts.join(" "));
-            return Ok(2);
-        }
+        Err(code) => return Ok(code),
     };
     let cfg = LatencyConfig::from_config(&cfg_value);
     if role == "latency-relay" {
@@ -77,20 +65,13 @@ pub(super) fn exec(role: &str) -> Result<i32> {
             .map_err(|e| Error::other(format!("the relay's standard streams failed: {e}")))?;
         return Ok(0);
     }
-    let rt = runtime()?;
     if role == "latency-node" {
-        let code = rt.block_on(node_process(&cfg));
-        rt.shutdown_timeout(Duration::from_secs(1));
-        return code;
+        return subprocess::block_on(node_process(&cfg))?;
     }
     let writer = EventWriter::from_env("troupe", "a")?;
     let em = writer.emitter();
-    em.emit(
-        "run_started",
-        json!({"workload": "latency", "config": cfg_value.to_json(),
-               "version": format!("troupe {}", env!("CARGO_PKG_VERSION"))}),
-    );
-    let errors = match rt.block_on(experiment(&cfg, &em)) {
+    subprocess::run_started(&em, "latency", &cfg_value);
+    let errors = match subprocess::block_on(experiment(&cfg, &em))? {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("troupe latency: {e}");
@@ -98,8 +79,7 @@ pub(super) fn exec(role: &str) -> Result<i32> {
         }
     };
     let (_, write_errors) = writer.finish(json!({"errors": errors}));
-    rt.shutdown_timeout(Duration::from_secs(1));
-    Ok(if errors > 0 || write_errors > 0 { 1 } else { 0 })
+    Ok(subprocess::exit_code(errors, write_errors))
 }
 
 /// How long one ack may take: generous, so a loaded machine is not a failure, and bounded.
