@@ -73,7 +73,7 @@ fn main() -> ExitCode {
         // The leak check: a second round of spawning and stopping N actors grows the resident
         // set by less than 64 B per actor over the first. An actor that leaves anything behind
         // (its cell is 144 B, its state and activation more) fails it; the allocator's own
-        // noise between rounds measured -1 to +11 B per actor here.
+        // noise between rounds measured -11 to +11 B per actor here.
         let kept = value("troupe", "bytes_per_actor_after_stop");
         let leaked = value("troupe", "bytes_per_actor_leaked");
         if kept.is_nan() || leaked.is_nan() || leaked >= 64.0 {
