@@ -23,6 +23,13 @@ pub fn encode<T: Serialize + ?Sized>(v: &T) -> Result<Vec<u8>, Error> {
     Ok(out)
 }
 
+/// `v`'s encoded size, at least (refs and reply handles count without their node address:
+/// `troupe::remote_api::sizing`), or `None` when `v` does not serialise. Large frames are sized
+/// with it so they are encoded once into a buffer of their size (rule 4 of `node/lane.rs`).
+pub fn size_hint<T: Serialize + ?Sized>(v: &T) -> Option<usize> {
+    troupe::remote_api::sizing(|| bincode::serialized_size(v)).ok().and_then(|n| usize::try_from(n).ok())
+}
+
 /// Decodes a `T`, refusing trailing bytes and never allocating more than `bytes.len()` allows.
 pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
     use bincode::Options;
@@ -63,6 +70,26 @@ mod tests {
         assert_eq!(decode::<(u64, String)>(&b).unwrap(), v);
         b.push(0);
         assert!(decode::<(u64, String)>(&b).is_err());
+    }
+
+    #[test]
+    fn size_hint_is_the_encoded_size() {
+        let v = (7u64, crate::Blob(vec![1; 1000]));
+        assert_eq!(size_hint(&v), Some(encode(&v).unwrap().len()));
+    }
+
+    #[test]
+    fn size_hint_counts_a_reply_handle_without_taking_it() {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        use std::sync::Arc;
+        let got = Arc::new(AtomicU32::new(0));
+        let g = got.clone();
+        let v = (crate::Blob(vec![1; 1000]), troupe::ReplyTo::from_fn(move |r: u32| g.store(r, Ordering::SeqCst)));
+        assert!(encode(&v).is_err(), "outside a node a reply handle does not serialise");
+        let n = size_hint(&v).expect("sized");
+        assert!(n >= 8 + 1000 + 8 + 16, "{n}");
+        v.1.send(7);
+        assert_eq!(got.load(Ordering::SeqCst), 7, "the handle still answers after sizing");
     }
 
     #[test]

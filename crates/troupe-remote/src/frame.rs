@@ -10,6 +10,10 @@
 //!    reads is kept until it is complete.
 //! 4. The data-frame header is a fixed little-endian layout (no serde on the hot path); every
 //!    other body is a [`crate::codec`] value.
+//! 5. A connection reads into the buffer's spare capacity ([`FrameBuf::room`]): nothing is
+//!    zero-filled first, and a frame whose header has arrived gets room for all of it at once
+//!    (within the connection's limit, rule 1), so a large frame is read into place instead of
+//!    regrowing the buffer once per doubling.
 
 use crate::error::{Error, ErrorKind};
 
@@ -87,11 +91,39 @@ impl FrameBuf {
         &mut self.buf[len..]
     }
 
+    /// Rule 5: the buffer to read into (append to its spare capacity, e.g. with tokio's
+    /// `read_buf`), with room for at least `chunk` more bytes, or for the rest of the frame
+    /// being read when that is larger and within `max`. Consumed bytes are compacted first.
+    pub fn room(&mut self, chunk: usize, max: usize) -> &mut Vec<u8> {
+        if self.start > 0 && (self.start == self.buf.len() || self.start > self.buf.len() / 2) {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        let avail = &self.buf[self.start..];
+        let mut want = chunk;
+        if avail.len() >= 4 {
+            let len = u32::from_be_bytes([avail[0], avail[1], avail[2], avail[3]]) as usize;
+            if len <= max {
+                want = want.max((4 + len).saturating_sub(avail.len()));
+            }
+        }
+        if self.buf.capacity() - self.buf.len() < want {
+            self.buf.reserve_exact(want);
+        }
+        &mut self.buf
+    }
+
     /// After reading into [`FrameBuf::spare`]: keep only the `read` bytes actually filled of
     /// the `n` offered.
     pub fn filled(&mut self, n: usize, read: usize) {
         let len = self.buf.len();
         self.buf.truncate(len - n + read.min(n));
+    }
+
+    /// Bytes of room the buffer has without growing (for tests).
+    #[must_use]
+    pub fn capacity(&self) -> usize {
+        self.buf.capacity()
     }
 
     /// Appends bytes (for tests and fuzzing).
@@ -265,6 +297,32 @@ mod tests {
         let mut fb = FrameBuf::new();
         fb.extend(&0u32.to_be_bytes());
         assert!(fb.next_frame(999).is_err());
+    }
+
+    #[test]
+    fn rule_5_a_large_frame_gets_room_for_all_of_it_once_its_header_is_in() {
+        let mut out = Vec::new();
+        write_frame(&mut out, kind::DATA, |b| {
+            b.resize(b.len() + (1 << 20), 7);
+            Ok(())
+        })
+        .unwrap();
+        let mut fb = FrameBuf::new();
+        fb.room(64, 4 << 20).extend_from_slice(&out[..64]);
+        let cap = fb.room(64, 4 << 20).capacity();
+        assert!(cap >= out.len(), "room for the whole frame: {cap} < {}", out.len());
+        fb.room(64, 4 << 20).extend_from_slice(&out[64..]);
+        assert_eq!(fb.capacity(), cap, "reading the rest did not regrow the buffer");
+        let (k, body) = fb.next_frame(4 << 20).unwrap().unwrap();
+        assert_eq!((k, body.len()), (kind::DATA, 1 << 20));
+    }
+
+    #[test]
+    fn rule_5_an_oversized_header_gets_no_room_beyond_the_chunk() {
+        let mut fb = FrameBuf::new();
+        fb.room(64, 1000).extend_from_slice(&(1u32 << 30).to_be_bytes());
+        assert!(fb.room(64, 1000).capacity() < 1 << 20);
+        assert!(fb.next_frame(1000).is_err());
     }
 
     #[test]

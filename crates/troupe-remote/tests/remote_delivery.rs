@@ -69,7 +69,16 @@ async fn a_partition_brings_the_peer_down_and_heals() {
     assert!(a.connect(&child.addr).await.is_err());
     a.heal(&child.addr);
     wait_event(&mut events, T, |e| matches!(e, NodeEvent::NodeUp { .. })).await;
-    let echo = a.lookup::<Echo>(&child.addr, "echo").await.unwrap();
+    // `a` is up towards `b`; the answer also needs `b`'s own lanes back to `a`, which `b`
+    // re-dials on its side. A lookup gives up after `heartbeat_timeout_ms` (300 ms here), less
+    // than a loaded machine may take for that, so it is asked again until `T`.
+    let end = std::time::Instant::now() + T;
+    let echo = loop {
+        match a.lookup::<Echo>(&child.addr, "echo").await {
+            Ok(r) => break r,
+            Err(e) => assert!(std::time::Instant::now() < end, "no answer after healing: {e}"),
+        }
+    };
     assert_eq!(echo.ask(|r| Echo(Blob(vec![2]), r), T).await.unwrap().0, vec![2]);
     a.shutdown();
 }

@@ -9,6 +9,9 @@
 //!    serde impls fail with a clear error (never a panic).
 //! 3. Serialising a `ReplyTo` moves its answering half into the hook; the handle left behind
 //!    answers nobody.
+//! 4. Inside [`sizing`], refs and reply handles serialise as placeholders (an empty node
+//!    address) with no side effect at all: no export, no hook call, the `ReplyTo` keeps its
+//!    answering half. A transport uses it to size a message before encoding it.
 
 use std::any::{Any, TypeId};
 use std::cell::RefCell;
@@ -198,6 +201,8 @@ pub trait SerdeHook: Send + Sync {
 
 thread_local! {
     static HOOKS: RefCell<Vec<Arc<dyn SerdeHook>>> = const { RefCell::new(Vec::new()) };
+    /// Rule 4: inside [`sizing`].
+    static SIZING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 struct Pop;
@@ -215,6 +220,31 @@ pub fn with_serde_hook<T>(hook: &Arc<dyn SerdeHook>, f: impl FnOnce() -> T) -> T
     f()
 }
 
+/// Runs `f` (which serialises a value only to count its bytes) with refs and reply handles
+/// serialising as placeholders (rule 4): their node address counts as empty, so the count is a
+/// lower bound by the length of those addresses.
+///
+/// ```
+/// // A transport counts a message's bytes with its codec inside `sizing`; a `ReplyTo` in it
+/// // still answers afterwards (troupe-remote's `codec::size_hint` does this).
+/// let n = troupe::remote_api::sizing(|| 40 + 2);
+/// assert_eq!(n, 42);
+/// ```
+pub fn sizing<T>(f: impl FnOnce() -> T) -> T {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SIZING.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(SIZING.with(|c| c.replace(true)));
+    f()
+}
+
+fn placeholder<S: Serializer>(s: S) -> Result<S::Ok, S::Error> {
+    WireRef { node: String::new(), id: 0, tag: 0 }.serialize(s)
+}
+
 fn current_hook() -> Option<Arc<dyn SerdeHook>> {
     HOOKS.with(|h| h.borrow().last().cloned())
 }
@@ -224,6 +254,9 @@ const NO_HOOK: &str = "troupe: ActorRef and ReplyTo serialise only when troupe-r
 
 impl<M: Send + 'static> Serialize for ActorRef<M> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if SIZING.with(std::cell::Cell::get) {
+            return placeholder(s);
+        }
         let hook = current_hook().ok_or_else(|| S::Error::custom(NO_HOOK))?;
         let w = hook.encode_ref(self, TypeId::of::<M>()).map_err(S::Error::custom)?;
         w.serialize(s)
@@ -244,6 +277,9 @@ impl<'de, M: Send + 'static> Deserialize<'de> for ActorRef<M> {
 
 impl<R: Send + 'static> Serialize for ReplyTo<R> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if SIZING.with(std::cell::Cell::get) {
+            return placeholder(s); // WireReply has WireRef's shape
+        }
         let hook = current_hook().ok_or_else(|| S::Error::custom(NO_HOOK))?;
         let inner = self.take().ok_or_else(|| S::Error::custom("troupe: this ReplyTo was already answered"))?;
         let w = hook.encode_reply(Box::new(inner), TypeId::of::<R>()).map_err(S::Error::custom)?;

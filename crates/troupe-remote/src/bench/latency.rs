@@ -5,7 +5,7 @@
 //! asker, a task on a multi-threaded runtime, sleeps between asks, so every round trip pays for
 //! waking idle threads) and `busy-poll` (a single-threaded asker that yields in a loop between
 //! asks, as BEAM schedulers spin before sleeping). The far node is the same in both. Each mode runs
-//! with write-through on (the default, rule 6 of `node/peer.rs`) and off, both nodes alike.
+//! with write-through on (the default, rule 3 of `node/lane.rs`) and off, both nodes alike.
 
 use std::time::{Duration, Instant};
 

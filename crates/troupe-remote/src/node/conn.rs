@@ -1,7 +1,8 @@
 //! Connections: the accept loop, dialling a peer's lanes (with reconnect backoff), the writer
 //! and reader task of every connection, the maintenance tick (heartbeats, the heartbeat
 //! timeout, retransmission, sweeping abandoned asks), and what happens when a peer is lost.
-//! The rules are those of `node/mod.rs` (connection model, up/down) and `peer.rs` (lanes).
+//! The rules are those of `node/mod.rs` (connection model, up/down), `peer.rs` (peers) and
+//! `lane.rs` (a lane's queue and writer).
 
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -18,7 +19,8 @@ use crate::frame::FrameBuf;
 use crate::handshake::{self, Identity};
 use crate::logging::Esc;
 use crate::node::inbound::{self, InCtx};
-use crate::node::peer::{Lane, Owner, Peer, Status, Watcher};
+use crate::node::lane::{Lane, Owner, Seg};
+use crate::node::peer::{Peer, Status, Watcher};
 use crate::node::stream::{ReadHalf, Stream, WriteHalf};
 use crate::node::{NodeEvent, NodeInner};
 use crate::proto::Control;
@@ -238,37 +240,45 @@ async fn connect_once(node: &Arc<NodeInner>, peer: &Arc<Peer>) -> Result<(), Err
     Ok(())
 }
 
-/// A lane's writer task (rules 1 and 5 of `peer.rs`): owns the socket while the buffer has
-/// bytes, gives it up when the buffer is empty.
+/// A lane's writer task (rules 1 and 2 of `lane.rs`): owns the socket while the queue has
+/// bytes, gives it up when the queue is empty.
 async fn writer(node: Weak<NodeInner>, peer: Arc<Peer>, lane: Arc<Lane>, mut w: WriteHalf, gen: u64) {
     let mut spare = Vec::new();
     loop {
-        let batch = {
+        let turn = {
             let mut g = lane.buf.lock();
             if g.owner == Owner::Sender {
                 None // a sender is writing through; it hands over when it is done
-            } else if g.out.is_empty() {
+            } else if g.is_empty() {
                 g.owner = Owner::Nobody;
                 None
             } else {
                 g.owner = Owner::Task;
-                Some(std::mem::replace(&mut g.out, std::mem::take(&mut spare)))
+                Some(g.take_turn(std::mem::take(&mut spare)))
             }
         };
-        let Some(mut b) = batch else {
+        let Some(mut turn) = turn else {
             lane.notify.notified().await;
             continue;
         };
-        if let Err(e) = w.write_all(&b).await {
-            if let Some(n) = node.upgrade() {
-                peer_down(&n, &peer, Some(gen), &format!("write failed: {e}"));
+        let segs = turn.segs.iter().map(|s| s.bytes());
+        for bytes in segs.chain(std::iter::once(&turn.out[..])).filter(|b| !b.is_empty()) {
+            if let Err(e) = w.write_all(bytes).await {
+                if let Some(n) = node.upgrade() {
+                    peer_down(&n, &peer, Some(gen), &format!("write failed: {e}"));
+                }
+                return;
             }
-            return;
+            peer.shared.stats.bytes_out.fetch_add(bytes.len() as u64, Ordering::Relaxed);
         }
-        peer.shared.stats.bytes_out.fetch_add(b.len() as u64, Ordering::Relaxed);
-        b.clear();
-        if b.capacity() <= 4 << 20 {
-            spare = b;
+        for seg in turn.segs {
+            if let Seg::Own(v) = seg {
+                peer.shared.large.put(v); // rule 5 of `lane.rs`
+            }
+        }
+        turn.out.clear();
+        if turn.out.capacity() <= 4 << 20 {
+            spare = turn.out;
         }
     }
 }
@@ -390,7 +400,10 @@ async fn inbound_reader(
     mut ctx: InCtx,
     from: SocketAddr,
 ) {
-    let spin = node.upgrade().map_or(Duration::ZERO, |n| Duration::from_micros(n.cfg.spin_us));
+    let Some((spin, max_frame)) = node.upgrade().map(|n| (Duration::from_micros(n.cfg.spin_us), n.shared.max_frame))
+    else {
+        return;
+    };
     let why = loop {
         let Some(n) = node.upgrade() else { return };
         let r = drain_frames(&n, &peer, &mut fb, &mut ctx);
@@ -398,10 +411,8 @@ async fn inbound_reader(
         if let Err(e) = r {
             break Err(e);
         }
-        let spare = fb.spare(READ_CHUNK);
-        let res = read_spinning(&mut sock, spare, spin).await;
-        let got = *res.as_ref().unwrap_or(&0);
-        fb.filled(READ_CHUNK, got);
+        let room = fb.room(READ_CHUNK, max_frame);
+        let res = read_spinning(&mut sock, room, spin).await;
         match res {
             Ok(0) => break Ok("the peer closed the connection"),
             Ok(n) => {
@@ -440,13 +451,14 @@ async fn inbound_reader(
     }
 }
 
-/// Reads into `buf`; with a non-zero `spin`, polls the socket for that long first, yielding to
-/// other tasks between polls (the `spin_us` setting), before waiting for readiness as usual.
-async fn read_spinning(sock: &mut Stream, buf: &mut [u8], spin: Duration) -> std::io::Result<usize> {
+/// Reads into `buf`'s spare capacity (rule 5 of `frame.rs`); with a non-zero `spin`, polls the
+/// socket for that long first, yielding to other tasks between polls (the `spin_us` setting),
+/// before waiting for readiness as usual.
+async fn read_spinning(sock: &mut Stream, buf: &mut Vec<u8>, spin: Duration) -> std::io::Result<usize> {
     if !spin.is_zero() {
         let until = Instant::now() + spin;
         loop {
-            match sock.try_read(buf) {
+            match sock.try_read_buf(buf) {
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
                 r => return r,
             }
@@ -456,7 +468,7 @@ async fn read_spinning(sock: &mut Stream, buf: &mut [u8], spin: Duration) -> std
             tokio::task::yield_now().await;
         }
     }
-    sock.read(buf).await
+    sock.read_buf(buf).await
 }
 
 fn drain_frames(node: &Arc<NodeInner>, peer: &Arc<Peer>, fb: &mut FrameBuf, ctx: &mut InCtx) -> Result<(), Error> {

@@ -1,6 +1,7 @@
 //! A node: an OS process with a name and a listen address that hosts actors and reaches the
 //! actors of other nodes. [`Node`] is the public handle; the connection machinery is in
-//! `conn.rs`, inbound dispatch in `inbound.rs`, remote refs in `refs.rs`, peers in `peer.rs`.
+//! `conn.rs`, inbound dispatch in `inbound.rs`, remote refs in `refs.rs`, peers in `peer.rs`,
+//! a lane's send queue in `lane.rs`.
 //!
 //! Rules:
 //! 1. Connections are one-way for data: a node sends over connections it dialled and receives
@@ -31,6 +32,7 @@
 pub(crate) mod causal_wire;
 pub(crate) mod conn;
 pub(crate) mod inbound;
+pub(crate) mod lane;
 pub(crate) mod peer;
 pub(crate) mod refs;
 pub(crate) mod stream;
@@ -199,6 +201,8 @@ pub(crate) struct Shared {
     pub(crate) faults: Faults,
     pub(crate) stats: Stats,
     pub(crate) hook: Arc<dyn SerdeHook>,
+    /// Buffers for large frames (rule 5 of `lane.rs`).
+    pub(crate) large: lane::LargeBufs,
     epoch: Instant,
 }
 
@@ -511,6 +515,7 @@ impl Node {
                 faults: Faults::default(),
                 stats: Stats::default(),
                 hook,
+                large: lane::LargeBufs::default(),
                 epoch: Instant::now(),
             });
             NodeInner {

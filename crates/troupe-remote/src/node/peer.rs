@@ -1,34 +1,26 @@
-//! One peer node as this node sees it: its lanes (outbound connections, one set per channel),
-//! its status, and the monitors and links that cross to it.
+//! One peer node as this node sees it: its lanes (outbound connections, one set per channel;
+//! each lane's queue and writer rules are in `lane.rs`), its status, and the monitors and links
+//! that cross to it.
 //!
 //! Rules:
-//! 1. A lane buffers encoded frames; its writer task takes the whole buffer per write, so
-//!    frames queued while a write is in flight go out together (batching). Frames queued before
-//!    the lane is connected wait in the buffer; a buffer over `max_buffer_bytes` refuses sends.
-//! 2. A lane is picked per send: an explicit partition key, else (with affinity) a hash of
+//! 1. A lane is picked per send: an explicit partition key, else (with affinity) a hash of
 //!    sender and receiver, else at random. The same pair therefore always uses one lane, so
 //!    per-pair FIFO holds.
-//! 3. Every session (successful connect) has a generation; tasks of an older generation can
+//! 2. Every session (successful connect) has a generation; tasks of an older generation can
 //!    neither bring the peer down nor deliver into the new session.
-//! 4. Acknowledged frames stay in their lane's `unacked` map until the peer acks them, and are
+//! 3. Acknowledged frames stay in their lane's `unacked` map until the peer acks them, and are
 //!    retransmitted (through fault injection again) every `ack_timeout`.
-//! 5. One writer at a time owns a lane's socket (`LaneBuf::owner`): the writer task, or a
-//!    sender writing through. Only the owner writes, and bytes leave in buffer order.
-//! 6. Write-through: a frame queued on an idle lane (empty buffer, no owner, connected, no
-//!    write-through in the last `WRITE_THROUGH_GAP_US`) is written by the sender itself with one
-//!    non-blocking `try_write`, saving the wake-up of the writer task (the round-trip latency
-//!    of a lone message). What the socket does not take goes back to the front of the buffer
-//!    and the writer task takes over. A second frame soon after finds the gap not yet passed
-//!    and wakes the writer task instead, so streams of sends are still batched (rule 1).
+//! 4. A frame whose encoded size the sender knows and that is large (`lane.rs` rule 4) is
+//!    encoded outside the lane's lock into a buffer of its size and queued as its own segment;
+//!    every other frame on the hot path is encoded straight into the lane's batch buffer.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Mutex, MutexGuard};
-use tokio::net::tcp::OwnedWriteHalf;
-use tokio::sync::{watch, Notify};
+use parking_lot::Mutex;
+use tokio::sync::watch;
 use tokio::task::AbortHandle;
 use troupe::{AnyRef, ExitReason, MonitorId};
 
@@ -36,6 +28,8 @@ use crate::error::Error;
 use crate::fault::Verdict;
 use crate::frame::{kind, write_frame};
 use crate::logging::Esc;
+pub(crate) use crate::node::lane::Lane;
+use crate::node::lane::LARGE_FRAME;
 use crate::node::Shared;
 use crate::proto::Control;
 
@@ -47,105 +41,24 @@ pub(crate) enum Status {
     Up,
 }
 
-/// Who owns a lane's socket for writing (rule 5).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Owner {
-    Nobody,
-    Task,
-    Sender,
+/// Rule 4: room beyond a body's encoded size for the frame and data headers and the reply
+/// trailer, so a large frame's buffer does not regrow (only a target name over ~1 KB can make
+/// it grow once).
+const FRAME_SLACK: usize = 1024;
+
+thread_local! {
+    /// Rule 4: where a frame of unknown size is encoded (taken out while in use, so a
+    /// serialiser that sends from inside cannot reach it twice).
+    static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
-/// Rule 6: a lane writes through at most once per this many microseconds.
-const WRITE_THROUGH_GAP_US: u64 = 50;
-
-pub(crate) struct LaneBuf {
-    pub(crate) out: Vec<u8>,
-    pub(crate) owner: Owner,
-    /// The connected socket, for write-through (rule 6); `None` while not connected.
-    pub(crate) sink: Option<Arc<OwnedWriteHalf>>,
-    last_through_us: u64,
-    pub(crate) next_seq: u64,
-    pub(crate) unacked: BTreeMap<u64, (Instant, Arc<Vec<u8>>)>,
-}
-
-/// One outbound connection slot.
-pub(crate) struct Lane {
-    pub(crate) channel: Arc<str>,
-    pub(crate) index: u16,
-    pub(crate) buf: Mutex<LaneBuf>,
-    pub(crate) notify: Notify,
-}
-
-impl Lane {
-    fn new(channel: Arc<str>, index: u16) -> Self {
-        Self {
-            channel,
-            index,
-            buf: Mutex::new(LaneBuf {
-                out: Vec::new(),
-                owner: Owner::Nobody,
-                sink: None,
-                last_through_us: 0,
-                next_seq: 1,
-                unacked: BTreeMap::new(),
-            }),
-            notify: Notify::new(),
-        }
-    }
-
-    /// Appends raw frame bytes (already encoded), then rule 6.
-    pub(crate) fn push_raw(&self, shared: &Shared, bytes: &[u8]) {
-        let mut g = self.buf.lock();
-        let was_empty = g.out.is_empty();
-        g.out.extend_from_slice(bytes);
-        self.kick(shared, g, was_empty);
-    }
-
-    /// After frames were appended to a buffer that was `was_empty`: writes them through
-    /// (rule 6) or wakes the writer task when nobody owns the socket.
-    pub(crate) fn kick(&self, shared: &Shared, mut g: MutexGuard<'_, LaneBuf>, was_empty: bool) {
-        if !was_empty || g.owner != Owner::Nobody {
-            return; // whoever owns the socket, or the pending wake-up, takes these bytes too
-        }
-        let now = if shared.write_through && g.sink.is_some() { shared.now_us() } else { 0 };
-        if now == 0 || now.saturating_sub(g.last_through_us) < WRITE_THROUGH_GAP_US {
-            drop(g);
-            self.notify.notify_one();
-            return;
-        }
-        let Some(sink) = g.sink.clone() else { return };
-        g.owner = Owner::Sender;
-        g.last_through_us = now;
-        let mut batch = std::mem::take(&mut g.out);
-        drop(g);
-        let n = sink.try_write(&batch).unwrap_or(0);
-        shared.stats.bytes_out.fetch_add(n as u64, Ordering::Relaxed);
-        if n > 0 {
-            shared.stats.writes_through.fetch_add(1, Ordering::Relaxed);
-        }
-        let mut g = self.buf.lock();
-        if n == batch.len() && g.out.is_empty() {
-            batch.clear();
-            g.out = batch; // keeps the capacity
-            g.owner = Owner::Nobody;
-            return;
-        }
-        // The rest (and what others queued meanwhile) goes to the writer task, in order.
-        batch.drain(..n);
-        batch.extend_from_slice(&g.out);
-        g.out = batch;
-        g.owner = Owner::Task;
-        drop(g);
-        self.notify.notify_one();
-    }
-
-    pub(crate) fn reset(&self) {
-        let mut g = self.buf.lock();
-        g.out = Vec::new();
-        g.owner = Owner::Nobody;
-        g.sink = None;
-        g.next_seq = 1;
-        g.unacked.clear();
+/// Puts a cleared scratch buffer back: a large one goes to the node's pool instead.
+fn keep_scratch(shared: &Shared, mut v: Vec<u8>) {
+    if v.capacity() >= LARGE_FRAME {
+        shared.large.put(v);
+    } else {
+        v.clear();
+        SCRATCH.set(v);
     }
 }
 
@@ -316,7 +229,7 @@ impl Peer {
         &self.channels[0].lanes[0]
     }
 
-    /// Rule 2.
+    /// Rule 1.
     pub(crate) fn pick_lane(&self, channel: usize, key: Option<u64>, sender: u64, target: u64) -> &Arc<Lane> {
         let ch = &self.channels[channel.min(self.channels.len() - 1)];
         let n = ch.lanes.len();
@@ -333,25 +246,29 @@ impl Peer {
 
     /// Queues a frame whose body `body` writes, applying fault injection and the buffer limit.
     /// With `ack`, the frame gets a sequence number (written by `body` from the argument) and
-    /// is kept for retransmission.
+    /// is kept for retransmission. `size`, when known, is the body's encoded size (rule 4).
     pub(crate) fn send_frame(
         &self,
         lane: &Lane,
         kind: u8,
         ack: bool,
+        size: Option<usize>,
         body: impl FnOnce(&mut Vec<u8>, u64) -> Result<(), Error>,
     ) -> Result<(), SendFail> {
         if !ack && !self.shared.faults.active() {
-            // The hot path: encode straight into the lane's buffer.
-            let mut g = lane.buf.lock();
-            if g.out.len() > self.shared.max_buffer {
-                return Err(SendFail::Full);
+            if size.is_some_and(|n| n < LARGE_FRAME) {
+                // The hot path: a small frame, encoded straight into the lane's buffer.
+                let mut g = lane.buf.lock();
+                if g.queued() > self.shared.max_buffer {
+                    return Err(SendFail::Full);
+                }
+                let was_empty = g.is_empty();
+                write_frame(&mut g.out, kind, |b| body(b, 0)).map_err(SendFail::Encode)?;
+                self.shared.stats.frames_out.fetch_add(1, Ordering::Relaxed);
+                lane.kick(&self.shared, g, was_empty);
+                return Ok(());
             }
-            let was_empty = g.out.is_empty();
-            write_frame(&mut g.out, kind, |b| body(b, 0)).map_err(SendFail::Encode)?;
-            self.shared.stats.frames_out.fetch_add(1, Ordering::Relaxed);
-            lane.kick(&self.shared, g, was_empty);
-            return Ok(());
+            return self.send_unsized(lane, kind, size, body);
         }
         let seq = if ack {
             let mut g = lane.buf.lock();
@@ -361,9 +278,9 @@ impl Peer {
         } else {
             0
         };
-        let mut bytes = Vec::new();
+        let mut bytes = Vec::with_capacity(size.filter(|&n| n >= LARGE_FRAME).map_or(0, |n| n + FRAME_SLACK));
         write_frame(&mut bytes, kind, |b| body(b, seq)).map_err(SendFail::Encode)?;
-        if lane.buf.lock().out.len() > self.shared.max_buffer {
+        if lane.buf.lock().queued() > self.shared.max_buffer {
             return Err(SendFail::Full);
         }
         let bytes = Arc::new(bytes);
@@ -375,15 +292,56 @@ impl Peer {
         Ok(())
     }
 
+    /// Rule 4: a large frame, or one whose size is not known (`size` is `None`), encoded
+    /// outside the lane's lock into a pooled or per-thread buffer (rule 5 of `lane.rs`), then
+    /// queued as a segment when large or copied into the batch when small.
+    fn send_unsized(
+        &self,
+        lane: &Lane,
+        kind: u8,
+        size: Option<usize>,
+        body: impl FnOnce(&mut Vec<u8>, u64) -> Result<(), Error>,
+    ) -> Result<(), SendFail> {
+        if lane.buf.lock().queued() > self.shared.max_buffer {
+            return Err(SendFail::Full);
+        }
+        let mut frame = match size {
+            Some(n) => self.shared.large.take(n + FRAME_SLACK),
+            None => match SCRATCH.take() {
+                v if v.capacity() > 0 => v,
+                _ => self.shared.large.take(0),
+            },
+        };
+        let encoded = write_frame(&mut frame, kind, |b| body(b, 0));
+        if let Err(e) = encoded {
+            keep_scratch(&self.shared, frame);
+            return Err(SendFail::Encode(e));
+        }
+        if frame.len() >= LARGE_FRAME {
+            if let Err(frame) = lane.push_large(&self.shared, frame) {
+                self.shared.large.put(frame);
+                return Err(SendFail::Full);
+            }
+        } else {
+            let mut g = lane.buf.lock();
+            let was_empty = g.is_empty();
+            g.out.extend_from_slice(&frame);
+            lane.kick(&self.shared, g, was_empty);
+            keep_scratch(&self.shared, frame);
+        }
+        self.shared.stats.frames_out.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Sends already-encoded frame bytes through fault injection.
     pub(crate) fn inject(&self, lane: &Lane, bytes: Arc<Vec<u8>>) {
         if !self.shared.faults.active() {
-            lane.push_raw(&self.shared, &bytes);
+            lane.push_frame(&self.shared, &bytes);
             return;
         }
         let stats = &self.shared.stats;
         match self.shared.faults.verdict(&self.addr, &lane.channel) {
-            Verdict::Pass => lane.push_raw(&self.shared, &bytes),
+            Verdict::Pass => lane.push_frame(&self.shared, &bytes),
             Verdict::Drop => {
                 stats.fault_dropped.fetch_add(1, Ordering::Relaxed);
             }
@@ -393,7 +351,7 @@ impl Peer {
                 }
                 if delay.is_zero() {
                     for _ in 0..copies {
-                        lane.push_raw(&self.shared, &bytes);
+                        lane.push_frame(&self.shared, &bytes);
                     }
                 } else {
                     stats.fault_delayed.fetch_add(1, Ordering::Relaxed);
@@ -402,7 +360,7 @@ impl Peer {
                     tokio::spawn(async move {
                         tokio::time::sleep(delay).await;
                         for _ in 0..copies {
-                            lane.push_raw(&shared, &bytes);
+                            lane.push_frame(&shared, &bytes);
                         }
                     });
                 }
@@ -423,13 +381,14 @@ impl Peer {
 
     /// Sends a control message on the control lane.
     pub(crate) fn control(&self, msg: &Control) {
-        let r = self.send_frame(self.control_lane(), kind::CONTROL, false, |b, _| crate::codec::encode_into(msg, b));
+        let r =
+            self.send_frame(self.control_lane(), kind::CONTROL, false, None, |b, _| crate::codec::encode_into(msg, b));
         if let Err(e) = r {
             crate::warn_limited!(peer = %Esc(&self.addr), "control message not sent: {e:?}");
         }
     }
 
-    /// Rule 4: frames unacknowledged for longer than `timeout` go out again.
+    /// Rule 3: frames unacknowledged for longer than `timeout` go out again.
     pub(crate) fn retransmit(&self, timeout: Duration) {
         let now = Instant::now();
         for ch in &self.channels {

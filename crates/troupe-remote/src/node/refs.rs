@@ -137,8 +137,9 @@ impl RemoteActor {
         let sender = opts.sender.map_or(0, |s| s.to_bits());
         let lane = self.peer.pick_lane(channel, opts.partition_key, sender, self.key());
         let peer = &self.peer;
+        let size = codec::size_hint(msg);
         let Some(label) = &opts.causal else {
-            return peer.send_frame(lane, kind::DATA, opts.ack, |b, seq| {
+            return peer.send_frame(lane, kind::DATA, opts.ack, size, |b, seq| {
                 encode_data(peer, &self.target, self.tag, seq, msg, b)
             });
         };
@@ -150,7 +151,7 @@ impl RemoteActor {
         let node =
             self.node.upgrade().ok_or_else(|| SendFail::Encode(crate::Error::malformed("the node has stopped")))?;
         node.causal.send(label, &peer.addr, |stamp| {
-            peer.send_frame(lane, kind::CAUSAL, false, |b, seq| {
+            peer.send_frame(lane, kind::CAUSAL, false, size, |b, seq| {
                 crate::node::causal_wire::write_prefix(label, stamp, b)?;
                 encode_data(peer, &self.target, self.tag, seq, msg, b)
             })
@@ -441,7 +442,7 @@ pub(crate) fn reply_through<R: RemoteMessage>(sink: ReplySink) -> ReplyTo<R> {
             return;
         }
         let lane = peer.pick_lane(1, Some(sink.id), 0, 0);
-        let res = peer.send_frame(lane, kind::REPLY, false, |b, _| {
+        let res = peer.send_frame(lane, kind::REPLY, false, codec::size_hint(&r), |b, _| {
             b.extend_from_slice(&sink.id.to_le_bytes());
             b.extend_from_slice(&sink.tag.to_le_bytes());
             CURRENT_PEER.with(|c| c.set(peer.index));

@@ -1,6 +1,6 @@
 //! A connection's byte stream: plain TCP, or TCP under TLS (`tls.rs`). The plain case keeps
 //! tokio's owned halves, whose `try_write`/`try_read` the write-through and spinning fast paths
-//! use (rules 5-6 of `peer.rs`, `spin_us`); under TLS those paths step aside (`try_*` answer
+//! use (rules 2-3 of `lane.rs`, `spin_us`); under TLS those paths step aside (`try_*` answer
 //! `WouldBlock`) and every write goes through the writer task.
 
 use std::io;
@@ -47,10 +47,10 @@ impl Stream {
         }
     }
 
-    /// A non-blocking read (plain only; `WouldBlock` under TLS).
-    pub(crate) fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+    /// A non-blocking read into `buf`'s spare capacity (plain only; `WouldBlock` under TLS).
+    pub(crate) fn try_read_buf(&self, buf: &mut Vec<u8>) -> io::Result<usize> {
         match self {
-            Stream::Plain(s) => s.try_read(buf),
+            Stream::Plain(s) => s.try_read_buf(buf),
             Stream::Tls(_) => Err(io::ErrorKind::WouldBlock.into()),
         }
     }
