@@ -107,23 +107,30 @@ struct Inner<M> {
     dormant: Option<Box<dyn Dormant<M>>>,
     waker: Option<Waker>,
     extra: Option<Box<Extra>>,
-    config: MailboxConfig,
+    /// The mailbox's bound (0: unbounded) and overflow policy, kept as fields rather than a
+    /// `MailboxConfig` so they share one word with the status, the exit code and the flags.
+    cap: u32,
+    overflow: Overflow,
     status: Status,
-    /// On the sweeper's list (rule 4).
-    swept: bool,
-    /// Took a message since the last sweep.
-    active: bool,
-    /// The sweeper asked the task to park the state.
-    park: bool,
     /// After death: the reason when it carries no text (see `ExitCode`), else in `extra.exit`.
     exit: ExitCode,
-    /// After death: links and monitors have been signalled; `terminated()` may answer at once.
-    settled: bool,
-    /// A drain request arrived: sends are refused (rule 11).
-    closing: bool,
-    /// The dormant is a whole activation parked by a hand-off (rule 12), not a parked state.
-    handed: bool,
+    /// The `F_*` bits below, one byte for six booleans (an idle actor's cell stays within 128
+    /// bytes with its `Arc` counts: the allocator's 128-byte class, not the 160-byte one).
+    flags: u8,
 }
+
+/// On the sweeper's list (rule 4).
+const F_SWEPT: u8 = 1;
+/// Took a message since the last sweep.
+const F_ACTIVE: u8 = 2;
+/// The sweeper asked the task to park the state.
+const F_PARK: u8 = 4;
+/// After death: links and monitors have been signalled; `terminated()` may answer at once.
+const F_SETTLED: u8 = 8;
+/// A drain request arrived: sends are refused (rule 11).
+const F_CLOSING: u8 = 16;
+/// The dormant is a whole activation parked by a hand-off (rule 12), not a parked state.
+const F_HANDED: u8 = 32;
 
 /// An exit reason without text, kept in a byte so a death allocates nothing.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -179,6 +186,22 @@ struct Extra {
 }
 
 impl<M> Inner<M> {
+    fn flag(&self, f: u8) -> bool {
+        self.flags & f != 0
+    }
+
+    fn set_flag(&mut self, f: u8, on: bool) {
+        if on {
+            self.flags |= f;
+        } else {
+            self.flags &= !f;
+        }
+    }
+
+    fn config(&self) -> MailboxConfig {
+        MailboxConfig::from_parts(self.cap, self.overflow)
+    }
+
     fn extra(&mut self) -> &mut Extra {
         self.extra.get_or_insert_with(Default::default)
     }
@@ -193,7 +216,7 @@ impl<M> Inner<M> {
             Status::Idle => match self.dormant.take() {
                 Some(d) => {
                     self.status = Status::Running;
-                    self.handed = false;
+                    self.set_flag(F_HANDED, false);
                     Wake::Activate(d)
                 }
                 None => Wake::Nothing,
@@ -239,15 +262,11 @@ impl<M: Send + 'static> Cell<M> {
                 dormant: None,
                 waker: None,
                 extra,
-                config,
+                cap: config.raw_cap(),
+                overflow: config.overflow(),
                 status: Status::Running,
-                swept: false,
-                active: false,
-                park: false,
                 exit: ExitCode::None,
-                settled: false,
-                closing: false,
-                handed: false,
+                flags: 0,
             }),
         }
     }
@@ -258,13 +277,13 @@ impl<M: Send + 'static> Cell<M> {
 
     pub(crate) fn send(self: &Arc<Self>, msg: M) -> Result<(), SendError<M>> {
         let mut g = self.inner.lock();
-        if g.status == Status::Dead || g.closing || self.is_killed() {
+        if g.status == Status::Dead || g.flag(F_CLOSING) || self.is_killed() {
             return Err(SendError::new(SendErrorKind::Gone, Some(msg)));
         }
         let mut evicted = None;
-        if let Some(cap) = g.config.capacity() {
+        if let Some(cap) = g.config().capacity() {
             if g.queue.len() >= cap {
-                match g.config.overflow() {
+                match g.config().overflow() {
                     Overflow::Backpressure => return Err(SendError::new(SendErrorKind::Full, Some(msg))),
                     Overflow::DropNewest => {
                         g.extra().dropped += 1;
@@ -293,7 +312,7 @@ impl<M: Send + 'static> Cell<M> {
     /// dead) so the caller should retry at once.
     pub(crate) fn wait_for_room(&self, waker: &Waker) -> bool {
         let mut g = self.inner.lock();
-        let full = g.status != Status::Dead && g.config.capacity().is_some_and(|c| g.queue.len() >= c);
+        let full = g.status != Status::Dead && g.config().capacity().is_some_and(|c| g.queue.len() >= c);
         if full {
             g.extra().blocked_senders.push(waker.clone());
         }
@@ -335,16 +354,16 @@ impl<M: Send + 'static> Cell<M> {
             drop(g);
             return Poll::Ready(self.serve_batch(batch));
         }
-        if g.config.capacity().is_none() && g.queue.len() >= 2 {
+        if g.config().capacity().is_none() && g.queue.len() >= 2 {
             std::mem::swap(&mut g.queue, batch);
-            g.active = true;
-            g.park = false;
+            g.set_flag(F_ACTIVE, true);
+            g.set_flag(F_PARK, false);
             drop(g);
             return Poll::Ready(self.serve_batch(batch));
         }
         if let Some(m) = g.queue.pop_front() {
-            g.active = true;
-            g.park = false;
+            g.set_flag(F_ACTIVE, true);
+            g.set_flag(F_PARK, false);
             let unblock = match g.extra.as_mut() {
                 Some(e) if !e.blocked_senders.is_empty() => Some(std::mem::take(&mut e.blocked_senders)),
                 _ => None,
@@ -358,8 +377,8 @@ impl<M: Send + 'static> Cell<M> {
         let Some(cx) = cx else {
             return Poll::Ready(Item::Empty);
         };
-        if g.park {
-            g.park = false;
+        if g.flag(F_PARK) {
+            g.set_flag(F_PARK, false);
             return Poll::Ready(Item::Empty);
         }
         if crate::sched::hand_off() {
@@ -372,8 +391,8 @@ impl<M: Send + 'static> Cell<M> {
                 _ => g.waker = Some(cx.waker().clone()),
             }
         }
-        let register = !g.swept;
-        g.swept = true;
+        let register = !g.flag(F_SWEPT);
+        g.set_flag(F_SWEPT, true);
         drop(g);
         if register {
             crate::sweeper::register(Arc::downgrade(self) as std::sync::Weak<dyn crate::sweeper::Sweepable>);
@@ -410,7 +429,7 @@ impl<M: Send + 'static> Cell<M> {
             return Err(activation);
         }
         g.status = Status::Idle;
-        g.handed = true;
+        g.set_flag(F_HANDED, true);
         g.dormant = Some(activation);
         Ok(())
     }
@@ -472,7 +491,7 @@ impl<M: Send + 'static> Cell<M> {
         };
         {
             let mut g = self.inner.lock();
-            g.settled = true;
+            g.set_flag(F_SETTLED, true);
             if let Some(e) = g.extra.as_mut() {
                 watchers.append(&mut e.watchers);
             }
@@ -514,17 +533,17 @@ impl<M: Send + 'static> crate::sweeper::Sweepable for Cell<M> {
         let mut g = self.inner.lock();
         match g.status {
             Status::Running | Status::Handing => {
-                g.active = false;
+                g.set_flag(F_ACTIVE, false);
                 true
             }
-            Status::Waiting if g.active => {
-                g.active = false;
+            Status::Waiting if g.flag(F_ACTIVE) => {
+                g.set_flag(F_ACTIVE, false);
                 true
             }
             Status::Waiting => {
                 // Rule 4: nothing to do for a whole sweep period; ask the task to park.
-                g.swept = false;
-                g.park = true;
+                g.set_flag(F_SWEPT, false);
+                g.set_flag(F_PARK, true);
                 g.status = Status::Running;
                 let w = g.waker.clone();
                 drop(g);
@@ -533,22 +552,22 @@ impl<M: Send + 'static> crate::sweeper::Sweepable for Cell<M> {
                 }
                 false
             }
-            Status::Idle if g.handed && g.active => {
-                g.active = false;
+            Status::Idle if g.flag(F_HANDED) && g.flag(F_ACTIVE) => {
+                g.set_flag(F_ACTIVE, false);
                 true
             }
-            Status::Idle if g.handed => {
+            Status::Idle if g.flag(F_HANDED) => {
                 // Rule 12: a handed-off activation idle for a whole sweep period is run once
                 // more, asked to park its state (rule 4), so it ends and frees its future.
-                g.swept = false;
-                g.park = true;
+                g.set_flag(F_SWEPT, false);
+                g.set_flag(F_PARK, true);
                 let wake = g.wake();
                 drop(g);
                 wake.run(self);
                 false
             }
             Status::Idle | Status::Dead => {
-                g.swept = false;
+                g.set_flag(F_SWEPT, false);
                 false
             }
         }
@@ -576,7 +595,7 @@ impl<M: Send + 'static> Process for Cell<M> {
         let mut unblock = Vec::new();
         if let Sys::Drain(_) = &sys {
             // Rule 11; blocked `send_wait`s retry and see `Gone`.
-            g.closing = true;
+            g.set_flag(F_CLOSING, true);
             unblock = std::mem::take(&mut g.extra().blocked_senders);
         }
         let e = g.extra();
@@ -679,7 +698,7 @@ impl<M: Send + 'static> Process for Cell<M> {
 
     fn watch(&self) -> Result<oneshot::Receiver<ExitReason>, ExitReason> {
         let mut g = self.inner.lock();
-        if g.status == Status::Dead && g.settled {
+        if g.status == Status::Dead && g.flag(F_SETTLED) {
             let text = g.extra.as_ref().and_then(|e| e.exit.clone());
             return Err(g.exit.reason().or(text).unwrap_or(ExitReason::NoProc));
         }
@@ -691,11 +710,12 @@ impl<M: Send + 'static> Process for Cell<M> {
 
 #[cfg(test)]
 mod tests {
-    /// The cell of an idle actor stays 120 bytes (136 with the `Arc`'s counts): new per-actor
-    /// fields must fit in its padding or go in `Extra` (allocated on first use).
+    /// The cell of an idle actor stays 112 bytes (128 with the `Arc`'s counts, the
+    /// allocator's 128-byte class): new per-actor fields must fit in its padding or go in
+    /// `Extra` (allocated on first use).
     #[test]
     #[cfg(target_pointer_width = "64")]
     fn the_cell_stays_small() {
-        assert_eq!(std::mem::size_of::<super::Cell<()>>(), 120);
+        assert_eq!(std::mem::size_of::<super::Cell<()>>(), 112);
     }
 }

@@ -78,4 +78,14 @@ impl MailboxConfig {
     pub const fn overflow(&self) -> Overflow {
         self.overflow
     }
+
+    /// The bound as stored (0: unbounded), for a cell that keeps the parts apart.
+    pub(crate) const fn raw_cap(&self) -> u32 {
+        self.cap
+    }
+
+    /// Rebuilds a config from [`MailboxConfig::raw_cap`] and [`MailboxConfig::overflow`].
+    pub(crate) const fn from_parts(cap: u32, overflow: Overflow) -> Self {
+        Self { cap, overflow }
+    }
 }
