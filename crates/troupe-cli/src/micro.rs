@@ -28,6 +28,9 @@ pub(crate) struct MicroArgs {
 pub(crate) fn main(a: MicroArgs) -> i32 {
     // A `memory` child gets this same command line, so it applies the same --threads.
     troupe_micro::set_worker_threads(a.threads);
+    // SAFETY: `mi_collect` only returns mimalloc's free pages to the OS (the allocator this
+    // binary runs on, `main.rs`); it has no preconditions and is safe from any thread.
+    troupe_micro::set_release_hook(|| unsafe { libmimalloc_sys::mi_collect(true) });
     if std::env::var_os(troupe_micro::CHILD_ENV).is_some() {
         // A `memory` child started with this same command line: it only measures and prints
         // its lines for the parent (no table, no record, no remote benchmarks).

@@ -72,7 +72,7 @@ mod troupe_rt;
 mod util;
 
 pub use bench::{merge_reps, Bench, Params, Record, Spread, SPREAD_FLAG_PCT};
-pub use memory::CHILD_ENV;
+pub use memory::{set_release_hook, CHILD_ENV};
 pub use util::set_worker_threads;
 
 /// The versions of the Rust actor libraries measured in this process, and tokio's (from the

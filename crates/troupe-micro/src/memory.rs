@@ -16,8 +16,10 @@
 //! `spawn_ms` = time from the first spawn until all have started; (3) no warm-up and reps=1:
 //! a warm-up would leave freed memory in the allocator and hide the cost being measured;
 //! (4) for runtimes that report it (Troupe), `bytes_per_actor_after_stop` = (resident after all
-//! stopped and `malloc_trim` - before) / n: what the allocator keeps of the peak, which is
-//! not a leak; (5) for those runtimes, a second round of the same spawn-and-stop follows, and
+//! stopped and the allocator was asked to return its free pages - before) / n: glibc's
+//! `malloc_trim`, and the binary's own allocator through [`set_release_hook`] (the `troupe`
+//! binary: mimalloc's `mi_collect(true)`); what is left is what the runtime or the allocator
+//! keeps of the peak; (5) for those runtimes, a second round of the same spawn-and-stop follows, and
 //! `bytes_per_actor_leaked` = (resident after the second round - after the first) / n, the leak
 //! check: memory an actor leaves behind grows it by that much per round, while pages the
 //! allocator keeps from the first round are reused by the second.
@@ -67,8 +69,24 @@ impl Probe {
     }
 }
 
-/// The resident set once the C allocator has been asked to return its free pages.
+static RELEASE_HOOK: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
+/// Rule 4: what the measurement calls, besides glibc's `malloc_trim`, to make the process's
+/// global allocator return its free pages before reading the resident set after a stop. A
+/// binary with its own allocator sets it once at start (later calls are ignored).
+///
+/// ```
+/// troupe_micro::set_release_hook(|| {});
+/// ```
+pub fn set_release_hook(f: fn()) {
+    let _ = RELEASE_HOOK.set(f);
+}
+
+/// The resident set once the allocators have been asked to return their free pages.
 fn trimmed_rss_bytes() -> Option<u64> {
+    if let Some(f) = RELEASE_HOOK.get() {
+        f();
+    }
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: malloc_trim only releases free heap pages; it has no preconditions.
     unsafe {
