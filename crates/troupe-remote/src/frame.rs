@@ -14,6 +14,10 @@
 //!    zero-filled first, and a frame whose header has arrived gets room for all of it at once
 //!    (within the connection's limit, rule 1), so a large frame is read into place instead of
 //!    regrowing the buffer once per doubling.
+//! 6. A large frame (at least the `large` given to [`FrameBuf::take_large`]) is moved to the
+//!    front of the buffer before the rest of it is read, and once complete it is handed out as
+//!    the buffer itself (owned bytes; what was read after it moves to a new buffer), so what
+//!    it carries can be kept without a copy (`blob.rs`, `SharedBlob`).
 
 use crate::error::{Error, ErrorKind};
 
@@ -21,6 +25,8 @@ use crate::error::{Error, ErrorKind};
 pub const HANDSHAKE_MAX: usize = 4096;
 /// The default frame-size limit after it (16 MiB).
 pub const DEFAULT_MAX_FRAME: usize = 16 << 20;
+/// Rule 6: frames of at least this many bytes are read at the front of the buffer.
+pub const LARGE_AT_FRONT: usize = 64 * 1024;
 
 /// Frame kinds.
 pub mod kind {
@@ -99,18 +105,44 @@ impl FrameBuf {
             self.buf.drain(..self.start);
             self.start = 0;
         }
-        let avail = &self.buf[self.start..];
         let mut want = chunk;
-        if avail.len() >= 4 {
-            let len = u32::from_be_bytes([avail[0], avail[1], avail[2], avail[3]]) as usize;
-            if len <= max {
-                want = want.max((4 + len).saturating_sub(avail.len()));
+        if let Some(len) = self.pending_len().filter(|&len| len <= max) {
+            let avail = self.buf.len() - self.start;
+            if 4 + len > avail && 4 + len >= LARGE_AT_FRONT && self.start > 0 {
+                // Rule 6: a large frame being read starts the buffer.
+                self.buf.drain(..self.start);
+                self.start = 0;
             }
+            want = want.max((4 + len).saturating_sub(avail));
         }
         if self.buf.capacity() - self.buf.len() < want {
             self.buf.reserve_exact(want);
         }
         &mut self.buf
+    }
+
+    /// The length field of the frame at the front, once its 4 bytes are in.
+    fn pending_len(&self) -> Option<usize> {
+        let avail = &self.buf[self.start..];
+        (avail.len() >= 4).then(|| u32::from_be_bytes([avail[0], avail[1], avail[2], avail[3]]) as usize)
+    }
+
+    /// Rule 6: the next frame as `(kind, whole frame)` when it is complete, at least `large`
+    /// bytes and at the front of the buffer; the body is `frame[5..]`. `Ok(None)` otherwise
+    /// (then [`FrameBuf::next_frame`] gives it, or more bytes are needed); errors as there.
+    pub fn take_large(&mut self, max: usize, large: usize) -> Result<Option<(u8, bytes::Bytes)>, Error> {
+        let Some(len) = self.pending_len() else { return Ok(None) };
+        if len == 0 || len > max {
+            return self.next_frame(max).map(|_| None); // the same refusal as next_frame
+        }
+        let avail = self.buf.len() - self.start;
+        if self.start != 0 || 4 + len < large || avail < 4 + len {
+            return Ok(None);
+        }
+        let rest = self.buf.split_off(4 + len);
+        let frame = std::mem::replace(&mut self.buf, rest);
+        let kind = frame[4];
+        Ok(Some((kind, bytes::Bytes::from(frame))))
     }
 
     /// After reading into [`FrameBuf::spare`]: keep only the `read` bytes actually filled of
@@ -315,6 +347,38 @@ mod tests {
         assert_eq!(fb.capacity(), cap, "reading the rest did not regrow the buffer");
         let (k, body) = fb.next_frame(4 << 20).unwrap().unwrap();
         assert_eq!((k, body.len()), (kind::DATA, 1 << 20));
+    }
+
+    #[test]
+    fn rule_6_a_large_frame_is_handed_out_whole_and_what_follows_it_stays() {
+        let mut out = Vec::new();
+        write_frame(&mut out, kind::CONTROL, |b| {
+            b.extend_from_slice(b"small");
+            Ok(())
+        })
+        .unwrap();
+        let small = out.len();
+        write_frame(&mut out, kind::DATA, |b| {
+            b.resize(b.len() + LARGE_AT_FRONT, 9);
+            Ok(())
+        })
+        .unwrap();
+        let end_of_large = out.len();
+        write_frame(&mut out, kind::CONTROL, |b| {
+            b.extend_from_slice(b"after");
+            Ok(())
+        })
+        .unwrap();
+        let mut fb = FrameBuf::new();
+        fb.room(64, 1 << 20).extend_from_slice(&out[..small + 100]);
+        assert!(fb.take_large(1 << 20, LARGE_AT_FRONT).unwrap().is_none(), "a small frame is first");
+        assert_eq!(fb.next_frame(1 << 20).unwrap().unwrap().1, b"small");
+        assert!(fb.take_large(1 << 20, LARGE_AT_FRONT).unwrap().is_none(), "incomplete");
+        fb.room(64, 1 << 20).extend_from_slice(&out[small + 100..]);
+        let (k, frame) = fb.take_large(1 << 20, LARGE_AT_FRONT).unwrap().expect("the large frame, whole");
+        assert_eq!((k, frame.len()), (kind::DATA, end_of_large - small));
+        assert!(frame[5..].iter().all(|&b| b == 9));
+        assert_eq!(fb.next_frame(1 << 20).unwrap().unwrap().1, b"after", "what followed stays");
     }
 
     #[test]

@@ -61,7 +61,7 @@ pub mod services;
 mod tls;
 mod types;
 
-pub use blob::Blob;
+pub use blob::{Blob, SharedBlob};
 pub use codec::tag_hash;
 pub use config::{
     ChannelConfig, NodeConfig, ENV_ADVERTISE, ENV_LISTEN, ENV_NODE_NAME, ENV_SECRET, ENV_SECRET_FILE, ENV_VARS,

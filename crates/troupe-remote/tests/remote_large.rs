@@ -2,7 +2,8 @@
 //! travel as segments of their own and are read into place; small ones around them are
 //! batched. Mixed sizes from several senders on one connection arrive whole, each sender's in
 //! order, with write-through on and off, with acknowledged delivery (the frame shared with the
-//! retransmission map) and with a reply handle inside (sized without being taken).
+//! retransmission map), with a reply handle inside (sized without being taken) and as
+//! `SharedBlob`s (kept as slices of the frames they arrive in, `blob.rs` rules 1-3).
 
 mod common;
 
@@ -10,7 +11,7 @@ use std::time::Duration;
 
 use common::cfg;
 use troupe::{Actor, Ctx, ReplyTo};
-use troupe_remote::{send_with, Blob, Node, NodeConfig, SendOptions};
+use troupe_remote::{send_with, Blob, Node, NodeConfig, SendOptions, SharedBlob};
 
 const T: Duration = Duration::from_secs(20);
 const SENDERS: u64 = 3;
@@ -29,6 +30,12 @@ enum Msg {
         sender: u64,
         seq: u64,
         body: Blob,
+    },
+    /// The body as shared bytes (`SharedBlob`: kept as a slice of a large frame on arrival).
+    Shared {
+        sender: u64,
+        seq: u64,
+        body: SharedBlob,
     },
     /// A large body with a reply handle in the same message.
     Asked {
@@ -76,6 +83,7 @@ impl Actor for Check {
     async fn handle(&mut self, m: Msg, _: &mut Ctx<Self>) {
         match m {
             Msg::Item { sender, seq, body } => self.item(sender, seq, &body.0),
+            Msg::Shared { sender, seq, body } => self.item(sender, seq, body.as_ref()),
             Msg::Asked { sender, seq, body, reply } => {
                 self.item(sender, seq, &body.0);
                 reply.send(body.0.len() as u64);
@@ -110,7 +118,12 @@ async fn large_and_small_frames_share_a_connection_whole_and_in_order() {
                         send_with(&r, Msg::Asked { sender: s, seq, body, reply }, &opts).unwrap();
                         answers.push((n, rx));
                     } else {
-                        send_with(&r, Msg::Item { sender: s, seq, body }, &opts).unwrap();
+                        let msg = if seq % 2 == 0 {
+                            Msg::Shared { sender: s, seq, body: SharedBlob::from(body.0) }
+                        } else {
+                            Msg::Item { sender: s, seq, body }
+                        };
+                        send_with(&r, msg, &opts).unwrap();
                     }
                     if seq % 4 == 0 {
                         tokio::task::yield_now().await;

@@ -15,7 +15,7 @@ use troupe::remote_api;
 use troupe::{ActorId, Down, ExitReason};
 
 use crate::error::{Error, ErrorKind};
-use crate::frame::FrameBuf;
+use crate::frame::{FrameBuf, LARGE_AT_FRONT};
 use crate::handshake::{self, Identity};
 use crate::logging::Esc;
 use crate::node::inbound::{self, InCtx};
@@ -474,7 +474,17 @@ async fn read_spinning(sock: &mut Stream, buf: &mut Vec<u8>, spin: Duration) -> 
 fn drain_frames(node: &Arc<NodeInner>, peer: &Arc<Peer>, fb: &mut FrameBuf, ctx: &mut InCtx) -> Result<(), Error> {
     let partitioned = peer.shared.faults.active() && peer.shared.faults.is_partitioned(&peer.addr);
     let max = node.shared.max_frame;
-    while let Some((k, body)) = fb.next_frame(max)? {
+    loop {
+        // Rule 6 of `frame.rs`: a large frame arrives as owned bytes that a `SharedBlob` in it
+        // may keep (`blob.rs`); the others are borrowed from the buffer.
+        if let Some((k, frame)) = fb.take_large(max, LARGE_AT_FRONT)? {
+            node.shared.stats.frames_in.fetch_add(1, Ordering::Relaxed);
+            if !partitioned {
+                crate::blob::with_arriving(&frame, || inbound::dispatch(node, peer, ctx, k, &frame[5..]))?;
+            }
+            continue;
+        }
+        let Some((k, body)) = fb.next_frame(max)? else { break };
         node.shared.stats.frames_in.fetch_add(1, Ordering::Relaxed);
         if partitioned {
             continue;

@@ -52,7 +52,7 @@ pub(crate) enum Owner {
 const WRITE_THROUGH_GAP_US: u64 = 50;
 
 /// Rule 4: frames of at least this many bytes travel as segments of their own.
-pub(crate) const LARGE_FRAME: usize = 64 * 1024;
+pub(crate) const LARGE_FRAME: usize = crate::frame::LARGE_AT_FRONT;
 
 /// Rule 5: most buffers, and most bytes of buffer, a node's pool keeps.
 const POOL_MAX: usize = 8;

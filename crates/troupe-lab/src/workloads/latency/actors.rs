@@ -15,7 +15,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use tokio::sync::{mpsc, Notify};
 use troupe::{Actor, ActorRef, Ctx, ReplyTo};
-use troupe_remote::{send_with, Blob, Nested, RemoteMessage, SendOptions};
+use troupe_remote::{send_with, Blob, Nested, RemoteMessage, SendOptions, SharedBlob};
 
 use super::config::LatencyConfig;
 
@@ -31,8 +31,9 @@ pub(crate) struct Data {
     pub(crate) pair: u64,
     /// The pair's sequence number.
     pub(crate) seq: u64,
-    /// The payload.
-    pub(crate) payload: Blob,
+    /// The payload: one buffer shared by every message, as Erlang's peer shares one binary
+    /// (sending it copies nothing; the far node keeps it as a slice of the frame it came in).
+    pub(crate) payload: SharedBlob,
     /// Where the ack goes.
     pub(crate) ack: ActorRef<Ack>,
 }

@@ -11,7 +11,7 @@
 //!    then one unrecorded warm-up message with the full payload per pair, one pair after
 //!    another, so every lane is open and has carried a message of the run's size.
 //! 3. Measurement: all pairs start together; a pair's sender sends its share of `messages` in
-//!    turn: take t0, send `Data` with the payload (copied before t0), wait for its ack, record
+//!    turn: take t0, send `Data` with the payload (one `SharedBlob` for all), wait for its ack, record
 //!    the microseconds since t0. The window runs from the start to the last ack.
 //! 4. Events, after the window (none during it), from this process only: `run_started`, then
 //!    `msg {pair, seq, latency_us}` per message, `window {elapsed_us, messages, bytes}`,
@@ -31,7 +31,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, Notify};
 use troupe::ActorRef;
-use troupe_remote::{send_with, Blob, ChannelConfig, Node, NodeConfig, NodeEvent};
+use troupe_remote::{send_with, ChannelConfig, Node, NodeConfig, NodeEvent, SharedBlob};
 
 use super::actors::{
     gossip_loop, pair_options, AckSink, Control, ControlMsg, Data, GossipCount, GossipSink, DATA_CHANNEL,
@@ -252,14 +252,14 @@ async fn measure(cfg: &LatencyConfig, em: &Emitter, node: &Node, rb: &str) -> st
         _ => None,
     };
     let limit = ack_limit(cfg);
-    let payload = Arc::new(vec![0xa5_u8; cfg.payload_bytes as usize]);
+    let payload = SharedBlob::from(vec![0xa5_u8; cfg.payload_bytes as usize]);
     let mut pairs = Vec::new();
     for (i, partner) in parts.partners.into_iter().enumerate() {
         let i = i as u64;
         let (tx, mut rx) = mpsc::unbounded_channel();
         let sink = troupe::spawn(AckSink { tx });
         // Rule 2: the warm-up message, full size, not recorded.
-        let warm = Data { pair: i, seq: u64::MAX, payload: Blob(payload.as_ref().clone()), ack: sink.clone() };
+        let warm = Data { pair: i, seq: u64::MAX, payload: payload.clone(), ack: sink.clone() };
         send_with(&partner, warm, &pair_options(cfg, i)).map_err(|e| format!("pair {i}: warm-up send refused: {e}"))?;
         match tokio::time::timeout(START_LIMIT, rx.recv()).await {
             Ok(Some(_)) => {}
@@ -271,13 +271,12 @@ async fn measure(cfg: &LatencyConfig, em: &Emitter, node: &Node, rb: &str) -> st
     let tasks: Vec<_> = pairs
         .into_iter()
         .map(|(i, partner, sink, mut rx)| {
-            let (n, opts, payload) = (cfg.share(i), pair_options(cfg, i), Arc::clone(&payload));
+            let (n, opts, payload) = (cfg.share(i), pair_options(cfg, i), payload.clone());
             tokio::spawn(async move {
                 let mut out: Rows = Vec::with_capacity(n as usize);
                 for seq in 0..n {
-                    let body = Blob(payload.as_ref().clone());
                     let t0 = Instant::now();
-                    let msg = Data { pair: i, seq, payload: body, ack: sink.clone() };
+                    let msg = Data { pair: i, seq, payload: payload.clone(), ack: sink.clone() };
                     send_with(&partner, msg, &opts)
                         .map_err(|e| format!("pair {i} message {seq}: send refused: {e}"))?;
                     loop {
