@@ -273,9 +273,37 @@ pub(crate) fn troupe_exe(workload: &str) -> anyhow::Result<TroupeExe> {
     Ok(TroupeExe { program, args: vec!["lab".into(), "exec".into(), role.into()] })
 }
 
-/// `lab-runs/<name>-<UTC stamp>`.
+/// `lab-runs/<name>-<UTC stamp>`, or `...-2`, `-3`, ... when a run started in the same second
+/// already has that folder (back-to-back runs from a script).
 pub(crate) fn default_out(name: &str) -> PathBuf {
-    PathBuf::from("lab-runs").join(format!("{name}-{}", machine::folder_stamp(machine::now_unix_ms())))
+    free_dir(Path::new("lab-runs"), &format!("{name}-{}", machine::folder_stamp(machine::now_unix_ms())))
+}
+
+/// `dir/base`, or the first of `dir/base-2`, `dir/base-3`, ... that does not exist.
+fn free_dir(dir: &Path, base: &str) -> PathBuf {
+    let first = dir.join(base);
+    if !first.exists() {
+        return first;
+    }
+    (2..10_000).map(|i| dir.join(format!("{base}-{i}"))).find(|p| !p.exists()).unwrap_or(first)
+}
+
+#[cfg(test)]
+mod out_tests {
+    use super::*;
+
+    #[test]
+    fn back_to_back_runs_in_one_second_get_their_own_folders() {
+        let tmp = std::env::temp_dir().join(format!("troupe-free-dir-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(&tmp).unwrap();
+        assert_eq!(free_dir(&tmp, "latency-1"), tmp.join("latency-1"));
+        std::fs::create_dir(tmp.join("latency-1")).unwrap();
+        assert_eq!(free_dir(&tmp, "latency-1"), tmp.join("latency-1-2"));
+        std::fs::create_dir(tmp.join("latency-1-2")).unwrap();
+        assert_eq!(free_dir(&tmp, "latency-1"), tmp.join("latency-1-3"));
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
 }
 
 fn cmd_run(
