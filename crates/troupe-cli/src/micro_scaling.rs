@@ -1,4 +1,4 @@
-//! `troupe lab micro --scaling 1,2,4,8,16`: the local micro-benchmarks (not `memory`) at each
+//! `troupe lab micro --scaling 1,2,4,8,16`: the local micro-benchmarks (not memory, timers) at each
 //! worker count, with every tokio-based runtime (troupe, ractor, kameo) on that many workers
 //! and actix on its one thread, recorded and set side by side: `results.jsonl` and `run.json`
 //! (as `--out` records a run), `scaling.csv` (`bench,runtime,metric,unit,workers,threads,value,
@@ -23,7 +23,8 @@ pub(crate) fn main(a: &MicroArgs, counts: &[u32], params: BTreeMap<String, u64>)
         eprintln!("troupe lab micro: --scaling takes worker counts of 1 or more, e.g. --scaling 1,2,4");
         return code::USAGE;
     }
-    let locals: Vec<&str> = Bench::ALL.iter().filter(|b| **b != Bench::Memory).map(|b| b.name()).collect();
+    let locals: Vec<&str> =
+        Bench::ALL.iter().filter(|b| !matches!(b, Bench::Memory | Bench::Timers)).map(|b| b.name()).collect();
     let only: Vec<String> = match &a.only {
         Some(names) => {
             if let Some(bad) = names.iter().find(|n| !locals.contains(&n.trim())) {

@@ -35,11 +35,15 @@ pub enum Bench {
     Skynet,
     /// Spawn `n` idle actors, measure resident memory per actor and spawn time.
     Memory,
+    /// `n` actors each arm one timer (Troupe's `send_after`, and tokio's sleep for reference):
+    /// arm rate and lateness. Troupe only (`crate::timers`).
+    Timers,
 }
 
 impl Bench {
-    /// Every benchmark, in the contract's order.
-    pub const ALL: [Bench; 10] = [
+    /// Every benchmark: the contract's ten in its order, then `timers`, which is Troupe's own
+    /// (no peer program implements it; see [`Bench::runs_on`]).
+    pub const ALL: [Bench; 11] = [
         Bench::PingPong,
         Bench::Count,
         Bench::FjThrput,
@@ -50,6 +54,7 @@ impl Bench {
         Bench::Fib,
         Bench::Skynet,
         Bench::Memory,
+        Bench::Timers,
     ];
 
     /// The contract's name of the benchmark, e.g. `pingpong`.
@@ -66,6 +71,7 @@ impl Bench {
             Bench::Fib => "fib",
             Bench::Skynet => "skynet",
             Bench::Memory => "memory",
+            Bench::Timers => "timers",
         }
     }
 
@@ -98,7 +104,16 @@ impl Bench {
             Bench::Fib => &[("n", 25)],
             Bench::Skynet => &[("depth", 6), ("width", 10)],
             Bench::Memory => &[("n", 1_000_000)],
+            Bench::Timers => &[("n", 50_000)],
         }
+    }
+
+    /// Whether `runtime` implements this benchmark: every runtime implements the contract's ten;
+    /// `timers` measures Troupe's own timer and runs on `troupe` only (the driver reports the
+    /// others as "not implemented for timers", with no row).
+    #[must_use]
+    pub fn runs_on(self, runtime: &str) -> bool {
+        self != Bench::Timers || runtime == "troupe"
     }
 
     /// Resolves the benchmark's parameters: defaults, replaced by any override whose key the
@@ -179,6 +194,9 @@ impl Params {
             Bench::Skynet if self.get("width").checked_pow(self.get("depth") as u32).is_none_or(|l| l > 50_000_000) => {
                 bad("skynet: width^depth must stay at most 50,000,000 leaves".into())
             }
+            Bench::Timers if self.get("n") > crate::timers::MAX_N => {
+                bad(format!("timers: n must be at most {} (one actor per timer)", crate::timers::MAX_N))
+            }
             _ => Ok(()),
         }
     }
@@ -195,11 +213,12 @@ pub struct Record {
     pub bench: String,
     /// Runtime name.
     pub runtime: String,
-    /// `time_ms`, `msgs_per_s`, `bytes_per_actor` or `spawn_ms`.
+    /// `time_ms`, `msgs_per_s`, `bytes_per_actor`, `spawn_ms`, or one of `timers`' (see
+    /// `crate::timers`: `arm_per_s`, `late_p50_us`, ...).
     pub metric: String,
     /// The median over the measured repetitions.
     pub value: f64,
-    /// `ms`, `msg/s` or `B`.
+    /// `ms`, `msg/s`, `B`, `timer/s` or `us`.
     pub unit: String,
     /// The parameters the run used, `reps` included.
     pub params: BTreeMap<String, u64>,
@@ -233,7 +252,7 @@ impl Record {
     /// Whether a larger value is better for this metric (rates) or a smaller one (times, bytes).
     #[must_use]
     pub fn higher_is_better(metric: &str) -> bool {
-        metric == "msgs_per_s"
+        metric == "msgs_per_s" || metric.ends_with("arm_per_s")
     }
 
     /// Sets `value` to the median of `samples` and fills `min`, `max`, `samples` and
@@ -295,7 +314,7 @@ pub fn messages(p: &Params) -> Option<f64> {
         Bench::ThreadRing => Some(f("n")),
         Bench::Chameneos => Some(f("n")),
         Bench::Big => Some(2.0 * f("n") * f("actors")),
-        Bench::FjCreate | Bench::Fib | Bench::Skynet | Bench::Memory => None,
+        Bench::FjCreate | Bench::Fib | Bench::Skynet | Bench::Memory | Bench::Timers => None,
     }
 }
 

@@ -54,7 +54,9 @@ pub(crate) fn run(opts: &MicroOptions, out: &mut dyn Write) -> Result<(), Error>
     let mut ready: Vec<String> = Vec::new();
     let mut root: Option<PathBuf> = None;
     for rt in &runtimes {
-        if crate::IN_PROCESS_RUNTIMES.contains(&rt.as_str()) {
+        // In-process runtimes need no build, nor does a peer none of the benchmarks runs on
+        // (`alternate` reports it as not implemented).
+        if crate::IN_PROCESS_RUNTIMES.contains(&rt.as_str()) || !benches.iter().any(|b| b.runs_on(rt)) {
             ready.push(rt.clone());
             continue;
         }
@@ -118,7 +120,12 @@ pub(crate) fn alternate(
     run_one: &mut RunOne<'_>,
 ) -> Vec<Record> {
     let turns = if bench == Bench::Memory { 1 } else { reps };
-    let mut going: Vec<String> = ready.clone();
+    // A runtime without this benchmark by design is said so once, with no row.
+    for rt in ready.iter().filter(|rt| !bench.runs_on(rt)) {
+        eprintln!("micro: {bench} on {rt}: not implemented for {bench}; skipped");
+        problems.push(Problem { runtime: rt.clone(), bench: Some(bench), error: crate::not_implemented(rt, bench) });
+    }
+    let mut going: Vec<String> = ready.iter().filter(|rt| bench.runs_on(rt)).cloned().collect();
     let mut done: Vec<(String, Vec<Vec<Record>>)> = going.iter().map(|rt| (rt.clone(), Vec::new())).collect();
     for rep in 1..=turns {
         for rt in going.clone() {
@@ -192,8 +199,10 @@ fn select_runtimes(opts: &MicroOptions) -> Result<Vec<String>, Error> {
 }
 
 /// One error for everything that could not run: `Failed` if any benchmark failed, else
-/// `Missing` if a runtime was missing.
+/// `Missing` if a runtime was missing. A benchmark a runtime does not implement by design
+/// ([`ErrorKind::NotImplemented`]) is listed by the table and is no error.
 fn summarize(problems: &[Problem]) -> Result<(), Error> {
+    let problems: Vec<&Problem> = problems.iter().filter(|p| p.error.kind != ErrorKind::NotImplemented).collect();
     if problems.is_empty() {
         return Ok(());
     }
@@ -396,6 +405,31 @@ mod tests {
         assert_eq!(Problem::line_of("kameo", Some(Bench::Count), &e), "kameo count: wrong total: got 4, expected 5");
         let e = Error::new(ErrorKind::Failed, "exit code 1");
         assert_eq!(Problem::line_of("caf", Some(Bench::Fib), &e), "caf fib: exit code 1");
+    }
+
+    #[test]
+    fn a_runtime_without_the_bench_is_said_not_implemented_with_no_row_and_no_error() {
+        let p = Bench::Timers.params(&BTreeMap::new()).unwrap();
+        let mut ready: Vec<String> = ["troupe", "actix", "erlang"].map(String::from).to_vec();
+        let mut problems = Vec::new();
+        let mut calls: Vec<String> = Vec::new();
+        let mut fake = |rt: &str, _: Bench, p: &Params| -> Result<Vec<Record>, Error> {
+            calls.push(rt.to_owned());
+            Ok(crate::bench::records(rt, p, 1, &[Duration::from_millis(5)]))
+        };
+        let got = alternate(Bench::Timers, &p, &mut ready, 2, &mut problems, &mut fake);
+        assert_eq!(calls, ["troupe", "troupe"], "only troupe runs timers");
+        assert!(got.iter().all(|r| r.runtime == "troupe"), "no row for the others");
+        let said: Vec<String> = problems.iter().map(|p| Problem::line_of(&p.runtime, p.bench, &p.error)).collect();
+        assert_eq!(said.len(), 2);
+        assert!(said[0].starts_with("actix timers: not implemented for timers"), "{said:?}");
+        assert!(said[1].starts_with("erlang timers: not implemented for timers"), "{said:?}");
+        assert_eq!(ready.len(), 3, "they stay ready for the other benchmarks");
+        assert!(summarize(&problems).is_ok(), "not implemented by design is no error");
+        problems.push(Problem { runtime: "caf".into(), bench: None, error: Error::new(ErrorKind::Missing, "no caf") });
+        let e = summarize(&problems).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Missing);
+        assert!(!e.message.contains("not implemented"), "{}", e.message);
     }
 
     #[test]

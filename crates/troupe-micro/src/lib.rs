@@ -12,10 +12,12 @@
 //!   library's users write actors (actix on its own `System`/`Arbiter`; Troupe, ractor and
 //!   kameo on a multi-thread tokio runtime with default settings), one file per family:
 //!   `flow` (pingpong, count, threadring), `fj` (fjthrput, fjcreate), `pairs` (chameneos, big),
-//!   `tree` (fib, skynet), `memory`.
+//!   `tree` (fib, skynet), `memory`; Troupe also `timers`.
 //! - `memory`: the `memory` benchmark runs in a fresh child process per runtime (see
 //!   [`CHILD_ENV`]), because a resident-set delta measured in a process that already ran other
 //!   benchmarks counts their leftovers.
+//! - [`timers`]: the `timers` benchmark (Troupe only): arm rate and lateness of `n` actor
+//!   timers armed at once, next to tokio's own sleep.
 //! - `driver`: runs the selected benchmarks on the selected runtimes, in-process or through the
 //!   external peer programs, and prints JSON lines or a table.
 
@@ -53,6 +55,7 @@ macro_rules! tokio_iterations {
                         Bench::Fib => tree::fib(p).await?,
                         Bench::Skynet => tree::skynet(p).await?,
                         Bench::Memory => unreachable!("memory is measured by memory::measure"),
+                        Bench::Timers => unreachable!("timers is measured by timers::run"),
                     };
                     times.push(t);
                 }
@@ -68,6 +71,7 @@ mod kameo;
 mod memory;
 mod ractor;
 mod table;
+pub mod timers;
 mod troupe_rt;
 mod util;
 
@@ -150,6 +154,9 @@ pub enum ErrorKind {
     Missing,
     /// A benchmark ran and failed: a wrong total, a crash, a timeout.
     Failed,
+    /// The runtime has no implementation of this benchmark by design (`timers` measures
+    /// Troupe's own timer; see [`Bench::runs_on`]). Listed under "not run:", not a failure.
+    NotImplemented,
 }
 
 /// Why a micro-benchmark run failed.
@@ -202,6 +209,12 @@ pub fn run_in_process(runtime: &str, bench: Bench, params: &Params, reps: u32) -
         ));
     }
     let reps = reps.max(1);
+    if !bench.runs_on(runtime) && IN_PROCESS_RUNTIMES.contains(&runtime) {
+        return Err(not_implemented(runtime, bench));
+    }
+    if bench == Bench::Timers {
+        return timers::run(params, reps);
+    }
     let count = reps as usize + 1;
     let times = match runtime {
         "actix" => actix::iterations(bench, params, count)?,
@@ -237,6 +250,14 @@ pub fn render_table(records: &[Record], out: &mut dyn Write) -> std::io::Result<
         .and_then(|r| r.params.get("reps"))
         .map_or(3, |&v| u32::try_from(v).unwrap_or(u32::MAX));
     table::render(records, &runtimes, &benches, reps, &[], out)
+}
+
+/// "not implemented for <bench>": what the driver says for a runtime that lacks a benchmark.
+pub(crate) fn not_implemented(runtime: &str, bench: Bench) -> Error {
+    Error::new(
+        ErrorKind::NotImplemented,
+        format!("not implemented for {bench} ({bench} measures Troupe's own timer; {runtime} has no equivalent here)"),
+    )
 }
 
 pub(crate) fn unknown_runtime(name: &str) -> Error {

@@ -8,7 +8,21 @@ use std::io::{self, Write};
 use crate::bench::{Bench, Record};
 use crate::driver::Problem;
 
-const METRICS: [&str; 4] = ["time_ms", "msgs_per_s", "bytes_per_actor", "spawn_ms"];
+const METRICS: [&str; 12] = [
+    "time_ms",
+    "msgs_per_s",
+    "bytes_per_actor",
+    "spawn_ms",
+    // `timers` (crate::timers): Troupe's send_after, then the tokio sleep reference.
+    "arm_per_s",
+    "late_p50_us",
+    "late_p99_us",
+    "late_max_us",
+    "sleep_arm_per_s",
+    "sleep_late_p50_us",
+    "sleep_late_p99_us",
+    "sleep_late_max_us",
+];
 
 pub(crate) fn render(
     records: &[Record],
@@ -90,11 +104,13 @@ fn fmt_value(r: &Record) -> String {
 }
 
 fn fmt_number(metric: &str, v: f64) -> String {
+    let rate = Record::higher_is_better(metric);
     match metric {
-        "msgs_per_s" if v >= 1e6 => format!("{:.2}M/s", v / 1e6),
-        "msgs_per_s" if v >= 1e3 => format!("{:.1}k/s", v / 1e3),
-        "msgs_per_s" => format!("{v:.0}/s"),
+        _ if rate && v >= 1e6 => format!("{:.2}M/s", v / 1e6),
+        _ if rate && v >= 1e3 => format!("{:.1}k/s", v / 1e3),
+        _ if rate => format!("{v:.0}/s"),
         "bytes_per_actor" => format!("{v:.0} B"),
+        m if m.ends_with("_us") => format!("{v:.0} us"),
         _ => format!("{v:.1} ms"),
     }
 }
@@ -102,7 +118,7 @@ fn fmt_number(metric: &str, v: f64) -> String {
 /// [`fmt_number`] without the unit, for the range.
 fn fmt_bare(metric: &str, v: f64) -> String {
     let s = fmt_number(metric, v);
-    s.trim_end_matches("/s").trim_end_matches(" ms").trim_end_matches(" B").to_owned()
+    s.trim_end_matches("/s").trim_end_matches(" ms").trim_end_matches(" us").trim_end_matches(" B").to_owned()
 }
 
 fn write_aligned(rows: &[Vec<String>], out: &mut dyn Write) -> io::Result<()> {

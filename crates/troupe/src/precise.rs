@@ -13,6 +13,9 @@
 //! 3. Arming an action that becomes the earliest unparks the thread, which re-computes its sleep.
 //! 4. Actions must be short and must not block: they send a message. One that panics is
 //!    logged and the thread goes on.
+//! 5. A timer's deadline moves from tokio's clock to the real one by reading the time left on
+//!    tokio's clock before reading the real clock: a thread descheduled between the two reads
+//!    errs late, never early.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -115,12 +118,26 @@ fn run() {
 }
 
 /// Waits on tokio's clock until `COARSE` before `deadline` (a tokio instant, so a paused test
-/// clock is honoured), then returns the precise instant of the deadline on the real clock.
+/// clock is honoured), then returns the precise instant of the deadline on the real clock
+/// (rule 5).
 pub(crate) async fn approach(deadline: tokio::time::Instant) -> Instant {
     if let Some(early) = deadline.checked_sub(COARSE).filter(|e| *e > tokio::time::Instant::now()) {
         tokio::time::sleep_until(early).await;
     }
-    Instant::now() + deadline.saturating_duration_since(tokio::time::Instant::now())
+    on_real_clock(deadline, tokio::time::Instant::now, Instant::now)
+}
+
+/// `deadline` on the real clock (rule 5): the time left is read on tokio's clock first and the
+/// real clock second, so a thread descheduled between the two reads makes the instant late by
+/// that long, never early. (Read the other way round, a worker preempted for 30 us between the
+/// reads, common with more workers than cores, made its timer fire 30 us early.)
+fn on_real_clock(
+    deadline: tokio::time::Instant,
+    tokio_now: impl FnOnce() -> tokio::time::Instant,
+    real_now: impl FnOnce() -> Instant,
+) -> Instant {
+    let left = deadline.saturating_duration_since(tokio_now());
+    real_now() + left
 }
 
 #[cfg(test)]
@@ -146,6 +163,27 @@ mod tests {
             let want = [30, 10, 20, 10][i as usize];
             assert!(at >= t0 + Duration::from_millis(want), "action {i} ran early");
         }
+    }
+
+    #[test]
+    fn rule_5_a_thread_descheduled_between_the_clock_reads_errs_late_never_early() {
+        // Each read is followed by a 5 ms stall, as if the thread were preempted right after it.
+        let stall = || std::thread::sleep(Duration::from_millis(5));
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(2);
+        let at = super::on_real_clock(
+            deadline,
+            || {
+                let t = tokio::time::Instant::now();
+                stall();
+                t
+            },
+            || {
+                let t = Instant::now();
+                stall();
+                t
+            },
+        );
+        assert!(at >= deadline.into_std(), "the real-clock instant is {:?} early", deadline.into_std() - at);
     }
 
     #[test]

@@ -56,6 +56,7 @@ pub(crate) fn iterations(bench: Bench, p: &Params, count: usize) -> Result<Vec<D
                 Bench::Fib => tree::fib(&p).await?,
                 Bench::Skynet => tree::skynet(&p).await?,
                 Bench::Memory => unreachable!("memory is measured by memory::measure"),
+                Bench::Timers => unreachable!("timers runs on troupe only (Bench::runs_on)"),
             };
             times.push(t);
         }

@@ -11,6 +11,7 @@ mod fj;
 mod flow;
 pub(crate) mod memory;
 mod pairs;
+pub(crate) mod timers;
 mod tree;
 
 /// The runtime's name in result lines.

@@ -25,6 +25,7 @@ pub fn tiny(bench: Bench) -> Params {
         ("skynet.depth", 3),
         ("skynet.width", 4),
         ("memory.n", 500),
+        ("timers.n", 300),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -34,12 +35,13 @@ pub fn tiny(bench: Bench) -> Params {
 
 /// Benchmarks with a natural rate report `msgs_per_s` next to `time_ms`.
 pub fn has_rate(bench: Bench) -> bool {
-    !matches!(bench, Bench::FjCreate | Bench::Fib | Bench::Skynet | Bench::Memory)
+    !matches!(bench, Bench::FjCreate | Bench::Fib | Bench::Skynet | Bench::Memory | Bench::Timers)
 }
 
-/// Runs every benchmark but `memory` on `runtime` at tiny parameters and checks the lines.
+/// Runs every benchmark but `memory` and `timers` (each checked by its own test) on `runtime`
+/// at tiny parameters and checks the lines.
 pub fn all_benches_well_formed(runtime: &str) {
-    for bench in Bench::ALL.into_iter().filter(|b| *b != Bench::Memory) {
+    for bench in Bench::ALL.into_iter().filter(|b| !matches!(b, Bench::Memory | Bench::Timers)) {
         let p = tiny(bench);
         let recs =
             troupe_micro::run_in_process(runtime, bench, &p, 2).unwrap_or_else(|e| panic!("{runtime} {bench}: {e}"));
