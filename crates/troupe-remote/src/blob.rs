@@ -15,6 +15,12 @@
 //!    keeps a large frame alive.
 //! 3. Anywhere else (a frame held back for ordering, a small frame, another codec) the bytes
 //!    are copied, as for [`Blob`].
+//!
+//! And on sending:
+//! 4. A `SharedBlob` of at least `SPLICE_MIN` bytes in a large frame that is sent without
+//!    acknowledgement or fault injection is not copied into the frame: the encoding gets only
+//!    its length prefix and the lane sends its bytes from where they are, as a segment of the
+//!    frame (`codec::splicing`, `node/lane.rs` rule 4). The bytes on the wire are the same.
 
 use std::cell::RefCell;
 
@@ -100,8 +106,14 @@ impl AsRef<[u8]> for SharedBlob {
     }
 }
 
+/// Rule 4: blobs from this size up are sent from where they are.
+pub(crate) const SPLICE_MIN: usize = 64 * 1024;
+
 impl Serialize for SharedBlob {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.0.len() >= SPLICE_MIN && crate::codec::splice(&self.0) {
+            return s.serialize_u64(self.0.len() as u64); // rule 4: the prefix only
+        }
         s.serialize_bytes(&self.0)
     }
 }

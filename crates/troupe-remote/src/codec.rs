@@ -6,14 +6,94 @@
 //!
 //! Also the stable type tags: a tag string hashed with 64-bit FNV-1a, the same on every build.
 
+use std::cell::RefCell;
+
+use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use crate::error::Error;
 
-/// Appends `v`'s encoding to `out`.
+/// Appends `v`'s encoding to `out`. Inside [`splicing`], a large `SharedBlob` in `v` writes
+/// only its length prefix and is recorded to be sent from where it is (rule 4 of `blob.rs`).
 pub fn encode_into<T: Serialize + ?Sized>(v: &T, out: &mut Vec<u8>) -> Result<(), Error> {
-    bincode::serialize_into(out, v).map_err(|e| Error::malformed(format!("encode: {e}")))
+    let r = if SPLICE.with(|s| s.borrow().is_some()) {
+        bincode::serialize_into(SpliceOut(out), v)
+    } else {
+        bincode::serialize_into(out, v)
+    };
+    r.map_err(|e| Error::malformed(format!("encode: {e}")))
+}
+
+/// What [`splicing`] collects: each spliced blob with the offset in the output where its bytes
+/// belong (right after its length prefix).
+#[derive(Default)]
+struct Splices {
+    /// Only counting (no output): a spliced blob counts as its prefix.
+    sizing: bool,
+    at: Vec<(usize, Bytes)>,
+    /// Spliced after the next write (its prefix).
+    after_next: Option<Bytes>,
+}
+
+thread_local! {
+    static SPLICE: RefCell<Option<Splices>> = const { RefCell::new(None) };
+}
+
+/// The writer in splicing mode: records a pending splice after the write that carries its
+/// prefix.
+struct SpliceOut<'a>(&'a mut Vec<u8>);
+
+impl std::io::Write for SpliceOut<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(buf);
+        SPLICE.with(|s| {
+            if let Some(sp) = s.borrow_mut().as_mut() {
+                if let Some(b) = sp.after_next.take() {
+                    sp.at.push((self.0.len(), b));
+                }
+            }
+        });
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Rule 4 of `blob.rs`: called by a large `SharedBlob` about to serialise; true when it should
+/// write only its length (as a `u64`, bincode's byte-string prefix) because its bytes will be
+/// sent from where they are.
+pub(crate) fn splice(bytes: &Bytes) -> bool {
+    SPLICE.with(|s| match s.borrow_mut().as_mut() {
+        Some(sp) if sp.sizing => true,
+        Some(sp) if sp.after_next.is_none() => {
+            sp.after_next = Some(bytes.clone());
+            true
+        }
+        _ => false,
+    })
+}
+
+/// Runs `f` (which encodes into `out` with [`encode_into`]) with large `SharedBlob`s spliced:
+/// returns `f`'s result and the blobs with the offsets in `out` where their bytes belong.
+pub(crate) fn splicing<T>(out: &mut Vec<u8>, f: impl FnOnce(&mut Vec<u8>) -> T) -> (T, Vec<(usize, Bytes)>) {
+    let before = SPLICE.with(|s| s.replace(Some(Splices::default())));
+    let r = f(out);
+    let mut sp = SPLICE.with(|s| s.replace(before)).unwrap_or_default();
+    if let Some(b) = sp.after_next.take() {
+        sp.at.push((out.len(), b));
+    }
+    (r, sp.at)
+}
+
+/// `v`'s encoded size without the large `SharedBlob`s [`splicing`] would leave out (what is
+/// copied into the frame buffer), when it serialises.
+pub fn size_hint_spliced<T: Serialize + ?Sized>(v: &T) -> Option<usize> {
+    let before = SPLICE.with(|s| s.replace(Some(Splices { sizing: true, ..Default::default() })));
+    let n = size_hint(v);
+    SPLICE.with(|s| s.replace(before));
+    n
 }
 
 /// `v`'s encoding.
@@ -76,6 +156,29 @@ mod tests {
     fn size_hint_is_the_encoded_size() {
         let v = (7u64, crate::Blob(vec![1; 1000]));
         assert_eq!(size_hint(&v), Some(encode(&v).unwrap().len()));
+    }
+
+    #[test]
+    fn rule_4_of_blob_rs_a_spliced_encoding_with_its_blobs_put_back_is_the_plain_one() {
+        let big = crate::SharedBlob::from((0..70_000u32).map(|i| i as u8).collect::<Vec<u8>>());
+        let small = crate::SharedBlob::from(vec![5u8; 10]);
+        let v = (1u64, big.clone(), 2u16, small, big.clone(), 3u8);
+        let plain = encode(&v).unwrap();
+        let mut out = vec![9u8; 3]; // a frame header before it
+        let (r, at) = splicing(&mut out, |o| encode_into(&v, o));
+        r.unwrap();
+        assert_eq!(at.len(), 2, "the two large blobs were spliced, the small one copied");
+        let mut joined = Vec::new();
+        let mut from = 3;
+        for (off, b) in &at {
+            joined.extend_from_slice(&out[from..*off]);
+            joined.extend_from_slice(b);
+            from = *off;
+        }
+        joined.extend_from_slice(&out[from..]);
+        assert_eq!(joined, plain);
+        assert_eq!(size_hint_spliced(&v), Some(out.len() - 3));
+        assert_eq!(size_hint(&v), Some(plain.len()));
     }
 
     #[test]

@@ -19,9 +19,11 @@
 //!    from the message's encoded size) or the retransmission copy it shares (acknowledged
 //!    frames), and the writer writes it from there. The small frames queued before it are
 //!    closed into a segment first, so order holds. A large frame never writes through: the
-//!    writer task sends it. (Copying a multi-megabyte frame into a growing batch buffer cost a
-//!    regrowth per doubling, each on freshly zeroed pages: that was most of the CPU time of
-//!    the `latency` workload at 8 MiB.)
+//!    writer task sends it. A frame whose large `SharedBlob`s were left out of its encoding
+//!    (`blob.rs` rule 4) is queued as its pieces in order, the blobs' bytes among them, all
+//!    under one lock so no other frame comes between. (Copying a multi-megabyte frame into a
+//!    growing batch buffer cost a regrowth per doubling, each on freshly zeroed pages: that
+//!    was most of the CPU time of the `latency` workload at 8 MiB.)
 //! 5. The writer keeps the buffers of the large frames it wrote ([`LargeBufs`], at most
 //!    `POOL_MAX` buffers and `POOL_MAX_BYTES` in all per node) and senders encode the next large
 //!    frames into them, so a stream of large messages reuses pages already mapped instead of
@@ -103,6 +105,9 @@ pub(crate) enum Seg {
     Own(Vec<u8>),
     /// One large frame shared with the lane's retransmission map.
     Shared(Arc<Vec<u8>>),
+    /// A piece of a frame sent from where its bytes are (a spliced `SharedBlob`, or the
+    /// encoded pieces around it: `blob.rs` rule 4).
+    Bytes(bytes::Bytes),
 }
 
 impl Seg {
@@ -110,6 +115,7 @@ impl Seg {
         match self {
             Seg::Own(v) => v,
             Seg::Shared(v) => v,
+            Seg::Bytes(b) => b,
         }
     }
 }
@@ -211,6 +217,21 @@ impl Lane {
         }
         let was_empty = g.is_empty();
         g.push_seg(Seg::Own(frame));
+        self.kick(shared, g, was_empty);
+        Ok(())
+    }
+
+    /// Rule 4: queues the pieces of one large frame, together, after everything queued so far.
+    /// `Err` hands them back when the queue is over `max_buffer` (rule 1).
+    pub(crate) fn push_pieces(&self, shared: &Shared, pieces: Vec<Seg>) -> Result<(), Vec<Seg>> {
+        let mut g = self.buf.lock();
+        if g.queued() > shared.max_buffer {
+            return Err(pieces);
+        }
+        let was_empty = g.is_empty();
+        for p in pieces {
+            g.push_seg(p);
+        }
         self.kick(shared, g, was_empty);
         Ok(())
     }
@@ -331,7 +352,7 @@ mod tests {
         let t = g.take_turn(Vec::new());
         match &t.segs[0] {
             Seg::Shared(s) => assert!(Arc::ptr_eq(s, &frame)),
-            Seg::Own(_) => panic!("the shared frame was copied"),
+            Seg::Own(_) | Seg::Bytes(_) => panic!("the shared frame was copied"),
         }
     }
 }

@@ -29,7 +29,7 @@ use crate::fault::Verdict;
 use crate::frame::{kind, write_frame};
 use crate::logging::Esc;
 pub(crate) use crate::node::lane::Lane;
-use crate::node::lane::LARGE_FRAME;
+use crate::node::lane::{Seg, LARGE_FRAME};
 use crate::node::Shared;
 use crate::proto::Control;
 
@@ -45,6 +45,49 @@ pub(crate) enum Status {
 /// trailer, so a large frame's buffer does not regrow (only a target name over ~1 KB can make
 /// it grow once).
 const FRAME_SLACK: usize = 1024;
+
+/// A frame body's encoded size (rule 4): all of it, and what is copied into the frame buffer
+/// when its large `SharedBlob`s are sent from where they are (`blob.rs` rule 4).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Size {
+    pub(crate) full: usize,
+    pub(crate) copied: usize,
+}
+
+impl Size {
+    /// `v`'s sizes, when it serialises; the spliced size is counted only for a large body.
+    pub(crate) fn of<T: serde::Serialize + ?Sized>(v: &T) -> Option<Size> {
+        let full = crate::codec::size_hint(v)?;
+        let copied =
+            if full >= LARGE_FRAME { crate::codec::size_hint_spliced(v).unwrap_or(full).min(full) } else { full };
+        Some(Size { full, copied })
+    }
+}
+
+/// `blob.rs` rule 4: a frame encoded with its spliced blobs left out, as the lane's pieces in
+/// order: its length field counts the blobs, and each blob follows the encoded bytes before it.
+fn pieces(frame: Vec<u8>, at: Vec<(usize, bytes::Bytes)>) -> Result<Vec<Seg>, Error> {
+    let spliced: usize = at.iter().map(|(_, b)| b.len()).sum();
+    let mut frame = frame;
+    let len = u32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]) as usize + spliced;
+    let len32 = u32::try_from(len)
+        .map_err(|_| Error::from(crate::error::ErrorKind::FrameTooLarge { size: len, max: u32::MAX as usize }))?;
+    frame[..4].copy_from_slice(&len32.to_be_bytes());
+    let frame = bytes::Bytes::from(frame);
+    let mut out = Vec::with_capacity(2 * at.len() + 1);
+    let mut from = 0;
+    for (off, b) in at {
+        if off > from {
+            out.push(Seg::Bytes(frame.slice(from..off)));
+        }
+        out.push(Seg::Bytes(b));
+        from = off;
+    }
+    if from < frame.len() {
+        out.push(Seg::Bytes(frame.slice(from..)));
+    }
+    Ok(out)
+}
 
 thread_local! {
     /// Rule 4: where a frame of unknown size is encoded (taken out while in use, so a
@@ -252,11 +295,11 @@ impl Peer {
         lane: &Lane,
         kind: u8,
         ack: bool,
-        size: Option<usize>,
+        size: Option<Size>,
         body: impl FnOnce(&mut Vec<u8>, u64) -> Result<(), Error>,
     ) -> Result<(), SendFail> {
         if !ack && !self.shared.faults.active() {
-            if size.is_some_and(|n| n < LARGE_FRAME) {
+            if size.is_some_and(|n| n.full < LARGE_FRAME) {
                 // The hot path: a small frame, encoded straight into the lane's buffer.
                 let mut g = lane.buf.lock();
                 if g.queued() > self.shared.max_buffer {
@@ -278,7 +321,7 @@ impl Peer {
         } else {
             0
         };
-        let mut bytes = Vec::with_capacity(size.filter(|&n| n >= LARGE_FRAME).map_or(0, |n| n + FRAME_SLACK));
+        let mut bytes = Vec::with_capacity(size.filter(|n| n.full >= LARGE_FRAME).map_or(0, |n| n.full + FRAME_SLACK));
         write_frame(&mut bytes, kind, |b| body(b, seq)).map_err(SendFail::Encode)?;
         if lane.buf.lock().queued() > self.shared.max_buffer {
             return Err(SendFail::Full);
@@ -299,14 +342,24 @@ impl Peer {
         &self,
         lane: &Lane,
         kind: u8,
-        size: Option<usize>,
+        size: Option<Size>,
         body: impl FnOnce(&mut Vec<u8>, u64) -> Result<(), Error>,
     ) -> Result<(), SendFail> {
         if lane.buf.lock().queued() > self.shared.max_buffer {
             return Err(SendFail::Full);
         }
+        if let Some(n) = size.filter(|n| n.copied < n.full) {
+            // `blob.rs` rule 4: its large shared blobs are sent from where they are.
+            let mut frame = Vec::with_capacity(n.copied + FRAME_SLACK);
+            let (encoded, at) = crate::codec::splicing(&mut frame, |f| write_frame(f, kind, |b| body(b, 0)));
+            encoded.map_err(SendFail::Encode)?;
+            let pieces = pieces(frame, at).map_err(SendFail::Encode)?;
+            lane.push_pieces(&self.shared, pieces).map_err(|_| SendFail::Full)?;
+            self.shared.stats.frames_out.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
         let mut frame = match size {
-            Some(n) => self.shared.large.take(n + FRAME_SLACK),
+            Some(n) => self.shared.large.take(n.full + FRAME_SLACK),
             None => match SCRATCH.take() {
                 v if v.capacity() > 0 => v,
                 _ => self.shared.large.take(0),

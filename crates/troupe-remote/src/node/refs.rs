@@ -28,7 +28,7 @@ use troupe::{
 use crate::codec::{self, tag_hash};
 use crate::frame::{kind, DataHeader, Target};
 use crate::logging::Esc;
-use crate::node::peer::{Peer, SendFail, Status, Watcher};
+use crate::node::peer::{Peer, SendFail, Size, Status, Watcher};
 use crate::node::NodeInner;
 use crate::proto::{Control, RefuseReason};
 use crate::types::{self, RemoteMessage};
@@ -137,7 +137,7 @@ impl RemoteActor {
         let sender = opts.sender.map_or(0, |s| s.to_bits());
         let lane = self.peer.pick_lane(channel, opts.partition_key, sender, self.key());
         let peer = &self.peer;
-        let size = codec::size_hint(msg);
+        let size = Size::of(msg);
         let Some(label) = &opts.causal else {
             return peer.send_frame(lane, kind::DATA, opts.ack, size, |b, seq| {
                 encode_data(peer, &self.target, self.tag, seq, msg, b)
@@ -442,7 +442,7 @@ pub(crate) fn reply_through<R: RemoteMessage>(sink: ReplySink) -> ReplyTo<R> {
             return;
         }
         let lane = peer.pick_lane(1, Some(sink.id), 0, 0);
-        let res = peer.send_frame(lane, kind::REPLY, false, codec::size_hint(&r), |b, _| {
+        let res = peer.send_frame(lane, kind::REPLY, false, Size::of(&r), |b, _| {
             b.extend_from_slice(&sink.id.to_le_bytes());
             b.extend_from_slice(&sink.tag.to_le_bytes());
             CURRENT_PEER.with(|c| c.set(peer.index));
