@@ -288,23 +288,6 @@ fn free_dir(dir: &Path, base: &str) -> PathBuf {
     (2..10_000).map(|i| dir.join(format!("{base}-{i}"))).find(|p| !p.exists()).unwrap_or(first)
 }
 
-#[cfg(test)]
-mod out_tests {
-    use super::*;
-
-    #[test]
-    fn back_to_back_runs_in_one_second_get_their_own_folders() {
-        let tmp = std::env::temp_dir().join(format!("troupe-free-dir-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&tmp);
-        std::fs::create_dir_all(&tmp).unwrap();
-        assert_eq!(free_dir(&tmp, "latency-1"), tmp.join("latency-1"));
-        std::fs::create_dir(tmp.join("latency-1")).unwrap();
-        assert_eq!(free_dir(&tmp, "latency-1"), tmp.join("latency-1-2"));
-        std::fs::create_dir(tmp.join("latency-1-2")).unwrap();
-        assert_eq!(free_dir(&tmp, "latency-1"), tmp.join("latency-1-3"));
-        std::fs::remove_dir_all(&tmp).unwrap();
-    }
-}
 
 fn cmd_run(
     workload: &str,
@@ -450,4 +433,22 @@ fn cmd_report(dir: &Path) -> anyhow::Result<i32> {
         return Err(Error::new(ErrorKind::NotARun(dir.to_path_buf())).into());
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod out_tests {
+    use super::*;
+
+    #[test]
+    fn back_to_back_runs_in_one_second_get_their_own_folders() {
+        let tmp = std::env::temp_dir().join(format!("troupe-free-dir-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(&tmp).unwrap();
+        assert_eq!(free_dir(&tmp, "latency-1"), tmp.join("latency-1"));
+        std::fs::create_dir(tmp.join("latency-1")).unwrap();
+        assert_eq!(free_dir(&tmp, "latency-1"), tmp.join("latency-1-2"));
+        std::fs::create_dir(tmp.join("latency-1-2")).unwrap();
+        assert_eq!(free_dir(&tmp, "latency-1"), tmp.join("latency-1-3"));
+        std::fs::remove_dir_all(&tmp).unwrap();
+    }
 }
