@@ -288,7 +288,6 @@ fn free_dir(dir: &Path, base: &str) -> PathBuf {
     (2..10_000).map(|i| dir.join(format!("{base}-{i}"))).find(|p| !p.exists()).unwrap_or(first)
 }
 
-
 fn cmd_run(
     workload: &str,
     file: Option<&Path>,
