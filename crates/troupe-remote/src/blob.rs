@@ -39,32 +39,38 @@ impl Serialize for Blob {
 
 impl<'de> Deserialize<'de> for Blob {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = Blob;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a byte string")
-            }
-            fn visit_bytes<E>(self, v: &[u8]) -> Result<Blob, E> {
-                Ok(Blob(v.to_vec()))
-            }
-            fn visit_byte_buf<E>(self, v: Vec<u8>) -> Result<Blob, E> {
-                Ok(Blob(v))
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, a: A) -> Result<Blob, A::Error> {
-                bytes_of_seq(a).map(Blob)
-            }
-        }
-        d.deserialize_byte_buf(V)
+        d.deserialize_byte_buf(BytesVisitor(|v: &[u8]| Blob(v.to_vec())))
     }
 }
 
-fn bytes_of_seq<'de, A: serde::de::SeqAccess<'de>>(mut a: A) -> Result<Vec<u8>, A::Error> {
-    let mut out = Vec::with_capacity(a.size_hint().unwrap_or(0).min(1 << 16));
-    while let Some(b) = a.next_element()? {
-        out.push(b);
+impl From<Vec<u8>> for Blob {
+    fn from(v: Vec<u8>) -> Self {
+        Blob(v)
     }
-    Ok(out)
+}
+
+/// Reads a byte string into `T` (`.0` makes one from bytes the deserialiser lends), or a
+/// sequence of bytes from codecs that write `Vec<u8>` that way.
+struct BytesVisitor<T>(fn(&[u8]) -> T);
+
+impl<'de, T: From<Vec<u8>>> serde::de::Visitor<'de> for BytesVisitor<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a byte string")
+    }
+    fn visit_bytes<E>(self, v: &[u8]) -> Result<T, E> {
+        Ok((self.0)(v))
+    }
+    fn visit_byte_buf<E>(self, v: Vec<u8>) -> Result<T, E> {
+        Ok(T::from(v))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut a: A) -> Result<T, A::Error> {
+        let mut out = Vec::with_capacity(a.size_hint().unwrap_or(0).min(1 << 16));
+        while let Some(b) = a.next_element()? {
+            out.push(b);
+        }
+        Ok(T::from(out))
+    }
 }
 
 /// Reference-counted bytes that cross nodes without copies where they can (rules 1-3): the
@@ -150,23 +156,7 @@ fn share_or_copy(v: &[u8]) -> Bytes {
 
 impl<'de> Deserialize<'de> for SharedBlob {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = SharedBlob;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a byte string")
-            }
-            fn visit_bytes<E>(self, v: &[u8]) -> Result<SharedBlob, E> {
-                Ok(SharedBlob(share_or_copy(v)))
-            }
-            fn visit_byte_buf<E>(self, v: Vec<u8>) -> Result<SharedBlob, E> {
-                Ok(SharedBlob::from(v))
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, a: A) -> Result<SharedBlob, A::Error> {
-                bytes_of_seq(a).map(SharedBlob::from)
-            }
-        }
-        d.deserialize_bytes(V)
+        d.deserialize_bytes(BytesVisitor(|v: &[u8]| SharedBlob(share_or_copy(v))))
     }
 }
 

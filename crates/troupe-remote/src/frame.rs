@@ -86,12 +86,17 @@ impl FrameBuf {
         Self::default()
     }
 
-    /// Room to read into: at least `n` bytes at the end, compacting consumed bytes first.
-    pub fn spare(&mut self, n: usize) -> &mut [u8] {
+    /// Drops the consumed bytes in front when they are all or most of the buffer.
+    fn compact(&mut self) {
         if self.start > 0 && (self.start == self.buf.len() || self.start > self.buf.len() / 2) {
             self.buf.drain(..self.start);
             self.start = 0;
         }
+    }
+
+    /// Room to read into: at least `n` bytes at the end, compacting consumed bytes first.
+    pub fn spare(&mut self, n: usize) -> &mut [u8] {
+        self.compact();
         let len = self.buf.len();
         self.buf.resize(len + n, 0);
         &mut self.buf[len..]
@@ -101,10 +106,7 @@ impl FrameBuf {
     /// `read_buf`), with room for at least `chunk` more bytes, or for the rest of the frame
     /// being read when that is larger and within `max`. Consumed bytes are compacted first.
     pub fn room(&mut self, chunk: usize, max: usize) -> &mut Vec<u8> {
-        if self.start > 0 && (self.start == self.buf.len() || self.start > self.buf.len() / 2) {
-            self.buf.drain(..self.start);
-            self.start = 0;
-        }
+        self.compact();
         let mut want = chunk;
         if let Some(len) = self.pending_len().filter(|&len| len <= max) {
             let avail = self.buf.len() - self.start;

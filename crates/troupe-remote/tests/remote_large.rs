@@ -44,7 +44,11 @@ enum Msg {
         body: Blob,
         reply: ReplyTo<u64>,
     },
-    Report(ReplyTo<Tally>),
+    /// Answered once `all` items have arrived (at once if they have).
+    Report {
+        all: u64,
+        reply: ReplyTo<Tally>,
+    },
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -66,6 +70,7 @@ struct Check {
     last: Vec<u64>,
     seen: u64,
     errors: u64,
+    waiting: Option<(u64, ReplyTo<Tally>)>,
 }
 
 impl Check {
@@ -75,6 +80,15 @@ impl Check {
         }
         self.last[sender as usize] = seq;
         self.seen += 1;
+        self.answer();
+    }
+
+    fn answer(&mut self) {
+        if self.waiting.as_ref().is_some_and(|(all, _)| self.seen >= *all) {
+            if let Some((_, reply)) = self.waiting.take() {
+                reply.send(Tally(self.seen, self.errors));
+            }
+        }
     }
 }
 
@@ -88,7 +102,10 @@ impl Actor for Check {
                 self.item(sender, seq, &body.0);
                 reply.send(body.0.len() as u64);
             }
-            Msg::Report(r) => r.send(Tally(self.seen, self.errors)),
+            Msg::Report { all, reply } => {
+                self.waiting = Some((all, reply));
+                self.answer();
+            }
         }
     }
 }
@@ -98,7 +115,8 @@ async fn large_and_small_frames_share_a_connection_whole_and_in_order() {
     for (write_through, ack) in [(true, false), (false, false), (true, true)] {
         let a = Node::start(NodeConfig { write_through, ..cfg("a") }).await.unwrap();
         let b = Node::start(cfg("b")).await.unwrap();
-        b.export("check", &troupe::spawn(Check { last: vec![0; SENDERS as usize], seen: 0, errors: 0 })).unwrap();
+        b.export("check", &troupe::spawn(Check { last: vec![0; SENDERS as usize], seen: 0, errors: 0, waiting: None }))
+            .unwrap();
         let r = a.lookup::<Msg>(&b.addr(), "check").await.unwrap();
         let mut tasks = Vec::new();
         for s in 0..SENDERS {
@@ -138,14 +156,13 @@ async fn large_and_small_frames_share_a_connection_whole_and_in_order() {
         for t in tasks {
             t.await.unwrap();
         }
-        // The report may overtake items still being read: ask until all are in (bounded).
-        let end = std::time::Instant::now() + T;
-        let Tally(mut seen, mut errors) = r.ask(Msg::Report, T).await.unwrap();
-        while seen < SENDERS * PER && std::time::Instant::now() < end {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            Tally(seen, errors) = r.ask(Msg::Report, T).await.unwrap();
-        }
+        // The report may overtake items still being read: the actor answers once all are in.
         let case = format!("write_through = {write_through}, ack = {ack}");
+        let all = SENDERS * PER;
+        let Tally(seen, errors) = match r.ask(|reply| Msg::Report { all, reply }, T).await {
+            Ok(t) => t,
+            Err(e) => panic!("{case}: messages lost: not all {all} arrived within {T:?} ({e:?})"),
+        };
         assert_eq!(seen, SENDERS * PER, "{case}: messages lost");
         assert_eq!(errors, 0, "{case}: a body arrived changed or out of order");
         a.shutdown();

@@ -208,32 +208,20 @@ impl Lane {
         self.kick(shared, g, was_empty);
     }
 
-    /// Rule 4: queues one large frame the sender encoded into its own buffer. `Err` hands it
-    /// back when the queue is over `max_buffer` (rule 1).
-    pub(crate) fn push_large(&self, shared: &Shared, frame: Vec<u8>) -> Result<(), Vec<u8>> {
+    /// Rule 4: queues one large frame, whole or as its pieces in order, together after
+    /// everything queued so far. False (nothing queued) when the queue is over `max_buffer`
+    /// (rule 1).
+    pub(crate) fn push_large(&self, shared: &Shared, pieces: impl IntoIterator<Item = Seg>) -> bool {
         let mut g = self.buf.lock();
         if g.queued() > shared.max_buffer {
-            return Err(frame);
-        }
-        let was_empty = g.is_empty();
-        g.push_seg(Seg::Own(frame));
-        self.kick(shared, g, was_empty);
-        Ok(())
-    }
-
-    /// Rule 4: queues the pieces of one large frame, together, after everything queued so far.
-    /// `Err` hands them back when the queue is over `max_buffer` (rule 1).
-    pub(crate) fn push_pieces(&self, shared: &Shared, pieces: Vec<Seg>) -> Result<(), Vec<Seg>> {
-        let mut g = self.buf.lock();
-        if g.queued() > shared.max_buffer {
-            return Err(pieces);
+            return false;
         }
         let was_empty = g.is_empty();
         for p in pieces {
             g.push_seg(p);
         }
         self.kick(shared, g, was_empty);
-        Ok(())
+        true
     }
 
     /// After frames were queued on a lane that was `was_empty`: writes them through (rule 3)

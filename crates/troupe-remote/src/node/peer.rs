@@ -354,7 +354,9 @@ impl Peer {
             let (encoded, at) = crate::codec::splicing(&mut frame, |f| write_frame(f, kind, |b| body(b, 0)));
             encoded.map_err(SendFail::Encode)?;
             let pieces = pieces(frame, at).map_err(SendFail::Encode)?;
-            lane.push_pieces(&self.shared, pieces).map_err(|_| SendFail::Full)?;
+            if !lane.push_large(&self.shared, pieces) {
+                return Err(SendFail::Full);
+            }
             self.shared.stats.frames_out.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         }
@@ -371,8 +373,7 @@ impl Peer {
             return Err(SendFail::Encode(e));
         }
         if frame.len() >= LARGE_FRAME {
-            if let Err(frame) = lane.push_large(&self.shared, frame) {
-                self.shared.large.put(frame);
+            if !lane.push_large(&self.shared, [Seg::Own(frame)]) {
                 return Err(SendFail::Full);
             }
         } else {
