@@ -79,7 +79,8 @@ use pipes::Pipe;
 pub const CHUNK: usize = 64 * 1024;
 /// Chunks that may wait per direction of a connection (rule 3): 64 MiB at most.
 pub const MAX_QUEUED_CHUNKS: usize = 1024;
-/// Pipes that may hold chunks per direction of a connection (rule 8): 16 MiB at most.
+/// Pipes that may hold chunks per direction of a connection (rule 8): 64 MiB at most, as
+/// rule 3 allows buffers.
 pub const MAX_PIPES: usize = 64;
 /// How long an accepted connection waits for the target to be named (rule 1).
 pub const TARGET_WAIT: Duration = Duration::from_secs(30);
