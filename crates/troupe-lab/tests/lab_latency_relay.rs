@@ -203,3 +203,28 @@ fn rule6_forward_through_the_line_protocol_relays() {
     to_relay.send("quit\n".into()).unwrap();
     server.join().unwrap().unwrap();
 }
+
+#[test]
+fn rule8_chunks_wait_in_pipes_where_the_kernel_splices_else_in_buffers() {
+    let relay = Relay::bind(Duration::from_millis(1)).unwrap();
+    relay.forward_to(echo(1));
+    let mut c = connect(&relay);
+    let total = 2 << 20;
+    let data: Vec<u8> = (0..total).map(|i| (i % 253) as u8).collect();
+    let mut w = c.try_clone().unwrap();
+    let sent = data.clone();
+    let writer = std::thread::spawn(move || w.write_all(&sent).unwrap());
+    let mut back = vec![0u8; total];
+    c.read_exact(&mut back).unwrap();
+    writer.join().unwrap();
+    assert!(back == data, "the echoed bytes differ from the sent ones");
+    let t = total as u64;
+    let s = wait_stats(&relay, |s| s.bytes_down_out == t);
+    if troupe_lab::relay::pipes::available() {
+        assert!(s.chunks_piped >= 2, "splicing works here, yet chunks were not piped: {s:?}");
+        assert_eq!(s.chunks_copied, 0, "{s:?}");
+    } else {
+        assert!(s.chunks_copied >= 2, "{s:?}");
+        assert_eq!(s.chunks_piped, 0, "{s:?}");
+    }
+}

@@ -15,7 +15,8 @@
 //!    the microseconds since t0. The window runs from the start to the last ack.
 //! 4. Events, after the window (none during it), from this process only: `run_started`, then
 //!    `msg {pair, seq, latency_us}` per message, `window {elapsed_us, messages, bytes}`,
-//!    `relay {connections, bytes_up_in, bytes_up_out, bytes_down_in, bytes_down_out}`, for
+//!    `relay {connections, bytes_up_in, bytes_up_out, bytes_down_in, bytes_down_out, chunks_piped,
+//!    chunks_copied}` (what the relay process answers to `stats`), for
 //!    `channels_gossip` `gossip {received, bytes}` (what A's sink got from B), and `run_finished
 //!    {errors}`.
 //! 5. A config the program cannot run is refused with one stderr line naming the key and the
