@@ -2,8 +2,8 @@
 //! of real node processes on loopback with frames dropped and delayed and one device process
 //! partitioned for a second completes, its node processes emit `fault_injected` with the
 //! schedule's ids, and `summary.json` counts the dropped frames; the same for a distributed
-//! chat run with a server group partitioned; a peer runtime given the section is refused
-//! before anything starts.
+//! chat run with a server group partitioned, and for a kv run with a store node partitioned; a
+//! peer runtime given the section is refused before anything starts.
 
 use std::path::Path;
 use std::process::Command;
@@ -106,6 +106,55 @@ fn a_distributed_chat_run_with_drops_and_a_server_partition_completes_and_report
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     assert!(summary["net_dropped_frames"].as_u64().unwrap() > 0, "{summary}");
+}
+
+#[test]
+fn a_kv_run_with_drops_and_a_store_node_partitioned_completes_and_reports_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let sets = [
+        "duration_s=2",
+        "concurrency=2",
+        "object_bytes=65536",
+        "vnodes=8",
+        "net_faults.drop_pct=5",
+        "net_faults.delay_ms=[0, 3]",
+        "net_faults.partitions=[{at_ms=300, duration_ms=800, nodes=[1]}]",
+    ];
+    let mut cmd = troupe();
+    cmd.args(["lab", "run", "kv", "--out", out.to_str().unwrap()]);
+    for s in sets {
+        cmd.args(["--set", s]);
+    }
+    let o = cmd.output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o.stdout), text(&o.stderr));
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["status"], "ok", "{m}");
+    let evs = lines(&out.join("events.jsonl"));
+    let injected = |id: &str| -> Vec<String> {
+        let mut t: Vec<String> = evs
+            .iter()
+            .filter(|e| e["ev"] == "fault_injected" && e["id"] == id)
+            .filter_map(|e| e["target"].as_str().map(str::to_string))
+            .collect();
+        t.sort_unstable();
+        t
+    };
+    // The three store nodes apply the drop and delay rule; the orchestrator (clients) does not.
+    for id in ["net-drop", "net-delay"] {
+        assert_eq!(injected(id), ["node-0", "node-1", "node-2"], "{id}");
+    }
+    assert_eq!(injected("net-part-0-1"), ["node-1"], "node 1 announces its cut");
+    // Every store node reports what its node dropped; none reports an error.
+    let finished: Vec<&serde_json::Value> = evs.iter().filter(|e| e["ev"] == "run_finished").collect();
+    assert_eq!(finished.len(), 4, "the orchestrator and three store nodes: {finished:?}");
+    assert!(finished.iter().all(|f| f["errors"] == 0), "{finished:?}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert!(summary["net_dropped_frames"].as_u64().unwrap() > 0, "{summary}");
+    assert_eq!(summary["net_faults_injected"], 7, "{summary}");
+    assert!(summary["ops"].as_u64().unwrap() > 0, "{summary}");
 }
 
 #[test]

@@ -64,7 +64,7 @@ impl Workload for Kv {
     }
 
     fn net_nodes(&self, _cfg: &Config) -> std::result::Result<Vec<String>, String> {
-        Err("the kv workload does not apply network faults (its node processes are not wired to `[net_faults]`)".into())
+        Ok(sub::net_nodes())
     }
 
     fn roles(&self) -> &'static [&'static str] {

@@ -12,6 +12,13 @@
 //!    other nodes' control actors on the gossip channel.
 //! 4. The process ends on `Quit` (exit 0), or when its stdin closes (the orchestrator is gone)
 //!    or the run's deadline passes (exit 1).
+//! 5. Network faults (`[net_faults]`, docs/kv.md): when the run's schedule has network lines,
+//!    the node writes events as `node-<index>` and, on the stdin line `start <us>` (the window
+//!    start, wall-clock microseconds), applies them on its own node (`crate::netfaults::apply`:
+//!    drops and delays on its frames, cuts of its links to the other store nodes); on `calm` it
+//!    stops, removes every rule and heals every link, and answers `calm`, so the orchestrator's
+//!    count requests after the window are not faulted. Its `run_finished` carries the frames its
+//!    node dropped and delayed. Without network lines it writes no events, as before.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -25,8 +32,10 @@ use troupe_remote::{send_with, Node};
 use super::actors::{Control, ControlMsg, Counters, Lanes, RingGossip, Vnode, VnodeMsg};
 use super::config::{KvConfig, NODES};
 use super::quorum::{Ring, Store};
-use super::sub::{free_port, node_config, ENV_INDEX, ENV_SECRET, START_LIMIT};
+use super::sub::{free_port, net_nodes, node_config, ENV_INDEX, ENV_SECRET, START_LIMIT};
 use crate::error::{Error, Result};
+use crate::events::writer::EventWriter;
+use crate::schedule::FaultAction;
 
 /// How often each vnode sends its digest, ms (rule 2).
 pub(crate) const AE_EVERY_MS: u64 = 500;
@@ -41,8 +50,8 @@ pub(crate) fn vnode_name(v: u64) -> String {
 /// The name a node's control actor is exported under.
 pub(crate) const CONTROL: &str = "kv-control";
 
-/// The node process (rules 1-4); the exit code.
-pub(super) async fn node_process(cfg: &KvConfig) -> Result<i32> {
+/// The node process (rules 1-5); the exit code. `actions` is the run's schedule.
+pub(super) async fn node_process(cfg: &KvConfig, actions: &[FaultAction]) -> Result<i32> {
     let secret = crate::workloads::common::env(ENV_SECRET, "kv")?;
     let index: usize = crate::workloads::common::env(ENV_INDEX, "kv")?
         .parse()
@@ -77,10 +86,21 @@ pub(super) async fn node_process(cfg: &KvConfig) -> Result<i32> {
     println!("ready");
     let ae = tokio::spawn(ae_loop(local.clone(), wiring.ae_peers));
     let gossip = tokio::spawn(gossip_loop(index as u64, addrs.clone(), wiring.controls, lanes));
+    // Rule 5: events only when there are network faults to report.
+    let writer = match crate::netfaults::apply::any(actions) {
+        true => Some(EventWriter::from_env("troupe", &format!("node-{index}"))?),
+        false => None,
+    };
+    let mut faults = Faults { cfg, node: &node, index, addrs: &addrs, actions, writer: writer.as_ref(), task: None };
     let deadline = super::expected_window(cfg) + START_LIMIT;
     let code = tokio::select! {
         _ = quit.notified() => 0,
-        _ = async { while let Ok(Some(_)) = stdin.next_line().await {} } => {
+        _ = async {
+            // Bounded by the orchestrator: it ends when stdin closes.
+            while let Ok(Some(line)) = stdin.next_line().await {
+                faults.command(line.trim());
+            }
+        } => {
             eprintln!("troupe kv-node: the orchestrator went away");
             1
         }
@@ -89,14 +109,58 @@ pub(super) async fn node_process(cfg: &KvConfig) -> Result<i32> {
             1
         }
     };
+    faults.calm();
     ae.abort();
     gossip.abort();
     for a in local.values() {
         a.stop();
     }
     control.stop();
+    if let Some(w) = writer {
+        let (dropped, delayed) = crate::netfaults::apply::counts(&node);
+        w.finish(serde_json::json!({"errors": code, "net_dropped_frames": dropped, "net_delayed_frames": delayed}));
+    }
     node.shutdown();
     Ok(code)
+}
+
+/// Rule 5: the node's network faults, started and stopped by the orchestrator's stdin lines.
+struct Faults<'a> {
+    cfg: &'a KvConfig,
+    node: &'a Node,
+    index: usize,
+    addrs: &'a [String],
+    actions: &'a [FaultAction],
+    writer: Option<&'a EventWriter>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Faults<'_> {
+    /// `start <us>` or `calm`; anything else is ignored (the line only says the orchestrator is
+    /// there).
+    fn command(&mut self, line: &str) {
+        if let Some(us) = line.strip_prefix("start ").and_then(|u| u.trim().parse::<i64>().ok()) {
+            let Some(w) = self.writer else { return };
+            let me = crate::netfaults::apply::Me {
+                index: self.index as u32,
+                name: format!("node-{}", self.index),
+                nodes: net_nodes(),
+                addrs: self.addrs.iter().cloned().map(Some).collect(),
+            };
+            self.task = crate::netfaults::apply::spawn(self.node, self.actions, me, us, self.cfg.seed, &w.emitter());
+        } else if line == "calm" {
+            self.calm();
+            println!("calm");
+        }
+    }
+
+    /// Stops applying faults, removes every rule and heals every link.
+    fn calm(&mut self) {
+        if let Some(t) = self.task.take() {
+            t.abort();
+        }
+        self.node.clear_faults();
+    }
 }
 
 /// The peers a node talks to.

@@ -9,13 +9,19 @@
 //! 2. Measurement: `concurrency` client tasks start together and run operations back to back
 //!    until `duration_s` has passed ([`super::client`]); the window runs from the start until the
 //!    last client has finished its last operation.
-//! 3. Events, after the window (none during it), from this process only: `run_started`, one `op
+//! 3. Events, after the window (none during it), from this process (with network faults the
+//!    store nodes add their own, `node.rs` rule 5): `run_started`, one `op
 //!    {client, seq, op, latency_us, ok}` per operation, `window {elapsed_us, ops, failed_ops}`,
 //!    `nodes {digests_sent, repairs_applied, gossip_received, objects}` summed over the nodes,
 //!    and `run_finished {errors}`; a failed operation is an `op` with `ok: false`, not an error.
 //! 4. A config the program cannot run is refused with one stderr line naming the key and the
 //!    allowed values, exit 2; a set-up failure or a node process gone ends the run with
 //!    `run_finished {errors: 1}` and exit status 1.
+//! 5. Network faults: when the schedule has network lines, the orchestrator tells each store
+//!    node the window start (`start <us>`) just before the clients start, and `calm` after the
+//!    window, waiting for each node's `calm` before it asks for their counts (`node.rs` rule 5).
+//!    The store nodes are the fault targets (`node-0`..`node-2`); this process, the clients'
+//!    node and the run's collector, is never cut (as the iot orchestrator is not).
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -31,7 +37,8 @@ use super::config::{KvConfig, NODES};
 use super::node::{vnode_name, CONTROL};
 use super::quorum::Ring;
 use crate::error::Result;
-use crate::events::writer::{Emitter, EventWriter};
+use crate::events::writer::{now_us, Emitter, EventWriter};
+use crate::schedule::FaultAction;
 use crate::subprocess;
 
 /// The secret of the run's nodes, handed to the node processes.
@@ -48,13 +55,17 @@ pub(super) fn exec(role: &str) -> Result<i32> {
         Err(code) => return Ok(code),
     };
     let cfg = KvConfig::from_config(&cfg_value);
+    let actions = match std::env::var_os("TROUPE_SCHEDULE") {
+        Some(path) => crate::schedule::read(std::path::Path::new(&path))?,
+        None => Vec::new(),
+    };
     if role == "kv-node" {
-        return subprocess::block_on(super::node::node_process(&cfg))?;
+        return subprocess::block_on(super::node::node_process(&cfg, &actions))?;
     }
     let writer = EventWriter::from_env("troupe", "client")?;
     let em = writer.emitter();
     subprocess::run_started(&em, "kv", &cfg_value);
-    let errors = match subprocess::block_on(experiment(&cfg, &em))? {
+    let errors = match subprocess::block_on(experiment(&cfg, &actions, &em))? {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("troupe kv: {e}");
@@ -145,8 +156,13 @@ impl NodeProc {
     }
 }
 
-/// The orchestrator's whole run (rules 1-3).
-async fn experiment(cfg: &KvConfig, em: &Emitter) -> std::result::Result<(), String> {
+/// The store nodes `[net_faults]` names, by index (rule 5).
+pub(super) fn net_nodes() -> Vec<String> {
+    (0..NODES).map(|i| format!("node-{i}")).collect()
+}
+
+/// The orchestrator's whole run (rules 1-3, 5).
+async fn experiment(cfg: &KvConfig, actions: &[FaultAction], em: &Emitter) -> std::result::Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find the troupe executable: {e}"))?;
     let secret = format!("{:032x}", rand::random::<u128>());
     let listen = format!("127.0.0.1:{}", free_port()?);
@@ -161,12 +177,22 @@ async fn experiment(cfg: &KvConfig, em: &Emitter) -> std::result::Result<(), Str
     for p in &mut procs {
         addrs.push(p.line("its address").await?);
     }
-    let result = run_with_nodes(cfg, em, &node, &mut procs, &addrs).await;
+    let net = crate::netfaults::apply::any(actions);
+    let result = run_with_nodes(cfg, em, &node, &mut procs, &addrs, net).await;
     for p in procs {
         p.close().await;
     }
     node.shutdown();
     result
+}
+
+/// Writes one line to every node process.
+async fn tell(procs: &mut [NodeProc], line: &str) -> std::result::Result<(), String> {
+    for p in procs.iter_mut() {
+        p.stdin.write_all(line.as_bytes()).await.map_err(|e| format!("a kv node process is gone ({e})"))?;
+        let _ = p.stdin.flush().await;
+    }
+    Ok(())
 }
 
 async fn run_with_nodes(
@@ -175,12 +201,9 @@ async fn run_with_nodes(
     node: &Node,
     procs: &mut [NodeProc],
     addrs: &[String],
+    net: bool,
 ) -> std::result::Result<(), String> {
-    let peers = format!("peers {}\n", addrs.join(" "));
-    for p in procs.iter_mut() {
-        p.stdin.write_all(peers.as_bytes()).await.map_err(|e| format!("a kv node process is gone ({e})"))?;
-        let _ = p.stdin.flush().await;
-    }
+    tell(procs, &format!("peers {}\n", addrs.join(" "))).await?;
     for p in procs.iter_mut() {
         let r = p.line("ready").await?;
         if r != "ready" {
@@ -201,7 +224,19 @@ async fn run_with_nodes(
     let replicas: Vec<Vec<ActorRef<VnodeMsg>>> = (0..cfg.vnodes)
         .map(|v| ring.replicas(v).iter().filter_map(|j| table[v as usize][*j].clone()).collect())
         .collect();
+    if net {
+        tell(procs, &format!("start {}\n", now_us())).await?;
+    }
     let (rows, elapsed) = super::client::run_clients(cfg, &ring, &replicas).await;
+    if net {
+        tell(procs, "calm\n").await?;
+        for p in procs.iter_mut() {
+            let r = p.line("calm").await?;
+            if r != "calm" {
+                return Err(format!("a kv node process answered {r:?}, expected calm"));
+            }
+        }
+    }
     let mut totals = NodeStats::default();
     let mut stats_err = None;
     for (i, c) in controls.iter().enumerate() {

@@ -63,6 +63,12 @@ impl Workload for Latency {
         Vec::new()
     }
 
+    fn net_nodes(&self, _: &Config) -> std::result::Result<Vec<String>, String> {
+        Err("it measures the fault-free transport between its two node processes (the lab's relay adds only the \
+             RTT); network faults are not wired into them"
+            .into())
+    }
+
     fn roles(&self) -> &'static [&'static str] {
         &["latency", "latency-node", "latency-relay"]
     }
