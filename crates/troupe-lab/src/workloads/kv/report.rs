@@ -9,6 +9,9 @@
 //! 3. The side-by-side lines: per (service, object bytes, concurrency), each runtime's
 //!    throughput and p99 (the mean over repetitions), Troupe's transports each on their own
 //!    line, Erlang's beside each.
+//! 4. The grid's plots, as seed 004's figures 6-7 and 9-10 draw them: per (service, object
+//!    bytes), throughput against concurrency, one line per runtime and Troupe transport (the
+//!    mean over repetitions), `ops_vs_concurrency_<service>_<object>b.svg`, also in the report.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -20,6 +23,7 @@ use crate::config::Config;
 use crate::error::Result;
 use crate::manifest::Manifest;
 use crate::report::html::{link, Page};
+use crate::report::plot::{svg, Chart, Series};
 use crate::report::{csv_text, page_footer, status_html, status_word, write};
 use crate::workload::RunAnalysis;
 
@@ -171,11 +175,70 @@ pub fn write_grid(dir: &Path, csv_name: &str, title: &str) -> Result<(usize, Vec
     p.p("Clients in the orchestrator run one operation at a time against a 3-node store (N=3, R=W=2 by \
          default) or an echo service (docs/kv.md); throughput and p99 latency per concurrency level.");
     p.raw(&format!("<pre>{}</pre>", crate::report::html::escape(&lines.join("\n"))));
+    for (name, chart) in plots(&rows) {
+        write(dir, &name, &chart)?;
+        p.figure(&chart, &format!("{name}: throughput against concurrency (mean over repetitions)."));
+    }
     p.h2("Runs");
     p.table(&header, &table);
     p.raw(&format!("<p>{}</p>", link(csv_name, csv_name)));
     write(dir, "report.html", &p.finish())?;
     Ok((rows.len(), lines))
+}
+
+/// The name of a runtime's line: Troupe's per transport.
+fn line_name(r: &Row) -> String {
+    if r.runtime == "troupe" {
+        format!("troupe {}", r.transport)
+    } else {
+        r.runtime.clone()
+    }
+}
+
+/// Per line name, per concurrency, the throughputs of its runs.
+type Lines = BTreeMap<String, BTreeMap<u64, Vec<Option<f64>>>>;
+
+/// Rule 4: per (service, object bytes), a file name and its chart.
+fn plots(rows: &[Row]) -> Vec<(String, String)> {
+    let mut groups: BTreeMap<(String, u64), Lines> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.ops_s.is_some()) {
+        groups
+            .entry((r.service.clone(), r.object))
+            .or_default()
+            .entry(line_name(r))
+            .or_default()
+            .entry(r.concurrency)
+            .or_default()
+            .push(r.ops_s);
+    }
+    groups
+        .into_iter()
+        .map(|((service, object), lines)| {
+            let series = lines
+                .into_iter()
+                .map(|(name, pts)| {
+                    // Concurrency grows by factors (1, 4, 16, 64): a log2 axis spaces it out.
+                    let points = pts
+                        .into_iter()
+                        .map(|(x, ys)| ((x.max(1) as f64).log2(), mean(ys.into_iter()).unwrap_or(f64::NAN)))
+                        .collect();
+                    Series { markers: true, ..Series::line(name, points) }
+                })
+                .collect();
+            let chart = svg(
+                &Chart {
+                    title: format!("{service}: throughput vs concurrency, {} KiB objects", object / 1024),
+                    x_label: "log2(concurrent clients): 0 = 1, 2 = 4, 4 = 16, 6 = 64".into(),
+                    y_label: "operations per second".into(),
+                    series,
+                    y_range: None,
+                },
+                720,
+                340,
+            );
+            (format!("ops_vs_concurrency_{service}_{object}b.svg"), chart)
+        })
+        .collect()
 }
 
 /// Rule 3 as aligned text lines, header first.
@@ -205,4 +268,50 @@ fn side_by_side(rows: &[Row]) -> Vec<String> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(runtime: &str, transport: &str, concurrency: u64, object: u64, ops_s: Option<f64>) -> Row {
+        Row {
+            rel: String::new(),
+            runtime: runtime.into(),
+            status: "ok".into(),
+            reason: String::new(),
+            service: "kv".into(),
+            transport: transport.into(),
+            concurrency,
+            object,
+            ops_s,
+            p50: None,
+            p99: None,
+            mean: None,
+            ops: None,
+            failed: None,
+        }
+    }
+
+    #[test]
+    fn rule4_one_plot_per_service_and_object_size_one_line_per_runtime_and_transport() {
+        let rows = vec![
+            row("erlang", "one_connection", 1, 1 << 20, Some(400.0)),
+            row("erlang", "one_connection", 4, 1 << 20, Some(410.0)),
+            row("troupe", "channels", 1, 1 << 20, Some(900.0)),
+            row("troupe", "channels", 1, 1 << 20, Some(700.0)),
+            row("troupe", "one_connection", 4, 1 << 20, Some(600.0)),
+            row("troupe", "channels", 1, 8 << 20, Some(75.0)),
+            // A failed run draws nothing.
+            row("erlang", "channels", 1, 8 << 20, None),
+        ];
+        let plots = plots(&rows);
+        let names: Vec<&str> = plots.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["ops_vs_concurrency_kv_1048576b.svg", "ops_vs_concurrency_kv_8388608b.svg"]);
+        let one_mib = &plots[0].1;
+        for line in ["erlang", "troupe channels", "troupe one_connection"] {
+            assert!(one_mib.contains(&format!("\n{line}\n")), "no line {line:?} in the 1 MiB plot");
+        }
+        assert!(!plots[1].1.contains("erlang"), "the failed Erlang run made a line");
+    }
 }
