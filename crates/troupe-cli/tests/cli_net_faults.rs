@@ -22,6 +22,25 @@ fn lines(path: &Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(path).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
 }
 
+/// Runs `workload` with `sets`, asserts the run is ok, and returns its events and summary.
+fn run_ok(workload: &str, sets: &[&str]) -> (Vec<serde_json::Value>, serde_json::Value) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let mut cmd = troupe();
+    cmd.args(["lab", "run", workload, "--out", out.to_str().unwrap()]);
+    for s in sets {
+        cmd.args(["--set", s]);
+    }
+    let o = cmd.output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o.stdout), text(&o.stderr));
+    let m: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(m["status"], "ok", "{m}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    (lines(&out.join("events.jsonl")), summary)
+}
+
 const NET: &str = "devices = 20\ndevice_processes = 2\nduration_s = 3\nwarmup_s = 1\n\
                    [net_faults]\ndrop_pct = 5.0\ndelay_ms = [0, 5]\n\
                    partitions = [ { at_ms = 500, duration_ms = 1000, nodes = [1] } ]\n";
@@ -72,8 +91,6 @@ fn an_iot_run_with_drops_and_a_partition_completes_and_reports_them() {
 
 #[test]
 fn a_distributed_chat_run_with_drops_and_a_server_partition_completes_and_reports_them() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
     let sets = [
         "deployment=distributed",
         "num_supervisor=2",
@@ -85,17 +102,7 @@ fn a_distributed_chat_run_with_drops_and_a_server_partition_completes_and_report
         "net_faults.drop_pct=2",
         "net_faults.partitions=[{at_ms=500, duration_ms=1000, nodes=[0]}]",
     ];
-    let mut cmd = troupe();
-    cmd.args(["lab", "run", "chat", "--out", out.to_str().unwrap()]);
-    for s in sets {
-        cmd.args(["--set", s]);
-    }
-    let o = cmd.output().unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o.stdout), text(&o.stderr));
-    let m: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
-    assert_eq!(m["status"], "ok", "{m}");
-    let evs = lines(&out.join("events.jsonl"));
+    let (evs, summary) = run_ok("chat", &sets);
     // Node 0 is server-0 (server groups first, then client groups); it announces its cut.
     let part: Vec<&serde_json::Value> =
         evs.iter().filter(|e| e["ev"] == "fault_injected" && e["id"] == "net-part-0-0").collect();
@@ -103,15 +110,11 @@ fn a_distributed_chat_run_with_drops_and_a_server_partition_completes_and_report
     assert_eq!(part[0]["target"], "server-0");
     let drops = evs.iter().filter(|e| e["ev"] == "fault_injected" && e["id"] == "net-drop").count();
     assert_eq!(drops, 4, "server-0, server-1, clients-0 and clients-1 each apply the drop rule");
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     assert!(summary["net_dropped_frames"].as_u64().unwrap() > 0, "{summary}");
 }
 
 #[test]
 fn a_kv_run_with_drops_and_a_store_node_partitioned_completes_and_reports_them() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
     let sets = [
         "duration_s=2",
         "concurrency=2",
@@ -121,17 +124,7 @@ fn a_kv_run_with_drops_and_a_store_node_partitioned_completes_and_reports_them()
         "net_faults.delay_ms=[0, 3]",
         "net_faults.partitions=[{at_ms=300, duration_ms=800, nodes=[1]}]",
     ];
-    let mut cmd = troupe();
-    cmd.args(["lab", "run", "kv", "--out", out.to_str().unwrap()]);
-    for s in sets {
-        cmd.args(["--set", s]);
-    }
-    let o = cmd.output().unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o.stdout), text(&o.stderr));
-    let m: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
-    assert_eq!(m["status"], "ok", "{m}");
-    let evs = lines(&out.join("events.jsonl"));
+    let (evs, summary) = run_ok("kv", &sets);
     let injected = |id: &str| -> Vec<String> {
         let mut t: Vec<String> = evs
             .iter()
@@ -150,8 +143,6 @@ fn a_kv_run_with_drops_and_a_store_node_partitioned_completes_and_reports_them()
     let finished: Vec<&serde_json::Value> = evs.iter().filter(|e| e["ev"] == "run_finished").collect();
     assert_eq!(finished.len(), 4, "the orchestrator and three store nodes: {finished:?}");
     assert!(finished.iter().all(|f| f["errors"] == 0), "{finished:?}");
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     assert!(summary["net_dropped_frames"].as_u64().unwrap() > 0, "{summary}");
     assert_eq!(summary["net_faults_injected"], 7, "{summary}");
     assert!(summary["ops"].as_u64().unwrap() > 0, "{summary}");

@@ -69,12 +69,12 @@ fn rule2_a_round_trip_takes_at_least_the_rtt() {
     }
 }
 
-#[test]
-fn rule2_order_and_every_byte_are_kept_and_rule4_counts_them() {
+/// Echoes `total` patterned bytes through a fresh 1 ms relay, checks every byte came back in
+/// order, and returns the relay's counts once it has written them all.
+fn echo_through_relay(total: usize) -> RelayStats {
     let relay = Relay::bind(Duration::from_millis(1)).unwrap();
     relay.forward_to(echo(1));
     let mut c = connect(&relay);
-    let total = 3 << 20;
     let data: Vec<u8> = (0..total).map(|i| (i % 251) as u8).collect();
     let mut w = c.try_clone().unwrap();
     let sent = data.clone();
@@ -84,7 +84,14 @@ fn rule2_order_and_every_byte_are_kept_and_rule4_counts_them() {
     writer.join().unwrap();
     assert!(back == data, "the echoed bytes differ from the sent ones (order or content)");
     let t = total as u64;
-    let s = wait_stats(&relay, |s| s.bytes_down_out == t);
+    wait_stats(&relay, |s| s.bytes_down_out == t)
+}
+
+#[test]
+fn rule2_order_and_every_byte_are_kept_and_rule4_counts_them() {
+    let total = 3 << 20;
+    let t = total as u64;
+    let s = echo_through_relay(total);
     assert_eq!(s.connections, 1);
     assert_eq!((s.bytes_up_in, s.bytes_up_out), (t, t), "{s:?}");
     assert_eq!((s.bytes_down_in, s.bytes_down_out), (t, t), "{s:?}");
@@ -206,20 +213,7 @@ fn rule6_forward_through_the_line_protocol_relays() {
 
 #[test]
 fn rule8_chunks_wait_in_pipes_where_the_kernel_splices_else_in_buffers() {
-    let relay = Relay::bind(Duration::from_millis(1)).unwrap();
-    relay.forward_to(echo(1));
-    let mut c = connect(&relay);
-    let total = 2 << 20;
-    let data: Vec<u8> = (0..total).map(|i| (i % 253) as u8).collect();
-    let mut w = c.try_clone().unwrap();
-    let sent = data.clone();
-    let writer = std::thread::spawn(move || w.write_all(&sent).unwrap());
-    let mut back = vec![0u8; total];
-    c.read_exact(&mut back).unwrap();
-    writer.join().unwrap();
-    assert!(back == data, "the echoed bytes differ from the sent ones");
-    let t = total as u64;
-    let s = wait_stats(&relay, |s| s.bytes_down_out == t);
+    let s = echo_through_relay(2 << 20);
     if troupe_lab::relay::pipes::available() {
         assert!(s.chunks_piped >= 2, "splicing works here, yet chunks were not piped: {s:?}");
         assert_eq!(s.chunks_copied, 0, "{s:?}");

@@ -23,6 +23,30 @@ impl Series {
     pub fn line(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
         Series { name: name.into(), points, dashed: false, markers: false }
     }
+
+    /// A grid's line over a count that grows by factors (actor pairs, clients): at each x, the
+    /// mean of its runs' figures (a point with none is a gap), x drawn as log2 so 1, 4, 16, 64
+    /// are evenly spaced; with markers.
+    ///
+    /// ```
+    /// use std::collections::BTreeMap;
+    /// use troupe_lab::report::plot::Series;
+    /// let s = Series::log2_means("troupe", BTreeMap::from([(1, vec![Some(2.0), Some(4.0)]), (8, vec![None])]));
+    /// assert_eq!(s.points[0], (0.0, 3.0));
+    /// assert_eq!(s.points[1].0, 3.0);
+    /// assert!(s.points[1].1.is_nan());
+    /// ```
+    pub fn log2_means(name: impl Into<String>, points: std::collections::BTreeMap<u64, Vec<Option<f64>>>) -> Series {
+        let points =
+            points.into_iter().map(|(x, ys)| ((x.max(1) as f64).log2(), mean(ys).unwrap_or(f64::NAN))).collect();
+        Series { markers: true, ..Series::line(name, points) }
+    }
+}
+
+/// The mean of the figures that are there; `None` when none is.
+pub fn mean(v: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
+    let xs: Vec<f64> = v.into_iter().flatten().collect();
+    (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
 }
 
 /// A chart to draw.

@@ -23,7 +23,7 @@ use crate::config::Config;
 use crate::error::Result;
 use crate::manifest::Manifest;
 use crate::report::html::{link, Page};
-use crate::report::plot::{svg, Chart, Series};
+use crate::report::plot::{mean, svg, Chart, Series};
 use crate::report::{csv_text, page_footer, status_html, status_word, write};
 use crate::workload::RunAnalysis;
 
@@ -113,11 +113,6 @@ fn load(dir: &Path) -> Vec<Row> {
 
 fn fmt(v: Option<f64>, digits: usize) -> String {
     v.map(|x| format!("{x:.digits$}")).unwrap_or_default()
-}
-
-fn mean(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {
-    let xs: Vec<f64> = v.flatten().collect();
-    (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
 }
 
 /// Writes the grid report into `dir` (rules 2-3): the number of runs and the side-by-side lines.
@@ -214,17 +209,8 @@ fn plots(rows: &[Row]) -> Vec<(String, String)> {
     groups
         .into_iter()
         .map(|((service, object), lines)| {
-            let series = lines
-                .into_iter()
-                .map(|(name, pts)| {
-                    // Concurrency grows by factors (1, 4, 16, 64): a log2 axis spaces it out.
-                    let points = pts
-                        .into_iter()
-                        .map(|(x, ys)| ((x.max(1) as f64).log2(), mean(ys.into_iter()).unwrap_or(f64::NAN)))
-                        .collect();
-                    Series { markers: true, ..Series::line(name, points) }
-                })
-                .collect();
+            // Concurrency grows by factors (1, 4, 16, 64): a log2 axis spaces it out.
+            let series = lines.into_iter().map(|(name, pts)| Series::log2_means(name, pts)).collect();
             let chart = svg(
                 &Chart {
                     title: format!("{service}: throughput vs concurrency, {} KiB objects", object / 1024),

@@ -24,7 +24,7 @@ use crate::config::Config;
 use crate::error::Result;
 use crate::manifest::Manifest;
 use crate::report::html::{link, Page};
-use crate::report::plot::{svg, Chart, Series};
+use crate::report::plot::{mean, svg, Chart, Series};
 use crate::report::{csv_text, page_footer, status_html, status_word, write};
 use crate::workload::RunAnalysis;
 
@@ -140,11 +140,6 @@ fn fmt(v: Option<f64>, digits: usize) -> String {
     v.map(|x| format!("{x:.digits$}")).unwrap_or_default()
 }
 
-fn mean(v: impl Iterator<Item = Option<f64>>) -> Option<f64> {
-    let xs: Vec<f64> = v.flatten().collect();
-    (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
-}
-
 /// The line a run belongs to in the plots (rule 3).
 fn line_name(r: &Row) -> String {
     if r.runtime == "troupe" {
@@ -222,17 +217,8 @@ pub fn write_grid(dir: &Path, csv_name: &str, title: &str) -> Result<(usize, Vec
         for r in rs {
             lines.entry(line_name(r)).or_default().entry(r.pairs).or_default().push(r.p99);
         }
-        let series: Vec<Series> = lines
-            .into_iter()
-            .map(|(name, pts)| {
-                // Pairs double from point to point (1, 8, 32, 128): a log2 axis spaces them out.
-                let points = pts
-                    .into_iter()
-                    .map(|(x, ys)| ((x.max(1) as f64).log2(), mean(ys.into_iter()).unwrap_or(f64::NAN)))
-                    .collect();
-                Series { markers: true, ..Series::line(name, points) }
-            })
-            .collect();
+        // Pairs grow by factors (1, 8, 32, 128): a log2 axis spaces them out.
+        let series: Vec<Series> = lines.into_iter().map(|(name, pts)| Series::log2_means(name, pts)).collect();
         let chart = svg(
             &Chart {
                 title: format!("p99 latency vs actor pairs: {} KiB payload, RTT {rtt} ms", payload / 1024),
