@@ -292,6 +292,8 @@ struct Bodies<'a> {
 impl Bodies<'_> {
     /// An empty body; `None` when the writer is gone.
     fn next(&mut self) -> Option<Body> {
+        // Bounded: a turn that continues either turned this direction to copying (once) or
+        // dropped a pipe handed back after it (at most the pipes made).
         loop {
             let body = match self.back.try_recv() {
                 Ok(b) => b,
