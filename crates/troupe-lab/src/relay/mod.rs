@@ -295,28 +295,24 @@ impl Bodies<'_> {
         // Bounded: a turn that continues either turned this direction to copying (once) or
         // dropped a pipe handed back after it (at most the pipes made).
         loop {
-            let body = match self.back.try_recv() {
-                Ok(b) => b,
-                Err(_) => match self.pipes {
-                    Some(made) if made < MAX_PIPES => match Pipe::new() {
-                        Ok(p) => {
-                            self.pipes = Some(made + 1);
-                            Body::Piped(p)
-                        }
-                        Err(pipes::Unsupported) => {
-                            self.pipes = None;
-                            continue;
-                        }
-                    },
-                    // Rule 8: every pipe is in flight; wait for the writer to hand one back.
-                    Some(_) => self.back.recv().ok()?,
-                    None => Body::Copied(vec![0u8; CHUNK]),
+            let body = match (self.back.try_recv(), self.pipes) {
+                // A pipe handed back after this direction turned to copying is dropped.
+                (Ok(Body::Piped(_)), None) => continue,
+                (Ok(b), _) => b,
+                (Err(_), None) => Body::Copied(vec![0u8; CHUNK]),
+                (Err(_), Some(made)) if made < MAX_PIPES => match Pipe::new() {
+                    Ok(p) => {
+                        self.pipes = Some(made + 1);
+                        Body::Piped(p)
+                    }
+                    Err(pipes::Unsupported) => {
+                        self.pipes = None;
+                        continue;
+                    }
                 },
+                // Rule 8: every pipe is in flight; wait for the writer to hand one back.
+                (Err(_), Some(_)) => self.back.recv().ok()?,
             };
-            // A pipe handed back after this direction turned to copying is dropped.
-            if self.pipes.is_none() && matches!(body, Body::Piped(_)) {
-                continue;
-            }
             return Some(body);
         }
     }

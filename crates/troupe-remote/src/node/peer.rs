@@ -66,9 +66,8 @@ impl Size {
 
 /// `blob.rs` rule 4: a frame encoded with its spliced blobs left out, as the lane's pieces in
 /// order: its length field counts the blobs, and each blob follows the encoded bytes before it.
-fn pieces(frame: Vec<u8>, at: Vec<(usize, bytes::Bytes)>) -> Result<Vec<Seg>, Error> {
+fn pieces(mut frame: Vec<u8>, at: Vec<(usize, bytes::Bytes)>) -> Result<Vec<Seg>, Error> {
     let spliced: usize = at.iter().map(|(_, b)| b.len()).sum();
-    let mut frame = frame;
     let len = u32::from_be_bytes([frame[0], frame[1], frame[2], frame[3]]) as usize + spliced;
     let len32 = u32::try_from(len)
         .map_err(|_| Error::from(crate::error::ErrorKind::FrameTooLarge { size: len, max: u32::MAX as usize }))?;

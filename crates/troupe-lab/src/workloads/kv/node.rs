@@ -87,9 +87,10 @@ pub(super) async fn node_process(cfg: &KvConfig, actions: &[FaultAction]) -> Res
     let ae = tokio::spawn(ae_loop(local.clone(), wiring.ae_peers));
     let gossip = tokio::spawn(gossip_loop(index as u64, addrs.clone(), wiring.controls, lanes));
     // Rule 5: events only when there are network faults to report.
-    let writer = match crate::netfaults::apply::any(actions) {
-        true => Some(EventWriter::from_env("troupe", &format!("node-{index}"))?),
-        false => None,
+    let writer = if crate::netfaults::apply::any(actions) {
+        Some(EventWriter::from_env("troupe", &format!("node-{index}"))?)
+    } else {
+        None
     };
     let mut faults = Faults { cfg, node: &node, index, addrs: &addrs, actions, writer: writer.as_ref(), task: None };
     let deadline = super::expected_window(cfg) + START_LIMIT;

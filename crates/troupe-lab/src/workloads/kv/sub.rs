@@ -195,6 +195,17 @@ async fn tell(procs: &mut [NodeProc], line: &str) -> std::result::Result<(), Str
     Ok(())
 }
 
+/// Waits for the line `word` from every node process.
+async fn hear(procs: &mut [NodeProc], word: &str) -> std::result::Result<(), String> {
+    for p in procs.iter_mut() {
+        let r = p.line(word).await?;
+        if r != word {
+            return Err(format!("a kv node process answered {r:?}, expected {word}"));
+        }
+    }
+    Ok(())
+}
+
 async fn run_with_nodes(
     cfg: &KvConfig,
     em: &Emitter,
@@ -204,12 +215,7 @@ async fn run_with_nodes(
     net: bool,
 ) -> std::result::Result<(), String> {
     tell(procs, &format!("peers {}\n", addrs.join(" "))).await?;
-    for p in procs.iter_mut() {
-        let r = p.line("ready").await?;
-        if r != "ready" {
-            return Err(format!("a kv node process answered {r:?}, expected ready"));
-        }
-    }
+    hear(procs, "ready").await?;
     let ring = Ring::new(NODES, cfg.vnodes, cfg.n as usize);
     let mut controls: Vec<ActorRef<ControlMsg>> = Vec::new();
     let mut table: Vec<Vec<Option<ActorRef<VnodeMsg>>>> = vec![vec![None; NODES]; cfg.vnodes as usize];
@@ -230,12 +236,7 @@ async fn run_with_nodes(
     let (rows, elapsed) = super::client::run_clients(cfg, &ring, &replicas).await;
     if net {
         tell(procs, "calm\n").await?;
-        for p in procs.iter_mut() {
-            let r = p.line("calm").await?;
-            if r != "calm" {
-                return Err(format!("a kv node process answered {r:?}, expected calm"));
-            }
-        }
+        hear(procs, "calm").await?;
     }
     let mut totals = NodeStats::default();
     let mut stats_err = None;
