@@ -114,7 +114,7 @@ struct Inner<M> {
     status: Status,
     /// After death: the reason when it carries no text (see `ExitCode`), else in `extra.exit`.
     exit: ExitCode,
-    /// The `F_*` bits below, one byte for six booleans (an idle actor's cell stays within 128
+    /// The `F_*` bits below, one byte for seven booleans (an idle actor's cell stays within 128
     /// bytes with its `Arc` counts: the allocator's 128-byte class, not the 160-byte one).
     flags: u8,
 }
@@ -131,6 +131,9 @@ const F_SETTLED: u8 = 8;
 const F_CLOSING: u8 = 16;
 /// The dormant is a whole activation parked by a hand-off (rule 12), not a parked state.
 const F_HANDED: u8 = 32;
+/// Once put in a slot and then sent to a carrier of its own, or woken from a handed state where
+/// no slot took it: hands off only to a full slot (`sched.rs`, rule 8).
+const F_NO_CHAINS: u8 = 64;
 
 /// An exit reason without text, kept in a byte so a death allocates nothing.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -216,8 +219,9 @@ impl<M> Inner<M> {
             Status::Idle => match self.dormant.take() {
                 Some(d) => {
                     self.status = Status::Running;
+                    let handed = self.flag(F_HANDED);
                     self.set_flag(F_HANDED, false);
-                    Wake::Activate(d)
+                    Wake::Activate(d, handed)
                 }
                 None => Wake::Nothing,
             },
@@ -234,16 +238,34 @@ impl<M> Inner<M> {
 pub(crate) enum Wake<M> {
     Nothing,
     Task(Waker),
-    Activate(Box<dyn Dormant<M>>),
+    /// The dormant, and whether it is a handed-off activation (rule 12).
+    Activate(Box<dyn Dormant<M>>, bool),
 }
 
 impl<M> Wake<M> {
     fn run(self, cell: Arc<Cell<M>>) {
         match self {
             Wake::Nothing => {}
-            Wake::Task(w) => w.wake(),
-            Wake::Activate(d) => d.activate(cell),
+            Wake::Task(w) => {
+                crate::sched::note_task_wake();
+                w.wake();
+            }
+            Wake::Activate(d, handed) => {
+                if handed && !crate::sched::in_carrier_of(&cell.home) {
+                    // `sched.rs`, rule 8: it handed off, and was woken where no slot takes it.
+                    cell.no_chains();
+                }
+                d.activate(cell);
+            }
         }
+    }
+}
+
+impl<M> Cell<M> {
+    /// `sched.rs`, rule 8: this actor's hand-offs do not form chains (from now on it hands
+    /// off only to a full slot, rule 4).
+    pub(crate) fn no_chains(&self) {
+        self.inner.lock().set_flag(F_NO_CHAINS, true);
     }
 }
 
@@ -381,7 +403,7 @@ impl<M: Send + 'static> Cell<M> {
             g.set_flag(F_PARK, false);
             return Poll::Ready(Item::Empty);
         }
-        if crate::sched::hand_off() {
+        if crate::sched::hand_off(!g.flag(F_NO_CHAINS)) {
             // Rule 12: the carrier parks this activation once this poll returns.
             g.status = Status::Handing;
         } else {
@@ -561,7 +583,11 @@ impl<M: Send + 'static> crate::sweeper::Sweepable for Cell<M> {
                 // more, asked to park its state (rule 4), so it ends and frees its future.
                 g.set_flag(F_SWEPT, false);
                 g.set_flag(F_PARK, true);
-                let wake = g.wake();
+                let wake = match g.wake() {
+                    // Woken to park, not by a message: says nothing about chains.
+                    Wake::Activate(d, _) => Wake::Activate(d, false),
+                    other => other,
+                };
                 drop(g);
                 wake.run(self);
                 false

@@ -37,7 +37,18 @@
 //!    put in its dock and the carrier is woken, a plain tokio wake with no allocation; only when
 //!    the pool is empty is a new carrier spawned. An actor with an empty mailbox and an empty
 //!    slot waits on its mailbox (keeping its carrier) as before: handing off then too was
-//!    measured slower where busy actors wake idle ones (`chameneos`, `big`).
+//!    measured slower where busy actors wake idle ones (`chameneos`, `big`), except for rule 8.
+//! 8. A chain step hands off even with an empty slot: an actor that, since its mailbox was last
+//!    empty, took exactly one message (or system message) and woke exactly one actor *waiting*
+//!    in a carrier of its own (a tokio wake), hands off as in rule 4 instead of waiting. The
+//!    actor it woke does the same when it passes the message on, so a chain through waiting
+//!    actors (a token round a ring whose nodes were told their successor first) becomes, after
+//!    one lap, a chain of hand-offs in one carrier (rule 4) instead of tokio wakes, which tokio
+//!    sends to another worker from the fourth hop of a tick on. An actor that was put in a
+//!    slot and then sent to a carrier of its own (displaced, rule 3, or released, rule 4), or
+//!    that was woken from a hand-off where no slot could take it (outside any carrier), gains
+//!    nothing from chains: it is marked (`cell.rs`, `F_NO_CHAINS`) and from then on hands off
+//!    only to a full slot (rule 4), as rule 7 has every actor do.
 //!
 //! The slot, the current carrier, the budget and the hand-off flag are thread-locals read and
 //! replaced whole (`std::cell::Cell`), never borrowed, so no code runs while one is borrowed.
@@ -59,6 +70,9 @@ pub(crate) trait Runnable: Send {
     /// Parks the activation in its cell (rule 4), or gives it back when the cell has work or a
     /// kill after all: the carrier then polls it again.
     fn park(self: Pin<Box<Self>>) -> Result<(), Activation>;
+    /// It was put in a slot and then sent to a carrier of its own (displaced or released):
+    /// its actor's hand-offs do not form chains (rule 8).
+    fn released(&self);
 }
 
 /// An activation, type-erased so a carrier can run actors of any message type.
@@ -99,6 +113,10 @@ thread_local! {
     static BUDGET: Cell<u32> = const { Cell::new(0) };
     /// The activation just polled chose to hand off (rule 4): its carrier parks it.
     static HANDING: Cell<bool> = const { Cell::new(false) };
+    /// Rule 8: waiting actors the running actor woke through tokio since it last found its
+    /// mailbox empty, and the budget then (what it has spent since is what it took).
+    static WOKE: Cell<u32> = const { Cell::new(0) };
+    static MARK: Cell<u32> = const { Cell::new(0) };
     /// Idle carriers (rule 7), taken and put back whole, never borrowed.
     static POOL: Cell<Vec<Arc<Dock>>> = const { Cell::new(Vec::new()) };
 }
@@ -230,12 +248,18 @@ fn take_next() -> Option<Activation> {
     NEXT.take()
 }
 
+/// Whether an activation of `home` woken here would go into a slot (rule 2).
+pub(crate) fn in_carrier_of(home: &Arc<Handle>) -> bool {
+    CURRENT.get().is_some_and(|here| here.is(home))
+}
+
 /// Runs `activation` on `home` (`cell.rs`, rules 2 and 9): in the current carrier's slot when
 /// there is one on that runtime (rules 2 and 3), else in a new carrier.
 pub(crate) fn schedule(home: &Arc<Handle>, activation: Activation) {
     match CURRENT.get() {
         Some(here) if here.is(home) => {
             if let Some(displaced) = put_next(activation) {
+                displaced.released();
                 run_elsewhere(here, None, displaced);
             }
         }
@@ -243,11 +267,14 @@ pub(crate) fn schedule(home: &Arc<Handle>, activation: Activation) {
     }
 }
 
-/// Rule 4: whether an actor that found its mailbox empty should hand off rather than wait: it
-/// runs in a carrier whose slot holds another activation. When true, the caller has marked its
+/// Rules 4 and 8: whether an actor that found its mailbox empty should hand off rather than
+/// wait: it runs in a carrier whose slot holds another activation, or (when `chains`: its cell
+/// is not marked, rule 8) it has just made a chain step. When true, the caller has marked its
 /// cell `Handing` and must return `Pending` at once; the carrier parks it after the poll.
-pub(crate) fn hand_off() -> bool {
-    if CURRENT.get().is_some() && NEXT_FULL.get() {
+pub(crate) fn hand_off(chains: bool) -> bool {
+    let left = BUDGET.get();
+    let step = WOKE.replace(0) == 1 && MARK.replace(left).saturating_sub(left) == 1;
+    if CURRENT.get().is_some() && (NEXT_FULL.get() || (chains && step)) {
         HANDING.set(true);
         true
     } else {
@@ -255,10 +282,16 @@ pub(crate) fn hand_off() -> bool {
     }
 }
 
+/// Rule 8: an arrival woke an actor waiting in a carrier of its own (a tokio wake).
+pub(crate) fn note_task_wake() {
+    WOKE.set(WOKE.get().saturating_add(1));
+}
+
 /// Rule 4: the actor has work of its own, so the slot's activation gets its own carrier.
 pub(crate) fn release_next() {
     if NEXT_FULL.get() {
         if let (Some(here), Some(next)) = (CURRENT.get(), take_next()) {
+            next.released();
             run_elsewhere(here, None, next);
         }
     }
@@ -288,9 +321,11 @@ pub(crate) fn outside<R>(f: impl FnOnce() -> R) -> R {
     let saved = CURRENT.replace(None);
     let full = NEXT_FULL.replace(false);
     let next = NEXT.take();
+    let woke = WOKE.get();
     let out = f();
     CURRENT.set(saved);
     NEXT_FULL.set(full);
+    WOKE.set(woke);
     if let Some(stray) = NEXT.replace(next) {
         // Nothing outside a carrier fills the slot; should anything, it still runs.
         match saved {
@@ -332,6 +367,8 @@ async fn carrier(first: Activation, home: Home) {
                     }
                 }
             }
+            WOKE.set(0);
+            MARK.set(BUDGET.get());
             let run = current.as_mut().expect("set above");
             match run.as_mut().poll_run(cx) {
                 Poll::Pending if HANDING.replace(false) => {

@@ -188,6 +188,10 @@ impl<M: Send + 'static, F: Future<Output = ()> + Send + 'static> Runnable for Ac
         let unpinned = unsafe { Pin::into_inner_unchecked(self) };
         cell.park_handed(unpinned).map_err(|back| Box::into_pin(back) as Activation)
     }
+
+    fn released(&self) {
+        self.cell.no_chains();
+    }
 }
 
 impl<M: Send + 'static, F: Future<Output = ()> + Send + 'static> Dormant<M> for Act<M, F> {
