@@ -1,4 +1,4 @@
-//! Scheduling (`sched.rs`, rules 2-5, 7 and 8): a send from an actor to an idle actor on the same
+//! Scheduling (`sched.rs`, rules 2-5 and 7; rule 8 in `core_sched_chains.rs`): a send from an actor to an idle actor on the same
 //! runtime runs the receiver in the sender's carrier, on the sender's thread; the run-next slot
 //! never strands an activation (a displaced one, one behind a busy sender, one behind a sender
 //! that awaits it); and a chain of handoffs that never ends does not starve other tasks.
@@ -403,70 +403,5 @@ fn rule_7_idle_carriers_end_within_a_few_sweeps() {
         }
         // Every actor is dead; what is left are idle carriers, which the sweeper retires.
         common::wait_until("idle carriers to end", Duration::from_secs(15), || metrics.num_alive_tasks() <= base).await;
-    });
-}
-
-/// Passes a token along `next`, noting the tokio task (the carrier) each hop ran in.
-struct Hop {
-    next: Arc<OnceLock<ActorRef<Token>>>,
-    tasks: Arc<parking_lot::Mutex<Vec<Option<tokio::task::Id>>>>,
-}
-
-impl Actor for Hop {
-    type Msg = Token;
-
-    async fn handle(&mut self, mut t: Token, _: &mut Ctx<Self>) {
-        if t.left == 0 {
-            if let Some(done) = t.done.take() {
-                let _ = done.send(());
-            }
-            return;
-        }
-        self.tasks.lock().push(tokio::task::try_id());
-        t.left -= 1;
-        if let Some(next) = self.next.get() {
-            let _ = next.send(t);
-        }
-    }
-}
-
-#[test]
-fn rule_8_a_token_round_a_ring_of_waiting_actors_runs_in_one_carrier_after_one_lap() {
-    const N: usize = 16;
-    const LAPS: usize = 4;
-    let rt = two_workers();
-    rt.block_on(async {
-        let tasks = Arc::new(parking_lot::Mutex::new(Vec::new()));
-        let links: Vec<Arc<OnceLock<ActorRef<Token>>>> = (0..N).map(|_| Arc::default()).collect();
-        let ring: Vec<ActorRef<Token>> =
-            links.iter().map(|next| troupe::spawn(Hop { next: next.clone(), tasks: tasks.clone() })).collect();
-        for (i, link) in links.iter().enumerate() {
-            link.set(ring[(i + 1) % N].clone()).expect("set once");
-        }
-        // One message each from outside any carrier: every node then waits on its mailbox in a
-        // carrier of its own (rule 7), as `threadring`'s nodes do after being told their
-        // successor.
-        for node in &ring {
-            let (tx, rx) = oneshot::channel();
-            node.send(Token { left: 0, done: Some(tx) }).unwrap();
-            tokio::time::timeout(T, rx).await.expect("the node answered").unwrap();
-        }
-        let (tx, rx) = oneshot::channel();
-        ring[0].send(Token { left: (N * LAPS) as u32, done: Some(tx) }).unwrap();
-        tokio::time::timeout(T, rx).await.expect("the token came round").unwrap();
-        let seen = tasks.lock().clone();
-        assert_eq!(seen.len(), N * LAPS, "one entry per hop");
-        assert!(seen.iter().all(Option::is_some), "every hop ran in a tokio task");
-        // The first lap wakes each waiting node through tokio, and each then hands off (a chain
-        // step); from the first lap's last hop on, the token goes from hand-off to hand-off in
-        // one carrier (48 hops, inside one poll's budget of 256).
-        let rest = &seen[N - 1..];
-        assert!(rest.iter().all(|t| *t == rest[0]), "after one lap every hop ran in the same carrier: {:?}", rest);
-        for node in &ring {
-            node.stop();
-        }
-        for node in &ring {
-            node.terminated().await;
-        }
     });
 }
