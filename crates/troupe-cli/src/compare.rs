@@ -62,9 +62,10 @@ pub(crate) fn cmd_compare(
         r => r?,
     };
     say!(
-        "compare {}: {} ok, {} failed, {} already complete{}",
+        "compare {}: {} ok, {} degraded, {} failed, {} already complete{}",
         out.display(),
         s.ok,
+        s.degraded,
         s.failed,
         s.skipped,
         if s.interrupted { ", interrupted (run the same command again to resume)" } else { "" }
@@ -77,6 +78,8 @@ pub(crate) fn cmd_compare(
         code::INTERRUPTED
     } else if s.failed > 0 {
         code::FAILED
+    } else if s.degraded > 0 {
+        code::DEGRADED
     } else {
         0
     })

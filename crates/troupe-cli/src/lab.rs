@@ -320,6 +320,7 @@ fn cmd_run(
     Ok(match (outcome.manifest.interrupted, outcome.manifest.status) {
         (true, _) => code::INTERRUPTED,
         (false, Status::Ok) => 0,
+        (false, Status::Degraded) => code::DEGRADED,
         _ => code::FAILED,
     })
 }
@@ -332,6 +333,7 @@ fn print_summary(o: &RunOutcome) {
             "status".into(),
             match m.status {
                 Status::Ok => "ok".into(),
+                Status::Degraded => format!("DEGRADED: {}", m.reason.clone().unwrap_or_default()),
                 _ => format!("FAILED: {}", m.reason.clone().unwrap_or_default()),
             },
         ),
@@ -386,9 +388,10 @@ fn cmd_sweep(
     bar.finish();
     let s = result?;
     say!(
-        "sweep {}: {} ok, {} failed, {} already complete{}",
+        "sweep {}: {} ok, {} degraded, {} failed, {} already complete{}",
         out.display(),
         s.ok,
+        s.degraded,
         s.failed,
         s.skipped,
         if s.interrupted { ", interrupted (run the same command again to resume)" } else { "" }
@@ -398,6 +401,8 @@ fn cmd_sweep(
         code::INTERRUPTED
     } else if s.failed > 0 {
         code::FAILED
+    } else if s.degraded > 0 {
+        code::DEGRADED
     } else {
         0
     })

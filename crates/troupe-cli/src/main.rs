@@ -64,6 +64,9 @@ pub(crate) mod code {
     pub(crate) const USAGE: i32 = 2;
     pub(crate) const TOOLCHAIN: i32 = 3;
     pub(crate) const FILES: i32 = 4;
+    /// A run completed with a full set of events, but its statistics count failures the
+    /// runtime did not recover from (the manifest's and `summary.json`'s `degraded`).
+    pub(crate) const DEGRADED: i32 = 5;
     pub(crate) const INTERRUPTED: i32 = 130;
 }
 
@@ -73,7 +76,9 @@ pub(crate) mod code {
     version,
     about = "Troupe: typed actors with OTP supervision, and a reliability lab",
     after_help = "Exit codes: 0 ok; 1 a run failed; 2 usage or config error; 3 toolchain \
-                  missing; 4 file or folder problem; 130 interrupted."
+                  missing; 4 file or folder problem; 5 a run completed degraded (faults \
+                  not carried out, clients never recovered, errors: see its summary.json); 130 \
+                  interrupted."
 )]
 struct Cli {
     #[command(subcommand)]

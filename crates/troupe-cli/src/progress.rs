@@ -104,6 +104,9 @@ impl SweepObserver for Bar {
         self.bar.set_position(b);
         let what = match (&outcome.stats, outcome.manifest.status) {
             (Some(s), troupe_lab::manifest::Status::Ok) => format!("ok  {}", s.headline()),
+            (Some(s), troupe_lab::manifest::Status::Degraded) => {
+                format!("DEGRADED  {} ({})", s.headline(), outcome.manifest.reason.clone().unwrap_or_default())
+            }
             _ => format!("FAILED: {}", outcome.manifest.reason.clone().unwrap_or_default()),
         };
         self.line(format!("[{}/{}] {}: {what}", self.index, self.total_points, point.name));

@@ -22,6 +22,18 @@ pub enum Status {
     Ok,
     /// Crashed, hung, wrote malformed events, or was interrupted.
     Failed,
+    /// Completed with a full set of events, but its statistics count failures the runtime did
+    /// not recover from (faults not carried out, clients never rejoined, devices never
+    /// recovered, errors reported): `reason` lists them. Its figures are published with them.
+    Degraded,
+}
+
+impl Status {
+    /// Whether the run completed with a full set of events (`ok` or `degraded`): its
+    /// statistics are complete and belong in tables, means and plots.
+    pub fn completed(self) -> bool {
+        matches!(self, Status::Ok | Status::Degraded)
+    }
 }
 
 /// A run folder's manifest.

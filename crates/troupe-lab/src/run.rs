@@ -9,7 +9,8 @@
 //! 3. A run is `ok` only if the child exited 0 before the workload's expected duration plus
 //!    the slack (60 s by default), every event line is well formed, and the workload finds
 //!    the events complete ([`RunAnalysis::completeness_problem`]); otherwise it is `failed`
-//!    with the reason, and `stderr.txt` is kept.
+//!    with the reason, and `stderr.txt` is kept. An `ok` run whose statistics count failures
+//!    ([`RunAnalysis::degradations`]) is `degraded` instead, the failures as its reason.
 //! 4. Ctrl-C (the [`Stop`] flag) stops the child, keeps what was recorded and marks the
 //!    manifest `interrupted: true`.
 //! 5. Once the run folder exists, every way the run can end leaves a final manifest in it: a
@@ -320,8 +321,10 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
             reason.get_or_insert_with(|| format!("malformed events: {e}"));
         }
     }
-    manifest.status = if reason.is_some() { Status::Failed } else { Status::Ok };
-    manifest.reason = reason;
+    (manifest.status, manifest.reason) = match reason {
+        Some(r) => (Status::Failed, Some(r)),
+        None => crate::report::judge_complete(stats.as_deref(), &req.config),
+    };
     manifest.ended_at = Some(machine::rfc3339(machine::now_unix_ms()));
     manifest.loadavg_end = machine::loadavg();
     manifest.load = Some(machine::Load::between(

@@ -7,6 +7,19 @@
 //! micro, remote and cluster benchmarks use it too): quartiles and the median interpolate
 //! linearly between order statistics; p99 is the nearest rank.
 //!
+//! Rules of a censored [`Dist`] ([`Dist::of_censored`]; the tests check each). A censored
+//! sample is one whose true value is only known to be at least some bound: a client that had
+//! not reconnected when the window closed took at least the time left in the window.
+//! 5. Censored samples take part at their bounds, so every statistic is a lower bound of the
+//!    statistic of the true values (raising a sample never lowers an order statistic).
+//! 6. A statistic is exact, and reported as a number, only when every censored bound lies
+//!    strictly above the order statistics it is computed from (such samples stay above them
+//!    whatever their true values; an interpolated quantile rests on the order statistic
+//!    above it too). Otherwise its
+//!    name is in `lower_bounds` and tables show it as `>= X`, never as a number that looks
+//!    measured. The mean and the largest value are lower bounds whenever anything is censored.
+//! 7. `n` counts every sample, censored or not; `censored` counts the censored ones.
+//!
 //! Rules of [`MeanCi`] (the tests check each):
 //! 1. The mean is the arithmetic mean of the samples; `n` is their count.
 //! 2. With two or more samples the interval is `mean +- t * s / sqrt(n)`, where `s` is the
@@ -36,8 +49,19 @@ pub struct Dist {
     pub q3: f64,
     /// 99th percentile (nearest rank).
     pub p99: f64,
-    /// Samples.
+    /// Samples, censored ones included (rule 7).
     pub n: usize,
+    /// Censored samples among `n` (rule 7); absent from `summary.json` when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub censored: usize,
+    /// The statistics that are lower bounds (rule 6): `mean`, `median`, `min`, `max`, `q1`,
+    /// `q3`, `p99`; absent from `summary.json` when every one is exact.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lower_bounds: Vec<&'static str>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl Dist {
@@ -58,8 +82,94 @@ impl Dist {
             q3: q(0.75),
             p99: troupe::stats::nearest_rank(v, 0.99),
             n,
+            censored: 0,
+            lower_bounds: Vec::new(),
         })
     }
+
+    /// Summarises the `observed` samples together with samples known only to be at least each
+    /// of `censored_at` (rules 5-7); `None` when both are empty.
+    ///
+    /// ```
+    /// use troupe_lab::stats::Dist;
+    /// // Nine clients reconnected in 10-90 ms; one had not after 45 ms, when the window closed.
+    /// let observed: Vec<f64> = (1..=9).map(|i| 10.0 * i as f64).collect();
+    /// let d = Dist::of_censored(&observed, &[45.0]).unwrap();
+    /// assert_eq!((d.n, d.censored), (10, 1));
+    /// assert_eq!(d.show("q1", 1), "32.5"); // below the censored bound: exact
+    /// assert_eq!(d.show("median", 1), ">= 47.5"); // the unreconnected client may lie below it
+    /// assert_eq!(d.show("max", 1), ">= 90.0");
+    /// ```
+    pub fn of_censored(observed: &[f64], censored_at: &[f64]) -> Option<Dist> {
+        let mut all: Vec<f64> = observed.iter().chain(censored_at).copied().collect();
+        let mut d = Dist::of(&mut all)?;
+        if censored_at.is_empty() {
+            return Some(d);
+        }
+        d.censored = censored_at.len();
+        let lowest = censored_at.iter().copied().fold(f64::INFINITY, f64::min);
+        // An interpolated quantile rests on the order statistic above it as well.
+        let upper = |p: f64| all[(p * (all.len() - 1) as f64).ceil() as usize];
+        let governing = [
+            ("mean", f64::INFINITY),
+            ("median", upper(0.5)),
+            ("min", d.min),
+            ("max", f64::INFINITY),
+            ("q1", upper(0.25)),
+            ("q3", upper(0.75)),
+            ("p99", d.p99),
+        ];
+        d.lower_bounds = governing.iter().filter(|&&(_, v)| lowest <= v).map(|&(name, _)| name).collect();
+        Some(d)
+    }
+
+    /// The value of statistic `name` (`mean`, `median`, `min`, `max`, `q1`, `q3`, `p99`);
+    /// NaN for another name.
+    pub fn get(&self, name: &str) -> f64 {
+        match name {
+            "mean" => self.mean,
+            "median" => self.median,
+            "min" => self.min,
+            "max" => self.max,
+            "q1" => self.q1,
+            "q3" => self.q3,
+            "p99" => self.p99,
+            _ => f64::NAN,
+        }
+    }
+
+    /// Statistic `name` with `prec` decimals, as `>= X` when it is a lower bound (rule 6).
+    pub fn show(&self, name: &str, prec: usize) -> String {
+        bound_text(self.get(name), self.lower_bounds.contains(&name), prec)
+    }
+}
+
+/// `X` or `>= X` with `prec` decimals (rule 6's display).
+pub fn bound_text(v: f64, lower_bound: bool, prec: usize) -> String {
+    if lower_bound {
+        format!(">= {v:.prec$}")
+    } else {
+        format!("{v:.prec$}")
+    }
+}
+
+/// Statistic `name` of a distribution as `summary.json` holds it (an object with that key and
+/// perhaps `lower_bounds`), shown as [`Dist::show`] does; `-` when absent or not a number.
+///
+/// ```
+/// let d = serde_json::json!({"p99": 812.5, "lower_bounds": ["p99", "max"]});
+/// assert_eq!(troupe_lab::stats::show_dist_field(&d, "p99", 1), ">= 812.5");
+/// assert_eq!(troupe_lab::stats::show_dist_field(&d, "median", 1), "-");
+/// ```
+pub fn show_dist_field(dist: &serde_json::Value, name: &str, prec: usize) -> String {
+    let Some(v) = dist.get(name).and_then(serde_json::Value::as_f64) else {
+        return "-".into();
+    };
+    let lower = dist
+        .get("lower_bounds")
+        .and_then(serde_json::Value::as_array)
+        .is_some_and(|l| l.iter().any(|x| x.as_str() == Some(name)));
+    bound_text(v, lower, prec)
 }
 
 /// The median of `v` (sorted in place): the middle value, or the mean of the two middle ones;
@@ -166,5 +276,41 @@ mod tests {
         assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
         assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), 2.5);
         assert!(median(&mut []).is_nan());
+    }
+
+    #[test]
+    fn rule_5_censored_samples_sit_at_their_bounds() {
+        let d = Dist::of_censored(&[1.0, 2.0, 3.0], &[2.5]).unwrap();
+        assert_eq!(d.n, 4);
+        assert_eq!(d.max, 3.0);
+        assert_eq!(d.mean, (1.0 + 2.0 + 3.0 + 2.5) / 4.0);
+    }
+
+    #[test]
+    fn rule_6_a_statistic_is_exact_only_below_every_censored_bound() {
+        let observed: Vec<f64> = (1..=99).map(f64::from).collect();
+        // One censored sample far above everything: only mean and max are bounds.
+        let d = Dist::of_censored(&observed, &[1000.0]).unwrap();
+        assert_eq!(d.lower_bounds, vec!["mean", "max"]);
+        assert_eq!(d.show("p99", 0), "99");
+        // One censored low: everything from it up is a bound, what lies below stays exact.
+        let d = Dist::of_censored(&observed, &[30.0]).unwrap();
+        assert!(!d.lower_bounds.contains(&"q1") && !d.lower_bounds.contains(&"min"), "{d:?}");
+        assert!(d.lower_bounds.contains(&"median") && d.lower_bounds.contains(&"p99"), "{d:?}");
+        // A censored bound equal to the statistic makes it a bound (the sample may lie above).
+        let d = Dist::of_censored(&[1.0, 3.0], &[2.0]).unwrap();
+        assert_eq!(d.show("median", 1), ">= 2.0");
+    }
+
+    #[test]
+    fn rule_7_uncensored_summaries_are_unchanged() {
+        let a = Dist::of(&mut [3.0, 1.0, 2.0]).unwrap();
+        let b = Dist::of_censored(&[3.0, 1.0, 2.0], &[]).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(b.censored, 0);
+        assert!(b.lower_bounds.is_empty());
+        assert!(Dist::of_censored(&[], &[]).is_none());
+        let json = serde_json::to_value(&a).unwrap();
+        assert!(json.get("censored").is_none() && json.get("lower_bounds").is_none(), "{json}");
     }
 }

@@ -14,6 +14,9 @@
 //! 4. Everything a run reports is computed from its recorded files (events, schedule,
 //!    manifest) by [`Workload::analyse`], so `troupe lab report DIR` can rebuild it at any time.
 //! 5. Every run folder gets `summary.json`: [`RunAnalysis::summary_json`], written by the core.
+//! 6. A run whose events are complete is `ok` only when [`RunAnalysis::degradations`] is
+//!    empty; otherwise it is `degraded`, and the lines say what it failed to do. A run is never
+//!    made to look better by leaving out what did not recover.
 //!
 //! Adding a workload: `docs/lab.md`, "Adding a workload".
 
@@ -102,6 +105,14 @@ pub trait Workload: Sync + 'static {
 pub trait RunAnalysis: Any + Debug + Send + Sync {
     /// Why the recorded events are not a complete run, if they are not.
     fn completeness_problem(&self, cfg: &Config) -> Option<String>;
+
+    /// What the run failed to do although its events are complete: faults planned but not
+    /// carried out, clients or devices that never recovered, detections missing, errors the
+    /// runtime reported. Each non-empty line makes a complete run `degraded` (not `ok`), in
+    /// the manifest, `summary.json` (`degraded`) and every table. The default: nothing.
+    fn degradations(&self, _cfg: &Config) -> Vec<String> {
+        Vec::new()
+    }
 
     /// The lines `troupe lab run` prints and the report shows: (what, value).
     fn summary_rows(&self) -> Vec<(String, String)>;

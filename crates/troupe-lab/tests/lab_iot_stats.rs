@@ -1,4 +1,4 @@
-//! The iot statistics on synthetic events (workloads/iot/analysis.rs definitions 1-5), the
+//! The iot statistics on synthetic events (workloads/iot/analysis.rs definitions 1-6), the
 //! collector's restart rule (collector.rs rule 2) and the sweep's shape checks (grid.rs).
 
 use serde_json::json;
@@ -27,8 +27,9 @@ fn ev(ts: i64, node: &str, ev: &str, extra: serde_json::Value) -> Event {
     parse_line(&v.to_string()).unwrap()
 }
 
-/// A complete 4 s run of 2 servers and 2 device processes; device-1 killed at 1 s and
-/// current again twice (40 and 120 ms), server-1 killed at 2 s and restarted.
+/// A complete 4 s run of 2 servers and 2 device processes; device-1 and device-3 killed at
+/// 1 s, restarted and current again (40 and 120 ms after their restarts), server-1 killed at
+/// 2 s and restarted.
 fn run(skip: &[&str]) -> Vec<Event> {
     let nodes = ["orchestrator", "server-0", "server-1", "devices-0", "devices-1"];
     let mut v: Vec<Event> = nodes.iter().map(|n| ev(T0 - 100, n, "run_started", json!({"workload": "iot"}))).collect();
@@ -46,6 +47,14 @@ fn run(skip: &[&str]) -> Vec<Event> {
         "fault_injected",
         json!({"id": "f-0", "target": "device-1", "kind": "kill"}),
     ));
+    v.push(ev(
+        T0 + 1_000_000,
+        "devices-1",
+        "fault_injected",
+        json!({"id": "f-2", "target": "device-3", "kind": "kill"}),
+    ));
+    v.push(ev(T0 + 2_960_000, "devices-1", "restarted", json!({"target": "device-1", "attempt": 1})));
+    v.push(ev(T0 + 2_980_000, "devices-1", "restarted", json!({"target": "device-3", "attempt": 1})));
     v.push(ev(
         T0 + 2_000_000,
         "orchestrator",
@@ -75,22 +84,60 @@ fn reports_per_s_is_the_window_mean_and_mttr_comes_from_reconnected() {
     assert_eq!(st.completeness_problem(&cfg()), None);
     assert_eq!(st.reports_per_s, 850.0);
     let m = st.mttr_ms.clone().unwrap();
-    assert_eq!((m.median, m.p99, m.n), (80.0, 120.0, 2));
-    assert_eq!((st.device_kills, st.server_kills, st.restarts, st.detections), (1, 1, 1, 1));
+    assert_eq!((m.median, m.p99, m.n, m.censored), (80.0, 120.0, 2, 0));
+    assert_eq!((st.device_kills, st.server_kills, st.restarts, st.detections), (2, 1, 3, 1));
+    assert_eq!((st.unrecovered, st.kills_not_restarted), (0, 0));
+    assert!(RunAnalysis::degradations(&st, &cfg()).is_empty());
     let j = st.summary_json();
     assert_eq!(j["reports_per_s"], json!(850.0));
     assert_eq!(j["mttr_ms"]["median"], json!(80.0));
     assert_eq!(j["mttr_ms"]["p99"], json!(120.0));
     assert_eq!(j["mttr_ms"]["count"], json!(2));
-    assert_eq!(st.marks.len(), 2);
+    assert_eq!(st.marks.len(), 3);
     assert_eq!(st.marks[0].at_s, 1.0);
 }
 
 #[test]
 fn no_restarts_means_no_mttr_and_null_figures() {
-    let st = IotStats::compute(&cfg(), &run(&["reconnected"]), &[]);
+    let st = IotStats::compute(&cfg(), &run(&["reconnected", "devices-1:restarted"]), &[]);
     assert!(st.mttr_ms.is_none());
-    assert_eq!(st.summary_json()["mttr_ms"], json!({"median": null, "p99": null, "count": 0}));
+    assert_eq!(st.kills_not_restarted, 2);
+    assert_eq!(st.summary_json()["mttr_ms"], json!({"median": null, "p99": null, "count": 0, "unrecovered": 0}));
+}
+
+#[test]
+fn definition_3_a_restart_never_current_counts_as_at_least_the_time_to_the_end_and_degrades_the_run() {
+    let mut evs = run(&[]);
+    evs.retain(|e| !(e.ev == "reconnected" && e.str("target") == "device-3"));
+    let st = IotStats::compute(&cfg(), &evs, &[]);
+    let m = st.mttr_ms.clone().unwrap();
+    // device-3 restarted at 2.98 s; the run's last event is at 6 s: at least 3020 ms.
+    assert_eq!((m.n, m.censored, st.unrecovered), (2, 1, 1));
+    assert_eq!(m.show("max", 0), ">= 3020");
+    assert_eq!(m.show("min", 0), "40");
+    let j = st.summary_json();
+    assert_eq!(j["mttr_ms"]["unrecovered"], json!(1));
+    assert_eq!(j["unrecovered"], json!(1));
+    let why = RunAnalysis::degradations(&st, &cfg()).join("; ");
+    assert!(why.contains("1 device restarts never became current"), "{why}");
+}
+
+#[test]
+fn definition_6_skipped_missing_kills_and_errors_degrade_the_run() {
+    let mut evs = run(&[]);
+    evs.push(ev(
+        T0 + 6_100_000,
+        "devices-0",
+        "run_finished",
+        json!({"dropped_events": 0, "errors": 1, "skipped_faults": 1}),
+    ));
+    let sched: Vec<troupe_lab::schedule::FaultAction> =
+        (0..5).map(|i| troupe_lab::schedule::FaultAction { id: format!("f-{i}"), ..Default::default() }).collect();
+    let st = IotStats::compute(&cfg(), &evs, &sched);
+    let why = RunAnalysis::degradations(&st, &cfg()).join("; ");
+    for want in ["1 of 5 planned kills were neither", "1 of 5 planned kills skipped", "1 errors"] {
+        assert!(why.contains(want), "{want}: {why}");
+    }
 }
 
 #[test]

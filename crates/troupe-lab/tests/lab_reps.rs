@@ -153,9 +153,18 @@ fn restart_latency_pairs_each_restart_with_its_own_kill() {
     let (lat, unmatched) = latencies(&evs);
     assert_eq!(lat, vec![0.2, 0.5, 3.0]);
     assert_eq!(unmatched, 1);
-    let s = summarise(&evs).unwrap();
-    assert_eq!((s.n, s.p50, s.p99, s.max, s.unmatched_kills), (3, 0.5, 3.0, 3.0, 1));
-    assert!(summarise(&[kill(1, "g0/s0")]).is_none(), "no restart, no summary");
+    // The kill never restarted is the run's last event: a censored sample of at least 0 ms,
+    // so every statistic is a lower bound (rule 5).
+    let s = summarise(&evs, &[]).unwrap();
+    assert_eq!((s.n, s.p50, s.p99, s.max, s.unmatched_kills, s.unrestarted), (4, 0.35, 3.0, 3.0, 1, 1));
+    assert_eq!(s.lower_bounds, vec!["p50", "p99", "max"]);
+    assert_eq!(s.show("p50", 2), ">= 0.35");
+    // A permanent (progressive) kill is no sample and makes nothing a bound.
+    let permanent = troupe_lab::schedule::FaultAction { id: "f3000000".into(), restart: false, ..Default::default() };
+    let s = summarise(&evs, &[permanent]).unwrap();
+    assert_eq!((s.n, s.p50, s.p99, s.max, s.unmatched_kills, s.unrestarted), (3, 0.5, 3.0, 3.0, 1, 0));
+    assert!(s.lower_bounds.is_empty());
+    assert!(summarise(&[], &[]).is_none(), "no kill, no summary");
     // A restart stamped in the same microsecond as its kill still matches.
     assert_eq!(latencies(&[restart(5, "g0/s0"), kill(5, "g0/s0")]).0, vec![0.0]);
 }

@@ -310,6 +310,8 @@ pub struct CompareSummary {
     pub ok: usize,
     /// Runs failed now.
     pub failed: usize,
+    /// Runs completed now but degraded (their statistics count what did not recover).
+    pub degraded: usize,
     /// Runs already complete from an earlier invocation.
     pub skipped: usize,
     /// Whether Ctrl-C stopped it.
@@ -486,6 +488,7 @@ pub fn run(
         }
         match outcome.manifest.status {
             Status::Ok => summary.ok += 1,
+            Status::Degraded => summary.degraded += 1,
             _ => summary.failed += 1,
         }
     }

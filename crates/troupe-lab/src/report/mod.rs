@@ -37,10 +37,30 @@ pub fn load_run(dir: &Path, baseline: Option<f64>) -> Result<LoadedRun> {
     Ok((m, cfg, stats))
 }
 
+/// The status of a run whose events are complete: `ok`, or `degraded` with the failures its
+/// statistics count ([`RunAnalysis::degradations`]) as the reason.
+pub fn judge_complete(stats: Option<&dyn RunAnalysis>, cfg: &Config) -> (Status, Option<String>) {
+    let lines = stats.map(|st| st.degradations(cfg)).unwrap_or_default();
+    if lines.is_empty() {
+        (Status::Ok, None)
+    } else {
+        (Status::Degraded, Some(format!("degraded: {}", lines.join("; "))))
+    }
+}
+
 /// Rebuilds a run folder's tables, plots, summary and report from its recorded files. A run
-/// without events gets a page saying so (and no `summary.json`).
+/// without events gets a page saying so (and no `summary.json`). A completed run is judged
+/// again by today's statistics: `ok` and `degraded` follow [`judge_complete`] and the manifest
+/// is rewritten when that changes them (a `failed` run stays failed).
 pub fn rebuild_run(dir: &Path, baseline: Option<f64>) -> Result<LoadedRun> {
-    let (m, cfg, stats) = load_run(dir, baseline)?;
+    let (mut m, cfg, stats) = load_run(dir, baseline)?;
+    if m.status.completed() && !m.interrupted {
+        let (status, reason) = judge_complete(stats.as_deref(), &cfg);
+        if (status, &reason) != (m.status, &m.reason) {
+            (m.status, m.reason) = (status, reason);
+            m.write(dir)?;
+        }
+    }
     match &stats {
         Some(st) => write_run_outputs(dir, &m, &cfg, st.as_ref())?,
         None => {
@@ -62,6 +82,7 @@ pub fn write_run_outputs(dir: &Path, m: &Manifest, cfg: &Config, st: &dyn RunAna
         o.insert("workload".into(), m.workload.clone().into());
         o.insert("runtime".into(), m.runtime.clone().into());
         o.insert("status".into(), status_word(m).into());
+        o.insert("degraded".into(), st.degradations(cfg).into());
         // The lab's sampler: CPU, wall time and peak RSS of the run's process tree.
         if let Some(r) = crate::meter::sampler::run_totals(dir) {
             o.insert("resources".into(), r);
@@ -90,8 +111,29 @@ pub fn status_word(m: &Manifest) -> &'static str {
     match m.status {
         Status::Ok if !m.interrupted => "ok",
         Status::Ok => "interrupted",
+        Status::Degraded if !m.interrupted => "degraded",
+        Status::Degraded => "interrupted",
         Status::Failed => "failed",
         Status::Running => "running",
+    }
+}
+
+/// A run's status for a table cell: `ok`, `interrupted`, `running or abandoned`, or
+/// `degraded: ...` / `failed: ...` with the reason.
+pub fn status_text(m: &Manifest) -> String {
+    match (m.status, m.interrupted) {
+        (_, true) => "interrupted".into(),
+        (Status::Ok, _) => "ok".into(),
+        (Status::Degraded, _) => {
+            let r = m.reason.as_deref().unwrap_or_default();
+            if r.starts_with("degraded") {
+                r.to_string()
+            } else {
+                format!("degraded: {r}")
+            }
+        }
+        (Status::Failed, _) => format!("failed: {}", m.reason.clone().unwrap_or_default()),
+        (Status::Running, _) => "running or abandoned".into(),
     }
 }
 
@@ -99,6 +141,9 @@ pub fn status_word(m: &Manifest) -> &'static str {
 pub fn status_html(m: &Manifest) -> String {
     let status = match m.status {
         Status::Ok => "<span class=\"ok\">ok</span>".to_string(),
+        Status::Degraded => {
+            format!("<span class=\"failed\">degraded</span>: {}", html::escape(m.reason.as_deref().unwrap_or("")))
+        }
         Status::Failed => {
             format!("<span class=\"failed\">failed</span>: {}", html::escape(m.reason.as_deref().unwrap_or("")))
         }

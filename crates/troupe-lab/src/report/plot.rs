@@ -49,6 +49,27 @@ pub fn mean(v: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
     (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
 }
 
+/// The cumulative distribution of `v` as percent of `total` samples (at most about 400
+/// points). With `total > v.len()` the curve stops below 100%: the missing samples are ones
+/// known only to lie above every plotted value (censored: never recovered in the window), so a
+/// runtime that left clients unrecovered never looks complete.
+///
+/// ```
+/// let pts = troupe_lab::report::plot::cdf(vec![3.0, 1.0, 2.0], 4);
+/// assert_eq!(pts.last(), Some(&(3.0, 75.0)));
+/// ```
+pub fn cdf(mut v: Vec<f64>, total: usize) -> Vec<(f64, f64)> {
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    let total = total.max(n).max(1) as f64;
+    let step = n.div_ceil(400).max(1);
+    let mut pts: Vec<(f64, f64)> = (0..n).step_by(step).map(|i| (v[i], 100.0 * (i + 1) as f64 / total)).collect();
+    if let Some(&last) = v.last() {
+        pts.push((last, 100.0 * n as f64 / total));
+    }
+    pts
+}
+
 /// A chart to draw.
 #[derive(Debug, Clone)]
 pub struct Chart {

@@ -308,9 +308,9 @@ pub trait SweepObserver {
     fn note(&mut self, _text: &str) {}
 }
 
-/// Whether `dir` holds a completed (ok) run.
+/// Whether `dir` holds a completed (ok or degraded) run.
 pub fn is_complete(dir: &Path) -> bool {
-    Manifest::read(dir).map(|m| m.status == Status::Ok && !m.interrupted).unwrap_or(false)
+    Manifest::read(dir).map(|m| m.status.completed() && !m.interrupted).unwrap_or(false)
 }
 
 /// Runs the grid into `dir` (rules 3-4), then writes the sweep report.
@@ -368,13 +368,21 @@ pub fn run(
             summary.interrupted = true;
             break;
         }
-        match outcome.manifest.status {
-            Status::Ok => summary.ok += 1,
-            _ => summary.failed += 1,
-        }
+        summary.count(outcome.manifest.status);
     }
     write_report(dir)?;
     Ok(summary)
+}
+
+impl SweepSummary {
+    /// Counts one run that ended with `status`.
+    pub fn count(&mut self, status: Status) {
+        match status {
+            Status::Ok => self.ok += 1,
+            Status::Degraded => self.degraded += 1,
+            _ => self.failed += 1,
+        }
+    }
 }
 
 /// How a sweep went.
@@ -384,6 +392,8 @@ pub struct SweepSummary {
     pub ok: usize,
     /// Runs failed now.
     pub failed: usize,
+    /// Runs completed now but degraded (their statistics count what did not recover).
+    pub degraded: usize,
     /// Runs already complete from an earlier invocation.
     pub skipped: usize,
     /// Whether Ctrl-C stopped it.

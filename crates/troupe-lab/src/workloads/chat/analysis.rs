@@ -4,19 +4,33 @@
 //! Definitions:
 //! 1. The window is `[start_us, start_us + D s)` from the orchestrator's
 //!    `ready {what: "window", start_us}`.
-//! 2. Throughput: each client-group node's `throughput {second, count}` summed per second
-//!    over the nodes; the mean is over the window seconds; the ceiling is
-//!    chats x clients x clients x 1000 / send_interval_ms.
+//! 2. Throughput, on the events' one clock: each client-group node's `throughput {second,
+//!    count}` counts what its clients received since its previous one (or since the window
+//!    start), so the count covers the time between the two stamps (`ts_us`), however late the
+//!    node's timer fired. A node's rate is its counts' sum over the time from the window start
+//!    to its last stamp; the mean is the sum of the nodes' rates; the per-second series is
+//!    each count over its own interval, summed over the nodes. The ceiling is
+//!    chats x clients x clients x 1000 / send_interval_ms; the reading's resolution is one send
+//!    tick of the window (`send_interval_ms / (D x 1000)`, messages in flight at its edges),
+//!    and a mean above the ceiling by more than that is not a measurement (degraded).
 //! 3. Detection: each `fault_detected` is matched to the latest `fault_injected` on the same
 //!    target at or before it; its time is the difference of their stamps. Only faults injected
 //!    inside the window count; a detection with no earlier injection on its target is counted
-//!    as unmatched.
-//! 4. Reconnection: each `reconnected {ms}` whose failure was detected inside the window.
+//!    as unmatched. Every crashing fault (`kill`, `error`) injected inside the window is due
+//!    one detection from each client of its chat: `expected_detections`.
+//! 4. Reconnection, over every detection (censored, crate::stats rules 5-7): a detection is
+//!    closed by the client's first `reconnected {ms}` stamped at or after it and before the
+//!    window's end (its sample is `ms`); a detection with none before the client's next
+//!    detection or the window's end is `unreconnected`, a sample of at least the time left in
+//!    the window. Percentiles that fall among those are shown as `>= X`.
 //! 5. Disconnected time: every reconnection covers `[ts - ms, ts]`; a client's last detection
 //!    with no rejoin after it covers up to the window's end. `all_connected_pct` is the share
 //!    of the window not covered by any of them.
 //! 6. Summaries (detection, reconnection): mean, median, min, max, q1, q3 (linear
 //!    interpolation between order statistics), p99 (nearest rank), n.
+//! 7. Degraded (crate::workload rule 6): faults planned but neither carried out nor reported
+//!    skipped, skipped faults, fewer detections than expected, unreconnected detections,
+//!    clients that gave up, errors reported by the nodes, a throughput above the ceiling.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -78,6 +92,8 @@ pub struct ChatStats {
     pub ceiling: f64,
     /// Mean as percent of the ceiling.
     pub pct_ceiling: Option<f64>,
+    /// The reading's resolution in percent of the ceiling (definition 2).
+    pub ceiling_resolution_pct: Option<f64>,
     /// Detection times, ms.
     pub detection_ms: Option<Dist>,
     /// Reconnection times, ms.
@@ -86,16 +102,28 @@ pub struct ChatStats {
     pub all_connected_pct: f64,
     /// Detection rows.
     #[serde(skip)]
-    pub detections: Vec<Detection>,
+    pub detection_rows: Vec<Detection>,
     /// Reconnection rows.
     #[serde(skip)]
-    pub reconnections: Vec<Reconnection>,
+    pub reconnection_rows: Vec<Reconnection>,
+    /// Detections of faults injected inside the window (definition 3).
+    pub detections: usize,
+    /// Detections due: crashing faults injected inside the window x clients of the chat.
+    pub expected_detections: u64,
+    /// Detections closed by a rejoin before the window's end (definition 4).
+    pub reconnections: usize,
+    /// Detections not followed by a rejoin before the window's end (definition 4).
+    pub unreconnected: usize,
     /// Detections with no earlier injection on their chat.
     pub unmatched_detections: usize,
-    /// Faults carried out.
+    /// Faults carried out (the same as `injected_faults`; kept for older readers).
     pub injected: u64,
+    /// Faults carried out: `fault_injected` events, network faults aside.
+    pub injected_faults: u64,
     /// Faults planned.
     pub planned_faults: u64,
+    /// Planned faults neither carried out nor reported skipped.
+    pub missing_faults: u64,
     /// Chat restarts.
     pub restarts: u64,
     /// Faults skipped (chat not registered at that instant).
@@ -151,15 +179,92 @@ fn covered(mut iv: Vec<(i64, i64)>, lo: i64, hi: i64) -> i64 {
     total
 }
 
+/// The fault kinds that crash a chat, so that each of its clients is due a detection.
+const CRASHING_KINDS: &[&str] = &["kill", "error"];
+
+/// Definition 4: closes each detection with the client's first `reconnected` stamped at or
+/// after it, before its next detection and the window's end `hi`. Returns the closing
+/// reconnections and, for each detection left open, the time left in the window, ms.
+fn close_detections(detections: &[Detection], reconnected: &[&Event], hi: i64) -> (Vec<Reconnection>, Vec<f64>) {
+    let mut rejoins: HashMap<&str, Vec<(i64, f64, &str)>> = HashMap::new();
+    for e in reconnected {
+        if let Some(ms) = e.raw.get("ms").and_then(|v| v.as_f64()) {
+            rejoins.entry(e.str("by")).or_default().push((e.ts_us, ms, e.str("target")));
+        }
+    }
+    for v in rejoins.values_mut() {
+        v.sort_unstable_by_key(|r| r.0);
+    }
+    let mut by_client: HashMap<&str, Vec<i64>> = HashMap::new();
+    for d in detections {
+        by_client.entry(d.client.as_str()).or_default().push(d.detected_us);
+    }
+    let (mut closed, mut open) = (Vec::new(), Vec::new());
+    for (client, mut dets) in by_client {
+        dets.sort_unstable();
+        let rj = rejoins.get(client).map(Vec::as_slice).unwrap_or_default();
+        for (i, &at) in dets.iter().enumerate() {
+            let limit = dets.get(i + 1).copied().unwrap_or(hi).min(hi);
+            let first = rj.partition_point(|r| r.0 < at);
+            match rj.get(first).filter(|r| r.0 < limit) {
+                Some(&(ts, ms, target)) => closed.push(Reconnection {
+                    client: client.to_owned(),
+                    target: target.to_owned(),
+                    reconnected_us: ts,
+                    ms,
+                }),
+                None => open.push((hi - at).max(0) as f64 / 1000.0),
+            }
+        }
+    }
+    closed.sort_unstable_by(|a, b| (a.reconnected_us, &a.client).cmp(&(b.reconnected_us, &b.client)));
+    (closed, open)
+}
+
+/// Definition 2: the per-second series (each count over its own interval, summed over the
+/// nodes), the mean rate, and the nodes with fewer or more seconds than the window has.
+#[allow(clippy::type_complexity)]
+fn throughput(
+    per_node: &BTreeMap<&str, BTreeMap<u32, (u64, i64)>>,
+    lo: i64,
+    d: u64,
+) -> (Vec<(u32, u64)>, f64, Vec<(String, usize)>) {
+    let mut sums: BTreeMap<u32, f64> = BTreeMap::new();
+    let mut short_nodes = Vec::new();
+    let mut mean = 0.0;
+    for (node, secs) in per_node {
+        if secs.len() as u64 != d {
+            short_nodes.push(((*node).to_owned(), secs.len()));
+        }
+        let (mut prev, mut total, mut last) = (lo, 0u64, lo);
+        for (&s, &(c, ts)) in secs {
+            // A stamp at or before the previous one (clock trouble) counts as one second.
+            let span_us = if ts > prev { ts - prev } else { 1_000_000 };
+            *sums.entry(s).or_default() += c as f64 * 1e6 / span_us as f64;
+            total += c;
+            prev = prev.max(ts);
+            last = last.max(ts);
+        }
+        if last > lo {
+            mean += total as f64 * 1e6 / (last - lo) as f64;
+        } else if !secs.is_empty() {
+            mean += total as f64 / secs.len() as f64;
+        }
+    }
+    (sums.into_iter().map(|(s, r)| (s, r.round() as u64)).collect(), mean, short_nodes)
+}
+
 impl ChatStats {
-    /// Computes the statistics of a chat run (definitions 1-6).
+    /// Computes the statistics of a chat run (definitions 1-7).
     pub fn compute(cfg: &Config, events: &[Event], sched: &[FaultAction]) -> ChatStats {
         let chat = ChatConfig::from_config(cfg);
         let d = chat.duration_s;
         let mut start = None;
-        let mut per_node: BTreeMap<&str, BTreeMap<u32, u64>> = BTreeMap::new();
+        // Per node: second -> (count, stamp).
+        let mut per_node: BTreeMap<&str, BTreeMap<u32, (u64, i64)>> = BTreeMap::new();
         let mut bad_seconds = 0;
         let mut injections: HashMap<&str, Vec<(i64, &str)>> = HashMap::new();
+        let mut crash_injections: Vec<i64> = Vec::new();
         let mut detected: Vec<&Event> = Vec::new();
         let mut reconnected: Vec<&Event> = Vec::new();
         let (mut injected, mut restarts, mut skipped, mut dropped, mut errors, mut gave_up) = (0, 0, 0, 0, 0, 0);
@@ -185,7 +290,7 @@ impl ChatStats {
                     if s < 0 || s as u64 >= d || secs.contains_key(&(s as u32)) {
                         bad_seconds += 1;
                     } else {
-                        secs.insert(s as u32, e.int("count").max(0) as u64);
+                        secs.insert(s as u32, (e.int("count").max(0) as u64, e.ts_us));
                     }
                 }
                 // Network faults (`[net_faults]`) are counted by the lab core, not as chat faults.
@@ -193,6 +298,9 @@ impl ChatStats {
                 "fault_injected" => {
                     injected += 1;
                     injections.entry(e.str("target")).or_default().push((e.ts_us, e.str("id")));
+                    if CRASHING_KINDS.contains(&e.str("kind")) {
+                        crash_injections.push(e.ts_us);
+                    }
                 }
                 "fault_detected" => detected.push(e),
                 "reconnected" => reconnected.push(e),
@@ -239,20 +347,10 @@ impl ChatStats {
                 None => unmatched += 1,
             }
         }
+        let expected_detections = crash_injections.iter().filter(|&&ts| ts >= lo && ts < hi).count() as u64
+            * u64::from(chat.clients_per_server);
         // Definition 4.
-        let reconnections: Vec<Reconnection> = reconnected
-            .iter()
-            .filter_map(|e| {
-                let ms = e.raw.get("ms").and_then(|v| v.as_f64())?;
-                let lost = e.ts_us - (ms * 1000.0) as i64;
-                (lost >= lo && lost < hi).then(|| Reconnection {
-                    client: e.str("by").to_owned(),
-                    target: e.str("target").to_owned(),
-                    reconnected_us: e.ts_us,
-                    ms,
-                })
-            })
-            .collect();
+        let (reconnections, unreconnected_left) = close_detections(&detections, &reconnected, hi);
         // Definition 5.
         let mut intervals: Vec<(i64, i64)> = Vec::new();
         let mut last: HashMap<&str, (i64, bool)> = HashMap::new();
@@ -273,25 +371,11 @@ impl ChatStats {
         let all_connected_pct =
             if start.is_some() { 100.0 * (1.0 - covered(intervals, lo, hi) as f64 / window as f64) } else { 0.0 };
         // Definition 2.
-        let mut sums: BTreeMap<u32, u64> = BTreeMap::new();
-        let mut short_nodes = Vec::new();
-        for (node, secs) in &per_node {
-            if secs.len() as u64 != d {
-                short_nodes.push(((*node).to_owned(), secs.len()));
-            }
-            for (&s, &c) in secs {
-                *sums.entry(s).or_default() += c;
-            }
-        }
-        let seconds: Vec<(u32, u64)> = sums.into_iter().collect();
-        let mean = if seconds.is_empty() {
-            0.0
-        } else {
-            seconds.iter().map(|&(_, c)| c as f64).sum::<f64>() / seconds.len() as f64
-        };
+        let (seconds, mean, short_nodes) = throughput(&per_node, lo, d);
         let ceiling = chat.ceiling();
         let mut det_ms: Vec<f64> = detections.iter().map(|x| x.ms).collect();
-        let mut rec_ms: Vec<f64> = reconnections.iter().map(|x| x.ms).collect();
+        let rec_ms: Vec<f64> = reconnections.iter().map(|x| x.ms).collect();
+        let planned_faults = sched.iter().filter(|a| !crate::netfaults::is_net_kind(&a.kind)).count() as u64;
         ChatStats {
             test_type: cfg.str("test_type").to_owned(),
             window_start_us: start,
@@ -299,14 +383,22 @@ impl ChatStats {
             msg_per_s_mean: mean,
             ceiling,
             pct_ceiling: (ceiling > 0.0).then(|| 100.0 * mean / ceiling),
+            ceiling_resolution_pct: (ceiling > 0.0 && d > 0)
+                .then(|| 100.0 * chat.send_interval_ms as f64 / (d as f64 * 1000.0)),
             detection_ms: Dist::of(&mut det_ms),
-            reconnection_ms: Dist::of(&mut rec_ms),
+            reconnection_ms: Dist::of_censored(&rec_ms, &unreconnected_left),
             all_connected_pct,
-            detections,
-            reconnections,
+            detections: detections.len(),
+            expected_detections,
+            reconnections: reconnections.len(),
+            unreconnected: unreconnected_left.len(),
+            detection_rows: detections,
+            reconnection_rows: reconnections,
             unmatched_detections: unmatched,
             injected,
-            planned_faults: sched.iter().filter(|a| !crate::netfaults::is_net_kind(&a.kind)).count() as u64,
+            injected_faults: injected,
+            planned_faults,
+            missing_faults: planned_faults.saturating_sub(injected + skipped),
             restarts,
             skipped_faults: skipped,
             gave_up,
@@ -324,6 +416,43 @@ impl ChatStats {
             expected_client_nodes: if chat.distributed { chat.client_groups().len() } else { 1 },
             seconds,
         }
+    }
+
+    /// What the run failed to do although its events are complete (definition 7).
+    pub fn degradations(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.missing_faults > 0 {
+            out.push(format!(
+                "{} of {} planned faults were neither carried out nor reported skipped",
+                self.missing_faults, self.planned_faults
+            ));
+        }
+        if self.skipped_faults > 0 {
+            out.push(format!("{} of {} planned faults skipped", self.skipped_faults, self.planned_faults));
+        }
+        if (self.detections as u64) < self.expected_detections {
+            out.push(format!("{} of {} due detections logged", self.detections, self.expected_detections));
+        }
+        if self.unreconnected > 0 {
+            out.push(format!(
+                "{} of {} detections not followed by a rejoin before the window's end",
+                self.unreconnected, self.detections
+            ));
+        }
+        if self.gave_up > 0 {
+            out.push(format!("{} clients gave up rejoining", self.gave_up));
+        }
+        if self.errors > 0 {
+            out.push(format!("{} errors reported by the nodes", self.errors));
+        }
+        if let (Some(pct), Some(res)) = (self.pct_ceiling, self.ceiling_resolution_pct) {
+            if pct > 100.0 + res {
+                out.push(format!(
+                    "throughput read {pct:.2}% of the ceiling, above it by more than the reading's resolution ({res:.2}%): not a measurement"
+                ));
+            }
+        }
+        out
     }
 
     /// Why the recorded events are not a complete run, if they are not.
@@ -376,8 +505,14 @@ fn dist_text(d: &Option<Dist>) -> String {
     match d {
         None => "n/a (no samples)".into(),
         Some(d) => format!(
-            "mean {:.2} ms, median {:.2}, p99 {:.2}, min {:.2}, max {:.2} (n = {})",
-            d.mean, d.median, d.p99, d.min, d.max, d.n
+            "mean {} ms, median {}, p99 {}, min {}, max {} (n = {}{})",
+            d.show("mean", 2),
+            d.show("median", 2),
+            d.show("p99", 2),
+            d.show("min", 2),
+            d.show("max", 2),
+            d.n,
+            if d.censored > 0 { format!(", {} not rejoined by the window's end", d.censored) } else { String::new() }
         ),
     }
 }
@@ -385,6 +520,10 @@ fn dist_text(d: &Option<Dist>) -> String {
 impl RunAnalysis for ChatStats {
     fn completeness_problem(&self, cfg: &Config) -> Option<String> {
         ChatStats::completeness_problem(self, cfg)
+    }
+
+    fn degradations(&self, _cfg: &Config) -> Vec<String> {
+        ChatStats::degradations(self)
     }
 
     fn summary_rows(&self) -> Vec<(String, String)> {
@@ -397,11 +536,22 @@ impl RunAnalysis for ChatStats {
             ));
         }
         rows.push(("detection".into(), dist_text(&self.detection_ms)));
+        rows.push((
+            "detections logged / due".into(),
+            format!("{} / {} ({} unmatched)", self.detections, self.expected_detections, self.unmatched_detections),
+        ));
         rows.push(("reconnection".into(), dist_text(&self.reconnection_ms)));
         rows.push(("all clients connected".into(), format!("{:.3}% of the window", self.all_connected_pct)));
         rows.push((
+            "detections rejoined / not rejoined".into(),
+            format!("{} / {}", self.reconnections, self.unreconnected),
+        ));
+        rows.push((
             "faults carried out / planned".into(),
-            format!("{} / {} ({} skipped)", self.injected, self.planned_faults, self.skipped_faults),
+            format!(
+                "{} / {} ({} skipped, {} missing)",
+                self.injected_faults, self.planned_faults, self.skipped_faults, self.missing_faults
+            ),
         ));
         rows.push(("chat restarts".into(), self.restarts.to_string()));
         if let Some(b) = self.bytes_per_client {
@@ -426,10 +576,10 @@ impl RunAnalysis for ChatStats {
             ));
         }
         if let Some(d) = &self.detection_ms {
-            s.push_str(&format!("{}detection p99 {:.1} ms", if s.is_empty() { "" } else { ", " }, d.p99));
+            s.push_str(&format!("{}detection p99 {} ms", if s.is_empty() { "" } else { ", " }, d.show("p99", 1)));
         }
         if let Some(r) = &self.reconnection_ms {
-            s.push_str(&format!(", reconnection mean {:.1} ms", r.mean));
+            s.push_str(&format!(", reconnection mean {} ms", r.show("mean", 1)));
         }
         if s.is_empty() {
             s = format!("faults {}", self.injected);

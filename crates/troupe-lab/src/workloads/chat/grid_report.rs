@@ -3,9 +3,13 @@
 //! plots of seed 000 ch. 5 with one line per runtime.
 //!
 //! What the page shows:
-//! 1. A table, one row per run: runtime, scale, fault pause, throughput (and % of ceiling),
-//!    detection and reconnection mean and p99, % of the window all clients were connected,
-//!    status (a failed run is a gap with its reason, never dropped).
+//! 1. A table, one row per run: runtime, scale, fault pause, throughput (and % of ceiling;
+//!    `-` in a test where clients do not send), detection and reconnection mean and p99
+//!    (`>= X` where unreconnected clients make it a lower bound), % of the window all clients
+//!    were connected, detections not rejoined, faults skipped or missing, status (a degraded
+//!    run says what it failed to do; a failed run is a gap with its reason, never dropped).
+//!    The CSV adds every count: skipped, missing, expected and logged detections,
+//!    reconnections, unreconnected, clients that gave up, errors.
 //! 2. When `fault_pause_ms` varies: throughput against the fault pause (x on a log scale), one
 //!    line per runtime, and a box plot of the per-second throughput at each pause.
 //! 3. When the scale varies (clients per chat, or chats): mean and p99 detection and
@@ -15,6 +19,9 @@
 //!    reconnection with the 95% confidence interval over its ok repetitions and N
 //!    ([`crate::stats::MeanCi`]); the charts' lines go through those means. With N = 1 the
 //!    outputs are a single run's.
+//! 5. One point (a comparison of runtimes at one setting): the runtimes' detection and
+//!    reconnection times overlaid as cumulative distributions, one line per runtime, each over
+//!    every detection (a line that stops below 100% left clients unreconnected).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,7 +29,7 @@ use std::path::{Path, PathBuf};
 use super::analysis::ChatStats;
 use super::config::ChatConfig;
 use crate::error::Result;
-use crate::manifest::{Manifest, Status};
+use crate::manifest::Manifest;
 use crate::report::html::{escape, link, Page};
 use crate::report::plot::{self, BoxItem, Chart, Series};
 use crate::report::{provenance_rows, write};
@@ -83,13 +90,8 @@ fn load(base: &Path, r: &GridRun) -> Result<Row> {
     }
     let (m, cfg, st) = crate::report::rebuild_run(&r.dir, None)?;
     row.cfg = Some(ChatConfig::from_config(&cfg));
-    row.ok = m.status == Status::Ok && !m.interrupted;
-    row.status = match (&m.status, m.interrupted) {
-        (_, true) => "interrupted".into(),
-        (Status::Ok, _) => "ok".into(),
-        (Status::Failed, _) => format!("failed: {}", m.reason.clone().unwrap_or_default()),
-        (Status::Running, _) => "running or abandoned".into(),
-    };
+    row.ok = m.status.completed() && !m.interrupted;
+    row.status = crate::report::status_text(&m);
     row.st = st.and_then(|a| a.as_any().downcast_ref::<ChatStats>().cloned());
     row.manifest = Some(m);
     Ok(row)
@@ -99,20 +101,27 @@ fn f(x: Option<f64>, p: usize) -> String {
     x.map(|v| format!("{v:.p$}")).unwrap_or_else(|| "-".into())
 }
 
-/// The table's figures of a run (`-` where it has none): msg/s, % of ceiling, detection mean
-/// and p99, reconnection mean and p99, % of the window all clients were connected.
-fn figures(r: &Row) -> [String; 7] {
+/// The table's figures of a run (`-` where it has none or where the test type does not
+/// measure it, e.g. msg/s in a detection test): msg/s, % of ceiling, detection mean and p99,
+/// reconnection mean and p99 (`>= X` where unreconnected clients make it a lower bound), %
+/// of the window all clients were connected, detections not rejoined, faults skipped or
+/// missing.
+fn figures(r: &Row) -> [String; 9] {
     let st = r.st.as_ref().filter(|_| r.ok);
+    let sends = st.filter(|s| s.ceiling > 0.0);
+    let dist = |d: Option<&super::analysis::Dist>, k: &str| d.map(|d| d.show(k, 2)).unwrap_or_else(|| "-".into());
     let det = st.and_then(|s| s.detection_ms.as_ref());
     let rec = st.and_then(|s| s.reconnection_ms.as_ref());
     [
-        f(st.map(|s| s.msg_per_s_mean), 1),
-        f(st.and_then(|s| s.pct_ceiling), 2),
-        f(det.map(|d| d.mean), 2),
-        f(det.map(|d| d.p99), 2),
-        f(rec.map(|d| d.mean), 2),
-        f(rec.map(|d| d.p99), 2),
+        f(sends.map(|s| s.msg_per_s_mean), 1),
+        f(sends.and_then(|s| s.pct_ceiling), 2),
+        dist(det, "mean"),
+        dist(det, "p99"),
+        dist(rec, "mean"),
+        dist(rec, "p99"),
         f(st.map(|s| s.all_connected_pct), 2),
+        st.map(|s| s.unreconnected.to_string()).unwrap_or_else(|| "-".into()),
+        st.map(|s| (s.skipped_faults + s.missing_faults).to_string()).unwrap_or_else(|| "-".into()),
     ]
 }
 
@@ -227,18 +236,36 @@ pub(crate) fn write_grid(base: &Path, csv_name: &str, title: &str, runs: &[GridR
         "injected",
         "planned_faults",
         "reason",
+        "skipped_faults",
+        "missing_faults",
+        "expected_detections",
+        "detections",
+        "reconnections",
+        "unreconnected",
+        "gave_up",
+        "errors",
     ];
     let mut csv_rows: Vec<Vec<String>> = Vec::new();
     let mut lines = vec![format!(
-        "{:<12} {:<34} {:>10} {:>8} {:>10} {:>10} {:>10} {:>10} {:>9}  status",
-        "runtime", "point", "msg/s", "%ceil", "det mean", "det p99", "rec mean", "rec p99", "%all conn"
+        "{:<12} {:<34} {:>10} {:>8} {:>10} {:>10} {:>11} {:>11} {:>9} {:>7} {:>7}  status",
+        "runtime",
+        "point",
+        "msg/s",
+        "%ceil",
+        "det mean",
+        "det p99",
+        "rec mean",
+        "rec p99",
+        "%all conn",
+        "unrec",
+        "skip"
     )];
     for r in &rows {
         let st = r.st.as_ref().filter(|_| r.ok);
         let det = st.and_then(|s| s.detection_ms.clone());
         let rec = st.and_then(|s| s.reconnection_ms.clone());
         let c = r.cfg.as_ref();
-        let reason = r.status.strip_prefix("failed: ").unwrap_or("");
+        let reason = r.status.strip_prefix("failed: ").or_else(|| r.status.strip_prefix("degraded: ")).unwrap_or("");
         let mut csv_row = vec![
             r.point.clone(),
             r.runtime.clone(),
@@ -250,7 +277,9 @@ pub(crate) fn write_grid(base: &Path, csv_name: &str, title: &str, runs: &[GridR
             c.map(|c| c.total_clients().to_string()).unwrap_or_default(),
             c.map(|c| c.msg_type_word.clone()).unwrap_or_default(),
             c.map(|c| c.fault_pause_ms.to_string()).unwrap_or_default(),
-            if r.ok {
+            if r.ok && r.status.starts_with("degraded") {
+                "degraded"
+            } else if r.ok {
                 "ok"
             } else if r.status == "not run" {
                 "not run"
@@ -271,14 +300,26 @@ pub(crate) fn write_grid(base: &Path, csv_name: &str, title: &str, runs: &[GridR
             st.map(|s| s.planned_faults).unwrap_or(0).to_string(),
             reason.to_owned(),
         ];
+        // Counts that say what the figures leave out (empty for a run without statistics).
+        let count = |pick: fn(&ChatStats) -> u64| st.map(|s| pick(s).to_string()).unwrap_or_default();
+        csv_row.extend([
+            count(|s| s.skipped_faults),
+            count(|s| s.missing_faults),
+            count(|s| s.expected_detections),
+            count(|s| s.detections as u64),
+            count(|s| s.reconnections as u64),
+            count(|s| s.unreconnected as u64),
+            count(|s| s.gave_up),
+            count(|s| s.errors),
+        ]);
         if reps {
             csv_row.push(r.rep.to_string());
         }
         csv_rows.push(csv_row);
-        let status: String = if r.ok { "ok".into() } else { r.status.chars().take(70).collect() };
-        let [m, pc, dm, dp, rm, rp, ac] = figures(r);
+        let status: String = r.status.chars().take(70).collect();
+        let [m, pc, dm, dp, rm, rp, ac, un, sk] = figures(r);
         lines.push(format!(
-            "{:<12} {:<34} {m:>10} {pc:>8} {dm:>10} {dp:>10} {rm:>10} {rp:>10} {ac:>9}  {status}",
+            "{:<12} {:<34} {m:>10} {pc:>8} {dm:>10} {dp:>10} {rm:>11} {rp:>11} {ac:>9} {un:>7} {sk:>7}  {status}",
             r.runtime, r.point,
         ));
     }
@@ -317,6 +358,8 @@ pub(crate) fn write_grid(base: &Path, csv_name: &str, title: &str, runs: &[GridR
             "reconnection mean ms",
             "reconnection p99 ms",
             "% all connected",
+            "detections not rejoined",
+            "faults skipped or missing",
             "status",
         ],
         &table,
@@ -331,6 +374,54 @@ pub(crate) fn write_grid(base: &Path, csv_name: &str, title: &str, runs: &[GridR
     page.p(&format!("Every run: {csv_name} (one row per run) and each run folder's own report."));
     write(base, "report.html", &page.finish())?;
     Ok(lines)
+}
+
+/// Rule 5: detection and reconnection CDFs, one line per runtime (its repetitions pooled).
+fn cdf_charts(ok: &[(&Row, &ChatConfig, &ChatStats)], rts: &[String]) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    type Samples = fn(&ChatStats) -> (Vec<f64>, usize);
+    let kinds: [(&str, Samples); 2] = [
+        // Over the detections due: a runtime whose clients missed some stops below 100%.
+        ("Detection", |s| {
+            (
+                s.detection_rows.iter().map(|d| d.ms).collect(),
+                s.detection_rows.len().max(s.expected_detections as usize),
+            )
+        }),
+        ("Reconnection", |s| (s.reconnection_rows.iter().map(|r| r.ms).collect(), s.detections)),
+    ];
+    for (what, samples) in kinds {
+        let series: Vec<Series> = rts
+            .iter()
+            .filter_map(|rt| {
+                let (mut v, mut total) = (Vec::new(), 0);
+                for (_, _, st) in ok.iter().filter(|(r, _, _)| &r.runtime == rt) {
+                    let (x, n) = samples(st);
+                    v.extend(x);
+                    total += n;
+                }
+                (total > 0).then(|| Series::line(rt.clone(), plot::cdf(v, total)))
+            })
+            .collect();
+        if series.is_empty() {
+            continue;
+        }
+        let chart = Chart {
+            title: format!("{what} times, cumulative, per runtime"),
+            x_label: "ms".into(),
+            y_label: "% of due detections at or below".into(),
+            series,
+            y_range: Some((0.0, 101.0)),
+        };
+        out.push((
+            plot::svg(&chart, 900, 400),
+            format!(
+                "{what} time of every client after every detected fault, per runtime; over every detection, so a \
+                 line that stops below 100% left clients unreconnected at the window's end."
+            ),
+        ));
+    }
+    out
 }
 
 /// Runtimes in first-seen order.
@@ -407,6 +498,12 @@ fn charts(rows: &[Row]) -> Vec<(String, String)> {
             plot::svg_with_boxes(&chart, &boxes, 900, 420),
             "The spread of the per-second throughput of each run: box q1-q3, bar at the median, whiskers min-max (seed 000 fig. 5.2).".into(),
         ));
+    }
+    // Rule 5.
+    let mut points: Vec<&str> = ok.iter().map(|(r, _, _)| r.point.as_str()).collect();
+    points.dedup();
+    if points.len() == 1 {
+        out.extend(cdf_charts(&ok, &rts));
     }
     // Rule 3.
     let by_clients = varies(&|c| u64::from(c.clients_per_server)) && !varies(&|c| c.total_chats());

@@ -7,9 +7,14 @@
 //!    `ready {what: "window", start_us}`.
 //! 2. `reports_per_s`: the mean of the `throughput {second, count}` counts over the window's
 //!    seconds (one event per second from the collector).
-//! 3. `mttr_ms`: every `reconnected {ms}` (a restarted device's status current and known to
-//!    every server, from the device's restart): median, p99 (nearest rank), mean, min, max and
-//!    count.
+//! 3. `mttr_ms`, over every device restart (`restarted` of a `device-k`): the restart is closed
+//!    by the first `reconnected {target, ms}` of that device stamped at or after it and before
+//!    its next restart (the device's status current and known to every server; the sample is
+//!    `ms`, from the device's restart); a restart with none is `unrecovered`, a sample of at
+//!    least the time from it to the run's last event (censored, crate::stats rules 5-7):
+//!    median, p99 (nearest rank), mean, min, max, count (every restart) and `unrecovered`.
+//!    A kill whose restart would fall after the window's end is not restarted (the schedule's
+//!    doing, counted in `kills_not_restarted`), so it is not a sample.
 //! 4. Kills carried out are the `fault_injected` events, by kind; restarts the `restarted`
 //!    events; detections the `fault_detected` events; skipped faults, errors and dropped events
 //!    are summed over the processes' `run_finished`.
@@ -19,6 +24,8 @@
 //!    writes it under the same name) and was not down at the end (a server whose last
 //!    `node_kill` came after its last `restarted`: killed too late in the window to be
 //!    restarted, it never writes one), no failed process, no dropped event.
+//! 6. Degraded (crate::workload rule 6): unrecovered restarts, planned kills neither carried
+//!    out nor reported skipped, skipped kills, errors reported by the processes.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -59,6 +66,10 @@ pub struct IotStats {
     pub mttr_samples: Vec<f64>,
     /// Definition 3.
     pub mttr_ms: Option<Dist>,
+    /// Definition 3: device restarts never followed by their `reconnected`.
+    pub unrecovered: u64,
+    /// Device kills carried out but not restarted (the restart would fall after the window).
+    pub kills_not_restarted: u64,
     /// Device kills carried out.
     pub device_kills: u64,
     /// Server kills carried out.
@@ -105,6 +116,8 @@ impl IotStats {
             reports_per_s: 0.0,
             mttr_samples: Vec::new(),
             mttr_ms: None,
+            unrecovered: 0,
+            kills_not_restarted: 0,
             device_kills: 0,
             server_kills: 0,
             planned_kills: sched.iter().filter(|a| !crate::netfaults::is_net_kind(&a.kind)).count() as u64,
@@ -120,6 +133,9 @@ impl IotStats {
             unfinished_nodes: Vec::new(),
             failed_nodes: Vec::new(),
         };
+        let mut rejoins: BTreeMap<&str, Vec<(i64, f64)>> = BTreeMap::new();
+        let mut device_restarts: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
+        let last_us = events.iter().map(|e| e.ts_us).max().unwrap_or(0);
         for e in events {
             match e.ev.as_str() {
                 "run_started" => {
@@ -149,7 +165,7 @@ impl IotStats {
                 }
                 "reconnected" => {
                     if let Some(ms) = e.raw.get("ms").and_then(serde_json::Value::as_f64) {
-                        st.mttr_samples.push(ms);
+                        rejoins.entry(e.str("target")).or_default().push((e.ts_us, ms));
                     }
                 }
                 // Network faults (`[net_faults]`) are counted by the lab core, not as kills.
@@ -167,6 +183,9 @@ impl IotStats {
                 "restarted" => {
                     st.restarts += 1;
                     down.remove(e.str("target"));
+                    if e.str("target").starts_with("device-") {
+                        device_restarts.entry(e.str("target")).or_default().push(e.ts_us);
+                    }
                 }
                 "fault_detected" => st.detections += 1,
                 _ => {}
@@ -176,7 +195,11 @@ impl IotStats {
         if !st.seconds.is_empty() {
             st.reports_per_s = st.seconds.iter().map(|s| s.1 as f64).sum::<f64>() / c.duration_s as f64;
         }
-        st.mttr_ms = Dist::of(&mut st.mttr_samples.clone());
+        let (samples, open) = close_restarts(&device_restarts, &rejoins, last_us);
+        st.mttr_samples = samples;
+        st.unrecovered = open.len() as u64;
+        st.kills_not_restarted = st.device_kills.saturating_sub(device_restarts.values().map(|v| v.len() as u64).sum());
+        st.mttr_ms = Dist::of_censored(&st.mttr_samples, &open);
         st.servers_ready = servers_ready;
         st.devices_ready = devices_ready;
         st.bad_seconds = bad_seconds;
@@ -229,27 +252,89 @@ impl IotStats {
         None
     }
 
-    /// The MTTR summary as `summary.json` holds it: median, p99, mean, min, max, count.
+    /// The MTTR summary as `summary.json` holds it: median, p99, mean, min, max, count (every
+    /// restart), `unrecovered`, and the statistics that are lower bounds.
     pub fn mttr_json(&self) -> serde_json::Value {
         match &self.mttr_ms {
-            None => json!({"median": null, "p99": null, "count": 0}),
-            Some(d) => {
-                json!({"median": d.median, "p99": d.p99, "mean": d.mean, "min": d.min, "max": d.max, "count": d.n})
+            None => json!({"median": null, "p99": null, "count": 0, "unrecovered": 0}),
+            Some(d) => json!({
+                "median": d.median, "p99": d.p99, "mean": d.mean, "min": d.min, "max": d.max, "count": d.n,
+                "unrecovered": d.censored, "lower_bounds": d.lower_bounds,
+            }),
+        }
+    }
+
+    /// What the run failed to do although its events are complete (definition 6).
+    pub fn degradations(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.unrecovered > 0 {
+            out.push(format!("{} device restarts never became current on the servers", self.unrecovered));
+        }
+        let accounted = self.device_kills + self.server_kills + self.skipped_faults.max(0) as u64;
+        if accounted < self.planned_kills {
+            out.push(format!(
+                "{} of {} planned kills were neither carried out nor reported skipped",
+                self.planned_kills - accounted,
+                self.planned_kills
+            ));
+        }
+        if self.skipped_faults > 0 {
+            out.push(format!("{} of {} planned kills skipped", self.skipped_faults, self.planned_kills));
+        }
+        if self.errors > 0 {
+            out.push(format!("{} errors reported by the processes (refused devices, lost orchestrator)", self.errors));
+        }
+        out
+    }
+}
+
+/// Definition 3: closes each device restart with the device's first `reconnected` at or after
+/// it and before its next restart. Returns the samples (ms) and, for each restart left open,
+/// the time from it to `last_us`, ms.
+fn close_restarts(
+    restarts: &BTreeMap<&str, Vec<i64>>,
+    rejoins: &BTreeMap<&str, Vec<(i64, f64)>>,
+    last_us: i64,
+) -> (Vec<f64>, Vec<f64>) {
+    let (mut closed, mut open) = (Vec::new(), Vec::new());
+    for (device, starts) in restarts {
+        let mut starts = starts.clone();
+        starts.sort_unstable();
+        let mut rj = rejoins.get(device).cloned().unwrap_or_default();
+        rj.sort_unstable_by_key(|r| r.0);
+        for (i, &at) in starts.iter().enumerate() {
+            let limit = starts.get(i + 1).copied().unwrap_or(i64::MAX);
+            let first = rj.partition_point(|r| r.0 < at);
+            match rj.get(first).filter(|r| r.0 < limit) {
+                Some(&(_, ms)) => closed.push(ms),
+                None => open.push((last_us - at).max(0) as f64 / 1000.0),
             }
         }
     }
+    (closed, open)
 }
 
 fn ms_text(d: &Option<Dist>) -> String {
     match d {
         None => "no samples".into(),
-        Some(d) => format!("median {:.1} ms, p99 {:.1} ms (mean {:.1}, n = {})", d.median, d.p99, d.mean, d.n),
+        Some(d) => format!(
+            "median {} ms, p99 {} ms (mean {}, n = {}{})",
+            d.show("median", 1),
+            d.show("p99", 1),
+            d.show("mean", 1),
+            d.n,
+            if d.censored > 0 { format!(", {} never recovered", d.censored) } else { String::new() }
+        ),
     }
 }
 
 impl RunAnalysis for IotStats {
     fn completeness_problem(&self, cfg: &Config) -> Option<String> {
         IotStats::completeness_problem(self, cfg)
+    }
+
+    fn degradations(&self, _cfg: &Config) -> Vec<String> {
+        IotStats::degradations(self)
     }
 
     fn summary_rows(&self) -> Vec<(String, String)> {
@@ -275,6 +360,8 @@ impl RunAnalysis for IotStats {
             "device_kills": self.device_kills,
             "server_kills": self.server_kills,
             "planned_kills": self.planned_kills,
+            "kills_not_restarted": self.kills_not_restarted,
+            "unrecovered": self.unrecovered,
             "restarts": self.restarts,
             "detections": self.detections,
             "skipped_faults": self.skipped_faults,
@@ -286,7 +373,12 @@ impl RunAnalysis for IotStats {
     fn headline(&self) -> String {
         match &self.mttr_ms {
             Some(d) => {
-                format!("{:.1} reports/s, MTTR median {:.1} ms (p99 {:.1})", self.reports_per_s, d.median, d.p99)
+                format!(
+                    "{:.1} reports/s, MTTR median {} ms (p99 {})",
+                    self.reports_per_s,
+                    d.show("median", 1),
+                    d.show("p99", 1)
+                )
             }
             None => format!("{:.1} reports/s", self.reports_per_s),
         }

@@ -14,18 +14,6 @@ use crate::report::html::Page;
 use crate::report::plot::{self, Chart, Series};
 use crate::report::{page_footer, status_html, write};
 
-/// The cumulative distribution of `v`, at most 400 points.
-pub(super) fn cdf(mut v: Vec<f64>) -> Vec<(f64, f64)> {
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    let step = n.div_ceil(400).max(1);
-    let mut pts: Vec<(f64, f64)> = (0..n).step_by(step).map(|i| (v[i], 100.0 * (i + 1) as f64 / n as f64)).collect();
-    if let Some(&last) = v.last() {
-        pts.push((last, 100.0));
-    }
-    pts
-}
-
 fn throughput_chart(st: &IotStats) -> String {
     let pts: Vec<(f64, f64)> = st.seconds.iter().map(|&(s, c)| (s as f64 + 0.5, c as f64)).collect();
     let top = pts.iter().map(|p| p.1).fold(1.0, f64::max) * 1.1;
@@ -55,7 +43,10 @@ fn mttr_chart(st: &IotStats) -> String {
         title: "MTTR: restarted device current on every server (cumulative)".into(),
         x_label: "ms from the device's restart".into(),
         y_label: "% of restarts".into(),
-        series: vec![Series::line("MTTR", cdf(st.mttr_samples.clone()))],
+        series: vec![Series::line(
+            "MTTR",
+            plot::cdf(st.mttr_samples.clone(), st.mttr_samples.len() + st.unrecovered as usize),
+        )],
         y_range: Some((0.0, 100.0)),
     };
     plot::svg(&chart, 900, 320)

@@ -74,7 +74,7 @@ fn load(dir: &Path) -> Vec<Row> {
         .into_iter()
         .map(|(d, m, s)| {
             let c = &m.config;
-            let ok = m.status == crate::manifest::Status::Ok;
+            let ok = m.status.completed();
             let g = |a: &str, b: Option<&str>| {
                 let v = s.get(a)?;
                 let v = match b {

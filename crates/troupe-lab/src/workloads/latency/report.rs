@@ -97,7 +97,7 @@ fn load(dir: &Path) -> Vec<Row> {
                 }
                 v.as_f64()
             };
-            let ok = m.status == crate::manifest::Status::Ok;
+            let ok = m.status.completed();
             let g = |path: &[&str]| if ok { f(path) } else { None };
             Row {
                 rel: d.strip_prefix(dir).unwrap_or(&d).display().to_string(),

@@ -19,6 +19,10 @@
 //! 6. Progressive steps: step j covers `[5j, 5j+5)` s; its measured mean uses seconds
 //!    5j+1..5j+4 (skipping the second the kills land in); expected = step 0's mean times the
 //!    fraction of pairs still alive; deviation in points of step 0's mean.
+//! 7. Degraded (crate::workload rule 6): planned kills neither carried out nor reported
+//!    skipped, skipped kills, killed servers due a restart that never came
+//!    ([`super::restart_latency`] rule 5), errors reported by the workload. Dropped events
+//!    fail the run, as in every workload.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -222,7 +226,7 @@ impl RunStats {
             recovery,
             steps,
             bad_seconds,
-            restart_ms: super::restart_latency::summarise(events),
+            restart_ms: super::restart_latency::summarise(events, sched),
         }
     }
 
@@ -247,6 +251,9 @@ impl RunStats {
                 self.bad_seconds
             ));
         }
+        if self.dropped_events > 0 {
+            return Some(format!("{} events were dropped by the writers (buffer full)", self.dropped_events));
+        }
         if !self.finished {
             if self.unfinished_nodes.is_empty() {
                 return Some("no `run_finished` event: the SUB did not end cleanly".into());
@@ -258,11 +265,37 @@ impl RunStats {
         }
         None
     }
+
+    /// What the run failed to do although its events are complete (definition 7).
+    pub fn degradations(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.kills + self.skipped_faults < self.planned_kills {
+            out.push(format!(
+                "{} of {} planned kills were neither carried out nor reported skipped",
+                self.planned_kills - self.kills - self.skipped_faults,
+                self.planned_kills
+            ));
+        }
+        if self.skipped_faults > 0 {
+            out.push(format!("{} of {} planned kills skipped", self.skipped_faults, self.planned_kills));
+        }
+        if let Some(r) = self.restart_ms.as_ref().filter(|r| r.unrestarted > 0) {
+            out.push(format!("{} killed servers were never restarted", r.unrestarted));
+        }
+        if self.errors > 0 {
+            out.push(format!("{} errors reported by the workload", self.errors));
+        }
+        out
+    }
 }
 
 impl RunAnalysis for RunStats {
     fn completeness_problem(&self, cfg: &Config) -> Option<String> {
         RunStats::completeness_problem(self, cfg)
+    }
+
+    fn degradations(&self, _cfg: &Config) -> Vec<String> {
+        RunStats::degradations(self)
     }
 
     fn summary_rows(&self) -> Vec<(String, String)> {

@@ -32,7 +32,7 @@ use super::report as scp_report;
 use crate::compare::{CompareFile, RuntimeInfo, FILE, RUNTIMES_FILE};
 use crate::config::ConfigBuilder;
 use crate::error::{Error, ErrorKind, Result};
-use crate::manifest::{Manifest, Status};
+use crate::manifest::Manifest;
 use crate::report::plot;
 
 mod means;
@@ -148,7 +148,7 @@ pub fn load_rows(dir: &Path) -> Result<Loaded> {
             continue;
         }
         if let Ok((m, _, Some(st))) = scp_report::load_run(&dir.join(&f.rel), None) {
-            if m.status == Status::Ok && !m.interrupted {
+            if m.status.completed() && !m.interrupted {
                 baseline_runs.entry((f.runtime.clone(), key.clone())).or_default().push(st.mean);
             }
         }
@@ -189,13 +189,8 @@ pub fn load_rows(dir: &Path) -> Result<Loaded> {
         if rdir.join(crate::manifest::FILE).is_file() {
             let (m, st) = scp_report::rebuild_run(&rdir, base)?;
             first.get_or_insert_with(|| m.clone());
-            row.ok = m.status == Status::Ok && !m.interrupted;
-            row.status = match (&m.status, m.interrupted) {
-                (_, true) => "interrupted".into(),
-                (Status::Ok, _) => "ok".into(),
-                (Status::Failed, _) => format!("failed: {}", m.reason.clone().unwrap_or_default()),
-                (Status::Running, _) => "running or abandoned".into(),
-            };
+            row.ok = m.status.completed() && !m.interrupted;
+            row.status = crate::report::status_text(&m);
             row.version = m.runtime_version.clone();
             row.git = m.git_commit.as_ref().map(|c| {
                 let short: String = c.chars().take(12).collect();

@@ -17,7 +17,7 @@ use serde::Serialize;
 use super::config::{self as scp, ScpConfig};
 use super::report as scp_report;
 use crate::error::{Error, ErrorKind, Result};
-use crate::manifest::{Manifest, Status};
+use crate::manifest::Manifest;
 use crate::report::{self, html, plot};
 use crate::stats::MeanCi;
 use crate::sweep::SweepFile;
@@ -81,7 +81,7 @@ pub fn load_rows(dir: &Path) -> Result<(SweepFile, Vec<Row>, Option<Manifest>)> 
         }
         let (m, cfg, st) = scp_report::load_run(&rdir, None)?;
         let scp = ScpConfig::from_config(&cfg);
-        if m.status == Status::Ok && scp.is_baseline() {
+        if m.status.completed() && scp.is_baseline() {
             if let Some(st) = &st {
                 baselines.entry(ratio_key(&m.runtime, &scp)).or_default().push(st.mean);
             }
@@ -114,7 +114,7 @@ pub fn load_rows(dir: &Path) -> Result<(SweepFile, Vec<Row>, Option<Manifest>)> 
         let base = baselines.get(&ratio_key(&m.runtime, &scp)).and_then(|v| MeanCi::of(v)).map(|c| c.mean);
         let rdir = dir.join("runs").join(&name);
         let (m, st) = scp_report::rebuild_run(&rdir, base)?;
-        let ok = m.status == Status::Ok;
+        let ok = m.status.completed();
         let mean = st.as_ref().filter(|_| ok).map(|s| s.mean);
         rows.push(Row {
             name,
@@ -122,12 +122,7 @@ pub fn load_rows(dir: &Path) -> Result<(SweepFile, Vec<Row>, Option<Manifest>)> 
             rep,
             runtime: m.runtime.clone(),
             cfg: Some(scp),
-            status: match (&m.status, m.interrupted) {
-                (_, true) => "interrupted".into(),
-                (Status::Ok, _) => "ok".into(),
-                (Status::Failed, _) => format!("failed: {}", m.reason.clone().unwrap_or_default()),
-                (Status::Running, _) => "running or abandoned".into(),
-            },
+            status: crate::report::status_text(&m),
             mean,
             pct_ceiling: st.as_ref().filter(|_| ok).map(|s| s.pct_ceiling),
             baseline: base,
