@@ -211,6 +211,18 @@ fn wrong_results_failed_meters_and_errors_are_problems() {
     assert!(p.contains("1 error"), "{p}");
     let p = EnergyStats::compute(&c, &events(1000, None, 0)[..2]).completeness_problem(&c).unwrap();
     assert!(p.contains("no work event for repetition 1") && p.contains("no run_finished"), "{p}");
+    // A meter that read nothing is no 0 J row: the run fails, naming the repetition.
+    let mut evs = events(1000, None, 0);
+    for e in evs.iter_mut().filter(|e| e.ev == "energy" && e.int("rep") == 0) {
+        let mut raw = e.raw.clone();
+        raw["uj"] = 0.0.into();
+        raw["samples"] = 0.into();
+        *e = ev(raw);
+    }
+    let st = EnergyStats::compute(&c, &evs);
+    let p = st.completeness_problem(&c).unwrap();
+    assert!(p.contains("repetition 0: the meter read 0 uJ (0 samples inside it): not a measurement"), "{p}");
+    assert_eq!(st.rows().len(), 1, "the unmeasured repetition has no row");
     // prime: the result must be pi(range).
     let c = cfg(&["workload=prime", "range=100", "reps=2"]);
     assert!(EnergyStats::compute(&c, &events(25, None, 0)).completeness_problem(&c).is_none());

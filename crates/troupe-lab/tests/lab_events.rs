@@ -69,6 +69,27 @@ fn a_full_buffer_drops_and_counts_without_blocking() {
     assert!(!em.emit("late", json!({})));
 }
 
+/// A sink that panics on its first write (a crashed writer thread).
+struct PanickingSink;
+
+impl Write for PanickingSink {
+    fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+        panic!("sink broke (test)")
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn rule_5_a_crashed_writer_thread_reports_an_error_not_zero() {
+    let w =
+        EventWriter::start(Transport::Writer(Box::new(PanickingSink)), common(), 8, Duration::from_secs(1)).unwrap();
+    w.emitter().emit("ready", json!({"what": "pairs", "count": 1}));
+    let (_, errors) = w.finish(json!({"errors": 0}));
+    assert!(errors >= 1, "a writer that crashed reported {errors} errors");
+}
+
 #[test]
 fn file_transport_flushes_on_request_and_keeps_common_fields() {
     let dir = tempfile::tempdir().unwrap();

@@ -14,6 +14,8 @@
 //! 5. The thread counts as errors the writes and the flushes its sink fails; for `amqp://` a
 //!    flush fails unless the broker confirmed every line, so the `errors` `finish` returns is
 //!    0 only when every line reached the broker.
+//!    A writer thread that crashed (its sink panicked) counts as one error more, so a run
+//!    whose writer died never reports 0 errors.
 //! 6. The writer blocks on the buffer only when it is idle; while lines arrive it drains them
 //!    in batches, pausing `BATCH_PAUSE` between batches, so a burst of emits (50,000 clients
 //!    detecting one failure) does not pay one thread wake-up per line.
@@ -323,7 +325,15 @@ impl EventWriter {
         if self.emitter.tx.send(Msg::Close(line, ack_tx)).is_ok() {
             let _ = ack_rx.recv();
         }
-        let errors = self.thread.take().and_then(|t| t.join().ok()).unwrap_or(0);
+        let errors = match self.thread.take().map(JoinHandle::join) {
+            Some(Ok(n)) => n,
+            // Rule 5: a crashed writer lost lines it cannot count; it is an error itself.
+            Some(Err(_)) => {
+                eprintln!("troupe events: the event writer thread crashed; events after the crash are lost");
+                1
+            }
+            None => 0,
+        };
         (dropped, errors)
     }
 }

@@ -4,7 +4,9 @@
 //! Rules:
 //! 1. A run is complete when it has `run_started`, a `work` event for every repetition whose
 //!    result is the expected one (clients x msgs pongs, or pi(range) checked by a sieve), an
-//!    `energy` event for each without an error, and `run_finished` with no errors.
+//!    `energy` event for each without an error and with energy above 0 µJ (a meter that read
+//!    nothing fails the run; it never becomes a 0 J row that post-processing drops unseen),
+//!    and `run_finished` with no errors.
 //! 2. Every figure names its meter source; an estimate says `estimate` in the summary line.
 //! 3. `summary.json`: `energy_uj` (mean per repetition), `runtime_s`, `uj_per_round_trip` (ping
 //!    workloads), `cpu_s`, `peak_rss_bytes`, `meter`, `estimate`, and the seed's post-processed
@@ -107,6 +109,15 @@ impl EnergyStats {
                     if let Some(err) = e.raw.get("error").and_then(Value::as_str) {
                         problems.push(format!("repetition {r}: meter failed: {err}"));
                         rep.error = Some(err.to_string());
+                        rep.uj = None;
+                    } else if rep.uj.is_none_or(|uj| uj <= 0.0) {
+                        // Never a silent 0 J: post-processing would drop the row unseen.
+                        problems.push(format!(
+                            "repetition {r}: the meter read {} ({} samples inside it): not a measurement",
+                            rep.uj.map_or_else(|| "no energy".to_string(), |uj| format!("{uj} uJ")),
+                            rep.samples
+                        ));
+                        rep.error = Some("no energy measured".into());
                         rep.uj = None;
                     }
                 }
