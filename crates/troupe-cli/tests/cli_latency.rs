@@ -59,8 +59,17 @@ fn short_run(runtime: &str, transport: &str) -> serde_json::Value {
         // Every message crossed the relay twice (data, ack): at least the 2 ms RTT.
         assert!(v >= 2.0, "latency_ms.{k} = {v}: {ctx}");
     }
-    assert!(s["throughput_msgs_per_s"].as_f64().unwrap() > 0.0, "{ctx}");
-    assert!(s["throughput_mb_per_s"].as_f64().unwrap() > 0.0, "{ctx}");
+    // Each pair sends its next message only after the ack: the ceiling is pairs / RTT
+    // (1,500 msg/s for 3 pairs at 2 ms), and Little's law ties throughput to the mean
+    // latency (pairs in flight = throughput x latency), up to the window's edges.
+    let (tput, mean) = (s["throughput_msgs_per_s"].as_f64().unwrap(), s["latency_ms"]["mean"].as_f64().unwrap());
+    assert!(tput > 0.0 && tput <= 3.0 * 1000.0 / 2.0, "{tput} msg/s against a ceiling of 1500: {ctx}");
+    let in_flight = tput * mean / 1000.0;
+    assert!((0.2 * 3.0..=1.1 * 3.0).contains(&in_flight), "{in_flight} pairs in flight of 3: {ctx}");
+    assert!(
+        (s["throughput_mb_per_s"].as_f64().unwrap() - tput * 524_288.0 / 1e6).abs() < 1e-6 * tput.max(1.0),
+        "{ctx}"
+    );
     assert_eq!(s["messages"], 12, "{ctx}");
     assert_eq!(s["rtt_ms"], 2, "{ctx}");
     assert_eq!(s["transport"], transport, "{ctx}");
