@@ -62,12 +62,12 @@ pub(crate) fn cmd_compare(
         r => r?,
     };
     say!(
-        "compare {}: {} ok, {} degraded, {} failed, {} already complete{}",
+        "compare {}: {} ok, {} failed, {} already complete{}{}",
         out.display(),
         s.ok,
-        s.degraded,
         s.failed,
         s.skipped,
+        if s.degraded > 0 { format!("; {} degraded", s.degraded) } else { String::new() },
         if s.interrupted { ", interrupted (run the same command again to resume)" } else { "" }
     );
     for line in &s.table {

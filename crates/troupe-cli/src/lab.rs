@@ -388,12 +388,12 @@ fn cmd_sweep(
     bar.finish();
     let s = result?;
     say!(
-        "sweep {}: {} ok, {} degraded, {} failed, {} already complete{}",
+        "sweep {}: {} ok, {} failed, {} already complete{}{}",
         out.display(),
         s.ok,
-        s.degraded,
         s.failed,
         s.skipped,
+        if s.degraded > 0 { format!("; {} degraded", s.degraded) } else { String::new() },
         if s.interrupted { ", interrupted (run the same command again to resume)" } else { "" }
     );
     say!("report  {}", out.join("report.html").display());

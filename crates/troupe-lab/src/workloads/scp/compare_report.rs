@@ -80,6 +80,9 @@ pub struct Row {
     pub skipped_faults: u64,
     /// Kill-to-restart latency, median and p99, ms (`restart_ms` of the run's summary).
     pub restart_ms: Option<(f64, f64)>,
+    /// The same as a table cell, `p50 / p99`, each `>= X` where a kill never restarted makes
+    /// it a lower bound.
+    pub restart_text: String,
     /// Ids of the `fault_injected` events, when the events could be read.
     #[serde(skip)]
     pub fault_ids: Option<BTreeSet<String>>,
@@ -182,6 +185,7 @@ pub fn load_rows(dir: &Path) -> Result<Loaded> {
             restarts: 0,
             skipped_faults: 0,
             restart_ms: None,
+            restart_text: "-".into(),
             fault_ids: None,
             seconds: Vec::new(),
             same_schedule: None,
@@ -210,6 +214,9 @@ pub fn load_rows(dir: &Path) -> Result<Loaded> {
                 row.restarts = st.restarts;
                 row.skipped_faults = st.skipped_faults;
                 row.restart_ms = st.restart_ms.as_ref().map(|r| (r.p50, r.p99));
+                if let Some(r) = &st.restart_ms {
+                    row.restart_text = format!("{} / {}", r.show("p50", 2), r.show("p99", 2));
+                }
                 row.seconds = st.seconds.iter().map(|s| (s.second, s.count)).collect();
                 row.fault_ids = fault_ids(&rdir);
                 if row.ok {

@@ -178,8 +178,14 @@ pub fn summary_rows(st: &RunStats) -> Vec<(String, String)> {
                 || "-".into(),
                 |r| {
                     format!(
-                        "median {:.3} ms, p99 {:.3} ms, max {:.3} ms over {} restarts ({} kills not restarted)",
-                        r.p50, r.p99, r.max, r.n, r.unmatched_kills
+                        "median {} ms, p99 {} ms, max {} ms over {} kills ({} never restarted though due, {} \
+                         not restarted in all)",
+                        r.show("p50", 3),
+                        r.show("p99", 3),
+                        r.show("max", 3),
+                        r.n,
+                        r.unrestarted,
+                        r.unmatched_kills
                     )
                 },
             ),

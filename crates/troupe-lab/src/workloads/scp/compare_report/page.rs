@@ -338,7 +338,7 @@ pub(super) fn render(dir: &Path, l: &Loaded, focus: Option<&str>) -> (String, Ve
                 format!("{} / {}", r.kills, r.planned_kills),
                 r.restarts.to_string(),
                 r.skipped_faults.to_string(),
-                r.restart_ms.map_or_else(|| "-".into(), |(p50, p99)| format!("{p50:.2} / {p99:.2}")),
+                r.restart_text.clone(),
                 status_cell(r),
             ]
         })
