@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test entry point named in README.md; .ci/run calls it.
 #
-# 1. formatting;
+# 1. formatting; clippy on every target with every feature, warnings denied; the API docs
+#    (cargo doc), warnings denied;
 # 2. each peer runtime's toolchain under peers/ is installed by its own script
 #    (scripts/install-<runtime>.sh), first, so the Rust tests that run a real peer (the
 #    cross-runtime fault-id test runs the Erlang peer) run for real: TROUPE_TEST_REQUIRE_ERLANG=1
@@ -9,14 +10,18 @@
 # 3. RabbitMQ (scripts/install-rabbitmq.sh): the chat benchmark's amqp:// event transport is
 #    tested against a real broker, and TROUPE_TEST_REQUIRE_RABBITMQ=1 makes a missing broker
 #    fail those tests instead of skipping them; then the Rust test suite (unit, integration,
-#    property and doc tests); run as root, it also sets TROUPE_TEST_REQUIRE_NETNS=1 so that the
-#    network-namespace test (crates/troupe-remote/tests/remote_netns.rs) fails instead of
-#    skipping when it cannot create its namespaces or veth pair;
+#    property and doc tests), then the `troupe` crate again with its `metrics` feature (its unit
+#    tests and tests/core_metrics.rs, which only builds with it); run as root, it also sets
+#    TROUPE_TEST_REQUIRE_NETNS=1 so that the network-namespace test
+#    (crates/troupe-remote/tests/remote_netns.rs) fails instead of skipping when it cannot create
+#    its namespaces or veth pair;
 # 4. a short cargo-fuzz run of the wire decoders (frame, handshake) when a nightly toolchain is
 #    present (cargo-fuzz needs one); the stable fuzz smoke test runs in step 3 regardless;
 # 5. each peer's smoke test: builds and briefly runs every workload of that runtime.
 #
-# TROUPE_TEST_PEERS=0 skips the peers (steps 2 and 5) for a quick local loop; CI runs everything.
+# TROUPE_TEST_PEERS=0 skips the peers (steps 2 and 5) for a quick local loop, and says so loudly
+# at the start and at the end. Under CI (CI=true; .ci/run clears them too) every inherited
+# TROUPE_TEST_* variable is cleared first, so nothing a CI environment inherits can skip a step.
 # Every Rust test that runs a real peer (the CLI tests of `lab compare`, `lab micro` with the
 # Erlang distribution peer, the OTP differential tests) skips with a loud line only when its
 # toolchain is absent and TROUPE_TEST_REQUIRE_ERLANG is unset: this script sets it whenever the
@@ -24,8 +29,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+if [ "${CI:-}" = "true" ]; then
+    for v in $(compgen -e | grep '^TROUPE_TEST_' || true); do
+        echo "== CI: clearing inherited $v=${!v} (nothing may be skipped in CI)"
+        unset "$v"
+    done
+fi
+skip_banner() {
+    echo "!!!!!!!!!! SKIPPED: every peer runtime (toolchain install and smoke tests) and the Rust"
+    echo "!!!!!!!!!! tests that need Erlang may skip, because TROUPE_TEST_PEERS=0 is set; this is"
+    echo "!!!!!!!!!! NOT a full test run (unset TROUPE_TEST_PEERS; CI never skips them)"
+}
 peers=()
-if [ "${TROUPE_TEST_PEERS:-1}" != "0" ]; then
+if [ "${TROUPE_TEST_PEERS:-1}" = "0" ]; then
+    skip_banner
+else
     for dir in peers/*/; do
         rt=$(basename "$dir")
         [ -f "peers/$rt/smoke.sh" ] && peers+=("$rt")
@@ -34,6 +52,12 @@ fi
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
+
+echo "== cargo clippy (every target, every feature, warnings denied)"
+cargo clippy --workspace --all-targets --all-features --quiet -- -D warnings
+
+echo "== cargo doc (warnings denied)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features --quiet
 
 failed=()
 for rt in "${peers[@]}"; do
@@ -65,6 +89,8 @@ if [ "$free_gb" -lt "${TROUPE_TEST_DISK_GB:-8}" ]; then
 fi
 cargo test --workspace --all-targets --quiet --no-fail-fast
 cargo test --workspace --doc --quiet
+echo "== cargo test -p troupe --features metrics (unit tests, tests/core_metrics.rs)"
+cargo test -p troupe --features metrics --lib --test core_metrics --quiet
 
 echo "== fuzz (frame decoder, handshake)"
 if cargo +nightly --version >/dev/null 2>&1; then
@@ -84,4 +110,8 @@ if [ ${#failed[@]} -gt 0 ]; then
     echo "peer steps failed: ${failed[*]}" >&2
     exit 1
 fi
-[ "${TROUPE_TEST_PEERS:-1}" = "0" ] && echo "== peers skipped (TROUPE_TEST_PEERS=0)" || echo "== all peer smoke tests passed"
+if [ "${TROUPE_TEST_PEERS:-1}" = "0" ]; then
+    skip_banner
+else
+    echo "== all peer smoke tests passed"
+fi
