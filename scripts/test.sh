@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test entry point named in README.md; .ci/run calls it.
 #
-# 1. formatting; clippy on every target with every feature, warnings denied; the API docs
-#    (cargo doc), warnings denied;
+# 1. formatting; every results folder the docs name exists and holds run.json
+#    (scripts/check-figures.sh); clippy on every target with every feature, warnings denied;
+#    the API docs (cargo doc), warnings denied;
 # 2. each peer runtime's toolchain under peers/ is installed by its own script
 #    (scripts/install-<runtime>.sh), first, so the Rust tests that run a real peer (the
 #    cross-runtime fault-id test runs the Erlang peer) run for real: TROUPE_TEST_REQUIRE_ERLANG=1
@@ -52,6 +53,9 @@ fi
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
+
+echo "== every results folder the docs name holds its data (scripts/check-figures.sh)"
+bash scripts/check-figures.sh
 
 echo "== cargo clippy (every target, every feature, warnings denied)"
 cargo clippy --workspace --all-targets --all-features --quiet -- -D warnings
