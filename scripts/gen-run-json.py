@@ -11,11 +11,13 @@ are left alone unless --force. Sources, read in this order:
   - JSON Lines records that carry `command` or `git_commit` (the iot-*.jsonl files), and a
     `_comment` line or a first line with `command` but no data (cluster-micro.jsonl,
     crdt-replication.jsonl, overlay-scale.jsonl): kept verbatim under `notes`;
-  - command.txt files: kept verbatim under `notes` (their `command:` lines also as commands);
+  - command.txt files: kept verbatim under `notes`; their `command:` line, the commit of a
+    `binary: ... built from SHA` or `commit SHA` line and the load averages of `start`/`end`
+    lines are read as a run's command, git_commit and load;
   - load.txt and log.txt of the folder: verbatim under `notes`;
   - README.md of the folder: commands quoted in backticks or fenced blocks that start with
     `troupe `, `target/release/troupe`, `cargo run` or `taskset`, verbatim under
-    `commands_in_readme`.
+    `commands_in_readme`, and the commits it names (`commit SHA`) under `commits_in_readme`.
 Each of command, git_commit, machine, load is one value when every source agrees, a list of the
 distinct values when they differ, and null when no source records it (named in `not_recorded`).
 `load` is summarised over the runs: how many recorded it, and the range of busy_pct, steal_pct
@@ -68,7 +70,7 @@ def load_summary(records):
 
 
 def gather(target):
-    records, notes, sources, readme_cmds = [], [], [], []
+    records, notes, sources, readme_cmds, readme_commits = [], [], [], [], []
     files = []
     if os.path.isdir(target):
         for root, dirs, names in os.walk(target):
@@ -115,14 +117,25 @@ def gather(target):
             with open(f) as fh:
                 text = fh.read().strip()
             notes.append(f"{rel}: {text}")
+            rec = {}
             for line in text.splitlines():
                 if line.startswith("command: "):
-                    records.append({"command": line[len("command: "):].strip()})
+                    rec["command"] = line[len("command: "):].strip()
+                m = re.match(r"(?:binary: .*built from|commit) ([0-9a-f]{7,40})\b", line)
+                if m:
+                    rec["git_commit"] = m.group(1)
+                m = re.match(r"(start|end):? (\S+Z) load ?average:? ([\d.]+ [\d.]+ [\d.]+)", line)
+                if m:
+                    rec.setdefault("load", {})[f"loadavg_{m.group(1)}"] = m.group(3)
+                    rec["started_at" if m.group(1) == "start" else "ended_at"] = m.group(2)
+            if rec:
+                records.append(rec)
             sources.append(rel)
         elif name == "README.md" and os.path.dirname(f) == target.rstrip("/"):
             with open(f) as fh:
                 text = fh.read()
             readme_cmds += [m.group(1) for m in README_CMD.finditer(text)]
+            readme_commits += re.findall(r"\bcommits? ([0-9a-f]{7,40})\b", text)
             # commands in fenced blocks, backslash continuations joined
             for block in re.findall(r"```[a-z]*\n(.*?)```", text, re.S):
                 for cmd in re.sub(r"\\\n\s*", "", block).splitlines():
@@ -133,11 +146,11 @@ def gather(target):
             with open(f) as fh:
                 notes.append(f"{rel}: {fh.read().strip()}")
             sources.append(rel)
-    return records, notes, sources, readme_cmds
+    return records, notes, sources, readme_cmds, readme_commits
 
 
 def build(target):
-    records, notes, sources, readme_cmds = gather(target)
+    records, notes, sources, readme_cmds, readme_commits = gather(target)
     out = {
         "generated_by": "scripts/gen-run-json.py, from the files named in `sources` (written by the "
         "runs themselves, or by hand beside them); nothing is invented: a key that no source "
@@ -154,6 +167,8 @@ def build(target):
     }
     if readme_cmds:
         out["commands_in_readme"] = list(dict.fromkeys(readme_cmds))
+    if readme_commits:
+        out["commits_in_readme"] = list(dict.fromkeys(readme_commits))
     if notes:
         out["notes"] = notes
     out["not_recorded"] = [k for k in ("command", "git_commit", "machine", "load") if out[k] is None]
