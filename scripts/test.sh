@@ -15,7 +15,9 @@
 #    tests and tests/core_metrics.rs, which only builds with it); run as root, it also sets
 #    TROUPE_TEST_REQUIRE_NETNS=1 so that the network-namespace test
 #    (crates/troupe-remote/tests/remote_netns.rs) fails instead of skipping when it cannot create
-#    its namespaces or veth pair;
+#    its namespaces or veth pair; kubectl (scripts/install-kubectl.sh: Debian's kubernetes-client
+#    when it is missing) with TROUPE_TEST_REQUIRE_KUBECTL=1 makes the manifests' kubectl checks
+#    (crates/troupe-cli/tests/deploy_kubernetes.rs) fail instead of skipping;
 # 4. a short cargo-fuzz run of the wire decoders (frame, handshake) when a nightly toolchain is
 #    present (cargo-fuzz needs one); the stable fuzz smoke test runs in step 3 regardless;
 # 5. each peer's smoke test: builds and briefly runs every workload of that runtime.
@@ -75,6 +77,9 @@ fi
 echo "== RabbitMQ (the amqp:// event transport's tests start a private broker)"
 bash scripts/install-rabbitmq.sh
 export TROUPE_TEST_REQUIRE_RABBITMQ=1
+echo "== kubectl (the Kubernetes manifests' offline kubectl checks)"
+bash scripts/install-kubectl.sh
+export TROUPE_TEST_REQUIRE_KUBECTL=1
 if [ "$(id -u)" = "0" ]; then
     export TROUPE_TEST_REQUIRE_NETNS=1
 else
