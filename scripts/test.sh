@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The test entry point named in README.md; .ci/run calls it.
 #
-# 1. formatting;
+# 1. formatting; every results folder the docs name exists and holds run.json
+#    (scripts/check-figures.sh); clippy on every target with every feature, warnings denied;
+#    the API docs (cargo doc), warnings denied;
 # 2. each peer runtime's toolchain under peers/ is installed by its own script
 #    (scripts/install-<runtime>.sh), first, so the Rust tests that run a real peer (the
 #    cross-runtime fault-id test runs the Erlang peer) run for real: TROUPE_TEST_REQUIRE_ERLANG=1
@@ -9,14 +11,20 @@
 # 3. RabbitMQ (scripts/install-rabbitmq.sh): the chat benchmark's amqp:// event transport is
 #    tested against a real broker, and TROUPE_TEST_REQUIRE_RABBITMQ=1 makes a missing broker
 #    fail those tests instead of skipping them; then the Rust test suite (unit, integration,
-#    property and doc tests); run as root, it also sets TROUPE_TEST_REQUIRE_NETNS=1 so that the
-#    network-namespace test (crates/troupe-remote/tests/remote_netns.rs) fails instead of
-#    skipping when it cannot create its namespaces or veth pair;
+#    property and doc tests), then the `troupe` crate again with its `metrics` feature (its unit
+#    tests and tests/core_metrics.rs, which only builds with it); run as root, it also sets
+#    TROUPE_TEST_REQUIRE_NETNS=1 so that the network-namespace test
+#    (crates/troupe-remote/tests/remote_netns.rs) fails instead of skipping when it cannot create
+#    its namespaces or veth pair; kubectl (scripts/install-kubectl.sh: Debian's kubernetes-client
+#    when it is missing) with TROUPE_TEST_REQUIRE_KUBECTL=1 makes the manifests' kubectl checks
+#    (crates/troupe-cli/tests/deploy_kubernetes.rs) fail instead of skipping;
 # 4. a short cargo-fuzz run of the wire decoders (frame, handshake) when a nightly toolchain is
 #    present (cargo-fuzz needs one); the stable fuzz smoke test runs in step 3 regardless;
 # 5. each peer's smoke test: builds and briefly runs every workload of that runtime.
 #
-# TROUPE_TEST_PEERS=0 skips the peers (steps 2 and 5) for a quick local loop; CI runs everything.
+# TROUPE_TEST_PEERS=0 skips the peers (steps 2 and 5) for a quick local loop, and says so loudly
+# at the start and at the end. Under CI (CI=true; .ci/run clears them too) every inherited
+# TROUPE_TEST_* variable is cleared first, so nothing a CI environment inherits can skip a step.
 # Every Rust test that runs a real peer (the CLI tests of `lab compare`, `lab micro` with the
 # Erlang distribution peer, the OTP differential tests) skips with a loud line only when its
 # toolchain is absent and TROUPE_TEST_REQUIRE_ERLANG is unset: this script sets it whenever the
@@ -24,8 +32,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+if [ "${CI:-}" = "true" ]; then
+    for v in $(compgen -e | grep '^TROUPE_TEST_' || true); do
+        echo "== CI: clearing inherited $v=${!v} (nothing may be skipped in CI)"
+        unset "$v"
+    done
+fi
+skip_banner() {
+    echo "!!!!!!!!!! SKIPPED: every peer runtime (toolchain install and smoke tests) and the Rust"
+    echo "!!!!!!!!!! tests that need Erlang may skip, because TROUPE_TEST_PEERS=0 is set; this is"
+    echo "!!!!!!!!!! NOT a full test run (unset TROUPE_TEST_PEERS; CI never skips them)"
+}
 peers=()
-if [ "${TROUPE_TEST_PEERS:-1}" != "0" ]; then
+if [ "${TROUPE_TEST_PEERS:-1}" = "0" ]; then
+    skip_banner
+else
     for dir in peers/*/; do
         rt=$(basename "$dir")
         [ -f "peers/$rt/smoke.sh" ] && peers+=("$rt")
@@ -34,6 +55,15 @@ fi
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
+
+echo "== every results folder the docs name holds its data (scripts/check-figures.sh)"
+bash scripts/check-figures.sh
+
+echo "== cargo clippy (every target, every feature, warnings denied)"
+cargo clippy --workspace --all-targets --all-features --quiet -- -D warnings
+
+echo "== cargo doc (warnings denied)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features --quiet
 
 failed=()
 for rt in "${peers[@]}"; do
@@ -47,6 +77,9 @@ fi
 echo "== RabbitMQ (the amqp:// event transport's tests start a private broker)"
 bash scripts/install-rabbitmq.sh
 export TROUPE_TEST_REQUIRE_RABBITMQ=1
+echo "== kubectl (the Kubernetes manifests' offline kubectl checks)"
+bash scripts/install-kubectl.sh
+export TROUPE_TEST_REQUIRE_KUBECTL=1
 if [ "$(id -u)" = "0" ]; then
     export TROUPE_TEST_REQUIRE_NETNS=1
 else
@@ -65,6 +98,8 @@ if [ "$free_gb" -lt "${TROUPE_TEST_DISK_GB:-8}" ]; then
 fi
 cargo test --workspace --all-targets --quiet --no-fail-fast
 cargo test --workspace --doc --quiet
+echo "== cargo test -p troupe --features metrics (unit tests, tests/core_metrics.rs)"
+cargo test -p troupe --features metrics --lib --test core_metrics --quiet
 
 echo "== fuzz (frame decoder, handshake)"
 if cargo +nightly --version >/dev/null 2>&1; then
@@ -84,4 +119,8 @@ if [ ${#failed[@]} -gt 0 ]; then
     echo "peer steps failed: ${failed[*]}" >&2
     exit 1
 fi
-[ "${TROUPE_TEST_PEERS:-1}" = "0" ] && echo "== peers skipped (TROUPE_TEST_PEERS=0)" || echo "== all peer smoke tests passed"
+if [ "${TROUPE_TEST_PEERS:-1}" = "0" ]; then
+    skip_banner
+else
+    echo "== all peer smoke tests passed"
+fi

@@ -10,8 +10,8 @@
 # them); and the energy programs (energy/: the 4 workloads, native and
 # distributed, checked against the energy peer contract by
 # peers/lib/energy-smoke.sh); and the latency program (latency/: a refused
-# transport, and a short run through the lab's relay when a troupe binary is
-# found); and the kv store (kv/: a refused transport, then a 1 s run of the
+# transport, and a short run through the lab's relay: the troupe binary from
+# TROUPE_EXE, PATH or ./target, built with cargo when none is found); and the kv store (kv/: a refused transport, then a 1 s run of the
 # quorum store on three store nodes). Exits non-zero on the first failure. Takes well under 3 minutes.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -163,22 +163,30 @@ rc=$?
 set -e
 [[ $rc -eq 2 ]] || fail "latency: transport=parallel_random gave exit $rc, expected 2"
 grep -q 'config key transport = "parallel_random"' "$tmp/lat-bad.err" || fail "latency: the refusal does not name the key"
+# The relay is the troupe binary: TROUPE_EXE, else `troupe` on PATH, else one under ./target
+# (release first), else it is built here (cargo build -p troupe-cli); never skipped.
+root=$(cd "$here/../.." && pwd)
 troupe_bin=${TROUPE_EXE:-$(command -v troupe || true)}
-for cand in "$here/../../target/release/troupe" "$here/../../target/debug/troupe"; do
+target_dir=${CARGO_TARGET_DIR:-$root/target}
+[[ $target_dir == /* ]] || target_dir=$root/$target_dir
+for cand in "$target_dir/release/troupe" "$target_dir/debug/troupe"; do
     [[ -z $troupe_bin && -x $cand ]] && troupe_bin=$cand
 done
 if [[ -z $troupe_bin ]]; then
-    step "latency run SKIPPED: no troupe binary for the relay (set TROUPE_EXE or cargo build -p troupe-cli)"
-else
-    printf '%s\n' "$lat" >"$tmp/lat.json"
-    TROUPE_CONFIG="$tmp/lat.json" TROUPE_EVENTS="$tmp/lat.events.jsonl" TROUPE_RUN_ID=smoke-lat TROUPE_EXE="$troupe_bin" \
-        "$here/latency/run" 2>"$tmp/lat.err" || { cat "$tmp/lat.err" >&2; fail "latency exited non-zero"; }
-    ev=$tmp/lat.events.jsonl
-    [[ $(grep -c '"ev":"msg"' "$ev") -eq 10 ]] || fail "latency: expected 10 msg events"
-    grep -q '"ev":"relay","connections":1,' "$ev" || fail "latency: the distribution connection did not go through the relay"
-    tail -1 "$ev" | grep -q '"ev":"run_finished","dropped_events":0,"errors":0}$' || fail "latency: last line is not a clean run_finished"
-    step "latency ok: $(grep -o '"ev":"window","elapsed_us":[0-9]*' "$ev")"
+    step "latency: no troupe binary for the relay; building it (cargo build -p troupe-cli)"
+    command -v cargo >/dev/null 2>&1 || fail "latency: no troupe binary for the relay and no cargo to build one (set TROUPE_EXE)"
+    (cd "$root" && cargo build --quiet -p troupe-cli --bin troupe) || fail "latency: cargo build -p troupe-cli failed"
+    troupe_bin=$target_dir/debug/troupe
 fi
+[[ -x $troupe_bin ]] || fail "latency: $troupe_bin is not an executable troupe binary"
+printf '%s\n' "$lat" >"$tmp/lat.json"
+TROUPE_CONFIG="$tmp/lat.json" TROUPE_EVENTS="$tmp/lat.events.jsonl" TROUPE_RUN_ID=smoke-lat TROUPE_EXE="$troupe_bin" \
+    "$here/latency/run" 2>"$tmp/lat.err" || { cat "$tmp/lat.err" >&2; fail "latency exited non-zero"; }
+ev=$tmp/lat.events.jsonl
+[[ $(grep -c '"ev":"msg"' "$ev") -eq 10 ]] || fail "latency: expected 10 msg events"
+grep -q '"ev":"relay","connections":1,' "$ev" || fail "latency: the distribution connection did not go through the relay"
+tail -1 "$ev" | grep -q '"ev":"run_finished","dropped_events":0,"errors":0}$' || fail "latency: last line is not a clean run_finished"
+step "latency ok ($troupe_bin): $(grep -o '"ev":"window","elapsed_us":[0-9]*' "$ev")"
 
 # --- kv: a refused transport, then a 1 s run of the quorum store on 3 store nodes ----
 "$here/kv/build"

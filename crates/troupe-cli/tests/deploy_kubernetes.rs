@@ -7,10 +7,13 @@
 //! `[cluster]` table a valid `troupe_cluster::ClusterConfig` whose `seed_dns` is the
 //! Service's DNS name and whose first seed is pod 0's advertised name; the `TROUPE_*` variables set are ones `NodeConfig` reads; the Secret's
 //! key is the one mounted; the Dockerfile's entrypoint reads the mounted file as a non-root
-//! user. When `kubectl` is installed, `kubectl kustomize` must render the kustomization (no
-//! cluster needed); `kubectl apply --dry-run=client` needs an API server for discovery, so it
-//! runs only when `TROUPE_KUBECTL_DRY_RUN=1` says one is configured, and says it was skipped
-//! otherwise.
+//! user. When `kubectl` is installed, `kubectl kustomize` must render the kustomization and
+//! kubectl must decode every rendered object and the example Secret into its built-in API type
+//! (`kubectl set env --local`: a wrong value type, an unknown kind or apiVersion fails); neither
+//! needs a cluster. Without kubectl these checks print SKIPPED, and fail instead when
+//! `TROUPE_TEST_REQUIRE_KUBECTL=1` (scripts/test.sh sets it). `kubectl apply --dry-run=client`
+//! cannot run offline even with `--validate=false` (it asks an API server's discovery for every
+//! kind's resource), so it runs only when `TROUPE_KUBECTL_DRY_RUN=1` says a cluster is configured.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -346,13 +349,18 @@ fn kubectl_renders_the_kustomization_when_installed() {
     let have =
         std::process::Command::new("kubectl").args(["version", "--client"]).output().is_ok_and(|o| o.status.success());
     if !have {
-        println!("kubectl not installed: the kubectl checks were skipped (the YAML checks ran)");
+        assert!(
+            std::env::var("TROUPE_TEST_REQUIRE_KUBECTL").as_deref() != Ok("1"),
+            "TROUPE_TEST_REQUIRE_KUBECTL=1 but kubectl is not installed (bash scripts/install-kubectl.sh)"
+        );
+        println!("SKIPPED: kubectl not installed: the kubectl checks did not run (the YAML checks ran)");
         return;
     }
     // kubectl kustomize needs no cluster: it renders what `kubectl apply -k` would send.
     let out = std::process::Command::new("kubectl").arg("kustomize").arg(&dir).output().unwrap();
     assert!(out.status.success(), "kubectl kustomize failed: {}", String::from_utf8_lossy(&out.stderr));
-    let rendered = parse_docs(&String::from_utf8(out.stdout).unwrap(), "kubectl kustomize");
+    let rendered_text = String::from_utf8(out.stdout).unwrap();
+    let rendered = parse_docs(&rendered_text, "kubectl kustomize");
     let mut kinds: Vec<&str> = rendered.iter().map(kind).collect();
     kinds.sort_unstable();
     assert_eq!(kinds, ["ConfigMap", "PodDisruptionBudget", "Service", "StatefulSet"]);
@@ -361,17 +369,55 @@ fn kubectl_renders_the_kustomization_when_installed() {
     for d in &rendered {
         assert_eq!(s(d, "metadata.namespace"), ns, "{} rendered outside the namespace seed_dns names", kind(d));
     }
+    let f = dir.join("secret.example.yaml");
+    kubectl_decodes(&rendered_text, &rendered, &f);
     if std::env::var("TROUPE_KUBECTL_DRY_RUN").as_deref() != Ok("1") {
         println!(
-            "kubectl apply --dry-run=client skipped: it needs an API server for discovery \
-             (set TROUPE_KUBECTL_DRY_RUN=1 with a cluster configured to run it)"
+            "kubectl apply --dry-run=client not run: it needs an API server for discovery \
+             (set TROUPE_KUBECTL_DRY_RUN=1 with a cluster configured to run it); the offline \
+             render and decode above ran"
         );
         return;
     }
-    let f = dir.join("secret.example.yaml");
     let out = std::process::Command::new("kubectl").args(["apply", "--dry-run=client", "-f"]).arg(&f).output().unwrap();
     assert!(out.status.success(), "{}: {}", f.display(), String::from_utf8_lossy(&out.stderr));
     let out =
         std::process::Command::new("kubectl").args(["apply", "--dry-run=client", "-k"]).arg(&dir).output().unwrap();
     assert!(out.status.success(), "kubectl apply --dry-run=client -k: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// kubectl decodes each rendered object and the example Secret into its built-in API type, with
+/// no cluster: `kubectl set env --local` decodes every object with kubectl's scheme (a wrong
+/// value type such as `replicas: three`, an unknown kind or apiVersion fails here), then sets a
+/// variable on the pod templates (printed by `-o name`) and refuses every other kind naming the
+/// Go type it decoded to.
+fn kubectl_decodes(rendered_text: &str, rendered: &[Doc], secret: &Path) {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("rendered.yaml");
+    std::fs::write(&file, rendered_text).unwrap();
+    let out = std::process::Command::new("kubectl")
+        .args(["set", "env", "--local", "--dry-run=client", "-o", "name", "-f"])
+        .arg(&file)
+        .arg("-f")
+        .arg(secret)
+        .arg("TROUPE_KUBECTL_PROBE=1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let secret_docs = parse_docs(&std::fs::read_to_string(secret).unwrap(), "secret.example.yaml");
+    for d in rendered.iter().chain(&secret_docs) {
+        let version = s(d, "apiVersion").rsplit('/').next().unwrap();
+        let printed = stdout.lines().any(|l| {
+            l.split_once('/').is_some_and(|(res, n)| n == name(d) && res.starts_with(&kind(d).to_lowercase()))
+        });
+        let decoded = stderr.contains(&format!("not a pod or does not have a pod template: *{version}.{}", kind(d)));
+        assert!(
+            printed || decoded,
+            "{} {}: kubectl did not decode it into its API type (exit {:?}):\n{stderr}",
+            kind(d),
+            name(d),
+            out.status.code()
+        );
+    }
 }

@@ -7,7 +7,7 @@
 //! metric. [`run`] is what `troupe lab micro` calls.
 //!
 //! How the pieces fit:
-//! - [`bench`]: names, default parameters, the result line, shared helpers.
+//! - [`bench`](mod@bench): names, default parameters, the result line, shared helpers.
 //! - `troupe_rt/`, `actix/`, `ractor/`, `kameo/`: each benchmark written the way that
 //!   library's users write actors (actix on its own `System`/`Arbiter`; Troupe, ractor and
 //!   kameo on a multi-thread tokio runtime with default settings), one file per family:

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::error::Error;
 
-/// Appends `v`'s encoding to `out`. Inside [`splicing`], a large `SharedBlob` in `v` writes
+/// Appends `v`'s encoding to `out`. Inside `splicing`, a large `SharedBlob` in `v` writes
 /// only its length prefix and is recorded to be sent from where it is (rule 4 of `blob.rs`).
 pub fn encode_into<T: Serialize + ?Sized>(v: &T, out: &mut Vec<u8>) -> Result<(), Error> {
     let r = if SPLICE.with(|s| s.borrow().is_some()) {
@@ -87,7 +87,7 @@ pub(crate) fn splicing<T>(out: &mut Vec<u8>, f: impl FnOnce(&mut Vec<u8>) -> T) 
     (r, sp.at)
 }
 
-/// `v`'s encoded size without the large `SharedBlob`s [`splicing`] would leave out (what is
+/// `v`'s encoded size without the large `SharedBlob`s `splicing` would leave out (what is
 /// copied into the frame buffer), when it serialises.
 pub fn size_hint_spliced<T: Serialize + ?Sized>(v: &T) -> Option<usize> {
     let before = SPLICE.with(|s| s.replace(Some(Splices { sizing: true, ..Default::default() })));

@@ -5,7 +5,7 @@
 //!    line to a dedicated writer thread through a bounded queue; when the queue is full (stderr
 //!    is a pipe nobody reads, a slow terminal) the line is dropped and counted
 //!    ([`lines_dropped`]), never waited for.
-//! 2. A warning that input from the network can trigger goes through [`warn_limited!`]: at most
+//! 2. A warning that input from the network can trigger goes through [`warn_limited!`](crate::warn_limited): at most
 //!    [`BURST`] lines per call site per second; the rest are counted ([`lines_suppressed`]) and
 //!    the next line that gets out says how many were suppressed.
 //! 3. Every peer-supplied string (node names, listen addresses, channel names, reasons) is

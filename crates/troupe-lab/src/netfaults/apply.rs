@@ -18,7 +18,7 @@
 //! 3. A process that starts late (a restarted server) applies what is still due: partitions
 //!    whose heal time has passed are skipped, those under way are cut at once.
 //! 4. The process reports the frames its node dropped and delayed by fault injection
-//!    ([`counts`]) in its `run_finished` (`net_dropped_frames`, `net_delayed_frames`); the lab
+//!    (`counts`) in its `run_finished` (`net_dropped_frames`, `net_delayed_frames`); the lab
 //!    sums them into `summary.json`.
 
 use std::collections::HashMap;

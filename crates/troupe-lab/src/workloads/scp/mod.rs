@@ -1,6 +1,6 @@
 //! SCP, supervised communicating processes (workloads.md §1, seed 001) as a lab workload: its
 //! keys ([`config`]), its fault schedule ([`schedule`]), the Troupe system under test
-//! ([`sub`], with its injector process), its statistics ([`analysis`]) and its run, sweep and
+//! (`sub`, with its injector process), its statistics ([`analysis`]) and its run, sweep and
 //! comparison reports.
 
 pub mod analysis;
