@@ -20,9 +20,11 @@
 //!    one detection from each client of its chat: `expected_detections`.
 //! 4. Reconnection, over every detection (censored, crate::stats rules 5-7): a detection is
 //!    closed by the client's first `reconnected {ms}` stamped at or after it and before the
-//!    window's end (its sample is `ms`); a detection with none before the client's next
-//!    detection or the window's end is `unreconnected`, a sample of at least the time left in
-//!    the window. Percentiles that fall among those are shown as `>= X`.
+//!    client's next detection (its sample is `ms`), whenever it was recorded: a fault late in
+//!    the window is rejoined after the window's end, while the runtime winds down, on every
+//!    runtime alike. A detection with none is `unreconnected`, a sample of at least the time
+//!    from it to the run's last event (never less than the time left in the window).
+//!    Percentiles that fall among those are shown as `>= X`.
 //! 5. Disconnected time: every reconnection covers `[ts - ms, ts]`; a client's last detection
 //!    with no rejoin after it covers up to the window's end. `all_connected_pct` is the share
 //!    of the window not covered by any of them.
@@ -183,9 +185,9 @@ fn covered(mut iv: Vec<(i64, i64)>, lo: i64, hi: i64) -> i64 {
 const CRASHING_KINDS: &[&str] = &["kill", "error"];
 
 /// Definition 4: closes each detection with the client's first `reconnected` stamped at or
-/// after it, before its next detection and the window's end `hi`. Returns the closing
-/// reconnections and, for each detection left open, the time left in the window, ms.
-fn close_detections(detections: &[Detection], reconnected: &[&Event], hi: i64) -> (Vec<Reconnection>, Vec<f64>) {
+/// after it and before its next detection. Returns the closing reconnections and, for each
+/// detection left open, the time from it to `end` (the run's last event), ms.
+fn close_detections(detections: &[Detection], reconnected: &[&Event], end: i64) -> (Vec<Reconnection>, Vec<f64>) {
     let mut rejoins: HashMap<&str, Vec<(i64, f64, &str)>> = HashMap::new();
     for e in reconnected {
         if let Some(ms) = e.raw.get("ms").and_then(|v| v.as_f64()) {
@@ -204,7 +206,7 @@ fn close_detections(detections: &[Detection], reconnected: &[&Event], hi: i64) -
         dets.sort_unstable();
         let rj = rejoins.get(client).map(Vec::as_slice).unwrap_or_default();
         for (i, &at) in dets.iter().enumerate() {
-            let limit = dets.get(i + 1).copied().unwrap_or(hi).min(hi);
+            let limit = dets.get(i + 1).copied().unwrap_or(i64::MAX);
             let first = rj.partition_point(|r| r.0 < at);
             match rj.get(first).filter(|r| r.0 < limit) {
                 Some(&(ts, ms, target)) => closed.push(Reconnection {
@@ -213,7 +215,7 @@ fn close_detections(detections: &[Detection], reconnected: &[&Event], hi: i64) -
                     reconnected_us: ts,
                     ms,
                 }),
-                None => open.push((hi - at).max(0) as f64 / 1000.0),
+                None => open.push((end - at).max(0) as f64 / 1000.0),
             }
         }
     }
@@ -350,7 +352,8 @@ impl ChatStats {
         let expected_detections = crash_injections.iter().filter(|&&ts| ts >= lo && ts < hi).count() as u64
             * u64::from(chat.clients_per_server);
         // Definition 4.
-        let (reconnections, unreconnected_left) = close_detections(&detections, &reconnected, hi);
+        let end = events.iter().map(|e| e.ts_us).max().unwrap_or(hi).max(hi);
+        let (reconnections, unreconnected_left) = close_detections(&detections, &reconnected, end);
         // Definition 5.
         let mut intervals: Vec<(i64, i64)> = Vec::new();
         let mut last: HashMap<&str, (i64, bool)> = HashMap::new();
@@ -434,10 +437,7 @@ impl ChatStats {
             out.push(format!("{} of {} due detections logged", self.detections, self.expected_detections));
         }
         if self.unreconnected > 0 {
-            out.push(format!(
-                "{} of {} detections not followed by a rejoin before the window's end",
-                self.unreconnected, self.detections
-            ));
+            out.push(format!("{} of {} detections never followed by a rejoin", self.unreconnected, self.detections));
         }
         if self.gave_up > 0 {
             out.push(format!("{} clients gave up rejoining", self.gave_up));
@@ -512,7 +512,7 @@ fn dist_text(d: &Option<Dist>) -> String {
             d.show("min", 2),
             d.show("max", 2),
             d.n,
-            if d.censored > 0 { format!(", {} not rejoined by the window's end", d.censored) } else { String::new() }
+            if d.censored > 0 { format!(", {} never rejoined", d.censored) } else { String::new() }
         ),
     }
 }
