@@ -136,6 +136,25 @@ pub struct NodeConfig {
     pub max_held_bytes_per_session: usize,
     /// The same over all sessions of the node.
     pub max_held_bytes: usize,
+    /// Monitors one peer may hold on this node's actors; a `Monitor` past it closes the
+    /// session (`limit_closes`). Default 100,000.
+    pub max_monitors_per_peer: usize,
+    /// Links one peer may hold with this node's actors; a `Link` past it closes the session
+    /// (`limit_closes`). Default 100,000.
+    pub max_links_per_peer: usize,
+    /// Global names one peer may hold on this node; a name past it closes the session
+    /// (`limit_closes`). Default 10,000.
+    pub max_globals_per_peer: usize,
+    /// Global names all peers together may hold on this node (its own names do not count); a
+    /// name past it closes the session that announced it. Default 100,000.
+    pub max_globals: usize,
+    /// Bytes of causal frames one label may hold back for their causes; a frame past it
+    /// closes its sender's session (`limit_closes`). Default 64 MiB.
+    pub max_causal_held_bytes_per_label: usize,
+    /// The same for what one peer's session sent. Default 64 MiB.
+    pub max_causal_held_bytes_per_session: usize,
+    /// The same over the whole node. Default 256 MiB.
+    pub max_causal_held_bytes: usize,
 }
 
 impl Default for NodeConfig {
@@ -168,6 +187,13 @@ impl Default for NodeConfig {
             peer_idle_ms: 60_000,
             max_held_bytes_per_session: 64 << 20,
             max_held_bytes: 256 << 20,
+            max_monitors_per_peer: 100_000,
+            max_links_per_peer: 100_000,
+            max_globals_per_peer: 10_000,
+            max_globals: 100_000,
+            max_causal_held_bytes_per_label: 64 << 20,
+            max_causal_held_bytes_per_session: 64 << 20,
+            max_causal_held_bytes: 256 << 20,
         }
     }
 }

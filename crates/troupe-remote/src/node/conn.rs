@@ -235,7 +235,7 @@ async fn connect_once(node: &Arc<NodeInner>, peer: &Arc<Peer>) -> Result<(), Err
     tracing::info!(peer = %Esc(&peer.addr), name = %Esc(&ident.name), "node up");
     node.emit(NodeEvent::NodeUp { name: ident.name, addr: peer.addr.clone() });
     let me = &node.shared.me.listen;
-    let mine: Vec<_> = node.globals.read().values().filter(|e| &e.node == me).cloned().collect();
+    let mine = node.globals.read().of_node(me);
     peer.control(&Control::Globals { entries: mine, full: true });
     Ok(())
 }
@@ -512,19 +512,69 @@ pub(crate) fn fire(peer: &Peer, key: u64, mid: u64, w: Watcher, reason: ExitReas
     let _ = mid;
 }
 
-/// Rule 2 of `node/mod.rs`: every relation crossing to `peer` learns it is lost.
-pub(crate) fn fail_relations(node: &NodeInner, peer: &Peer) {
+/// Rule 8 of `node/mod.rs`: relations released between two yields of a teardown.
+pub(crate) const TEARDOWN_BATCH: usize = 1024;
+
+/// Rule 2 of `node/mod.rs`: every relation crossing to `peer` learns it is lost. Rule 8: the
+/// first [`TEARDOWN_BATCH`] are released at once; the rest by a task that yields between
+/// batches, so a peer with hundreds of thousands of relations does not starve other work.
+pub(crate) fn fail_relations(node: &NodeInner, peer: &Arc<Peer>) {
     let rel = std::mem::take(&mut *peer.relations.lock());
-    for (mid, (key, w)) in rel.monitors_out {
-        fire(peer, key, mid, w, ExitReason::NoConnection);
-    }
-    for ((_, remote), (local, _)) in rel.links {
-        let _ = remote_api::deliver_exit(&local, ActorId::new(peer.index, remote), ExitReason::NoConnection);
-    }
-    for (_, (local, id)) in rel.monitors_in {
-        remote_api::remove_monitor(&local, id);
-    }
     node.pending.lock().retain(|_, (idx, _)| *idx != peer.index);
+    let total = rel.monitors_out.len() + rel.links.len() + rel.monitors_in.len();
+    node.shared.stats.teardown_pending.fetch_add(total as u64, Ordering::Relaxed);
+    let mut work = Teardown {
+        shared: node.shared.clone(),
+        peer: peer.clone(),
+        monitors_out: rel.monitors_out.into_iter(),
+        links: rel.links.into_iter(),
+        monitors_in: rel.monitors_in.into_iter(),
+    };
+    if work.step(TEARDOWN_BATCH) {
+        return;
+    }
+    match tokio::runtime::Handle::try_current() {
+        Ok(rt) => {
+            rt.spawn(async move {
+                while !work.step(TEARDOWN_BATCH) {
+                    tokio::task::yield_now().await;
+                }
+            });
+        }
+        Err(_) => while !work.step(usize::MAX) {},
+    }
+}
+
+/// What is left of one peer's relations to release (rule 8 of `node/mod.rs`).
+struct Teardown {
+    shared: Arc<crate::node::Shared>,
+    peer: Arc<Peer>,
+    monitors_out: std::collections::hash_map::IntoIter<u64, (u64, Watcher)>,
+    links: std::collections::hash_map::IntoIter<(u64, u64), (troupe::AnyRef, crate::frame::Target)>,
+    monitors_in: std::collections::hash_map::IntoIter<u64, (troupe::AnyRef, troupe::MonitorId)>,
+}
+
+impl Teardown {
+    /// Releases up to `n` relations (each O(1), `troupe`'s `keyed.rs`); true when none is left.
+    fn step(&mut self, n: usize) -> bool {
+        let peer = &*self.peer;
+        let mut done = 0;
+        while done < n {
+            done += 1;
+            if let Some((mid, (key, w))) = self.monitors_out.next() {
+                fire(peer, key, mid, w, ExitReason::NoConnection);
+            } else if let Some(((_, remote), (local, _))) = self.links.next() {
+                let _ = remote_api::deliver_exit(&local, ActorId::new(peer.index, remote), ExitReason::NoConnection);
+            } else if let Some((_, (local, id))) = self.monitors_in.next() {
+                remote_api::remove_monitor(&local, id);
+            } else {
+                done -= 1;
+                break;
+            }
+        }
+        self.shared.stats.teardown_pending.fetch_sub(done as u64, Ordering::Relaxed);
+        self.monitors_out.len() + self.links.len() + self.monitors_in.len() == 0
+    }
 }
 
 /// Declares `peer` down (when `gen` is its current session, or always with `None`).
@@ -547,7 +597,8 @@ pub(crate) fn peer_down(node: &Arc<NodeInner>, peer: &Arc<Peer>, gen: Option<u64
     let err = Error::new(ErrorKind::Unreachable(format!("{} ({reason})", peer.addr)));
     peer.status.send_replace(Status::Down(Some(err)));
     fail_relations(node, peer);
-    node.globals.write().retain(|_, e| e.node != peer.addr);
+    node.globals.write().remove_node(&peer.addr);
+    node.causal.drop_peer(peer); // `causal_wire.rs` rule 6
     if was_up {
         node.shared.stats.nodes_down.fetch_add(1, Ordering::Relaxed);
         tracing::info!(peer = %Esc(&peer.addr), name = %Esc(&name), "node down: {}", Esc(reason));

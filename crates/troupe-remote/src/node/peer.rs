@@ -217,6 +217,8 @@ pub(crate) struct Peer {
     pub(crate) last_seen_us: AtomicU64,
     pub(crate) relations: Mutex<Relations>,
     pub(crate) dedup: Mutex<Dedup>,
+    /// Bytes of causal frames from this peer held for their causes (`causal_wire.rs` rule 5).
+    pub(crate) causal_bytes: AtomicU64,
     /// Keep reconnecting (a configured peer, or one we were asked to connect to).
     pub(crate) keep: AtomicBool,
     /// A session with it has been up at least once (a known member: rule 7 of `node/mod.rs`).
@@ -245,6 +247,7 @@ impl Peer {
             last_seen_us: AtomicU64::new(0),
             relations: Mutex::new(Relations::default()),
             dedup: Mutex::new(Dedup::default()),
+            causal_bytes: AtomicU64::new(0),
             keep: AtomicBool::new(false),
             ever_up: AtomicBool::new(false),
         }
