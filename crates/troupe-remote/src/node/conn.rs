@@ -433,7 +433,8 @@ async fn inbound_reader(
             // Bad input closes only this connection.
             match e.kind {
                 ErrorKind::FrameTooLarge { .. } => stats.oversized_frames.fetch_add(1, Ordering::Relaxed),
-                ErrorKind::LimitExceeded(_) => 0,
+                // Logged once, where the budget was checked (`inbound::limit_close`).
+                ErrorKind::LimitExceeded(_) => return,
                 _ => stats.malformed_frames.fetch_add(1, Ordering::Relaxed),
             };
             crate::warn_limited!(peer = %Esc(&peer.addr), "closing connection from {from}: {}", Esc(&e.to_string()));
