@@ -155,6 +155,10 @@ pub struct NodeConfig {
     pub max_causal_held_bytes_per_session: usize,
     /// The same over the whole node. Default 256 MiB.
     pub max_causal_held_bytes: usize,
+    /// Connections one peer may have open to this node at once; one past it is closed after
+    /// its handshake (`connections_refused`). Default 16, and never below this node's own
+    /// lanes plus one (control, `parallelism` and each channel's, [`NodeConfig::connection_budget`]).
+    pub max_connections_per_peer: usize,
 }
 
 impl Default for NodeConfig {
@@ -194,6 +198,7 @@ impl Default for NodeConfig {
             max_causal_held_bytes_per_label: 64 << 20,
             max_causal_held_bytes_per_session: 64 << 20,
             max_causal_held_bytes: 256 << 20,
+            max_connections_per_peer: 16,
         }
     }
 }
@@ -299,6 +304,16 @@ impl NodeConfig {
             names.push(&c.name);
         }
         Ok(())
+    }
+
+    /// The connections one peer may have open to this node: `max_connections_per_peer`, raised
+    /// to this node's own lanes plus one when they are more (a cluster's nodes use the same
+    /// channels, so a peer needs as many; one more lets a broken lane reconnect while the
+    /// old connection is still being closed).
+    #[must_use]
+    pub fn connection_budget(&self) -> usize {
+        let lanes: usize = self.all_channels().iter().map(|c| usize::from(c.parallelism)).sum();
+        self.max_connections_per_peer.max(lanes + 1)
     }
 
     /// All channels in index order: `control` (0), `default` (1), then the named ones.

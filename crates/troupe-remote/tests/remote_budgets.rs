@@ -144,6 +144,49 @@ async fn rule_7_global_names_past_the_node_budget_close_only_the_session_that_cr
     assert_eq!(stat(&s, "globals"), 450, "{s}");
 }
 
+/// Rule 9 of `node/mod.rs`: connections from one peer past `max_connections_per_peer` are
+/// closed; the session and the connections within budget carry on, and a closed connection
+/// frees its place. (Issue 36: 60 connections each holding a nearly complete 16 MiB frame held
+/// 1.1 GB.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rule_9_connections_past_the_peer_budget_are_closed_and_the_session_carries_on() {
+    use std::io::Write;
+    let mut b = NodeProc::start("b", "services = [\"counter\"]\nmax_connections_per_peer = 4");
+    let x = Attacker::connect(&b.addr, "x").await;
+    let mut extra = Vec::new();
+    for lane in 0..8 {
+        extra.push(x.dial(&b.addr, "default", lane).await);
+    }
+    // The control connection and 3 more fit.
+    let s = wait_stats(&mut b, |s| stat(s, "connections_refused") >= 5);
+    assert_eq!(stat(&s, "connections_refused"), 5, "{s}");
+    let monitor = |mid: u64| {
+        let mut out = Vec::new();
+        let c = Control::Monitor { mid, target: Target::Name("counter".into()) };
+        write_frame(&mut out, kind::CONTROL, |b| troupe_remote::codec::encode_into(&c, b)).unwrap();
+        out
+    };
+    // Every connection within budget is served (frames on the refused ones go nowhere).
+    for (i, c) in extra.iter_mut().enumerate() {
+        let _ = c.write_all(&monitor(i as u64));
+    }
+    let s = wait_stats(&mut b, |s| stat(s, "monitors_in") == 3);
+    assert_eq!(stat(&s, "monitors_in"), 3, "{s}");
+    // Closing connections frees their places.
+    for c in extra.drain(..) {
+        let _ = c.shutdown(std::net::Shutdown::Both);
+    }
+    let closed = stat(&s, "connections_closed");
+    wait_stats(&mut b, |s| stat(s, "connections_closed") >= closed + 3);
+    for lane in 0..3 {
+        let mut c = x.dial(&b.addr, "default", lane).await;
+        c.write_all(&monitor(100 + u64::from(lane))).unwrap();
+        extra.push(c);
+    }
+    let s = wait_stats(&mut b, |s| stat(s, "monitors_in") == 6);
+    assert_eq!((stat(&s, "monitors_in"), stat(&s, "connections_refused")), (6, 5), "{s}");
+}
+
 /// A causal frame of `size` payload bytes from `x` to `b` that waits for good: its stamp says
 /// it depends on a message to `b` from a node that never sends one. `seq` makes each distinct.
 fn held_causal_frame(b_addr: &str, x: &Attacker, label: &str, seq: u64, size: usize) -> Vec<u8> {

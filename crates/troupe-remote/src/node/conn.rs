@@ -375,6 +375,18 @@ async fn inbound_conn(node: Arc<NodeInner>, sock: TcpStream, from: SocketAddr) {
         stats.connections_closed.fetch_add(1, Ordering::Relaxed);
         return;
     }
+    // Rule 9 of `node/mod.rs`: connections from one peer are budgeted.
+    let Some(guard) = InboundGuard::take(&peer, node.cfg.connection_budget()) else {
+        stats.connections_closed.fetch_add(1, Ordering::Relaxed);
+        stats.connections_refused.fetch_add(1, Ordering::Relaxed);
+        crate::warn_limited!(
+            peer = %Esc(&peer.addr),
+            "closing connection from {from}: the peer already has {} connections to this node, \
+             max_connections_per_peer",
+            node.cfg.connection_budget()
+        );
+        return;
+    };
     let restarted = {
         let s = peer.session.lock();
         (s.incarnation != 0 && s.incarnation != acc.peer.incarnation && peer.is_up()).then_some(s.generation)
@@ -388,8 +400,33 @@ async fn inbound_conn(node: Arc<NodeInner>, sock: TcpStream, from: SocketAddr) {
         node.ensure_connected(&peer);
     }
     let ctx = InCtx { channel: acc.channel, lane: acc.lane, incarnation: acc.peer.incarnation, acks: Vec::new() };
-    let task = tokio::spawn(inbound_reader(Arc::downgrade(&node), peer.clone(), sock, fb, ctx, from));
+    let reader = inbound_reader(Arc::downgrade(&node), peer.clone(), sock, fb, ctx, from);
+    let task = tokio::spawn(async move {
+        let _guard = guard; // released when the reader ends or is aborted
+        reader.await;
+    });
     peer.session.lock().tasks.push(task.abort_handle());
+}
+
+/// One of a peer's live inbound connections (rule 9 of `node/mod.rs`).
+struct InboundGuard(Arc<Peer>);
+
+impl InboundGuard {
+    /// Counts a new connection from `peer`, unless it already has `max`.
+    fn take(peer: &Arc<Peer>, max: usize) -> Option<Self> {
+        let live = peer.inbound.fetch_add(1, Ordering::AcqRel);
+        if live >= max {
+            peer.inbound.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
+        Some(Self(peer.clone()))
+    }
+}
+
+impl Drop for InboundGuard {
+    fn drop(&mut self) {
+        self.0.inbound.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 async fn inbound_reader(

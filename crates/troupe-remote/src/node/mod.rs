@@ -33,6 +33,11 @@
 //!    each is released in O(1); the first `conn::TEARDOWN_BATCH` at once, the rest by a task
 //!    that yields between batches, so other peers are served meanwhile (`teardown_pending`
 //!    counts what is still to release).
+//! 9. Connections one peer dials to this node are budgeted (`max_connections_per_peer`, never
+//!    below this node's own lanes plus one: `NodeConfig::connection_budget`): one past
+//!    it is closed after its handshake (`connections_refused`, logged rate-limited) and the
+//!    peer's session carries on. Each connection may hold at most one partly read frame of
+//!    `max_frame_bytes`, so this bounds what one peer's unfinished frames can hold.
 
 pub(crate) mod causal_wire;
 pub(crate) mod conn;
@@ -132,6 +137,7 @@ pub(crate) struct Stats {
     pub(crate) causal_refused: AtomicU64,
     pub(crate) teardown_pending: AtomicU64,
     pub(crate) limit_closes: AtomicU64,
+    pub(crate) connections_refused: AtomicU64,
 }
 
 /// A snapshot of a node's counters.
@@ -209,6 +215,8 @@ pub struct StatsSnapshot {
     /// monitors, links, global names, connections); each is also counted by its own counter
     /// where one exists (`held_limit_closes`).
     pub limit_closes: u64,
+    /// Connections closed because their peer already had `max_connections_per_peer` (rule 9).
+    pub connections_refused: u64,
     /// Warning lines suppressed by the log rate limit (process-wide).
     pub log_lines_suppressed: u64,
     /// Log lines dropped because stderr did not keep up (process-wide).
@@ -798,6 +806,7 @@ impl Node {
             links: rel.1,
             teardown_pending: l(&s.teardown_pending),
             limit_closes: l(&s.limit_closes),
+            connections_refused: l(&s.connections_refused),
             log_lines_suppressed: crate::logging::lines_suppressed(),
             log_lines_dropped: crate::logging::lines_dropped(),
         }

@@ -219,6 +219,8 @@ pub(crate) struct Peer {
     pub(crate) dedup: Mutex<Dedup>,
     /// Bytes of causal frames from this peer held for their causes (`causal_wire.rs` rule 5).
     pub(crate) causal_bytes: AtomicU64,
+    /// Live connections it dialled to us (rule 9 of `node/mod.rs`).
+    pub(crate) inbound: std::sync::atomic::AtomicUsize,
     /// Keep reconnecting (a configured peer, or one we were asked to connect to).
     pub(crate) keep: AtomicBool,
     /// A session with it has been up at least once (a known member: rule 7 of `node/mod.rs`).
@@ -248,6 +250,7 @@ impl Peer {
             relations: Mutex::new(Relations::default()),
             dedup: Mutex::new(Dedup::default()),
             causal_bytes: AtomicU64::new(0),
+            inbound: std::sync::atomic::AtomicUsize::new(0),
             keep: AtomicBool::new(false),
             ever_up: AtomicBool::new(false),
         }

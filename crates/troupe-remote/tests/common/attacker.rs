@@ -22,6 +22,7 @@ pub struct Attacker {
     pub control: TcpStream,
     /// The listen address it states (its own listener's).
     pub listen: String,
+    me: Identity,
     listener: tokio::task::JoinHandle<()>,
 }
 
@@ -56,7 +57,17 @@ impl Attacker {
         let control = sock.into_std().unwrap();
         control.set_nonblocking(false).unwrap();
         control.set_write_timeout(Some(T)).unwrap();
-        Attacker { control, listen, listener }
+        Attacker { control, listen, me, listener }
+    }
+
+    /// Opens one more authenticated connection as this peer, on `channel`'s `lane`.
+    pub async fn dial(&self, target: &str, channel: &str, lane: u16) -> TcpStream {
+        let mut sock = tokio::net::TcpStream::connect(target).await.unwrap();
+        handshake::dial(&mut sock, &self.me, channel, lane, SECRET.as_bytes(), T).await.unwrap();
+        let s = sock.into_std().unwrap();
+        s.set_nonblocking(false).unwrap();
+        s.set_write_timeout(Some(T)).unwrap();
+        s
     }
 
     /// Writes `frames` control frames, built by `make(i)`, in batches; false when the node closed
