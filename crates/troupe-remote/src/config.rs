@@ -330,7 +330,7 @@ impl NodeConfig {
 
 /// Checks that `addr` is `host:port` as `advertise` needs it: a non-empty host (a DNS name, an
 /// IPv4 address, or an IPv6 address in brackets) and a port from 1 to 65535.
-fn check_host_port(addr: &str) -> Result<(), String> {
+pub(crate) fn check_host_port(addr: &str) -> Result<(), String> {
     const WANT: &str = "expected host:port, e.g. troupe-0.troupe.default.svc.cluster.local:7000";
     if addr.len() > crate::handshake::MAX_NAME {
         return Err(format!("longer than {} bytes", crate::handshake::MAX_NAME));

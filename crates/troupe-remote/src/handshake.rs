@@ -15,10 +15,15 @@
 //!    [`HANDSHAKE_MAX`] bytes.
 //! 5. The whole handshake has a deadline; a silent or stopped peer fails it with `Timeout`.
 //! 6. A node name or listen address stated in a handshake is 1 to [`MAX_NAME`] bytes without
-//!    control characters; anything else is refused, so no peer-supplied string can forge a log
-//!    or stdout line.
+//!    control characters, line separators or direction controls
+//!    ([`crate::logging::unsafe_char`]), and the listen address is `host:port` (a DNS name, an
+//!    IPv4 address or a bracketed IPv6 address, and a port from 1 to 65535), checked before it
+//!    is logged or dialled; anything else is refused, so no peer-supplied string can forge a
+//!    log or stdout line or a `key=value` field.
 //! 7. Bytes that are not a Troupe frame are named for what they are: a TLS record ("the peer
-//!    speaks TLS"), a wrong magic ("not a Troupe peer"), a wrong version (both versions).
+//!    speaks TLS"), an HTTP request ("an HTTP request, not a Troupe peer"), a first frame over
+//!    the handshake's fixed limit ("does not speak the Troupe handshake", never "raise
+//!    max_frame_bytes"), a wrong magic ("not a Troupe peer"), a wrong version (both versions).
 
 use std::time::Duration;
 
@@ -62,7 +67,7 @@ pub const MAX_NAME: usize = 255;
 /// Rule 6.
 fn check_identity(what: &str, name: &str, listen: &str) -> Result<(), Error> {
     for (field, v) in [("name", name), ("listen address", listen)] {
-        if v.is_empty() || v.len() > MAX_NAME || v.chars().any(char::is_control) {
+        if v.is_empty() || v.len() > MAX_NAME || v.chars().any(crate::logging::unsafe_char) {
             return Err(ErrorKind::Handshake(format!(
                 "the {what}'s {field} \"{}\" is empty, longer than {MAX_NAME} bytes or has control characters",
                 crate::logging::esc(&v.chars().take(64).collect::<String>())
@@ -70,7 +75,20 @@ fn check_identity(what: &str, name: &str, listen: &str) -> Result<(), Error> {
             .into());
         }
     }
-    Ok(())
+    crate::config::check_host_port(listen).map_err(|e| {
+        Error::from(ErrorKind::Handshake(format!(
+            "the {what}'s listen address \"{}\" is not host:port: {e}",
+            crate::logging::esc(&listen.chars().take(64).collect::<String>())
+        )))
+    })
+}
+
+/// Rule 7: the start of an HTTP request or response (a method or `HTTP/`, then a space or
+/// slash). As a Troupe frame it would declare over 1 GB.
+fn http(b: &[u8]) -> bool {
+    const STARTS: [&[u8]; 10] =
+        [b"GET ", b"POST ", b"PUT ", b"HEAD ", b"DELETE ", b"OPTIONS ", b"PATCH ", b"CONNECT ", b"TRACE ", b"HTTP/"];
+    STARTS.iter().any(|m| b.len() >= m.len() && b.starts_with(m))
 }
 
 /// Rule 7: the start of a TLS record (alert or handshake, TLS major version 3). As a Troupe
@@ -111,7 +129,25 @@ async fn recv<S: AsyncRead + Unpin>(s: &mut S, fb: &mut FrameBuf) -> Result<(u8,
             )
             .into());
         }
-        if let Some((k, body)) = fb.next_frame(HANDSHAKE_MAX)? {
+        if http(fb.peek()) {
+            let line: String =
+                String::from_utf8_lossy(fb.peek()).lines().next().unwrap_or("").chars().take(80).collect();
+            return Err(ErrorKind::Handshake(format!(
+                "the peer sent an HTTP request (\"{}\"), not a Troupe handshake: this port is a Troupe node's; \
+                 point HTTP clients (health checks, browsers, proxies) elsewhere, or probe it over plain TCP",
+                crate::logging::esc(&line)
+            ))
+            .into());
+        }
+        let next = fb.next_frame(HANDSHAKE_MAX).map_err(|e| match e.kind {
+            // Rule 7: raising max_frame_bytes cannot help here (the handshake's limit is fixed).
+            ErrorKind::FrameTooLarge { size, max } => Error::from(ErrorKind::Handshake(format!(
+                "the peer's first frame declares {size} bytes, over the handshake's limit of {max}: \
+                 it does not speak the Troupe handshake (another protocol, a scanner, or garbage)"
+            ))),
+            _ => e,
+        })?;
+        if let Some((k, body)) = next {
             return Ok((k, body.to_vec()));
         }
         let spare = fb.spare(HANDSHAKE_MAX);
@@ -222,15 +258,15 @@ pub async fn accept<S: AsyncRead + AsyncWrite + Unpin>(
             ))
             .into());
         }
-        if let Err(e) = check_identity("dialler", &hello.name, &hello.listen) {
-            let reason = "name: node name or listen address refused".to_owned();
-            let _ = send(s, kind::REFUSE, &Refuse { version: VERSION, reason }).await;
-            return Err(e);
-        }
         if hello.version != VERSION {
             let reason = format!("version: this node speaks troupe protocol {VERSION}");
             let _ = send(s, kind::REFUSE, &Refuse { version: VERSION, reason }).await;
             return Err(ErrorKind::Version { ours: VERSION, theirs: hello.version }.into());
+        }
+        if let Err(e) = check_identity("dialler", &hello.name, &hello.listen) {
+            let reason = "name: node name or listen address refused".to_owned();
+            let _ = send(s, kind::REFUSE, &Refuse { version: VERSION, reason }).await;
+            return Err(e);
         }
         let n_a = nonce();
         let proof = mac(secret, "troupe/1 acceptor", &hello.nonce, &n_a, &hello.name, &me.name).finalize().into_bytes();
@@ -350,6 +386,50 @@ mod tests {
         assert!(x.is_err());
         let text = y.unwrap_err().to_string();
         assert!(!text.contains('\n') && text.contains("control characters"), "{text}");
+    }
+
+    /// The acceptor's error for a dialler stating `evil`.
+    async fn refusal_of(evil: Identity) -> String {
+        let (mut a, mut b) = tokio::io::duplex(1 << 16);
+        let me = id("b");
+        let (x, y) = tokio::join!(
+            dial(&mut a, &evil, "default", 0, b"s", Duration::from_secs(2)),
+            accept(&mut b, &me, b"s", Duration::from_secs(2))
+        );
+        assert!(x.is_err());
+        y.unwrap_err().to_string()
+    }
+
+    #[tokio::test]
+    async fn rule_6_a_listen_address_that_is_not_host_port_is_refused() {
+        for listen in ["127.0.0.1:9 peer=forged", "127.0.0.1", "host:0", "a b:1", "[::1:7"] {
+            let text = refusal_of(Identity { name: "a".into(), listen: listen.into(), incarnation: 1 }).await;
+            assert!(text.contains("not host:port"), "{listen}: {text}");
+        }
+        for ok in ["[::1]:7000", "node-0.troupe.svc:7000", "10.0.0.1:1"] {
+            assert!(check_identity("dialler", "a", ok).is_ok(), "{ok}");
+        }
+    }
+
+    #[tokio::test]
+    async fn rule_6_line_separators_and_direction_controls_are_refused() {
+        for name in ["a\u{2028}WARN forged", "a\u{202e}gnp.exe", "a\u{2066}b", "a\u{85}b"] {
+            let text = refusal_of(Identity { name: name.into(), listen: "127.0.0.1:1".into(), incarnation: 1 }).await;
+            assert!(text.contains("control characters"), "{text}");
+            assert!(!text.chars().any(crate::logging::unsafe_char), "escaped: {text:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn rule_7_an_http_request_is_named_as_http_not_as_a_large_frame() {
+        for req in [&b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"[..], b"POST /api HTTP/1.1\r\n", b"HTTP/1.1 400 Bad\r\n"] {
+            let (mut a, mut b) = tokio::io::duplex(1 << 16);
+            a.write_all(req).await.unwrap();
+            let e = accept(&mut b, &id("b"), b"x", Duration::from_secs(1)).await.unwrap_err();
+            let text = e.to_string();
+            assert!(text.contains("HTTP request") && !text.contains("max_frame_bytes"), "{text}");
+            assert!(!text.contains('\r') && !text.contains('\n'), "{text:?}");
+        }
     }
 
     #[tokio::test]
