@@ -24,6 +24,11 @@
 //!    speaks TLS"), an HTTP request ("an HTTP request, not a Troupe peer"), a first frame over
 //!    the handshake's fixed limit ("does not speak the Troupe handshake", never "raise
 //!    max_frame_bytes"), a wrong magic ("not a Troupe peer"), a wrong version (both versions).
+//! 8. Under TLS the name a node states must be the subject common name (CN) of the certificate
+//!    it presented in the TLS handshake beneath ([`accept_bound`], [`dial_bound`]); both sides
+//!    check, and a mismatch (another node's certificate, or one without a CN) is refused with
+//!    both names, so holding one node's certificate and the secret does not make a node
+//!    another (issue 36: node "c" was accepted presenting node b's certificate).
 
 use std::time::Duration;
 
@@ -179,6 +184,29 @@ fn unexpected(k: u8) -> Error {
     ErrorKind::Handshake(format!("unexpected frame kind {k} during the handshake")).into()
 }
 
+/// Rule 8: `name`, stated in the handshake, against `cert`, the subject CN of the certificate
+/// the same peer presented under TLS (`Some("")`: it has none; `None`: no TLS).
+fn check_cert(what: &str, name: &str, cert: Option<&str>) -> Result<(), Error> {
+    let esc = crate::logging::esc;
+    match cert {
+        None => Ok(()),
+        Some(cn) if cn == name => Ok(()),
+        Some("") => Err(ErrorKind::Handshake(format!(
+            "the {what} says it is node \"{}\" but its TLS certificate has no subject common name (CN); \
+             under TLS a node's certificate must carry its node name as CN",
+            esc(name)
+        ))
+        .into()),
+        Some(cn) => Err(ErrorKind::Handshake(format!(
+            "the {what} says it is node \"{}\" but presented the TLS certificate of \"{}\": under TLS a \
+             node's name must be its certificate's subject common name (CN)",
+            esc(name),
+            esc(cn)
+        ))
+        .into()),
+    }
+}
+
 /// Runs the dialler's side (rules 1, 3); returns the acceptor's identity and any bytes the
 /// acceptor sent after `Welcome`.
 pub async fn dial<S: AsyncRead + AsyncWrite + Unpin>(
@@ -188,6 +216,20 @@ pub async fn dial<S: AsyncRead + AsyncWrite + Unpin>(
     lane: u16,
     secret: &[u8],
     deadline: Duration,
+) -> Result<(Identity, FrameBuf), Error> {
+    dial_bound(s, me, channel, lane, secret, deadline, None).await
+}
+
+/// [`dial`] over TLS (rule 8): `cert` is the subject CN of the certificate the acceptor
+/// presented (`Some("")` when it has none), which must be the name it states.
+pub async fn dial_bound<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    me: &Identity,
+    channel: &str,
+    lane: u16,
+    secret: &[u8],
+    deadline: Duration,
+    cert: Option<&str>,
 ) -> Result<(Identity, FrameBuf), Error> {
     let fut = async {
         let n_d = nonce();
@@ -213,6 +255,11 @@ pub async fn dial<S: AsyncRead + AsyncWrite + Unpin>(
             return Err(ErrorKind::Version { ours: VERSION, theirs: ch.version }.into());
         }
         check_identity("acceptor", &ch.name, &ch.listen)?;
+        if let Err(e) = check_cert("acceptor", &ch.name, cert) {
+            let reason = "name: the node name does not match its TLS certificate".to_owned();
+            let _ = send(s, kind::REFUSE, &Refuse { version: VERSION, reason }).await;
+            return Err(e);
+        }
         let check = mac(secret, "troupe/1 acceptor", &n_d, &ch.nonce, &me.name, &ch.name);
         if check.verify_slice(&ch.proof).is_err() {
             let _ =
@@ -242,6 +289,18 @@ pub async fn accept<S: AsyncRead + AsyncWrite + Unpin>(
     secret: &[u8],
     deadline: Duration,
 ) -> Result<(Accepted, FrameBuf), Error> {
+    accept_bound(s, me, secret, deadline, None).await
+}
+
+/// [`accept`] over TLS (rule 8): `cert` is the subject CN of the client certificate the
+/// dialler presented (`Some("")` when it has none), which must be the name it states.
+pub async fn accept_bound<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    me: &Identity,
+    secret: &[u8],
+    deadline: Duration,
+    cert: Option<&str>,
+) -> Result<(Accepted, FrameBuf), Error> {
     let fut = async {
         let mut fb = FrameBuf::new();
         let (k, body) = recv(s, &mut fb).await?;
@@ -265,6 +324,11 @@ pub async fn accept<S: AsyncRead + AsyncWrite + Unpin>(
         }
         if let Err(e) = check_identity("dialler", &hello.name, &hello.listen) {
             let reason = "name: node name or listen address refused".to_owned();
+            let _ = send(s, kind::REFUSE, &Refuse { version: VERSION, reason }).await;
+            return Err(e);
+        }
+        if let Err(e) = check_cert("dialler", &hello.name, cert) {
+            let reason = "name: the node name does not match its TLS certificate".to_owned();
             let _ = send(s, kind::REFUSE, &Refuse { version: VERSION, reason }).await;
             return Err(e);
         }
@@ -430,6 +494,27 @@ mod tests {
             assert!(text.contains("HTTP request") && !text.contains("max_frame_bytes"), "{text}");
             assert!(!text.contains('\r') && !text.contains('\n'), "{text:?}");
         }
+    }
+
+    #[tokio::test]
+    async fn rule_8_a_name_that_is_not_the_certificates_is_refused_on_both_sides() {
+        let d = Duration::from_secs(2);
+        let (ia, ib) = (id("a"), id("b"));
+        for (dial_cert, accept_cert) in [(Some("b"), Some("x")), (Some("x"), Some("a")), (Some(""), Some("a"))] {
+            let (mut a, mut b) = tokio::io::duplex(1 << 16);
+            let (x, y) = tokio::join!(
+                dial_bound(&mut a, &ia, "default", 0, b"s", d, dial_cert),
+                accept_bound(&mut b, &ib, b"s", d, accept_cert)
+            );
+            let text = format!("{:?} / {:?}", x.map(|r| r.0), y.map(|r| r.0));
+            assert!(text.contains("TLS certificate"), "{dial_cert:?} {accept_cert:?}: {text}");
+        }
+        let (mut a, mut b) = tokio::io::duplex(1 << 16);
+        let (x, y) = tokio::join!(
+            dial_bound(&mut a, &ia, "default", 0, b"s", d, Some("b")),
+            accept_bound(&mut b, &ib, b"s", d, Some("a"))
+        );
+        assert_eq!((x.unwrap().0, y.unwrap().0.peer), (id("b"), id("a")));
     }
 
     #[tokio::test]

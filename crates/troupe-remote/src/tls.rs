@@ -18,6 +18,9 @@
 //!    inside its folder, never through a symbolic link (the folder's or a file's), never over a
 //!    file already there unless asked to ([`dev_certs_with`], `--force`), and refuses a name
 //!    given twice; it checks all of that before it writes anything.
+//! 5. A node's certificate names it: its subject common name (CN) is the node's name
+//!    ([`dev_certs`] makes them so), and the handshake refuses a node whose stated name is not
+//!    the CN of the certificate it presented (`handshake.rs` rule 8).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -142,6 +145,54 @@ impl Tls {
             )))
         })
     }
+}
+
+/// One DER element: (tag, contents, what follows). Low tag numbers and definite lengths up
+/// to 4 bytes, which is all a certificate's outer structure uses.
+fn der(b: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+    let (&tag, b) = b.split_first()?;
+    let (&l0, mut b) = b.split_first()?;
+    let len = if l0 < 0x80 {
+        usize::from(l0)
+    } else {
+        let n = usize::from(l0 & 0x7f);
+        if n == 0 || n > 4 || b.len() < n {
+            return None;
+        }
+        let len = b[..n].iter().fold(0usize, |l, &x| (l << 8) | usize::from(x));
+        b = &b[n..];
+        len
+    };
+    (b.len() >= len).then(|| (tag, &b[..len], &b[len..]))
+}
+
+/// The subject common name (CN, OID 2.5.4.3) of a DER certificate, when it has one as a
+/// UTF8String, PrintableString or IA5String (`handshake.rs` rule 8 binds a node's name to it).
+pub(crate) fn subject_common_name(cert: &[u8]) -> Option<String> {
+    const SEQ: u8 = 0x30;
+    let (_, cert, _) = der(cert).filter(|e| e.0 == SEQ)?;
+    let (_, mut tbs, _) = der(cert).filter(|e| e.0 == SEQ)?;
+    if der(tbs)?.0 == 0xa0 {
+        tbs = der(tbs)?.2; // [0] version
+    }
+    for _ in 0..4 {
+        tbs = der(tbs)?.2; // serial number, signature algorithm, issuer, validity
+    }
+    let (_, mut subject, _) = der(tbs).filter(|e| e.0 == SEQ)?;
+    while !subject.is_empty() {
+        let (_, mut set, rest) = der(subject)?;
+        subject = rest;
+        while !set.is_empty() {
+            let (_, atv, rest) = der(set)?;
+            set = rest;
+            let (tag, oid, value) = der(atv)?;
+            if tag == 0x06 && oid == [0x55, 0x04, 0x03] {
+                let (vt, v, _) = der(value)?;
+                return matches!(vt, 0x0c | 0x13 | 0x16).then(|| String::from_utf8(v.to_vec()).ok()).flatten();
+            }
+        }
+    }
+    None
 }
 
 /// Writes a fresh development CA (`ca.crt`, `ca.key`) and, for each of `names`, a certificate
@@ -318,6 +369,27 @@ mod tests {
         let mode = std::fs::metadata(d.join("a.key")).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
         std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn the_subject_common_name_is_read_from_a_certificate() {
+        use rcgen::{CertificateParams, DnType, KeyPair};
+        for cn in ["b", "node-7.example", "ünï"] {
+            let key = KeyPair::generate().unwrap();
+            let mut p = CertificateParams::new(vec!["127.0.0.1".to_owned(), "localhost".to_owned()]).unwrap();
+            p.distinguished_name.push(DnType::OrganizationName, "troupe");
+            p.distinguished_name.push(DnType::CommonName, cn);
+            let cert = p.self_signed(&key).unwrap();
+            assert_eq!(subject_common_name(cert.der()).as_deref(), Some(cn));
+        }
+        let key = KeyPair::generate().unwrap();
+        let mut p = CertificateParams::new(vec!["x".to_owned()]).unwrap();
+        p.distinguished_name = rcgen::DistinguishedName::new();
+        p.distinguished_name.push(DnType::OrganizationName, "troupe");
+        let cert = p.self_signed(&key).unwrap();
+        assert_eq!(subject_common_name(cert.der()), None, "no CN");
+        assert_eq!(subject_common_name(&cert.der()[..40]), None, "truncated");
+        assert_eq!(subject_common_name(b""), None);
     }
 
     /// Regression (issue 36): `--names a,a` was accepted.

@@ -182,7 +182,9 @@ async fn dial(node: &NodeInner, addr: &str, channel: &str, lane: u16) -> Result<
             }
         }
     };
-    let (id, _) = handshake::dial(&mut stream, &node.shared.me, channel, lane, &node.secret, hs).await?;
+    let cert = stream.peer_cert_name();
+    let (id, _) =
+        handshake::dial_bound(&mut stream, &node.shared.me, channel, lane, &node.secret, hs, cert.as_deref()).await?;
     if is_me(node, &id) {
         return Err(ErrorKind::Unreachable(format!("{addr}{SELF_DIAL}")).into());
     }
@@ -340,10 +342,14 @@ async fn inbound_conn(node: Arc<NodeInner>, sock: TcpStream, from: SocketAddr) {
             }
         },
     };
-    let (acc, fb) = match handshake::accept(&mut sock, &node.shared.me, &node.secret, hs).await {
+    let cert = sock.peer_cert_name();
+    let (acc, fb) = match handshake::accept_bound(&mut sock, &node.shared.me, &node.secret, hs, cert.as_deref()).await {
         Ok(x) => x,
         Err(e) => {
             stats.handshake_failures.fetch_add(1, Ordering::Relaxed);
+            if cert.is_some() && e.to_string().contains("TLS certificate") {
+                stats.tls_failures.fetch_add(1, Ordering::Relaxed);
+            }
             if matches!(e.kind, ErrorKind::Auth(_)) {
                 stats.auth_failures.fetch_add(1, Ordering::Relaxed);
             }
