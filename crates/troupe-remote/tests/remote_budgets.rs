@@ -289,6 +289,29 @@ async fn causal_rule_5_held_causal_bytes_past_the_node_budget_close_the_session_
     assert!(stat(&s, "causal_dropped") >= 6, "{s}");
 }
 
+/// Rule 6 of `causal_wire.rs`: a peer with no session (it never opened a control connection)
+/// that leaves frames held loses them when its connection closes; they are not kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn causal_rule_6_frames_from_a_peer_without_a_session_are_freed_when_its_connection_closes() {
+    use std::io::Write;
+    let mut b = NodeProc::start("b", "services = [\"echo\"]");
+    let x = Attacker::connect(&b.addr, "x").await; // only to build frames with its address
+    let mut sock = tokio::net::TcpStream::connect(&b.addr).await.unwrap();
+    let me = troupe_remote::handshake::Identity { name: "ghost".into(), listen: "127.0.0.1:9".into(), incarnation: 5 };
+    troupe_remote::handshake::dial(&mut sock, &me, "default", 0, common::SECRET.as_bytes(), T).await.unwrap();
+    let mut raw = sock.into_std().unwrap();
+    raw.set_nonblocking(false).unwrap();
+    for i in 0..4 {
+        raw.write_all(&held_causal_frame(&b.addr, &x, "chat", 1000 + i, 1 << 20)).unwrap();
+    }
+    let s = wait_stats(&mut b, |s| stat(s, "causal_held") == 4);
+    assert!(stat(&s, "causal_held_bytes") >= 4 << 20, "{s}");
+    raw.shutdown(std::net::Shutdown::Both).unwrap();
+    let s = wait_stats(&mut b, |s| stat(s, "causal_held_bytes") == 0);
+    assert_eq!((stat(&s, "causal_held_bytes"), stat(&s, "causal_held")), (0, 0), "{s}");
+    assert_eq!(stat(&s, "causal_dropped"), 4, "{s}");
+}
+
 /// The figures of issue 36: peak RSS of a node (`TROUPE_NODE_BIN`, default this build, default
 /// budgets) under 512 MiB of 1 MiB causal frames that wait for a cause that never comes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

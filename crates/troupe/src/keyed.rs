@@ -23,8 +23,9 @@ pub(crate) const SMALL: usize = 8;
 /// An insertion-ordered map with O(1) amortised insert, lookup and removal.
 pub(crate) struct Keyed<K, V> {
     slots: Vec<Option<(K, V)>>,
-    /// Key -> slot, once there are more than [`SMALL`] slots.
-    index: Option<HashMap<K, usize>>,
+    /// Key -> slot, once there are more than [`SMALL`] slots (boxed: an actor's `Extra` holds
+    /// two of these, and most never build an index).
+    index: Option<Box<HashMap<K, usize>>>,
     live: usize,
 }
 
@@ -101,7 +102,7 @@ impl<K: Copy + Eq + Hash, V> Keyed<K, V> {
 
     fn rebuild(&mut self) {
         let ix = self.slots.iter().enumerate().filter_map(|(i, s)| s.as_ref().map(|(k, _)| (*k, i))).collect();
-        self.index = Some(ix);
+        self.index = Some(Box::new(ix));
     }
 
     /// The live entries in order (rule 1).
@@ -129,6 +130,13 @@ impl<K: Copy + Eq + Hash, V> FromIterator<(K, V)> for Keyed<K, V> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An actor's `Extra` holds two: they stay small until used.
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_keyed_set_is_five_words() {
+        assert_eq!(std::mem::size_of::<Keyed<u64, u64>>(), 40);
+    }
 
     #[test]
     fn rule_1_live_entries_come_out_in_first_insertion_order() {

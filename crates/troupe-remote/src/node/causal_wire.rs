@@ -28,9 +28,10 @@
 //!    session instead (`limit_closes`, the reason logged rate-limited); the node serves
 //!    everyone else. Before issue 36 only the count was bounded: 2,808 frames of 1 MiB held
 //!    3.3 GB.
-//! 6. When a sender's session ends (closed for a budget or any other reason), every frame it
-//!    sent that is still held is dropped and its bytes freed (`causal_dropped`); frames of
-//!    other senders that waited on them stay held, as after a loss.
+//! 6. When a sender's session ends (closed for a budget or any other reason), or a connection
+//!    of a sender this node has no session with closes, every frame it sent that is still held
+//!    is dropped and its bytes freed (`causal_dropped`); frames of other senders that waited on
+//!    them stay held, as after a loss.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;

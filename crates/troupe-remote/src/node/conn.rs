@@ -469,6 +469,11 @@ async fn inbound_reader(
     };
     peer.drop_held(&ctx.channel, ctx.lane);
     let Some(n) = node.upgrade() else { return };
+    if !peer.is_up() {
+        // `causal_wire.rs` rule 6 for a peer without a session (no control connection of
+        // ours to it): nothing else would end its session and free what it sent.
+        n.causal.drop_peer(&peer);
+    }
     let stats = &n.shared.stats;
     stats.connections_closed.fetch_add(1, Ordering::Relaxed);
     match why {
