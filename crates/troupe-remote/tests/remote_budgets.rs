@@ -244,6 +244,10 @@ async fn causal_rule_5_held_causal_bytes_past_the_session_budget_close_it_and_ar
     assert_eq!((stat(&s, "causal_held_bytes"), stat(&s, "causal_held")), (0, 0), "freed: {s}");
     assert!(stat(&s, "limit_closes") >= 1, "{s}");
     assert!(peak.saturating_sub(base) < 48 * 1024, "peak RSS grew {base} -> {peak} KiB; {s}");
+    // `node/trim.rs` rule 1: the freed memory is handed back to the operating system.
+    let s = wait_stats(&mut b, |s| stat(s, "trims") >= 1);
+    assert!(stat(&s, "trims") >= 1, "{s}");
+    println!("causal flood closed: RSS {base} -> peak {peak} -> {} KiB after the trim", b.rss_kib());
     still_serves(&b.addr).await;
 }
 

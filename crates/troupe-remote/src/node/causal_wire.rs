@@ -217,21 +217,22 @@ impl CausalState {
         self.bytes.fetch_sub(h.cost as u64, Ordering::Relaxed);
     }
 
-    /// Rule 6: drops every held frame `peer` sent; how many.
+    /// Rule 6: drops every held frame `peer` sent; the bytes they were charged.
     pub(crate) fn drop_peer(&self, peer: &Arc<Peer>) -> usize {
         if peer.causal_bytes.load(Ordering::Relaxed) == 0 {
             return 0;
         }
-        let mut n = 0;
+        let (mut n, mut bytes) = (0, 0);
         for l in self.labels.lock().values_mut() {
             for h in l.order.drop_held(|h| Arc::ptr_eq(&h.peer, peer)) {
                 l.bytes -= h.cost;
+                bytes += h.cost;
                 self.uncharge(&h);
                 n += 1;
             }
         }
-        self.dropped.fetch_add(n as u64, Ordering::Relaxed);
-        n
+        self.dropped.fetch_add(n, Ordering::Relaxed);
+        bytes
     }
 
     /// Bytes held now, over all labels (rule 5).

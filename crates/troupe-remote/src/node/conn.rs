@@ -472,7 +472,8 @@ async fn inbound_reader(
     if !peer.is_up() {
         // `causal_wire.rs` rule 6 for a peer without a session (no control connection of
         // ours to it): nothing else would end its session and free what it sent.
-        n.causal.drop_peer(&peer);
+        let freed = n.causal.drop_peer(&peer);
+        crate::node::trim::released(freed, 0);
     }
     let stats = &n.shared.stats;
     stats.connections_closed.fetch_add(1, Ordering::Relaxed);
@@ -588,9 +589,15 @@ pub(crate) fn fail_relations(node: &NodeInner, peer: &Arc<Peer>) {
                 while !work.step(TEARDOWN_BATCH) {
                     tokio::task::yield_now().await;
                 }
+                drop(work);
+                crate::node::trim::released(0, total);
             });
         }
-        Err(_) => while !work.step(usize::MAX) {},
+        Err(_) => {
+            while !work.step(usize::MAX) {}
+            drop(work);
+            crate::node::trim::released(0, total);
+        }
     }
 }
 
@@ -642,12 +649,13 @@ pub(crate) fn peer_down(node: &Arc<NodeInner>, peer: &Arc<Peer>, gen: Option<u64
     for l in peer.channels.iter().flat_map(|c| &c.lanes) {
         l.reset();
     }
-    peer.clear_dedup();
+    let held = peer.clear_dedup();
     let err = Error::new(ErrorKind::Unreachable(format!("{} ({reason})", peer.addr)));
     peer.status.send_replace(Status::Down(Some(err)));
     fail_relations(node, peer);
     node.globals.write().remove_node(&peer.addr);
-    node.causal.drop_peer(peer); // `causal_wire.rs` rule 6
+    let causal = node.causal.drop_peer(peer); // `causal_wire.rs` rule 6
+    crate::node::trim::released(held + causal, 0);
     if was_up {
         node.shared.stats.nodes_down.fetch_add(1, Ordering::Relaxed);
         tracing::info!(peer = %Esc(&peer.addr), name = %Esc(&name), "node down: {}", Esc(reason));

@@ -47,6 +47,7 @@ pub(crate) mod lane;
 pub(crate) mod peer;
 pub(crate) mod refs;
 pub(crate) mod stream;
+pub(crate) mod trim;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -217,6 +218,9 @@ pub struct StatsSnapshot {
     pub limit_closes: u64,
     /// Connections closed because their peer already had `max_connections_per_peer` (rule 9).
     pub connections_refused: u64,
+    /// Times freed memory was handed back to the operating system after a large session
+    /// ended (`node/trim.rs`; process-wide).
+    pub trims: u64,
     /// Warning lines suppressed by the log rate limit (process-wide).
     pub log_lines_suppressed: u64,
     /// Log lines dropped because stderr did not keep up (process-wide).
@@ -807,6 +811,7 @@ impl Node {
             teardown_pending: l(&s.teardown_pending),
             limit_closes: l(&s.limit_closes),
             connections_refused: l(&s.connections_refused),
+            trims: trim::trims(),
             log_lines_suppressed: crate::logging::lines_suppressed(),
             log_lines_dropped: crate::logging::lines_dropped(),
         }

@@ -484,12 +484,14 @@ impl Peer {
 
     /// Forgets every inbound lane's order state (the session ended) and returns the held
     /// bytes to the node's account.
-    pub(crate) fn clear_dedup(&self) {
+    /// Drops what is held for order; the bytes it held.
+    pub(crate) fn clear_dedup(&self) -> usize {
         let mut d = self.dedup.lock();
         let n = std::mem::take(&mut d.held_bytes);
         d.lanes.clear();
         drop(d);
         self.shared.stats.held_bytes.fetch_sub(n as u64, Ordering::Relaxed);
+        n
     }
 
     /// The inbound connection of `channel`/`lane` ended: what it held back can never be
