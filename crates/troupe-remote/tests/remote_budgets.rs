@@ -1,6 +1,7 @@
 //! Budgets for what an authenticated peer can make a node keep (issue 36): monitors and links
 //! per peer (`inbound.rs` rule 6), global names per peer and per node (rule 7), causal frames
-//! held for their causes in bytes per label, session and node (`causal_wire.rs` rules 5-6).
+//! held for their causes in bytes per label, session and node (`causal_wire.rs` rules 5-6),
+//! connections per peer (`node/mod.rs` rule 9).
 //! Past a budget the offending session is closed, what it held is freed, and the node keeps
 //! serving others. Each test drives a real `troupe-node` process from an authenticated raw
 //! peer (`common::attacker`).
