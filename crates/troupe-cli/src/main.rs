@@ -9,11 +9,12 @@
 //! | 1    | a run failed (the SUB crashed, hung, or wrote malformed or incomplete events), a |
 //! |      | sweep finished with failed runs, or another runtime error                        |
 //! | 2    | usage or configuration error, nothing was started: bad flags, an invalid node    |
-//! |      | config, a `--dev-certs` name that is not a plain file name                       |
+//! |      | config, a `--dev-certs` name that is not a plain file name or is given twice     |
 //! | 3    | a peer runtime's toolchain is missing (the message names the install script)     |
 //! | 4    | a file or folder problem: a missing or unreadable config file, an unwritable     |
 //! |      | `--out` or `--dev-certs` folder, not a run folder, no project root, a listen      |
-//! |      | address that cannot be bound                                                     |
+//! |      | address that cannot be bound, a `--dev-certs` file that exists (no `--force`) or  |
+//! |      | is a symbolic link                                                               |
 //! | 130  | `troupe lab` interrupted by Ctrl-C (the run folder is kept, marked `interrupted`) |
 
 mod cluster;
@@ -108,6 +109,10 @@ enum Command {
         /// With `--dev-certs`: the IP addresses and DNS names the certificates are valid for.
         #[arg(long, value_delimiter = ',', default_value = "127.0.0.1,localhost", requires = "dev_certs")]
         hosts: Vec<String>,
+        /// With `--dev-certs`: replace certificates and keys already in DIR (without it they are
+        /// kept and nothing is written). Symbolic links are refused either way.
+        #[arg(long, requires = "dev_certs")]
+        force: bool,
     },
 }
 
@@ -118,7 +123,7 @@ fn main() {
         Command::Cluster(args) => cluster::main(args),
         Command::Lab(args) => lab::main(args),
         Command::Node { config: Some(config), .. } => node::main(&config),
-        Command::Node { dev_certs: Some(dir), names, hosts, .. } => node::dev_certs(&dir, &names, &hosts),
+        Command::Node { dev_certs: Some(dir), names, hosts, force, .. } => node::dev_certs(&dir, &names, &hosts, force),
         Command::Node { .. } => code::USAGE,
     };
     std::process::exit(code);

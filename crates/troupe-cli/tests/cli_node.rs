@@ -142,3 +142,39 @@ fn dev_certs_names_that_are_not_plain_file_names_are_refused() {
     assert!(!dir.exists(), "nothing is written when a name is refused");
     let _ = std::fs::remove_dir_all(&base);
 }
+
+/// Regression (issue 36): `--dev-certs` replaced an existing `ca.key` silently, followed a
+/// symlink planted in its folder, and accepted `--names a,a`.
+#[test]
+fn dev_certs_keep_existing_keys_unless_forced_refuse_symlinks_and_duplicate_names() {
+    let dir = std::env::temp_dir().join(format!("troupe-cli-force-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let run = |extra: &[&str], names: &str| {
+        Command::new(TROUPE)
+            .args(["node", "--dev-certs"])
+            .arg(&dir)
+            .args(["--names", names])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[], "a,a");
+    assert_eq!(out.status.code(), Some(2), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("twice"));
+    assert!(run(&[], "a").status.success());
+    let key = std::fs::read(dir.join("ca.key")).unwrap();
+    let out = run(&[], "a");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "stderr: {err}");
+    assert!(err.contains("already exists") && err.contains("--force"), "{err}");
+    assert_eq!(std::fs::read(dir.join("ca.key")).unwrap(), key, "kept");
+    assert!(run(&["--force"], "a").status.success());
+    assert_ne!(std::fs::read(dir.join("ca.key")).unwrap(), key, "replaced with --force");
+    std::fs::remove_file(dir.join("a.key")).unwrap();
+    std::os::unix::fs::symlink(dir.join("planted"), dir.join("a.key")).unwrap();
+    let out = run(&["--force"], "a");
+    assert_eq!(out.status.code(), Some(4), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("symbolic link"));
+    assert!(!dir.join("planted").exists(), "written through the link");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -203,6 +203,14 @@ impl<T> CausalOrder<T> {
         self.stats.delivered += 1;
     }
 
+    /// Whether [`CausalOrder::receive`] would hold this message now (it is neither a copy nor
+    /// deliverable), so a caller can check its own budget first.
+    #[must_use]
+    pub fn would_hold(&self, stamp: &Stamp) -> bool {
+        let key = (stamp.sender, stamp.clock.get(stamp.sender));
+        !self.held.contains_key(&key) && !self.delivered_already(stamp) && !self.deliverable(stamp)
+    }
+
     /// Rules 2-5: takes a received message; returns the messages now deliverable, in delivery
     /// order (it, then any held ones it released), or refuses it when the hold is full.
     pub fn receive(&mut self, stamp: Stamp, item: T) -> Result<Vec<T>, HeldFull> {
@@ -247,6 +255,14 @@ impl<T> CausalOrder<T> {
     #[must_use]
     pub fn known_nodes(&self) -> usize {
         self.known
+    }
+
+    /// Drops every held message `pred` picks (a sender's session ended: what it sent that
+    /// still waits is freed, not kept for good) and hands them back. Messages that depended on
+    /// one of them stay held, as after a loss (rule 5).
+    pub fn drop_held(&mut self, mut pred: impl FnMut(&T) -> bool) -> Vec<T> {
+        let keys: Vec<(u64, u64)> = self.held.iter().filter(|(_, (_, t))| pred(t)).map(|(k, _)| *k).collect();
+        keys.into_iter().filter_map(|k| self.held.remove(&k)).map(|(_, t)| t).collect()
     }
 
     /// Messages held now.

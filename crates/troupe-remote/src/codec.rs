@@ -118,7 +118,18 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
         .with_limit(bytes.len() as u64)
         .reject_trailing_bytes()
         .deserialize(bytes)
-        .map_err(|e| Error::malformed(format!("decode: {e}")))
+        .map_err(|e| match *e {
+            // bincode reports running out of input as an I/O error with no text (issue 36:
+            // "decode: io error: "); say what it means.
+            bincode::ErrorKind::Io(ref io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+                Error::malformed(format!(
+                    "decode: the {}-byte body ended before a whole {} was read (truncated or not this type)",
+                    bytes.len(),
+                    std::any::type_name::<T>().rsplit("::").next().unwrap_or("value")
+                ))
+            }
+            e => Error::malformed(format!("decode: {e}")),
+        })
 }
 
 /// The stable 64-bit hash of a type tag (FNV-1a).
@@ -142,6 +153,14 @@ pub const fn tag_hash(tag: &str) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression (issue 36): a truncated body was reported as "decode: io error: ".
+    #[test]
+    fn a_truncated_body_is_reported_with_text() {
+        let b = encode(&(7u64, "hello".to_string())).unwrap();
+        let e = decode::<(u64, String)>(&b[..b.len() - 2]).unwrap_err().to_string();
+        assert!(e.contains("ended before a whole") && !e.ends_with(": "), "{e}");
+    }
 
     #[test]
     fn round_trip_and_trailing_bytes_refused() {

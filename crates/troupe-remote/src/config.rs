@@ -136,6 +136,29 @@ pub struct NodeConfig {
     pub max_held_bytes_per_session: usize,
     /// The same over all sessions of the node.
     pub max_held_bytes: usize,
+    /// Monitors one peer may hold on this node's actors; a `Monitor` past it closes the
+    /// session (`limit_closes`). Default 100,000.
+    pub max_monitors_per_peer: usize,
+    /// Links one peer may hold with this node's actors; a `Link` past it closes the session
+    /// (`limit_closes`). Default 100,000.
+    pub max_links_per_peer: usize,
+    /// Global names one peer may hold on this node; a name past it closes the session
+    /// (`limit_closes`). Default 10,000.
+    pub max_globals_per_peer: usize,
+    /// Global names all peers together may hold on this node (its own names do not count); a
+    /// name past it closes the session that announced it. Default 100,000.
+    pub max_globals: usize,
+    /// Bytes of causal frames one label may hold back for their causes; a frame past it
+    /// closes its sender's session (`limit_closes`). Default 64 MiB.
+    pub max_causal_held_bytes_per_label: usize,
+    /// The same for what one peer's session sent. Default 64 MiB.
+    pub max_causal_held_bytes_per_session: usize,
+    /// The same over the whole node. Default 256 MiB.
+    pub max_causal_held_bytes: usize,
+    /// Connections one peer may have open to this node at once; one past it is closed after
+    /// its handshake (`connections_refused`). Default 16, and never below this node's own
+    /// lanes plus one (control, `parallelism` and each channel's, [`NodeConfig::connection_budget`]).
+    pub max_connections_per_peer: usize,
 }
 
 impl Default for NodeConfig {
@@ -168,6 +191,14 @@ impl Default for NodeConfig {
             peer_idle_ms: 60_000,
             max_held_bytes_per_session: 64 << 20,
             max_held_bytes: 256 << 20,
+            max_monitors_per_peer: 100_000,
+            max_links_per_peer: 100_000,
+            max_globals_per_peer: 10_000,
+            max_globals: 100_000,
+            max_causal_held_bytes_per_label: 64 << 20,
+            max_causal_held_bytes_per_session: 64 << 20,
+            max_causal_held_bytes: 256 << 20,
+            max_connections_per_peer: 16,
         }
     }
 }
@@ -275,6 +306,16 @@ impl NodeConfig {
         Ok(())
     }
 
+    /// The connections one peer may have open to this node: `max_connections_per_peer`, raised
+    /// to this node's own lanes plus one when they are more (a cluster's nodes use the same
+    /// channels, so a peer needs as many; one more lets a broken lane reconnect while the
+    /// old connection is still being closed).
+    #[must_use]
+    pub fn connection_budget(&self) -> usize {
+        let lanes: usize = self.all_channels().iter().map(|c| usize::from(c.parallelism)).sum();
+        self.max_connections_per_peer.max(lanes + 1)
+    }
+
     /// All channels in index order: `control` (0), `default` (1), then the named ones.
     #[must_use]
     pub fn all_channels(&self) -> Vec<ChannelConfig> {
@@ -289,7 +330,7 @@ impl NodeConfig {
 
 /// Checks that `addr` is `host:port` as `advertise` needs it: a non-empty host (a DNS name, an
 /// IPv4 address, or an IPv6 address in brackets) and a port from 1 to 65535.
-fn check_host_port(addr: &str) -> Result<(), String> {
+pub(crate) fn check_host_port(addr: &str) -> Result<(), String> {
     const WANT: &str = "expected host:port, e.g. troupe-0.troupe.default.svc.cluster.local:7000";
     if addr.len() > crate::handshake::MAX_NAME {
         return Err(format!("longer than {} bytes", crate::handshake::MAX_NAME));

@@ -15,10 +15,20 @@
 //!    [`HANDSHAKE_MAX`] bytes.
 //! 5. The whole handshake has a deadline; a silent or stopped peer fails it with `Timeout`.
 //! 6. A node name or listen address stated in a handshake is 1 to [`MAX_NAME`] bytes without
-//!    control characters; anything else is refused, so no peer-supplied string can forge a log
-//!    or stdout line.
+//!    control characters, line separators or direction controls
+//!    ([`crate::logging::unsafe_char`]), and the listen address is `host:port` (a DNS name, an
+//!    IPv4 address or a bracketed IPv6 address, and a port from 1 to 65535), checked before it
+//!    is logged or dialled; anything else is refused, so no peer-supplied string can forge a
+//!    log or stdout line or a `key=value` field.
 //! 7. Bytes that are not a Troupe frame are named for what they are: a TLS record ("the peer
-//!    speaks TLS"), a wrong magic ("not a Troupe peer"), a wrong version (both versions).
+//!    speaks TLS"), an HTTP request ("an HTTP request, not a Troupe peer"), a first frame over
+//!    the handshake's fixed limit ("does not speak the Troupe handshake", never "raise
+//!    max_frame_bytes"), a wrong magic ("not a Troupe peer"), a wrong version (both versions).
+//! 8. Under TLS the name a node states must be the subject common name (CN) of the certificate
+//!    it presented in the TLS handshake beneath ([`accept_bound`], [`dial_bound`]); both sides
+//!    check, and a mismatch (another node's certificate, or one without a CN) is refused with
+//!    both names, so holding one node's certificate and the secret does not make a node
+//!    another (issue 36: node "c" was accepted presenting node b's certificate).
 
 use std::time::Duration;
 
@@ -62,7 +72,7 @@ pub const MAX_NAME: usize = 255;
 /// Rule 6.
 fn check_identity(what: &str, name: &str, listen: &str) -> Result<(), Error> {
     for (field, v) in [("name", name), ("listen address", listen)] {
-        if v.is_empty() || v.len() > MAX_NAME || v.chars().any(char::is_control) {
+        if v.is_empty() || v.len() > MAX_NAME || v.chars().any(crate::logging::unsafe_char) {
             return Err(ErrorKind::Handshake(format!(
                 "the {what}'s {field} \"{}\" is empty, longer than {MAX_NAME} bytes or has control characters",
                 crate::logging::esc(&v.chars().take(64).collect::<String>())
@@ -70,7 +80,20 @@ fn check_identity(what: &str, name: &str, listen: &str) -> Result<(), Error> {
             .into());
         }
     }
-    Ok(())
+    crate::config::check_host_port(listen).map_err(|e| {
+        Error::from(ErrorKind::Handshake(format!(
+            "the {what}'s listen address \"{}\" is not host:port: {e}",
+            crate::logging::esc(&listen.chars().take(64).collect::<String>())
+        )))
+    })
+}
+
+/// Rule 7: the start of an HTTP request or response (a method or `HTTP/`, then a space or
+/// slash). As a Troupe frame it would declare over 1 GB.
+fn http(b: &[u8]) -> bool {
+    const STARTS: [&[u8]; 10] =
+        [b"GET ", b"POST ", b"PUT ", b"HEAD ", b"DELETE ", b"OPTIONS ", b"PATCH ", b"CONNECT ", b"TRACE ", b"HTTP/"];
+    STARTS.iter().any(|m| b.len() >= m.len() && b.starts_with(m))
 }
 
 /// Rule 7: the start of a TLS record (alert or handshake, TLS major version 3). As a Troupe
@@ -111,7 +134,25 @@ async fn recv<S: AsyncRead + Unpin>(s: &mut S, fb: &mut FrameBuf) -> Result<(u8,
             )
             .into());
         }
-        if let Some((k, body)) = fb.next_frame(HANDSHAKE_MAX)? {
+        if http(fb.peek()) {
+            let line: String =
+                String::from_utf8_lossy(fb.peek()).lines().next().unwrap_or("").chars().take(80).collect();
+            return Err(ErrorKind::Handshake(format!(
+                "the peer sent an HTTP request (\"{}\"), not a Troupe handshake: this port is a Troupe node's; \
+                 point HTTP clients (health checks, browsers, proxies) elsewhere, or probe it over plain TCP",
+                crate::logging::esc(&line)
+            ))
+            .into());
+        }
+        let next = fb.next_frame(HANDSHAKE_MAX).map_err(|e| match e.kind {
+            // Rule 7: raising max_frame_bytes cannot help here (the handshake's limit is fixed).
+            ErrorKind::FrameTooLarge { size, max } => Error::from(ErrorKind::Handshake(format!(
+                "the peer's first frame declares {size} bytes, over the handshake's limit of {max}: \
+                 it does not speak the Troupe handshake (another protocol, a scanner, or garbage)"
+            ))),
+            _ => e,
+        })?;
+        if let Some((k, body)) = next {
             return Ok((k, body.to_vec()));
         }
         let spare = fb.spare(HANDSHAKE_MAX);
@@ -143,6 +184,29 @@ fn unexpected(k: u8) -> Error {
     ErrorKind::Handshake(format!("unexpected frame kind {k} during the handshake")).into()
 }
 
+/// Rule 8: `name`, stated in the handshake, against `cert`, the subject CN of the certificate
+/// the same peer presented under TLS (`Some("")`: it has none; `None`: no TLS).
+fn check_cert(what: &str, name: &str, cert: Option<&str>) -> Result<(), Error> {
+    let esc = crate::logging::esc;
+    match cert {
+        None => Ok(()),
+        Some(cn) if cn == name => Ok(()),
+        Some("") => Err(ErrorKind::Handshake(format!(
+            "the {what} says it is node \"{}\" but its TLS certificate has no subject common name (CN); \
+             under TLS a node's certificate must carry its node name as CN",
+            esc(name)
+        ))
+        .into()),
+        Some(cn) => Err(ErrorKind::Handshake(format!(
+            "the {what} says it is node \"{}\" but presented the TLS certificate of \"{}\": under TLS a \
+             node's name must be its certificate's subject common name (CN)",
+            esc(name),
+            esc(cn)
+        ))
+        .into()),
+    }
+}
+
 /// Runs the dialler's side (rules 1, 3); returns the acceptor's identity and any bytes the
 /// acceptor sent after `Welcome`.
 pub async fn dial<S: AsyncRead + AsyncWrite + Unpin>(
@@ -152,6 +216,20 @@ pub async fn dial<S: AsyncRead + AsyncWrite + Unpin>(
     lane: u16,
     secret: &[u8],
     deadline: Duration,
+) -> Result<(Identity, FrameBuf), Error> {
+    dial_bound(s, me, channel, lane, secret, deadline, None).await
+}
+
+/// [`dial`] over TLS (rule 8): `cert` is the subject CN of the certificate the acceptor
+/// presented (`Some("")` when it has none), which must be the name it states.
+pub async fn dial_bound<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    me: &Identity,
+    channel: &str,
+    lane: u16,
+    secret: &[u8],
+    deadline: Duration,
+    cert: Option<&str>,
 ) -> Result<(Identity, FrameBuf), Error> {
     let fut = async {
         let n_d = nonce();
@@ -177,6 +255,11 @@ pub async fn dial<S: AsyncRead + AsyncWrite + Unpin>(
             return Err(ErrorKind::Version { ours: VERSION, theirs: ch.version }.into());
         }
         check_identity("acceptor", &ch.name, &ch.listen)?;
+        if let Err(e) = check_cert("acceptor", &ch.name, cert) {
+            let reason = "name: the node name does not match its TLS certificate".to_owned();
+            let _ = send(s, kind::REFUSE, &Refuse { version: VERSION, reason }).await;
+            return Err(e);
+        }
         let check = mac(secret, "troupe/1 acceptor", &n_d, &ch.nonce, &me.name, &ch.name);
         if check.verify_slice(&ch.proof).is_err() {
             let _ =
@@ -206,6 +289,18 @@ pub async fn accept<S: AsyncRead + AsyncWrite + Unpin>(
     secret: &[u8],
     deadline: Duration,
 ) -> Result<(Accepted, FrameBuf), Error> {
+    accept_bound(s, me, secret, deadline, None).await
+}
+
+/// [`accept`] over TLS (rule 8): `cert` is the subject CN of the client certificate the
+/// dialler presented (`Some("")` when it has none), which must be the name it states.
+pub async fn accept_bound<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    me: &Identity,
+    secret: &[u8],
+    deadline: Duration,
+    cert: Option<&str>,
+) -> Result<(Accepted, FrameBuf), Error> {
     let fut = async {
         let mut fb = FrameBuf::new();
         let (k, body) = recv(s, &mut fb).await?;
@@ -222,15 +317,20 @@ pub async fn accept<S: AsyncRead + AsyncWrite + Unpin>(
             ))
             .into());
         }
+        if hello.version != VERSION {
+            let reason = format!("version: this node speaks troupe protocol {VERSION}");
+            let _ = send(s, kind::REFUSE, &Refuse { version: VERSION, reason }).await;
+            return Err(ErrorKind::Version { ours: VERSION, theirs: hello.version }.into());
+        }
         if let Err(e) = check_identity("dialler", &hello.name, &hello.listen) {
             let reason = "name: node name or listen address refused".to_owned();
             let _ = send(s, kind::REFUSE, &Refuse { version: VERSION, reason }).await;
             return Err(e);
         }
-        if hello.version != VERSION {
-            let reason = format!("version: this node speaks troupe protocol {VERSION}");
+        if let Err(e) = check_cert("dialler", &hello.name, cert) {
+            let reason = "name: the node name does not match its TLS certificate".to_owned();
             let _ = send(s, kind::REFUSE, &Refuse { version: VERSION, reason }).await;
-            return Err(ErrorKind::Version { ours: VERSION, theirs: hello.version }.into());
+            return Err(e);
         }
         let n_a = nonce();
         let proof = mac(secret, "troupe/1 acceptor", &hello.nonce, &n_a, &hello.name, &me.name).finalize().into_bytes();
@@ -350,6 +450,71 @@ mod tests {
         assert!(x.is_err());
         let text = y.unwrap_err().to_string();
         assert!(!text.contains('\n') && text.contains("control characters"), "{text}");
+    }
+
+    /// The acceptor's error for a dialler stating `evil`.
+    async fn refusal_of(evil: Identity) -> String {
+        let (mut a, mut b) = tokio::io::duplex(1 << 16);
+        let me = id("b");
+        let (x, y) = tokio::join!(
+            dial(&mut a, &evil, "default", 0, b"s", Duration::from_secs(2)),
+            accept(&mut b, &me, b"s", Duration::from_secs(2))
+        );
+        assert!(x.is_err());
+        y.unwrap_err().to_string()
+    }
+
+    #[tokio::test]
+    async fn rule_6_a_listen_address_that_is_not_host_port_is_refused() {
+        for listen in ["127.0.0.1:9 peer=forged", "127.0.0.1", "host:0", "a b:1", "[::1:7"] {
+            let text = refusal_of(Identity { name: "a".into(), listen: listen.into(), incarnation: 1 }).await;
+            assert!(text.contains("not host:port"), "{listen}: {text}");
+        }
+        for ok in ["[::1]:7000", "node-0.troupe.svc:7000", "10.0.0.1:1"] {
+            assert!(check_identity("dialler", "a", ok).is_ok(), "{ok}");
+        }
+    }
+
+    #[tokio::test]
+    async fn rule_6_line_separators_and_direction_controls_are_refused() {
+        for name in ["a\u{2028}WARN forged", "a\u{202e}gnp.exe", "a\u{2066}b", "a\u{85}b"] {
+            let text = refusal_of(Identity { name: name.into(), listen: "127.0.0.1:1".into(), incarnation: 1 }).await;
+            assert!(text.contains("control characters"), "{text}");
+            assert!(!text.chars().any(crate::logging::unsafe_char), "escaped: {text:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn rule_7_an_http_request_is_named_as_http_not_as_a_large_frame() {
+        for req in [&b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"[..], b"POST /api HTTP/1.1\r\n", b"HTTP/1.1 400 Bad\r\n"] {
+            let (mut a, mut b) = tokio::io::duplex(1 << 16);
+            a.write_all(req).await.unwrap();
+            let e = accept(&mut b, &id("b"), b"x", Duration::from_secs(1)).await.unwrap_err();
+            let text = e.to_string();
+            assert!(text.contains("HTTP request") && !text.contains("max_frame_bytes"), "{text}");
+            assert!(!text.contains('\r') && !text.contains('\n'), "{text:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn rule_8_a_name_that_is_not_the_certificates_is_refused_on_both_sides() {
+        let d = Duration::from_secs(2);
+        let (ia, ib) = (id("a"), id("b"));
+        for (dial_cert, accept_cert) in [(Some("b"), Some("x")), (Some("x"), Some("a")), (Some(""), Some("a"))] {
+            let (mut a, mut b) = tokio::io::duplex(1 << 16);
+            let (x, y) = tokio::join!(
+                dial_bound(&mut a, &ia, "default", 0, b"s", d, dial_cert),
+                accept_bound(&mut b, &ib, b"s", d, accept_cert)
+            );
+            let text = format!("{:?} / {:?}", x.map(|r| r.0), y.map(|r| r.0));
+            assert!(text.contains("TLS certificate"), "{dial_cert:?} {accept_cert:?}: {text}");
+        }
+        let (mut a, mut b) = tokio::io::duplex(1 << 16);
+        let (x, y) = tokio::join!(
+            dial_bound(&mut a, &ia, "default", 0, b"s", d, Some("b")),
+            accept_bound(&mut b, &ib, b"s", d, Some("a"))
+        );
+        assert_eq!((x.unwrap().0, y.unwrap().0.peer), (id("b"), id("a")));
     }
 
     #[tokio::test]

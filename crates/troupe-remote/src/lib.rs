@@ -70,5 +70,5 @@ pub use error::{Error, ErrorKind};
 pub use fault::FaultConfig;
 pub use node::refs::{send_with, SendOptions};
 pub use node::{Node, NodeEvent, PeerInfo, StatsSnapshot};
-pub use tls::{dev_certs, toml_section, TlsConfig};
+pub use tls::{dev_certs, dev_certs_with, toml_section, TlsConfig};
 pub use types::{register, Nested, RemoteMessage};

@@ -9,8 +9,9 @@
 //!    [`BURST`] lines per call site per second; the rest are counted ([`lines_suppressed`]) and
 //!    the next line that gets out says how many were suppressed.
 //! 3. Every peer-supplied string (node names, listen addresses, channel names, reasons) is
-//!    logged and printed through [`Esc`], which escapes control characters, so a peer cannot
-//!    start a forged log or stdout line.
+//!    logged and printed through [`Esc`], which escapes control characters and the Unicode
+//!    line separators and direction controls ([`unsafe_char`]), so a peer can neither start a
+//!    forged log or stdout line nor make a line display in another order than it reads.
 
 use std::fmt;
 use std::io::Write;
@@ -37,13 +38,26 @@ pub fn lines_dropped() -> u64 {
     DROPPED.load(Ordering::Relaxed)
 }
 
-/// Rule 3: a peer-supplied string, displayed with control characters escaped (`\n`, `\u{1b}`).
+/// Rule 3: whether `c` may not appear unescaped in a log line: a control character (C0, DEL,
+/// C1, which includes NEL), a line or paragraph separator (U+2028, U+2029), or a direction
+/// control (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069), which can make a line read
+/// differently than it displays (issue 36: U+2028 and U+202E passed into `event` lines).
+#[must_use]
+pub fn unsafe_char(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{061c}' | '\u{200e}' | '\u{200f}')
+        || ('\u{202a}'..='\u{202e}').contains(&c)
+        || ('\u{2066}'..='\u{2069}').contains(&c)
+}
+
+/// Rule 3: a peer-supplied string, displayed with [`unsafe_char`]s escaped (`\n`, `\u{1b}`,
+/// `\u{2028}`, `\u{202e}`).
 pub struct Esc<'a>(pub &'a str);
 
 impl fmt::Display for Esc<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for c in self.0.chars() {
-            if c.is_control() {
+            if unsafe_char(c) {
                 write!(f, "{}", c.escape_default())?;
             } else {
                 fmt::Write::write_char(f, c)?;
@@ -189,6 +203,15 @@ mod tests {
     fn esc_escapes_control_characters_only() {
         assert_eq!(esc("node-1 ünïcode"), "node-1 ünïcode");
         assert_eq!(esc("a\nWARN forged\r\x1b[31m"), "a\\nWARN forged\\r\\u{1b}[31m");
+    }
+
+    /// Regression (issue 36): U+2028 and U+202E passed unescaped into `event` lines.
+    #[test]
+    fn rule_3_esc_escapes_unicode_line_separators_and_direction_controls() {
+        assert_eq!(esc("a\u{2028}b\u{2029}c"), "a\\u{2028}b\\u{2029}c");
+        assert_eq!(esc("x\u{202e}exe.txt\u{2066}\u{200f}"), "x\\u{202e}exe.txt\\u{2066}\\u{200f}");
+        assert_eq!(esc("\u{85}"), "\\u{85}");
+        assert_eq!(esc("عربى עברית"), "عربى עברית", "right-to-left text itself is fine");
     }
 
     #[test]

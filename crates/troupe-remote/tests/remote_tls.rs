@@ -1,8 +1,9 @@
 //! Mutual TLS between real node processes on loopback, with certificates generated at run time
 //! by `troupe_remote::dev_certs` (a cluster CA and node certificates it signs, and a stranger CA): TLS nodes do remote
 //! send/ask; a node whose certificate comes from another CA, and a plaintext node, are refused
-//! with an error (not a hang) while the TLS node keeps serving its good peer; bad TLS settings
-//! are configuration errors naming the key and the path.
+//! with an error (not a hang) while the TLS node keeps serving its good peer; a node stating
+//! a name that is not its certificate's is refused; bad TLS settings are configuration errors
+//! naming the key and the path.
 
 mod common;
 
@@ -92,6 +93,40 @@ async fn bad_tls_settings_are_configuration_errors_naming_key_and_path() {
         assert!(matches!(e.kind, ErrorKind::Config(_)), "{e}");
         let msg = e.to_string();
         assert!(msg.contains(key) && msg.contains(path), "{msg}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// Regression (issue 36) and `handshake.rs` rule 8: node "c" was accepted presenting node b's
+/// certificate. Now a stated name that is not the certificate's CN is refused by the acceptor
+/// (a dialler with another node's certificate) and by the dialler (an acceptor with one), and
+/// both say which names disagree; the node keeps serving its good peers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rule_8_a_node_presenting_another_nodes_certificate_is_refused() {
+    let (d, mut certs) = cluster(&["a", "b"]);
+    let (b_tls, a_tls) = (certs.pop().unwrap(), certs.pop().unwrap());
+    let mut b = NodeProc::start("b", &format!("services = [\"echo\"]\n{}", troupe_remote::toml_section(&b_tls)));
+    // A dialler named c with a's certificate: refused by b.
+    let c = Node::start(NodeConfig { tls: Some(a_tls.clone()), handshake_timeout_ms: 3000, ..cfg("c") }).await.unwrap();
+    let err = tokio::time::timeout(T, echo_once(&c, &b.addr)).await.expect("refused, not hung").unwrap_err();
+    assert!(err.contains("does not match its TLS certificate"), "{err}");
+    let end = std::time::Instant::now() + T;
+    let s = loop {
+        let s = b.stats();
+        if s["tls_failures"].as_u64().unwrap() >= 1 || std::time::Instant::now() > end {
+            break s;
+        }
+    };
+    assert!(s["tls_failures"].as_u64().unwrap() >= 1, "{s}");
+    // An acceptor named impostor with b's certificate: refused by the dialler a.
+    let imp = NodeProc::start("impostor", &format!("services = [\"echo\"]\n{}", troupe_remote::toml_section(&b_tls)));
+    let a = Node::start(NodeConfig { tls: Some(a_tls), handshake_timeout_ms: 3000, ..cfg("a") }).await.unwrap();
+    let err = tokio::time::timeout(T, echo_once(&a, &imp.addr)).await.expect("refused, not hung").unwrap_err();
+    assert!(err.contains("impostor") && err.contains("TLS certificate of"), "{err}");
+    // The rightful holders still talk.
+    assert_eq!(echo_once(&a, &b.addr).await.unwrap(), b"over tls");
+    for n in [&a, &c] {
+        n.shutdown();
     }
     let _ = std::fs::remove_dir_all(&d);
 }

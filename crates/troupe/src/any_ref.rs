@@ -33,6 +33,11 @@ pub(crate) trait Process: Send + Sync + 'static {
     fn remove_name(&self, reg: &Arc<Registry>, name: &str, group: bool);
     /// Its name for people (`Spawn::name`), else its first registered name, while alive.
     fn name(&self) -> Option<String>;
+    /// How many links it holds and how many monitors watch it (0 for a remote actor, whose
+    /// relations its own node keeps).
+    fn relation_counts(&self) -> (usize, usize) {
+        (0, 0)
+    }
 }
 
 /// A reference to an actor whatever its message type: identity, liveness, stop, kill, waiting
@@ -66,6 +71,34 @@ impl AnyRef {
     #[must_use]
     pub fn name(&self) -> Option<String> {
         self.0.name()
+    }
+
+    /// How many links this actor holds (Erlang's `process_info(Pid, links)`, counted); 0 once
+    /// it is dead and for a remote actor (its own node keeps its relations).
+    #[must_use]
+    pub fn link_count(&self) -> usize {
+        self.0.relation_counts().0
+    }
+
+    /// How many monitors watch this actor (Erlang's `process_info(Pid, monitored_by)`,
+    /// counted); 0 once it is dead and for a remote actor.
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() {
+    /// use troupe::{spawn, Actor, Ctx};
+    /// struct Idle;
+    /// impl Actor for Idle {
+    ///     type Msg = ();
+    ///     async fn handle(&mut self, _: (), _: &mut Ctx<Self>) {}
+    /// }
+    /// let target = spawn(Idle).any();
+    /// let _m = troupe::remote_api::add_monitor(&target, troupe::remote_api::new_monitor_id(), spawn(Idle).any());
+    /// assert_eq!(target.monitor_count(), 1);
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn monitor_count(&self) -> usize {
+        self.0.relation_counts().1
     }
 
     /// True until the actor has stopped (or a kill is pending).

@@ -50,6 +50,7 @@ use tokio::sync::oneshot;
 
 use crate::any_ref::{AnyRef, Process};
 use crate::error::{SendError, SendErrorKind};
+use crate::keyed::Keyed;
 use crate::mailbox::{MailboxConfig, Overflow};
 use crate::registry::Registry;
 use crate::{ActorId, Down, ExitReason, ExitSignal, MonitorId};
@@ -174,8 +175,9 @@ impl ExitCode {
 #[derive(Default)]
 struct Extra {
     sys: VecDeque<Sys>,
-    links: Vec<AnyRef>,
-    monitors: Vec<(MonitorId, AnyRef)>,
+    /// Links and monitors, keyed (`keyed.rs`): O(1) to add and remove however many there are.
+    links: Keyed<ActorId, AnyRef>,
+    monitors: Keyed<MonitorId, AnyRef>,
     /// Registered names and group memberships, with the registry each is in.
     names: Vec<(String, Weak<Registry>)>,
     groups: Vec<(String, Weak<Registry>)>,
@@ -272,7 +274,12 @@ impl<M> Cell<M> {
 impl<M: Send + 'static> Cell<M> {
     /// A new cell, `Running`: the caller spawns its first activation.
     pub(crate) fn new(config: MailboxConfig, links: Vec<AnyRef>, home: Arc<tokio::runtime::Handle>) -> Self {
-        let extra = if links.is_empty() { None } else { Some(Box::new(Extra { links, ..Default::default() })) };
+        let extra = if links.is_empty() {
+            None
+        } else {
+            let links = links.into_iter().map(|l| (l.id(), l)).collect();
+            Some(Box::new(Extra { links, ..Default::default() }))
+        };
         Self {
             id: ActorId::next_local(),
             home,
@@ -526,10 +533,10 @@ impl<M: Send + 'static> Cell<M> {
 
 /// Signals links and monitors, releases names, wakes blocked senders; returns the watchers.
 fn notify_death(id: ActorId, reason: &ExitReason, e: Extra) -> Vec<oneshot::Sender<ExitReason>> {
-    for l in e.links {
+    for (_, l) in e.links.into_values() {
         l.0.push_sys(Sys::Exit(ExitSignal { from: id, reason: reason.clone() }));
     }
-    for (mid, watcher) in e.monitors {
+    for (mid, watcher) in e.monitors.into_values() {
         watcher.0.push_sys(Sys::Down(Down { id: mid, actor: id, reason: reason.clone() }));
     }
     if !e.names.is_empty() || !e.groups.is_empty() {
@@ -627,8 +634,7 @@ impl<M: Send + 'static> Process for Cell<M> {
         let e = g.extra();
         if let Sys::Exit(sig) = &sys {
             // OTP: an exit signal over a link also removes that link.
-            let from = sig.from;
-            e.links.retain(|l| l.id() != from);
+            e.links.remove(&sig.from);
         }
         e.sys.push_back(sys);
         self.sys_pending.store(true, Ordering::Release);
@@ -670,8 +676,8 @@ impl<M: Send + 'static> Process for Cell<M> {
             return false;
         }
         let e = g.extra();
-        if !e.links.iter().any(|l| l.id() == other.id()) {
-            e.links.push(other);
+        if !e.links.contains(&other.id()) {
+            e.links.insert(other.id(), other);
         }
         true
     }
@@ -679,7 +685,7 @@ impl<M: Send + 'static> Process for Cell<M> {
     fn remove_link(&self, other: ActorId) {
         let mut g = self.inner.lock();
         if let Some(e) = g.extra.as_mut() {
-            e.links.retain(|l| l.id() != other);
+            e.links.remove(&other);
         }
     }
 
@@ -688,14 +694,15 @@ impl<M: Send + 'static> Process for Cell<M> {
         if g.status == Status::Dead {
             return false;
         }
-        g.extra().monitors.push((id, watcher));
+        // A monitor id names one monitor: adding it again replaces the watcher (issue 36).
+        g.extra().monitors.insert(id, watcher);
         true
     }
 
     fn remove_monitor(&self, id: MonitorId) {
         let mut g = self.inner.lock();
         if let Some(e) = g.extra.as_mut() {
-            e.monitors.retain(|(m, _)| *m != id);
+            e.monitors.remove(&id);
         }
     }
 
@@ -720,6 +727,10 @@ impl<M: Send + 'static> Process for Cell<M> {
 
     fn name(&self) -> Option<String> {
         Cell::name(self)
+    }
+
+    fn relation_counts(&self) -> (usize, usize) {
+        self.inner.lock().extra.as_ref().map_or((0, 0), |e| (e.links.len(), e.monitors.len()))
     }
 
     fn watch(&self) -> Result<oneshot::Receiver<ExitReason>, ExitReason> {

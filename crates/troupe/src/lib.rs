@@ -45,6 +45,7 @@ mod ctx;
 mod error;
 mod exit;
 mod id;
+mod keyed;
 mod mailbox;
 pub mod pool;
 mod precise;

@@ -89,7 +89,7 @@ pub fn remote_latency(launcher: &Launcher, p: &LatencyParams) -> Result<Vec<Row>
     let certs_dir = std::env::temp_dir().join(format!("troupe-bench-tls-latency-{}", std::process::id()));
     for (setting, write_through, spin_us, tls, modes) in SETTINGS {
         let (near_tls, far_tls) = if tls {
-            let mut c = crate::dev_certs(&certs_dir, &["asker", "echo"], &["127.0.0.1"])?;
+            let mut c = crate::dev_certs_with(&certs_dir, &["asker", "echo"], &["127.0.0.1"], true)?;
             let far = c.pop();
             (c.pop(), far)
         } else {

@@ -98,7 +98,7 @@ pub fn remote_pingpong(launcher: &Launcher, p: &PingPongParams) -> Result<Vec<Ro
     let transports: &[bool] = if p.tls { &[false, true] } else { &[false] };
     for &tls in transports {
         let (near_tls, far_tls) = if tls {
-            let mut c = crate::dev_certs(&certs_dir, &["ping", "pong"], &["127.0.0.1"])?;
+            let mut c = crate::dev_certs_with(&certs_dir, &["ping", "pong"], &["127.0.0.1"], true)?;
             let far = c.pop();
             (c.pop(), far)
         } else {

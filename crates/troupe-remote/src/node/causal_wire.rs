@@ -18,8 +18,20 @@
 //!    dropped and counted), [`MAX_HELD`] held frames per label (past it the arriving frame is
 //!    dropped and counted, `causal_refused`), [`MAX_NODES`] nodes named in one stamp (more is a
 //!    malformed frame) and known to one label's state (a frame that would grow it past that is
-//!    dropped and counted), so a misbehaving peer cannot grow a node's memory without bound. A frame whose cause was lost (a dropped frame, a
-//!    crashed sender) stays held: `causal_held` in the stats says how many wait now.
+//!    dropped and counted), so a misbehaving peer cannot grow a node's memory without bound. A
+//!    frame whose cause was lost (a dropped frame, a crashed sender) stays held while its
+//!    sender's session lasts: `causal_held` in the stats says how many wait now.
+//! 5. What is held is also bounded in bytes (a frame's size plus [`STAMP_ENTRY_COST`] per node
+//!    its stamp names, for the decoded stamp): per label (`max_causal_held_bytes_per_label`),
+//!    per sending session (`max_causal_held_bytes_per_session`) and per node
+//!    (`max_causal_held_bytes`). A frame that would go past any of them closes its sender's
+//!    session instead (`limit_closes`, the reason logged rate-limited); the node serves
+//!    everyone else. Before issue 36 only the count was bounded: 2,808 frames of 1 MiB held
+//!    3.3 GB.
+//! 6. When a sender's session ends (closed for a budget or any other reason), or a connection
+//!    of a sender this node has no session with closes, every frame it sent that is still held
+//!    is dropped and its bytes freed (`causal_dropped`); frames of other senders that waited on
+//!    them stay held, as after a loss.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -31,6 +43,7 @@ use crate::causal::{CausalOrder, Stamp};
 use crate::codec::{self, tag_hash};
 use crate::error::Error;
 use crate::frame::DataHeader;
+use crate::logging::Esc;
 use crate::node::canonical;
 use crate::node::peer::Peer;
 
@@ -42,16 +55,40 @@ pub(crate) const MAX_HELD: usize = 65_536;
 /// their clocks' entries), and a label's state may know (rule 4).
 pub(crate) const MAX_NODES: usize = 4096;
 
+/// Bytes a held frame is charged per node its stamp names (rule 5): a decoded clock entry in
+/// a `BTreeMap`, with its share of the tree's nodes.
+pub(crate) const STAMP_ENTRY_COST: usize = 48;
+
 /// A frame held until its causes are delivered.
 pub(crate) struct Held {
     pub(crate) peer: Arc<Peer>,
     pub(crate) body: Vec<u8>,
+    /// What it is charged against the byte budgets (rule 5).
+    pub(crate) cost: usize,
+}
+
+/// One label's order and the bytes it holds.
+struct Label {
+    order: CausalOrder<Held>,
+    bytes: usize,
+}
+
+/// The byte budgets of rule 5.
+#[derive(Clone, Copy)]
+pub(crate) struct Budgets {
+    pub(crate) per_label: usize,
+    pub(crate) per_session: usize,
+    pub(crate) per_node: usize,
 }
 
 /// A node's causal orders, one per label.
 pub(crate) struct CausalState {
     me: u64,
-    labels: Mutex<HashMap<String, CausalOrder<Held>>>,
+    labels: Mutex<HashMap<String, Label>>,
+    /// Bytes held over all labels (rule 5).
+    bytes: std::sync::atomic::AtomicU64,
+    /// Frames dropped because their sender's session ended (rule 6).
+    dropped: std::sync::atomic::AtomicU64,
 }
 
 /// The key a node is known by in vector clocks (rule 1).
@@ -67,25 +104,32 @@ pub(crate) enum Dropped {
     Held,
     /// The label's state knows too many nodes.
     Nodes,
+    /// Holding it would pass a byte budget (rule 5): the sender's session must close.
+    Budget(String),
 }
 
 impl CausalState {
     /// The state of the node advertised at `me`.
     pub(crate) fn new(me: &str) -> Self {
-        Self { me: node_key(me), labels: Mutex::new(HashMap::new()) }
+        Self {
+            me: node_key(me),
+            labels: Mutex::new(HashMap::new()),
+            bytes: Default::default(),
+            dropped: Default::default(),
+        }
     }
 
     /// The label's order, made on first use; `None` when the node already keeps
     /// [`MAX_LABELS`] others (rule 4).
-    fn order<'a>(
-        &self,
-        labels: &'a mut HashMap<String, CausalOrder<Held>>,
-        label: &str,
-    ) -> Option<&'a mut CausalOrder<Held>> {
+    fn order<'a>(&self, labels: &'a mut HashMap<String, Label>, label: &str) -> Option<&'a mut Label> {
         if !labels.contains_key(label) && labels.len() >= MAX_LABELS {
             return None;
         }
-        Some(labels.entry(label.to_owned()).or_insert_with(|| CausalOrder::new(self.me, MAX_HELD)))
+        Some(
+            labels
+                .entry(label.to_owned())
+                .or_insert_with(|| Label { order: CausalOrder::new(self.me, MAX_HELD), bytes: 0 }),
+        )
     }
 
     /// Rule 1: stamps a send to `dest` under `label` and runs `send` with the stamp.
@@ -101,37 +145,115 @@ impl CausalState {
                 "more than {MAX_LABELS} causal labels on this node; use fewer labels"
             ))));
         };
-        order.stamp_with(node_key(dest), send)
+        order.order.stamp_with(node_key(dest), send)
     }
 
-    /// Rules 3 and 4: takes an arrived frame and runs `deliver` on every frame it releases, in
+    /// Rules 3-5: takes an arrived frame and runs `deliver` on every frame it releases, in
     /// order, under the label's lock.
     pub(crate) fn receive(
         &self,
         label: &str,
         stamp: Stamp,
         held: Held,
+        budgets: Budgets,
         mut deliver: impl FnMut(Held),
     ) -> Result<(), Dropped> {
         let mut labels = self.labels.lock();
-        let order = self.order(&mut labels, label).ok_or(Dropped::Labels)?;
-        if order.known_nodes() > MAX_NODES {
+        let l = self.order(&mut labels, label).ok_or(Dropped::Labels)?;
+        if l.order.known_nodes() > MAX_NODES {
             return Err(Dropped::Nodes);
         }
-        let released = order.receive(stamp, held).map_err(|_| Dropped::Held)?;
-        released.into_iter().for_each(&mut deliver);
+        if l.order.would_hold(&stamp) {
+            // Rule 5: a frame that would be held must fit every byte budget.
+            let cost = held.cost;
+            let session = held.peer.causal_bytes.load(Ordering::Relaxed) as usize;
+            let node = self.bytes.load(Ordering::Relaxed) as usize;
+            let why = if l.bytes + cost > budgets.per_label {
+                Some(format!(
+                    "causal label {:?} would hold over {} bytes, max_causal_held_bytes_per_label",
+                    Esc(label),
+                    budgets.per_label
+                ))
+            } else if session + cost > budgets.per_session {
+                Some(format!(
+                    "the session would hold over {} bytes of causal frames, max_causal_held_bytes_per_session",
+                    budgets.per_session
+                ))
+            } else if node + cost > budgets.per_node {
+                Some(format!(
+                    "the node would hold over {} bytes of causal frames, max_causal_held_bytes",
+                    budgets.per_node
+                ))
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(Dropped::Budget(why));
+            }
+        }
+        let waited = l.order.stats().waited;
+        let (cost, peer) = (held.cost, held.peer.clone());
+        let released = l.order.receive(stamp, held).map_err(|_| Dropped::Held)?;
+        if l.order.stats().waited > waited {
+            l.bytes += cost;
+            peer.causal_bytes.fetch_add(cost as u64, Ordering::Relaxed);
+            self.bytes.fetch_add(cost as u64, Ordering::Relaxed);
+        }
+        let mut released = released.into_iter();
+        if let Some(first) = released.next() {
+            // The arrived frame itself, delivered at once: it was never charged.
+            deliver(first);
+        }
+        for h in released {
+            l.bytes -= h.cost;
+            self.uncharge(&h);
+            deliver(h);
+        }
         Ok(())
+    }
+
+    fn uncharge(&self, h: &Held) {
+        h.peer.causal_bytes.fetch_sub(h.cost as u64, Ordering::Relaxed);
+        self.bytes.fetch_sub(h.cost as u64, Ordering::Relaxed);
+    }
+
+    /// Rule 6: drops every held frame `peer` sent; the bytes they were charged.
+    pub(crate) fn drop_peer(&self, peer: &Arc<Peer>) -> usize {
+        if peer.causal_bytes.load(Ordering::Relaxed) == 0 {
+            return 0;
+        }
+        let (mut n, mut bytes) = (0, 0);
+        for l in self.labels.lock().values_mut() {
+            for h in l.order.drop_held(|h| Arc::ptr_eq(&h.peer, peer)) {
+                l.bytes -= h.cost;
+                bytes += h.cost;
+                self.uncharge(&h);
+                n += 1;
+            }
+        }
+        self.dropped.fetch_add(n, Ordering::Relaxed);
+        bytes
+    }
+
+    /// Bytes held now, over all labels (rule 5).
+    pub(crate) fn held_bytes(&self) -> u64 {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// Frames dropped because their sender's session ended (rule 6).
+    pub(crate) fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
     }
 
     /// Frames held now, over all labels.
     pub(crate) fn held(&self) -> u64 {
-        self.labels.lock().values().map(|o| o.held() as u64).sum()
+        self.labels.lock().values().map(|o| o.order.held() as u64).sum()
     }
 
     /// The counters of every label, added up.
     pub(crate) fn counts(&self) -> crate::causal::CausalStats {
         self.labels.lock().values().fold(crate::causal::CausalStats::default(), |mut t, o| {
-            let s = o.stats();
+            let s = o.order.stats();
             t.stamped += s.stamped;
             t.delivered += s.delivered;
             t.waited += s.waited;
@@ -140,6 +262,12 @@ impl CausalState {
             t
         })
     }
+}
+
+/// Rule 5: what a frame with this label, stamp and DATA body is charged while held.
+pub(crate) fn cost(label: &str, stamp: &Stamp, body: &[u8]) -> usize {
+    let named = stamp.clock.entries().count() + stamp.deps.values().map(|c| 1 + c.entries().count()).sum::<usize>();
+    body.len() + label.len() + STAMP_ENTRY_COST * (named + 1)
 }
 
 /// Rule 2: writes the causal prefix of a frame body.
@@ -187,6 +315,7 @@ pub(crate) fn dropped(node: &crate::node::NodeInner, peer: &Peer, why: Dropped) 
         Dropped::Labels => format!("this node already keeps {MAX_LABELS} causal labels"),
         Dropped::Held => format!("{MAX_HELD} frames of its label already wait for their causes"),
         Dropped::Nodes => format!("its label's state already names over {MAX_NODES} nodes"),
+        Dropped::Budget(why) => why,
     };
     crate::warn_limited!(peer = %crate::logging::Esc(&peer.addr), "dropped a causal frame: {why}");
 }

@@ -182,7 +182,9 @@ async fn dial(node: &NodeInner, addr: &str, channel: &str, lane: u16) -> Result<
             }
         }
     };
-    let (id, _) = handshake::dial(&mut stream, &node.shared.me, channel, lane, &node.secret, hs).await?;
+    let cert = stream.peer_cert_name();
+    let (id, _) =
+        handshake::dial_bound(&mut stream, &node.shared.me, channel, lane, &node.secret, hs, cert.as_deref()).await?;
     if is_me(node, &id) {
         return Err(ErrorKind::Unreachable(format!("{addr}{SELF_DIAL}")).into());
     }
@@ -235,7 +237,7 @@ async fn connect_once(node: &Arc<NodeInner>, peer: &Arc<Peer>) -> Result<(), Err
     tracing::info!(peer = %Esc(&peer.addr), name = %Esc(&ident.name), "node up");
     node.emit(NodeEvent::NodeUp { name: ident.name, addr: peer.addr.clone() });
     let me = &node.shared.me.listen;
-    let mine: Vec<_> = node.globals.read().values().filter(|e| &e.node == me).cloned().collect();
+    let mine = node.globals.read().of_node(me);
     peer.control(&Control::Globals { entries: mine, full: true });
     Ok(())
 }
@@ -340,10 +342,14 @@ async fn inbound_conn(node: Arc<NodeInner>, sock: TcpStream, from: SocketAddr) {
             }
         },
     };
-    let (acc, fb) = match handshake::accept(&mut sock, &node.shared.me, &node.secret, hs).await {
+    let cert = sock.peer_cert_name();
+    let (acc, fb) = match handshake::accept_bound(&mut sock, &node.shared.me, &node.secret, hs, cert.as_deref()).await {
         Ok(x) => x,
         Err(e) => {
             stats.handshake_failures.fetch_add(1, Ordering::Relaxed);
+            if cert.is_some() && e.to_string().contains("TLS certificate") {
+                stats.tls_failures.fetch_add(1, Ordering::Relaxed);
+            }
             if matches!(e.kind, ErrorKind::Auth(_)) {
                 stats.auth_failures.fetch_add(1, Ordering::Relaxed);
             }
@@ -375,6 +381,18 @@ async fn inbound_conn(node: Arc<NodeInner>, sock: TcpStream, from: SocketAddr) {
         stats.connections_closed.fetch_add(1, Ordering::Relaxed);
         return;
     }
+    // Rule 9 of `node/mod.rs`: connections from one peer are budgeted.
+    let Some(guard) = InboundGuard::take(&peer, node.cfg.connection_budget()) else {
+        stats.connections_closed.fetch_add(1, Ordering::Relaxed);
+        stats.connections_refused.fetch_add(1, Ordering::Relaxed);
+        crate::warn_limited!(
+            peer = %Esc(&peer.addr),
+            "closing connection from {from}: the peer already has {} connections to this node, \
+             max_connections_per_peer",
+            node.cfg.connection_budget()
+        );
+        return;
+    };
     let restarted = {
         let s = peer.session.lock();
         (s.incarnation != 0 && s.incarnation != acc.peer.incarnation && peer.is_up()).then_some(s.generation)
@@ -388,8 +406,33 @@ async fn inbound_conn(node: Arc<NodeInner>, sock: TcpStream, from: SocketAddr) {
         node.ensure_connected(&peer);
     }
     let ctx = InCtx { channel: acc.channel, lane: acc.lane, incarnation: acc.peer.incarnation, acks: Vec::new() };
-    let task = tokio::spawn(inbound_reader(Arc::downgrade(&node), peer.clone(), sock, fb, ctx, from));
+    let reader = inbound_reader(Arc::downgrade(&node), peer.clone(), sock, fb, ctx, from);
+    let task = tokio::spawn(async move {
+        let _guard = guard; // released when the reader ends or is aborted
+        reader.await;
+    });
     peer.session.lock().tasks.push(task.abort_handle());
+}
+
+/// One of a peer's live inbound connections (rule 9 of `node/mod.rs`).
+struct InboundGuard(Arc<Peer>);
+
+impl InboundGuard {
+    /// Counts a new connection from `peer`, unless it already has `max`.
+    fn take(peer: &Arc<Peer>, max: usize) -> Option<Self> {
+        let live = peer.inbound.fetch_add(1, Ordering::AcqRel);
+        if live >= max {
+            peer.inbound.fetch_sub(1, Ordering::AcqRel);
+            return None;
+        }
+        Some(Self(peer.clone()))
+    }
+}
+
+impl Drop for InboundGuard {
+    fn drop(&mut self) {
+        self.0.inbound.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 async fn inbound_reader(
@@ -426,6 +469,12 @@ async fn inbound_reader(
     };
     peer.drop_held(&ctx.channel, ctx.lane);
     let Some(n) = node.upgrade() else { return };
+    if !peer.is_up() {
+        // `causal_wire.rs` rule 6 for a peer without a session (no control connection of
+        // ours to it): nothing else would end its session and free what it sent.
+        let freed = n.causal.drop_peer(&peer);
+        crate::node::trim::released(freed, 0);
+    }
     let stats = &n.shared.stats;
     stats.connections_closed.fetch_add(1, Ordering::Relaxed);
     match why {
@@ -433,7 +482,8 @@ async fn inbound_reader(
             // Bad input closes only this connection.
             match e.kind {
                 ErrorKind::FrameTooLarge { .. } => stats.oversized_frames.fetch_add(1, Ordering::Relaxed),
-                ErrorKind::LimitExceeded(_) => 0,
+                // Logged once, where the budget was checked (`inbound::limit_close`).
+                ErrorKind::LimitExceeded(_) => return,
                 _ => stats.malformed_frames.fetch_add(1, Ordering::Relaxed),
             };
             crate::warn_limited!(peer = %Esc(&peer.addr), "closing connection from {from}: {}", Esc(&e.to_string()));
@@ -512,19 +562,75 @@ pub(crate) fn fire(peer: &Peer, key: u64, mid: u64, w: Watcher, reason: ExitReas
     let _ = mid;
 }
 
-/// Rule 2 of `node/mod.rs`: every relation crossing to `peer` learns it is lost.
-pub(crate) fn fail_relations(node: &NodeInner, peer: &Peer) {
+/// Rule 8 of `node/mod.rs`: relations released between two yields of a teardown.
+pub(crate) const TEARDOWN_BATCH: usize = 1024;
+
+/// Rule 2 of `node/mod.rs`: every relation crossing to `peer` learns it is lost. Rule 8: the
+/// first [`TEARDOWN_BATCH`] are released at once; the rest by a task that yields between
+/// batches, so a peer with hundreds of thousands of relations does not starve other work.
+pub(crate) fn fail_relations(node: &NodeInner, peer: &Arc<Peer>) {
     let rel = std::mem::take(&mut *peer.relations.lock());
-    for (mid, (key, w)) in rel.monitors_out {
-        fire(peer, key, mid, w, ExitReason::NoConnection);
-    }
-    for ((_, remote), (local, _)) in rel.links {
-        let _ = remote_api::deliver_exit(&local, ActorId::new(peer.index, remote), ExitReason::NoConnection);
-    }
-    for (_, (local, id)) in rel.monitors_in {
-        remote_api::remove_monitor(&local, id);
-    }
     node.pending.lock().retain(|_, (idx, _)| *idx != peer.index);
+    let total = rel.monitors_out.len() + rel.links.len() + rel.monitors_in.len();
+    node.shared.stats.teardown_pending.fetch_add(total as u64, Ordering::Relaxed);
+    let mut work = Teardown {
+        shared: node.shared.clone(),
+        peer: peer.clone(),
+        monitors_out: rel.monitors_out.into_iter(),
+        links: rel.links.into_iter(),
+        monitors_in: rel.monitors_in.into_iter(),
+    };
+    if work.step(TEARDOWN_BATCH) {
+        return;
+    }
+    match tokio::runtime::Handle::try_current() {
+        Ok(rt) => {
+            rt.spawn(async move {
+                while !work.step(TEARDOWN_BATCH) {
+                    tokio::task::yield_now().await;
+                }
+                drop(work);
+                crate::node::trim::released(0, total);
+            });
+        }
+        Err(_) => {
+            while !work.step(usize::MAX) {}
+            drop(work);
+            crate::node::trim::released(0, total);
+        }
+    }
+}
+
+/// What is left of one peer's relations to release (rule 8 of `node/mod.rs`).
+struct Teardown {
+    shared: Arc<crate::node::Shared>,
+    peer: Arc<Peer>,
+    monitors_out: std::collections::hash_map::IntoIter<u64, (u64, Watcher)>,
+    links: std::collections::hash_map::IntoIter<(u64, u64), (troupe::AnyRef, crate::frame::Target)>,
+    monitors_in: std::collections::hash_map::IntoIter<u64, (troupe::AnyRef, troupe::MonitorId)>,
+}
+
+impl Teardown {
+    /// Releases up to `n` relations (each O(1), `troupe`'s `keyed.rs`); true when none is left.
+    fn step(&mut self, n: usize) -> bool {
+        let peer = &*self.peer;
+        let mut done = 0;
+        while done < n {
+            done += 1;
+            if let Some((mid, (key, w))) = self.monitors_out.next() {
+                fire(peer, key, mid, w, ExitReason::NoConnection);
+            } else if let Some(((_, remote), (local, _))) = self.links.next() {
+                let _ = remote_api::deliver_exit(&local, ActorId::new(peer.index, remote), ExitReason::NoConnection);
+            } else if let Some((_, (local, id))) = self.monitors_in.next() {
+                remote_api::remove_monitor(&local, id);
+            } else {
+                done -= 1;
+                break;
+            }
+        }
+        self.shared.stats.teardown_pending.fetch_sub(done as u64, Ordering::Relaxed);
+        self.monitors_out.len() + self.links.len() + self.monitors_in.len() == 0
+    }
 }
 
 /// Declares `peer` down (when `gen` is its current session, or always with `None`).
@@ -543,11 +649,13 @@ pub(crate) fn peer_down(node: &Arc<NodeInner>, peer: &Arc<Peer>, gen: Option<u64
     for l in peer.channels.iter().flat_map(|c| &c.lanes) {
         l.reset();
     }
-    peer.clear_dedup();
+    let held = peer.clear_dedup();
     let err = Error::new(ErrorKind::Unreachable(format!("{} ({reason})", peer.addr)));
     peer.status.send_replace(Status::Down(Some(err)));
     fail_relations(node, peer);
-    node.globals.write().retain(|_, e| e.node != peer.addr);
+    node.globals.write().remove_node(&peer.addr);
+    let causal = node.causal.drop_peer(peer); // `causal_wire.rs` rule 6
+    crate::node::trim::released(held + causal, 0);
     if was_up {
         node.shared.stats.nodes_down.fetch_add(1, Ordering::Relaxed);
         tracing::info!(peer = %Esc(&peer.addr), name = %Esc(&name), "node down: {}", Esc(reason));

@@ -16,6 +16,17 @@
 //!    either, that session is closed (its peer goes down with the reason, `held_limit_closes`)
 //!    and everything it held is freed. What a connection held is also freed when that
 //!    connection ends (`Peer::drop_held`), so nothing stays held after a peer leaves.
+//! 5. A monitor number names one monitor per peer: a `Monitor` that reuses a number still in
+//!    use replaces the old monitor, on the actor as well as in the peer's table, so repeating
+//!    it grows nothing (before issue 36 each repeat left one monitor on the actor for good).
+//! 6. What a peer's control frames make this node keep is budgeted per peer: monitors on this
+//!    node's actors (`max_monitors_per_peer`) and links with them (`max_links_per_peer`). A
+//!    frame that would go past a budget closes the session instead (its peer goes down with
+//!    the reason, logged rate-limited, `limit_closes`), and what the session held is released
+//!    (rule 8 of `node/mod.rs`); the node keeps serving every other peer.
+//! 7. Global names a peer announces are budgeted the same way: per peer
+//!    (`max_globals_per_peer`) and over all peers (`max_globals`; this node's own names do
+//!    not count). A name past either closes the session; its names are dropped with it.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -53,17 +64,28 @@ pub(crate) fn dispatch(
         kind::DATA => data(node, peer, ctx, body),
         kind::CAUSAL => {
             let (label, stamp, rest) = causal_wire::read(body)?;
-            let held = causal_wire::Held { peer: peer.clone(), body: rest.to_vec() };
-            let r = node.causal.receive(&label, stamp, held, |h| {
+            let cost = causal_wire::cost(&label, &stamp, rest);
+            let held = causal_wire::Held { peer: peer.clone(), body: rest.to_vec(), cost };
+            let cfg = &node.cfg;
+            let budgets = causal_wire::Budgets {
+                per_label: cfg.max_causal_held_bytes_per_label,
+                per_session: cfg.max_causal_held_bytes_per_session,
+                per_node: cfg.max_causal_held_bytes,
+            };
+            let r = node.causal.receive(&label, stamp, held, budgets, |h| {
                 // Parsed when it arrived, with no ack sequence (causal_wire rule 2).
                 if let Ok((dh, payload, replies)) = DataHeader::read(&h.body) {
                     handle(node, &h.peer, dh, payload, replies);
                 }
             });
-            if let Err(why) = r {
-                causal_wire::dropped(node, peer, why);
+            match r {
+                Ok(()) => Ok(()),
+                Err(causal_wire::Dropped::Budget(why)) => Err(limit_close(node, peer, why)),
+                Err(why) => {
+                    causal_wire::dropped(node, peer, why);
+                    Ok(())
+                }
             }
-            Ok(())
         }
         kind::REPLY => {
             let (id, _tag, payload) = read_reply(body)?;
@@ -80,8 +102,7 @@ pub(crate) fn dispatch(
         }
         kind::CONTROL => {
             let c: Control = codec::decode(body)?;
-            control(node, peer, c);
-            Ok(())
+            control(node, peer, c)
         }
         k => Err(Error::malformed(format!("frame kind {k} is not allowed after the handshake"))),
     }
@@ -160,8 +181,7 @@ fn held_limit(node: &Arc<NodeInner>, peer: &Arc<Peer>, session: usize, all: usiz
             cfg.max_held_bytes
         )
     };
-    crate::node::conn::peer_down(node, peer, None, &why);
-    ErrorKind::LimitExceeded(why).into()
+    limit_close(node, peer, why)
 }
 
 /// Rule 2: hands a data frame to its actor, or refuses it.
@@ -187,7 +207,7 @@ fn handle(node: &Arc<NodeInner>, peer: &Arc<Peer>, h: DataHeader, payload: &[u8]
     }
 }
 
-fn control(node: &Arc<NodeInner>, peer: &Arc<Peer>, c: Control) {
+fn control(node: &Arc<NodeInner>, peer: &Arc<Peer>, c: Control) -> Result<(), Error> {
     match c {
         Control::Heartbeat => {}
         Control::Ack { channel, lane, seqs } => peer.acked(&channel, lane, &seqs),
@@ -210,9 +230,26 @@ fn control(node: &Arc<NodeInner>, peer: &Arc<Peer>, c: Control) {
         }
         Control::Monitor { mid, target } => match node.resolve_local(&target).filter(|(_, e)| e.any.is_alive()) {
             Some((id, ex)) => {
+                let held = {
+                    let r = peer.relations.lock();
+                    (!r.monitors_in.contains_key(&mid)).then_some(r.monitors_in.len())
+                };
+                let max = node.cfg.max_monitors_per_peer;
+                if held.is_some_and(|n| n >= max) {
+                    return Err(limit_close(
+                        node,
+                        peer,
+                        format!("the peer holds {max} monitors on this node's actors, max_monitors_per_peer"),
+                    ));
+                }
                 let local_mid = remote_api::new_monitor_id();
                 let proxy = troupe::AnyRef::from_remote(Arc::new(WatcherProxy { peer: peer.clone(), mid }));
-                peer.relations.lock().monitors_in.insert(mid, (ex.any.clone(), local_mid));
+                let old = peer.relations.lock().monitors_in.insert(mid, (ex.any.clone(), local_mid));
+                if let Some((old_any, old_mid)) = old {
+                    // Rule 5: a reused monitor number replaces the old monitor on the actor
+                    // too; it used to stay there, one leaked entry per repeat (issue 36).
+                    remote_api::remove_monitor(&old_any, old_mid);
+                }
                 if !remote_api::add_monitor(&ex.any, local_mid, proxy) {
                     peer.relations.lock().monitors_in.remove(&mid);
                     peer.control(&Control::Down { mid, actor: id, reason: troupe::ExitReason::NoProc });
@@ -235,6 +272,18 @@ fn control(node: &Arc<NodeInner>, peer: &Arc<Peer>, c: Control) {
         }
         Control::Link { from, to } => match node.resolve_local(&to).filter(|(_, e)| e.any.is_alive()) {
             Some((id, ex)) => {
+                let held = {
+                    let r = peer.relations.lock();
+                    (!r.links.contains_key(&(id, from))).then_some(r.links.len())
+                };
+                let max = node.cfg.max_links_per_peer;
+                if held.is_some_and(|n| n >= max) {
+                    return Err(limit_close(
+                        node,
+                        peer,
+                        format!("the peer holds {max} links with this node's actors, max_links_per_peer"),
+                    ));
+                }
                 let proxy = RemoteActor::new(node, peer.clone(), Target::Id(from), 0, SendOptions::default());
                 let proxy = troupe::AnyRef::from_remote(Arc::new(proxy));
                 peer.relations.lock().links.insert((id, from), (ex.any.clone(), to.clone()));
@@ -284,12 +333,32 @@ fn control(node: &Arc<NodeInner>, peer: &Arc<Peer>, c: Control) {
             }
         }
         Control::Globals { entries, full } => {
-            let mut g = node.globals.write();
-            if full {
-                g.retain(|_, e| e.node != peer.addr);
-            }
-            for e in entries {
-                merge_global(&mut g, e, &peer.addr);
+            let over = {
+                let mut g = node.globals.write();
+                if full {
+                    g.remove_node(&peer.addr);
+                }
+                let me = &node.shared.me.listen;
+                let (per_peer, all) = (node.cfg.max_globals_per_peer, node.cfg.max_globals);
+                let mut over = None;
+                for e in entries {
+                    // Rule 7: a name new to this peer must fit both budgets.
+                    if g.get(&e.name).is_none_or(|old| old.node != peer.addr) {
+                        if g.count_of(&peer.addr) >= per_peer {
+                            over = Some(format!("the peer holds {per_peer} global names, max_globals_per_peer"));
+                            break;
+                        }
+                        if g.len() - g.count_of(me) >= all {
+                            over = Some(format!("peers hold {all} global names on this node, max_globals"));
+                            break;
+                        }
+                    }
+                    merge_global(&mut g, e, &peer.addr);
+                }
+                over
+            };
+            if let Some(why) = over {
+                return Err(limit_close(node, peer, why));
             }
         }
         Control::GlobalGone { name } => {
@@ -299,15 +368,25 @@ fn control(node: &Arc<NodeInner>, peer: &Arc<Peer>, c: Control) {
             }
         }
     }
+    Ok(())
+}
+
+/// Rules 4 and 6: a peer went past a budget; its session is closed with `why`, logged
+/// (rate-limited) and counted (`limit_closes`).
+pub(crate) fn limit_close(node: &Arc<NodeInner>, peer: &Arc<Peer>, why: String) -> Error {
+    node.shared.stats.limit_closes.fetch_add(1, Ordering::Relaxed);
+    crate::warn_limited!(peer = %Esc(&peer.addr), "closing the session: {}", Esc(&why));
+    crate::node::conn::peer_down(node, peer, None, &why);
+    ErrorKind::LimitExceeded(why).into()
 }
 
 /// Two nodes claiming one name: the lower node address keeps it, on every node alike.
-fn merge_global(g: &mut std::collections::HashMap<String, GlobalEntry>, mut e: GlobalEntry, from: &str) {
+fn merge_global(g: &mut crate::node::globals::Globals, mut e: GlobalEntry, from: &str) {
     e.node = crate::node::canonical(from);
     match g.get(&e.name) {
         Some(old) if old.node != e.node && old.node < e.node => {}
         _ => {
-            g.insert(e.name.clone(), e);
+            g.insert(e);
         }
     }
 }

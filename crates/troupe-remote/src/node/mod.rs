@@ -28,14 +28,26 @@
 //!    when it is this node, the peer the message came from, a configured or connected member,
 //!    or the home of a global name: a forged address never creates a peer or a dial
 //!    (`refs_refused`).
+//! 8. Tearing a session down is linear in the relations it leaves: monitors and links are
+//!    indexed on both sides (this node's per-peer maps, the actor's `troupe` `keyed.rs`), so
+//!    each is released in O(1); the first `conn::TEARDOWN_BATCH` at once, the rest by a task
+//!    that yields between batches, so other peers are served meanwhile (`teardown_pending`
+//!    counts what is still to release).
+//! 9. Connections one peer dials to this node are budgeted (`max_connections_per_peer`, never
+//!    below this node's own lanes plus one: `NodeConfig::connection_budget`): one past
+//!    it is closed after its handshake (`connections_refused`, logged rate-limited) and the
+//!    peer's session carries on. Each connection may hold at most one partly read frame of
+//!    `max_frame_bytes`, so this bounds what one peer's unfinished frames can hold.
 
 pub(crate) mod causal_wire;
 pub(crate) mod conn;
+pub(crate) mod globals;
 pub(crate) mod inbound;
 pub(crate) mod lane;
 pub(crate) mod peer;
 pub(crate) mod refs;
 pub(crate) mod stream;
+pub(crate) mod trim;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -124,6 +136,9 @@ pub(crate) struct Stats {
     pub(crate) held_bytes: AtomicU64,
     pub(crate) held_limit_closes: AtomicU64,
     pub(crate) causal_refused: AtomicU64,
+    pub(crate) teardown_pending: AtomicU64,
+    pub(crate) limit_closes: AtomicU64,
+    pub(crate) connections_refused: AtomicU64,
 }
 
 /// A snapshot of a node's counters.
@@ -185,6 +200,27 @@ pub struct StatsSnapshot {
     /// Causally labelled messages dropped because their label's hold (or the node's label
     /// table) was full.
     pub causal_refused: u64,
+    /// Bytes of causal frames held for their causes now (`causal_wire.rs` rule 5).
+    pub causal_held_bytes: u64,
+    /// Held causal frames dropped because their sender's session ended (rule 6 there).
+    pub causal_dropped: u64,
+    /// Global names known now (this node's and its peers').
+    pub globals: u64,
+    /// Monitors peers hold on this node's actors now, over all peers.
+    pub monitors_in: u64,
+    /// Links between this node's actors and peers' actors now, over all peers.
+    pub links: u64,
+    /// Relations of sessions that ended, still being released (rule 8).
+    pub teardown_pending: u64,
+    /// Sessions closed because their peer went past a budget (held bytes, held causal bytes,
+    /// monitors, links, global names, connections); each is also counted by its own counter
+    /// where one exists (`held_limit_closes`).
+    pub limit_closes: u64,
+    /// Connections closed because their peer already had `max_connections_per_peer` (rule 9).
+    pub connections_refused: u64,
+    /// Times freed memory was handed back to the operating system after a large session
+    /// ended (`node/trim.rs`; process-wide).
+    pub trims: u64,
     /// Warning lines suppressed by the log rate limit (process-wide).
     pub log_lines_suppressed: u64,
     /// Log lines dropped because stderr did not keep up (process-wide).
@@ -281,7 +317,7 @@ pub(crate) struct NodeInner {
     /// Asks waiting for a remote answer: reply number -> (peer index, the waiting handle).
     pub(crate) pending: Mutex<HashMap<u64, (u16, Box<dyn PendingReply>)>>,
     pub(crate) lookups: Mutex<HashMap<u64, oneshot::Sender<Option<Found>>>>,
-    pub(crate) globals: RwLock<HashMap<String, GlobalEntry>>,
+    pub(crate) globals: RwLock<globals::Globals>,
     pub(crate) events: broadcast::Sender<NodeEvent>,
     pub(crate) tasks: Mutex<Vec<AbortHandle>>,
     pub(crate) closed: AtomicBool,
@@ -329,7 +365,7 @@ impl NodeInner {
             Some(p) => p.index == from || p.keep.load(Ordering::Relaxed) || p.ever_up.load(Ordering::Relaxed),
             None => false,
         };
-        if member || self.globals.read().values().any(|e| e.node == addr) {
+        if member || self.globals.read().holds_any(&addr) {
             return self.make_peer(&addr, true);
         }
         self.shared.stats.refs_refused.fetch_add(1, Ordering::Relaxed);
@@ -421,7 +457,7 @@ impl NodeInner {
                         let mut g = n.globals.write();
                         let me = &n.shared.me.listen;
                         let names: Vec<String> =
-                            g.values().filter(|e| &e.node == me && e.id == id).map(|e| e.name.clone()).collect();
+                            g.of_node(me).into_iter().filter(|e| e.id == id).map(|e| e.name).collect();
                         for name in &names {
                             g.remove(name);
                         }
@@ -528,7 +564,7 @@ impl Node {
                 names: RwLock::new(HashMap::new()),
                 pending: Mutex::new(HashMap::new()),
                 lookups: Mutex::new(HashMap::new()),
-                globals: RwLock::new(HashMap::new()),
+                globals: RwLock::new(globals::Globals::default()),
                 events: broadcast::channel(1024).0,
                 tasks: Mutex::new(Vec::new()),
                 closed: AtomicBool::new(false),
@@ -673,7 +709,7 @@ impl Node {
             }
             let id = self.inner.export_anonymous(refs::export_parts(actor));
             let entry = GlobalEntry { name: name.to_owned(), node: self.addr(), id, tag, tag_name: M::TAG.to_owned() };
-            g.insert(name.to_owned(), entry.clone());
+            g.insert(entry.clone());
             entry
         };
         self.inner.broadcast(&Control::Globals { entries: vec![entry], full: false });
@@ -727,6 +763,10 @@ impl Node {
         let s = &self.inner.shared.stats;
         let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let causal = self.inner.causal.counts();
+        let rel = self.inner.all_peers().iter().fold((0, 0), |(m, l), p| {
+            let r = p.relations.lock();
+            (m + r.monitors_in.len() as u64, l + r.links.len() as u64)
+        });
         StatsSnapshot {
             frames_out: l(&s.frames_out),
             frames_in: l(&s.frames_in),
@@ -763,6 +803,15 @@ impl Node {
             causal_duplicates: causal.duplicates,
             causal_held: self.inner.causal.held(),
             causal_refused: l(&s.causal_refused),
+            causal_held_bytes: self.inner.causal.held_bytes(),
+            causal_dropped: self.inner.causal.dropped(),
+            globals: self.inner.globals.read().len() as u64,
+            monitors_in: rel.0,
+            links: rel.1,
+            teardown_pending: l(&s.teardown_pending),
+            limit_closes: l(&s.limit_closes),
+            connections_refused: l(&s.connections_refused),
+            trims: trim::trims(),
             log_lines_suppressed: crate::logging::lines_suppressed(),
             log_lines_dropped: crate::logging::lines_dropped(),
         }

@@ -217,6 +217,10 @@ pub(crate) struct Peer {
     pub(crate) last_seen_us: AtomicU64,
     pub(crate) relations: Mutex<Relations>,
     pub(crate) dedup: Mutex<Dedup>,
+    /// Bytes of causal frames from this peer held for their causes (`causal_wire.rs` rule 5).
+    pub(crate) causal_bytes: AtomicU64,
+    /// Live connections it dialled to us (rule 9 of `node/mod.rs`).
+    pub(crate) inbound: std::sync::atomic::AtomicUsize,
     /// Keep reconnecting (a configured peer, or one we were asked to connect to).
     pub(crate) keep: AtomicBool,
     /// A session with it has been up at least once (a known member: rule 7 of `node/mod.rs`).
@@ -245,6 +249,8 @@ impl Peer {
             last_seen_us: AtomicU64::new(0),
             relations: Mutex::new(Relations::default()),
             dedup: Mutex::new(Dedup::default()),
+            causal_bytes: AtomicU64::new(0),
+            inbound: std::sync::atomic::AtomicUsize::new(0),
             keep: AtomicBool::new(false),
             ever_up: AtomicBool::new(false),
         }
@@ -478,12 +484,14 @@ impl Peer {
 
     /// Forgets every inbound lane's order state (the session ended) and returns the held
     /// bytes to the node's account.
-    pub(crate) fn clear_dedup(&self) {
+    /// Drops what is held for order; the bytes it held.
+    pub(crate) fn clear_dedup(&self) -> usize {
         let mut d = self.dedup.lock();
         let n = std::mem::take(&mut d.held_bytes);
         d.lanes.clear();
         drop(d);
         self.shared.stats.held_bytes.fetch_sub(n as u64, Ordering::Relaxed);
+        n
     }
 
     /// The inbound connection of `channel`/`lane` ended: what it held back can never be

@@ -47,6 +47,17 @@ impl Stream {
         }
     }
 
+    /// Under TLS, the subject common name of the certificate the other side presented (empty
+    /// when it has none; `handshake.rs` rule 8); `None` for plain TCP.
+    pub(crate) fn peer_cert_name(&self) -> Option<String> {
+        let Stream::Tls(t) = self else { return None };
+        let certs = match &**t {
+            tokio_rustls::TlsStream::Client(c) => c.get_ref().1.peer_certificates(),
+            tokio_rustls::TlsStream::Server(s) => s.get_ref().1.peer_certificates(),
+        };
+        Some(certs.and_then(<[_]>::first).and_then(|c| crate::tls::subject_common_name(c)).unwrap_or_default())
+    }
+
     /// A non-blocking read into `buf`'s spare capacity (plain only; `WouldBlock` under TLS).
     pub(crate) fn try_read_buf(&self, buf: &mut Vec<u8>) -> io::Result<usize> {
         match self {

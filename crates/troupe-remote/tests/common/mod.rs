@@ -3,6 +3,8 @@
 //! answers) with bounded waits, sends them commands, and signals them (SIGKILL, SIGSTOP).
 #![allow(dead_code, unreachable_pub)]
 
+pub mod attacker;
+
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
