@@ -98,6 +98,18 @@ fn reports_per_s_is_the_window_mean_and_mttr_comes_from_reconnected() {
 }
 
 #[test]
+fn definition_2_reports_per_s_is_measured_on_the_event_clock_not_by_the_timer() {
+    let mut evs = run(&[]);
+    // The collector's last tick came 1 s late: its count covers 2 s of reports.
+    for e in evs.iter_mut().filter(|e| e.ev == "throughput" && e.int("second") == 3) {
+        *e = ev(T0 + 5_000_000, "orchestrator", "throughput", json!({"second": 3, "count": 2000}));
+    }
+    let st = IotStats::compute(&cfg(), &evs, &[]);
+    // Counting the timer's seconds read (1000 + 800 + 600 + 2000) / 4 = 1100/s.
+    assert_eq!(st.reports_per_s, 4400.0 / 5.0);
+}
+
+#[test]
 fn no_restarts_means_no_mttr_and_null_figures() {
     let st = IotStats::compute(&cfg(), &run(&["reconnected", "devices-1:restarted"]), &[]);
     assert!(st.mttr_ms.is_none());

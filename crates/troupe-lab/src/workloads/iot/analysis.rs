@@ -5,8 +5,10 @@
 //! Definitions:
 //! 1. The window is `[start_us, start_us + duration_s)` from the orchestrator's
 //!    `ready {what: "window", start_us}`.
-//! 2. `reports_per_s`: the mean of the `throughput {second, count}` counts over the window's
-//!    seconds (one event per second from the collector).
+//! 2. `reports_per_s`, on the events' one clock: the collector's `throughput {second, count}`
+//!    counts the reports completed since its previous one (or since the window start), so the
+//!    counts' sum is divided by the time from the window start to the last one's stamp, not by
+//!    the number of seconds its timer meant to measure (a late timer never reads high).
 //! 3. `mttr_ms`, over every device restart (`restarted` of a `device-k`): the restart is closed
 //!    by the first `reconnected {target, ms}` of that device stamped at or after it and before
 //!    its next restart (the device's status current and known to every server; the sample is
@@ -104,6 +106,7 @@ impl IotStats {
             .find(|e| e.ev == "ready" && e.str("what") == "window")
             .map(|e| e.raw.get("start_us").and_then(serde_json::Value::as_i64).unwrap_or(e.ts_us));
         let mut per_second: BTreeMap<u64, u64> = BTreeMap::new();
+        let mut last_throughput_us = None;
         let mut bad_seconds = 0;
         let (mut servers_ready, mut devices_ready) = (0, 0);
         let mut started = BTreeSet::new();
@@ -161,6 +164,7 @@ impl IotStats {
                         bad_seconds += 1;
                     } else {
                         per_second.insert(s as u64, e.int("count").max(0) as u64);
+                        last_throughput_us = last_throughput_us.max(Some(e.ts_us));
                     }
                 }
                 "reconnected" => {
@@ -193,7 +197,12 @@ impl IotStats {
         }
         st.seconds = per_second.into_iter().collect();
         if !st.seconds.is_empty() {
-            st.reports_per_s = st.seconds.iter().map(|s| s.1 as f64).sum::<f64>() / c.duration_s as f64;
+            let total = st.seconds.iter().map(|s| s.1 as f64).sum::<f64>();
+            // Definition 2; without a window start (an incomplete run) the timer's seconds.
+            st.reports_per_s = match (window_start_us, last_throughput_us) {
+                (Some(w), Some(t)) if t > w => total * 1e6 / (t - w) as f64,
+                _ => total / c.duration_s as f64,
+            };
         }
         let (samples, open) = close_restarts(&device_restarts, &rejoins, last_us);
         st.mttr_samples = samples;
