@@ -144,6 +144,12 @@ impl Dist {
     }
 }
 
+/// How long before the end of a window (or of a run) a failure must have happened to count as
+/// "never recovered" and degrade the run: a client that detected a crash 4 ms before its
+/// process was stopped had no time to rejoin. Such a late sample is still censored and in
+/// every distribution (rules 5-7); it just does not by itself make the run `degraded`.
+pub const RECOVERY_GRACE_MS: f64 = 1000.0;
+
 /// `X` or `>= X` with `prec` decimals (rule 6's display).
 pub fn bound_text(v: f64, lower_bound: bool, prec: usize) -> String {
     if lower_bound {

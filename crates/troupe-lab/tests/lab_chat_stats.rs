@@ -95,31 +95,48 @@ fn a_client_that_never_rejoins_is_disconnected_to_the_window_end() {
 #[test]
 fn definition_4_an_unreconnected_client_counts_as_at_least_the_time_to_the_end_and_degrades_the_run() {
     let c = cfg(&[]);
-    let f = T0 + 3_000_000;
+    let f = T0 + 2_000_000;
     let extra = vec![
         ev(f, "chat", "fault_injected", json!({"id": "f-1", "target": "chat-1", "kind": "error"})),
         ev(f + 1_000, "chat", "fault_detected", json!({"id": null, "target": "chat-1", "by": "c2"})),
         // c3 rejoins after the window's end, while the run winds down: still its rejoin.
         ev(f + 2_000, "chat", "fault_detected", json!({"id": null, "target": "chat-1", "by": "c3"})),
-        ev(T0 + 4_100_000, "chat", "reconnected", json!({"target": "chat-1", "by": "c3", "ms": 1098.0})),
+        ev(T0 + 4_100_000, "chat", "reconnected", json!({"target": "chat-1", "by": "c3", "ms": 2098.0})),
     ];
     let st = ChatStats::compute(&c, &run(extra), &[]);
     assert_eq!((st.detections, st.expected_detections), (4, 4));
-    assert_eq!((st.reconnections, st.unreconnected), (3, 1));
+    assert_eq!((st.reconnections, st.unreconnected, st.open_at_end), (3, 1, 0));
     let r = st.reconnection_ms.clone().unwrap();
-    // Every detection is a sample: 10, 30, 1098, and c2's at least 1999 ms (from its
-    // detection at 3.001 s to the run's last event at 5 s).
+    // Every detection is a sample: 10, 30, 2098, and c2's at least 2999 ms (from its
+    // detection at 2.001 s to the run's last event at 5 s).
     assert_eq!((r.n, r.censored), (4, 1));
     assert_eq!(r.show("min", 1), "10.0");
-    assert_eq!(r.show("max", 1), ">= 1999.0");
-    assert_eq!(r.show("median", 1), "564.0");
-    assert_eq!(r.show("mean", 1), ">= 784.2");
+    assert_eq!(r.show("max", 1), ">= 2999.0");
+    assert_eq!(r.show("median", 1), "1064.0");
+    assert_eq!(r.show("mean", 1), ">= 1284.2");
     let json = troupe_lab::workload::RunAnalysis::summary_json(&st);
     assert_eq!(json["unreconnected"], 1);
     assert_eq!(json["reconnection_ms"]["censored"], 1);
     assert!(json["reconnection_ms"]["lower_bounds"].as_array().unwrap().iter().any(|v| v == "p99"), "{json}");
     let why = st.degradations().join("; ");
     assert!(why.contains("1 of 4 detections never followed by a rejoin"), "{why}");
+}
+
+#[test]
+fn definition_4_a_detection_in_the_windows_last_second_is_censored_but_does_not_degrade() {
+    let c = cfg(&[]);
+    // chat-1 crashes 500 ms before the window's end; its clients' processes stop before they
+    // can rejoin.
+    let f = T0 + 3_500_000;
+    let extra = vec![
+        ev(f, "chat", "fault_injected", json!({"id": "f-1", "target": "chat-1", "kind": "kill"})),
+        ev(f + 1_000, "chat", "fault_detected", json!({"id": null, "target": "chat-1", "by": "c2"})),
+        ev(f + 2_000, "chat", "fault_detected", json!({"id": null, "target": "chat-1", "by": "c3"})),
+    ];
+    let st = ChatStats::compute(&c, &run(extra), &[]);
+    assert_eq!((st.reconnections, st.unreconnected, st.open_at_end), (2, 0, 2));
+    assert_eq!(st.reconnection_ms.clone().unwrap().censored, 2, "still in the distribution, as lower bounds");
+    assert!(st.degradations().is_empty(), "{:?}", st.degradations());
 }
 
 #[test]

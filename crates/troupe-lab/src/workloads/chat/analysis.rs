@@ -22,9 +22,12 @@
 //!    closed by the client's first `reconnected {ms}` stamped at or after it and before the
 //!    client's next detection (its sample is `ms`), whenever it was recorded: a fault late in
 //!    the window is rejoined after the window's end, while the runtime winds down, on every
-//!    runtime alike. A detection with none is `unreconnected`, a sample of at least the time
-//!    from it to the run's last event (never less than the time left in the window).
-//!    Percentiles that fall among those are shown as `>= X`.
+//!    runtime alike. A detection with none is a sample of at least the time from it to the
+//!    run's last event (never less than the time left in the window); percentiles that fall
+//!    among those are shown as `>= X`. It is `unreconnected` when it came at least
+//!    [`crate::stats::RECOVERY_GRACE_MS`] before the window's end, `open_at_end` otherwise (the
+//!    client processes stop at the window's end: one that detected a crash 4 ms before had no
+//!    time to rejoin).
 //! 5. Disconnected time: every reconnection covers `[ts - ms, ts]`; a client's last detection
 //!    with no rejoin after it covers up to the window's end. `all_connected_pct` is the share
 //!    of the window not covered by any of them.
@@ -114,8 +117,12 @@ pub struct ChatStats {
     pub expected_detections: u64,
     /// Detections closed by a rejoin before the window's end (definition 4).
     pub reconnections: usize,
-    /// Detections not followed by a rejoin before the window's end (definition 4).
+    /// Detections never followed by a rejoin, made at least a second before the window's end
+    /// (definition 4).
     pub unreconnected: usize,
+    /// Detections never followed by a rejoin, made in the window's last second (censored
+    /// samples, not a degradation; definition 4).
+    pub open_at_end: usize,
     /// Detections with no earlier injection on their chat.
     pub unmatched_detections: usize,
     /// Faults carried out (the same as `injected_faults`; kept for older readers).
@@ -354,6 +361,9 @@ impl ChatStats {
         // Definition 4.
         let end = events.iter().map(|e| e.ts_us).max().unwrap_or(hi).max(hi);
         let (reconnections, unreconnected_left) = close_detections(&detections, &reconnected, end);
+        // A censored sample runs from its detection to `end`: it came in the window's last
+        // second when it is shorter than that second plus the run's tail after the window.
+        let late = crate::stats::RECOVERY_GRACE_MS + (end - hi).max(0) as f64 / 1000.0;
         // Definition 5.
         let mut intervals: Vec<(i64, i64)> = Vec::new();
         let mut last: HashMap<&str, (i64, bool)> = HashMap::new();
@@ -394,7 +404,8 @@ impl ChatStats {
             detections: detections.len(),
             expected_detections,
             reconnections: reconnections.len(),
-            unreconnected: unreconnected_left.len(),
+            unreconnected: unreconnected_left.iter().filter(|&&left| left >= late).count(),
+            open_at_end: unreconnected_left.iter().filter(|&&left| left < late).count(),
             detection_rows: detections,
             reconnection_rows: reconnections,
             unmatched_detections: unmatched,
@@ -543,8 +554,11 @@ impl RunAnalysis for ChatStats {
         rows.push(("reconnection".into(), dist_text(&self.reconnection_ms)));
         rows.push(("all clients connected".into(), format!("{:.3}% of the window", self.all_connected_pct)));
         rows.push((
-            "detections rejoined / not rejoined".into(),
-            format!("{} / {}", self.reconnections, self.unreconnected),
+            "detections rejoined / never rejoined".into(),
+            format!(
+                "{} / {} (+ {} in the window's last second)",
+                self.reconnections, self.unreconnected, self.open_at_end
+            ),
         ));
         rows.push((
             "faults carried out / planned".into(),

@@ -12,9 +12,11 @@
 //! 3. `mttr_ms`, over every device restart (`restarted` of a `device-k`): the restart is closed
 //!    by the first `reconnected {target, ms}` of that device stamped at or after it and before
 //!    its next restart (the device's status current and known to every server; the sample is
-//!    `ms`, from the device's restart); a restart with none is `unrecovered`, a sample of at
-//!    least the time from it to the run's last event (censored, crate::stats rules 5-7):
-//!    median, p99 (nearest rank), mean, min, max, count (every restart) and `unrecovered`.
+//!    `ms`, from the device's restart); a restart with none is a sample of at least the time
+//!    from it to the run's last event (censored, crate::stats rules 5-7), and `unrecovered`
+//!    when it came at least [`crate::stats::RECOVERY_GRACE_MS`] before the window's end
+//!    (`open_at_end` otherwise): median, p99 (nearest rank), mean, min, max, count (every
+//!    restart), `unrecovered`.
 //!    A kill whose restart would fall after the window's end is not restarted (the schedule's
 //!    doing, counted in `kills_not_restarted`), so it is not a sample.
 //! 4. Kills carried out are the `fault_injected` events, by kind; restarts the `restarted`
@@ -68,8 +70,11 @@ pub struct IotStats {
     pub mttr_samples: Vec<f64>,
     /// Definition 3.
     pub mttr_ms: Option<Dist>,
-    /// Definition 3: device restarts never followed by their `reconnected`.
+    /// Definition 3: device restarts never followed by their `reconnected`, made at least a
+    /// second before the window's end.
     pub unrecovered: u64,
+    /// Definition 3: the same, made in the window's last second (censored, not a degradation).
+    pub open_at_end: u64,
     /// Device kills carried out but not restarted (the restart would fall after the window).
     pub kills_not_restarted: u64,
     /// Device kills carried out.
@@ -120,6 +125,7 @@ impl IotStats {
             mttr_samples: Vec::new(),
             mttr_ms: None,
             unrecovered: 0,
+            open_at_end: 0,
             kills_not_restarted: 0,
             device_kills: 0,
             server_kills: 0,
@@ -206,7 +212,12 @@ impl IotStats {
         }
         let (samples, open) = close_restarts(&device_restarts, &rejoins, last_us);
         st.mttr_samples = samples;
-        st.unrecovered = open.len() as u64;
+        // A censored sample runs from its restart to the last event: it came in the window's
+        // last second when it is shorter than that second plus the run's tail after the window.
+        let hi = window_start_us.map_or(last_us, |w| w + c.duration_s as i64 * 1_000_000);
+        let late = crate::stats::RECOVERY_GRACE_MS + (last_us - hi).max(0) as f64 / 1000.0;
+        st.unrecovered = open.iter().filter(|&&left| left >= late).count() as u64;
+        st.open_at_end = open.len() as u64 - st.unrecovered;
         st.kills_not_restarted = st.device_kills.saturating_sub(device_restarts.values().map(|v| v.len() as u64).sum());
         st.mttr_ms = Dist::of_censored(&st.mttr_samples, &open);
         st.servers_ready = servers_ready;
@@ -268,7 +279,7 @@ impl IotStats {
             None => json!({"median": null, "p99": null, "count": 0, "unrecovered": 0}),
             Some(d) => json!({
                 "median": d.median, "p99": d.p99, "mean": d.mean, "min": d.min, "max": d.max, "count": d.n,
-                "unrecovered": d.censored, "lower_bounds": d.lower_bounds,
+                "unrecovered": self.unrecovered, "open_at_end": self.open_at_end, "lower_bounds": d.lower_bounds,
             }),
         }
     }
@@ -371,6 +382,7 @@ impl RunAnalysis for IotStats {
             "planned_kills": self.planned_kills,
             "kills_not_restarted": self.kills_not_restarted,
             "unrecovered": self.unrecovered,
+            "open_at_end": self.open_at_end,
             "restarts": self.restarts,
             "detections": self.detections,
             "skipped_faults": self.skipped_faults,

@@ -11,10 +11,12 @@
 //! 4. The summary gives the count, the median (`p50`, interpolated), the nearest-rank `p99`
 //!    and the largest latency, and the kills never matched. A kill the schedule makes
 //!    permanent (progressive: `restart: false`) is never restarted and is not a sample.
-//! 5. Every other kill never matched is `unrestarted`: a sample of at least the time from it
-//!    to the run's last event (censored, crate::stats rules 5-7), counted in `n`; statistics
-//!    it may lie below are listed in `lower_bounds` and shown as `>= X`. No sample at all: no
-//!    summary.
+//! 5. Every other kill never matched is a sample of at least the time from it to the run's
+//!    last event (censored, crate::stats rules 5-7), counted in `n`; statistics it may lie
+//!    below are listed in `lower_bounds` and shown as `>= X`. It is `unrestarted` when it came
+//!    at least [`crate::stats::RECOVERY_GRACE_MS`] before that last event (a kill in the
+//!    window's last instant, before the SUB stopped, had no time to be restarted). No sample
+//!    at all: no summary.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -37,7 +39,8 @@ pub struct RestartLatency {
     pub max: f64,
     /// Kills with no matching restart.
     pub unmatched_kills: usize,
-    /// Kills due a restart that never came (rule 5), among `n`.
+    /// Kills due a restart that never came, at least a second before the run's end (rule 5),
+    /// among `n`.
     pub unrestarted: usize,
     /// The statistics that are lower bounds (rule 5): `p50`, `p99`, `max`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -101,7 +104,7 @@ pub fn summarise(events: &[Event], sched: &[FaultAction]) -> Option<RestartLaten
         p99: d.p99,
         max: d.max,
         unmatched_kills: pending.len(),
-        unrestarted: open.len(),
+        unrestarted: open.iter().filter(|&&left| left >= crate::stats::RECOVERY_GRACE_MS).count(),
         lower_bounds: [bound("median", "p50"), bound("p99", "p99"), bound("max", "max")]
             .into_iter()
             .flatten()
