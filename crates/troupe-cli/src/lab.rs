@@ -333,7 +333,10 @@ fn print_summary(o: &RunOutcome) {
             "status".into(),
             match m.status {
                 Status::Ok => "ok".into(),
-                Status::Degraded => format!("DEGRADED: {}", m.reason.clone().unwrap_or_default()),
+                Status::Degraded => {
+                    let r = m.reason.as_deref().unwrap_or_default();
+                    format!("DEGRADED: {}", r.strip_prefix("degraded: ").unwrap_or(r))
+                }
                 _ => format!("FAILED: {}", m.reason.clone().unwrap_or_default()),
             },
         ),
