@@ -105,7 +105,8 @@ impl SweepObserver for Bar {
         let what = match (&outcome.stats, outcome.manifest.status) {
             (Some(s), troupe_lab::manifest::Status::Ok) => format!("ok  {}", s.headline()),
             (Some(s), troupe_lab::manifest::Status::Degraded) => {
-                format!("DEGRADED  {} ({})", s.headline(), outcome.manifest.reason.clone().unwrap_or_default())
+                let r = outcome.manifest.reason.as_deref().unwrap_or_default();
+                format!("DEGRADED  {} ({})", s.headline(), r.strip_prefix("degraded: ").unwrap_or(r))
             }
             _ => format!("FAILED: {}", outcome.manifest.reason.clone().unwrap_or_default()),
         };
