@@ -49,12 +49,13 @@ pub fn judge_complete(stats: Option<&dyn RunAnalysis>, cfg: &Config) -> (Status,
 }
 
 /// Rebuilds a run folder's tables, plots, summary and report from its recorded files. A run
-/// without events gets a page saying so (and no `summary.json`). A completed run is judged
-/// again by today's statistics: `ok` and `degraded` follow [`judge_complete`] and the manifest
-/// is rewritten when that changes them (a `failed` run stays failed).
+/// without events gets a page saying so (and no `summary.json`). A completed run whose events
+/// are there is judged again by today's statistics: `ok` and `degraded` follow
+/// [`judge_complete`] and the manifest is rewritten when that changes them (a `failed` run
+/// stays failed; without events the recorded status stands).
 pub fn rebuild_run(dir: &Path, baseline: Option<f64>) -> Result<LoadedRun> {
     let (mut m, cfg, stats) = load_run(dir, baseline)?;
-    if m.status.completed() && !m.interrupted {
+    if m.status.completed() && !m.interrupted && stats.is_some() {
         let (status, reason) = judge_complete(stats.as_deref(), &cfg);
         if (status, &reason) != (m.status, &m.reason) {
             (m.status, m.reason) = (status, reason);
