@@ -150,6 +150,32 @@ impl Dist {
 /// every distribution (rules 5-7); it just does not by itself make the run `degraded`.
 pub const RECOVERY_GRACE_MS: f64 = 1000.0;
 
+/// Whether an open sample that ran `left_ms` to the run's end, which lasted `tail_ms` past the
+/// window, began in the window's last [`RECOVERY_GRACE_MS`].
+pub fn began_late(left_ms: f64, tail_ms: f64) -> bool {
+    left_ms < RECOVERY_GRACE_MS + tail_ms
+}
+
+/// One key's failures (`starts`, sorted) each paired with the first of its recoveries (`ends`,
+/// sorted by stamp) stamped at or after it and before the next failure; `None` when none came
+/// (a censored sample, rules 5-7).
+///
+/// ```
+/// let ends = [(15, "a"), (40, "b")];
+/// let pairs: Vec<_> = troupe_lab::stats::close_in_order(&[10, 20, 30], &ends).collect();
+/// assert_eq!(pairs, [(10, Some(&(15, "a"))), (20, None), (30, Some(&(40, "b")))]);
+/// ```
+pub fn close_in_order<'a, T>(
+    starts: &'a [i64],
+    ends: &'a [(i64, T)],
+) -> impl Iterator<Item = (i64, Option<&'a (i64, T)>)> + 'a {
+    starts.iter().enumerate().map(move |(i, &at)| {
+        let limit = starts.get(i + 1).copied().unwrap_or(i64::MAX);
+        let first = ends.partition_point(|e| e.0 < at);
+        (at, ends.get(first).filter(|e| e.0 < limit))
+    })
+}
+
 /// `X` or `>= X` with `prec` decimals (rule 6's display).
 pub fn bound_text(v: f64, lower_bound: bool, prec: usize) -> String {
     if lower_bound {

@@ -195,10 +195,12 @@ const CRASHING_KINDS: &[&str] = &["kill", "error"];
 /// after it and before its next detection. Returns the closing reconnections and, for each
 /// detection left open, the time from it to `end` (the run's last event), ms.
 fn close_detections(detections: &[Detection], reconnected: &[&Event], end: i64) -> (Vec<Reconnection>, Vec<f64>) {
-    let mut rejoins: HashMap<&str, Vec<(i64, f64, &str)>> = HashMap::new();
+    // Per client: (stamp, (ms, target)) of each rejoin.
+    type Rejoin<'a> = (i64, (f64, &'a str));
+    let mut rejoins: HashMap<&str, Vec<Rejoin>> = HashMap::new();
     for e in reconnected {
         if let Some(ms) = e.raw.get("ms").and_then(|v| v.as_f64()) {
-            rejoins.entry(e.str("by")).or_default().push((e.ts_us, ms, e.str("target")));
+            rejoins.entry(e.str("by")).or_default().push((e.ts_us, (ms, e.str("target"))));
         }
     }
     for v in rejoins.values_mut() {
@@ -212,11 +214,9 @@ fn close_detections(detections: &[Detection], reconnected: &[&Event], end: i64) 
     for (client, mut dets) in by_client {
         dets.sort_unstable();
         let rj = rejoins.get(client).map(Vec::as_slice).unwrap_or_default();
-        for (i, &at) in dets.iter().enumerate() {
-            let limit = dets.get(i + 1).copied().unwrap_or(i64::MAX);
-            let first = rj.partition_point(|r| r.0 < at);
-            match rj.get(first).filter(|r| r.0 < limit) {
-                Some(&(ts, ms, target)) => closed.push(Reconnection {
+        for (at, rejoin) in crate::stats::close_in_order(&dets, rj) {
+            match rejoin {
+                Some(&(ts, (ms, target))) => closed.push(Reconnection {
                     client: client.to_owned(),
                     target: target.to_owned(),
                     reconnected_us: ts,
@@ -363,7 +363,8 @@ impl ChatStats {
         let (reconnections, unreconnected_left) = close_detections(&detections, &reconnected, end);
         // A censored sample runs from its detection to `end`: it came in the window's last
         // second when it is shorter than that second plus the run's tail after the window.
-        let late = crate::stats::RECOVERY_GRACE_MS + (end - hi).max(0) as f64 / 1000.0;
+        let tail_ms = (end - hi).max(0) as f64 / 1000.0;
+        let late = |left: &&f64| crate::stats::began_late(**left, tail_ms);
         // Definition 5.
         let mut intervals: Vec<(i64, i64)> = Vec::new();
         let mut last: HashMap<&str, (i64, bool)> = HashMap::new();
@@ -404,8 +405,8 @@ impl ChatStats {
             detections: detections.len(),
             expected_detections,
             reconnections: reconnections.len(),
-            unreconnected: unreconnected_left.iter().filter(|&&left| left >= late).count(),
-            open_at_end: unreconnected_left.iter().filter(|&&left| left < late).count(),
+            unreconnected: unreconnected_left.iter().filter(|l| !late(l)).count(),
+            open_at_end: unreconnected_left.iter().filter(late).count(),
             detection_rows: detections,
             reconnection_rows: reconnections,
             unmatched_detections: unmatched,

@@ -210,13 +210,20 @@ impl IotStats {
                 _ => total / c.duration_s as f64,
             };
         }
+        // Events come in stamp order, but sort anyway: close_restarts needs both sorted.
+        for v in device_restarts.values_mut() {
+            v.sort_unstable();
+        }
+        for v in rejoins.values_mut() {
+            v.sort_unstable_by_key(|r| r.0);
+        }
         let (samples, open) = close_restarts(&device_restarts, &rejoins, last_us);
         st.mttr_samples = samples;
         // A censored sample runs from its restart to the last event: it came in the window's
         // last second when it is shorter than that second plus the run's tail after the window.
         let hi = window_start_us.map_or(last_us, |w| w + c.duration_s as i64 * 1_000_000);
-        let late = crate::stats::RECOVERY_GRACE_MS + (last_us - hi).max(0) as f64 / 1000.0;
-        st.unrecovered = open.iter().filter(|&&left| left >= late).count() as u64;
+        let tail_ms = (last_us - hi).max(0) as f64 / 1000.0;
+        st.unrecovered = open.iter().filter(|&&left| !crate::stats::began_late(left, tail_ms)).count() as u64;
         st.open_at_end = open.len() as u64 - st.unrecovered;
         st.kills_not_restarted = st.device_kills.saturating_sub(device_restarts.values().map(|v| v.len() as u64).sum());
         st.mttr_ms = Dist::of_censored(&st.mttr_samples, &open);
@@ -309,7 +316,7 @@ impl IotStats {
 }
 
 /// Definition 3: closes each device restart with the device's first `reconnected` at or after
-/// it and before its next restart. Returns the samples (ms) and, for each restart left open,
+/// it and before its next restart (both lists sorted). Returns the samples (ms) and, for each restart left open,
 /// the time from it to `last_us`, ms.
 fn close_restarts(
     restarts: &BTreeMap<&str, Vec<i64>>,
@@ -318,14 +325,9 @@ fn close_restarts(
 ) -> (Vec<f64>, Vec<f64>) {
     let (mut closed, mut open) = (Vec::new(), Vec::new());
     for (device, starts) in restarts {
-        let mut starts = starts.clone();
-        starts.sort_unstable();
-        let mut rj = rejoins.get(device).cloned().unwrap_or_default();
-        rj.sort_unstable_by_key(|r| r.0);
-        for (i, &at) in starts.iter().enumerate() {
-            let limit = starts.get(i + 1).copied().unwrap_or(i64::MAX);
-            let first = rj.partition_point(|r| r.0 < at);
-            match rj.get(first).filter(|r| r.0 < limit) {
+        let rj = rejoins.get(device).map(Vec::as_slice).unwrap_or_default();
+        for (at, rejoin) in crate::stats::close_in_order(starts, rj) {
+            match rejoin {
                 Some(&(_, ms)) => closed.push(ms),
                 None => open.push((last_us - at).max(0) as f64 / 1000.0),
             }

@@ -104,7 +104,7 @@ pub fn summarise(events: &[Event], sched: &[FaultAction]) -> Option<RestartLaten
         p99: d.p99,
         max: d.max,
         unmatched_kills: pending.len(),
-        unrestarted: open.iter().filter(|&&left| left >= crate::stats::RECOVERY_GRACE_MS).count(),
+        unrestarted: open.iter().filter(|&&left| !crate::stats::began_late(left, 0.0)).count(),
         lower_bounds: [bound("median", "p50"), bound("p99", "p99"), bound("max", "max")]
             .into_iter()
             .flatten()
