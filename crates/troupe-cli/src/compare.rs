@@ -30,14 +30,15 @@ pub(crate) fn cmd_compare(
         Err(e) if spec.runtimes.iter().any(|r| r != "troupe") => return Err(e.into()),
         Err(_) => None,
     };
-    compare::check_runtimes(&spec.runtimes, &spec.workload, project_root.as_deref())?;
-    let out = out.unwrap_or_else(|| default_out(&format!("compare-{}", spec.workload)));
+    let workload = spec.workload.name();
+    compare::check_runtimes(&spec.runtimes, workload, project_root.as_deref())?;
+    let out = out.unwrap_or_else(|| default_out(&format!("compare-{workload}")));
     let stop = Stop::new();
     ctrl_c(&stop);
     let pending = plan.pending(&out);
     eprintln!(
         "troupe lab: comparing {} on {} points x {} runtimes{} ({} runs, {} to do) into {}",
-        spec.workload,
+        workload,
         plan.points.len(),
         spec.runtimes.len(),
         if spec.reps > 1 { format!(" x {} repetitions", spec.reps) } else { String::new() },
@@ -46,7 +47,7 @@ pub(crate) fn cmd_compare(
         out.display()
     );
     let ctx = compare::RunContext {
-        troupe: troupe_exe(&spec.workload)?,
+        troupe: troupe_exe(spec.workload)?,
         project_root,
         command: std::env::args().collect(),
         deadline_slack: hang_after,

@@ -10,7 +10,9 @@ use clap::{Args, Subcommand};
 use troupe_lab::child::Stop;
 use troupe_lab::config::ConfigBuilder;
 use troupe_lab::manifest::Status;
+use troupe_lab::registry::Registry;
 use troupe_lab::run::{RunOutcome, RunRequest, TroupeExe};
+use troupe_lab::workload::Workload;
 use troupe_lab::{compare, machine, report, root, sweep, Error, ErrorKind};
 
 use crate::code;
@@ -187,14 +189,17 @@ pub(crate) fn main(args: LabArgs) -> i32 {
 }
 
 fn dispatch(args: LabArgs) -> anyhow::Result<i32> {
+    // The binary assembles the lab: the core is handed the built-in workloads.
+    let reg = troupe_lab_workloads::registry();
     match args.command {
         LabCommand::Run { workload, config, sets, out, runtime } => {
-            cmd_run(&workload, config.as_deref(), &sets, out, &runtime)
+            cmd_run(reg.get(&workload)?, config.as_deref(), &sets, out, &runtime)
         }
         LabCommand::Sweep { workload, config, sets, out, runtimes, reps } => {
-            cmd_sweep(&workload, config.as_deref(), sets, out, runtimes, reps)
+            cmd_sweep(reg.get(&workload)?, config.as_deref(), sets, out, runtimes, reps)
         }
         LabCommand::Compare { workload, runtimes, config, sets, out, focus, hang_after, reps } => {
+            let workload = reg.get(&workload)?;
             let config_file = match config {
                 Some(f) => Some((f.display().to_string(), std::fs::read_to_string(&f).map_err(|e| Error::io(&f, e))?)),
                 None => None,
@@ -202,13 +207,13 @@ fn dispatch(args: LabArgs) -> anyhow::Result<i32> {
             let spec = compare::CompareSpec { workload, config_file, sets, runtimes, focus, reps };
             crate::compare::cmd_compare(spec, out, Duration::from_secs(hang_after))
         }
-        LabCommand::Report { dir } => cmd_report(&dir),
+        LabCommand::Report { dir } => cmd_report(&reg, &dir),
         LabCommand::Micro { only, runtimes, json, reps, sets, out, threads, scaling } => {
             Ok(crate::micro::main(crate::micro::MicroArgs { only, runtimes, json, reps, sets, out, threads, scaling }))
         }
         LabCommand::Config { workload, config, sets } => {
-            let cfg = resolve(&workload, config.as_deref(), &sets)?;
-            let w = troupe_lab::workloads::get(&workload)?;
+            let w = reg.get(&workload)?;
+            let cfg = resolve(w, config.as_deref(), &sets)?;
             // Valid TOML: each key's resolved value, with what it allows and means as a comment.
             say!("# {}", w.about());
             if let Some(obj) = cfg.to_json().as_object() {
@@ -228,12 +233,16 @@ fn dispatch(args: LabArgs) -> anyhow::Result<i32> {
             }
             Ok(0)
         }
-        LabCommand::Exec { workload: role } => Ok(troupe_lab::workloads::by_role(&role)?.exec(&role)?),
+        LabCommand::Exec { workload: role } => Ok(reg.by_role(&role)?.exec(&role)?),
     }
 }
 
-fn resolve(workload: &str, file: Option<&Path>, sets: &[String]) -> anyhow::Result<troupe_lab::config::Config> {
-    let mut b = ConfigBuilder::new(workload)?;
+fn resolve(
+    workload: &'static dyn Workload,
+    file: Option<&Path>,
+    sets: &[String],
+) -> anyhow::Result<troupe_lab::config::Config> {
+    let mut b = ConfigBuilder::new(workload);
     if let Some(f) = file {
         let text = std::fs::read_to_string(f).map_err(|e| Error::io(f, e))?;
         b.apply_toml(&text, &f.display().to_string());
@@ -267,9 +276,9 @@ pub(crate) fn ctrl_c(stop: &Stop) {
 }
 
 /// How to start the Troupe SUB of `workload`: this program, `lab exec <its first role>`.
-pub(crate) fn troupe_exe(workload: &str) -> anyhow::Result<TroupeExe> {
+pub(crate) fn troupe_exe(workload: &dyn Workload) -> anyhow::Result<TroupeExe> {
     let program = std::env::current_exe().context("cannot find this program's path")?;
-    let role = troupe_lab::workloads::get(workload)?.roles().first().copied().unwrap_or(workload);
+    let role = workload.roles().first().copied().unwrap_or(workload.name());
     Ok(TroupeExe { program, args: vec!["lab".into(), "exec".into(), role.into()] })
 }
 
@@ -289,13 +298,14 @@ fn free_dir(dir: &Path, base: &str) -> PathBuf {
 }
 
 fn cmd_run(
-    workload: &str,
+    w: &'static dyn Workload,
     file: Option<&Path>,
     sets: &[String],
     out: Option<PathBuf>,
     runtime: &str,
 ) -> anyhow::Result<i32> {
-    let config = resolve(workload, file, sets)?;
+    let workload = w.name();
+    let config = resolve(w, file, sets)?;
     let project_root = match root::project_root() {
         Ok(r) => Some(r),
         Err(e) if runtime != "troupe" => return Err(e.into()),
@@ -307,11 +317,11 @@ fn cmd_run(
     let out = out.unwrap_or_else(|| default_out(workload));
     let stop = Stop::new();
     ctrl_c(&stop);
-    let mut req = RunRequest::new(config, runtime, out, troupe_exe(workload)?);
+    let mut req = RunRequest::new(config, runtime, out, troupe_exe(w)?);
     req.project_root = project_root;
     req.command = std::env::args().collect();
     eprintln!("troupe lab: running {workload} on {runtime} into {}", req.out_dir.display());
-    let planned = troupe_lab::workloads::get(workload)?.expected_duration(&req.config);
+    let planned = w.expected_duration(&req.config);
     let progress = crate::progress::RunProgress::start(&format!("{workload} on {runtime}"), planned);
     let outcome = troupe_lab::run::run(&req, &stop);
     progress.finish();
@@ -360,7 +370,7 @@ fn print_summary(o: &RunOutcome) {
 }
 
 fn cmd_sweep(
-    workload: &str,
+    w: &'static dyn Workload,
     file: Option<&Path>,
     sets: Vec<String>,
     out: Option<PathBuf>,
@@ -371,7 +381,8 @@ fn cmd_sweep(
         Some(f) => Some((f.display().to_string(), std::fs::read_to_string(f).map_err(|e| Error::io(f, e))?)),
         None => None,
     };
-    let spec = sweep::SweepSpec { workload: workload.into(), config_file, sets, runtimes: runtimes.clone(), reps };
+    let workload = w.name();
+    let spec = sweep::SweepSpec { workload: w, config_file, sets, runtimes: runtimes.clone(), reps };
     let grid = sweep::expand(&spec)?;
     let project_root = match root::project_root() {
         Ok(r) => Some(r),
@@ -387,7 +398,7 @@ fn cmd_sweep(
     eprintln!("troupe lab: sweep of {} runs ({} to do) into {}", grid.points.len(), pending.len(), out.display());
     let mut bar = crate::progress::Bar::new(&pending);
     let command: Vec<String> = std::env::args().collect();
-    let result = sweep::run(&grid, &out, &troupe_exe(workload)?, project_root, &command, &stop, &mut bar);
+    let result = sweep::run(&grid, &out, &troupe_exe(w)?, project_root, &command, &stop, &mut bar);
     bar.finish();
     let s = result?;
     say!(
@@ -411,17 +422,18 @@ fn cmd_sweep(
     })
 }
 
-fn cmd_report(dir: &Path) -> anyhow::Result<i32> {
+fn cmd_report(reg: &Registry, dir: &Path) -> anyhow::Result<i32> {
     if dir.join(compare::FILE).is_file() {
-        for line in compare::write_report(dir)? {
+        for line in compare::write_report(reg, dir)? {
             say!("{line}");
         }
         say!("rebuilt the report of a comparison: {}", dir.join("report.html").display());
     } else if dir.join("sweep.json").is_file() {
-        let n = sweep::write_report(dir)?;
+        let n = sweep::write_report(reg, dir)?;
         say!("rebuilt the report of a sweep of {n} runs: {}", dir.join("report.html").display());
     } else if dir.join("manifest.json").is_file() {
-        let (m, _, stats) = report::rebuild_run(dir, None)?;
+        let w = reg.get(&troupe_lab::manifest::Manifest::read(dir)?.workload)?;
+        let (m, _, stats) = report::rebuild_run(w, dir, None)?;
         let missing = stats.is_none();
         let o = RunOutcome { dir: dir.to_path_buf(), manifest: m, stats };
         print_summary(&o);

@@ -1,7 +1,8 @@
 //! The reliability lab: workload configs, fault schedules, the event writer and collector,
 //! running Troupe and peer runtimes as child processes, statistics and reports, sweeps,
-//! comparisons of runtimes side by side; and the workloads, each a plug-in ([`workload`],
-//! registered in [`workloads`]) with its Troupe system under test.
+//! comparisons of runtimes side by side. It names no workload: a workload is a plug-in
+//! ([`workload`]) the program hands the core in a [`registry::Registry`] (the `troupe` binary
+//! registers the crate `troupe-lab-workloads`); [`testkit::Noop`] is the core's own, for tests.
 //!
 //! The lab measures every runtime the same way: each run's system under test is a child
 //! process given `TROUPE_CONFIG`, `TROUPE_SCHEDULE`, `TROUPE_EVENTS` and `TROUPE_RUN_ID`
@@ -18,15 +19,16 @@ pub mod manifest;
 pub mod meter;
 pub mod netfaults;
 pub mod peer;
+pub mod registry;
 pub mod relay;
 pub mod report;
 pub mod root;
 pub mod run;
 pub mod schedule;
 pub mod stats;
-mod subprocess;
+pub mod subprocess;
 pub mod sweep;
+pub mod testkit;
 pub mod workload;
-pub mod workloads;
 
 pub use error::{did_you_mean, Error, ErrorKind, Result};

@@ -34,7 +34,7 @@ use crate::machine::{self, Machine};
 use crate::manifest::{Manifest, Status};
 use crate::peer::{self, PreparedPeer};
 use crate::workload::RunAnalysis;
-use crate::{events, schedule, workloads};
+use crate::{events, schedule};
 
 /// How long the RabbitMQ collector may take to drain after the child ended.
 const AMQP_DRAIN: Duration = Duration::from_secs(15);
@@ -161,7 +161,7 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
             schedule::read(&schedule_path)?
         }
         None => {
-            let actions = workloads::schedule_for(&req.config)?;
+            let actions = schedule::for_config(&req.config);
             schedule::write(&schedule_path, &actions)?;
             actions
         }
@@ -257,7 +257,7 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
         stdout: dir.join("stdout.txt"),
         stderr: dir.join("stderr.txt"),
     };
-    let window = workloads::get(workload)?.expected_duration(&req.config);
+    let window = req.config.plugin().expected_duration(&req.config);
     let ending = match crate::meter::sampler::run_child(&spec, window + req.deadline_slack, stop, &dir, &req.config) {
         Ok(e) => e,
         Err(e) => {
@@ -304,7 +304,7 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
                     manifest.runtime_version = v.to_string();
                 }
             }
-            let st = workloads::get(workload)?.analyse(&req.config, &evs, &actions, None);
+            let st = req.config.plugin().analyse(&req.config, &evs, &actions, None);
             // The workload's reading names what broke (e.g. which node process died); keep it
             // beside the child's own ending.
             if let Some(problem) = st.completeness_problem(&req.config) {
@@ -351,7 +351,7 @@ pub fn record_failed(req: &RunRequest, reason: &str, stderr: &str) -> Result<()>
     let schedule_path = dir.join("schedule.jsonl");
     match &req.schedule_file {
         Some(src) => std::fs::copy(src, &schedule_path).map(|_| ()).map_err(|e| Error::io(src, e))?,
-        None => schedule::write(&schedule_path, &workloads::schedule_for(&req.config)?)?,
+        None => schedule::write(&schedule_path, &schedule::for_config(&req.config))?,
     }
     let stderr_path = dir.join("stderr.txt");
     std::fs::write(&stderr_path, stderr).map_err(|e| Error::io(&stderr_path, e))?;

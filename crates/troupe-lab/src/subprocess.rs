@@ -1,5 +1,5 @@
 //! What every Troupe-side workload process started by `troupe lab exec` does the same way (the
-//! energy, latency and kv workloads' `sub.rs` call it): read the run's config, start a tokio
+//! energy, latency and kv workloads' programs call it): read the run's config, start a tokio
 //! runtime, announce the run, and turn the outcome into an exit code.
 //!
 //! Rules:
@@ -16,19 +16,20 @@ use serde_json::json;
 use crate::config::{self, Config};
 use crate::error::{Error, Result};
 use crate::events::writer::Emitter;
+use crate::workload::Workload;
 
 /// Rule 1: the run's config for `workload`, or the exit code after saying what was wrong.
-pub(crate) fn config_or_exit(workload: &str) -> std::result::Result<Config, i32> {
+pub fn config_or_exit(workload: &'static dyn Workload) -> std::result::Result<Config, i32> {
     config::from_env(workload).map_err(|e| {
         let msg = e.to_string();
         let parts: Vec<&str> = msg.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
-        eprintln!("troupe {workload}: {}", parts.join(" "));
+        eprintln!("troupe {}: {}", workload.name(), parts.join(" "));
         2
     })
 }
 
 /// A multi-thread tokio runtime (tokio's defaults) for the process.
-pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
+pub fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -36,7 +37,7 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 /// Runs `fut` to its end on a new runtime, then gives the runtime a second to stop.
-pub(crate) fn block_on<T>(fut: impl Future<Output = T>) -> Result<T> {
+pub fn block_on<T>(fut: impl Future<Output = T>) -> Result<T> {
     let rt = runtime()?;
     let out = rt.block_on(fut);
     rt.shutdown_timeout(Duration::from_secs(1));
@@ -44,7 +45,7 @@ pub(crate) fn block_on<T>(fut: impl Future<Output = T>) -> Result<T> {
 }
 
 /// Rule 2.
-pub(crate) fn run_started(em: &Emitter, workload: &str, cfg: &Config) {
+pub fn run_started(em: &Emitter, workload: &str, cfg: &Config) {
     em.emit(
         "run_started",
         json!({"workload": workload, "config": cfg.to_json(),
@@ -53,6 +54,6 @@ pub(crate) fn run_started(em: &Emitter, workload: &str, cfg: &Config) {
 }
 
 /// Rule 3, from the run's errors and the event writer's failed writes.
-pub(crate) fn exit_code(errors: u64, write_errors: u64) -> i32 {
+pub fn exit_code(errors: u64, write_errors: u64) -> i32 {
     i32::from(errors > 0 || write_errors > 0)
 }

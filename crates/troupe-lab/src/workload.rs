@@ -5,20 +5,28 @@
 //! fault schedule, its Troupe system under test, and its statistics, tables and plots.
 //!
 //! Rules:
-//! 1. A workload is registered once, in [`crate::workloads::ALL`]; every command finds it by
-//!    name there (`troupe lab run|sweep|compare|config <name>`) and its Troupe programs by role
-//!    (`troupe lab exec <role>`).
-//! 2. A config is parsed and validated once per run, against [`Workload::schema`], into a
-//!    [`Config`]; the workload's typed view is built from that value and never re-parsed.
-//! 3. The schedule is a pure function of the config (seed included): [`Workload::schedule`].
+//! 1. A workload is registered once, in the [`crate::registry::Registry`] the binary hands the
+//!    core; every command resolves it by name there once (`troupe lab run|sweep|compare|config
+//!    <name>`), and its Troupe programs by role (`troupe lab exec <role>`). The core names no
+//!    workload.
+//! 2. A config is parsed and validated once per run, against [`Spec::schema`], into a
+//!    [`Config`] that carries its workload ([`Config::plugin`]); the workload's typed view is
+//!    built from that value and never re-parsed.
+//! 3. The schedule is a pure function of the config (seed included): [`Faults::schedule`].
 //! 4. Everything a run reports is computed from its recorded files (events, schedule,
-//!    manifest) by [`Workload::analyse`], so `troupe lab report DIR` can rebuild it at any time.
+//!    manifest) by [`Checker::check`], so `troupe lab report DIR` can rebuild it at any time.
 //! 5. Every run folder gets `summary.json`: [`RunAnalysis::summary_json`], written by the core.
 //! 6. A run whose events are complete is `ok` only when [`RunAnalysis::degradations`] is
 //!    empty; otherwise it is `degraded`, and the lines say what it failed to do. A run is never
 //!    made to look better by leaving out what did not recover.
 //!
-//! Adding a workload: `docs/lab.md`, "Adding a workload".
+//! A workload is composed of five roles, each a small trait (the split Jepsen makes between
+//! client, nemesis and checker): [`Spec`] (its name and keys), [`Faults`] (its fault schedule),
+//! [`System`] (its Troupe system under test), [`Checker`] (its statistics, typed) and
+//! [`Reports`] (its tables, plots and pages, every method with a default). Whatever implements
+//! all five is a [`Workload`], the object-safe view the core holds.
+//!
+//! Adding a workload: `docs/adding-a-workload.md`, and `examples/custom-workload`.
 
 use std::any::Any;
 use std::fmt::Debug;
@@ -26,13 +34,13 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::config::{Config, Schema};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::manifest::Manifest;
 use crate::schedule::FaultAction;
 
-/// A benchmark of the lab (rule 1).
-pub trait Workload: Sync + 'static {
+/// Role 1: who the workload is and what keys it takes.
+pub trait Spec {
     /// The name users type: `scp`, `chat`.
     fn name(&self) -> &'static str;
 
@@ -58,13 +66,12 @@ pub trait Workload: Sync + 'static {
     fn point_keys(&self) -> &'static [&'static str] {
         &[]
     }
+}
 
-    /// How long the system under test is expected to run (set-up, warm-up and window); the
-    /// lab adds its slack to this before it treats a run as hung.
-    fn expected_duration(&self, cfg: &Config) -> Duration;
-
+/// Role 2: the faults a run injects (the nemesis).
+pub trait Faults {
     /// The fault schedule (rule 3); the core merges the `[net_faults]` lines into it
-    /// ([`crate::netfaults::merge`]).
+    /// ([`crate::schedule::for_config`]).
     fn schedule(&self, cfg: &Config) -> Vec<FaultAction>;
 
     /// The node processes of its Troupe system under test for `cfg`, by index, as
@@ -73,16 +80,56 @@ pub trait Workload: Sync + 'static {
     fn net_nodes(&self, _cfg: &Config) -> std::result::Result<Vec<String>, String> {
         Err("its Troupe system under test runs in one OS process, so there is no inter-node traffic to fault".into())
     }
+}
 
+/// Role 3: the Troupe system under test (the client, in Jepsen's words).
+pub trait System {
     /// The `troupe lab exec <role>` programs of its Troupe system under test; the first is
     /// the one `troupe lab run` starts.
     fn roles(&self) -> &'static [&'static str];
 
-    /// Runs one of [`Workload::roles`] from the environment contract; the process exit code.
+    /// Runs one of [`System::roles`] from the environment contract; the process exit code.
     fn exec(&self, role: &str) -> Result<i32>;
+
+    /// How long the system under test is expected to run (set-up, warm-up and window); the
+    /// lab adds its slack to this before it treats a run as hung.
+    fn expected_duration(&self, cfg: &Config) -> Duration;
+}
+
+/// Role 4: what a run's events say (the checker).
+pub trait Checker {
+    /// The workload's statistics of one run.
+    type Analysis: RunAnalysis;
 
     /// The statistics of a run from its events and schedule (rule 4). `baseline` is the
     /// throughput of the same point without faults when the caller knows it (sweeps).
+    fn check(&self, cfg: &Config, events: &[Event], sched: &[FaultAction], baseline: Option<f64>) -> Self::Analysis;
+}
+
+/// Role 5: the workload's tables, plots and pages. Every method has a default: the core's
+/// generic page of a run ([`crate::report::generic_run_page`]) and its generic grid table of
+/// a sweep or comparison ([`crate::report::grid`]).
+pub trait Reports: Checker {
+    /// Writes the run's CSV tables, plots and `report.html` into `dir`.
+    fn run_outputs(&self, dir: &Path, m: &Manifest, cfg: &Config, a: &Self::Analysis) -> Result<()> {
+        crate::report::generic_run_page(dir, m, cfg, a)
+    }
+
+    /// Writes a sweep folder's report (`sweep.csv`, `report.html`); the number of runs.
+    fn sweep_report(&self, dir: &Path) -> Result<usize> {
+        crate::report::grid::write_sweep(dir)
+    }
+
+    /// Writes a comparison folder's report; the side-by-side table as text lines.
+    fn compare_report(&self, dir: &Path) -> Result<Vec<String>> {
+        crate::report::grid::write_compare(dir)
+    }
+}
+
+/// A benchmark of the lab, as the core holds it: everything that implements the five roles is
+/// one (the blanket implementation below); nobody implements it by hand.
+pub trait Workload: Spec + Faults + System + Sync + 'static {
+    /// [`Checker::check`], its result boxed.
     fn analyse(
         &self,
         cfg: &Config,
@@ -91,14 +138,58 @@ pub trait Workload: Sync + 'static {
         baseline: Option<f64>,
     ) -> Box<dyn RunAnalysis>;
 
-    /// Writes the run's CSV tables, plots and `report.html` into `dir`.
+    /// [`Reports::run_outputs`] for an analysis this workload made; an error naming the
+    /// workload if it is another's.
     fn write_run_outputs(&self, dir: &Path, m: &Manifest, cfg: &Config, a: &dyn RunAnalysis) -> Result<()>;
 
-    /// Writes a sweep folder's report (`sweep.csv`, plots, `report.html`); the number of runs.
+    /// [`Reports::sweep_report`].
     fn write_sweep_report(&self, dir: &Path) -> Result<usize>;
 
-    /// Writes a comparison folder's report; the side-by-side table as text lines.
+    /// [`Reports::compare_report`].
     fn write_compare_report(&self, dir: &Path) -> Result<Vec<String>>;
+}
+
+impl<T: Spec + Faults + System + Reports + Sync + 'static> Workload for T {
+    fn analyse(
+        &self,
+        cfg: &Config,
+        events: &[Event],
+        sched: &[FaultAction],
+        baseline: Option<f64>,
+    ) -> Box<dyn RunAnalysis> {
+        Box::new(self.check(cfg, events, sched, baseline))
+    }
+
+    fn write_run_outputs(&self, dir: &Path, m: &Manifest, cfg: &Config, a: &dyn RunAnalysis) -> Result<()> {
+        let any: &dyn Any = a;
+        let a = any.downcast_ref::<T::Analysis>().ok_or_else(|| not_ours(self.name()))?;
+        self.run_outputs(dir, m, cfg, a)
+    }
+
+    fn write_sweep_report(&self, dir: &Path) -> Result<usize> {
+        self.sweep_report(dir)
+    }
+
+    fn write_compare_report(&self, dir: &Path) -> Result<Vec<String>> {
+        self.compare_report(dir)
+    }
+}
+
+fn not_ours(workload: &str) -> Error {
+    Error::other(format!("not the analysis of a {workload} run"))
+}
+
+/// A workload's own analysis back from the core's boxed one ([`Workload::analyse`]); an error
+/// naming the workload if it is another's.
+pub fn typed<C: Checker + Spec>(w: &C, a: Box<dyn RunAnalysis>) -> Result<C::Analysis> {
+    let any: Box<dyn Any> = a;
+    any.downcast::<C::Analysis>().map(|b| *b).map_err(|_| not_ours(w.name()))
+}
+
+impl Debug for dyn Workload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.name())
+    }
 }
 
 /// What a workload computed about one run.
@@ -122,15 +213,4 @@ pub trait RunAnalysis: Any + Debug + Send + Sync {
 
     /// A short line for progress output, e.g. `mean 5110.2/s (99.8% of ceiling)`.
     fn headline(&self) -> String;
-
-    /// For the workload's own code to get its concrete type back.
-    fn as_any(&self) -> &dyn Any;
-}
-
-/// A workload's own analysis type back from the core's `dyn RunAnalysis` (what every
-/// `write_run_outputs` starts with); an error naming the workload if it is another's.
-pub fn analysis_of<'a, T: RunAnalysis>(a: &'a dyn RunAnalysis, workload: &str) -> Result<&'a T> {
-    a.as_any()
-        .downcast_ref::<T>()
-        .ok_or_else(|| crate::error::Error::other(format!("not the analysis of a {workload} run")))
 }

@@ -1,5 +1,5 @@
 // The distributed deployment (deployment = "distributed"), laid out as Troupe's own
-// (crates/troupe-lab/src/workloads/chat/sub.rs): the process the lab starts is the
+// (crates/troupe-lab-workloads/src/chat/sub.rs): the process the lab starts is the
 // orchestrator, node "discovery"; it hosts discovery under its known name and a coordinator,
 // and starts this same binary once per supervisor (`chat server G`, node "server-G") and once
 // per client group of at most clients_per_process clients (`chat clients G`, node

@@ -45,19 +45,22 @@ use crate::config::Config;
 use crate::error::{ConfigIssue, Error, ErrorKind, Result};
 use crate::manifest::{Manifest, Status};
 use crate::peer::{self, PreparedPeer};
+use crate::registry::Registry;
 use crate::run::{self, RunOutcome, RunRequest, TroupeExe};
+use crate::schedule;
 use crate::sweep::{self, Point, SweepObserver};
-use crate::{schedule, workloads};
+use crate::workload::Workload;
 
-/// Writes a comparison folder's report through its workload; the side-by-side table as lines.
-pub fn write_report(dir: &Path) -> Result<Vec<String>> {
+/// Writes a comparison folder's report through its workload, found in `registry`; the
+/// side-by-side table as lines.
+pub fn write_report(registry: &Registry, dir: &Path) -> Result<Vec<String>> {
     let path = dir.join(FILE);
     if !path.is_file() {
         return Err(Error::new(ErrorKind::NotARun(dir.to_path_buf())));
     }
     let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
     let file: CompareFile = serde_json::from_str(&text).map_err(|e| Error::malformed(&path, e.to_string()))?;
-    workloads::get(&file.workload)?.write_compare_report(dir)
+    registry.get(&file.workload)?.write_compare_report(dir)
 }
 
 /// The file recording a comparison's grid.
@@ -70,8 +73,8 @@ const RESERVED: &[&str] = &["schedules", "builds"];
 /// What to compare.
 #[derive(Debug, Clone)]
 pub struct CompareSpec {
-    /// Workload name.
-    pub workload: String,
+    /// The workload.
+    pub workload: &'static dyn Workload,
     /// A TOML config file's (path, text), applied before the overrides.
     pub config_file: Option<(String, String)>,
     /// `key=value[,value...]` overrides.
@@ -161,6 +164,8 @@ pub struct PlanPoint {
 /// The expanded comparison.
 #[derive(Debug, Clone)]
 pub struct Plan {
+    /// The workload.
+    pub workload: &'static dyn Workload,
     /// What `compare.json` records.
     pub file: CompareFile,
     /// The points, in run order.
@@ -236,8 +241,8 @@ pub fn check_runtimes(runtimes: &[String], workload: &str, root: Option<&Path>) 
 /// Expands and validates the comparison (rule 1).
 pub fn plan(spec: &CompareSpec) -> Result<Plan> {
     sweep::check_reps(spec.reps)?;
-    let workload = workloads::get(&spec.workload)?;
-    let cg = sweep::expand_configs(&spec.workload, spec.config_file.as_ref(), &spec.sets)?;
+    let workload = spec.workload;
+    let cg = sweep::expand_configs(workload, spec.config_file.as_ref(), &spec.sets)?;
     // `[net_faults]` only on runtimes that can apply it, refused before any run starts.
     for cfg in &cg.configs {
         for rt in &spec.runtimes {
@@ -280,7 +285,7 @@ pub fn plan(spec: &CompareSpec) -> Result<Plan> {
     }
     let file = CompareFile {
         format: 1,
-        workload: spec.workload.clone(),
+        workload: workload.name().into(),
         runtimes: spec.runtimes.clone(),
         base_config: cg.base,
         axes: cg.axes,
@@ -289,7 +294,7 @@ pub fn plan(spec: &CompareSpec) -> Result<Plan> {
         focus: spec.focus.clone(),
         reps: spec.reps,
     };
-    Ok(Plan { file, points })
+    Ok(Plan { workload, file, points })
 }
 
 /// A runtime's line in `runtimes.json`.
@@ -363,7 +368,7 @@ fn write_schedules(plan: &Plan, dir: &Path) -> Result<Vec<PathBuf>> {
     for p in &plan.points {
         let path = sdir.join(format!("{}.jsonl", p.name));
         if !path.is_file() {
-            schedule::write(&path, &workloads::schedule_for(&p.config)?)?;
+            schedule::write(&path, &schedule::for_config(&p.config))?;
         }
         out.push(path);
     }
@@ -475,7 +480,7 @@ pub fn run(
                 Err(e) => match Manifest::read(&rdir) {
                     Ok(m) if m.status == Status::Failed => RunOutcome { dir: rdir.clone(), manifest: m, stats: None },
                     _ => {
-                        let _ = write_report(dir);
+                        let _ = plan.workload.write_compare_report(dir);
                         return Err(e);
                     }
                 },
@@ -492,6 +497,6 @@ pub fn run(
             _ => summary.failed += 1,
         }
     }
-    summary.table = write_report(dir)?;
+    summary.table = plan.workload.write_compare_report(dir)?;
     Ok(summary)
 }

@@ -16,6 +16,7 @@ use std::fmt;
 
 use crate::error::{ConfigIssue, Error, ErrorKind, Result};
 use crate::netfaults::{self, NetFaults};
+use crate::workload::Workload;
 
 /// A configuration value.
 #[derive(Debug, Clone, PartialEq)]
@@ -206,15 +207,10 @@ impl Schema {
     }
 }
 
-/// Looks up a workload's schema by name.
-pub fn schema(workload: &str) -> Result<&'static Schema> {
-    Ok(crate::workloads::get(workload)?.schema())
-}
-
 /// A resolved, validated configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
-    workload: &'static str,
+    workload: &'static dyn Workload,
     values: BTreeMap<&'static str, Value>,
     order: &'static [KeySpec],
     net_faults: Option<NetFaults>,
@@ -222,13 +218,20 @@ pub struct Config {
 
 impl PartialEq for Config {
     fn eq(&self, other: &Config) -> bool {
-        self.workload == other.workload && self.values == other.values && self.net_faults == other.net_faults
+        self.workload.name() == other.workload.name()
+            && self.values == other.values
+            && self.net_faults == other.net_faults
     }
 }
 
 impl Config {
     /// The workload this config is for.
     pub fn workload(&self) -> &'static str {
+        self.workload.name()
+    }
+
+    /// The workload itself: its schedule, programs, analysis and reports.
+    pub fn plugin(&self) -> &'static dyn Workload {
         self.workload
     }
 
@@ -273,7 +276,7 @@ impl Config {
     }
 
     /// Sets a key without validation (for canonicalising a config the lab built itself).
-    pub(crate) fn set_unchecked(&mut self, key: &'static str, v: Value) {
+    pub fn set_unchecked(&mut self, key: &'static str, v: Value) {
         self.values.insert(key, v);
     }
 
@@ -294,6 +297,7 @@ impl Config {
 
 /// Builds a [`Config`] from defaults, a TOML file and overrides, collecting every problem.
 pub struct ConfigBuilder {
+    workload: &'static dyn Workload,
     schema: &'static Schema,
     values: BTreeMap<&'static str, Value>,
     issues: Vec<ConfigIssue>,
@@ -303,10 +307,10 @@ pub struct ConfigBuilder {
 
 impl ConfigBuilder {
     /// Starts from the workload's embedded defaults.
-    pub fn new(workload: &str) -> Result<Self> {
-        let schema = schema(workload)?;
+    pub fn new(workload: &'static dyn Workload) -> Self {
+        let schema = workload.schema();
         let values = schema.keys.iter().map(|k| (k.name, (k.default)())).collect();
-        Ok(ConfigBuilder { schema, values, issues: Vec::new(), bad: BTreeSet::new(), net: None })
+        ConfigBuilder { workload, schema, values, issues: Vec::new(), bad: BTreeSet::new(), net: None }
     }
 
     fn issue(&mut self, key: &str, value: String, problem: String) {
@@ -343,10 +347,10 @@ impl ConfigBuilder {
     /// reports every problem of the file at once (rule 3).
     ///
     /// ```
-    /// let mut b = troupe_lab::config::ConfigBuilder::new("scp").unwrap();
-    /// b.apply_toml("failure_rte = 5\n", "my.toml");
+    /// let mut b = troupe_lab::config::ConfigBuilder::new(&troupe_lab::testkit::Noop);
+    /// b.apply_toml("tiks = 5\n", "my.toml");
     /// let e = b.build().unwrap_err().to_string();
-    /// assert!(e.contains("failure_rte") && e.contains("did you mean `failure_rate`?"), "{e}");
+    /// assert!(e.contains("tiks") && e.contains("did you mean `ticks`?"), "{e}");
     /// ```
     pub fn apply_toml(&mut self, text: &str, origin: &str) -> &mut Self {
         let table: toml::Table = match text.parse() {
@@ -457,7 +461,7 @@ impl ConfigBuilder {
     /// Runs the cross-key rules and returns the config, or every problem found.
     pub fn build(&self) -> Result<Config> {
         let cfg = Config {
-            workload: self.schema.workload,
+            workload: self.workload,
             values: self.values.clone(),
             order: self.schema.keys,
             net_faults: self.net.clone(),
@@ -485,13 +489,13 @@ impl ConfigBuilder {
 
 /// The config a workload's program was started with: the JSON file named by `TROUPE_CONFIG`
 /// (the environment contract), validated against `workload`'s schema.
-pub fn from_env(workload: &str) -> Result<Config> {
+pub fn from_env(workload: &'static dyn Workload) -> Result<Config> {
     let path = std::env::var_os("TROUPE_CONFIG").map(std::path::PathBuf::from).ok_or_else(|| {
         Error::other("TROUPE_CONFIG is not set; `troupe lab exec` is started by `troupe lab run`".to_string())
     })?;
     let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
     let json: serde_json::Value = serde_json::from_str(&text).map_err(|e| Error::malformed(&path, e.to_string()))?;
-    let mut b = ConfigBuilder::new(workload)?;
+    let mut b = ConfigBuilder::new(workload);
     b.apply_json(&json);
     b.build()
 }

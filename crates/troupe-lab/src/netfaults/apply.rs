@@ -32,16 +32,16 @@ use crate::events::writer::{now_us, Emitter};
 use crate::schedule::FaultAction;
 
 /// Who this process is among the workload's node processes.
-pub(crate) struct Me {
+pub struct Me {
     /// Its node index (as `Workload::net_nodes` lists it).
-    pub(crate) index: u32,
+    pub index: u32,
     /// Its node name (the `target` of its events).
-    pub(crate) name: String,
+    pub name: String,
     /// The names of the workload's nodes by index (`Workload::net_nodes`).
-    pub(crate) nodes: Vec<String>,
+    pub nodes: Vec<String>,
     /// Their addresses where this process was told them; the others are looked up by name
     /// among the node's peers when a link is cut.
-    pub(crate) addrs: Vec<Option<String>>,
+    pub addrs: Vec<Option<String>>,
 }
 
 impl Me {
@@ -52,36 +52,43 @@ impl Me {
 }
 
 /// Whether a schedule has network lines (a process without them starts nothing).
-pub(crate) fn any(actions: &[FaultAction]) -> bool {
+pub fn any(actions: &[FaultAction]) -> bool {
     actions.iter().any(|a| super::is_net_kind(&a.kind))
 }
 
 /// The frames `node` dropped and delayed by fault injection, as `run_finished` fields.
-pub(crate) fn counts(node: &Node) -> (u64, u64) {
+pub fn counts(node: &Node) -> (u64, u64) {
     let s = node.stats();
     (s.fault_dropped, s.fault_delayed)
 }
 
 /// One thing to do at an offset from the window start.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) enum Step {
+pub enum Step {
     /// Set the drop and delay rule (once; both lines share it).
     Rule,
     /// Cut (`on`) or heal the links to these node indices.
-    Cut { peers: Vec<u32>, on: bool },
+    Cut {
+        /// The node indices.
+        peers: Vec<u32>,
+        /// Cut (`true`) or heal.
+        on: bool,
+    },
 }
 
 /// A process's plan: its fault rule and its steps in order, each `(at_ms, step, the line to
 /// announce in `fault_injected` when it is done)`.
 #[derive(Debug)]
-pub(crate) struct Plan {
-    pub(crate) rule: FaultConfig,
-    pub(crate) steps: Vec<(u64, Step, Option<FaultAction>)>,
+pub struct Plan {
+    /// The drop and delay rule.
+    pub rule: FaultConfig,
+    /// The steps, in order.
+    pub steps: Vec<(u64, Step, Option<FaultAction>)>,
 }
 
 /// The plan of node `me` of `n_nodes` from the network lines of `actions` (rules 1-3), when
 /// `elapsed_ms` have passed since the window start (negative before it).
-pub(crate) fn plan(actions: &[FaultAction], me: u32, n_nodes: usize, elapsed_ms: i64, seed: u64) -> Plan {
+pub fn plan(actions: &[FaultAction], me: u32, n_nodes: usize, elapsed_ms: i64, seed: u64) -> Plan {
     let mut rule =
         FaultConfig { seed: seed ^ (u64::from(me) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15), ..Default::default() };
     // (at_ms, order at one instant, step, announced line)
@@ -125,14 +132,14 @@ pub(crate) fn plan(actions: &[FaultAction], me: u32, n_nodes: usize, elapsed_ms:
 /// The links a process has cut, counted (rule 2): a link is cut by its first partition and
 /// healed by the end of its last.
 #[derive(Debug, Default)]
-pub(crate) struct Links {
+pub struct Links {
     cut: HashMap<u32, (u32, String)>,
 }
 
 impl Links {
     /// Counts a cut of the link to `peer`; the address to partition when it is the first
     /// (`addr` is asked only then, and a peer with no known address is not cut).
-    pub(crate) fn cut(&mut self, peer: u32, addr: impl FnOnce() -> Option<String>) -> Option<String> {
+    pub fn cut(&mut self, peer: u32, addr: impl FnOnce() -> Option<String>) -> Option<String> {
         if let Some((n, _)) = self.cut.get_mut(&peer) {
             *n += 1;
             return None;
@@ -143,7 +150,7 @@ impl Links {
     }
 
     /// Counts the end of a cut of the link to `peer`; the address to heal when it was the last.
-    pub(crate) fn heal(&mut self, peer: u32) -> Option<String> {
+    pub fn heal(&mut self, peer: u32) -> Option<String> {
         let (n, _) = self.cut.get_mut(&peer)?;
         *n -= 1;
         if *n > 0 {
@@ -164,7 +171,7 @@ fn instant_of(us: i64) -> tokio::time::Instant {
 
 /// Starts applying the network lines of `actions` on `node` (rules 1-3), timed from the window
 /// start `start_us`; `None` when there are none. Abort the task when the process ends.
-pub(crate) fn spawn(
+pub fn spawn(
     node: &Node,
     actions: &[FaultAction],
     me: Me,

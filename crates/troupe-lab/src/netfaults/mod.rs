@@ -66,8 +66,8 @@ pub struct Partition {
 /// The `[net_faults]` section of a config.
 ///
 /// ```
-/// let mut b = troupe_lab::config::ConfigBuilder::new("iot").unwrap();
-/// b.apply_toml("servers = 2\n[net_faults]\ndrop_pct = 1.5\ndelay_ms = [1, 20]\n", "my.toml");
+/// let mut b = troupe_lab::config::ConfigBuilder::new(&troupe_lab::testkit::Noop);
+/// b.apply_toml("nodes = 2\n[net_faults]\ndrop_pct = 1.5\ndelay_ms = [1, 20]\n", "my.toml");
 /// let cfg = b.build().unwrap();
 /// let nf = cfg.net_faults().unwrap();
 /// assert_eq!((nf.drop_pct, nf.delay_ms), (1.5, Some([1, 20])));
@@ -206,16 +206,15 @@ fn partition(key: &str, v: &Json) -> std::result::Result<Partition, ConfigIssue>
 /// this config refuses the section.
 pub fn validate(cfg: &Config, nf: &NetFaults) -> Vec<ConfigIssue> {
     let workload = cfg.workload();
-    let nodes = match crate::workloads::get(workload).map(|w| w.net_nodes(cfg)) {
-        Ok(Ok(nodes)) => nodes,
-        Ok(Err(why)) => {
+    let nodes = match cfg.plugin().net_nodes(cfg) {
+        Ok(nodes) => nodes,
+        Err(why) => {
             return vec![ConfigIssue {
                 key: SECTION.into(),
                 value: nf.to_json().to_string(),
                 problem: format!("network faults are unsupported in workload {workload}: {why}"),
             }]
         }
-        Err(e) => return vec![ConfigIssue { key: SECTION.into(), value: String::new(), problem: e.to_string() }],
     };
     let mut out = Vec::new();
     for (i, p) in nf.partitions.iter().enumerate() {
@@ -337,12 +336,12 @@ pub fn summary(events: &[crate::events::Event]) -> serde_json::Map<String, Json>
 /// (its node indices, or why not).
 ///
 /// ```
-/// let cfg = troupe_lab::config::ConfigBuilder::new("iot").unwrap().build().unwrap();
+/// let cfg = troupe_lab::config::ConfigBuilder::new(&troupe_lab::testkit::Noop).build().unwrap();
 /// let lines = troupe_lab::netfaults::config_lines(&cfg);
-/// assert!(lines.iter().any(|l| l.contains("0 = server-0")), "{lines:?}");
+/// assert!(lines.iter().any(|l| l.contains("0 = node-0")), "{lines:?}");
 /// ```
 pub fn config_lines(cfg: &Config) -> Vec<String> {
-    let nodes = crate::workloads::get(cfg.workload()).map(|w| w.net_nodes(cfg));
+    let nodes = cfg.plugin().net_nodes(cfg);
     let mut out = Vec::new();
     match (cfg.net_faults(), nodes) {
         (Some(nf), _) => {
@@ -358,7 +357,7 @@ pub fn config_lines(cfg: &Config) -> Vec<String> {
                 .collect();
             out.push(format!("partitions = [{}]", parts.join(", ")));
         }
-        (None, Ok(Ok(nodes))) => {
+        (None, Ok(nodes)) => {
             let named: Vec<String> = nodes.iter().enumerate().map(|(i, n)| format!("{i} = {n}")).collect();
             out.push(format!(
                 "# [{SECTION}] (optional): drop_pct, delay_ms = [min, max], partitions = [{{ at_ms, duration_ms, \
@@ -366,8 +365,7 @@ pub fn config_lines(cfg: &Config) -> Vec<String> {
                 named.join(", ")
             ));
         }
-        (None, Ok(Err(why))) => out.push(format!("# [{SECTION}] is unsupported here: {why}")),
-        (None, Err(_)) => {}
+        (None, Err(why)) => out.push(format!("# [{SECTION}] is unsupported here: {why}")),
     }
     out
 }

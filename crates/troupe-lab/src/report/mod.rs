@@ -3,6 +3,7 @@
 //! the workload's own CSV tables, plots and `report.html`, so `troupe lab report` can rebuild
 //! them at any time. Also the pieces every workload's page uses: status, provenance, files.
 
+pub mod grid;
 pub mod html;
 pub mod plot;
 
@@ -12,29 +13,57 @@ use crate::config::{Config, ConfigBuilder};
 use crate::error::{Error, Result};
 use crate::manifest::{Manifest, Status};
 use crate::workload::RunAnalysis;
-use crate::{events, schedule, workloads};
+use crate::workload::{Checker, Workload};
+use crate::{events, schedule};
 use html::{link, Page};
 
 /// A run folder read back: its manifest, its config, and its statistics (none when the run
 /// recorded no events).
 pub type LoadedRun = (Manifest, Config, Option<Box<dyn RunAnalysis>>);
 
-/// Reads a run folder back: manifest, config, statistics (against `baseline` when known).
-pub fn load_run(dir: &Path, baseline: Option<f64>) -> Result<LoadedRun> {
+/// Reads a run folder of workload `w` back: manifest, config, statistics (against `baseline`
+/// when known). A folder of another workload is an error naming both.
+pub fn load_run(w: &'static dyn Workload, dir: &Path, baseline: Option<f64>) -> Result<LoadedRun> {
     let m = Manifest::read(dir)?;
-    let mut b = ConfigBuilder::new(&m.workload)?;
+    if m.workload != w.name() {
+        return Err(Error::malformed(
+            dir.join(crate::manifest::FILE),
+            format!("a run of workload {:?}, read as one of {:?}", m.workload, w.name()),
+        ));
+    }
+    let mut b = ConfigBuilder::new(w);
     b.apply_json(&m.config);
     let cfg = b.build().map_err(|e| Error::malformed(dir.join("manifest.json"), e.to_string()))?;
     let ev_path = dir.join("events.jsonl");
     let stats = if ev_path.is_file() {
         let evs = events::read(&ev_path)?;
         let sched_path = dir.join("schedule.jsonl");
-        let sched = if sched_path.is_file() { schedule::read(&sched_path)? } else { workloads::schedule_for(&cfg)? };
-        Some(workloads::get(cfg.workload())?.analyse(&cfg, &evs, &sched, baseline))
+        let sched = if sched_path.is_file() { schedule::read(&sched_path)? } else { schedule::for_config(&cfg) };
+        Some(w.analyse(&cfg, &evs, &sched, baseline))
     } else {
         None
     };
     Ok((m, cfg, stats))
+}
+
+/// [`load_run`] with the workload's own statistics type.
+pub fn load_typed<W: Workload + Checker>(
+    w: &'static W,
+    dir: &Path,
+    baseline: Option<f64>,
+) -> Result<(Manifest, Config, Option<W::Analysis>)> {
+    let (m, cfg, st) = load_run(w, dir, baseline)?;
+    Ok((m, cfg, st.map(|a| crate::workload::typed(w, a)).transpose()?))
+}
+
+/// [`rebuild_run`] with the workload's own statistics type.
+pub fn rebuild_typed<W: Workload + Checker>(
+    w: &'static W,
+    dir: &Path,
+    baseline: Option<f64>,
+) -> Result<(Manifest, Config, Option<W::Analysis>)> {
+    let (m, cfg, st) = rebuild_run(w, dir, baseline)?;
+    Ok((m, cfg, st.map(|a| crate::workload::typed(w, a)).transpose()?))
 }
 
 /// The status of a run whose events are complete: `ok`, or `degraded` with the failures its
@@ -53,8 +82,8 @@ pub fn judge_complete(stats: Option<&dyn RunAnalysis>, cfg: &Config) -> (Status,
 /// are there is judged again by today's statistics: `ok` and `degraded` follow
 /// [`judge_complete`] and the manifest is rewritten when that changes them (a `failed` run
 /// stays failed; without events the recorded status stands).
-pub fn rebuild_run(dir: &Path, baseline: Option<f64>) -> Result<LoadedRun> {
-    let (mut m, cfg, stats) = load_run(dir, baseline)?;
+pub fn rebuild_run(w: &'static dyn Workload, dir: &Path, baseline: Option<f64>) -> Result<LoadedRun> {
+    let (mut m, cfg, stats) = load_run(w, dir, baseline)?;
     if m.status.completed() && !m.interrupted && stats.is_some() {
         let (status, reason) = judge_complete(stats.as_deref(), &cfg);
         if (status, &reason) != (m.status, &m.reason) {
@@ -96,9 +125,21 @@ pub fn write_run_outputs(dir: &Path, m: &Manifest, cfg: &Config, st: &dyn RunAna
     }
     let text = serde_json::to_string_pretty(&summary).map_err(|e| Error::other(e.to_string()))?;
     write(dir, SUMMARY, &(text + "\n"))?;
-    workloads::get(cfg.workload())?.write_run_outputs(dir, m, cfg, st)?;
+    cfg.plugin().write_run_outputs(dir, m, cfg, st)?;
     // Every run's page shows its process tree's CPU and memory (the lab's sampler).
     crate::meter::charts::add_to_report(dir)
+}
+
+/// The page of a run whose workload writes none of its own (the default of
+/// [`crate::workload::Reports::run_outputs`]): status, the analysis's summary rows, and the
+/// config, provenance and files every run page closes with.
+pub fn generic_run_page(dir: &Path, m: &Manifest, _cfg: &Config, st: &dyn RunAnalysis) -> Result<()> {
+    let mut p = Page::new(&format!("{} run {} ({})", m.workload, m.run_id, m.runtime));
+    p.raw(&status_html(m));
+    p.h2("Summary");
+    p.kv(&st.summary_rows());
+    page_footer(&mut p, m, &["manifest.json", "config.json", "schedule.jsonl", "events.jsonl", SUMMARY, "stderr.txt"]);
+    write(dir, "report.html", &p.finish())
 }
 
 /// Writes `text` to `dir/name`.

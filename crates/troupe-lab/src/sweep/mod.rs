@@ -36,24 +36,27 @@ use crate::child::Stop;
 use crate::config::{Config, ConfigBuilder};
 use crate::error::{ConfigIssue, Error, ErrorKind, Result};
 use crate::manifest::{Manifest, Status};
+use crate::registry::Registry;
 use crate::run::{self, RunOutcome, RunRequest, TroupeExe};
+use crate::workload::Workload;
 
-/// Writes a sweep folder's report through its workload (rule 5); the number of runs.
-pub fn write_report(dir: &Path) -> Result<usize> {
+/// Writes a sweep folder's report through its workload, found in `registry` (rule 5); the
+/// number of runs.
+pub fn write_report(registry: &Registry, dir: &Path) -> Result<usize> {
     let path = dir.join("sweep.json");
     if !path.is_file() {
         return Err(Error::new(ErrorKind::NotARun(dir.to_path_buf())));
     }
     let text = std::fs::read_to_string(&path).map_err(|e| Error::io(&path, e))?;
     let file: SweepFile = serde_json::from_str(&text).map_err(|e| Error::malformed(&path, e.to_string()))?;
-    crate::workloads::get(&file.workload)?.write_sweep_report(dir)
+    registry.get(&file.workload)?.write_sweep_report(dir)
 }
 
 /// What to sweep.
 #[derive(Debug, Clone)]
 pub struct SweepSpec {
-    /// Workload name.
-    pub workload: String,
+    /// The workload.
+    pub workload: &'static dyn Workload,
     /// A TOML config file's (path, text), applied before the overrides.
     pub config_file: Option<(String, String)>,
     /// `key=value[,value...]` overrides.
@@ -156,6 +159,8 @@ pub fn split_rep(name: &str) -> (&str, u32) {
 /// The expanded grid.
 #[derive(Debug, Clone)]
 pub struct Grid {
+    /// The workload.
+    pub workload: &'static dyn Workload,
     /// What `sweep.json` records.
     pub file: SweepFile,
     /// The runs.
@@ -197,10 +202,14 @@ fn split_sets(sets: &[String]) -> (Vec<String>, Vec<(String, Vec<String>)>) {
 }
 
 /// Expands and validates the configs of a grid (rules 1-2), every problem reported at once.
-pub fn expand_configs(workload: &str, config_file: Option<&(String, String)>, sets: &[String]) -> Result<ConfigGrid> {
+pub fn expand_configs(
+    workload: &'static dyn Workload,
+    config_file: Option<&(String, String)>,
+    sets: &[String],
+) -> Result<ConfigGrid> {
     let (fixed, axes) = split_sets(sets);
     let base_builder = |extra: &[String]| -> Result<ConfigBuilder> {
-        let mut b = ConfigBuilder::new(workload)?;
+        let mut b = ConfigBuilder::new(workload);
         if let Some((origin, text)) = config_file {
             b.apply_toml(text, origin);
         }
@@ -232,7 +241,7 @@ pub fn expand_configs(workload: &str, config_file: Option<&(String, String)>, se
     for combo in &combos {
         match base_builder(combo)?.build() {
             Ok(cfg) => {
-                let cfg = crate::workloads::get(workload)?.canonical(&cfg);
+                let cfg = workload.canonical(&cfg);
                 if seen.insert(cfg.to_json().to_string()) {
                     configs.push(cfg);
                 }
@@ -270,7 +279,7 @@ pub fn name_suffix(cfg: &Config, keys: &[&str]) -> String {
 
 /// Expands and validates the grid (rules 1-2).
 pub fn expand(spec: &SweepSpec) -> Result<Grid> {
-    let cg = expand_configs(&spec.workload, spec.config_file.as_ref(), &spec.sets)?;
+    let cg = expand_configs(spec.workload, spec.config_file.as_ref(), &spec.sets)?;
     let keys: Vec<&str> = cg.axes.iter().map(|(k, _)| k.as_str()).collect();
     check_reps(spec.reps)?;
     let mut points = Vec::new();
@@ -286,14 +295,14 @@ pub fn expand(spec: &SweepSpec) -> Result<Grid> {
     }
     let file = SweepFile {
         format: 1,
-        workload: spec.workload.clone(),
+        workload: spec.workload.name().into(),
         runtimes: spec.runtimes.clone(),
         base_config: cg.base,
         axes: cg.axes,
         points: points.iter().map(|p| p.name.clone()).collect(),
         reps: spec.reps,
     };
-    Ok(Grid { file, points })
+    Ok(Grid { workload: spec.workload, file, points })
 }
 
 /// Progress callbacks (the CLI draws a progress bar from them).
@@ -359,7 +368,7 @@ pub fn run(
             Ok(o) => o,
             Err(e) => {
                 // Keep the report of what did run; the error (e.g. a missing toolchain) wins.
-                let _ = write_report(dir);
+                let _ = grid.workload.write_sweep_report(dir);
                 return Err(e);
             }
         };
@@ -370,7 +379,7 @@ pub fn run(
         }
         summary.count(outcome.manifest.status);
     }
-    write_report(dir)?;
+    grid.workload.write_sweep_report(dir)?;
     Ok(summary)
 }
 

@@ -1,6 +1,6 @@
 %% kv_vnode: one vnode replica of the Erlang kv store, a gen_server registered
 %% as kv_vnode_<V> on each store node (the rules of the Troupe store,
-%% crates/troupe-lab/src/workloads/kv/quorum.rs and actors.rs).
+%% crates/troupe-lab-workloads/src/kv/quorum.rs and actors.rs).
 %%
 %% Rules:
 %%  1. {put, From, Req, Key, Version, Bin}: store if Version is newer than the

@@ -1,5 +1,5 @@
 // Owns the chat's distributed deployment (deployment = "distributed"), laid out as Troupe's own
-// (crates/troupe-lab/src/workloads/chat/sub.rs): the JVM the lab starts is the orchestrator,
+// (crates/troupe-lab-workloads/src/chat/sub.rs): the JVM the lab starts is the orchestrator,
 // node "discovery"; it hosts discovery and the coordinator and starts one JVM per supervisor
 // (`Main server G`, node "server-G") and one per client group of at most clients_per_process
 // clients (`Main clients G`, node "clients-G"). All are members of one Akka Cluster (Artery TCP

@@ -1,0 +1,333 @@
+//! The chat workload's keys (workloads.md §2, seed 000 table 4.1) with their embedded defaults,
+//! ranges and cross-key rules, and the typed view of a validated chat config.
+
+use troupe_lab::config::{Config, CrossIssue, KeyKind, KeySpec, Schema, Value, SEED, WARMUP};
+use troupe_lab::error::ConfigIssue;
+
+/// What a run measures (seed 000 §4.2.1).
+pub const TEST_TYPES: &[&str] = &["throughput", "reconnection_time", "detection_time"];
+/// How the injector makes a chat fail.
+pub const MSG_TYPES: &[&str] = &["error", "kill", "cpu_intensive", "ram_intensive", "random", "none"];
+/// One process, or discovery, server groups and client groups as separate OS processes.
+pub const DEPLOYMENTS: &[&str] = &["distributed", "single"];
+/// When each chat's injector first fires: a seeded phase in `[0, fault_pause_ms)` per chat, or
+/// every chat at `fault_pause_ms` (all at once).
+pub const FAULT_PHASES: &[&str] = &["random", "aligned"];
+
+const MAX_CLIENTS: i64 = 1_000_000;
+/// The most fault actions one schedule may hold (keeps schedules bounded in memory and on disk).
+const MAX_FAULTS: i64 = 2_000_000;
+
+/// The chat schema.
+pub static SCHEMA: Schema = Schema { workload: "chat", keys: KEYS, cross_check };
+
+static KEYS: &[KeySpec] = &[
+    KeySpec {
+        name: "test_type",
+        kind: KeyKind::Choice(TEST_TYPES),
+        default: || Value::Str("throughput".into()),
+        doc: "throughput (messages received by clients per second), reconnection_time or detection_time \
+              (clients send no chat messages in the last two)",
+    },
+    KeySpec {
+        name: "num_supervisor",
+        kind: KeyKind::Int { min: 1, max: 10_000 },
+        default: || Value::Int(1),
+        doc: "one_for_one supervisors; each is a server group (its own OS process when distributed)",
+    },
+    KeySpec {
+        name: "chats_per_sup",
+        kind: KeyKind::Int { min: 1, max: 100_000 },
+        default: || Value::Int(256),
+        doc: "chats owned by each supervisor",
+    },
+    KeySpec {
+        name: "clients_per_server",
+        kind: KeyKind::Int { min: 1, max: MAX_CLIENTS },
+        default: || Value::Int(5),
+        doc: "clients of each chat",
+    },
+    KeySpec {
+        name: "fault_pause_ms",
+        kind: KeyKind::Int { min: 1, max: 3_600_000 },
+        default: || Value::Int(5000),
+        doc: "each chat's injector makes it fail every fault_pause_ms",
+    },
+    KeySpec {
+        name: "msg_type",
+        kind: KeyKind::Choice(MSG_TYPES),
+        default: || Value::Str("error".into()),
+        doc: "error (poison message, the chat crashes), kill (brutal), cpu_intensive / ram_intensive \
+              (the chat computes stress_ms / touches stress_mb in its handler; no crash), random \
+              (seeded mix of error and kill), none",
+    },
+    KeySpec {
+        name: "test_duration_secs",
+        kind: KeyKind::Int { min: 1, max: 86_400 },
+        default: || Value::Int(60),
+        doc: "length of the measurement window, s",
+    },
+    WARMUP,
+    KeySpec {
+        name: "send_interval_ms",
+        kind: KeyKind::Int { min: 1, max: 3_600_000 },
+        default: || Value::Int(200),
+        doc: "each client sends one chat message every send_interval_ms (throughput test)",
+    },
+    KeySpec {
+        name: "retry_delay_ms",
+        kind: KeyKind::Int { min: 1, max: 60_000 },
+        default: || Value::Int(10),
+        doc: "fixed delay between a client's attempts to re-resolve and rejoin its chat (no backoff)",
+    },
+    KeySpec {
+        name: "retry_max",
+        kind: KeyKind::Int { min: 1, max: 100_000 },
+        default: || Value::Int(500),
+        doc: "attempts before a client gives up on its chat (counted as an error)",
+    },
+    KeySpec {
+        name: "stress_ms",
+        kind: KeyKind::Int { min: 1, max: 60_000 },
+        default: || Value::Int(100),
+        doc: "cpu_intensive: how long the chat computes inside its handler, ms",
+    },
+    KeySpec {
+        name: "stress_mb",
+        kind: KeyKind::Int { min: 1, max: 4_096 },
+        default: || Value::Int(64),
+        doc: "ram_intensive: how much the chat allocates and touches, then frees, MiB",
+    },
+    KeySpec {
+        name: "deployment",
+        kind: KeyKind::Choice(DEPLOYMENTS),
+        default: || Value::Str("distributed".into()),
+        doc: "distributed: discovery, each server group and each client group is its own OS process \
+              (a node on loopback); single: one process, for quick runs",
+    },
+    KeySpec {
+        name: "clients_per_process",
+        kind: KeyKind::Int { min: 1, max: MAX_CLIENTS },
+        default: || Value::Int(10_000),
+        doc: "distributed: the most clients one client-group process holds",
+    },
+    KeySpec {
+        name: "fault_phase",
+        kind: KeyKind::Choice(FAULT_PHASES),
+        default: || Value::Str("random".into()),
+        doc: "random: each chat's first fault at a seeded offset in [0, fault_pause_ms); aligned: \
+              every chat fails at the same instants",
+    },
+    KeySpec {
+        name: "events",
+        kind: KeyKind::Text,
+        default: || Value::Str("file".into()),
+        doc: "event transport: file (the run folder, default) or amqp://USER:PASS@127.0.0.1:PORT/VHOST \
+              (through a RabbitMQ exchange troupe.events, consumed by the lab)",
+    },
+    SEED,
+];
+
+fn issue(key: &str, value: String, problem: String) -> ConfigIssue {
+    ConfigIssue { key: key.into(), value, problem }
+}
+
+fn cross_check(c: &Config) -> Vec<CrossIssue> {
+    let mut out = Vec::new();
+    let typed = ChatConfig::from_config(c);
+    let clients = typed.total_clients();
+    if clients > MAX_CLIENTS as u64 {
+        out.push((
+            vec!["num_supervisor", "chats_per_sup", "clients_per_server"],
+            issue(
+                "clients_per_server",
+                typed.clients_per_server.to_string(),
+                format!(
+                    "num_supervisor x chats_per_sup x clients_per_server = {clients} clients; at most {MAX_CLIENTS} \
+                     are supported"
+                ),
+            ),
+        ));
+    }
+    let faults = typed.planned_faults();
+    if faults > MAX_FAULTS as u64 {
+        out.push((
+            vec!["num_supervisor", "chats_per_sup", "fault_pause_ms", "test_duration_secs", "msg_type"],
+            issue(
+                "fault_pause_ms",
+                typed.fault_pause_ms.to_string(),
+                format!(
+                    "gives {faults} faults in the window; at most {MAX_FAULTS} are supported (raise fault_pause_ms)"
+                ),
+            ),
+        ));
+    }
+    let ev = c.str("events");
+    if ev != "file" && !ev.starts_with("amqp://") {
+        out.push((
+            vec!["events"],
+            issue("events", format!("{ev:?}"), "not allowed; allowed: file, or an amqp://... URL".into()),
+        ));
+    }
+    out
+}
+
+/// How the injector makes a chat fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MsgType {
+    /// A poison message: the chat's handler panics.
+    Error,
+    /// A brutal kill.
+    Kill,
+    /// A long computation inside the chat's handler.
+    Cpu,
+    /// A large allocation inside the chat's handler.
+    Ram,
+    /// A seeded mix of error and kill.
+    Random,
+    /// No faults.
+    None,
+}
+
+impl MsgType {
+    fn parse(s: &str) -> MsgType {
+        match s {
+            "error" => MsgType::Error,
+            "kill" => MsgType::Kill,
+            "cpu_intensive" => MsgType::Cpu,
+            "ram_intensive" => MsgType::Ram,
+            "random" => MsgType::Random,
+            _ => MsgType::None,
+        }
+    }
+
+    /// Whether a fault of this type takes the chat down (and so is detected and reconnected).
+    pub fn crashes(self) -> bool {
+        matches!(self, MsgType::Error | MsgType::Kill | MsgType::Random)
+    }
+}
+
+/// What a run measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TestType {
+    /// Messages received by clients per second.
+    Throughput,
+    /// Time from a client's detection of a failure to its rejoin.
+    Reconnection,
+    /// Time from the injected fault to each client's detection.
+    Detection,
+}
+
+/// A validated chat config, typed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatConfig {
+    /// What the run measures.
+    pub test_type: TestType,
+    /// Supervisors (server groups).
+    pub num_supervisor: u32,
+    /// Chats per supervisor.
+    pub chats_per_sup: u32,
+    /// Clients per chat.
+    pub clients_per_server: u32,
+    /// Pause between two faults of one chat, ms.
+    pub fault_pause_ms: u64,
+    /// How chats fail.
+    pub msg_type: MsgType,
+    /// The `msg_type` word as configured.
+    pub msg_type_word: String,
+    /// Measurement window, s.
+    pub duration_s: u64,
+    /// Warm-up, s.
+    pub warmup_s: u64,
+    /// Client send interval, ms.
+    pub send_interval_ms: u64,
+    /// Delay between rejoin attempts, ms.
+    pub retry_delay_ms: u64,
+    /// Rejoin attempts before giving up.
+    pub retry_max: u32,
+    /// cpu_intensive computation, ms.
+    pub stress_ms: u64,
+    /// ram_intensive allocation, MiB.
+    pub stress_mb: u64,
+    /// Separate OS processes (`true`) or one.
+    pub distributed: bool,
+    /// Clients per client-group process.
+    pub clients_per_process: u32,
+    /// Per-chat seeded phase (`true`) or aligned faults.
+    pub random_phase: bool,
+    /// `file` or an `amqp://` URL.
+    pub events: String,
+    /// PRNG seed.
+    pub seed: u64,
+}
+
+impl ChatConfig {
+    /// The typed view of a validated `chat` config.
+    pub fn from_config(c: &Config) -> ChatConfig {
+        ChatConfig {
+            test_type: match c.str("test_type") {
+                "reconnection_time" => TestType::Reconnection,
+                "detection_time" => TestType::Detection,
+                _ => TestType::Throughput,
+            },
+            num_supervisor: c.int("num_supervisor") as u32,
+            chats_per_sup: c.int("chats_per_sup") as u32,
+            clients_per_server: c.int("clients_per_server") as u32,
+            fault_pause_ms: c.int("fault_pause_ms") as u64,
+            msg_type: MsgType::parse(c.str("msg_type")),
+            msg_type_word: c.str("msg_type").to_string(),
+            duration_s: c.int("test_duration_secs") as u64,
+            warmup_s: c.int("warmup_s") as u64,
+            send_interval_ms: c.int("send_interval_ms") as u64,
+            retry_delay_ms: c.int("retry_delay_ms") as u64,
+            retry_max: c.int("retry_max") as u32,
+            stress_ms: c.int("stress_ms") as u64,
+            stress_mb: c.int("stress_mb") as u64,
+            distributed: c.str("deployment") == "distributed",
+            clients_per_process: c.int("clients_per_process") as u32,
+            random_phase: c.str("fault_phase") == "random",
+            events: c.str("events").to_string(),
+            seed: c.int("seed") as u64,
+        }
+    }
+
+    /// Chats in the system.
+    pub fn total_chats(&self) -> u64 {
+        u64::from(self.num_supervisor) * u64::from(self.chats_per_sup)
+    }
+
+    /// Clients in the system.
+    pub fn total_clients(&self) -> u64 {
+        self.total_chats() * u64::from(self.clients_per_server)
+    }
+
+    /// Whether clients send chat messages (throughput test only, seed 000 §4.2.1).
+    pub fn clients_send(&self) -> bool {
+        self.test_type == TestType::Throughput
+    }
+
+    /// Faults the schedule holds (an upper bound before phases are drawn).
+    pub fn planned_faults(&self) -> u64 {
+        if self.msg_type == MsgType::None {
+            return 0;
+        }
+        self.total_chats() * (self.duration_s * 1000).div_ceil(self.fault_pause_ms)
+    }
+
+    /// The theoretical ceiling, messages received by clients per second:
+    /// chats x clients x clients x 1000 / send_interval_ms (0 when clients do not send).
+    pub fn ceiling(&self) -> f64 {
+        if !self.clients_send() {
+            return 0.0;
+        }
+        let per_chat = f64::from(self.clients_per_server) * f64::from(self.clients_per_server);
+        self.total_chats() as f64 * per_chat * 1000.0 / self.send_interval_ms as f64
+    }
+
+    /// The client-group processes of the distributed mode: (first client index, count) each.
+    pub fn client_groups(&self) -> Vec<(u64, u64)> {
+        let total = self.total_clients();
+        let per = u64::from(self.clients_per_process.max(1));
+        (0..total.div_ceil(per)).map(|g| (g * per, per.min(total - g * per))).collect()
+    }
+}

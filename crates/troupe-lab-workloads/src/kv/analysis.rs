@@ -1,0 +1,192 @@
+//! The statistics of one kv run, from its events alone (rule 4 of [`troupe_lab::workload`]).
+//!
+//! Rules:
+//! 1. A run is complete when it has `run_started`, at least one `op` event, each (client, seq)
+//!    once, a `window` event, and `run_finished` with no errors (from the orchestrator, and from
+//!    each store node when they wrote events: network faults, `node.rs` rule 5). Failed
+//!    operations (`ok: false`) do not make a run incomplete: they are counted in `failed_ops`.
+//! 2. Latency: the distribution of the successful operations' `latency_us`, in ms: p50
+//!    (median, interpolated), p99 (nearest rank), mean, max.
+//! 3. Throughput: successful operations / window seconds.
+//! 4. `summary.json`: `ops_per_s`, `latency_ms.{p50,p99,mean,max}`, `ops`, `failed_ops`,
+//!    `concurrency`, `object_bytes`, `service`, `transport`, plus `window_s`, `gets`, `puts`,
+//!    `echoes` and the nodes' anti-entropy and gossip counts when recorded.
+
+use std::collections::BTreeSet;
+
+use serde_json::{json, Value};
+
+use super::config::KvConfig;
+use troupe_lab::config::Config;
+use troupe_lab::events::Event;
+use troupe_lab::stats::Dist;
+use troupe_lab::workload::RunAnalysis;
+
+/// One operation's record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Op {
+    /// The client.
+    pub client: u64,
+    /// Its sequence number within the client.
+    pub seq: u64,
+    /// `get`, `put` or `echo`.
+    pub op: String,
+    /// First send to completion, µs.
+    pub latency_us: u64,
+    /// Whether it completed.
+    pub ok: bool,
+}
+
+/// The statistics of a kv run.
+#[derive(Debug, Clone)]
+pub struct KvStats {
+    /// The typed config.
+    pub cfg: KvConfig,
+    /// Every operation, in (client, seq) order.
+    pub ops: Vec<Op>,
+    /// Latency of the successful operations, ms (rule 2).
+    pub dist_ms: Option<Dist>,
+    /// The window, s.
+    pub window_s: Option<f64>,
+    /// The nodes' counts, as recorded.
+    pub nodes: Option<Value>,
+    problems: Vec<String>,
+}
+
+impl KvStats {
+    /// Computes the statistics of a run from its config and events.
+    pub fn compute(cfg: &Config, events: &[Event]) -> KvStats {
+        let c = KvConfig::from_config(cfg);
+        let mut problems = Vec::new();
+        if !events.iter().any(|e| e.ev == "run_started") {
+            problems.push("no run_started event".to_string());
+        }
+        let mut ops: Vec<Op> = events
+            .iter()
+            .filter(|e| e.ev == "op")
+            .map(|e| Op {
+                client: e.int("client") as u64,
+                seq: e.int("seq") as u64,
+                op: e.raw.get("op").and_then(Value::as_str).unwrap_or("").to_string(),
+                latency_us: e.int("latency_us") as u64,
+                ok: e.raw.get("ok").and_then(Value::as_bool).unwrap_or(false),
+            })
+            .collect();
+        ops.sort_by_key(|o| (o.client, o.seq));
+        let distinct: BTreeSet<(u64, u64)> = ops.iter().map(|o| (o.client, o.seq)).collect();
+        if distinct.len() != ops.len() {
+            problems.push(format!("{} op events repeat a (client, seq)", ops.len() - distinct.len()));
+        }
+        if ops.is_empty() {
+            problems.push("no op events".to_string());
+        }
+        let window_s = events.iter().find(|e| e.ev == "window").map(|e| e.int("elapsed_us") as f64 / 1e6);
+        if window_s.is_none() {
+            problems.push("no window event".to_string());
+        }
+        let finished: Vec<&Event> = events.iter().filter(|e| e.ev == "run_finished").collect();
+        if finished.is_empty() {
+            problems.push("no run_finished event".to_string());
+        }
+        for f in finished.iter().filter(|f| f.int("errors") > 0) {
+            problems.push(format!("run_finished of {} reports {} errors", f.str("node"), f.int("errors")));
+        }
+        let mut ms: Vec<f64> = ops.iter().filter(|o| o.ok).map(|o| o.latency_us as f64 / 1000.0).collect();
+        let dist_ms = Dist::of(&mut ms);
+        let nodes = events.iter().find(|e| e.ev == "nodes").map(|e| {
+            let mut v = e.raw.clone();
+            if let Some(o) = v.as_object_mut() {
+                for k in ["ts_us", "run", "rt", "node", "ev"] {
+                    o.remove(k);
+                }
+            }
+            v
+        });
+        KvStats { cfg: c, ops, dist_ms, window_s, nodes, problems }
+    }
+
+    /// Operations that failed.
+    pub fn failed(&self) -> usize {
+        self.ops.iter().filter(|o| !o.ok).count()
+    }
+
+    /// Successful operations per second over the window (rule 3).
+    pub fn ops_per_s(&self) -> Option<f64> {
+        let ok = self.ops.len() - self.failed();
+        self.window_s.filter(|w| *w > 0.0).map(|w| ok as f64 / w)
+    }
+
+    fn count(&self, op: &str) -> usize {
+        self.ops.iter().filter(|o| o.op == op).count()
+    }
+
+    /// `kv.csv`: `client,seq,op,latency_us,ok`, one row per operation.
+    pub fn csv(&self) -> troupe_lab::error::Result<String> {
+        troupe_lab::report::csv_text(
+            &["client", "seq", "op", "latency_us", "ok"],
+            self.ops.iter().map(|o| {
+                vec![o.client.to_string(), o.seq.to_string(), o.op.clone(), o.latency_us.to_string(), o.ok.to_string()]
+            }),
+        )
+    }
+}
+
+fn num(v: Option<f64>) -> Value {
+    v.filter(|x| x.is_finite()).map_or(Value::Null, |x| json!(x))
+}
+
+impl RunAnalysis for KvStats {
+    fn completeness_problem(&self, _cfg: &Config) -> Option<String> {
+        (!self.problems.is_empty()).then(|| self.problems.join("; "))
+    }
+
+    fn summary_rows(&self) -> Vec<(String, String)> {
+        let d = self.dist_ms.as_ref();
+        let f = |v: Option<f64>, unit: &str| v.map_or("-".to_string(), |x| format!("{x:.3} {unit}"));
+        vec![
+            ("service".into(), format!("{} ({} transport)", self.cfg.service, self.cfg.transport)),
+            ("clients x object".into(), format!("{} x {} bytes", self.cfg.concurrency, self.cfg.object_bytes)),
+            ("operations".into(), format!("{} ({} failed)", self.ops.len(), self.failed())),
+            ("latency p50".into(), f(d.map(|d| d.median), "ms")),
+            ("latency p99".into(), f(d.map(|d| d.p99), "ms")),
+            ("latency mean".into(), f(d.map(|d| d.mean), "ms")),
+            ("throughput".into(), f(self.ops_per_s(), "ops/s")),
+        ]
+    }
+
+    fn summary_json(&self) -> Value {
+        let d = self.dist_ms.as_ref();
+        json!({
+            "ops_per_s": num(self.ops_per_s()),
+            "latency_ms": {
+                "p50": num(d.map(|d| d.median)),
+                "p99": num(d.map(|d| d.p99)),
+                "mean": num(d.map(|d| d.mean)),
+                "max": num(d.map(|d| d.max)),
+            },
+            "ops": self.ops.len(),
+            "failed_ops": self.failed(),
+            "concurrency": self.cfg.concurrency,
+            "object_bytes": self.cfg.object_bytes,
+            "service": self.cfg.service,
+            "transport": self.cfg.transport,
+            "gets": self.count("get"),
+            "puts": self.count("put"),
+            "echoes": self.count("echo"),
+            "window_s": num(self.window_s),
+            "nodes": self.nodes.clone().unwrap_or(Value::Null),
+        })
+    }
+
+    fn headline(&self) -> String {
+        match &self.dist_ms {
+            Some(d) => format!(
+                "p50 {:.2} ms, p99 {:.2} ms, {:.1} ops/s",
+                d.median,
+                d.p99,
+                self.ops_per_s().unwrap_or(f64::NAN)
+            ),
+            None => "no successful operations".into(),
+        }
+    }
+}

@@ -1,0 +1,235 @@
+//! A kv node process (`troupe lab exec kv-node`, started by the orchestrator, docs/kv.md): holds
+//! a replica actor for each vnode the ring gives it, runs anti-entropy and ring gossip.
+//!
+//! Rules:
+//! 1. Start-up: start the node on a free loopback port, spawn and export the vnode replicas
+//!    (`kv-vnode-<v>`) and the control actor (`kv-control`), print the listen address; then read
+//!    one stdin line `peers <addr0> <addr1> <addr2>`, connect to the other nodes, look up the peer
+//!    replicas of its vnodes and the other control actors, and print `ready`.
+//! 2. Anti-entropy: every [`AE_EVERY_MS`] each local vnode sends its digest to one of its peer
+//!    replicas, taking them in turn (actors.rs rule 2), on the anti-entropy channel.
+//! 3. Ring gossip: every [`GOSSIP_EVERY_MS`] the node sends its ring epoch and members to the
+//!    other nodes' control actors on the gossip channel.
+//! 4. The process ends on `Quit` (exit 0), or when its stdin closes (the orchestrator is gone)
+//!    or the run's deadline passes (exit 1).
+//! 5. Network faults (`[net_faults]`, docs/kv.md): when the run's schedule has network lines,
+//!    the node writes events as `node-<index>` and, on the stdin line `start <us>` (the window
+//!    start, wall-clock microseconds), applies them on its own node (`troupe_lab::netfaults::apply`:
+//!    drops and delays on its frames, cuts of its links to the other store nodes); on `calm` it
+//!    stops, removes every rule and heals every link, and answers `calm`, so the orchestrator's
+//!    count requests after the window are not faulted. Its `run_finished` carries the frames its
+//!    node dropped and delayed. Without network lines it writes no events, as before.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::Notify;
+use troupe::ActorRef;
+use troupe_remote::{send_with, Node};
+
+use super::actors::{Control, ControlMsg, Counters, Lanes, RingGossip, Vnode, VnodeMsg};
+use super::config::{KvConfig, NODES};
+use super::quorum::{Ring, Store};
+use super::sub::{free_port, net_nodes, node_config, ENV_INDEX, ENV_SECRET, START_LIMIT};
+use troupe_lab::error::{Error, Result};
+use troupe_lab::events::writer::EventWriter;
+use troupe_lab::schedule::FaultAction;
+
+/// How often each vnode sends its digest, ms (rule 2).
+pub(crate) const AE_EVERY_MS: u64 = 500;
+/// How often each node gossips its ring, ms (rule 3).
+pub(crate) const GOSSIP_EVERY_MS: u64 = 200;
+
+/// The name a vnode replica is exported under.
+pub(crate) fn vnode_name(v: u64) -> String {
+    format!("kv-vnode-{v}")
+}
+
+/// The name a node's control actor is exported under.
+pub(crate) const CONTROL: &str = "kv-control";
+
+/// The node process (rules 1-5); the exit code. `actions` is the run's schedule.
+pub(super) async fn node_process(cfg: &KvConfig, actions: &[FaultAction]) -> Result<i32> {
+    let secret = crate::common::env(ENV_SECRET, "kv")?;
+    let index: usize = crate::common::env(ENV_INDEX, "kv")?
+        .parse()
+        .map_err(|_| Error::other(format!("{ENV_INDEX} is not a node index")))?;
+    let listen = format!("127.0.0.1:{}", free_port().map_err(Error::other)?);
+    let node = Node::start(node_config(&format!("kv-{index}"), &secret, cfg, &listen))
+        .await
+        .map_err(|e| Error::other(format!("cannot start kv node {index}: {e}")))?;
+    let ring = Ring::new(NODES, cfg.vnodes, cfg.n as usize);
+    let lanes = Lanes { channels: cfg.transport == "channels" };
+    let counters = Arc::new(Counters::default());
+    let mut local: BTreeMap<u64, ActorRef<VnodeMsg>> = BTreeMap::new();
+    for v in ring.vnodes_of(index) {
+        let a = troupe::spawn(Vnode { store: Store::default(), lanes: lanes.clone(), counters: Arc::clone(&counters) });
+        node.export(&vnode_name(v), &a).map_err(|e| Error::other(format!("cannot export vnode {v}: {e}")))?;
+        local.insert(v, a);
+    }
+    let quit = Arc::new(Notify::new());
+    let control = troupe::spawn(Control { counters: Arc::clone(&counters), quit: Arc::clone(&quit) });
+    node.export(CONTROL, &control).map_err(|e| Error::other(format!("cannot export {CONTROL}: {e}")))?;
+    println!("{listen}");
+    let mut stdin = BufReader::new(tokio::io::stdin()).lines();
+    let peers_line = match tokio::time::timeout(START_LIMIT, stdin.next_line()).await {
+        Ok(Ok(Some(l))) => l,
+        _ => return Err(Error::other("kv node: no `peers` line on stdin")),
+    };
+    let addrs: Vec<String> = peers_line.split_whitespace().skip(1).map(str::to_string).collect();
+    if addrs.len() != NODES {
+        return Err(Error::other(format!("kv node: expected {NODES} peer addresses, got {peers_line:?}")));
+    }
+    let wiring = wire(&node, &ring, index, &addrs, &local).await.map_err(Error::other)?;
+    println!("ready");
+    let ae = tokio::spawn(ae_loop(local.clone(), wiring.ae_peers));
+    let gossip = tokio::spawn(gossip_loop(index as u64, addrs.clone(), wiring.controls, lanes));
+    // Rule 5: events only when there are network faults to report.
+    let writer = if troupe_lab::netfaults::apply::any(actions) {
+        Some(EventWriter::from_env("troupe", &format!("node-{index}"))?)
+    } else {
+        None
+    };
+    let mut faults = Faults { cfg, node: &node, index, addrs: &addrs, actions, writer: writer.as_ref(), task: None };
+    let deadline = super::expected_window(cfg) + START_LIMIT;
+    let code = tokio::select! {
+        _ = quit.notified() => 0,
+        _ = async {
+            // Bounded by the orchestrator: it ends when stdin closes.
+            while let Ok(Some(line)) = stdin.next_line().await {
+                faults.command(line.trim());
+            }
+        } => {
+            eprintln!("troupe kv-node: the orchestrator went away");
+            1
+        }
+        _ = tokio::time::sleep(deadline) => {
+            eprintln!("troupe kv-node: the run's deadline passed");
+            1
+        }
+    };
+    faults.calm();
+    ae.abort();
+    gossip.abort();
+    for a in local.values() {
+        a.stop();
+    }
+    control.stop();
+    if let Some(w) = writer {
+        let (dropped, delayed) = troupe_lab::netfaults::apply::counts(&node);
+        w.finish(serde_json::json!({"errors": code, "net_dropped_frames": dropped, "net_delayed_frames": delayed}));
+    }
+    node.shutdown();
+    Ok(code)
+}
+
+/// Rule 5: the node's network faults, started and stopped by the orchestrator's stdin lines.
+struct Faults<'a> {
+    cfg: &'a KvConfig,
+    node: &'a Node,
+    index: usize,
+    addrs: &'a [String],
+    actions: &'a [FaultAction],
+    writer: Option<&'a EventWriter>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Faults<'_> {
+    /// `start <us>` or `calm`; anything else is ignored (the line only says the orchestrator is
+    /// there).
+    fn command(&mut self, line: &str) {
+        if let Some(us) = line.strip_prefix("start ").and_then(|u| u.trim().parse::<i64>().ok()) {
+            let Some(w) = self.writer else { return };
+            let me = troupe_lab::netfaults::apply::Me {
+                index: self.index as u32,
+                name: format!("node-{}", self.index),
+                nodes: net_nodes(),
+                addrs: self.addrs.iter().cloned().map(Some).collect(),
+            };
+            self.task =
+                troupe_lab::netfaults::apply::spawn(self.node, self.actions, me, us, self.cfg.seed, &w.emitter());
+        } else if line == "calm" {
+            self.calm();
+            println!("calm");
+        }
+    }
+
+    /// Stops applying faults, removes every rule and heals every link.
+    fn calm(&mut self) {
+        if let Some(t) = self.task.take() {
+            t.abort();
+        }
+        self.node.clear_faults();
+    }
+}
+
+/// The peers a node talks to.
+struct Wiring {
+    /// Per local vnode, its peer replicas.
+    ae_peers: BTreeMap<u64, Vec<ActorRef<VnodeMsg>>>,
+    /// The other nodes' control actors.
+    controls: Vec<ActorRef<ControlMsg>>,
+}
+
+/// Rule 1's second half: connect and look up.
+async fn wire(
+    node: &Node,
+    ring: &Ring,
+    index: usize,
+    addrs: &[String],
+    local: &BTreeMap<u64, ActorRef<VnodeMsg>>,
+) -> std::result::Result<Wiring, String> {
+    let mut controls = Vec::new();
+    for (j, a) in addrs.iter().enumerate() {
+        if j == index {
+            continue;
+        }
+        node.connect(a).await.map_err(|e| format!("kv node {index}: cannot reach node {j} at {a}: {e}"))?;
+        let c = node.lookup(a, CONTROL).await.map_err(|e| format!("kv node {index}: no control on node {j}: {e}"))?;
+        controls.push(c);
+    }
+    let mut ae_peers = BTreeMap::new();
+    for v in local.keys() {
+        let mut peers = Vec::new();
+        for &j in ring.replicas(*v).iter().filter(|j| **j != index) {
+            let r = node
+                .lookup(&addrs[j], &vnode_name(*v))
+                .await
+                .map_err(|e| format!("kv node {index}: no vnode {v} on node {j}: {e}"))?;
+            peers.push(r);
+        }
+        ae_peers.insert(*v, peers);
+    }
+    Ok(Wiring { ae_peers, controls })
+}
+
+/// Rule 2.
+async fn ae_loop(local: BTreeMap<u64, ActorRef<VnodeMsg>>, peers: BTreeMap<u64, Vec<ActorRef<VnodeMsg>>>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(AE_EVERY_MS));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut round = 0usize;
+    loop {
+        tick.tick().await;
+        for (v, me) in &local {
+            if let Some(ps) = peers.get(v).filter(|p| !p.is_empty()) {
+                let _ = me.send(VnodeMsg::AeTick { peer: ps[round % ps.len()].clone() });
+            }
+        }
+        round += 1;
+    }
+}
+
+/// Rule 3.
+async fn gossip_loop(index: u64, members: Vec<String>, controls: Vec<ActorRef<ControlMsg>>, lanes: Lanes) {
+    let mut tick = tokio::time::interval(Duration::from_millis(GOSSIP_EVERY_MS));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        for c in &controls {
+            let g = RingGossip { from: index, epoch: 1, members: members.clone() };
+            let _ = send_with(c, ControlMsg::Gossip(g), &lanes.gossip());
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! The Troupe kv program as OS processes (docs/kv.md): `troupe lab exec kv` is the orchestrator
+//! and the client process, and writes the events; it starts the three node processes (`troupe
+//! lab exec kv-node`, [`super::node`]) as its children.
+//!
+//! Rules:
+//! 1. Set-up, outside the measurement: start the client node and the three node processes, hand
+//!    every node the three addresses (stdin `peers ...`), wait for each `ready`, connect and look
+//!    up every vnode replica.
+//! 2. Measurement: `concurrency` client tasks start together and run operations back to back
+//!    until `duration_s` has passed ([`super::client`]); the window runs from the start until the
+//!    last client has finished its last operation.
+//! 3. Events, after the window (none during it), from this process (with network faults the
+//!    store nodes add their own, `node.rs` rule 5): `run_started`, one `op
+//!    {client, seq, op, latency_us, ok}` per operation, `window {elapsed_us, ops, failed_ops}`,
+//!    `nodes {digests_sent, repairs_applied, gossip_received, objects}` summed over the nodes,
+//!    and `run_finished {errors}`; a failed operation is an `op` with `ok: false`, not an error.
+//! 4. A config the program cannot run is refused with one stderr line naming the key and the
+//!    allowed values, exit 2; a set-up failure or a node process gone ends the run with
+//!    `run_finished {errors: 1}` and exit status 1.
+//! 5. Network faults: when the schedule has network lines, the orchestrator tells each store
+//!    node the window start (`start <us>`) just before the clients start, and `calm` after the
+//!    window, waiting for each node's `calm` before it asks for their counts (`node.rs` rule 5).
+//!    The store nodes are the fault targets (`node-0`..`node-2`); this process, the clients'
+//!    node and the run's collector, is never cut (as the iot orchestrator is not).
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use troupe::ActorRef;
+use troupe_remote::{ChannelConfig, Node, NodeConfig};
+
+use super::actors::{ControlMsg, NodeStats, VnodeMsg, ANTI_ENTROPY, GOSSIP, REQUESTS};
+use super::config::{KvConfig, NODES};
+use super::node::{vnode_name, CONTROL};
+use super::quorum::Ring;
+use troupe_lab::error::Result;
+use troupe_lab::events::writer::{now_us, Emitter, EventWriter};
+use troupe_lab::schedule::FaultAction;
+use troupe_lab::subprocess;
+
+/// The secret of the run's nodes, handed to the node processes.
+pub(super) const ENV_SECRET: &str = "TROUPE_KV_SECRET";
+/// A node process's index.
+pub(super) const ENV_INDEX: &str = "TROUPE_KV_INDEX";
+/// How long a child process may take to start and answer.
+pub(super) const START_LIMIT: Duration = Duration::from_secs(60);
+
+/// Runs one role; the exit code.
+pub(super) fn exec(role: &str) -> Result<i32> {
+    let cfg_value = match subprocess::config_or_exit(&super::Kv) {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    let cfg = KvConfig::from_config(&cfg_value);
+    let actions = match std::env::var_os("TROUPE_SCHEDULE") {
+        Some(path) => troupe_lab::schedule::read(std::path::Path::new(&path))?,
+        None => Vec::new(),
+    };
+    if role == "kv-node" {
+        return subprocess::block_on(super::node::node_process(&cfg, &actions))?;
+    }
+    let writer = EventWriter::from_env("troupe", "client")?;
+    let em = writer.emitter();
+    subprocess::run_started(&em, "kv", &cfg_value);
+    let errors = match subprocess::block_on(experiment(&cfg, &actions, &em))? {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("troupe kv: {e}");
+            1
+        }
+    };
+    let (_, write_errors) = writer.finish(json!({"errors": errors}));
+    Ok(subprocess::exit_code(errors, write_errors))
+}
+
+/// A free loopback port.
+pub(super) fn free_port() -> std::result::Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("cannot find a free loopback port: {e}"))
+}
+
+/// A node of the run with the transport's connections: `channels` gives requests, anti-entropy
+/// and ring gossip their own channels; `one_connection` one connection per node pair.
+pub(super) fn node_config(name: &str, secret: &str, c: &KvConfig, listen: &str) -> NodeConfig {
+    let p = c.parallelism.min(u64::from(u16::MAX)) as u16;
+    let in_flight = (c.concurrency * (c.object_bytes + 65_536) * 3) as usize;
+    let mut n = NodeConfig {
+        heartbeat_interval_ms: 500,
+        heartbeat_timeout_ms: 60_000,
+        connect_timeout_ms: 10_000,
+        handshake_timeout_ms: 10_000,
+        max_buffer_bytes: in_flight * 4 + (64 << 20),
+        ..NodeConfig::new(name, secret)
+    };
+    n.listen = listen.into();
+    n.advertise = Some(listen.into());
+    if c.transport == "channels" {
+        n.channels = vec![
+            ChannelConfig { name: REQUESTS.into(), parallelism: p, affinity: true },
+            ChannelConfig { name: ANTI_ENTROPY.into(), parallelism: 1, affinity: true },
+            ChannelConfig { name: GOSSIP.into(), parallelism: 1, affinity: true },
+        ];
+    } else {
+        n.parallelism = 1;
+    }
+    n
+}
+
+/// A node process and its standard streams.
+struct NodeProc {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Lines<BufReader<ChildStdout>>,
+}
+
+impl NodeProc {
+    async fn start(exe: &std::path::Path, secret: &str, i: usize) -> std::result::Result<NodeProc, String> {
+        let mut child = Command::new(exe)
+            .args(["lab", "exec", "kv-node"])
+            .env(ENV_SECRET, secret)
+            .env(ENV_INDEX, i.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("cannot start kv node {i}'s process: {e}"))?;
+        let stdin = child.stdin.take().ok_or("a node process has no stdin")?;
+        let stdout = child.stdout.take().ok_or("a node process has no stdout")?;
+        Ok(NodeProc { child, stdin, lines: BufReader::new(stdout).lines() })
+    }
+
+    async fn line(&mut self, what: &str) -> std::result::Result<String, String> {
+        match tokio::time::timeout(START_LIMIT, self.lines.next_line()).await {
+            Ok(Ok(Some(a))) => Ok(a.trim().to_string()),
+            _ => {
+                let st = match self.child.try_wait() {
+                    Ok(Some(s)) => format!(" (it ended: {s})"),
+                    _ => String::new(),
+                };
+                Err(format!("a kv node process did not report {what}{st}"))
+            }
+        }
+    }
+
+    async fn close(mut self) {
+        drop(self.stdin);
+        if tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await.is_err() {
+            let _ = self.child.start_kill();
+            let _ = self.child.wait().await;
+        }
+    }
+}
+
+/// The store nodes `[net_faults]` names, by index (rule 5).
+pub(super) fn net_nodes() -> Vec<String> {
+    (0..NODES).map(|i| format!("node-{i}")).collect()
+}
+
+/// The orchestrator's whole run (rules 1-3, 5).
+async fn experiment(cfg: &KvConfig, actions: &[FaultAction], em: &Emitter) -> std::result::Result<(), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the troupe executable: {e}"))?;
+    let secret = format!("{:032x}", rand::random::<u128>());
+    let listen = format!("127.0.0.1:{}", free_port()?);
+    let node = Node::start(node_config("client", &secret, cfg, &listen))
+        .await
+        .map_err(|e| format!("cannot start the client node: {e}"))?;
+    let mut procs = Vec::new();
+    for i in 0..NODES {
+        procs.push(NodeProc::start(&exe, &secret, i).await?);
+    }
+    let mut addrs = Vec::new();
+    for p in &mut procs {
+        addrs.push(p.line("its address").await?);
+    }
+    let net = troupe_lab::netfaults::apply::any(actions);
+    let result = run_with_nodes(cfg, em, &node, &mut procs, &addrs, net).await;
+    for p in procs {
+        p.close().await;
+    }
+    node.shutdown();
+    result
+}
+
+/// Writes one line to every node process.
+async fn tell(procs: &mut [NodeProc], line: &str) -> std::result::Result<(), String> {
+    for p in procs.iter_mut() {
+        p.stdin.write_all(line.as_bytes()).await.map_err(|e| format!("a kv node process is gone ({e})"))?;
+        let _ = p.stdin.flush().await;
+    }
+    Ok(())
+}
+
+/// Waits for the line `word` from every node process.
+async fn hear(procs: &mut [NodeProc], word: &str) -> std::result::Result<(), String> {
+    for p in procs.iter_mut() {
+        let r = p.line(word).await?;
+        if r != word {
+            return Err(format!("a kv node process answered {r:?}, expected {word}"));
+        }
+    }
+    Ok(())
+}
+
+async fn run_with_nodes(
+    cfg: &KvConfig,
+    em: &Emitter,
+    node: &Node,
+    procs: &mut [NodeProc],
+    addrs: &[String],
+    net: bool,
+) -> std::result::Result<(), String> {
+    tell(procs, &format!("peers {}\n", addrs.join(" "))).await?;
+    hear(procs, "ready").await?;
+    let ring = Ring::new(NODES, cfg.vnodes, cfg.n as usize);
+    let mut controls: Vec<ActorRef<ControlMsg>> = Vec::new();
+    let mut table: Vec<Vec<Option<ActorRef<VnodeMsg>>>> = vec![vec![None; NODES]; cfg.vnodes as usize];
+    for (i, a) in addrs.iter().enumerate() {
+        node.connect(a).await.map_err(|e| format!("cannot reach kv node {i} at {a}: {e}"))?;
+        controls.push(node.lookup(a, CONTROL).await.map_err(|e| format!("no control on kv node {i}: {e}"))?);
+        for v in ring.vnodes_of(i) {
+            let r = node.lookup(a, &vnode_name(v)).await.map_err(|e| format!("no vnode {v} on kv node {i}: {e}"))?;
+            table[v as usize][i] = Some(r);
+        }
+    }
+    let replicas: Vec<Vec<ActorRef<VnodeMsg>>> = (0..cfg.vnodes)
+        .map(|v| ring.replicas(v).iter().filter_map(|j| table[v as usize][*j].clone()).collect())
+        .collect();
+    if net {
+        tell(procs, &format!("start {}\n", now_us())).await?;
+    }
+    let (rows, elapsed) = super::client::run_clients(cfg, &ring, &replicas).await;
+    if net {
+        tell(procs, "calm\n").await?;
+        hear(procs, "calm").await?;
+    }
+    let mut totals = NodeStats::default();
+    let mut stats_err = None;
+    for (i, c) in controls.iter().enumerate() {
+        match c.ask(ControlMsg::Stats, Duration::from_secs(30)).await {
+            Ok(s) => {
+                totals.digests_sent += s.digests_sent;
+                totals.repairs_applied += s.repairs_applied;
+                totals.gossip_received += s.gossip_received;
+                totals.objects += s.objects;
+            }
+            Err(e) => {
+                stats_err.get_or_insert(format!("kv node {i} did not report its counts: {e}"));
+            }
+        }
+        let _ = c.send(ControlMsg::Quit);
+    }
+    let failed = rows.iter().filter(|r| !r.ok).count();
+    for r in &rows {
+        em.emit("op", json!({"client": r.client, "seq": r.seq, "op": r.op, "latency_us": r.latency_us, "ok": r.ok}));
+    }
+    em.emit("window", json!({"elapsed_us": elapsed.as_micros() as u64, "ops": rows.len(), "failed_ops": failed}));
+    em.emit(
+        "nodes",
+        json!({"digests_sent": totals.digests_sent, "repairs_applied": totals.repairs_applied,
+               "gossip_received": totals.gossip_received, "objects": totals.objects}),
+    );
+    stats_err.map_or(Ok(()), Err)
+}

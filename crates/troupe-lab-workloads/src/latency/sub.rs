@@ -1,0 +1,374 @@
+//! The Troupe latency program as OS processes (the latency peer contract of docs/latency.md):
+//! `troupe lab exec latency` is node A and writes the events; it starts the lab's relay
+//! (`troupe lab exec latency-relay`, [`troupe_lab::relay`]) and node B (`troupe lab exec
+//! latency-node`) as its children.
+//!
+//! Rules:
+//! 1. Both nodes advertise a relay address, A's relay forwarding to A and B's to B, so every
+//!    connection in both directions (control, data lanes, acks, gossip; B dials A back at A's
+//!    advertised address) runs through the relay and pays rtt/2 each way.
+//! 2. Set-up, outside the measurement: connect, look up B's control actor, build the partners,
+//!    then one unrecorded warm-up message with the full payload per pair, one pair after
+//!    another, so every lane is open and has carried a message of the run's size.
+//! 3. Measurement: all pairs start together; a pair's sender sends its share of `messages` in
+//!    turn: take t0, send `Data` with the payload (one `SharedBlob` for all), wait for its ack, record
+//!    the microseconds since t0. The window runs from the start to the last ack.
+//! 4. Events, after the window (none during it), from this process only: `run_started`, then
+//!    `msg {pair, seq, latency_us}` per message, `window {elapsed_us, messages, bytes}`,
+//!    `relay {connections, bytes_up_in, bytes_up_out, bytes_down_in, bytes_down_out, chunks_piped,
+//!    chunks_copied}` (what the relay process answers to `stats`), for
+//!    `channels_gossip` `gossip {received, bytes}` (what A's sink got from B), and `run_finished
+//!    {errors}`.
+//! 5. A config the program cannot run is refused with one stderr line naming the key and the
+//!    allowed values, exit 2. A failure (an ack not back in time, a refused send, a child gone)
+//!    ends the run with `run_finished {errors: 1}` and exit status 1.
+
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::sync::{mpsc, Notify};
+use troupe::ActorRef;
+use troupe_remote::{send_with, ChannelConfig, Node, NodeConfig, NodeEvent, SharedBlob};
+
+use super::actors::{
+    gossip_loop, pair_options, AckSink, Control, ControlMsg, Data, GossipCount, GossipSink, DATA_CHANNEL,
+    GOSSIP_CHANNEL,
+};
+use super::config::LatencyConfig;
+use troupe_lab::error::{Error, Result};
+use troupe_lab::events::writer::{Emitter, EventWriter};
+use troupe_lab::subprocess;
+
+/// The name node B exports its control actor under.
+const CONTROL: &str = "latency-control";
+/// The secret of the run's two nodes, handed to node B in its environment.
+const ENV_SECRET: &str = "TROUPE_LATENCY_SECRET";
+/// The relay address node B advertises, handed to it in its environment.
+const ENV_ADVERTISE: &str = "TROUPE_LATENCY_ADVERTISE";
+/// How long a child process may take to start and answer.
+const START_LIMIT: Duration = Duration::from_secs(60);
+
+/// Runs one role; the exit code.
+pub(super) fn exec(role: &str) -> Result<i32> {
+    // Rule 5: a bad config is one line naming the key and the allowed values.
+    let cfg_value = match subprocess::config_or_exit(&super::Latency) {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    let cfg = LatencyConfig::from_config(&cfg_value);
+    if role == "latency-relay" {
+        let one_way = Duration::from_micros(cfg.rtt_ms * 500);
+        troupe_lab::relay::serve_lines(one_way, std::io::stdin().lock(), std::io::stdout().lock())
+            .map_err(|e| Error::other(format!("the relay's standard streams failed: {e}")))?;
+        return Ok(0);
+    }
+    if role == "latency-node" {
+        return subprocess::block_on(node_process(&cfg))?;
+    }
+    let writer = EventWriter::from_env("troupe", "a")?;
+    let em = writer.emitter();
+    subprocess::run_started(&em, "latency", &cfg_value);
+    let errors = match subprocess::block_on(experiment(&cfg, &em))? {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("troupe latency: {e}");
+            1
+        }
+    };
+    let (_, write_errors) = writer.finish(json!({"errors": errors}));
+    Ok(subprocess::exit_code(errors, write_errors))
+}
+
+/// How long one ack may take: generous, so a loaded machine is not a failure, and bounded.
+pub(super) fn ack_limit(c: &LatencyConfig) -> Duration {
+    let in_flight = (c.pairs * c.payload_bytes) as f64;
+    Duration::from_secs(60) + Duration::from_secs_f64(in_flight / 5e6) + Duration::from_millis(c.rtt_ms * 20)
+}
+
+/// A free loopback port (the nodes listen on it; they advertise the relay's).
+fn free_port() -> std::result::Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("cannot find a free loopback port: {e}"))
+}
+
+/// A node of the run with the transport's connections (rule 1).
+fn node_config(name: &str, secret: &str, c: &LatencyConfig, listen: &str, advertise: &str) -> NodeConfig {
+    let p = c.parallelism.min(u64::from(u16::MAX)) as u16;
+    let in_flight = (c.pairs * (c.payload_bytes + 65_536)) as usize;
+    let mut n = NodeConfig {
+        heartbeat_interval_ms: 500,
+        heartbeat_timeout_ms: 60_000,
+        connect_timeout_ms: 10_000,
+        handshake_timeout_ms: 10_000,
+        max_buffer_bytes: in_flight * 2 + (64 << 20),
+        ..NodeConfig::new(name, secret)
+    };
+    n.listen = listen.into();
+    n.advertise = Some(advertise.into());
+    match c.transport.as_str() {
+        "parallel_random" => {
+            n.parallelism = p;
+            n.affinity = false;
+        }
+        "parallel_affinity" => {
+            n.parallelism = p;
+            n.affinity = true;
+        }
+        "channels_gossip" => {
+            n.channels = vec![
+                ChannelConfig { name: DATA_CHANNEL.into(), parallelism: p, affinity: true },
+                ChannelConfig { name: GOSSIP_CHANNEL.into(), parallelism: 1, affinity: true },
+            ];
+        }
+        _ => n.parallelism = 1,
+    }
+    n
+}
+
+/// The relay process and its line protocol ([`troupe_lab::relay::serve_lines`]).
+struct RelayProc {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Lines<BufReader<ChildStdout>>,
+}
+
+impl RelayProc {
+    async fn start(exe: &std::path::Path) -> std::result::Result<RelayProc, String> {
+        let mut child = Command::new(exe)
+            .args(["lab", "exec", "latency-relay"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("cannot start the relay process: {e}"))?;
+        let stdin = child.stdin.take().ok_or("the relay process has no stdin")?;
+        let stdout = child.stdout.take().ok_or("the relay process has no stdout")?;
+        Ok(RelayProc { child, stdin, lines: BufReader::new(stdout).lines() })
+    }
+
+    async fn cmd(&mut self, line: &str) -> std::result::Result<String, String> {
+        let sent = self.stdin.write_all(format!("{line}\n").as_bytes()).await;
+        sent.map_err(|e| format!("the relay process is gone ({e})"))?;
+        let _ = self.stdin.flush().await;
+        match tokio::time::timeout(START_LIMIT, self.lines.next_line()).await {
+            Ok(Ok(Some(a))) if a.starts_with("error") => Err(format!("relay: {a}")),
+            Ok(Ok(Some(a))) => Ok(a),
+            _ => Err(format!("the relay process did not answer {line:?}")),
+        }
+    }
+
+    async fn listen(&mut self) -> std::result::Result<String, String> {
+        let a = self.cmd("listen").await?;
+        a.strip_prefix("listening ").map(str::to_string).ok_or_else(|| format!("relay: unexpected answer {a:?}"))
+    }
+
+    async fn close(mut self) {
+        let _ = self.stdin.write_all(b"quit\n").await;
+        drop(self.stdin);
+        if tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await.is_err() {
+            let _ = self.child.start_kill();
+            let _ = self.child.wait().await;
+        }
+    }
+}
+
+/// Node A's whole run (rules 1-4).
+async fn experiment(cfg: &LatencyConfig, em: &Emitter) -> std::result::Result<(), String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find the troupe executable: {e}"))?;
+    let mut relay = RelayProc::start(&exe).await?;
+    let ra = relay.listen().await?;
+    let rb = relay.listen().await?;
+    let secret = format!("{:032x}", rand::random::<u128>());
+    let a_listen = format!("127.0.0.1:{}", free_port()?);
+    let node = Node::start(node_config("a", &secret, cfg, &a_listen, &ra))
+        .await
+        .map_err(|e| format!("cannot start node A: {e}"))?;
+    let mut child = Command::new(&exe)
+        .args(["lab", "exec", "latency-node"])
+        .env(ENV_SECRET, &secret)
+        .env(ENV_ADVERTISE, &rb)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("cannot start node B's process: {e}"))?;
+    let stdout = child.stdout.take().ok_or("node B's process has no stdout")?;
+    let b_listen = match tokio::time::timeout(START_LIMIT, BufReader::new(stdout).lines().next_line()).await {
+        Ok(Ok(Some(a))) => a.trim().to_string(),
+        _ => {
+            let _ = child.start_kill();
+            let st = child.wait().await.map(|s| s.to_string()).unwrap_or_default();
+            return Err(format!("node B's process did not report its address ({st})"));
+        }
+    };
+    relay.cmd(&format!("forward {rb} {b_listen}")).await?;
+    relay.cmd(&format!("forward {ra} {a_listen}")).await?;
+
+    let result = measure(cfg, em, &node, &rb).await;
+    let result = result.map_err(|e| match child.try_wait() {
+        Ok(Some(s)) => format!("{e} (node B's process ended: {s})"),
+        _ => e,
+    });
+    match relay.cmd("stats").await.map(|l| l.strip_prefix("stats ").map(str::to_string)) {
+        Ok(Some(s)) => match serde_json::from_str::<serde_json::Value>(&s) {
+            Ok(v) => {
+                em.emit("relay", v);
+            }
+            Err(e) => eprintln!("troupe latency: the relay's stats are not JSON: {e}"),
+        },
+        other => eprintln!("troupe latency: no relay stats: {other:?}"),
+    }
+    if tokio::time::timeout(Duration::from_secs(10), child.wait()).await.is_err() {
+        let _ = child.start_kill();
+        let _ = child.wait().await;
+    }
+    node.shutdown();
+    relay.close().await;
+    result
+}
+
+/// One pair's recorded messages: (pair, seq, latency µs).
+type Rows = Vec<(u64, u64, u64)>;
+
+/// Set-up, warm-up and the measured window (rules 2-4); B's node is told to quit at the end.
+async fn measure(cfg: &LatencyConfig, em: &Emitter, node: &Node, rb: &str) -> std::result::Result<(), String> {
+    node.connect(rb).await.map_err(|e| format!("cannot reach node B through the relay at {rb}: {e}"))?;
+    let control: ActorRef<ControlMsg> =
+        node.lookup(rb, CONTROL).await.map_err(|e| format!("cannot find {CONTROL} on node B: {e}"))?;
+    let gossiping = cfg.transport == "channels_gossip";
+    let got = Arc::new(GossipCount::default());
+    let a_sink = gossiping.then(|| troupe::spawn(GossipSink { count: Arc::clone(&got) }));
+    let parts = control
+        .ask(|r| ControlMsg::Setup(cfg.pairs, a_sink.clone(), r), START_LIMIT)
+        .await
+        .map_err(|e| format!("node B did not build the partners: {e}"))?;
+    let a_gossip = match (&parts.gossip, gossiping) {
+        (Some(g), true) => Some(tokio::spawn(gossip_loop(g.clone()))),
+        _ => None,
+    };
+    let limit = ack_limit(cfg);
+    let payload = SharedBlob::from(vec![0xa5_u8; cfg.payload_bytes as usize]);
+    let mut pairs = Vec::new();
+    for (i, partner) in parts.partners.into_iter().enumerate() {
+        let i = i as u64;
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let sink = troupe::spawn(AckSink { tx });
+        // Rule 2: the warm-up message, full size, not recorded.
+        let warm = Data { pair: i, seq: u64::MAX, payload: payload.clone(), ack: sink.clone() };
+        send_with(&partner, warm, &pair_options(cfg, i)).map_err(|e| format!("pair {i}: warm-up send refused: {e}"))?;
+        match tokio::time::timeout(START_LIMIT, rx.recv()).await {
+            Ok(Some(_)) => {}
+            _ => return Err(format!("pair {i}: no ack for the warm-up message")),
+        }
+        pairs.push((i, partner, sink, rx));
+    }
+    let start = Instant::now();
+    let tasks: Vec<_> = pairs
+        .into_iter()
+        .map(|(i, partner, sink, mut rx)| {
+            let (n, opts, payload) = (cfg.share(i), pair_options(cfg, i), payload.clone());
+            tokio::spawn(async move {
+                let mut out: Rows = Vec::with_capacity(n as usize);
+                for seq in 0..n {
+                    let t0 = Instant::now();
+                    let msg = Data { pair: i, seq, payload: payload.clone(), ack: sink.clone() };
+                    send_with(&partner, msg, &opts)
+                        .map_err(|e| format!("pair {i} message {seq}: send refused: {e}"))?;
+                    loop {
+                        match tokio::time::timeout(limit, rx.recv()).await {
+                            Ok(Some(s)) if s == seq => break,
+                            Ok(Some(_)) => {}
+                            Ok(None) => return Err(format!("pair {i} message {seq}: the ack sink stopped")),
+                            Err(_) => {
+                                return Err(format!("pair {i} message {seq}: no ack within {} s", limit.as_secs()))
+                            }
+                        }
+                    }
+                    out.push((i, seq, t0.elapsed().as_micros() as u64));
+                }
+                sink.stop();
+                Ok::<Rows, String>(out)
+            })
+        })
+        .collect();
+    let mut rows: Rows = Vec::new();
+    let mut failure = None;
+    for t in tasks {
+        match t.await {
+            Ok(Ok(r)) => rows.extend(r),
+            Ok(Err(e)) => {
+                failure.get_or_insert(e);
+            }
+            Err(e) => {
+                failure.get_or_insert(format!("a sender task failed: {e}"));
+            }
+        }
+    }
+    let elapsed = start.elapsed();
+    if let Some(g) = a_gossip {
+        g.abort();
+    }
+    let _ = control.send(ControlMsg::Quit);
+    rows.sort_unstable();
+    for (pair, seq, us) in &rows {
+        em.emit("msg", json!({"pair": pair, "seq": seq, "latency_us": us}));
+    }
+    em.emit(
+        "window",
+        json!({"elapsed_us": elapsed.as_micros() as u64, "messages": rows.len(),
+               "bytes": rows.len() as u64 * cfg.payload_bytes}),
+    );
+    if gossiping {
+        let (m, b) = (
+            got.messages.load(std::sync::atomic::Ordering::Acquire),
+            got.bytes.load(std::sync::atomic::Ordering::Acquire),
+        );
+        em.emit("gossip", json!({"received": m, "bytes": b}));
+    }
+    failure.map_or(Ok(()), Err)
+}
+
+/// Node B's process: prints its listen address, serves until told to quit, until node A goes
+/// away, or until the run's deadline.
+async fn node_process(cfg: &LatencyConfig) -> Result<i32> {
+    let secret = crate::common::env(ENV_SECRET, "latency")?;
+    let advertise = crate::common::env(ENV_ADVERTISE, "latency")?;
+    let listen = format!("127.0.0.1:{}", free_port().map_err(Error::other)?);
+    let node = Node::start(node_config("b", &secret, cfg, &listen, &advertise))
+        .await
+        .map_err(|e| Error::other(format!("cannot start node B: {e}")))?;
+    let quit = Arc::new(Notify::new());
+    let control =
+        troupe::spawn(Control { cfg: cfg.clone(), partners: Vec::new(), gossip: None, quit: Arc::clone(&quit) });
+    node.export(CONTROL, &control).map_err(|e| Error::other(format!("cannot export {CONTROL}: {e}")))?;
+    let mut events = node.subscribe();
+    println!("{listen}");
+    let lost = async {
+        loop {
+            match events.recv().await {
+                Ok(NodeEvent::NodeDown { .. }) | Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                _ => {}
+            }
+        }
+    };
+    let code = tokio::select! {
+        _ = quit.notified() => 0,
+        _ = lost => {
+            eprintln!("troupe latency-node: node A went away");
+            1
+        }
+        _ = tokio::time::sleep(super::expected_window(cfg) + START_LIMIT) => {
+            eprintln!("troupe latency-node: the run's deadline passed");
+            1
+        }
+    };
+    control.stop();
+    node.shutdown();
+    Ok(code)
+}

@@ -1,0 +1,35 @@
+//! The reliability lab's workloads, each a plug-in of the lab core (`troupe-lab`): one folder
+//! per workload implementing the core's roles ([`troupe_lab::workload`]), one line in
+//! [`registry`]. The `troupe` binary hands that registry to the core; nothing in the core
+//! names a workload.
+//!
+//! ```
+//! let reg = troupe_lab_workloads::registry();
+//! assert_eq!(reg.names(), ["scp", "chat", "energy", "iot", "overlay-scale", "latency", "kv"]);
+//! let cfg = reg.builder("chat").unwrap().build().unwrap();
+//! assert_eq!(cfg.plugin().name(), "chat");
+//! ```
+
+pub mod chat;
+mod common;
+pub mod energy;
+pub mod iot;
+pub mod kv;
+pub mod latency;
+pub mod overlay_scale;
+pub mod scp;
+
+use troupe_lab::registry::Registry;
+
+/// Every workload of the lab, in the order `troupe lab` lists them.
+pub fn registry() -> Registry {
+    Registry::new(vec![
+        &scp::Scp,
+        &chat::Chat,
+        &energy::Energy,
+        &iot::Iot,
+        &overlay_scale::OverlayScale,
+        &latency::Latency,
+        &kv::Kv,
+    ])
+}

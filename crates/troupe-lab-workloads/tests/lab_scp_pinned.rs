@@ -1,0 +1,53 @@
+//! SCP moved onto the workload plug-in with the same outputs: the fixtures were written by
+//! the lab before the move (commit 5b41050, `troupe lab run scp --set duration_s=12 --set
+//! warmup_s=0 --set pairs=64 --set supervisors=8 --set pattern=P --set failure_rate=5 --set
+//! seed=7 --set injector=thread`), and today's lab must give the same schedules byte for byte
+//! and rebuild the same `scp.csv` from the same recorded run.
+
+use std::path::PathBuf;
+
+use troupe_lab::schedule::to_jsonl;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/scp-pinned").join(name)
+}
+
+fn config(pattern: &str) -> troupe_lab::config::Config {
+    let mut b = troupe_lab_workloads::registry().builder("scp").unwrap();
+    for s in ["duration_s=12", "warmup_s=0", "pairs=64", "supervisors=8", "failure_rate=5", "seed=7", "injector=thread"]
+    {
+        b.apply_set(s);
+    }
+    b.apply_set(&format!("pattern={pattern}"));
+    if pattern == "progressive" {
+        b.apply_set("recovery=false");
+    }
+    b.build().unwrap()
+}
+
+#[test]
+fn scp_schedules_are_byte_for_byte_what_the_lab_wrote_before_the_plugin() {
+    for pattern in ["random", "burst", "progressive"] {
+        let want = std::fs::read_to_string(fixture(&format!("{pattern}.schedule.jsonl"))).unwrap();
+        let got = to_jsonl(&troupe_lab::schedule::for_config(&config(pattern)));
+        assert!(!want.is_empty());
+        assert_eq!(got, want, "pattern {pattern}");
+    }
+}
+
+#[test]
+fn scp_csv_rebuilt_from_a_recorded_run_is_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    for (from, to) in [
+        ("random.manifest.json", "manifest.json"),
+        ("random.events.jsonl", "events.jsonl"),
+        ("random.schedule.jsonl", "schedule.jsonl"),
+    ] {
+        std::fs::copy(fixture(from), dir.path().join(to)).unwrap();
+    }
+    troupe_lab::report::rebuild_run(&troupe_lab_workloads::scp::Scp, dir.path(), None).unwrap();
+    let want = std::fs::read_to_string(fixture("random.scp.csv")).unwrap();
+    let got = std::fs::read_to_string(dir.path().join("scp.csv")).unwrap();
+    assert_eq!(got.lines().next(), want.lines().next(), "same columns");
+    assert_eq!(got, want, "same rows");
+}
