@@ -118,7 +118,7 @@ grep -q '"ev":"throughput","second":2,"count":0' "$WORK/norecover.events.jsonl" 
 echo "akka smoke: scp ok (recovery and no-recovery runs)"
 
 # --- chat (single process) ----------------------------------------------------------------
-# Every key of the chat table (docs/lab.md) with its default, except the small sizes and times.
+# Every key of the chat table (docs/chat.md) with its default, except the small sizes and times.
 CHAT_CFG='{"test_type":"throughput","num_supervisor":1,"chats_per_sup":3,"clients_per_server":3,"fault_pause_ms":1000,"msg_type":"kill","test_duration_secs":3,"warmup_s":1,"send_interval_ms":200,"retry_delay_ms":10,"retry_max":500,"stress_ms":100,"stress_mb":64,"deployment":"single","clients_per_process":10000,"fault_phase":"random","events":"file","seed":1}'
 printf '%s\n' "$CHAT_CFG" >"$WORK/chat.config.json"
 # Two kills and a poison message on three different chats, then a second kill of chat 0.

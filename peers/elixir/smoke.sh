@@ -2,7 +2,7 @@
 # smoke.sh: builds the Elixir chat peer, checks its formatting, runs its ExUnit tests (the JSON encoder/decoder, the
 # config and schedule readers), then a 3-second single-process chat run (3 chats x 3 clients)
 # on a hand-written config and schedule (kills, a poison message, a cpu stress) and checks the
-# event lines it appends (docs/lab.md, "The chat peer contract"): the common fields, the ready
+# event lines it appends (docs/chat.md, "The chat peer contract"): the common fields, the ready
 # events, one throughput line per window second near the ceiling, every fault carried out,
 # detected by each client of the chat and followed by its rejoin, the restarts, and a clean
 # run_finished. Then the same on deployment=distributed (4 nodes on loopback) and a malformed

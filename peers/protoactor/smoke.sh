@@ -2,7 +2,7 @@
 # smoke.sh: builds every Proto.Actor (Go) peer workload and runs a very short run of each:
 # the micro-benchmarks, checking the contract's output shape (see peers/lib/micro-smoke.sh),
 # then a 3-second single-process chat run with a hand-written config and kill schedule, and a
-# 3-second distributed run (6 processes on loopback), checking their event lines (docs/lab.md,
+# 3-second distributed run (6 processes on loopback), checking their event lines (docs/chat.md,
 # "The chat peer contract"). About 20 s in all.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

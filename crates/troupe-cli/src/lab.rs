@@ -136,7 +136,7 @@ enum LabCommand {
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
         threads: Option<u32>,
         /// Runs the local benchmarks (not memory) at each worker count, e.g. `1,2,4,8,16`, and
-        /// writes `scaling.csv`, `scaling.jsonl` and one plot per benchmark (value vs threads,
+        /// writes `results.jsonl`, `scaling.csv` and one plot per benchmark (value vs threads,
         /// one line per runtime) into --out (default lab-runs/micro-scaling-<timestamp>).
         #[arg(long, value_delimiter = ',', value_name = "N,N,...", conflicts_with = "threads")]
         scaling: Option<Vec<u32>>,

@@ -1,6 +1,6 @@
 //! The `troupe` binary: parses the command line, calls the crates, maps errors to exit codes.
 //!
-//! Exit codes, one table for every subcommand (also in `troupe --help`, docs/lab.md and
+//! Exit codes, one table for every subcommand (also in `troupe --help`, docs/lab-reference.md and
 //! docs/distribution.md):
 //!
 //! | code | meaning                                                                          |

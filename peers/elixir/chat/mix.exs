@@ -1,7 +1,7 @@
 defmodule TroupeChat.MixProject do
   use Mix.Project
 
-  # The Elixir peer of the Troupe lab's chat benchmark (docs/lab.md, "The chat peer contract").
+  # The Elixir peer of the Troupe lab's chat benchmark (docs/chat.md, "The chat peer contract").
   # No dependencies: Hex is not reachable where the lab runs, so only Elixir's and OTP's own
   # libraries are used (JSON is TroupeChat.JSON).
   def project do

@@ -1,5 +1,5 @@
 // Command chat is the Proto.Actor (Go) peer of the Troupe lab's chat benchmark (seed 000), in
-// single-process mode (deployment = "single"); see docs/lab.md, "The chat peer contract".
+// single-process mode (deployment = "single"); see docs/chat.md, "The chat peer contract".
 //
 // The system is built with the ordinary Proto.Actor API:
 //   - discovery is spawned under the known name "chat-discovery" (SpawnNamed) and found by it;
@@ -48,7 +48,7 @@ const (
 	protoModule   = "github.com/asynkron/protoactor-go"
 )
 
-// config holds every key of docs/lab.md's chat key table; missing keys keep their defaults.
+// config holds every key of docs/chat.md's chat key table; missing keys keep their defaults.
 type config struct {
 	TestType          string `json:"test_type"`
 	NumSupervisor     int    `json:"num_supervisor"`

@@ -4,7 +4,7 @@
 //! (seed included), so the same config gives the same events' fields, byte for byte, except
 //! `ts_us` and `wall_ms`.
 //!
-//! Events, in order (docs/lab.md, "The overlay-scale workload"):
+//! Events, in order (docs/overlay-scale.md, "Events and outputs"):
 //! 1. `run_started {workload: "overlay-scale", config, version}`;
 //! 2. `traffic {second, bytes, messages}` for every simulated second s = 0.. (the bytes and
 //!    messages sent during that second, membership included; the last may be partial);

@@ -1,6 +1,6 @@
 defmodule TroupeChat.Config do
   @moduledoc """
-  The chat config (docs/lab.md, the chat key table) and schedule (`TROUPE_SCHEDULE`, one action
+  The chat config (docs/chat.md, the chat key table) and schedule (`TROUPE_SCHEDULE`, one action
   per line), read with `TroupeChat.JSON`. Missing keys keep the lab's defaults; a key of the
   wrong type or out of range is a configuration error (exit 2).
   """

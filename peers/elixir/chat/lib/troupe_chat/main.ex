@@ -1,6 +1,6 @@
 defmodule TroupeChat.Main do
   @moduledoc """
-  The Elixir peer of the Troupe lab's chat benchmark (seed 000); docs/lab.md, "The chat peer
+  The Elixir peer of the Troupe lab's chat benchmark (seed 000); docs/chat.md, "The chat peer
   contract". Reads `TROUPE_CONFIG`, `TROUPE_SCHEDULE`, `TROUPE_EVENTS`, `TROUPE_RUN_ID`; writes
   JSON Lines events; exits 0. `deployment = "single"` runs everything in this node (below);
   `"distributed"` is `TroupeChat.Distributed` (this node is then `discovery`).

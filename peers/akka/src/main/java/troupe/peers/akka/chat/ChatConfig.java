@@ -1,4 +1,4 @@
-// Owns the chat settings this peer reads from TROUPE_CONFIG (docs/lab.md, "The chat benchmark")
+// Owns the chat settings this peer reads from TROUPE_CONFIG (docs/chat.md)
 // and their checks. Exists so a bad config is rejected, naming the key and the allowed range,
 // before any actor starts. Keys the program does not need (fault_phase, seed, events,
 // clients_per_process) are only echoed back in run_started: the lab already turned them into

@@ -1,4 +1,4 @@
-// Owns the chat peer process (docs/lab.md, "The chat peer contract"), single-process deployment:
+// Owns the chat peer process (docs/chat.md, "The chat peer contract"), single-process deployment:
 // reads TROUPE_CONFIG / TROUPE_SCHEDULE / TROUPE_EVENTS / TROUPE_RUN_ID, starts the event writer
 // and the actor system (discovery, supervisors, chats), waits until every chat registered
 // (ready chats), starts the clients and waits until every one joined (ready clients), opens the
