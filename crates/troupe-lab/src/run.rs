@@ -140,20 +140,56 @@ fn recorded_command(args: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// Performs one run (rules 1-7).
+/// Performs one run (rules 1-7), in three phases: [`prepare`] the folder, [`execute`] the
+/// system under test, [`analyse`] what it recorded. Each phase hands the next one value.
 pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
-    // A peer runtime cannot apply `[net_faults]`: refused before anything starts.
-    crate::netfaults::check_runtime(&req.config, &req.runtime)?;
-    let dir = req.out_dir.clone();
-    prepare_dir(&dir)?;
-    let workload = req.config.workload();
-    let run_id = req
-        .run_id
-        .clone()
-        .unwrap_or_else(|| dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "run".into()));
-    let cfg_json = recorded_config(&req.config);
+    let prepared = prepare(req)?;
+    let executed = execute(req, prepared, stop)?;
+    analyse(req, executed)
+}
+
+/// What [`prepare`] made: the run folder with its config, schedule and `running` manifest.
+#[derive(Debug)]
+pub struct Prepared {
+    /// The run folder.
+    pub dir: PathBuf,
+    /// The run id.
+    pub run_id: String,
+    /// `config.json` in the folder.
+    pub config_path: PathBuf,
+    /// `schedule.jsonl` in the folder.
+    pub schedule_path: PathBuf,
+    /// The schedule it holds.
+    pub actions: Vec<schedule::FaultAction>,
+    /// The manifest as written (status `running`).
+    pub manifest: Manifest,
+}
+
+/// What [`execute`] left: the prepared run, where the child's events are, and why the run
+/// failed if it did.
+#[derive(Debug)]
+pub struct Executed {
+    /// The prepared run (its manifest updated with the peer's version and settings).
+    pub prepared: Prepared,
+    /// The child's events, before checking and merging.
+    pub raw_events: PathBuf,
+    /// Why the run failed while it ran, if it did.
+    pub failure: Option<String>,
+}
+
+/// The run id a request gets: its own, or the folder's name.
+fn run_id_of(req: &RunRequest) -> String {
+    req.run_id.clone().unwrap_or_else(|| {
+        req.out_dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "run".into())
+    })
+}
+
+/// Writes `config.json` and `schedule.jsonl` (copied, rule 6, or computed) into a new run
+/// folder; the paths and the schedule.
+fn write_inputs(req: &RunRequest, dir: &Path) -> Result<(PathBuf, PathBuf, Vec<schedule::FaultAction>)> {
     let config_path = dir.join("config.json");
-    std::fs::write(&config_path, format!("{cfg_json}\n")).map_err(|e| Error::io(&config_path, e))?;
+    std::fs::write(&config_path, format!("{}\n", recorded_config(&req.config)))
+        .map_err(|e| Error::io(&config_path, e))?;
     let schedule_path = dir.join("schedule.jsonl");
     let actions = match &req.schedule_file {
         Some(src) => {
@@ -166,12 +202,16 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
             actions
         }
     };
+    Ok((config_path, schedule_path, actions))
+}
 
+/// The manifest of a run starting now (status `running`).
+fn starting_manifest(req: &RunRequest, run_id: String) -> Manifest {
     let git = machine::git_commit_near(req.project_root.as_deref());
-    let mut manifest = Manifest {
+    Manifest {
         format: 1,
-        run_id: run_id.clone(),
-        workload: workload.into(),
+        run_id,
+        workload: req.config.workload().into(),
         runtime: req.runtime.clone(),
         runtime_version: match (&req.peer, req.runtime.as_str()) {
             (Some(p), _) => p.version.clone(),
@@ -184,7 +224,7 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
             (None, _) => Vec::new(),
         },
         lab_version: env!("CARGO_PKG_VERSION").into(),
-        config: cfg_json,
+        config: recorded_config(&req.config),
         seed: req.config.int("seed") as u64,
         machine: Machine::detect(),
         git_commit: git.as_ref().map(|g| g.0.clone()),
@@ -199,26 +239,45 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
         loadavg_end: None,
         cpu_start: machine::CpuTimes::now(),
         load: None,
-    };
-    manifest.write(&dir)?;
+    }
+}
 
+/// Phase 1 (rules 1, 6): checks the request, makes the run folder, writes the config, the
+/// schedule and a `running` manifest.
+pub fn prepare(req: &RunRequest) -> Result<Prepared> {
+    // A peer runtime cannot apply `[net_faults]`: refused before anything starts.
+    crate::netfaults::check_runtime(&req.config, &req.runtime)?;
+    let dir = req.out_dir.clone();
+    prepare_dir(&dir)?;
+    let run_id = run_id_of(req);
+    let (config_path, schedule_path, actions) = write_inputs(req, &dir)?;
+    let manifest = starting_manifest(req, run_id.clone());
+    manifest.write(&dir)?;
+    Ok(Prepared { dir, run_id, config_path, schedule_path, actions, manifest })
+}
+
+/// Phase 2 (rules 2-5, 7): builds the peer if needed, starts the event collector and the child
+/// under its deadline, and waits for both. A run that cannot start is recorded as failed and
+/// returned as an error.
+pub fn execute(req: &RunRequest, mut p: Prepared, stop: &Stop) -> Result<Executed> {
+    let (dir, manifest) = (p.dir.clone(), &mut p.manifest);
     let (program, args) = if req.runtime == "troupe" {
         (req.troupe.program.clone(), req.troupe.args.clone())
-    } else if let Some(p) = &req.peer {
-        (p.program.clone(), vec![])
+    } else if let Some(prep) = &req.peer {
+        (prep.program.clone(), vec![])
     } else {
         let prepared = match req.project_root.as_deref() {
-            Some(root) => peer::prepare(root, &req.runtime, workload, &dir, stop),
+            Some(root) => peer::prepare(root, &req.runtime, req.config.workload(), &dir, stop),
             None => Err(Error::new(ErrorKind::NoProjectRoot)),
         };
         match prepared {
-            Ok(p) => {
-                manifest.runtime_version = p.version;
-                manifest.settings = p.settings;
-                (p.program, vec![])
+            Ok(prep) => {
+                manifest.runtime_version = prep.version;
+                manifest.settings = prep.settings;
+                (prep.program, vec![])
             }
             Err(e) => {
-                finish_failed(&mut manifest, &dir, e.to_string(), stop.is_set())?;
+                finish_failed(manifest, &dir, e.to_string(), stop.is_set())?;
                 return Err(e);
             }
         }
@@ -231,11 +290,11 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
         _ => None,
     };
     let collector = match &amqp_url {
-        Some(url) => match crate::events::amqp::Collector::start(url, &run_id, &raw_events) {
+        Some(url) => match crate::events::amqp::Collector::start(url, &p.run_id, &raw_events) {
             Ok(c) => Some(c),
             Err(e) => {
                 let e = Error::other(format!("events through RabbitMQ: {e}"));
-                finish_failed(&mut manifest, &dir, e.to_string(), stop.is_set())?;
+                finish_failed(manifest, &dir, e.to_string(), stop.is_set())?;
                 return Err(e);
             }
         },
@@ -246,10 +305,10 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
         program,
         args,
         env: vec![
-            ("TROUPE_CONFIG".into(), config_path.display().to_string()),
-            ("TROUPE_SCHEDULE".into(), schedule_path.display().to_string()),
+            ("TROUPE_CONFIG".into(), p.config_path.display().to_string()),
+            ("TROUPE_SCHEDULE".into(), p.schedule_path.display().to_string()),
             ("TROUPE_EVENTS".into(), events_dest),
-            ("TROUPE_RUN_ID".into(), run_id.clone()),
+            ("TROUPE_RUN_ID".into(), p.run_id.clone()),
             // The troupe binary, for peers that use the lab's helpers (the latency relay).
             ("TROUPE_EXE".into(), req.troupe.program.display().to_string()),
         ],
@@ -261,18 +320,18 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
     let ending = match crate::meter::sampler::run_child(&spec, window + req.deadline_slack, stop, &dir, &req.config) {
         Ok(e) => e,
         Err(e) => {
-            finish_failed(&mut manifest, &dir, e.to_string(), stop.is_set())?;
+            finish_failed(manifest, &dir, e.to_string(), stop.is_set())?;
             return Err(e);
         }
     };
-    let mut reason = ending.failure();
+    let mut failure = ending.failure();
     manifest.interrupted = matches!(ending, Ending::Interrupted);
     if let Some(c) = collector {
         // Every node's run_finished is the end of its lines; a node that died never sends it,
         // so the wait is bounded and the analysis names what is missing.
         match c.finish(1, AMQP_DRAIN) {
-            Ok(st) if !st.all_finished && reason.is_none() => {
-                reason = Some(format!(
+            Ok(st) if !st.all_finished && failure.is_none() => {
+                failure = Some(format!(
                     "events through RabbitMQ: {} of {} nodes sent run_finished within {} s",
                     st.finished,
                     st.nodes,
@@ -281,12 +340,17 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
             }
             Ok(_) => {}
             Err(e) => {
-                reason.get_or_insert_with(|| format!("events through RabbitMQ: {e}"));
+                failure.get_or_insert_with(|| format!("events through RabbitMQ: {e}"));
             }
         }
     }
+    Ok(Executed { prepared: p, raw_events, failure })
+}
 
-    // Check and merge the events (a malformed line fails the run, rule 3).
+/// Phase 3 (rule 3): checks and merges the events, computes the statistics, judges the run,
+/// writes the final manifest, `summary.json` and the workload's outputs.
+pub fn analyse(req: &RunRequest, x: Executed) -> Result<RunOutcome> {
+    let Executed { prepared: Prepared { dir, run_id, actions, mut manifest, .. }, raw_events, failure: mut reason } = x;
     let merged = dir.join("events.jsonl");
     let mut stats = None;
     if !raw_events.exists() {
@@ -345,44 +409,12 @@ pub fn run(req: &RunRequest, stop: &Stop) -> Result<RunOutcome> {
 pub fn record_failed(req: &RunRequest, reason: &str, stderr: &str) -> Result<()> {
     let dir = &req.out_dir;
     prepare_dir(dir)?;
-    let cfg_json = recorded_config(&req.config);
-    let config_path = dir.join("config.json");
-    std::fs::write(&config_path, format!("{cfg_json}\n")).map_err(|e| Error::io(&config_path, e))?;
-    let schedule_path = dir.join("schedule.jsonl");
-    match &req.schedule_file {
-        Some(src) => std::fs::copy(src, &schedule_path).map(|_| ()).map_err(|e| Error::io(src, e))?,
-        None => schedule::write(&schedule_path, &schedule::for_config(&req.config))?,
-    }
+    write_inputs(req, dir)?;
     let stderr_path = dir.join("stderr.txt");
     std::fs::write(&stderr_path, stderr).map_err(|e| Error::io(&stderr_path, e))?;
-    let git = machine::git_commit_near(req.project_root.as_deref());
-    let now = machine::rfc3339(machine::now_unix_ms());
-    let mut m = Manifest {
-        format: 1,
-        run_id: req.run_id.clone().unwrap_or_else(|| {
-            dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "run".into())
-        }),
-        workload: req.config.workload().into(),
-        runtime: req.runtime.clone(),
-        runtime_version: req.peer.as_ref().map(|p| p.version.clone()).unwrap_or_else(|| "unknown".into()),
-        settings: req.peer.as_ref().map(|p| p.settings.clone()).unwrap_or_default(),
-        lab_version: env!("CARGO_PKG_VERSION").into(),
-        config: cfg_json,
-        seed: req.config.int("seed") as u64,
-        machine: Machine::detect(),
-        git_commit: git.as_ref().map(|g| g.0.clone()),
-        git_dirty: git.as_ref().map(|g| g.1),
-        command: recorded_command(&req.command),
-        started_at: now,
-        ended_at: None,
-        interrupted: false,
-        status: Status::Running,
-        reason: None,
-        loadavg_start: machine::loadavg(),
-        loadavg_end: None,
-        cpu_start: machine::CpuTimes::now(),
-        load: None,
-    };
+    let mut m = starting_manifest(req, run_id_of(req));
+    m.runtime_version = req.peer.as_ref().map(|p| p.version.clone()).unwrap_or_else(|| "unknown".into());
+    m.settings = req.peer.as_ref().map(|p| p.settings.clone()).unwrap_or_default();
     finish_failed(&mut m, dir, reason.to_string(), false)
 }
 
