@@ -317,7 +317,7 @@ fn cmd_run(
     let out = out.unwrap_or_else(|| default_out(workload));
     let stop = Stop::new();
     ctrl_c(&stop);
-    let mut req = RunRequest::new(config, runtime, out, troupe_exe(w)?);
+    let mut req = RunRequest::new(w, config, runtime, out, troupe_exe(w)?);
     req.project_root = project_root;
     req.command = std::env::args().collect();
     eprintln!("troupe lab: running {workload} on {runtime} into {}", req.out_dir.display());
@@ -433,7 +433,7 @@ fn cmd_report(reg: &Registry, dir: &Path) -> anyhow::Result<i32> {
         say!("rebuilt the report of a sweep of {n} runs: {}", dir.join("report.html").display());
     } else if dir.join("manifest.json").is_file() {
         let w = reg.get(&troupe_lab::manifest::Manifest::read(dir)?.workload)?;
-        let (m, _, stats) = report::rebuild_run(w, dir, None)?;
+        let (m, _, stats) = troupe_lab::run_folder::rebuild_run(w, dir, None)?;
         let missing = stats.is_none();
         let o = RunOutcome { dir: dir.to_path_buf(), manifest: m, stats };
         print_summary(&o);

@@ -7,7 +7,7 @@
 //! let reg = troupe_lab_workloads::registry();
 //! assert_eq!(reg.names(), ["scp", "chat", "energy", "iot", "overlay-scale", "latency", "kv"]);
 //! let cfg = reg.builder("chat").unwrap().build().unwrap();
-//! assert_eq!(cfg.plugin().name(), "chat");
+//! assert_eq!(cfg.spec().name(), "chat");
 //! ```
 
 pub mod chat;

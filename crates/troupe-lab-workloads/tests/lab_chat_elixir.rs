@@ -92,7 +92,7 @@ fn check_run(sets: &[&str], nodes: usize) {
         b.apply_set(s);
     }
     let cfg = b.build().unwrap();
-    let sched = troupe_lab::schedule::for_config(&cfg);
+    let sched = troupe_lab::workload::schedule_of(&troupe_lab_workloads::chat::Chat, &cfg);
     assert_eq!(sched.len(), 16, "4 chats failing every 700 ms for 3 s");
     assert!(sched.iter().any(|a| a.kind == "kill") && sched.iter().any(|a| a.kind == "error"));
     let (cfg_path, sched_path, ev_path) =

@@ -63,7 +63,7 @@ fn the_report_normalises_each_runtime_to_its_own_baseline_and_marks_gaps() {
     std::fs::write(dir.join(compare::FILE), serde_json::to_string(&plan.file).unwrap()).unwrap();
     std::fs::create_dir_all(dir.join("schedules")).unwrap();
     for p in &plan.points {
-        let sched = troupe_lab::schedule::for_config(&p.config);
+        let sched = troupe_lab::workload::schedule_of(&troupe_lab_workloads::scp::Scp, &p.config);
         schedule::write(&dir.join("schedules").join(format!("{}.jsonl", p.name)), &sched).unwrap();
     }
     // fast: 40 at 0%, 36 at 10%, 30 at 20%. slow: 20 at 0%, 18 at 10%, and its 20% run failed.

@@ -127,7 +127,7 @@ fn rule3_peer_runtimes_refuse_the_section_before_anything_starts() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("run");
     let exe = troupe_lab::run::TroupeExe { program: "/nonexistent/troupe".into(), args: vec![] };
-    let req = troupe_lab::run::RunRequest::new(cfg, "erlang", out.clone(), exe);
+    let req = troupe_lab::run::RunRequest::new(&troupe_lab_workloads::iot::Iot, cfg, "erlang", out.clone(), exe);
     let e = troupe_lab::run::run(&req, &troupe_lab::child::Stop::new()).unwrap_err().to_string();
     assert!(e.contains("net_faults") && e.contains("erlang"), "{e}");
     assert!(!out.exists(), "a refused run made its folder");
@@ -136,8 +136,14 @@ fn rule3_peer_runtimes_refuse_the_section_before_anything_starts() {
 #[test]
 fn rule4_same_config_gives_the_same_schedule_with_net_lines_in_time_order() {
     let text = IOT_NET.replace("duration_s = 3", "duration_s = 30\nclient_mttf_s = 5\nserver_mttf_s = 10");
-    let a = schedule::to_jsonl(&troupe_lab::schedule::for_config(&toml_cfg("iot", &text).unwrap()));
-    let b = schedule::to_jsonl(&troupe_lab::schedule::for_config(&toml_cfg("iot", &text).unwrap()));
+    let a = schedule::to_jsonl(&troupe_lab::workload::schedule_of(
+        &troupe_lab_workloads::iot::Iot,
+        &toml_cfg("iot", &text).unwrap(),
+    ));
+    let b = schedule::to_jsonl(&troupe_lab::workload::schedule_of(
+        &troupe_lab_workloads::iot::Iot,
+        &toml_cfg("iot", &text).unwrap(),
+    ));
     assert_eq!(a, b);
     let lines: Vec<schedule::FaultAction> = a.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert!(lines.windows(2).all(|w| w[0].at_ms <= w[1].at_ms), "not in time order:\n{a}");
@@ -159,7 +165,7 @@ fn rule4_same_config_gives_the_same_schedule_with_net_lines_in_time_order() {
 fn rule4_without_the_section_the_schedule_is_the_workloads_own_byte_for_byte() {
     let cfg = toml_cfg("iot", "duration_s = 30\nclient_mttf_s = 5\nserver_mttf_s = 10\n").unwrap();
     let own = troupe_lab_workloads::registry().get("iot").unwrap().schedule(&cfg);
-    let text = schedule::to_jsonl(&troupe_lab::schedule::for_config(&cfg));
+    let text = schedule::to_jsonl(&troupe_lab::workload::schedule_of(&troupe_lab_workloads::iot::Iot, &cfg));
     assert!(!own.is_empty());
     assert_eq!(text, schedule::to_jsonl(&own));
     for field in ["drop_pct", "delay_ms", "duration_ms", "nodes"] {

@@ -4,7 +4,7 @@
 mod support;
 
 use troupe_lab::manifest::Status;
-use troupe_lab::{report, sweep, ErrorKind};
+use troupe_lab::{sweep, ErrorKind};
 
 #[test]
 fn run_report_is_rebuilt_from_the_recorded_files() {
@@ -20,7 +20,7 @@ fn run_report_is_rebuilt_from_the_recorded_files() {
     let dir = tempfile::tempdir().unwrap();
     let counts: Vec<u64> = (0..20).map(|s| 100 - 10 * (s / 5)).collect();
     support::write_run(dir.path(), &cfg, &counts, Status::Ok);
-    let (m, _, st) = report::rebuild_run(&troupe_lab_workloads::scp::Scp, dir.path(), None).unwrap();
+    let (m, _, st) = troupe_lab::run_folder::rebuild_run(&troupe_lab_workloads::scp::Scp, dir.path(), None).unwrap();
     assert_eq!(m.run_id, "fixture");
     let st = st.unwrap();
     assert_eq!(troupe_lab_workloads::scp::stats(st.as_ref()).unwrap().mean, 85.0);
@@ -44,7 +44,7 @@ fn run_report_is_rebuilt_from_the_recorded_files() {
     assert!(rows[6].contains(",5,90,100.0,90.000,"), "{}", rows[6]);
     assert!(dir.path().join("throughput.svg").is_file());
     // Rebuilding again gives the same bytes (nothing depends on the time of the rebuild).
-    report::rebuild_run(&troupe_lab_workloads::scp::Scp, dir.path(), None).unwrap();
+    troupe_lab::run_folder::rebuild_run(&troupe_lab_workloads::scp::Scp, dir.path(), None).unwrap();
     assert_eq!(std::fs::read_to_string(dir.path().join("report.html")).unwrap(), html);
 }
 
@@ -52,7 +52,7 @@ fn run_report_is_rebuilt_from_the_recorded_files() {
 fn a_folder_that_is_not_a_run_says_so() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("notes.txt"), "hello").unwrap();
-    let e = report::rebuild_run(&troupe_lab_workloads::scp::Scp, dir.path(), None).unwrap_err();
+    let e = troupe_lab::run_folder::rebuild_run(&troupe_lab_workloads::scp::Scp, dir.path(), None).unwrap_err();
     assert!(matches!(e.kind(), ErrorKind::NotARun(_)));
     assert!(e.to_string().contains("is not a lab run or sweep folder"));
     let e = sweep::write_report(&troupe_lab_workloads::registry(), dir.path()).unwrap_err();

@@ -29,7 +29,7 @@ fn config(pattern: &str) -> troupe_lab::config::Config {
 fn scp_schedules_are_byte_for_byte_what_the_lab_wrote_before_the_plugin() {
     for pattern in ["random", "burst", "progressive"] {
         let want = std::fs::read_to_string(fixture(&format!("{pattern}.schedule.jsonl"))).unwrap();
-        let got = to_jsonl(&troupe_lab::schedule::for_config(&config(pattern)));
+        let got = to_jsonl(&troupe_lab::workload::schedule_of(&troupe_lab_workloads::scp::Scp, &config(pattern)));
         assert!(!want.is_empty());
         assert_eq!(got, want, "pattern {pattern}");
     }
@@ -45,7 +45,7 @@ fn scp_csv_rebuilt_from_a_recorded_run_is_unchanged() {
     ] {
         std::fs::copy(fixture(from), dir.path().join(to)).unwrap();
     }
-    troupe_lab::report::rebuild_run(&troupe_lab_workloads::scp::Scp, dir.path(), None).unwrap();
+    troupe_lab::run_folder::rebuild_run(&troupe_lab_workloads::scp::Scp, dir.path(), None).unwrap();
     let want = std::fs::read_to_string(fixture("random.scp.csv")).unwrap();
     let got = std::fs::read_to_string(dir.path().join("scp.csv")).unwrap();
     assert_eq!(got.lines().next(), want.lines().next(), "same columns");

@@ -9,11 +9,13 @@
 //! (`common.md`, the peer-program contract), and everything reported is computed from the
 //! events it wrote (`events.md`).
 
+pub mod analysis;
 pub mod child;
 pub mod compare;
 pub mod config;
 pub mod error;
 pub mod events;
+pub mod folders;
 pub mod machine;
 pub mod manifest;
 pub mod meter;
@@ -24,6 +26,7 @@ pub mod relay;
 pub mod report;
 pub mod root;
 pub mod run;
+pub mod run_folder;
 pub mod schedule;
 pub mod stats;
 pub mod subprocess;

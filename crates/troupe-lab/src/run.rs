@@ -33,7 +33,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::machine::{self, Machine};
 use crate::manifest::{Manifest, Status};
 use crate::peer::{self, PreparedPeer};
-use crate::workload::RunAnalysis;
+use crate::workload::{schedule_of, RunAnalysis, Workload};
 use crate::{events, schedule};
 
 /// How long the RabbitMQ collector may take to drain after the child ended.
@@ -54,7 +54,9 @@ pub struct TroupeExe {
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct RunRequest {
-    /// The resolved config (it names the workload).
+    /// The workload, resolved once for the run.
+    pub workload: &'static dyn Workload,
+    /// The resolved config (validated against the workload's keys).
     pub config: Config,
     /// `troupe` or a peer runtime name.
     pub runtime: String,
@@ -79,8 +81,15 @@ pub struct RunRequest {
 impl RunRequest {
     /// A request with the defaults: run id from the folder name, schedule computed, peer built
     /// now, [`DEADLINE_SLACK`].
-    pub fn new(config: Config, runtime: &str, out_dir: PathBuf, troupe: TroupeExe) -> RunRequest {
+    pub fn new(
+        workload: &'static dyn Workload,
+        config: Config,
+        runtime: &str,
+        out_dir: PathBuf,
+        troupe: TroupeExe,
+    ) -> RunRequest {
         RunRequest {
+            workload,
             config,
             runtime: runtime.into(),
             out_dir,
@@ -197,7 +206,7 @@ fn write_inputs(req: &RunRequest, dir: &Path) -> Result<(PathBuf, PathBuf, Vec<s
             schedule::read(&schedule_path)?
         }
         None => {
-            let actions = schedule::for_config(&req.config);
+            let actions = schedule_of(req.workload, &req.config);
             schedule::write(&schedule_path, &actions)?;
             actions
         }
@@ -316,7 +325,7 @@ pub fn execute(req: &RunRequest, mut p: Prepared, stop: &Stop) -> Result<Execute
         stdout: dir.join("stdout.txt"),
         stderr: dir.join("stderr.txt"),
     };
-    let window = req.config.plugin().expected_duration(&req.config);
+    let window = req.workload.expected_duration(&req.config);
     let ending = match crate::meter::sampler::run_child(&spec, window + req.deadline_slack, stop, &dir, &req.config) {
         Ok(e) => e,
         Err(e) => {
@@ -368,7 +377,7 @@ pub fn analyse(req: &RunRequest, x: Executed) -> Result<RunOutcome> {
                     manifest.runtime_version = v.to_string();
                 }
             }
-            let st = req.config.plugin().analyse(&req.config, &evs, &actions, None);
+            let st = req.workload.analyse(&req.config, &evs, &actions, None);
             // The workload's reading names what broke (e.g. which node process died); keep it
             // beside the child's own ending.
             if let Some(problem) = st.completeness_problem(&req.config) {
@@ -387,7 +396,7 @@ pub fn analyse(req: &RunRequest, x: Executed) -> Result<RunOutcome> {
     }
     (manifest.status, manifest.reason) = match reason {
         Some(r) => (Status::Failed, Some(r)),
-        None => crate::report::judge_complete(stats.as_deref(), &req.config),
+        None => crate::run_folder::judge_complete(stats.as_deref(), &req.config),
     };
     manifest.ended_at = Some(machine::rfc3339(machine::now_unix_ms()));
     manifest.loadavg_end = machine::loadavg();
@@ -399,7 +408,7 @@ pub fn analyse(req: &RunRequest, x: Executed) -> Result<RunOutcome> {
     ));
     manifest.write(&dir)?;
     if let Some(st) = &stats {
-        crate::report::write_run_outputs(&dir, &manifest, &req.config, st.as_ref())?;
+        crate::run_folder::write_run_outputs(req.workload, &dir, &manifest, &req.config, st.as_ref())?;
     }
     Ok(RunOutcome { dir, manifest, stats })
 }

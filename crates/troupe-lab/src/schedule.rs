@@ -69,9 +69,3 @@ pub fn read(path: &Path) -> Result<Vec<FaultAction>> {
         .map(|(n, l)| serde_json::from_str(l).map_err(|e| Error::malformed(path, format!("line {}: {e}", n + 1))))
         .collect()
 }
-
-/// The fault schedule of a config, from its workload ([`crate::workload::Faults::schedule`]),
-/// with its `[net_faults]` lines merged in ([`crate::netfaults::merge`]).
-pub fn for_config(cfg: &crate::config::Config) -> Vec<FaultAction> {
-    crate::netfaults::merge(cfg, cfg.plugin().schedule(cfg))
-}

@@ -13,13 +13,13 @@ use std::time::Duration;
 
 use serde_json::json;
 
+use crate::config::Spec;
 use crate::config::{self, Config};
 use crate::error::{Error, Result};
 use crate::events::writer::Emitter;
-use crate::workload::Workload;
 
 /// Rule 1: the run's config for `workload`, or the exit code after saying what was wrong.
-pub fn config_or_exit(workload: &'static dyn Workload) -> std::result::Result<Config, i32> {
+pub fn config_or_exit(workload: &'static dyn Spec) -> std::result::Result<Config, i32> {
     config::from_env(workload).map_err(|e| {
         let msg = e.to_string();
         let parts: Vec<&str> = msg.lines().map(str::trim).filter(|l| !l.is_empty()).collect();

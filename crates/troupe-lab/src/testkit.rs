@@ -70,15 +70,15 @@ impl Spec for Noop {
     fn schema(&self) -> &'static Schema {
         &SCHEMA
     }
+
+    fn net_nodes(&self, cfg: &Config) -> std::result::Result<Vec<String>, String> {
+        Ok((0..cfg.int("nodes")).map(|i| format!("node-{i}")).collect())
+    }
 }
 
 impl Faults for Noop {
     fn schedule(&self, _: &Config) -> Vec<FaultAction> {
         Vec::new()
-    }
-
-    fn net_nodes(&self, cfg: &Config) -> std::result::Result<Vec<String>, String> {
-        Ok((0..cfg.int("nodes")).map(|i| format!("node-{i}")).collect())
     }
 }
 

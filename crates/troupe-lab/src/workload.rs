@@ -5,12 +5,12 @@
 //! fault schedule, its Troupe system under test, and its statistics, tables and plots.
 //!
 //! Rules:
-//! 1. A workload is registered once, in the [`crate::registry::Registry`] the binary hands the
-//!    core; every command resolves it by name there once (`troupe lab run|sweep|compare|config
+//! 1. A workload is registered once, in the registry the binary hands the core
+//!    (`registry::Registry`); every command resolves it by name there once (`troupe lab run|sweep|compare|config
 //!    <name>`), and its Troupe programs by role (`troupe lab exec <role>`). The core names no
 //!    workload.
 //! 2. A config is parsed and validated once per run, against [`Spec::schema`], into a
-//!    [`Config`] that carries its workload ([`Config::plugin`]); the workload's typed view is
+//!    [`Config`] that carries its keys role ([`Config::spec`]); the workload's typed view is
 //!    built from that value and never re-parsed.
 //! 3. The schedule is a pure function of the config (seed included): [`Faults::schedule`].
 //! 4. Everything a run reports is computed from its recorded files (events, schedule,
@@ -33,53 +33,19 @@ use std::fmt::Debug;
 use std::path::Path;
 use std::time::Duration;
 
-use crate::config::{Config, Schema};
+pub use crate::analysis::RunAnalysis;
+use crate::config::Config;
+pub use crate::config::Spec;
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::manifest::Manifest;
 use crate::schedule::FaultAction;
 
-/// Role 1: who the workload is and what keys it takes.
-pub trait Spec {
-    /// The name users type: `scp`, `chat`.
-    fn name(&self) -> &'static str;
-
-    /// One line saying what it measures (shown by `troupe lab config`).
-    fn about(&self) -> &'static str;
-
-    /// Its keys, defaults, ranges and cross-key rules.
-    fn schema(&self) -> &'static Schema;
-
-    /// The canonical form of a config, so points of a grid that run identically compare equal
-    /// (SCP: every fault-free pattern is one run). The default is the config itself.
-    fn canonical(&self, cfg: &Config) -> Config {
-        cfg.clone()
-    }
-
-    /// In a comparison, the fault-free run a point is normalised against, if the workload
-    /// normalises (SCP does; `None` otherwise).
-    fn baseline_of(&self, _cfg: &Config) -> Option<Config> {
-        None
-    }
-
-    /// Keys that always appear in a comparison point's name, besides the grid's axes.
-    fn point_keys(&self) -> &'static [&'static str] {
-        &[]
-    }
-}
-
 /// Role 2: the faults a run injects (the nemesis).
 pub trait Faults {
     /// The fault schedule (rule 3); the core merges the `[net_faults]` lines into it
-    /// ([`crate::schedule::for_config`]).
+    /// ([`schedule_of`]).
     fn schedule(&self, cfg: &Config) -> Vec<FaultAction>;
-
-    /// The node processes of its Troupe system under test for `cfg`, by index, as
-    /// `[net_faults]` partitions name them (`server-0`, `devices-1`, ...); or why the workload
-    /// cannot apply network faults with this config. The default: it runs in one OS process.
-    fn net_nodes(&self, _cfg: &Config) -> std::result::Result<Vec<String>, String> {
-        Err("its Troupe system under test runs in one OS process, so there is no inter-node traffic to fault".into())
-    }
 }
 
 /// Role 3: the Troupe system under test (the client, in Jepsen's words).
@@ -112,7 +78,7 @@ pub trait Checker {
 pub trait Reports: Checker {
     /// Writes the run's CSV tables, plots and `report.html` into `dir`.
     fn run_outputs(&self, dir: &Path, m: &Manifest, cfg: &Config, a: &Self::Analysis) -> Result<()> {
-        crate::report::generic_run_page(dir, m, cfg, a)
+        crate::report::page::generic_run_page(dir, m, cfg, a)
     }
 
     /// Writes a sweep folder's report (`sweep.csv`, `report.html`); the number of runs.
@@ -186,31 +152,15 @@ pub fn typed<C: Checker + Spec>(w: &C, a: Box<dyn RunAnalysis>) -> Result<C::Ana
     any.downcast::<C::Analysis>().map(|b| *b).map_err(|_| not_ours(w.name()))
 }
 
+/// The fault schedule of a run of `w` with `cfg`: the workload's own
+/// ([`Faults::schedule`]) with the config's `[net_faults]` lines merged in
+/// ([`crate::netfaults::merge`]).
+pub fn schedule_of(w: &dyn Workload, cfg: &Config) -> Vec<FaultAction> {
+    crate::netfaults::merge(cfg, w.schedule(cfg))
+}
+
 impl Debug for dyn Workload {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}", self.name())
     }
-}
-
-/// What a workload computed about one run.
-pub trait RunAnalysis: Any + Debug + Send + Sync {
-    /// Why the recorded events are not a complete run, if they are not.
-    fn completeness_problem(&self, cfg: &Config) -> Option<String>;
-
-    /// What the run failed to do although its events are complete: faults planned but not
-    /// carried out, clients or devices that never recovered, detections missing, errors the
-    /// runtime reported. Each non-empty line makes a complete run `degraded` (not `ok`), in
-    /// the manifest, `summary.json` (`degraded`) and every table. The default: nothing.
-    fn degradations(&self, _cfg: &Config) -> Vec<String> {
-        Vec::new()
-    }
-
-    /// The lines `troupe lab run` prints and the report shows: (what, value).
-    fn summary_rows(&self) -> Vec<(String, String)>;
-
-    /// The run's statistics as one JSON object, written to `summary.json` (rule 5).
-    fn summary_json(&self) -> serde_json::Value;
-
-    /// A short line for progress output, e.g. `mean 5110.2/s (99.8% of ceiling)`.
-    fn headline(&self) -> String;
 }

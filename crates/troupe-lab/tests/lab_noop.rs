@@ -57,7 +57,7 @@ fn summary(dir: &Path) -> serde_json::Value {
 fn a_complete_run_is_ok_and_its_report_rebuilds_from_the_folder() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
-    let req = RunRequest::new(config(&["ticks=4"]), "troupe", dir.clone(), sh(0, true));
+    let req = RunRequest::new(&Noop, config(&["ticks=4"]), "troupe", dir.clone(), sh(0, true));
     let out = run::run(&req, &Stop::new()).unwrap();
     assert_eq!(out.manifest.status, Status::Ok, "{:?}", out.manifest.reason);
     assert_eq!((out.manifest.workload.as_str(), out.manifest.run_id.as_str()), ("noop", "run"));
@@ -72,7 +72,7 @@ fn a_complete_run_is_ok_and_its_report_rebuilds_from_the_folder() {
     std::fs::remove_file(dir.join("summary.json")).unwrap();
     std::fs::remove_file(dir.join("report.html")).unwrap();
     let w = registry().get(&Manifest::read(&dir).unwrap().workload).unwrap();
-    let (m, _, st) = troupe_lab::report::rebuild_run(w, &dir, None).unwrap();
+    let (m, _, st) = troupe_lab::run_folder::rebuild_run(w, &dir, None).unwrap();
     assert_eq!((m.status, st.unwrap().headline()), (Status::Ok, "4 ticks".to_string()));
     assert_eq!(summary(&dir)["ticks"].as_u64(), Some(4));
 }
@@ -82,18 +82,20 @@ fn a_run_short_of_ticks_is_degraded_and_one_without_its_end_is_failed() {
     let tmp = tempfile::tempdir().unwrap();
     let short = tmp.path().join("short");
     let out =
-        run::run(&RunRequest::new(config(&["ticks=3"]), "troupe", short.clone(), sh(1, true)), &Stop::new()).unwrap();
+        run::run(&RunRequest::new(&Noop, config(&["ticks=3"]), "troupe", short.clone(), sh(1, true)), &Stop::new())
+            .unwrap();
     assert_eq!(out.manifest.status, Status::Degraded);
     assert_eq!(out.manifest.reason.as_deref(), Some("degraded: 1 of 3 ticks missing"));
     assert_eq!(summary(&short)["degraded"], serde_json::json!(["1 of 3 ticks missing"]));
 
     let cut = tmp.path().join("cut");
-    let out = run::run(&RunRequest::new(config(&[]), "troupe", cut.clone(), sh(0, false)), &Stop::new()).unwrap();
+    let out =
+        run::run(&RunRequest::new(&Noop, config(&[]), "troupe", cut.clone(), sh(0, false)), &Stop::new()).unwrap();
     assert_eq!(out.manifest.status, Status::Failed);
     assert!(out.manifest.reason.as_deref().unwrap_or("").contains("no run_finished"), "{:?}", out.manifest.reason);
 
     // A used folder is refused before anything starts (rule 1).
-    let e = run::run(&RunRequest::new(config(&[]), "troupe", cut, sh(0, true)), &Stop::new()).unwrap_err();
+    let e = run::run(&RunRequest::new(&Noop, config(&[]), "troupe", cut, sh(0, true)), &Stop::new()).unwrap_err();
     assert!(e.to_string().contains("already holds a run"), "{e}");
 }
 
@@ -196,10 +198,10 @@ fn the_registry_refuses_an_unknown_workload_with_the_names_it_has() {
     // A folder of another workload is not read as this one's.
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("run");
-    run::run(&RunRequest::new(config(&[]), "troupe", dir.clone(), sh(0, true)), &Stop::new()).unwrap();
+    run::run(&RunRequest::new(&Noop, config(&[]), "troupe", dir.clone(), sh(0, true)), &Stop::new()).unwrap();
     let mut m = Manifest::read(&dir).unwrap();
     m.workload = "chat".into();
     m.write(&dir).unwrap();
-    let e = troupe_lab::report::load_run(&Noop, &dir, None).unwrap_err().to_string();
+    let e = troupe_lab::run_folder::load_run(&Noop, &dir, None).unwrap_err().to_string();
     assert!(e.contains("a run of workload \"chat\", read as one of \"noop\""), "{e}");
 }

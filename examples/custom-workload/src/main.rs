@@ -213,7 +213,10 @@ fn main() {
     });
     let exe =
         TroupeExe { program: std::env::current_exe().expect("own path"), args: vec!["exec".into(), "echo".into()] };
-    match troupe_lab::run::run(&RunRequest::new(cfg, "troupe", out, exe), &troupe_lab::child::Stop::new()) {
+    match troupe_lab::run::run(
+        &RunRequest::new(&EchoWorkload, cfg, "troupe", out, exe),
+        &troupe_lab::child::Stop::new(),
+    ) {
         Ok(o) => {
             let status = troupe_lab::report::status_text(&o.manifest);
             println!("{}: {status}; {}", o.dir.display(), o.stats.map(|s| s.headline()).unwrap_or_default());

@@ -77,7 +77,7 @@ fn load(base: &Path, r: &GridRun) -> Result<Row> {
     if !r.dir.join(troupe_lab::manifest::FILE).is_file() {
         return Ok(row);
     }
-    let (m, cfg, st) = troupe_lab::report::rebuild_typed(&super::Chat, &r.dir, None)?;
+    let (m, cfg, st) = troupe_lab::run_folder::rebuild_typed(&super::Chat, &r.dir, None)?;
     row.cfg = Some(ChatConfig::from_config(&cfg));
     row.ok = m.status.completed() && !m.interrupted;
     row.status = troupe_lab::report::status_text(&m);

@@ -52,12 +52,6 @@ impl Spec for Chat {
     fn point_keys(&self) -> &'static [&'static str] {
         &["test_type", "msg_type"]
     }
-}
-
-impl Faults for Chat {
-    fn schedule(&self, cfg: &Config) -> Vec<FaultAction> {
-        schedule::chat_schedule(&ChatConfig::from_config(cfg))
-    }
 
     fn net_nodes(&self, cfg: &Config) -> std::result::Result<Vec<String>, String> {
         let c = ChatConfig::from_config(cfg);
@@ -69,6 +63,12 @@ impl Faults for Chat {
             );
         }
         Ok(nodes::net_nodes(&c))
+    }
+}
+
+impl Faults for Chat {
+    fn schedule(&self, cfg: &Config) -> Vec<FaultAction> {
+        schedule::chat_schedule(&ChatConfig::from_config(cfg))
     }
 }
 

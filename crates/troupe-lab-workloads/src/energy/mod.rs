@@ -63,12 +63,6 @@ impl Spec for Energy {
     fn point_keys(&self) -> &'static [&'static str] {
         &["workload", "mode"]
     }
-}
-
-impl Faults for Energy {
-    fn schedule(&self, _: &Config) -> Vec<FaultAction> {
-        Vec::new()
-    }
 
     fn net_nodes(&self, cfg: &Config) -> std::result::Result<Vec<String>, String> {
         Err(if EnergyConfig::from_config(cfg).distributed {
@@ -77,6 +71,12 @@ impl Faults for Energy {
             "mode = \"native\" runs in one OS process, so there is no inter-node traffic to fault"
         }
         .into())
+    }
+}
+
+impl Faults for Energy {
+    fn schedule(&self, _: &Config) -> Vec<FaultAction> {
+        Vec::new()
     }
 }
 

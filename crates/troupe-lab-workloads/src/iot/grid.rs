@@ -18,7 +18,8 @@ use troupe_lab::error::Result;
 use troupe_lab::report::grid::GridRun;
 use troupe_lab::report::html::{link, Page};
 use troupe_lab::report::plot::{self, Chart, Series};
-use troupe_lab::report::{csv_text, load_typed, status_word, write};
+use troupe_lab::report::{csv_text, status_word, write};
+use troupe_lab::run_folder::load_typed;
 
 /// The noise allowance of the shape checks: 2% of the largest value.
 pub const SHAPE_TOLERANCE: f64 = 0.02;

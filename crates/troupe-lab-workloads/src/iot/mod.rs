@@ -48,15 +48,15 @@ impl Spec for Iot {
     fn schema(&self) -> &'static Schema {
         &config::SCHEMA
     }
+
+    fn net_nodes(&self, cfg: &Config) -> std::result::Result<Vec<String>, String> {
+        Ok(sub::net_nodes(&IotConfig::from_config(cfg)))
+    }
 }
 
 impl Faults for Iot {
     fn schedule(&self, cfg: &Config) -> Vec<FaultAction> {
         schedule::iot_schedule(&IotConfig::from_config(cfg))
-    }
-
-    fn net_nodes(&self, cfg: &Config) -> std::result::Result<Vec<String>, String> {
-        Ok(sub::net_nodes(&IotConfig::from_config(cfg)))
     }
 }
 

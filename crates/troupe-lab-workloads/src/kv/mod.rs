@@ -54,15 +54,15 @@ impl Spec for Kv {
     fn point_keys(&self) -> &'static [&'static str] {
         &["service", "transport", "concurrency"]
     }
+
+    fn net_nodes(&self, _cfg: &Config) -> std::result::Result<Vec<String>, String> {
+        Ok(sub::net_nodes())
+    }
 }
 
 impl Faults for Kv {
     fn schedule(&self, _: &Config) -> Vec<FaultAction> {
         Vec::new()
-    }
-
-    fn net_nodes(&self, _cfg: &Config) -> std::result::Result<Vec<String>, String> {
-        Ok(sub::net_nodes())
     }
 }
 

@@ -54,17 +54,17 @@ impl Spec for Latency {
     fn point_keys(&self) -> &'static [&'static str] {
         &["transport", "pairs"]
     }
-}
-
-impl Faults for Latency {
-    fn schedule(&self, _: &Config) -> Vec<FaultAction> {
-        Vec::new()
-    }
 
     fn net_nodes(&self, _: &Config) -> std::result::Result<Vec<String>, String> {
         Err("it measures the fault-free transport between its two node processes (the lab's relay adds only the \
              RTT); network faults are not wired into them"
             .into())
+    }
+}
+
+impl Faults for Latency {
+    fn schedule(&self, _: &Config) -> Vec<FaultAction> {
+        Vec::new()
     }
 }
 

@@ -45,15 +45,15 @@ impl Spec for OverlayScale {
     fn point_keys(&self) -> &'static [&'static str] {
         &["overlay", "nodes"]
     }
+
+    fn net_nodes(&self, _: &Config) -> std::result::Result<Vec<String>, String> {
+        Err("it runs the overlays in a deterministic simulator in one OS process, with no real network".into())
+    }
 }
 
 impl Faults for OverlayScale {
     fn schedule(&self, _cfg: &Config) -> Vec<FaultAction> {
         Vec::new()
-    }
-
-    fn net_nodes(&self, _: &Config) -> std::result::Result<Vec<String>, String> {
-        Err("it runs the overlays in a deterministic simulator in one OS process, with no real network".into())
     }
 }
 

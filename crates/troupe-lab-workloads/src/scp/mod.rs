@@ -56,17 +56,17 @@ impl Spec for Scp {
     fn point_keys(&self) -> &'static [&'static str] {
         &["pattern", "failure_rate"]
     }
-}
-
-impl Faults for Scp {
-    fn schedule(&self, cfg: &Config) -> Vec<FaultAction> {
-        schedule::scp_schedule(&ScpConfig::from_config(cfg))
-    }
 
     fn net_nodes(&self, _: &Config) -> std::result::Result<Vec<String>, String> {
         Err("its servers and clients run in one OS process; the only link is the fault injector's, which \
              must stay exact for the schedule to be carried out"
             .into())
+    }
+}
+
+impl Faults for Scp {
+    fn schedule(&self, cfg: &Config) -> Vec<FaultAction> {
+        schedule::scp_schedule(&ScpConfig::from_config(cfg))
     }
 }
 

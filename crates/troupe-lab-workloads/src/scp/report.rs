@@ -230,13 +230,13 @@ pub fn write_run_outputs(dir: &Path, m: &Manifest, cfg: &Config, st: &RunStats) 
     write(dir, "report.html", &run_page(m, cfg, Some((st, &tp, &faults))))
 }
 
-/// [`troupe_lab::report::load_run`] with the SCP statistics typed.
+/// [`troupe_lab::run_folder::load_run`] with the SCP statistics typed.
 pub(crate) fn load_run(dir: &Path, baseline: Option<f64>) -> Result<(Manifest, Config, Option<RunStats>)> {
-    troupe_lab::report::load_typed(&super::Scp, dir, baseline)
+    troupe_lab::run_folder::load_typed(&super::Scp, dir, baseline)
 }
 
-/// [`troupe_lab::report::rebuild_run`] with the SCP statistics typed.
+/// [`troupe_lab::run_folder::rebuild_run`] with the SCP statistics typed.
 pub(crate) fn rebuild_run(dir: &Path, baseline: Option<f64>) -> Result<(Manifest, Option<RunStats>)> {
-    let (m, _, st) = troupe_lab::report::rebuild_typed(&super::Scp, dir, baseline)?;
+    let (m, _, st) = troupe_lab::run_folder::rebuild_typed(&super::Scp, dir, baseline)?;
     Ok((m, st))
 }

@@ -43,6 +43,7 @@ use serde::{Deserialize, Serialize};
 use crate::child::Stop;
 use crate::config::Config;
 use crate::error::{ConfigIssue, Error, ErrorKind, Result};
+pub use crate::folders::{CompareFile, RunFolder, FILE};
 use crate::manifest::{Manifest, Status};
 use crate::peer::{self, PreparedPeer};
 use crate::registry::Registry;
@@ -63,8 +64,6 @@ pub fn write_report(registry: &Registry, dir: &Path) -> Result<Vec<String>> {
     registry.get(&file.workload)?.write_compare_report(dir)
 }
 
-/// The file recording a comparison's grid.
-pub const FILE: &str = "compare.json";
 /// The file recording each runtime's version, settings and build.
 pub const RUNTIMES_FILE: &str = "runtimes.json";
 /// Folder names a runtime may not take.
@@ -85,71 +84,6 @@ pub struct CompareSpec {
     pub focus: Option<String>,
     /// Repetitions of every point on every runtime (rule 7); 1 for a single run.
     pub reps: u32,
-}
-
-/// `compare.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CompareFile {
-    /// Format version.
-    pub format: u32,
-    /// Workload.
-    pub workload: String,
-    /// Runtimes, in report order.
-    pub runtimes: Vec<String>,
-    /// Config before the axes are applied.
-    pub base_config: serde_json::Value,
-    /// The axes: key and values as given.
-    pub axes: Vec<(String, Vec<String>)>,
-    /// Point names, in run order.
-    pub points: Vec<String>,
-    /// Each point's resolved config, in the order of `points`.
-    pub configs: Vec<serde_json::Value>,
-    /// The point plotted over time.
-    #[serde(default)]
-    pub focus: Option<String>,
-    /// Repetitions (rule 7); absent (1) in folders made without repetitions.
-    #[serde(default = "sweep::one", skip_serializing_if = "sweep::is_one")]
-    pub reps: u32,
-}
-
-/// One run folder of a comparison: which runtime, point and repetition, and where.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunFolder {
-    /// Runtime.
-    pub runtime: String,
-    /// Point name.
-    pub point: String,
-    /// Repetition, 1-based.
-    pub rep: u32,
-    /// The folder, relative to the comparison's: `<rt>/<point>` or `<rt>/<point>_rep-<k>`.
-    pub rel: String,
-}
-
-impl CompareFile {
-    /// Every run folder in run order (rule 7): per point, per repetition, the runtimes in
-    /// round robin starting with the repetition's own.
-    pub fn run_folders(&self) -> Vec<RunFolder> {
-        let mut out = Vec::new();
-        let n = self.runtimes.len();
-        for p in &self.points {
-            for rep in 1..=self.reps.max(1) {
-                for i in 0..n {
-                    let rt = &self.runtimes[(i + rep as usize - 1) % n];
-                    out.push(RunFolder {
-                        runtime: rt.clone(),
-                        point: p.clone(),
-                        rep,
-                        rel: format!("{rt}/{}", sweep::rep_name(p, rep, self.reps)),
-                    });
-                }
-            }
-        }
-        out
-    }
-
-    fn same_grid(&self, other: &CompareFile) -> bool {
-        CompareFile { focus: None, ..self.clone() } == CompareFile { focus: None, ..other.clone() }
-    }
 }
 
 /// One point of the grid, run on every runtime.
@@ -368,7 +302,7 @@ fn write_schedules(plan: &Plan, dir: &Path) -> Result<Vec<PathBuf>> {
     for p in &plan.points {
         let path = sdir.join(format!("{}.jsonl", p.name));
         if !path.is_file() {
-            schedule::write(&path, &schedule::for_config(&p.config))?;
+            schedule::write(&path, &crate::workload::schedule_of(plan.workload, &p.config))?;
         }
         out.push(path);
     }
@@ -459,7 +393,7 @@ pub fn run(
             std::fs::remove_dir_all(&rdir).map_err(|e| Error::io(&rdir, e))?;
         }
         obs.started(&point);
-        let mut req = RunRequest::new(p.config.clone(), &info.name, rdir.clone(), ctx.troupe.clone());
+        let mut req = RunRequest::new(plan.workload, p.config.clone(), &info.name, rdir.clone(), ctx.troupe.clone());
         req.project_root = ctx.project_root.clone();
         req.command = ctx.command.clone();
         req.run_id = Some(point.name.replace('/', "-"));

@@ -15,8 +15,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use crate::error::{ConfigIssue, Error, ErrorKind, Result};
-use crate::netfaults::{self, NetFaults};
-use crate::workload::Workload;
+pub mod net_faults;
+
+use net_faults::NetFaults;
 
 /// A configuration value.
 #[derive(Debug, Clone, PartialEq)]
@@ -207,10 +208,54 @@ impl Schema {
     }
 }
 
+/// Role 1 of a workload ([`crate::workload`]): who it is and what keys it takes, including which
+/// node processes a config gives it (the indices `[net_faults]` partitions name). A [`Config`]
+/// carries the `Spec` it was validated against.
+pub trait Spec: Sync {
+    /// The name users type: `scp`, `chat`.
+    fn name(&self) -> &'static str;
+
+    /// One line saying what it measures (shown by `troupe lab config`).
+    fn about(&self) -> &'static str;
+
+    /// Its keys, defaults, ranges and cross-key rules.
+    fn schema(&self) -> &'static Schema;
+
+    /// The canonical form of a config, so points of a grid that run identically compare equal
+    /// (SCP: every fault-free pattern is one run). The default is the config itself.
+    fn canonical(&self, cfg: &Config) -> Config {
+        cfg.clone()
+    }
+
+    /// In a comparison, the fault-free run a point is normalised against, if the workload
+    /// normalises (SCP does; `None` otherwise).
+    fn baseline_of(&self, _cfg: &Config) -> Option<Config> {
+        None
+    }
+
+    /// Keys that always appear in a comparison point's name, besides the grid's axes.
+    fn point_keys(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// The node processes of its Troupe system under test for `cfg`, by index, as
+    /// `[net_faults]` partitions name them (`server-0`, `devices-1`, ...); or why the workload
+    /// cannot apply network faults with this config. The default: it runs in one OS process.
+    fn net_nodes(&self, _cfg: &Config) -> std::result::Result<Vec<String>, String> {
+        Err("its Troupe system under test runs in one OS process, so there is no inter-node traffic to fault".into())
+    }
+}
+
+impl fmt::Debug for dyn Spec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.name())
+    }
+}
+
 /// A resolved, validated configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
-    workload: &'static dyn Workload,
+    workload: &'static dyn Spec,
     values: BTreeMap<&'static str, Value>,
     order: &'static [KeySpec],
     net_faults: Option<NetFaults>,
@@ -230,8 +275,8 @@ impl Config {
         self.workload.name()
     }
 
-    /// The workload itself: its schedule, programs, analysis and reports.
-    pub fn plugin(&self) -> &'static dyn Workload {
+    /// The workload's keys role ([`Spec`]): its schema, canonical form and node processes.
+    pub fn spec(&self) -> &'static dyn Spec {
         self.workload
     }
 
@@ -289,7 +334,7 @@ impl Config {
             }
         }
         if let Some(nf) = &self.net_faults {
-            m.insert(netfaults::SECTION.into(), nf.to_json());
+            m.insert(net_faults::SECTION.into(), nf.to_json());
         }
         serde_json::Value::Object(m)
     }
@@ -297,7 +342,7 @@ impl Config {
 
 /// Builds a [`Config`] from defaults, a TOML file and overrides, collecting every problem.
 pub struct ConfigBuilder {
-    workload: &'static dyn Workload,
+    workload: &'static dyn Spec,
     schema: &'static Schema,
     values: BTreeMap<&'static str, Value>,
     issues: Vec<ConfigIssue>,
@@ -307,7 +352,7 @@ pub struct ConfigBuilder {
 
 impl ConfigBuilder {
     /// Starts from the workload's embedded defaults.
-    pub fn new(workload: &'static dyn Workload) -> Self {
+    pub fn new(workload: &'static dyn Spec) -> Self {
         let schema = workload.schema();
         let values = schema.keys.iter().map(|k| (k.name, (k.default)())).collect();
         ConfigBuilder { workload, schema, values, issues: Vec::new(), bad: BTreeSet::new(), net: None }
@@ -361,7 +406,7 @@ impl ConfigBuilder {
             }
         };
         for (k, v) in table {
-            if k == netfaults::SECTION {
+            if k == net_faults::SECTION {
                 self.put_net(&serde_json::to_value(&v).unwrap_or(serde_json::Value::Null));
                 continue;
             }
@@ -392,7 +437,7 @@ impl ConfigBuilder {
             return self;
         };
         for (k, v) in map {
-            if k == netfaults::SECTION {
+            if k == net_faults::SECTION {
                 self.put_net(v);
                 continue;
             }
@@ -418,14 +463,14 @@ impl ConfigBuilder {
             return self;
         };
         let k = k.trim();
-        if let Some(sub) = k.strip_prefix(netfaults::SECTION).and_then(|r| r.strip_prefix('.')) {
+        if let Some(sub) = k.strip_prefix(net_faults::SECTION).and_then(|r| r.strip_prefix('.')) {
             if let Err(i) = self.net.get_or_insert_with(NetFaults::default).set_text(sub.trim(), v) {
                 self.issue(&i.key, i.value, i.problem);
             }
             return self;
         }
-        if k == netfaults::SECTION {
-            let keys = netfaults::KEYS.iter().map(|n| format!("net_faults.{n}=...")).collect::<Vec<_>>();
+        if k == net_faults::SECTION {
+            let keys = net_faults::KEYS.iter().map(|n| format!("net_faults.{n}=...")).collect::<Vec<_>>();
             self.issue(k, v.to_string(), format!("a section: set its keys one by one ({})", keys.join(", ")));
             return self;
         }
@@ -453,7 +498,7 @@ impl ConfigBuilder {
             }
         }
         if let Some(nf) = &self.net {
-            m.insert(netfaults::SECTION.into(), nf.to_json());
+            m.insert(net_faults::SECTION.into(), nf.to_json());
         }
         serde_json::Value::Object(m)
     }
@@ -475,8 +520,8 @@ impl ConfigBuilder {
         // The section's checks that need the workload (its nodes), once its own keys are valid
         // (a workload key with a bad value kept its valid default, so the nodes are known).
         if let Some(nf) = &self.net {
-            if self.bad.iter().all(|k| !k.starts_with(netfaults::SECTION)) {
-                issues.extend(netfaults::validate(&cfg, nf));
+            if self.bad.iter().all(|k| !k.starts_with(net_faults::SECTION)) {
+                issues.extend(net_faults::validate(cfg.workload(), cfg.spec().net_nodes(&cfg), nf));
             }
         }
         if issues.is_empty() {
@@ -489,7 +534,7 @@ impl ConfigBuilder {
 
 /// The config a workload's program was started with: the JSON file named by `TROUPE_CONFIG`
 /// (the environment contract), validated against `workload`'s schema.
-pub fn from_env(workload: &'static dyn Workload) -> Result<Config> {
+pub fn from_env(workload: &'static dyn Spec) -> Result<Config> {
     let path = std::env::var_os("TROUPE_CONFIG").map(std::path::PathBuf::from).ok_or_else(|| {
         Error::other("TROUPE_CONFIG is not set; `troupe lab exec` is started by `troupe lab run`".to_string())
     })?;

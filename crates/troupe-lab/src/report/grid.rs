@@ -12,13 +12,11 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::compare::{CompareFile, FILE as COMPARE_FILE};
-use crate::error::{Error, ErrorKind, Result};
-use crate::manifest::Manifest;
-use crate::sweep::SweepFile;
-
 use super::html::Page;
-use super::{csv_text, status_text, write, SUMMARY};
+use super::page::{csv_text, status_text, write, SUMMARY};
+use crate::error::{Error, ErrorKind, Result};
+use crate::folders::{sanitize, split_rep, CompareFile, SweepFile, FILE as COMPARE_FILE};
+use crate::manifest::Manifest;
 
 /// One run of a grid.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,14 +50,14 @@ pub fn sweep_runs(dir: &Path) -> Result<(SweepFile, Vec<GridRun>)> {
         .points
         .iter()
         .map(|name| {
-            let (p, rep) = crate::sweep::split_rep(name);
+            let (p, rep) = split_rep(name);
             GridRun {
                 // A sweep point is named `<sanitised runtime>_<axes>` (sweep::expand).
                 runtime: file
                     .runtimes
                     .iter()
                     .find(|rt| {
-                        let rt = crate::sweep::sanitize(rt);
+                        let rt = sanitize(rt);
                         p == rt || p.starts_with(&format!("{rt}_"))
                     })
                     .cloned()

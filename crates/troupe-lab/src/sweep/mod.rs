@@ -30,11 +30,10 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
 use crate::child::Stop;
 use crate::config::{Config, ConfigBuilder};
 use crate::error::{ConfigIssue, Error, ErrorKind, Result};
+pub use crate::folders::{is_one, one, rep_name, sanitize, split_rep, SweepFile};
 use crate::manifest::{Manifest, Status};
 use crate::registry::Registry;
 use crate::run::{self, RunOutcome, RunRequest, TroupeExe};
@@ -80,35 +79,6 @@ pub struct Point {
     pub rep: u32,
 }
 
-/// `sweep.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SweepFile {
-    /// Format version.
-    pub format: u32,
-    /// Workload.
-    pub workload: String,
-    /// Runtimes.
-    pub runtimes: Vec<String>,
-    /// Config before the axes are applied (defaults, file, fixed overrides; not validated).
-    pub base_config: serde_json::Value,
-    /// The axes: key and values as given.
-    pub axes: Vec<(String, Vec<String>)>,
-    /// Point folder names, in run order.
-    pub points: Vec<String>,
-    /// Repetitions of every point (rule 6); absent (1) in folders made without repetitions.
-    #[serde(default = "one", skip_serializing_if = "is_one")]
-    pub reps: u32,
-}
-
-pub(crate) fn one() -> u32 {
-    1
-}
-
-// serde's skip_serializing_if hands over a reference.
-pub(crate) fn is_one(n: &u32) -> bool {
-    *n == 1
-}
-
 /// The most repetitions `--reps` accepts.
 pub const MAX_REPS: u32 = 100;
 
@@ -125,37 +95,6 @@ pub fn check_reps(reps: u32) -> Result<()> {
     }
 }
 
-/// A run folder's name for repetition `rep` of `point` (rule 6): `point` itself when `reps`
-/// is 1, else `<point>_rep-<rep>`.
-///
-/// ```
-/// use troupe_lab::sweep::{rep_name, split_rep};
-/// assert_eq!(rep_name("troupe_failure_rate-2", 1, 1), "troupe_failure_rate-2");
-/// assert_eq!(rep_name("troupe_failure_rate-2", 2, 3), "troupe_failure_rate-2_rep-2");
-/// assert_eq!(split_rep("troupe_failure_rate-2_rep-2"), ("troupe_failure_rate-2", 2));
-/// assert_eq!(split_rep("troupe_failure_rate-2"), ("troupe_failure_rate-2", 1));
-/// ```
-pub fn rep_name(point: &str, rep: u32, reps: u32) -> String {
-    if reps <= 1 {
-        point.to_string()
-    } else {
-        format!("{point}_rep-{rep}")
-    }
-}
-
-/// The point and repetition of a run folder's name: the inverse of [`rep_name`] (a name
-/// without the suffix is repetition 1).
-pub fn split_rep(name: &str) -> (&str, u32) {
-    if let Some((point, k)) = name.rsplit_once("_rep-") {
-        if let Ok(k) = k.parse::<u32>() {
-            if k >= 1 && !point.is_empty() {
-                return (point, k);
-            }
-        }
-    }
-    (name, 1)
-}
-
 /// The expanded grid.
 #[derive(Debug, Clone)]
 pub struct Grid {
@@ -165,11 +104,6 @@ pub struct Grid {
     pub file: SweepFile,
     /// The runs.
     pub points: Vec<Point>,
-}
-
-/// Replaces what does not belong in a folder name with `_`.
-pub fn sanitize(s: &str) -> String {
-    s.chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect()
 }
 
 /// The grid's configs, before runtimes are applied.
@@ -360,7 +294,7 @@ pub fn run(
             std::fs::remove_dir_all(&rdir).map_err(|e| Error::io(&rdir, e))?;
         }
         obs.started(p);
-        let mut req = RunRequest::new(p.config.clone(), &p.runtime, rdir, troupe.clone());
+        let mut req = RunRequest::new(grid.workload, p.config.clone(), &p.runtime, rdir, troupe.clone());
         req.project_root = project_root.clone();
         req.command = command.to_vec();
         req.run_id = Some(p.name.clone());
