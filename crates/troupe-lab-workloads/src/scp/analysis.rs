@@ -299,7 +299,7 @@ impl RunAnalysis for RunStats {
     }
 
     fn summary_rows(&self) -> Vec<(String, String)> {
-        super::report::summary_rows(self)
+        summary_rows(self)
     }
 
     fn summary_json(&self) -> serde_json::Value {
@@ -372,4 +372,70 @@ fn progressive_steps(scp: &ScpConfig, rows: &[SecondRow], kill_at: &[u64]) -> Ve
         out.push(Step { index: j, alive, measured, expected, deviation_points: 100.0 * (measured - expected) / step0 });
     }
     out
+}
+
+/// Formats a recovery summary.
+pub fn recovery_text(st: &RunStats) -> String {
+    match &st.recovery {
+        None => "n/a (no bursts)".into(),
+        Some(r) if r.bursts == 0 => "n/a (no bursts of 2 or more kills)".into(),
+        Some(r) if r.recovered == 0 => {
+            format!("none of {} bursts: no second after them came within 1% of the {}", r.bursts, r.against)
+        }
+        Some(r) => {
+            format!(
+                "{}/{} bursts recovered within 1% of the {}; median {} ms, max {} ms (1 s resolution)",
+                r.recovered,
+                r.bursts,
+                r.against,
+                if r.median_ms.is_finite() { format!("{:.0}", r.median_ms) } else { "-".into() },
+                r.max_ms
+            )
+        }
+    }
+}
+
+/// The summary lines of a run's statistics.
+pub fn summary_rows(st: &RunStats) -> Vec<(String, String)> {
+    vec![
+        ("mean throughput".into(), format!("{:.1} exchanges/s", st.mean)),
+        ("ceiling".into(), format!("{:.1} exchanges/s", st.ceiling)),
+        ("percent of ceiling".into(), format!("{:.2}%", st.pct_ceiling)),
+        ("kills carried out / planned".into(), format!("{} / {}", st.kills, st.planned_kills)),
+        ("restarts".into(), st.restarts.to_string()),
+        (
+            "kill to restart".into(),
+            st.restart_ms.as_ref().map_or_else(
+                || "-".into(),
+                |r| {
+                    format!(
+                        "median {} ms, p99 {} ms, max {} ms over {} kills ({} never restarted though due, {} \
+                         not restarted in all)",
+                        r.show("p50", 3),
+                        r.show("p99", 3),
+                        r.show("max", 3),
+                        r.n,
+                        r.unrestarted,
+                        r.unmatched_kills
+                    )
+                },
+            ),
+        ),
+        ("skipped faults".into(), st.skipped_faults.to_string()),
+        ("dropped events".into(), st.dropped_events.to_string()),
+        ("errors".into(), st.errors.to_string()),
+        ("recovery after bursts".into(), recovery_text(st)),
+        (
+            "in-flight loss model".into(),
+            if st.inflight_loss > 0.0 {
+                format!(
+                    "{:.1}/s ({:.2}% of ceiling): half an exchange per restarted kill",
+                    st.inflight_loss,
+                    100.0 * st.inflight_loss / st.ceiling
+                )
+            } else {
+                "n/a (no restarted kills)".into()
+            },
+        ),
+    ]
 }

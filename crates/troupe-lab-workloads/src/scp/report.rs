@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::analysis::RunStats;
+use super::analysis::{summary_rows, RunStats};
 use super::config::{Pattern, ScpConfig};
 use super::schedule::PROGRESSIVE_STEP_MS;
 use troupe_lab::config::Config;
@@ -88,27 +88,6 @@ fn faults_chart(st: &RunStats) -> Chart {
     }
 }
 
-/// Formats a recovery summary.
-pub fn recovery_text(st: &RunStats) -> String {
-    match &st.recovery {
-        None => "n/a (no bursts)".into(),
-        Some(r) if r.bursts == 0 => "n/a (no bursts of 2 or more kills)".into(),
-        Some(r) if r.recovered == 0 => {
-            format!("none of {} bursts: no second after them came within 1% of the {}", r.bursts, r.against)
-        }
-        Some(r) => {
-            format!(
-                "{}/{} bursts recovered within 1% of the {}; median {} ms, max {} ms (1 s resolution)",
-                r.recovered,
-                r.bursts,
-                r.against,
-                if r.median_ms.is_finite() { format!("{:.0}", r.median_ms) } else { "-".into() },
-                r.max_ms
-            )
-        }
-    }
-}
-
 fn run_page(m: &Manifest, cfg: &Config, st: Option<(&RunStats, &str, &str)>) -> String {
     let scp = ScpConfig::from_config(cfg);
     let mut p = Page::new(&format!("SCP run {} ({})", m.run_id, m.runtime));
@@ -162,51 +141,6 @@ fn run_page(m: &Manifest, cfg: &Config, st: Option<(&RunStats, &str, &str)>) -> 
         ["manifest.json", "config.json", "schedule.jsonl", "events.jsonl", "scp.csv", "summary.json", "stderr.txt"];
     page_footer(&mut p, m, &files);
     p.finish()
-}
-
-/// The summary lines of a run's statistics.
-pub fn summary_rows(st: &RunStats) -> Vec<(String, String)> {
-    vec![
-        ("mean throughput".into(), format!("{:.1} exchanges/s", st.mean)),
-        ("ceiling".into(), format!("{:.1} exchanges/s", st.ceiling)),
-        ("percent of ceiling".into(), format!("{:.2}%", st.pct_ceiling)),
-        ("kills carried out / planned".into(), format!("{} / {}", st.kills, st.planned_kills)),
-        ("restarts".into(), st.restarts.to_string()),
-        (
-            "kill to restart".into(),
-            st.restart_ms.as_ref().map_or_else(
-                || "-".into(),
-                |r| {
-                    format!(
-                        "median {} ms, p99 {} ms, max {} ms over {} kills ({} never restarted though due, {} \
-                         not restarted in all)",
-                        r.show("p50", 3),
-                        r.show("p99", 3),
-                        r.show("max", 3),
-                        r.n,
-                        r.unrestarted,
-                        r.unmatched_kills
-                    )
-                },
-            ),
-        ),
-        ("skipped faults".into(), st.skipped_faults.to_string()),
-        ("dropped events".into(), st.dropped_events.to_string()),
-        ("errors".into(), st.errors.to_string()),
-        ("recovery after bursts".into(), recovery_text(st)),
-        (
-            "in-flight loss model".into(),
-            if st.inflight_loss > 0.0 {
-                format!(
-                    "{:.1}/s ({:.2}% of ceiling): half an exchange per restarted kill",
-                    st.inflight_loss,
-                    100.0 * st.inflight_loss / st.ceiling
-                )
-            } else {
-                "n/a (no restarted kills)".into()
-            },
-        ),
-    ]
 }
 
 /// Writes `scp.csv`, the plots (`throughput.svg`, `faults.svg`) and `report.html`.

@@ -132,7 +132,7 @@ pub fn load_rows(dir: &Path) -> Result<(SweepFile, Vec<Row>, Option<Manifest>)> 
             },
             kills: st.as_ref().map(|s| s.kills).unwrap_or(0),
             restarts: st.as_ref().map(|s| s.restarts).unwrap_or(0),
-            recovery: st.as_ref().map(scp_report::recovery_text).unwrap_or_default(),
+            recovery: st.as_ref().map(super::analysis::recovery_text).unwrap_or_default(),
         });
     }
     Ok((file, rows, first_manifest))
