@@ -13,6 +13,7 @@ mod actors;
 mod grid_report;
 mod nodes;
 mod orchestrator;
+mod process;
 mod protocol;
 mod sub;
 mod system;

@@ -12,8 +12,10 @@ use troupe_remote::{Node, NodeConfig, NodeEvent};
 
 use super::actors::Shared;
 use super::config::ChatConfig;
+use super::process::{
+    env, finish_injector, interrupted, Tally, ENV_GROUP, ENV_MEMBERS, ENV_NODE, ENV_SECRET, SETUP_LIMIT,
+};
 use super::protocol::{CoordMsg, DiscoveryMsg, COORDINATOR, DISCOVERY};
-use super::sub::{env, finish_injector, interrupted, Tally, ENV_GROUP, ENV_MEMBERS, ENV_NODE, ENV_SECRET, SETUP_LIMIT};
 use super::system;
 use troupe_lab::error::{Error, Result};
 use troupe_lab::events::writer::Emitter;

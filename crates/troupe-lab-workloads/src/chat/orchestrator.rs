@@ -16,8 +16,8 @@ use troupe_remote::{Node, NodeConfig};
 
 use super::actors::Discovery;
 use super::config::ChatConfig;
+use super::process::{interrupted, open_window, Tally, ENV_GROUP, ENV_MEMBERS, ENV_NODE, ENV_SECRET, SETUP_LIMIT};
 use super::protocol::{CoordMsg, COORDINATOR, DISCOVERY};
-use super::sub::{interrupted, open_window, Tally, ENV_GROUP, ENV_MEMBERS, ENV_NODE, ENV_SECRET, SETUP_LIMIT};
 use super::system;
 use troupe_lab::error::{Error, Result};
 use troupe_lab::events::writer::Emitter;

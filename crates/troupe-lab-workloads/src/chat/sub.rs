@@ -28,34 +28,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use tokio::signal::unix::{signal, SignalKind};
 use troupe::ActorRef;
 
 use super::actors::{Discovery, Shared};
 use super::config::ChatConfig;
+use super::process::{env, finish_injector, interrupted, open_window, Tally, ENV_GROUP, SETUP_LIMIT};
 use super::protocol::{DiscoveryMsg, DISCOVERY};
-use super::system::{self, now_us};
+use super::system;
 use troupe_lab::config;
 use troupe_lab::error::{Error, Result};
 use troupe_lab::events::writer::{Emitter, EventWriter};
 use troupe_lab::schedule::{self, FaultAction};
-
-/// Environment variables handing the orchestrator's node to the node processes.
-pub(super) const ENV_NODE: &str = "TROUPE_CHAT_NODE";
-pub(super) const ENV_SECRET: &str = "TROUPE_CHAT_SECRET";
-pub(super) const ENV_GROUP: &str = "TROUPE_CHAT_GROUP";
-/// The server nodes' addresses, comma separated, handed to the client groups.
-pub(super) const ENV_MEMBERS: &str = "TROUPE_CHAT_MEMBERS";
-
-/// The longest a set-up step may take (starting 50,000 clients on a loaded 2-core machine
-/// takes seconds; this bounds a wedged one).
-pub(super) const SETUP_LIMIT: Duration = Duration::from_secs(90);
-
-pub(super) use crate::common::Tally;
-
-pub(super) fn env(name: &str) -> Result<String> {
-    crate::common::env(name, "chat")
-}
 
 fn runtime(name: &str) -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
@@ -104,26 +87,6 @@ pub(super) fn exec(role: &str) -> Result<i32> {
     Ok(if write_errors > 0 || tally.errors > 0 && role != "chat" { 1 } else { 0 })
 }
 
-/// Waits for SIGTERM or SIGINT.
-pub(super) async fn interrupted() {
-    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
-        (Ok(mut a), Ok(mut b)) => {
-            tokio::select! {
-                _ = a.recv() => {}
-                _ = b.recv() => {}
-            }
-        }
-        _ => std::future::pending().await,
-    }
-}
-
-/// Emits the window event and returns its start (rule 2).
-pub(super) fn open_window(cfg: &ChatConfig, em: &Emitter) -> i64 {
-    let start_us = now_us() + (cfg.warmup_s * 1_000_000) as i64;
-    em.emit("ready", json!({"what": "window", "count": cfg.duration_s, "start_us": start_us}));
-    start_us
-}
-
 /// The whole system in this process (`deployment = "single"`).
 async fn single(cfg: &ChatConfig, actions: Vec<FaultAction>, em: &Emitter) -> Result<Tally> {
     let shared = Shared::new(em.clone(), cfg);
@@ -161,20 +124,4 @@ async fn single(cfg: &ChatConfig, actions: Vec<FaultAction>, em: &Emitter) -> Re
     discovery.kill();
     tally.errors += shared.errors.load(std::sync::atomic::Ordering::Relaxed);
     Ok(tally)
-}
-
-/// Collects the injector's tally: its last action is due before the window ends, so it has
-/// finished or is finishing (bounded); an interrupted run stops it.
-pub(super) async fn finish_injector(injector: tokio::task::JoinHandle<(u64, u64)>, tally: &mut Tally) {
-    if tally.interrupted {
-        injector.abort();
-    }
-    match tokio::time::timeout(Duration::from_secs(10), injector).await {
-        Ok(Ok((done, skipped))) => (tally.injected, tally.skipped) = (done, skipped),
-        _ if tally.interrupted => {}
-        _ => {
-            eprintln!("troupe chat: the injector did not finish its schedule");
-            tally.errors += 1;
-        }
-    }
 }

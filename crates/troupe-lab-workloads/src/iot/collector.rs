@@ -17,7 +17,7 @@ use troupe::ActorRef;
 use troupe_cluster::devices::{DeskMsg, DESK};
 use troupe_remote::Node;
 
-use super::sub::instant_of;
+use super::process::instant_of;
 use troupe_lab::events::writer::Emitter;
 
 /// A server's reports between two polls (rule 2): `now - last`, or `now` when the total went

@@ -14,9 +14,9 @@ use troupe_cluster::devices::{Device, DeviceConfig, DeviceEvent, LinkFaults, Rep
 use troupe_remote::Node;
 
 use super::config::IotConfig;
+use super::process::{env, index, instant_of, interrupted, server_addrs, Tally, ENV_NODE, ENV_SECRET, SETUP_LIMIT};
 use super::schedule::KILL;
 use super::server::{orphaned, ready, start_node};
-use super::sub::{env, index, instant_of, interrupted, server_addrs, Tally, ENV_NODE, ENV_SECRET, SETUP_LIMIT};
 use troupe_lab::error::{Error, Result};
 use troupe_lab::events::writer::{now_us, Emitter};
 use troupe_lab::schedule::FaultAction;
@@ -120,7 +120,7 @@ pub(super) async fn run(cfg: &IotConfig, name: &str, actions: Vec<FaultAction>, 
     }
     em.emit("ready", json!({"what": "devices", "count": mine.len()}));
     let start_us = ready(&node, &orch, name, "devices").await?;
-    let net = super::sub::apply_net_faults(cfg, &node, cfg.servers + p, name, &actions, start_us, em);
+    let net = super::process::apply_net_faults(cfg, &node, cfg.servers + p, name, &actions, start_us, em);
     let mut tally = Tally::default();
     let start = instant_of(start_us);
     let end = start + Duration::from_secs(cfg.duration_s);

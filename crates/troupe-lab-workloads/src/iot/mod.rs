@@ -14,6 +14,7 @@ pub mod schedule;
 
 mod devices;
 mod orchestrator;
+mod process;
 mod server;
 mod sub;
 
@@ -50,7 +51,7 @@ impl Spec for Iot {
     }
 
     fn net_nodes(&self, cfg: &Config) -> std::result::Result<Vec<String>, String> {
-        Ok(sub::net_nodes(&IotConfig::from_config(cfg)))
+        Ok(process::net_nodes(&IotConfig::from_config(cfg)))
     }
 }
 

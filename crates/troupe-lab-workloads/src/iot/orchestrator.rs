@@ -14,11 +14,11 @@ use troupe_remote::{Node, NodeConfig};
 
 use super::collector;
 use super::config::IotConfig;
-use super::schedule::NODE_KILL;
-use super::sub::{
+use super::process::{
     instant_of, interrupted, Ready, Tally, COORDINATOR, ENV_ATTEMPT, ENV_INDEX, ENV_NODE, ENV_SECRET, ENV_SERVERS,
     SETUP_LIMIT,
 };
+use super::schedule::NODE_KILL;
 use troupe_lab::error::{Error, Result};
 use troupe_lab::events::writer::{now_us, Emitter};
 use troupe_lab::schedule::FaultAction;

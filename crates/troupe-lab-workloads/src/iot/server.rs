@@ -11,7 +11,7 @@ use troupe_cluster::devices::{peer_membership, DeviceServer, ServerConfig, Serve
 use troupe_remote::{Node, NodeConfig};
 
 use super::config::IotConfig;
-use super::sub::{
+use super::process::{
     env, index, instant_of, interrupted, server_addrs, Ready, Tally, COORDINATOR, ENV_ATTEMPT, ENV_NODE, ENV_SECRET,
     SETUP_LIMIT,
 };
@@ -120,7 +120,7 @@ pub(super) async fn run(cfg: &IotConfig, name: &str, actions: &[FaultAction], em
         "restarted"
     };
     let start_us = ready(&node, &orch, name, what).await?;
-    let net = super::sub::apply_net_faults(cfg, &node, s as u32, name, actions, start_us, em);
+    let net = super::process::apply_net_faults(cfg, &node, s as u32, name, actions, start_us, em);
     let end = instant_of(start_us) + Duration::from_secs(cfg.duration_s + 1);
     let mut tally = Tally::default();
     tokio::select! {
