@@ -33,11 +33,11 @@ use crate::schedule::FaultAction;
 
 /// Who this process is among the workload's node processes.
 pub struct Me {
-    /// Its node index (as `Workload::net_nodes` lists it).
+    /// Its node index (as `Spec::net_nodes` lists it).
     pub index: u32,
     /// Its node name (the `target` of its events).
     pub name: String,
-    /// The names of the workload's nodes by index (`Workload::net_nodes`).
+    /// The names of the workload's nodes by index (`Spec::net_nodes`).
     pub nodes: Vec<String>,
     /// Their addresses where this process was told them; the others are looked up by name
     /// among the node's peers when a link is cut.
