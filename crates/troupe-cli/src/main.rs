@@ -19,13 +19,12 @@
 
 mod cluster;
 mod cluster_micro;
-mod compare;
 mod lab;
 mod micro;
-mod micro_scaling;
 mod node;
 mod progress;
 mod remote_micro;
+mod shared;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

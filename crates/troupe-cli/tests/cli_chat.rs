@@ -3,50 +3,22 @@
 //! process killed mid-run (the run fails naming it, nothing outlives the run), and bad
 //! config refused before anything starts.
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn troupe() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_troupe"));
-    c.env_remove("TROUPE_HOME");
-    c
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn events(path: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
-}
-
-/// Whether process `pid` still exists (a zombie counts as gone).
-fn alive(pid: u64) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z "))
-}
-
-#[path = "support/chat.rs"]
-mod chat;
-use chat::SMALL;
+mod support;
+use support::chat::SMALL;
+use support::lab::{alive, assert_success, assert_usage_error, events, json, read, text, troupe, wait_for, TempLab};
 
 fn short_run(deployment: &str, expect_nodes: &[&str]) {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let o = troupe()
-        .args(["lab", "run", "chat", "--out", out.to_str().unwrap(), "--set", &format!("deployment={deployment}")])
-        .args(SMALL)
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o.stdout), text(&o.stderr));
+    let lab = TempLab::new("run");
+    let out = &lab.out;
+    let o = lab.run(&["lab", "run", "chat", "--set", &format!("deployment={deployment}")], &[SMALL]);
+    assert_success(&o);
     let m = json(&out.join("manifest.json"));
     assert_eq!(m["status"], "ok", "{m}");
     // The seed's throughput CSV, column for column, one row per window second.
-    let csv = std::fs::read_to_string(out.join("chat_throughput.csv")).unwrap();
+    let csv = read(&out.join("chat_throughput.csv"));
     let mut lines = csv.lines();
     assert_eq!(
         lines.next(),
@@ -129,15 +101,13 @@ fn short_chat_run_as_separate_node_processes() {
 /// ceiling plus the stated resolution, and close to it.
 #[test]
 fn a_fault_free_chat_run_reads_the_ceiling_never_above_it() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let o = troupe()
-        .args(["lab", "run", "chat", "--out", out.to_str().unwrap(), "--set", "deployment=single"])
-        .args(SMALL)
-        .args(["--set", "msg_type=none", "--set", "test_duration_secs=4"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o.stdout), text(&o.stderr));
+    let lab = TempLab::new("run");
+    let o = lab.run(
+        &["lab", "run", "chat", "--set", "deployment=single"],
+        &[SMALL, &["--set", "msg_type=none", "--set", "test_duration_secs=4"]],
+    );
+    assert_success(&o);
+    let out = &lab.out;
     let summary = json(&out.join("summary.json"));
     assert_eq!(summary["status"], "ok", "{summary}");
     let pct = summary["pct_ceiling"].as_f64().unwrap();
@@ -150,10 +120,10 @@ fn a_fault_free_chat_run_reads_the_ceiling_never_above_it() {
 
 #[test]
 fn a_node_process_killed_mid_run_fails_the_run_naming_it() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let mut child = troupe()
-        .args(["lab", "run", "chat", "--out", out.to_str().unwrap()])
+    let lab = TempLab::new("run");
+    let out = &lab.out;
+    let mut child = lab
+        .troupe(&["lab", "run", "chat"])
         .args(SMALL)
         .args(["--set", "test_duration_secs=60"])
         .stdout(Stdio::null())
@@ -161,22 +131,17 @@ fn a_node_process_killed_mid_run_fails_the_run_naming_it() {
         .spawn()
         .unwrap();
     let raw = out.join("events.raw.jsonl");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let pids = loop {
+    let pids = wait_for("the window to open", Duration::from_secs(120), || {
         let evs = events(&raw);
         let window = evs.iter().any(|e| e["ev"] == "ready" && e["what"] == "window");
         let victim_known = evs.iter().any(|e| e["ev"] == "ready" && e["node"] == "clients-1" && e["pid"].is_u64());
-        if window && victim_known {
-            let pids: Vec<(String, u64)> = evs
-                .iter()
+        (window && victim_known).then(|| {
+            evs.iter()
                 .filter(|e| e["ev"] == "ready" && e["pid"].is_u64())
                 .map(|e| (e["node"].as_str().unwrap_or("").to_string(), e["pid"].as_u64().unwrap()))
-                .collect();
-            break pids;
-        }
-        assert!(Instant::now() < deadline, "the window never opened");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+                .collect::<Vec<(String, u64)>>()
+        })
+    });
     let victim = pids.iter().find(|(n, _)| n == "clients-1").expect("clients-1 reported its pid").1;
     let started = Instant::now();
     assert!(Command::new("kill").args(["-9", &victim.to_string()]).status().unwrap().success());
@@ -194,25 +159,19 @@ fn a_node_process_killed_mid_run_fails_the_run_naming_it() {
     for (node, pid) in &pids {
         assert!(!alive(*pid), "{node} ({pid}) outlived the run");
     }
-    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let report = read(&out.join("report.html"));
     assert!(report.contains("clients-1"));
 }
 
 #[test]
 fn bad_chat_config_is_refused_before_anything_starts() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let o = troupe()
-        .args(["lab", "run", "chat", "--out", out.to_str().unwrap()])
-        .args(["--set", "clients_per_server=0", "--set", "msg_type=explode", "--set", "send_interval_ms=0"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
-    let err = text(&o.stderr);
-    for key in ["clients_per_server", "msg_type", "send_interval_ms"] {
-        assert!(err.contains(key), "{err}");
-    }
-    assert!(!out.exists(), "nothing may start on a bad config");
+    let lab = TempLab::new("run");
+    let o = lab.run(
+        &["lab", "run", "chat"],
+        &[&["--set", "clients_per_server=0", "--set", "msg_type=explode", "--set", "send_interval_ms=0"]],
+    );
+    assert_usage_error(&o, &["clients_per_server", "msg_type", "send_interval_ms"]);
+    assert!(!lab.out.exists(), "nothing may start on a bad config");
     let o = troupe().args(["lab", "config", "chat"]).output().unwrap();
     let t = text(&o.stdout);
     assert!(t.contains("clients_per_server = 5") && t.contains("fault_pause_ms = 5000"), "{t}");
@@ -220,16 +179,17 @@ fn bad_chat_config_is_refused_before_anything_starts() {
 
 #[test]
 fn a_chat_sweep_plots_throughput_against_the_fault_pause() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("sweep");
-    let o = troupe()
-        .args(["lab", "sweep", "chat", "--out", out.to_str().unwrap()])
-        .args(["--set", "deployment=single", "--set", "chats_per_sup=2", "--set", "clients_per_server=2"])
-        .args(["--set", "test_duration_secs=2", "--set", "warmup_s=0", "--set", "fault_pause_ms=500,2000"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o.stdout), text(&o.stderr));
-    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    let lab = TempLab::new("sweep");
+    let out = &lab.out;
+    let o = lab.run(
+        &["lab", "sweep", "chat"],
+        &[
+            &["--set", "deployment=single", "--set", "chats_per_sup=2", "--set", "clients_per_server=2"],
+            &["--set", "test_duration_secs=2", "--set", "warmup_s=0", "--set", "fault_pause_ms=500,2000"],
+        ],
+    );
+    assert_success(&o);
+    let csv = read(&out.join("sweep.csv"));
     let rows: Vec<&str> = csv.lines().collect();
     assert_eq!(rows.len(), 3, "{csv}");
     assert!(
@@ -238,12 +198,12 @@ fn a_chat_sweep_plots_throughput_against_the_fault_pause() {
             && rows[2].contains(",2000,ok,"),
         "{csv}"
     );
-    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let html = read(&out.join("report.html"));
     assert!(html.contains("Throughput under failure vs fault pause") && html.contains("at each fault pause"));
     assert_eq!(html.matches("<svg").count(), 2, "a line chart and a box plot");
     // The report is rebuilt from the folder alone.
     std::fs::remove_file(out.join("report.html")).unwrap();
     let o = troupe().args(["lab", "report", out.to_str().unwrap()]).output().unwrap();
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_success(&o);
     assert!(out.join("report.html").is_file());
 }

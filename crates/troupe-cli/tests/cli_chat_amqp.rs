@@ -9,30 +9,21 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
-
-fn troupe() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_troupe"));
-    c.env_remove("TROUPE_HOME");
-    c
-}
 
 #[path = "../../troupe-lab/tests/support/broker.rs"]
 mod broker;
 use broker::Broker;
 
-#[path = "support/chat.rs"]
-mod chat;
-use chat::SMALL;
+mod support;
+use support::chat::SMALL;
+use support::lab::{json_lines, manifest, read, summary, text, troupe, TempLab};
 
 /// What does not depend on timing: events per (node, kind) for the set-up and end events, the
 /// injected fault ids, the throughput rows per node.
 fn shape(dir: &Path) -> BTreeMap<String, usize> {
-    let text = std::fs::read_to_string(dir.join("events.jsonl")).unwrap();
     let mut out = BTreeMap::new();
-    for l in text.lines() {
-        let e: serde_json::Value = serde_json::from_str(l).unwrap();
+    for e in json_lines(&dir.join("events.jsonl")) {
         let key = match e["ev"].as_str().unwrap() {
             ev @ ("run_started" | "run_finished" | "throughput") => format!("{} {ev}", e["node"]),
             "ready" => format!("{} ready {}", e["node"], e["what"]),
@@ -56,18 +47,16 @@ fn chat_events_through_rabbitmq_match_the_file_transport() {
             .args(SMALL)
             .output()
             .unwrap();
-        let m: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
-        assert_eq!(m["status"], "ok", "{name}: {m}\n{}", String::from_utf8_lossy(&o.stderr));
-        let summary: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+        let m = manifest(&out);
+        assert_eq!(m["status"], "ok", "{name}: {m}\n{}", text(&o.stderr));
+        let summary = summary(&out);
         assert!(summary["detection_ms"]["n"].as_u64().unwrap() > 0, "{name}: {summary}");
         assert_eq!(summary["dropped_events"], 0);
         // The broker's password is not written into the run folder.
         if name == "amqp" {
-            let config = std::fs::read_to_string(out.join("config.json")).unwrap();
+            let config = read(&out.join("config.json"));
             assert!(config.contains("amqp://guest:***@127.0.0.1:"), "{config}");
-            assert!(!std::fs::read_to_string(out.join("manifest.json")).unwrap().contains("guest:guest"));
+            assert!(!read(&out.join("manifest.json")).contains("guest:guest"));
         }
         shapes.push(shape(&out));
     }
@@ -79,21 +68,16 @@ fn chat_events_through_rabbitmq_match_the_file_transport() {
 fn an_unreachable_broker_is_a_clear_error_within_5_seconds() {
     // A loopback port nobody listens on: bind one, note it, close it.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
+    let lab = TempLab::new("run");
     let t0 = Instant::now();
-    let o = troupe()
-        .args(["lab", "run", "chat", "--out", out.to_str().unwrap()])
-        .args(["--set", &format!("events=amqp://guest:secret@127.0.0.1:{port}/%2f")])
-        .args(SMALL)
-        .output()
-        .unwrap();
+    let o = lab.run(
+        &["lab", "run", "chat"],
+        &[&["--set", &format!("events=amqp://guest:secret@127.0.0.1:{port}/%2f")], SMALL],
+    );
     assert!(t0.elapsed() < Duration::from_secs(5) + Duration::from_secs(2), "took {:?}", t0.elapsed());
     assert_ne!(o.status.code(), Some(0));
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = text(&o.stderr);
     assert!(err.contains("RabbitMQ") && err.contains(&port.to_string()), "{err}");
     assert!(!err.contains("secret"), "the password must not be printed: {err}");
-    let m: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
-    assert_eq!(m["status"], "failed");
+    assert_eq!(manifest(&lab.out)["status"], "failed");
 }

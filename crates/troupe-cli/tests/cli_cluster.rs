@@ -2,11 +2,13 @@
 //! runs them: real processes on loopback, the printed table, the exit codes.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_troupe");
+mod support;
+use support::lab::{text, troupe};
+
 const SECRET: &str = "cli-cluster-secret";
 
 struct NodeProc {
@@ -38,7 +40,7 @@ fn node(dir: &std::path::Path, name: &str, cluster: &str) -> NodeProc {
     let path = dir.join(format!("{name}.toml"));
     let text = format!("name = \"{name}\"\nsecret = \"{SECRET}\"\nlisten = \"127.0.0.1:0\"\n[cluster]\n{cluster}\n");
     std::fs::write(&path, text).unwrap();
-    let mut child = Command::new(BIN)
+    let mut child = troupe()
         .args(["node", "--config"])
         .arg(&path)
         .stdin(Stdio::piped())
@@ -71,9 +73,8 @@ fn two_nodes_form_a_cluster_and_status_prints_the_table() {
     // Both up everywhere and converged: ask until the table says so (each answer is fresh).
     let end = Instant::now() + Duration::from_secs(60);
     let table = loop {
-        let out =
-            Command::new(BIN).args(["cluster", "status", "--node", &a.addr, "--secret", SECRET]).output().unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = troupe().args(["cluster", "status", "--node", &a.addr, "--secret", SECRET]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
         let text = String::from_utf8(out.stdout).unwrap();
         if text.contains("converged: yes") && text.matches(" up ").count() == 2 {
             break text;
@@ -82,7 +83,7 @@ fn two_nodes_form_a_cluster_and_status_prints_the_table() {
         let _ = a.lines.recv_timeout(Duration::from_millis(300));
     };
     assert!(table.contains(&a.addr) && table.contains(&b.addr), "{table}");
-    let out = Command::new(BIN)
+    let out = troupe()
         .args(["cluster", "members", "--node", &b.addr, "--json"])
         .env("TROUPE_SECRET", SECRET)
         .output()
@@ -93,27 +94,24 @@ fn two_nodes_form_a_cluster_and_status_prints_the_table() {
 
 #[test]
 fn cluster_status_without_a_secret_or_with_a_bad_cluster_section_is_a_usage_error() {
-    let out = Command::new(BIN)
-        .args(["cluster", "status", "--node", "127.0.0.1:9"])
-        .env_remove("TROUPE_SECRET")
-        .output()
-        .unwrap();
+    let out =
+        troupe().args(["cluster", "status", "--node", "127.0.0.1:9"]).env_remove("TROUPE_SECRET").output().unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--secret"));
+    assert!(text(&out.stderr).contains("--secret"));
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("bad.toml");
     std::fs::write(&path, "name = \"x\"\nsecret = \"s\"\n[cluster]\nphi_treshold = 8.0\n").unwrap();
-    let out = Command::new(BIN).args(["node", "--config"]).arg(&path).stdin(Stdio::null()).output().unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("phi_treshold"), "the message names the key");
+    let out = troupe().args(["node", "--config"]).arg(&path).stdin(Stdio::null()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("phi_treshold"), "the message names the key");
 }
 
 #[test]
 fn cluster_status_of_a_node_that_does_not_answer_fails_with_exit_1() {
-    let out = Command::new(BIN)
+    let out = troupe()
         .args(["cluster", "status", "--node", "127.0.0.1:9", "--secret", "x", "--timeout", "2"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("127.0.0.1:9"));
+    assert!(text(&out.stderr).contains("127.0.0.1:9"));
 }

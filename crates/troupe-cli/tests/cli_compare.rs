@@ -5,63 +5,36 @@
 //! resuming, refusing another grid, and rebuilding the report.
 
 use std::collections::BTreeSet;
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
-fn troupe() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_troupe"));
-    c.env_remove("TROUPE_HOME");
-    c
-}
+mod support;
+use support::lab::{
+    assert_code, assert_stderr_has, assert_stdout_has, assert_success, erlang_or_skip, fake_project, json, json_lines,
+    read, repo_root, sets, text, troupe, TempLab,
+};
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn json(p: &Path) -> serde_json::Value {
-    let t = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    serde_json::from_str(&t).unwrap()
-}
-
+/// `troupe lab compare scp ARGS` with the project root `home`.
 fn compare(home: &Path, args: &[&str]) -> Output {
     troupe().args(["lab", "compare", "scp"]).args(args).env("TROUPE_HOME", home).output().expect("troupe runs")
 }
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
 /// The ids of the `fault_injected` events of a run folder.
 fn injected_ids(run: &Path) -> BTreeSet<String> {
-    std::fs::read_to_string(run.join("events.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+    json_lines(&run.join("events.jsonl"))
+        .into_iter()
         .filter(|e| e["ev"] == "fault_injected")
         .map(|e| e["id"].as_str().unwrap().to_string())
         .collect()
 }
 
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
-}
-
 #[test]
 fn the_same_schedule_gives_the_same_fault_ids_on_troupe_and_erlang() {
-    if !on_path("erl") || !on_path("erlc") {
-        let msg = "Erlang/OTP (erl, erlc) is not on PATH; install it with: bash scripts/install-erlang.sh";
-        assert!(std::env::var_os("TROUPE_TEST_REQUIRE_ERLANG").is_none(), "TROUPE_TEST_REQUIRE_ERLANG is set: {msg}");
-        // Written to the process's stderr directly, past the test harness's output capture.
-        use std::io::Write as _;
-        let _ = writeln!(
-            std::io::stderr(),
-            "\n*** SKIPPED the_same_schedule_gives_the_same_fault_ids_on_troupe_and_erlang: {msg} ***\n"
-        );
+    if !erlang_or_skip("the_same_schedule_gives_the_same_fault_ids_on_troupe_and_erlang") {
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("cmp");
+    let lab = TempLab::new("cmp");
+    let out = &lab.out;
     // Every pattern with a shared schedule (progressive needs recovery off and a 5 s step, so
     // its ids are pinned by the schedule tests instead). At 5%: 4 kills/s, 12 over the window;
     // uniform's last at 2750 ms, burst's in bursts, random's at seeded random times. The Erlang
@@ -69,28 +42,18 @@ fn the_same_schedule_gives_the_same_fault_ids_on_troupe_and_erlang() {
     // kill in the window's last few ms can be cut on a loaded machine (seen with the random
     // pattern's kill at 2973 ms): ids planned in the last 250 ms may be missing on one runtime,
     // every other planned id must be injected by both, and neither injects an unplanned id.
-    let o = compare(
-        &repo_root(),
-        &[
-            "--runtimes",
-            "troupe,erlang",
-            "--set",
-            "pairs=16",
-            "--set",
-            "supervisors=4",
-            "--set",
-            "duration_s=3",
-            "--set",
-            "warmup_s=1",
-            "--set",
-            "pattern=uniform,random,burst",
-            "--set",
-            "failure_rate=5",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-    );
-    assert!(o.status.success(), "stdout:\n{}\nstderr:\n{}", text(&o.stdout), text(&o.stderr));
+    let mut args = vec!["--runtimes", "troupe,erlang"];
+    args.extend(sets(&[
+        "pairs=16",
+        "supervisors=4",
+        "duration_s=3",
+        "warmup_s=1",
+        "pattern=uniform,random,burst",
+        "failure_rate=5",
+    ]));
+    args.extend(["--out", out.to_str().unwrap()]);
+    let o = compare(&repo_root(), &args);
+    assert_success(&o);
     // The 0% baseline was added: one point per pattern and the baseline, each on both runtimes.
     let file = json(&out.join("compare.json"));
     let points: BTreeSet<String> =
@@ -105,9 +68,9 @@ fn the_same_schedule_gives_the_same_fault_ids_on_troupe_and_erlang() {
     const MARGIN_MS: u64 = 250;
     for pattern in ["uniform", "random", "burst"] {
         let point = format!("pattern-{pattern}_failure_rate-5");
-        let shared = std::fs::read(out.join("schedules").join(format!("{point}.jsonl"))).unwrap();
-        let lines: Vec<serde_json::Value> =
-            String::from_utf8(shared.clone()).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let schedule = out.join("schedules").join(format!("{point}.jsonl"));
+        let shared = std::fs::read(&schedule).unwrap();
+        let lines = json_lines(&schedule);
         let planned: BTreeSet<String> = lines.iter().map(|l| l["id"].as_str().unwrap().to_string()).collect();
         let must: BTreeSet<String> = lines
             .iter()
@@ -141,32 +104,19 @@ fn the_same_schedule_gives_the_same_fault_ids_on_troupe_and_erlang() {
         ["runtime_version"]
         .clone();
     assert!(erlang_version.as_str().unwrap().contains("Erlang/OTP"), "{erlang_version}");
-    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let report = read(&out.join("report.html"));
     assert!(report.contains("yes (12 ids)"), "the report states the ids agree");
     assert!(report.contains("Erlang/OTP") && report.contains("% of own 0%"));
-}
-
-/// A project root with fake peers: (runtime, build script, run script).
-fn fake_project(root: &Path, peers: &[(&str, &str, &str)]) {
-    std::fs::write(root.join("Cargo.toml"), "[workspace]\n").unwrap();
-    for (rt, build, runs) in peers {
-        let d = root.join("peers").join(rt).join("scp");
-        std::fs::create_dir_all(&d).unwrap();
-        for (name, body) in [("build", build), ("run", runs)] {
-            let p = d.join(name);
-            std::fs::write(&p, format!("#!/bin/bash\n{body}\n")).unwrap();
-            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
-        }
-    }
 }
 
 const SMALL: &[&str] = &["--set", "pairs=4", "--set", "supervisors=1", "--set", "duration_s=1", "--set", "warmup_s=0"];
 
 #[test]
 fn failing_peers_are_gaps_and_the_comparison_goes_on() {
-    let tmp = tempfile::tempdir().unwrap();
+    let lab = TempLab::new("cmp");
     fake_project(
-        tmp.path(),
+        lab.path(),
+        "scp",
         &[
             ("crashy", "exit 0", "echo 'peer crashed: badarith' >&2; exit 1"),
             ("hangy", "exit 0", "echo 'stuck forever' >&2; exec sleep 300"),
@@ -174,14 +124,13 @@ fn failing_peers_are_gaps_and_the_comparison_goes_on() {
             ("broken", "echo 'syntax error in scp.erl line 7' >&2; exit 1", "exit 0"),
         ],
     );
-    let out = tmp.path().join("cmp");
+    let out = &lab.out;
     let mut args = vec!["--runtimes", "troupe,crashy,hangy,garbage,broken", "--hang-after", "2"];
     args.extend_from_slice(SMALL);
     args.extend_from_slice(&["--set", "pattern=uniform", "--set", "failure_rate=10", "--out", out.to_str().unwrap()]);
-    let o = compare(tmp.path(), &args);
-    assert_eq!(o.status.code(), Some(1), "stdout:\n{}\nstderr:\n{}", text(&o.stdout), text(&o.stderr));
-    let stdout = text(&o.stdout);
-    assert!(stdout.contains("2 ok, 8 failed"), "{stdout}");
+    let o = compare(lab.path(), &args);
+    assert_code(&o, 1);
+    assert_stdout_has(&o, "2 ok, 8 failed");
     let points = ["pattern-none_failure_rate-0", "pattern-uniform_failure_rate-10"];
     for p in points {
         assert_eq!(json(&out.join("troupe").join(p).join("manifest.json"))["status"], "ok", "troupe at {p}");
@@ -196,39 +145,39 @@ fn failing_peers_are_gaps_and_the_comparison_goes_on() {
             assert_eq!(m["status"], "failed", "{rt} at {p}");
             let r = m["reason"].as_str().unwrap();
             assert!(r.contains(reason), "{rt}: {r}");
-            let kept = std::fs::read_to_string(run.join("stderr.txt")).unwrap();
+            let kept = read(&run.join("stderr.txt"));
             assert!(kept.contains(stderr), "{rt} stderr kept: {kept}");
             assert!(run.join("schedule.jsonl").is_file());
         }
     }
-    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let report = read(&out.join("report.html"));
     assert!(report.contains("<h2>Gaps</h2>") && report.contains("8 gaps"), "the report marks the gaps");
     for rt in ["crashy", "hangy", "garbage", "broken"] {
         assert!(report.contains(&format!("{rt}/{}/stderr.txt", points[1])), "gap of {rt} links its stderr");
     }
-    let csv = std::fs::read_to_string(out.join("compare.csv")).unwrap();
+    let csv = read(&out.join("compare.csv"));
     assert_eq!(csv.lines().count(), 1 + 10);
     // The report is rebuilt from the folder alone, with the same numbers.
     std::fs::remove_file(out.join("report.html")).unwrap();
     let o = troupe().args(["lab", "report", out.to_str().unwrap()]).output().unwrap();
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_success(&o);
     assert!(out.join("report.html").is_file());
-    assert_eq!(std::fs::read_to_string(out.join("compare.csv")).unwrap(), csv);
+    assert_eq!(read(&out.join("compare.csv")), csv);
 }
 
 #[test]
 fn missing_toolchains_are_named_with_their_install_command_before_anything_runs() {
-    let tmp = tempfile::tempdir().unwrap();
+    let lab = TempLab::new("cmp");
     let missing = |rt: &str| {
         format!("echo 'missing toolchain: {rt}c; install it with: bash scripts/install-{rt}.sh' >&2; exit 3")
     };
-    fake_project(tmp.path(), &[("absent", &missing("absent"), "exit 0"), ("gone", &missing("gone"), "exit 0")]);
-    let out = tmp.path().join("cmp");
+    fake_project(lab.path(), "scp", &[("absent", &missing("absent"), "exit 0"), ("gone", &missing("gone"), "exit 0")]);
+    let out = &lab.out;
     let mut args = vec!["--runtimes", "troupe,absent,gone"];
     args.extend_from_slice(SMALL);
     args.extend_from_slice(&["--out", out.to_str().unwrap()]);
-    let o = compare(tmp.path(), &args);
-    assert_eq!(o.status.code(), Some(3), "{}", text(&o.stderr));
+    let o = compare(lab.path(), &args);
+    assert_code(&o, 3);
     let err = text(&o.stderr);
     for needle in ["absent, gone", "bash scripts/install-absent.sh", "bash scripts/install-gone.sh", "nothing was run"]
     {
@@ -240,7 +189,7 @@ fn missing_toolchains_are_named_with_their_install_command_before_anything_runs(
 #[test]
 fn bad_runtime_lists_are_usage_errors() {
     let tmp = tempfile::tempdir().unwrap();
-    fake_project(tmp.path(), &[("fine", "exit 0", "exit 0")]);
+    fake_project(tmp.path(), "scp", &[("fine", "exit 0", "exit 0")]);
     for (list, needle) in [
         ("troupe,nosuch", "runtimes with one: troupe, fine"),
         ("troupe,troupe", "named twice"),
@@ -254,32 +203,32 @@ fn bad_runtime_lists_are_usage_errors() {
     }
     let o = compare(tmp.path(), &["--runtimes", "troupe", "--focus", "nowhere"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("not a point of this grid"), "{}", text(&o.stderr));
+    assert_stderr_has(&o, "not a point of this grid");
 }
 
 #[test]
 fn a_comparison_resumes_and_refuses_another_grid() {
-    let tmp = tempfile::tempdir().unwrap();
-    fake_project(tmp.path(), &[]);
-    let out = tmp.path().join("cmp");
+    let lab = TempLab::new("cmp");
+    fake_project(lab.path(), "scp", &[]);
+    let out = &lab.out;
     let mut args = vec!["--runtimes", "troupe"];
     args.extend_from_slice(SMALL);
     args.extend_from_slice(&["--set", "pattern=burst", "--set", "burst_size=2", "--set", "failure_rate=10,20"]);
     args.extend_from_slice(&["--out", out.to_str().unwrap()]);
-    let o = compare(tmp.path(), &args);
-    assert!(o.status.success(), "{}\n{}", text(&o.stdout), text(&o.stderr));
-    assert!(text(&o.stdout).contains("3 ok, 0 failed, 0 already complete"), "{}", text(&o.stdout));
+    let o = compare(lab.path(), &args);
+    assert_success(&o);
+    assert_stdout_has(&o, "3 ok, 0 failed, 0 already complete");
     let victim = out.join("troupe").join("failure_rate-10_pattern-burst");
     let mut m = json(&victim.join("manifest.json"));
     m["status"] = "failed".into();
     std::fs::write(victim.join("manifest.json"), m.to_string()).unwrap();
-    let o = compare(tmp.path(), &args);
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(text(&o.stdout).contains("1 ok, 0 failed, 2 already complete"), "{}", text(&o.stdout));
+    let o = compare(lab.path(), &args);
+    assert_success(&o);
+    assert_stdout_has(&o, "1 ok, 0 failed, 2 already complete");
     let mut other = args.clone();
     let i = other.iter().position(|a| *a == "failure_rate=10,20").unwrap();
     other[i] = "failure_rate=5,20";
-    let o = compare(tmp.path(), &other);
-    assert_eq!(o.status.code(), Some(4), "{}", text(&o.stderr));
-    assert!(text(&o.stderr).contains("different grid"), "{}", text(&o.stderr));
+    let o = compare(lab.path(), &other);
+    assert_code(&o, 4);
+    assert_stderr_has(&o, "different grid");
 }

@@ -9,26 +9,13 @@
 //! wrap-around is followed, `meter=rapl` is refused where it does not work, and a counter that
 //! vanishes mid-run fails the repetitions it no longer covers without mixing sources.
 
-use std::path::Path;
-use std::process::Command;
+use std::time::Duration;
 
-fn troupe() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_troupe"));
-    c.env_remove("TROUPE_HOME");
-    c
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn events(path: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
-}
+mod support;
+use support::lab::{
+    assert_code, assert_success, ctx, events, fake_project, json_lines, manifest, read, summary, text, troupe, wait,
+    TempLab,
+};
 
 /// Whether this machine has working RAPL counters (then the meter is `rapl`, not `estimate`).
 fn meter_here() -> &'static str {
@@ -42,21 +29,19 @@ const TINY: &[&str] =
     &["--set", "clients=3", "--set", "msgs=40", "--set", "servers=2", "--set", "range=3000", "--set", "reps=2"];
 
 fn run(workload: &str, mode: &str) {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let o = troupe()
-        .args(["lab", "run", "energy", "--out", out.to_str().unwrap()])
-        .args(["--set", &format!("workload={workload}"), "--set", &format!("mode={mode}")])
-        .args(TINY)
-        .output()
-        .unwrap();
+    let lab = TempLab::new("run");
+    let out = &lab.out;
+    let o = lab.run(
+        &["lab", "run", "energy"],
+        &[&["--set", &format!("workload={workload}"), "--set", &format!("mode={mode}")], TINY],
+    );
     let ctx = format!("{workload} {mode}: {}\n{}", text(&o.stdout), text(&o.stderr));
     assert_eq!(o.status.code(), Some(0), "{ctx}");
     let meter = meter_here();
     assert!(text(&o.stdout).contains(meter), "the summary line names the meter: {ctx}");
-    assert_eq!(json(&out.join("manifest.json"))["status"], "ok", "{ctx}");
+    assert_eq!(manifest(out)["status"], "ok", "{ctx}");
     // energy.csv: the seed's columns plus runtime,meter; one row per repetition.
-    let csv = std::fs::read_to_string(out.join("energy.csv")).unwrap();
+    let csv = read(&out.join("energy.csv"));
     let mut lines = csv.lines();
     assert_eq!(
         lines.next(),
@@ -81,7 +66,7 @@ fn run(workload: &str, mode: &str) {
     };
     assert_eq!(rows[0][2], expected_param);
     // summary.json
-    let s = json(&out.join("summary.json"));
+    let s = summary(out);
     for key in ["energy_uj", "runtime_s", "cpu_s", "peak_rss_bytes", "meter"] {
         assert!(!s[key].is_null(), "summary.json lacks {key}: {s}");
     }
@@ -108,12 +93,12 @@ fn run(workload: &str, mode: &str) {
     assert_eq!((works.len(), energy.len()), (2, 2), "{ctx}");
     assert!(energy.iter().all(|e| e["source"] == meter && e["node"] == "lab"));
     // Every run folder gets the sampler's resources.jsonl.
-    let res = std::fs::read_to_string(out.join("resources.jsonl")).unwrap();
+    let res = read(&out.join("resources.jsonl"));
     assert!(res.lines().count() >= 2, "{res}");
-    let last: serde_json::Value = serde_json::from_str(res.lines().last().unwrap()).unwrap();
+    let last = json_lines(&out.join("resources.jsonl")).pop().unwrap();
     assert_eq!(last["last"], true);
     assert!(last["cpu_ms"].as_f64().unwrap() > 0.0, "{res}");
-    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let html = read(&out.join("report.html"));
     assert!(html.contains("<svg") && html.contains(meter), "report.html has plots and names the meter");
 }
 
@@ -148,15 +133,14 @@ fn resources_follow_a_longer_run() {
 }
 
 fn longer_run(mode: &str) {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let o = troupe()
-        .args(["lab", "run", "energy", "--out", out.to_str().unwrap(), "--set", &format!("mode={mode}")])
-        .args(["--set", "workload=prime", "--set", "range=1000000", "--set", "reps=1", "--set", "sample_ms=10"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o.stdout), text(&o.stderr));
-    let s = json(&out.join("summary.json"));
+    let lab = TempLab::new("run");
+    let out = &lab.out;
+    let o = lab.run(
+        &["lab", "run", "energy", "--set", &format!("mode={mode}")],
+        &[&["--set", "workload=prime", "--set", "range=1000000", "--set", "reps=1", "--set", "sample_ms=10"]],
+    );
+    assert_success(&o);
+    let s = summary(out);
     assert_eq!(s["results"], serde_json::json!([78_498]), "{s}");
     assert!(s["peak_rss_bytes"].as_u64().unwrap() > 1_000_000, "{s}");
     assert!(s["energy_uj"].as_f64().unwrap() > 0.0, "{s}");
@@ -165,44 +149,44 @@ fn longer_run(mode: &str) {
     assert!(s["resources"]["cpu_s"].as_f64().unwrap() >= s["cpu_s"].as_f64().unwrap(), "{s}");
     assert!(s["resources"]["peak_rss_bytes"].as_u64().unwrap() > 1_000_000, "{s}");
     assert!(s["resources"]["wall_s"].as_f64().unwrap() > 0.0, "{s}");
-    let res = std::fs::read_to_string(out.join("resources.jsonl")).unwrap();
+    let res = read(&out.join("resources.jsonl"));
     assert!(res.lines().count() >= 3, "{res}");
     if mode == "distributed" {
         // The node process is a descendant of the run process: the meter saw two processes.
         assert!(
-            res.lines().any(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["procs"].as_u64() >= Some(2)),
+            json_lines(&out.join("resources.jsonl")).iter().any(|l| l["procs"].as_u64() >= Some(2)),
             "the node process was not in the metered tree: {res}"
         );
     }
     assert!(out.join("resources-cpu.svg").exists() && out.join("resources-rss.svg").exists());
-    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let html = read(&out.join("report.html"));
     assert_eq!(html.matches("<h2>Resources</h2>").count(), 1, "the page shows the tree's CPU and RSS once");
 }
 
 #[test]
 fn compare_writes_the_ratio_table() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("cmp");
-    let o = troupe()
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["lab", "compare", "energy", "--runtimes", "troupe", "--out", out.to_str().unwrap()])
-        .args(["--set", "workload=prime,ping_pong"])
-        .args(TINY)
-        // Repetitions long enough that the meter sees each (the seed drops rows of 0 uJ).
-        .args(["--set", "range=200000", "--set", "msgs=2000"])
-        .output()
-        .unwrap();
-    let ctx = format!("{}\n{}", text(&o.stdout), text(&o.stderr));
+    let lab = TempLab::new("cmp");
+    let out = &lab.out;
+    let o = lab.run(
+        &["lab", "compare", "energy", "--runtimes", "troupe"],
+        &[
+            &["--set", "workload=prime,ping_pong"],
+            TINY,
+            // Repetitions long enough that the meter sees each (the seed drops rows of 0 uJ).
+            &["--set", "range=200000", "--set", "msgs=2000"],
+        ],
+    );
+    let ctx = ctx(&o);
     assert_eq!(o.status.code(), Some(0), "{ctx}");
     assert!(text(&o.stdout).contains("ping_pong native \"3 2000\""), "{ctx}");
-    let all = std::fs::read_to_string(out.join("energy_all.csv")).unwrap();
+    let all = read(&out.join("energy_all.csv"));
     assert_eq!(all.lines().count(), 1 + 4, "two runs x two repetitions: {all}");
-    let post = std::fs::read_to_string(out.join("energy_post.csv")).unwrap();
+    let post = read(&out.join("energy_post.csv"));
     assert_eq!(post.lines().count(), 1 + 2, "{post}");
-    let cmp = std::fs::read_to_string(out.join("compare.csv")).unwrap();
+    let cmp = read(&out.join("compare.csv"));
     assert_eq!(cmp.lines().count(), 1 + 2, "{cmp}");
     assert!(cmp.contains(",troupe,prime,native,200000,ok,estimate,") || meter_here() != "estimate", "{cmp}");
-    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let html = read(&out.join("report.html"));
     assert!(html.contains("Ratios") && html.contains(meter_here()), "{html}");
     assert!(out.join("energy-energy-ping_pong-native.svg").exists());
     assert!(out.join("energy-time-prime-native.svg").exists());
@@ -238,7 +222,7 @@ fn the_program_refuses_a_config_it_cannot_run() {
         .env("TROUPE_RUN_ID", "x")
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert_code(&o, 2);
     let err = text(&o.stderr);
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
     assert!(err.contains("mode") && err.contains("native, distributed"), "{err}");
@@ -246,25 +230,13 @@ fn the_program_refuses_a_config_it_cannot_run() {
 
 #[test]
 fn a_crashing_peer_is_reported_with_its_exit_status() {
-    let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path().join("home");
-    let prog = home.join("peers/crashy/energy");
-    std::fs::create_dir_all(&prog).unwrap();
-    std::fs::write(home.join("Cargo.toml"), "").unwrap();
-    std::fs::write(prog.join("build"), "#!/bin/sh\nexit 0\n").unwrap();
-    std::fs::write(prog.join("run"), "#!/bin/sh\necho 'crashing on purpose' >&2\nexit 7\n").unwrap();
-    for f in ["build", "run"] {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(prog.join(f), std::fs::Permissions::from_mode(0o755)).unwrap();
-    }
-    let out = tmp.path().join("run");
-    let o = troupe()
-        .env("TROUPE_HOME", &home)
-        .args(["lab", "run", "energy", "--runtime", "crashy", "--out", out.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(1), "{}\n{}", text(&o.stdout), text(&o.stderr));
-    let m = json(&out.join("manifest.json"));
+    let lab = TempLab::new("run");
+    let home = lab.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    fake_project(&home, "energy", &[("crashy", "exit 0", "echo 'crashing on purpose' >&2\nexit 7")]);
+    let o = lab.troupe(&["lab", "run", "energy", "--runtime", "crashy"]).env("TROUPE_HOME", &home).output().unwrap();
+    assert_code(&o, 1);
+    let m = manifest(&lab.out);
     assert_eq!(m["status"], "failed");
     assert!(m["reason"].as_str().unwrap().contains("exited with status 7"), "{m}");
 }
@@ -324,19 +296,19 @@ impl Drop for FakeRapl {
 #[test]
 fn a_working_rapl_counter_is_the_meter_and_is_shared_out() {
     let rapl = FakeRapl::start();
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let o = troupe()
+    let lab = TempLab::new("run");
+    let out = &lab.out;
+    let o = lab
+        .troupe(&["lab", "run", "energy", "--set", "meter=rapl"])
         .env("TROUPE_POWERCAP_ROOT", rapl.root.path())
-        .args(["lab", "run", "energy", "--out", out.to_str().unwrap(), "--set", "meter=rapl"])
         .args(["--set", "workload=prime", "--set", "range=1000000", "--set", "reps=2", "--set", "sample_ms=10"])
         .output()
         .unwrap();
     drop(rapl);
-    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o.stdout), text(&o.stderr));
-    let s = json(&out.join("summary.json"));
+    assert_success(&o);
+    let s = summary(out);
     assert_eq!((s["meter"].as_str(), s["estimate"].as_bool()), (Some("rapl"), Some(false)), "{s}");
-    let csv = std::fs::read_to_string(out.join("energy.csv")).unwrap();
+    let csv = read(&out.join("energy.csv"));
     assert_eq!(csv.lines().filter(|l| l.ends_with(",troupe,rapl")).count(), 2, "{csv}");
     let evs = events(&out.join("events.jsonl"));
     for e in evs.iter().filter(|e| e["ev"] == "energy") {
@@ -346,22 +318,21 @@ fn a_working_rapl_counter_is_the_meter_and_is_shared_out() {
         assert!(e["uj"].as_f64().unwrap() >= 0.0, "{e}");
     }
     // The samples carry the host counter, wrap-around included (it wrapped every ~70 ms).
-    let res = std::fs::read_to_string(out.join("resources.jsonl")).unwrap();
-    let last: serde_json::Value = serde_json::from_str(res.lines().last().unwrap()).unwrap();
+    let last = json_lines(&out.join("resources.jsonl")).pop().unwrap();
     assert!(last["energy_uj"].as_f64().unwrap() > 1_000_000.0, "{last}");
 }
 
 #[test]
 fn rapl_asked_for_where_it_does_not_work_is_refused() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let o = troupe()
-        .env("TROUPE_POWERCAP_ROOT", tmp.path().join("no-powercap"))
-        .args(["lab", "run", "energy", "--out", out.to_str().unwrap(), "--set", "meter=rapl", "--set", "reps=1"])
+    let lab = TempLab::new("run");
+    let out = &lab.out;
+    let o = lab
+        .troupe(&["lab", "run", "energy", "--set", "meter=rapl", "--set", "reps=1"])
+        .env("TROUPE_POWERCAP_ROOT", lab.path().join("no-powercap"))
         .output()
         .unwrap();
     assert_ne!(o.status.code(), Some(0));
-    let m = json(&out.join("manifest.json"));
+    let m = manifest(out);
     assert_eq!(m["status"], "failed");
     assert!(m["reason"].as_str().unwrap().contains("meter=auto"), "{m}");
     assert!(!out.join("events.jsonl").exists() || events(&out.join("events.jsonl")).is_empty(), "nothing ran");
@@ -370,52 +341,47 @@ fn rapl_asked_for_where_it_does_not_work_is_refused() {
 #[test]
 fn a_counter_that_vanishes_mid_run_fails_the_repetitions_it_no_longer_covers() {
     let rapl = FakeRapl::start();
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let mut child = troupe()
+    let lab = TempLab::new("run");
+    let out = &lab.out;
+    let mut child = lab
+        .troupe(&["lab", "run", "energy"])
         .env("TROUPE_POWERCAP_ROOT", rapl.root.path())
-        .args(["lab", "run", "energy", "--out", out.to_str().unwrap()])
         .args(["--set", "workload=prime", "--set", "range=1000000", "--set", "reps=20", "--set", "sample_ms=10"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     // Wait (bounded) for the sampler's tenth reading, then take the counter away.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while std::fs::read_to_string(out.join("resources.jsonl")).map_or(0, |t| t.lines().count()) < 10
-        && std::time::Instant::now() < deadline
-    {
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    wait(Duration::from_secs(60), || {
+        std::fs::read_to_string(out.join("resources.jsonl")).map_or(0, |t| t.lines().count()) >= 10
+    });
     rapl.vanish.store(true, std::sync::atomic::Ordering::SeqCst);
     let status = child.wait().unwrap();
     drop(rapl);
     assert_eq!(status.code(), Some(1), "a run with failed repetitions fails");
-    let m = json(&out.join("manifest.json"));
+    let m = manifest(out);
     let reason = m["reason"].as_str().unwrap();
     assert!(reason.contains("meter failed") && reason.contains("energy_uj"), "{reason}");
     let energy: Vec<_> = events(&out.join("events.jsonl")).into_iter().filter(|e| e["ev"] == "energy").collect();
     assert_eq!(energy.len(), 20);
     assert!(energy.iter().all(|e| e["source"] == "rapl"), "sources are never mixed");
     assert!(energy.iter().any(|e| e["uj"].is_null() && e["error"].as_str().is_some()));
-    let csv = std::fs::read_to_string(out.join("energy.csv")).unwrap();
+    let csv = read(&out.join("energy.csv"));
     assert!(csv.lines().skip(1).all(|l| l.ends_with(",troupe,rapl")), "{csv}");
 }
 
 #[test]
 fn sweep_plots_energy_and_time_per_parameter() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("sweep");
-    let o = troupe()
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["lab", "sweep", "energy", "--out", out.to_str().unwrap(), "--set", "clients=2,3"])
-        .args(["--set", "msgs=40", "--set", "reps=2", "--set", "mode=native,distributed"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o.stdout), text(&o.stderr));
-    let sweep = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    let lab = TempLab::new("sweep");
+    let out = &lab.out;
+    let o = lab.run(
+        &["lab", "sweep", "energy", "--set", "clients=2,3"],
+        &[&["--set", "msgs=40", "--set", "reps=2", "--set", "mode=native,distributed"]],
+    );
+    assert_success(&o);
+    let sweep = read(&out.join("sweep.csv"));
     assert_eq!(sweep.lines().count(), 1 + 4, "{sweep}");
-    let all = std::fs::read_to_string(out.join("energy_all.csv")).unwrap();
+    let all = read(&out.join("energy_all.csv"));
     assert_eq!(all.lines().count(), 1 + 8, "four runs x two repetitions: {all}");
     for mode in ["native", "distributed"] {
         for what in ["energy", "time"] {
@@ -423,6 +389,6 @@ fn sweep_plots_energy_and_time_per_parameter() {
             assert!(svg.exists(), "{}", svg.display());
         }
     }
-    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let html = read(&out.join("report.html"));
     assert!(html.contains("2 40") && html.contains("3 40"), "the parameters are named");
 }

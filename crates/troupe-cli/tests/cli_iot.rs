@@ -5,25 +5,9 @@
 //! it is left.
 
 use std::path::Path;
-use std::process::Command;
 
-fn troupe() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_troupe"));
-    c.env_remove("TROUPE_HOME");
-    c
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn events(path: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
-}
+mod support;
+use support::lab::{assert_success, assert_usage_error, events, manifest, read, sets, summary, TempLab};
 
 fn count(evs: &[serde_json::Value], ev: &str) -> usize {
     evs.iter().filter(|e| e["ev"] == ev).count()
@@ -50,24 +34,26 @@ fn left_behind(dir: &Path) -> Vec<String> {
 const SMALL: &[&str] =
     &["--set", "devices=20", "--set", "device_processes=2", "--set", "duration_s=3", "--set", "warmup_s=1"];
 
-fn run(out: &Path, extra: &[&str]) -> (serde_json::Value, Vec<serde_json::Value>) {
-    let o =
-        troupe().args(["lab", "run", "iot", "--out", out.to_str().unwrap()]).args(SMALL).args(extra).output().unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o.stdout), text(&o.stderr));
-    let m = json(&out.join("manifest.json"));
+/// Runs iot with the small sets and `extra` into `lab.out`; asserts it is ok and left nothing
+/// behind; its summary and events.
+fn run(lab: &TempLab, extra: &[&str]) -> (serde_json::Value, Vec<serde_json::Value>) {
+    let out = &lab.out;
+    let o = lab.run(&["lab", "run", "iot"], &[SMALL, extra]);
+    assert_success(&o);
+    let m = manifest(out);
     assert_eq!(m["status"], "ok", "{m}");
     assert!(left_behind(out).is_empty(), "processes of the run are still alive: {:?}", left_behind(out));
-    (json(&out.join("summary.json")), events(&out.join("events.jsonl")))
+    (summary(out), events(&out.join("events.jsonl")))
 }
 
 #[test]
 fn a_fault_free_run_reports_per_second_from_every_process() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let (summary, evs) = run(&out, &[]);
+    let lab = TempLab::new("run");
+    let out = &lab.out;
+    let (summary, evs) = run(&lab, &[]);
     assert!(summary["reports_per_s"].as_f64().unwrap() > 0.0, "{summary}");
     assert_eq!(summary["mttr_ms"]["count"], 0);
-    let csv = std::fs::read_to_string(out.join("iot.csv")).unwrap();
+    let csv = read(&out.join("iot.csv"));
     assert_eq!(csv.lines().count(), 1 + 3, "{csv}");
     for node in ["orchestrator", "server-0", "devices-0", "devices-1"] {
         for ev in ["run_started", "run_finished"] {
@@ -87,11 +73,9 @@ fn a_fault_free_run_reports_per_second_from_every_process() {
 
 #[test]
 fn device_kills_give_reconnected_events_and_mttr_in_the_summary() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let extra =
-        ["--set", "duration_s=6", "--set", "client_mttf_s=2", "--set", "restart_s=1", "--set", "heartbeat_ms=100"];
-    let (summary, evs) = run(&out, &extra);
+    let lab = TempLab::new("run");
+    let out = &lab.out;
+    let (summary, evs) = run(&lab, &sets(&["duration_s=6", "client_mttf_s=2", "restart_s=1", "heartbeat_ms=100"]));
     let schedule = events(&out.join("schedule.jsonl"));
     let planned = schedule.len();
     assert!(planned > 0);
@@ -122,21 +106,9 @@ fn device_kills_give_reconnected_events_and_mttr_in_the_summary() {
 
 #[test]
 fn server_kills_restart_the_server_at_its_address_and_devices_come_back() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let extra = [
-        "--set",
-        "servers=2",
-        "--set",
-        "duration_s=6",
-        "--set",
-        "server_mttf_s=3",
-        "--set",
-        "restart_s=1",
-        "--set",
-        "heartbeat_ms=100",
-    ];
-    let (summary, evs) = run(&out, &extra);
+    let lab = TempLab::new("run");
+    let extra = sets(&["servers=2", "duration_s=6", "server_mttf_s=3", "restart_s=1", "heartbeat_ms=100"]);
+    let (summary, evs) = run(&lab, &extra);
     let kills: Vec<&serde_json::Value> = evs.iter().filter(|e| e["ev"] == "fault_injected").collect();
     assert!(!kills.is_empty() && kills.iter().all(|k| k["kind"] == "node_kill" && k["node"] == "orchestrator"));
     assert!(evs.iter().any(|e| e["ev"] == "restarted" && e["target"].as_str().unwrap().starts_with("server-")));
@@ -147,35 +119,26 @@ fn server_kills_restart_the_server_at_its_address_and_devices_come_back() {
 
 #[test]
 fn a_drop_sweep_writes_its_table_and_states_the_expected_shapes() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("sweep");
-    let o = troupe()
-        .args(["lab", "sweep", "iot", "--out", out.to_str().unwrap()])
-        .args(SMALL)
-        .args(["--set", "drop_probability=0,0.5"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o.stdout), text(&o.stderr));
-    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    let lab = TempLab::new("sweep");
+    let out = &lab.out;
+    let o = lab.run(&["lab", "sweep", "iot"], &[SMALL, &["--set", "drop_probability=0,0.5"]]);
+    assert_success(&o);
+    let csv = read(&out.join("sweep.csv"));
     assert_eq!(csv.lines().count(), 3, "{csv}");
     assert!(csv.starts_with("runtime,point,status,drop_probability"), "{csv}");
-    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let report = read(&out.join("report.html"));
     assert!(report.contains("reports/s vs drop_probability (2 points): monotone decreasing"), "no shape statement");
     assert!(out.join("iot-drop.svg").is_file());
-    assert!(left_behind(&out).is_empty());
+    assert!(left_behind(out).is_empty());
 }
 
 #[test]
 fn bad_config_is_refused_before_anything_starts() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let o = troupe()
-        .args(["lab", "run", "iot", "--out", out.to_str().unwrap()])
-        .args(["--set", "drop_probability=0.95", "--set", "delay_min_ms=9", "--set", "delay_max_ms=1"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
-    let err = text(&o.stderr);
-    assert!(err.contains("drop_probability") && err.contains("0..=0.9"), "{err}");
-    assert!(!out.join("events.jsonl").exists());
+    let lab = TempLab::new("run");
+    let o = lab.run(
+        &["lab", "run", "iot"],
+        &[&["--set", "drop_probability=0.95", "--set", "delay_min_ms=9", "--set", "delay_max_ms=1"]],
+    );
+    assert_usage_error(&o, &["drop_probability", "0..=0.9"]);
+    assert!(!lab.out.join("events.jsonl").exists());
 }

@@ -6,48 +6,20 @@
 //!
 //! The Erlang tests skip loudly without `erl` unless TROUPE_TEST_REQUIRE_ERLANG=1.
 
-use std::path::Path;
-use std::process::Command;
-
-fn troupe() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_troupe"));
-    c.env_remove("TROUPE_HOME").current_dir(env!("CARGO_MANIFEST_DIR"));
-    c
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn have_erlang() -> bool {
-    let on_path =
-        |p: &str| std::env::var_os("PATH").is_some_and(|v| std::env::split_paths(&v).any(|d| d.join(p).is_file()));
-    if on_path("erl") && on_path("erlc") {
-        return true;
-    }
-    let msg = "Erlang/OTP (erl, erlc) is not on PATH; install it with: bash scripts/install-erlang.sh";
-    assert!(std::env::var_os("TROUPE_TEST_REQUIRE_ERLANG").is_none(), "TROUPE_TEST_REQUIRE_ERLANG is set: {msg}");
-    eprintln!("SKIPPED: {msg}");
-    false
-}
+mod support;
+use support::lab::{assert_run_failed_naming, ctx, erlang_or_skip, json, read, text, TempLab};
 
 const SHORT: &[&str] =
     &["--set", "duration_s=1", "--set", "concurrency=2", "--set", "object_bytes=65536", "--set", "vnodes=8"];
 
 /// Runs one short point and checks the run folder against the contract; its summary.
 fn short_run(runtime: &str, service: &str, transport: &str) -> serde_json::Value {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let o = troupe()
-        .args(["lab", "run", "kv", "--runtime", runtime, "--out", out.to_str().unwrap()])
-        .args(["--set", &format!("transport={transport}"), "--set", &format!("service={service}")])
-        .args(SHORT)
-        .output()
-        .unwrap();
+    let lab = TempLab::new("run");
+    let out = &lab.out;
+    let o = lab.run(
+        &["lab", "run", "kv", "--runtime", runtime],
+        &[&["--set", &format!("transport={transport}"), "--set", &format!("service={service}")], SHORT],
+    );
     let err = std::fs::read_to_string(out.join("stderr.txt")).unwrap_or_default();
     let ctx = format!("{runtime} {service} {transport}: {}\n{}\n{err}", text(&o.stdout), text(&o.stderr));
     assert_eq!(o.status.code(), Some(0), "{ctx}");
@@ -69,7 +41,7 @@ fn short_run(runtime: &str, service: &str, transport: &str) -> serde_json::Value
     assert_eq!(s["object_bytes"], 65536, "{ctx}");
     assert_eq!(s["service"], service, "{ctx}");
     assert_eq!(s["transport"], transport, "{ctx}");
-    let csv = std::fs::read_to_string(out.join("kv.csv")).unwrap();
+    let csv = read(&out.join("kv.csv"));
     assert_eq!(csv.lines().next(), Some("client,seq,op,latency_us,ok"), "{csv}");
     assert_eq!(csv.lines().count() as u64, 1 + ops, "{csv}");
     if service == "kv" {
@@ -96,7 +68,7 @@ fn troupe_one_connection_kv_and_echo_runs() {
 
 #[test]
 fn erlang_kv_and_echo_runs_write_summary_and_csv() {
-    if !have_erlang() {
+    if !erlang_or_skip("erlang_kv_and_echo_runs_write_summary_and_csv") {
         return;
     }
     short_run("erlang", "kv", "one_connection");
@@ -105,39 +77,29 @@ fn erlang_kv_and_echo_runs_write_summary_and_csv() {
 
 #[test]
 fn erlang_refuses_channels_naming_the_key() {
-    if !have_erlang() {
+    if !erlang_or_skip("erlang_refuses_channels_naming_the_key") {
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let o = troupe()
-        .args(["lab", "run", "kv", "--runtime", "erlang", "--out", out.to_str().unwrap()])
-        .args(["--set", "transport=channels"])
-        .args(SHORT)
-        .output()
-        .unwrap();
-    let ctx = format!("{}\n{}", text(&o.stdout), text(&o.stderr));
-    assert_eq!(json(&out.join("manifest.json"))["status"], "failed", "{ctx}");
-    let err = std::fs::read_to_string(out.join("stderr.txt")).unwrap();
-    assert!(err.contains("config key transport = \"channels\"") && err.contains("\"one_connection\""), "{err}");
+    let lab = TempLab::new("run");
+    let out = &lab.out;
+    let o = lab.run(&["lab", "run", "kv", "--runtime", "erlang"], &[&["--set", "transport=channels"], SHORT]);
+    assert_run_failed_naming(&o, out, &["config key transport = \"channels\"", "\"one_connection\""]);
 }
 
 #[test]
 fn compare_puts_troupe_next_to_erlang() {
-    if !have_erlang() {
+    if !erlang_or_skip("compare_puts_troupe_next_to_erlang") {
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("cmp");
-    let o = troupe()
-        .args(["lab", "compare", "kv", "--runtimes", "troupe,erlang", "--out", out.to_str().unwrap()])
-        .args(["--set", "transport=one_connection"])
-        .args(SHORT)
-        .output()
-        .unwrap();
-    let ctx = format!("{}\n{}", text(&o.stdout), text(&o.stderr));
+    let lab = TempLab::new("cmp");
+    let out = &lab.out;
+    let o = lab.run(
+        &["lab", "compare", "kv", "--runtimes", "troupe,erlang"],
+        &[&["--set", "transport=one_connection"], SHORT],
+    );
+    let ctx = ctx(&o);
     assert_eq!(o.status.code(), Some(0), "{ctx}");
-    let cmp = std::fs::read_to_string(out.join("compare.csv")).unwrap();
+    let cmp = read(&out.join("compare.csv"));
     assert_eq!(cmp.lines().count(), 1 + 2, "one point x two runtimes: {cmp}");
     assert_eq!(cmp.matches(",ok,").count(), 2, "{cmp}");
     let stdout = text(&o.stdout);

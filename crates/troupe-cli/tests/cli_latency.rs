@@ -8,47 +8,17 @@
 //! program starts node B and the relay as `troupe lab exec` processes). The Erlang tests skip
 //! loudly without `erl` unless TROUPE_TEST_REQUIRE_ERLANG=1.
 
-use std::path::Path;
-use std::process::Command;
-
-fn troupe() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_troupe"));
-    c.env_remove("TROUPE_HOME").current_dir(env!("CARGO_MANIFEST_DIR"));
-    c
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn json(path: &Path) -> serde_json::Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn have_erlang() -> bool {
-    let on_path =
-        |p: &str| std::env::var_os("PATH").is_some_and(|v| std::env::split_paths(&v).any(|d| d.join(p).is_file()));
-    if on_path("erl") && on_path("erlc") {
-        return true;
-    }
-    let msg = "Erlang/OTP (erl, erlc) is not on PATH; install it with: bash scripts/install-erlang.sh";
-    assert!(std::env::var_os("TROUPE_TEST_REQUIRE_ERLANG").is_none(), "TROUPE_TEST_REQUIRE_ERLANG is set: {msg}");
-    eprintln!("SKIPPED: {msg}");
-    false
-}
+mod support;
+use support::lab::{assert_run_failed_naming, ctx, erlang_or_skip, json, read, text, TempLab};
 
 const SHORT: &[&str] = &["--set", "pairs=3", "--set", "messages=12", "--set", "rtt_ms=2"];
 
 /// Runs one short point and checks the run folder against the contract; its summary.
 fn short_run(runtime: &str, transport: &str) -> serde_json::Value {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let o = troupe()
-        .args(["lab", "run", "latency", "--runtime", runtime, "--out", out.to_str().unwrap()])
-        .args(["--set", &format!("transport={transport}")])
-        .args(SHORT)
-        .output()
-        .unwrap();
+    let lab = TempLab::new("run");
+    let out = &lab.out;
+    let o = lab
+        .run(&["lab", "run", "latency", "--runtime", runtime], &[&["--set", &format!("transport={transport}")], SHORT]);
     let err = std::fs::read_to_string(out.join("stderr.txt")).unwrap_or_default();
     let ctx = format!("{runtime} {transport}: {}\n{}\n{err}", text(&o.stdout), text(&o.stderr));
     assert_eq!(o.status.code(), Some(0), "{ctx}");
@@ -73,7 +43,7 @@ fn short_run(runtime: &str, transport: &str) -> serde_json::Value {
     assert_eq!(s["messages"], 12, "{ctx}");
     assert_eq!(s["rtt_ms"], 2, "{ctx}");
     assert_eq!(s["transport"], transport, "{ctx}");
-    let csv = std::fs::read_to_string(out.join("latency.csv")).unwrap();
+    let csv = read(&out.join("latency.csv"));
     assert_eq!(csv.lines().next(), Some("pair,seq,latency_us"), "{csv}");
     assert_eq!(csv.lines().count(), 1 + 12, "{csv}");
     // The payloads went through the relay: at least 12 x 512 KiB counted in and out.
@@ -101,7 +71,7 @@ fn troupe_parallel_transports_run_through_the_relay() {
 
 #[test]
 fn erlang_one_connection_runs_through_the_relay() {
-    if !have_erlang() {
+    if !erlang_or_skip("erlang_one_connection_runs_through_the_relay") {
         return;
     }
     let s = short_run("erlang", "one_connection");
@@ -110,68 +80,55 @@ fn erlang_one_connection_runs_through_the_relay() {
 
 #[test]
 fn erlang_refuses_every_other_transport_naming_the_key() {
-    if !have_erlang() {
+    if !erlang_or_skip("erlang_refuses_every_other_transport_naming_the_key") {
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let o = troupe()
-        .args(["lab", "run", "latency", "--runtime", "erlang", "--out", out.to_str().unwrap()])
-        .args(["--set", "transport=parallel_affinity"])
-        .args(SHORT)
-        .output()
-        .unwrap();
-    let ctx = format!("{}\n{}", text(&o.stdout), text(&o.stderr));
-    assert_eq!(json(&out.join("manifest.json"))["status"], "failed", "{ctx}");
-    let err = std::fs::read_to_string(out.join("stderr.txt")).unwrap();
-    assert!(
-        err.contains("config key transport = \"parallel_affinity\"") && err.contains("\"one_connection\""),
-        "{err}"
-    );
-    assert!(
-        !out.join("latency.csv").exists()
-            || std::fs::read_to_string(out.join("latency.csv")).unwrap().lines().count() == 1
-    );
+    let lab = TempLab::new("run");
+    let out = &lab.out;
+    let o =
+        lab.run(&["lab", "run", "latency", "--runtime", "erlang"], &[&["--set", "transport=parallel_affinity"], SHORT]);
+    assert_run_failed_naming(&o, out, &["config key transport = \"parallel_affinity\"", "\"one_connection\""]);
+    assert!(!out.join("latency.csv").exists() || read(&out.join("latency.csv")).lines().count() == 1);
 }
 
 #[test]
 fn compare_puts_troupe_next_to_erlang() {
-    if !have_erlang() {
+    if !erlang_or_skip("compare_puts_troupe_next_to_erlang") {
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("cmp");
-    let o = troupe()
-        .args(["lab", "compare", "latency", "--runtimes", "troupe,erlang", "--out", out.to_str().unwrap()])
-        .args(["--set", "pairs=1,3", "--set", "messages=12", "--set", "rtt_ms=2"])
-        .output()
-        .unwrap();
-    let ctx = format!("{}\n{}", text(&o.stdout), text(&o.stderr));
+    let lab = TempLab::new("cmp");
+    let out = &lab.out;
+    let o = lab.run(
+        &["lab", "compare", "latency", "--runtimes", "troupe,erlang"],
+        &[&["--set", "pairs=1,3", "--set", "messages=12", "--set", "rtt_ms=2"]],
+    );
+    let ctx = ctx(&o);
     assert_eq!(o.status.code(), Some(0), "{ctx}");
-    let cmp = std::fs::read_to_string(out.join("compare.csv")).unwrap();
+    let cmp = read(&out.join("compare.csv"));
     assert_eq!(cmp.lines().count(), 1 + 4, "two points x two runtimes: {cmp}");
     assert_eq!(cmp.matches(",ok,").count(), 4, "{cmp}");
     assert!(text(&o.stdout).contains("erlang p99"), "the side-by-side table is printed: {ctx}");
     assert!(out.join("p99_vs_pairs_524288b_2ms.svg").exists());
-    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let html = read(&out.join("report.html"));
     assert!(html.contains("troupe one_connection") && html.contains("erlang (one connection)"), "{html}");
 }
 
 #[test]
 fn sweep_plots_p99_against_pairs_per_transport() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("sweep");
-    let o = troupe()
-        .args(["lab", "sweep", "latency", "--out", out.to_str().unwrap()])
-        .args(["--set", "pairs=1,2", "--set", "transport=one_connection,parallel_affinity"])
-        .args(["--set", "messages=10", "--set", "rtt_ms=0"])
-        .output()
-        .unwrap();
-    let ctx = format!("{}\n{}", text(&o.stdout), text(&o.stderr));
+    let lab = TempLab::new("sweep");
+    let out = &lab.out;
+    let o = lab.run(
+        &["lab", "sweep", "latency"],
+        &[
+            &["--set", "pairs=1,2", "--set", "transport=one_connection,parallel_affinity"],
+            &["--set", "messages=10", "--set", "rtt_ms=0"],
+        ],
+    );
+    let ctx = ctx(&o);
     assert_eq!(o.status.code(), Some(0), "{ctx}");
-    let csv = std::fs::read_to_string(out.join("sweep.csv")).unwrap();
+    let csv = read(&out.join("sweep.csv"));
     assert_eq!(csv.lines().count(), 1 + 4, "{csv}");
     assert_eq!(csv.matches(",ok,").count(), 4, "{csv}");
-    let svg = std::fs::read_to_string(out.join("p99_vs_pairs_524288b_0ms.svg")).unwrap();
+    let svg = read(&out.join("p99_vs_pairs_524288b_0ms.svg"));
     assert!(svg.contains("troupe one_connection") && svg.contains("troupe parallel_affinity"), "one line each");
 }

@@ -4,22 +4,15 @@
 //! distribution) with a suggestion; mistyped runtimes, workloads and config keys get one too;
 //! and an error names its cause once.
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
-fn troupe(args: &[&str]) -> Output {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    Command::new(env!("CARGO_BIN_EXE_troupe")).args(args).current_dir(root).output().expect("troupe runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+mod support;
+use support::lab::{assert_stderr_has, assert_success, in_repo, json, json_lines, read, text};
 
 #[test]
 fn repetitions_give_min_median_max_and_the_threads_of_each_runtime() {
     let args = ["lab", "micro", "--only", "fib", "--runtimes", "troupe,actix", "--reps", "3", "--set", "fib.n=12"];
-    let o = troupe(&[&args[..], &["--json"]].concat());
+    let o = in_repo(&[&args[..], &["--json"]].concat());
     let stderr = text(&o.stderr);
     assert!(o.status.success(), "{stderr}");
     // The runtimes take turns per repetition.
@@ -47,9 +40,9 @@ fn repetitions_give_min_median_max_and_the_threads_of_each_runtime() {
     let cores = std::thread::available_parallelism().unwrap().get() as u64;
     assert_eq!(threads("troupe"), Some(cores), "troupe on tokio's default: one worker per core");
 
-    let o = troupe(&args);
+    let o = in_repo(&args);
     let table = text(&o.stdout);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_success(&o);
     assert!(table.contains("median [min-max] of 3 measured reps"), "{table}");
     assert!(table.contains("threads: troupe ") && table.contains("actix 1 (actix System"), "{table}");
     let row = table.lines().find(|l| l.starts_with("fib")).unwrap_or_else(|| panic!("{table}"));
@@ -58,38 +51,38 @@ fn repetitions_give_min_median_max_and_the_threads_of_each_runtime() {
 
 #[test]
 fn an_unknown_benchmark_lists_every_benchmark_with_a_suggestion() {
-    let o = troupe(&["lab", "micro", "--only", "pingpog"]);
+    let o = in_repo(&["lab", "micro", "--only", "pingpog"]);
     assert_eq!(o.status.code(), Some(2));
     let e = text(&o.stderr);
     assert!(e.contains("unknown benchmark `pingpog` (did you mean `pingpong`?)"), "{e}");
     for b in ["pingpong", "count", "skynet", "memory", "remote-pingpong", "remote-latency", "contention", "detection"] {
         assert!(e.contains(b), "{b} listed: {e}");
     }
-    let o = troupe(&["lab", "micro", "--only", "remote-pingpon"]);
-    assert!(text(&o.stderr).contains("(did you mean `remote-pingpong`?)"), "{}", text(&o.stderr));
-    let o = troupe(&["lab", "micro", "--only", "fib", "--runtimes", "actx"]);
+    let o = in_repo(&["lab", "micro", "--only", "remote-pingpon"]);
+    assert_stderr_has(&o, "(did you mean `remote-pingpong`?)");
+    let o = in_repo(&["lab", "micro", "--only", "fib", "--runtimes", "actx"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("unknown runtime `actx` (did you mean `actix`?)"), "{}", text(&o.stderr));
+    assert_stderr_has(&o, "unknown runtime `actx` (did you mean `actix`?)");
 }
 
 #[test]
 fn mistyped_workloads_keys_values_and_runtimes_get_a_suggestion() {
-    let o = troupe(&["lab", "config", "scpp"]);
+    let o = in_repo(&["lab", "config", "scpp"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("(did you mean `scp`?)"), "{}", text(&o.stderr));
-    let o = troupe(&["lab", "config", "scp", "--set", "suprevisors=4", "--set", "pattern=randm"]);
+    assert_stderr_has(&o, "(did you mean `scp`?)");
+    let o = in_repo(&["lab", "config", "scp", "--set", "suprevisors=4", "--set", "pattern=randm"]);
     assert_eq!(o.status.code(), Some(2));
     let e = text(&o.stderr);
     assert!(e.contains("unknown key (did you mean `supervisors`?)"), "{e}");
     assert!(e.contains("(did you mean `random`?)"), "{e}");
-    let o = troupe(&["lab", "run", "scp", "--runtime", "erlnag"]);
+    let o = in_repo(&["lab", "run", "scp", "--runtime", "erlnag"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("(did you mean `erlang`?)"), "{}", text(&o.stderr));
+    assert_stderr_has(&o, "(did you mean `erlang`?)");
 }
 
 #[test]
 fn an_error_names_its_cause_once() {
-    let o = troupe(&["lab", "report", "/no/such/folder/anywhere"]);
+    let o = in_repo(&["lab", "report", "/no/such/folder/anywhere"]);
     assert_eq!(o.status.code(), Some(4));
     let e = text(&o.stderr);
     assert_eq!(e.matches("no such folder").count(), 1, "{e}");
@@ -116,19 +109,19 @@ fn a_recorded_run_states_commit_machine_versions_threads_and_load_even_outside_t
         .output()
         .unwrap();
     let stdout = text(&o.stdout);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_success(&o);
     assert!(stdout.contains("load over the run: loadavg "), "{stdout}");
     assert!(stdout.lines().any(|l| l.starts_with("commit: ") && l.len() >= 48), "{stdout}");
     assert!(stdout.lines().any(|l| l.starts_with("fib")), "the table is printed too: {stdout}");
-    let lines = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
-    let rows: Vec<serde_json::Value> = lines.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines = read(&out.join("results.jsonl"));
+    let rows = json_lines(&out.join("results.jsonl"));
     // fib, and memory measured in a child started with the same command line (which must
     // neither print a table nor overwrite the record).
     // fib (1 line), memory (4: after stop, leaked, per actor, spawn time).
     assert_eq!(rows.len(), 5, "{lines}");
     assert_eq!(rows[0]["samples"].as_array().unwrap().len(), 2);
     assert!(rows.iter().any(|r| r["bench"] == "memory" && r["metric"] == "bytes_per_actor"), "{lines}");
-    let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+    let run = json(&out.join("run.json"));
     assert_eq!(run["git_commit"].as_str().map(str::len), Some(40), "{run}");
     assert!(run["machine"]["cores"].as_u64().is_some_and(|c| c > 0), "{run}");
     assert!(run["load"]["busy_pct"].as_f64().is_some(), "{run}");

@@ -2,21 +2,12 @@
 //! worker count asked for (each line's `threads` says so; actix stays on its one thread), the
 //! scaling set writes its CSV, plots and record, and bad counts or benchmarks are refused.
 
-use std::path::Path;
-use std::process::{Command, Output};
-
-fn troupe(args: &[&str]) -> Output {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    Command::new(env!("CARGO_BIN_EXE_troupe")).args(args).current_dir(root).output().expect("troupe runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+mod support;
+use support::lab::{assert_code, assert_stderr_has, assert_success, in_repo, read, text};
 
 #[test]
 fn threads_sets_the_workers_of_every_tokio_runtime() {
-    let o = troupe(&[
+    let o = in_repo(&[
         "lab",
         "micro",
         "--only",
@@ -31,7 +22,7 @@ fn threads_sets_the_workers_of_every_tokio_runtime() {
         "3",
         "--json",
     ]);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_success(&o);
     let rows: Vec<serde_json::Value> = text(&o.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert_eq!(rows.len(), 8, "time_ms and msgs_per_s for each runtime: {rows:?}");
     for r in &rows {
@@ -44,7 +35,7 @@ fn threads_sets_the_workers_of_every_tokio_runtime() {
 fn scaling_runs_each_count_and_writes_csv_plots_and_record() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("scaling");
-    let o = troupe(&[
+    let o = in_repo(&[
         "lab",
         "micro",
         "--only",
@@ -63,9 +54,9 @@ fn scaling_runs_each_count_and_writes_csv_plots_and_record() {
         out.to_str().unwrap(),
     ]);
     let stdout = text(&o.stdout);
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert_success(&o);
     assert!(stdout.contains("value at each worker count"), "{stdout}");
-    let csv = std::fs::read_to_string(out.join("scaling.csv")).unwrap();
+    let csv = read(&out.join("scaling.csv"));
     let rows: Vec<Vec<&str>> = csv.lines().skip(1).map(|l| l.split(',').collect()).collect();
     assert_eq!(rows.len(), 8, "2 benchmarks x 2 runtimes x 2 counts:\n{csv}");
     for r in &rows {
@@ -81,14 +72,14 @@ fn scaling_runs_each_count_and_writes_csv_plots_and_record() {
 
 #[test]
 fn bad_counts_and_non_throughput_benchmarks_are_refused() {
-    let o = troupe(&["lab", "micro", "--scaling", "0,2", "--only", "pingpong"]);
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
-    assert!(text(&o.stderr).contains("worker counts of 1 or more"), "{}", text(&o.stderr));
-    let o = troupe(&["lab", "micro", "--scaling", "1,2", "--only", "memory"]);
+    let o = in_repo(&["lab", "micro", "--scaling", "0,2", "--only", "pingpong"]);
+    assert_code(&o, 2);
+    assert_stderr_has(&o, "worker counts of 1 or more");
+    let o = in_repo(&["lab", "micro", "--scaling", "1,2", "--only", "memory"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(text(&o.stderr).contains("local throughput benchmarks only"), "{}", text(&o.stderr));
-    let o = troupe(&["lab", "micro", "--threads", "0"]);
+    assert_stderr_has(&o, "local throughput benchmarks only");
+    let o = in_repo(&["lab", "micro", "--threads", "0"]);
     assert_eq!(o.status.code(), Some(2), "clap refuses 0: {}", text(&o.stderr));
-    let o = troupe(&["lab", "micro", "--threads", "2", "--scaling", "1,2"]);
+    let o = in_repo(&["lab", "micro", "--threads", "2", "--scaling", "1,2"]);
     assert_eq!(o.status.code(), Some(2), "one or the other: {}", text(&o.stderr));
 }

@@ -5,43 +5,23 @@
 //! chat run with a server group partitioned (which may end `degraded`, saying why), and for a kv run with a store node partitioned; a
 //! peer runtime given the section is refused before anything starts.
 
-use std::path::Path;
-use std::process::Command;
+mod support;
+use support::lab::{assert_success, events, manifest, sets, summary, text, TempLab};
 
-fn troupe() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_troupe"));
-    c.env_remove("TROUPE_HOME");
-    c
+/// Runs `workload` with `--set` each of `kv`, asserts the run is ok, and returns its events and
+/// summary.
+fn run_ok(workload: &str, kv: &[&str]) -> (Vec<serde_json::Value>, serde_json::Value) {
+    run_completed(workload, kv, false)
 }
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn lines(path: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
-}
-
-/// Runs `workload` with `sets`, asserts the run is ok, and returns its events and summary.
-fn run_ok(workload: &str, sets: &[&str]) -> (Vec<serde_json::Value>, serde_json::Value) {
-    run_completed(workload, sets, false)
-}
-
-/// Runs `workload` with `sets`, asserts the run completed (`ok`, or `degraded` with exit 5
+/// Runs `workload` with `--set` each of `kv`, asserts the run completed (`ok`, or `degraded` with exit 5
 /// and its reasons in `summary.json` when `may_degrade`), and returns its events and summary.
-fn run_completed(workload: &str, sets: &[&str], may_degrade: bool) -> (Vec<serde_json::Value>, serde_json::Value) {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let mut cmd = troupe();
-    cmd.args(["lab", "run", workload, "--out", out.to_str().unwrap()]);
-    for s in sets {
-        cmd.args(["--set", s]);
-    }
-    let o = cmd.output().unwrap();
-    let m: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+fn run_completed(workload: &str, kv: &[&str], may_degrade: bool) -> (Vec<serde_json::Value>, serde_json::Value) {
+    let lab = TempLab::new("run");
+    let out = &lab.out;
+    let o = lab.run(&["lab", "run", workload], &[&sets(kv)]);
+    let m = manifest(out);
+    let summary = summary(out);
     let ctx = format!("{}\n{}\n{m}", text(&o.stdout), text(&o.stderr));
     if may_degrade && m["status"] == "degraded" {
         assert_eq!(o.status.code(), Some(5), "{ctx}");
@@ -50,7 +30,7 @@ fn run_completed(workload: &str, sets: &[&str], may_degrade: bool) -> (Vec<serde
         assert_eq!(o.status.code(), Some(0), "{ctx}");
         assert_eq!(m["status"], "ok", "{ctx}");
     }
-    (lines(&out.join("events.jsonl")), summary)
+    (events(&out.join("events.jsonl")), summary)
 }
 
 const NET: &str = "devices = 20\ndevice_processes = 2\nduration_s = 3\nwarmup_s = 1\n\
@@ -59,26 +39,22 @@ const NET: &str = "devices = 20\ndevice_processes = 2\nduration_s = 3\nwarmup_s 
 
 #[test]
 fn an_iot_run_with_drops_and_a_partition_completes_and_reports_them() {
-    let tmp = tempfile::tempdir().unwrap();
-    let cfg = tmp.path().join("net.toml");
+    let lab = TempLab::new("run");
+    let cfg = lab.path().join("net.toml");
     std::fs::write(&cfg, NET).unwrap();
-    let out = tmp.path().join("run");
-    let o = troupe()
-        .args(["lab", "run", "iot", "--config", cfg.to_str().unwrap(), "--out", out.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o.stdout), text(&o.stderr));
-    let m: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("manifest.json")).unwrap()).unwrap();
+    let out = &lab.out;
+    let o = lab.run(&["lab", "run", "iot", "--config", cfg.to_str().unwrap()], &[]);
+    assert_success(&o);
+    let m = manifest(out);
     assert_eq!(m["status"], "ok", "{m}");
     assert_eq!(m["config"]["net_faults"]["drop_pct"], 5.0, "{m}");
 
     // The schedule's network lines: node 1 is devices-0 (servers first, then device processes).
-    let sched = lines(&out.join("schedule.jsonl"));
+    let sched = events(&out.join("schedule.jsonl"));
     let ids: Vec<&str> = sched.iter().filter_map(|l| l["id"].as_str()).collect();
     assert_eq!(ids, ["net-drop", "net-delay", "net-part-0-1"], "{sched:?}");
 
-    let evs = lines(&out.join("events.jsonl"));
+    let evs = events(&out.join("events.jsonl"));
     let injected = |id: &str| -> Vec<&serde_json::Value> {
         evs.iter().filter(|e| e["ev"] == "fault_injected" && e["id"] == id).collect()
     };
@@ -93,8 +69,7 @@ fn an_iot_run_with_drops_and_a_partition_completes_and_reports_them() {
     assert_eq!((part[0]["kind"].as_str(), part[0]["target"].as_str()), (Some("partition"), Some("devices-0")));
     assert_eq!(part[0]["duration_ms"], 1000);
 
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let summary = summary(out);
     assert!(summary["net_dropped_frames"].as_u64().unwrap() > 0, "{summary}");
     assert_eq!(summary["net_faults_injected"], 7, "{summary}");
     // The network faults are not counted as the workload's kills.
@@ -103,7 +78,7 @@ fn an_iot_run_with_drops_and_a_partition_completes_and_reports_them() {
 
 #[test]
 fn a_distributed_chat_run_with_drops_and_a_server_partition_completes_and_reports_them() {
-    let sets = [
+    let kv = [
         "deployment=distributed",
         "num_supervisor=2",
         "chats_per_sup=3",
@@ -116,7 +91,7 @@ fn a_distributed_chat_run_with_drops_and_a_server_partition_completes_and_report
     ];
     // Cut off for a second, a server group's chats cannot always be reached by their
     // injectors (a skipped fault) nor rejoined in time: the run may be degraded, and says so.
-    let (evs, summary) = run_completed("chat", &sets, true);
+    let (evs, summary) = run_completed("chat", &kv, true);
     let (due, logged) = (summary["expected_detections"].as_u64().unwrap(), summary["detections"].as_u64().unwrap());
     assert!(logged <= due, "{summary}");
     let faults = ["injected_faults", "skipped_faults", "missing_faults"].map(|k| summary[k].as_u64().unwrap());
@@ -133,7 +108,7 @@ fn a_distributed_chat_run_with_drops_and_a_server_partition_completes_and_report
 
 #[test]
 fn a_kv_run_with_drops_and_a_store_node_partitioned_completes_and_reports_them() {
-    let sets = [
+    let kv = [
         "duration_s=2",
         "concurrency=2",
         "object_bytes=65536",
@@ -142,7 +117,7 @@ fn a_kv_run_with_drops_and_a_store_node_partitioned_completes_and_reports_them()
         "net_faults.delay_ms=[0, 3]",
         "net_faults.partitions=[{at_ms=300, duration_ms=800, nodes=[1]}]",
     ];
-    let (evs, summary) = run_ok("kv", &sets);
+    let (evs, summary) = run_ok("kv", &kv);
     let injected = |id: &str| -> Vec<String> {
         let mut t: Vec<String> = evs
             .iter()
@@ -168,15 +143,11 @@ fn a_kv_run_with_drops_and_a_store_node_partitioned_completes_and_reports_them()
 
 #[test]
 fn a_peer_runtime_given_net_faults_is_refused_before_anything_starts() {
-    let tmp = tempfile::tempdir().unwrap();
-    let cfg = tmp.path().join("net.toml");
+    let lab = TempLab::new("run");
+    let cfg = lab.path().join("net.toml");
     std::fs::write(&cfg, NET).unwrap();
-    let out = tmp.path().join("run");
-    let o = troupe()
-        .args(["lab", "run", "iot", "--runtime", "akka", "--config", cfg.to_str().unwrap()])
-        .args(["--out", out.to_str().unwrap()])
-        .output()
-        .unwrap();
+    let out = &lab.out;
+    let o = lab.run(&["lab", "run", "iot", "--runtime", "akka", "--config", cfg.to_str().unwrap()], &[]);
     assert_ne!(o.status.code(), Some(0));
     let err = text(&o.stderr);
     assert!(err.contains("net_faults") && err.contains("akka") && err.contains("unsupported"), "{err}");

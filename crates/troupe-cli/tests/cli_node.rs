@@ -4,15 +4,14 @@
 
 use std::process::Command;
 
-const TROUPE: &str = env!("CARGO_BIN_EXE_troupe");
+mod support;
+use support::lab::{text, troupe};
 
 #[test]
 fn detection_runs_through_troupe_node_processes() {
-    let out = Command::new(TROUPE)
-        .args(["lab", "micro", "--only", "detection", "--reps", "1", "--json"])
-        .output()
-        .expect("troupe runs");
-    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let out =
+        troupe().args(["lab", "micro", "--only", "detection", "--reps", "1", "--json"]).output().expect("troupe runs");
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
     let rows: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
     for metric in ["sigkill_to_down_ms", "sigstop_to_down_ms"] {
@@ -28,9 +27,9 @@ fn a_bad_node_config_is_a_usage_error_naming_the_problem() {
     std::fs::create_dir_all(&dir).unwrap();
     let cfg = dir.join("bad.toml");
     std::fs::write(&cfg, "name = \"a\"\nlisten = \"not an address\"\n").unwrap();
-    let out = Command::new(TROUPE).args(["node", "--config"]).arg(&cfg).output().unwrap();
+    let out = troupe().args(["node", "--config"]).arg(&cfg).output().unwrap();
     let _ = std::fs::remove_dir_all(&dir);
-    assert_eq!(out.status.code(), Some(2), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(2), "stderr: {}", text(&out.stderr));
     assert!(!out.stderr.is_empty());
 }
 
@@ -41,8 +40,8 @@ fn dev_certs_are_written_and_a_node_starts_with_them() {
     use std::io::{BufRead, BufReader, Write};
     use std::os::unix::fs::PermissionsExt;
     let dir = std::env::temp_dir().join(format!("troupe-cli-certs-{}", std::process::id()));
-    let out = Command::new(TROUPE).args(["node", "--dev-certs"]).arg(&dir).args(["--names", "a,b"]).output().unwrap();
-    assert!(out.status.success(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let out = troupe().args(["node", "--dev-certs"]).arg(&dir).args(["--names", "a,b"]).output().unwrap();
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert_eq!(text.matches("[tls]").count(), 2, "{text}");
     for f in ["ca.crt", "ca.key", "a.crt", "a.key", "b.crt", "b.key"] {
@@ -55,7 +54,7 @@ fn dev_certs_are_written_and_a_node_starts_with_them() {
     let section = &section[..section.find("\n\n").unwrap_or(section.len())];
     let cfg = dir.join("a.toml");
     std::fs::write(&cfg, format!("name = \"a\"\nsecret = \"s\"\nlisten = \"127.0.0.1:0\"\n{section}\n")).unwrap();
-    let mut node = Command::new(TROUPE)
+    let mut node = troupe()
         .args(["node", "--config"])
         .arg(&cfg)
         .stdin(std::process::Stdio::piped())
@@ -82,7 +81,7 @@ fn troupe_node_stops_on_sigterm_and_sigint_with_stdin_an_open_pipe() {
     let cfg = dir.join("n.toml");
     std::fs::write(&cfg, "name = \"n\"\nsecret = \"s\"\nlisten = \"127.0.0.1:0\"\n").unwrap();
     for sig in ["TERM", "INT"] {
-        let mut node = Command::new(TROUPE)
+        let mut node = troupe()
             .args(["node", "--config"])
             .arg(&cfg)
             .stdin(std::process::Stdio::piped())
@@ -121,8 +120,8 @@ fn troupe_node_stops_on_sigterm_and_sigint_with_stdin_an_open_pipe() {
 #[test]
 fn a_missing_node_config_file_is_a_file_error_like_lab() {
     let missing = std::env::temp_dir().join(format!("troupe-cli-missing-{}.toml", std::process::id()));
-    let out = Command::new(TROUPE).args(["node", "--config"]).arg(&missing).output().unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let out = troupe().args(["node", "--config"]).arg(&missing).output().unwrap();
+    let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "stderr: {err}");
     assert_eq!(err.matches("os error").count(), 1, "{err}");
 }
@@ -133,8 +132,8 @@ fn dev_certs_names_that_are_not_plain_file_names_are_refused() {
     let base = std::env::temp_dir().join(format!("troupe-cli-evil-{}", std::process::id()));
     let dir = base.join("certs");
     for bad in ["../evil", "/tmp/evil", "..", "a/b"] {
-        let out = Command::new(TROUPE).args(["node", "--dev-certs"]).arg(&dir).args(["--names", bad]).output().unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
+        let out = troupe().args(["node", "--dev-certs"]).arg(&dir).args(["--names", bad]).output().unwrap();
+        let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{bad:?}: {err}");
         assert!(err.contains("plain file name"), "{bad:?}: {err}");
     }
@@ -150,21 +149,15 @@ fn dev_certs_keep_existing_keys_unless_forced_refuse_symlinks_and_duplicate_name
     let dir = std::env::temp_dir().join(format!("troupe-cli-force-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let run = |extra: &[&str], names: &str| {
-        Command::new(TROUPE)
-            .args(["node", "--dev-certs"])
-            .arg(&dir)
-            .args(["--names", names])
-            .args(extra)
-            .output()
-            .unwrap()
+        troupe().args(["node", "--dev-certs"]).arg(&dir).args(["--names", names]).args(extra).output().unwrap()
     };
     let out = run(&[], "a,a");
-    assert_eq!(out.status.code(), Some(2), "stderr: {}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("twice"));
+    assert_eq!(out.status.code(), Some(2), "stderr: {}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("twice"));
     assert!(run(&[], "a").status.success());
     let key = std::fs::read(dir.join("ca.key")).unwrap();
     let out = run(&[], "a");
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(4), "stderr: {err}");
     assert!(err.contains("already exists") && err.contains("--force"), "{err}");
     assert_eq!(std::fs::read(dir.join("ca.key")).unwrap(), key, "kept");
@@ -173,8 +166,8 @@ fn dev_certs_keep_existing_keys_unless_forced_refuse_symlinks_and_duplicate_name
     std::fs::remove_file(dir.join("a.key")).unwrap();
     std::os::unix::fs::symlink(dir.join("planted"), dir.join("a.key")).unwrap();
     let out = run(&["--force"], "a");
-    assert_eq!(out.status.code(), Some(4), "stderr: {}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("symbolic link"));
+    assert_eq!(out.status.code(), Some(4), "stderr: {}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("symbolic link"));
     assert!(!dir.join("planted").exists(), "written through the link");
     let _ = std::fs::remove_dir_all(&dir);
 }

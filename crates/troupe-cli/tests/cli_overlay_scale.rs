@@ -2,18 +2,8 @@
 //! deterministic (same config and seed, the same numbers), a sweep sets the overlays side by
 //! side with the target check of issue 13, and a refused config starts nothing.
 
-use std::path::Path;
-use std::process::{Command, Output};
-
-fn troupe(args: &[&str], cwd: &Path) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_troupe"));
-    c.env_remove("TROUPE_HOME").args(args).current_dir(cwd).output().expect("troupe runs")
-}
-
-fn summary(dir: &Path) -> serde_json::Value {
-    let text = std::fs::read_to_string(dir.join("summary.json")).expect("summary.json");
-    serde_json::from_str(&text).unwrap()
-}
+mod support;
+use support::lab::{assert_success, output, read, sets, summary, text, TempLab};
 
 #[test]
 fn the_same_seed_gives_the_same_numbers_and_a_new_seed_others() {
@@ -22,11 +12,11 @@ fn the_same_seed_gives_the_same_numbers_and_a_new_seed_others() {
     for (name, seed) in [("a", "1"), ("b", "1"), ("c", "2")] {
         let out = tmp.path().join(name);
         let seed_set = format!("seed={seed}");
-        let o = troupe(
+        let o = output(
             &["lab", "run", "overlay-scale", "--set", "nodes=32", "--set", &seed_set, "--out", out.to_str().unwrap()],
             tmp.path(),
         );
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_success(&o);
         let s = summary(&out);
         assert_eq!(s["status"], "ok", "{s}");
         assert!(s["bytes_total"].as_u64().unwrap() > 10_000, "{s}");
@@ -41,44 +31,32 @@ fn the_same_seed_gives_the_same_numbers_and_a_new_seed_others() {
 
 #[test]
 fn a_sweep_sets_the_overlays_side_by_side_and_checks_the_target() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("sweep");
-    let o = troupe(
-        &[
-            "lab",
-            "sweep",
-            "overlay-scale",
-            "--set",
-            "nodes=64",
-            "--set",
-            "overlay=full_mesh,hyparview",
-            "--set",
-            "duration_s=20",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        tmp.path(),
-    );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let csv = std::fs::read_to_string(out.join("overlay_scale.csv")).unwrap();
+    let lab = TempLab::new("sweep");
+    let out = &lab.out;
+    let mut args = vec!["lab", "sweep", "overlay-scale"];
+    args.extend(sets(&["nodes=64", "overlay=full_mesh,hyparview", "duration_s=20"]));
+    args.extend(["--out", out.to_str().unwrap()]);
+    let o = output(&args, lab.path());
+    assert_success(&o);
+    let csv = read(&out.join("overlay_scale.csv"));
     let bytes = |overlay: &str| -> u64 {
         let line = csv.lines().find(|l| l.contains(&format!(",{overlay},64,"))).unwrap_or_else(|| panic!("{csv}"));
         line.split(',').nth(4).unwrap().parse().unwrap()
     };
     assert!(bytes("hyparview") < bytes("full_mesh"), "{csv}");
-    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let html = read(&out.join("report.html"));
     assert!(html.contains("Target met"), "the report states the target check");
     assert!(out.join("bytes.svg").exists() && out.join("convergence.svg").exists());
 }
 
 #[test]
 fn a_zero_view_is_refused_before_anything_runs() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("never");
+    let lab = TempLab::new("never");
+    let out = &lab.out;
     let o =
-        troupe(&["lab", "run", "overlay-scale", "--set", "active_view=0", "--out", out.to_str().unwrap()], tmp.path());
+        output(&["lab", "run", "overlay-scale", "--set", "active_view=0", "--out", out.to_str().unwrap()], lab.path());
     assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = text(&o.stderr);
     assert!(err.contains("active_view") && err.contains("1..=64"), "{err}");
     assert!(!out.join("events.jsonl").exists(), "nothing ran");
 }

@@ -7,52 +7,17 @@
 //! The Erlang tests skip loudly without `erl` unless TROUPE_TEST_REQUIRE_ERLANG=1.
 
 use std::io::{BufRead as _, BufReader};
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+mod support;
+use support::lab::{alive, assert_success, erlang_or_skip, in_repo, repo_root, text, troupe, wait};
 
-fn on_path(cmd: &str) -> bool {
-    Command::new("sh").args(["-c", &format!("command -v {cmd}")]).output().is_ok_and(|o| o.status.success())
-}
-
-/// False (after saying so loudly) when Erlang is absent and not required.
-fn erlang_or_skip(test: &str) -> bool {
-    if on_path("erl") && on_path("erlc") {
-        return true;
-    }
-    let msg = "Erlang/OTP (erl, erlc) is not on PATH; install it with: bash scripts/install-erlang.sh";
-    assert!(std::env::var_os("TROUPE_TEST_REQUIRE_ERLANG").is_none(), "TROUPE_TEST_REQUIRE_ERLANG is set: {msg}");
-    eprintln!("\n*** SKIPPED {test}: {msg} ***\n");
-    false
-}
-
-fn troupe(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_troupe")).args(args).current_dir(root()).output().expect("troupe runs")
-}
-
-/// True while `pid` is a process that is not a zombie.
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
-        .unwrap_or(false)
-}
-
+/// Whether `pid` is gone (or a zombie) within `limit`.
 fn gone_within(pid: u32, limit: Duration) -> bool {
-    let until = Instant::now() + limit;
-    while Instant::now() < until {
-        if !alive(pid) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    !alive(pid)
+    wait(limit, || !alive(pid.into()))
 }
 
 /// The pids the run script and the first node announce on stderr: (epmd, far node).
@@ -65,8 +30,8 @@ fn announced(stderr: &str) -> (Vec<u32>, Vec<u32>) {
 }
 
 fn build_peer() {
-    let o = Command::new("bash").arg(root().join("peers/erlang/remote/build")).output().expect("build runs");
-    assert!(o.status.success(), "build: {}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let o = Command::new("bash").arg(repo_root().join("peers/erlang/remote/build")).output().expect("build runs");
+    assert!(o.status.success(), "build: {}{}", text(&o.stdout), text(&o.stderr));
 }
 
 #[test]
@@ -74,7 +39,7 @@ fn erlang_rows_have_the_micro_shape_and_troupes_metrics() {
     if !erlang_or_skip("erlang_rows_have_the_micro_shape_and_troupes_metrics") {
         return;
     }
-    let o = troupe(&[
+    let o = in_repo(&[
         "lab",
         "micro",
         "--runtimes",
@@ -89,9 +54,9 @@ fn erlang_rows_have_the_micro_shape_and_troupes_metrics() {
         "--set",
         "samples=200",
     ]);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{stderr}");
-    let lines: Vec<String> = String::from_utf8_lossy(&o.stdout).lines().map(str::to_owned).collect();
+    assert_success(&o);
+    let stderr = text(&o.stderr);
+    let lines: Vec<String> = text(&o.stdout).lines().map(str::to_owned).collect();
     let rows: Vec<Value> = lines.iter().map(|l| serde_json::from_str(l).expect("each stdout line is JSON")).collect();
     assert_eq!(rows.len(), 8, "2 shapes x 2 ping-pong rows + 2 modes x 2 latency rows:\n{}", lines.join("\n"));
     for (line, r) in lines.iter().zip(&rows) {
@@ -167,7 +132,7 @@ struct KillOnDrop(Option<u32>);
 impl Drop for KillOnDrop {
     fn drop(&mut self) {
         if let Some(pid) = self.0 {
-            if alive(pid) {
+            if alive(pid.into()) {
                 let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
             }
         }
@@ -178,7 +143,7 @@ impl Drop for KillOnDrop {
 /// exit code, stderr, and the announced pids. The whole call is bounded (60 s).
 fn run_peer(args: &[&str], on_far: impl Fn(u32)) -> (Option<i32>, String, Vec<u32>, Vec<u32>, KillOnDrop) {
     let mut child = Command::new("bash")
-        .arg(root().join("peers/erlang/remote/run"))
+        .arg(repo_root().join("peers/erlang/remote/run"))
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -272,22 +237,21 @@ fn missing_erlang_is_exit_3_with_the_install_hint_and_troupe_still_runs() {
             std::os::unix::fs::symlink(path, dir.path().join(tool)).unwrap();
         }
     }
-    let o = Command::new(env!("CARGO_BIN_EXE_troupe"))
+    let o = troupe()
         .args(["lab", "micro", "--runtimes", "troupe,erlang", "--only", "remote-pingpong", "--json"])
         .args(["--reps", "1", "--set", "messages=2000"])
         .env("PATH", dir.path())
-        .current_dir(root())
+        .current_dir(repo_root())
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&o.stderr);
+    let stderr = text(&o.stderr);
     assert_eq!(o.status.code(), Some(3), "{stderr}");
     assert!(
         stderr.contains("erlang: missing toolchain: erlang")
             && stderr.contains("install it with: bash scripts/install-erlang.sh"),
         "{stderr}"
     );
-    let rows: Vec<Value> =
-        String::from_utf8_lossy(&o.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let rows: Vec<Value> = text(&o.stdout).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     assert!(
         rows.iter().any(|r| r["runtime"] == "troupe" && r["metric"] == "msgs_per_s"),
         "Troupe's rows still come out"

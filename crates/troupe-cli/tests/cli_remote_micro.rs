@@ -6,25 +6,12 @@
 
 use std::process::Command;
 
-fn on_path(cmd: &str) -> bool {
-    Command::new("sh").args(["-c", &format!("command -v {cmd}")]).output().is_ok_and(|o| o.status.success())
-}
-
-fn troupe(args: &[&str]) -> std::process::Output {
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
-    Command::new(env!("CARGO_BIN_EXE_troupe")).args(args).current_dir(root).output().expect("troupe runs")
-}
+mod support;
+use support::lab::{assert_success, erlang_or_skip, in_repo, text};
 
 #[test]
 fn remote_benchmarks_run_on_troupe_and_on_erlang_distribution() {
-    if !on_path("erl") || !on_path("erlc") {
-        let msg = "Erlang/OTP (erl, erlc) is not on PATH; install it with: bash scripts/install-erlang.sh";
-        assert!(std::env::var_os("TROUPE_TEST_REQUIRE_ERLANG").is_none(), "TROUPE_TEST_REQUIRE_ERLANG is set: {msg}");
-        use std::io::Write as _;
-        let _ = writeln!(
-            std::io::stderr(),
-            "\n*** SKIPPED remote_benchmarks_run_on_troupe_and_on_erlang_distribution: {msg} ***\n"
-        );
+    if !erlang_or_skip("remote_benchmarks_run_on_troupe_and_on_erlang_distribution") {
         return;
     }
     let small = ["--reps", "1", "--set", "messages=20000", "--set", "samples=100"];
@@ -38,11 +25,11 @@ fn remote_benchmarks_run_on_troupe_and_on_erlang_distribution() {
         "--json",
     ];
     args.extend(small);
-    let o = troupe(&args);
-    let stderr = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "{stderr}");
+    let o = in_repo(&args);
+    assert_success(&o);
+    let stderr = text(&o.stderr);
     let rows: Vec<serde_json::Value> =
-        String::from_utf8_lossy(&o.stdout).lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+        text(&o.stdout).lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
     for rt in ["troupe", "erlang"] {
         let of = |bench: &str, metric: &str| {
             rows.iter()
@@ -78,9 +65,9 @@ fn remote_benchmarks_run_on_troupe_and_on_erlang_distribution() {
     // The table form ends with the ratios.
     let mut args = vec!["lab", "micro", "--runtimes", "troupe,erlang", "--only", "remote-pingpong"];
     args.extend(small);
-    let o = troupe(&args);
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = in_repo(&args);
+    let stdout = text(&o.stdout);
+    assert_success(&o);
     assert!(stdout.contains("troupe vs erlang   remote-pingpong msgs_per_s (pipelined, in_flight=1000):"), "{stdout}");
     assert!(stdout.contains("troupe vs erlang   remote-pingpong msgs_per_s (lock-step, in_flight=1):"), "{stdout}");
 }

@@ -6,30 +6,12 @@
 //! repetitions gets the same means.
 
 use std::path::Path;
-use std::process::Command;
 
-fn troupe() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_troupe"));
-    c.env_remove("TROUPE_HOME");
-    c
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn json(p: &Path) -> serde_json::Value {
-    let t = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    serde_json::from_str(&t).unwrap()
-}
-
-/// The CSV's rows as header -> value maps.
-fn csv_rows(p: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
-    let t = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    let mut lines = t.lines();
-    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    lines.map(|l| header.iter().map(|h| h.to_string()).zip(l.split(',').map(str::to_string)).collect()).collect()
-}
+mod support;
+use support::lab::{
+    assert_code, assert_stderr_has, assert_stdout_has, assert_success, csv_rows, json, output, read, summary, troupe,
+    TempLab,
+};
 
 const TINY: &[&str] = &[
     "--set",
@@ -48,7 +30,7 @@ const TINY: &[&str] = &[
 
 /// A fault run's summary: when it restarted servers, its restart latency is there (p50 <= p99).
 fn check_restart_summary(run: &Path) {
-    let s = json(&run.join("summary.json"));
+    let s = summary(run);
     if s["restarts"].as_u64().unwrap_or(0) > 0 {
         let r = &s["restart_ms"];
         let (p50, p99) = (r["p50"].as_f64().unwrap(), r["p99"].as_f64().unwrap());
@@ -59,14 +41,14 @@ fn check_restart_summary(run: &Path) {
 
 #[test]
 fn a_sweep_with_two_repetitions_reports_means_and_resumes() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("sw");
+    let lab = TempLab::new("sw");
+    let out = &lab.out;
     let mut args = vec!["lab", "sweep", "scp", "--reps", "2", "--set", "failure_rate=0,10"];
     args.extend_from_slice(TINY);
     args.extend_from_slice(&["--out", out.to_str().unwrap()]);
-    let o = troupe().args(&args).current_dir(tmp.path()).output().unwrap();
-    assert!(o.status.success(), "{}\n{}", text(&o.stdout), text(&o.stderr));
-    assert!(text(&o.stdout).contains("4 ok, 0 failed, 0 already complete"), "{}", text(&o.stdout));
+    let o = output(&args, lab.path());
+    assert_success(&o);
+    assert_stdout_has(&o, "4 ok, 0 failed, 0 already complete");
     assert_eq!(json(&out.join("sweep.json"))["reps"], 2);
     let mut names: Vec<String> =
         std::fs::read_dir(out.join("runs")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
@@ -99,7 +81,7 @@ fn a_sweep_with_two_repetitions_reports_means_and_resumes() {
         assert_eq!(of_runs.len(), 2);
         assert!((mean - (of_runs[0] + of_runs[1]) / 2.0).abs() < 0.01, "{m:?} vs {of_runs:?}");
     }
-    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let report = read(&out.join("report.html"));
     assert!(report.contains("Means over 2 repetitions") && report.contains(" ± "), "the report shows the intervals");
     for rep in 1..=2 {
         check_restart_summary(&out.join("runs").join(format!("troupe_failure_rate-10_rep-{rep}")));
@@ -109,33 +91,33 @@ fn a_sweep_with_two_repetitions_reports_means_and_resumes() {
     let mut m = json(&victim.join("manifest.json"));
     m["status"] = "running".into();
     std::fs::write(victim.join("manifest.json"), m.to_string()).unwrap();
-    let o = troupe().args(&args).current_dir(tmp.path()).output().unwrap();
-    assert!(o.status.success(), "{}", text(&o.stderr));
-    assert!(text(&o.stdout).contains("1 ok, 0 failed, 3 already complete"), "{}", text(&o.stdout));
+    let o = output(&args, lab.path());
+    assert_success(&o);
+    assert_stdout_has(&o, "1 ok, 0 failed, 3 already complete");
     // Another number of repetitions is another grid.
     let mut other = args.clone();
     other[4] = "3";
-    let o = troupe().args(&other).current_dir(tmp.path()).output().unwrap();
-    assert_eq!(o.status.code(), Some(4), "{}", text(&o.stderr));
-    let o = troupe().args(["lab", "sweep", "scp", "--reps", "0"]).current_dir(tmp.path()).output().unwrap();
-    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
-    assert!(text(&o.stderr).contains("repetitions must be 1..="), "{}", text(&o.stderr));
+    let o = output(&other, lab.path());
+    assert_code(&o, 4);
+    let o = output(&["lab", "sweep", "scp", "--reps", "0"], lab.path());
+    assert_code(&o, 2);
+    assert_stderr_has(&o, "repetitions must be 1..=");
 }
 
 #[test]
 fn a_comparison_with_two_repetitions_prints_means_with_intervals() {
-    let tmp = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(tmp.path().join("peers")).unwrap();
-    std::fs::write(tmp.path().join("Cargo.toml"), "[workspace]\n").unwrap();
-    let out = tmp.path().join("cmp");
+    let lab = TempLab::new("cmp");
+    std::fs::create_dir_all(lab.path().join("peers")).unwrap();
+    std::fs::write(lab.path().join("Cargo.toml"), "[workspace]\n").unwrap();
+    let out = &lab.out;
     let mut args = vec!["lab", "compare", "scp", "--runtimes", "troupe", "--reps", "2", "--set", "failure_rate=10"];
     args.extend_from_slice(TINY);
     args.extend_from_slice(&["--out", out.to_str().unwrap()]);
-    let o = troupe().args(&args).env("TROUPE_HOME", tmp.path()).output().unwrap();
-    assert!(o.status.success(), "{}\n{}", text(&o.stdout), text(&o.stderr));
-    let stdout = text(&o.stdout);
-    assert!(stdout.contains("4 ok, 0 failed"), "{stdout}");
-    assert!(stdout.contains("mean/s ± 95% CI") && stdout.contains(" ± ") && stdout.contains("2/2"), "{stdout}");
+    let o = troupe().args(&args).env("TROUPE_HOME", lab.path()).output().unwrap();
+    assert_success(&o);
+    for needle in ["4 ok, 0 failed", "mean/s ± 95% CI", " ± ", "2/2"] {
+        assert_stdout_has(&o, needle);
+    }
     assert_eq!(json(&out.join("compare.json"))["reps"], 2);
     for p in ["pattern-none_failure_rate-0", "pattern-burst_failure_rate-10"] {
         for rep in 1..=2 {
@@ -163,22 +145,22 @@ fn a_comparison_with_two_repetitions_prints_means_with_intervals() {
     let base = means.iter().find(|m| m["failure_rate"] == "0").unwrap();
     let pct: f64 = base["pct_of_baseline"].parse().unwrap();
     assert!((pct - 100.0).abs() < 1e-6, "the baseline is the mean of its own repetitions: {base:?}");
-    let report = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let report = read(&out.join("report.html"));
     assert!(report.contains("x 2 repetitions") && report.contains("compare-mean.csv"), "report names the reps");
 }
 
 #[test]
 fn a_chat_sweep_with_two_repetitions_reports_means() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("chat");
-    let o = troupe()
-        .args(["lab", "sweep", "chat", "--reps", "2", "--out", out.to_str().unwrap()])
+    let lab = TempLab::new("chat");
+    let out = &lab.out;
+    let o = lab
+        .troupe(&["lab", "sweep", "chat", "--reps", "2"])
         .args(["--set", "deployment=single", "--set", "chats_per_sup=2", "--set", "clients_per_server=2"])
         .args(["--set", "test_duration_secs=2", "--set", "warmup_s=0", "--set", "fault_pause_ms=500,2000"])
-        .current_dir(tmp.path())
+        .current_dir(lab.path())
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}\n{}", text(&o.stdout), text(&o.stderr));
+    assert_success(&o);
     let runs = csv_rows(&out.join("sweep.csv"));
     assert_eq!(runs.len(), 4);
     assert!(runs.iter().all(|r| r["status"] == "ok"), "{runs:?}");
@@ -196,6 +178,6 @@ fn a_chat_sweep_with_two_repetitions_reports_means() {
         assert!((mean - (of_runs[0] + of_runs[1]) / 2.0).abs() < 0.01, "{m:?} vs {of_runs:?}");
         assert!(!m["msg_per_s_ci95_half"].is_empty(), "{m:?}");
     }
-    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    let html = read(&out.join("report.html"));
     assert!(html.contains("Means over repetitions") && html.contains(" ± "), "the page shows the intervals");
 }

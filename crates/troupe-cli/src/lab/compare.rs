@@ -1,35 +1,37 @@
 //! `troupe lab compare`: runs a comparison (plan, runtime check, progress bar, Ctrl-C) and
 //! prints the side-by-side table its report wrote.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use troupe_lab::child::Stop;
-use troupe_lab::{compare, root};
+use troupe_lab::compare;
+use troupe_lab::workload::Workload;
 
 use crate::code;
-use crate::lab::{ctrl_c, default_out, troupe_exe};
+use crate::shared::{ctrl_c, default_out, project_root_for, read_config_file, say, troupe_exe, Tally};
 
-/// Prints a line to stdout, ignoring a closed pipe.
-macro_rules! say {
-    ($($t:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($t)*);
-    }};
+/// The flags of `troupe lab compare` that go into its spec as they are.
+pub(super) struct Options {
+    pub(super) sets: Vec<String>,
+    pub(super) runtimes: Vec<String>,
+    pub(super) focus: Option<String>,
+    pub(super) reps: u32,
 }
 
 /// `troupe lab compare`: plans, checks the runtimes, runs, prints the table; the exit code.
-pub(crate) fn cmd_compare(
-    spec: compare::CompareSpec,
+pub(super) fn compare(
+    workload: &'static dyn Workload,
+    file: Option<&Path>,
+    opts: Options,
     out: Option<PathBuf>,
     hang_after: Duration,
 ) -> anyhow::Result<i32> {
+    let Options { sets, runtimes, focus, reps } = opts;
+    let config_file = read_config_file(file)?;
+    let spec = compare::CompareSpec { workload, config_file, sets, runtimes, focus, reps };
     let plan = compare::plan(&spec)?;
-    let project_root = match root::project_root() {
-        Ok(r) => Some(r),
-        Err(e) if spec.runtimes.iter().any(|r| r != "troupe") => return Err(e.into()),
-        Err(_) => None,
-    };
+    let project_root = project_root_for(&spec.runtimes)?;
     let workload = spec.workload.name();
     compare::check_runtimes(&spec.runtimes, workload, project_root.as_deref())?;
     let out = out.unwrap_or_else(|| default_out(&format!("compare-{workload}")));
@@ -62,26 +64,11 @@ pub(crate) fn cmd_compare(
         }
         r => r?,
     };
-    say!(
-        "compare {}: {} ok, {} failed, {} already complete{}{}",
-        out.display(),
-        s.ok,
-        s.failed,
-        s.skipped,
-        if s.degraded > 0 { format!("; {} degraded", s.degraded) } else { String::new() },
-        if s.interrupted { ", interrupted (run the same command again to resume)" } else { "" }
-    );
+    let tally = Tally::from(&s);
+    tally.say("compare", &out);
     for line in &s.table {
         say!("{line}");
     }
     say!("report  {}", out.join("report.html").display());
-    Ok(if s.interrupted {
-        code::INTERRUPTED
-    } else if s.failed > 0 {
-        code::FAILED
-    } else if s.degraded > 0 {
-        code::DEGRADED
-    } else {
-        0
-    })
+    Ok(tally.code())
 }

@@ -2,27 +2,19 @@
 //! benchmarks (`remote_micro`) and the local ones (`troupe_micro`), prints JSON lines or
 //! tables with the machine's load over the run, and with `--out DIR` records the run:
 //! `results.jsonl` (every result line) and `run.json` (what it was measured on and with).
+//! `--scaling` is `scaling`'s; what both use (the arguments, the record) is in `common`.
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
-use std::path::PathBuf;
 
-use serde_json::json;
-use troupe_lab::machine::{self, LoadProbe, Machine};
+use troupe_lab::machine::{self, LoadProbe};
 
 use crate::code;
 
-/// The parsed `troupe lab micro` arguments.
-pub(crate) struct MicroArgs {
-    pub(crate) only: Option<Vec<String>>,
-    pub(crate) runtimes: Vec<String>,
-    pub(crate) json: bool,
-    pub(crate) reps: Option<u32>,
-    pub(crate) sets: Vec<String>,
-    pub(crate) out: Option<PathBuf>,
-    pub(crate) threads: Option<u32>,
-    pub(crate) scaling: Option<Vec<u32>>,
-}
+mod common;
+mod scaling;
+
+pub(crate) use common::MicroArgs;
+use common::{micro_code, record};
 
 /// Runs `troupe lab micro` and returns its exit code.
 pub(crate) fn main(a: MicroArgs) -> i32 {
@@ -57,7 +49,7 @@ pub(crate) fn main(a: MicroArgs) -> i32 {
         return code::USAGE;
     }
     if let Some(counts) = &a.scaling {
-        return crate::micro_scaling::main(&a, counts, params);
+        return scaling::main(&a, counts, params);
     }
     if let Some(dir) = &a.out {
         if let Err(e) = std::fs::create_dir_all(dir) {
@@ -138,11 +130,7 @@ pub(crate) fn main(a: MicroArgs) -> i32 {
         }
         if let Err(e) = result {
             eprintln!("troupe lab micro: {e}");
-            local_code = match e.kind {
-                troupe_micro::ErrorKind::Usage => code::USAGE,
-                troupe_micro::ErrorKind::Missing => code::TOOLCHAIN,
-                _ => code::FAILED,
-            };
+            local_code = micro_code(&e.kind);
         }
     }
     let load = probe.finish();
@@ -191,42 +179,4 @@ fn check_names(only: Option<&[String]>, runtimes: &[String]) -> Result<(), Strin
         }
     }
     Ok(())
-}
-
-/// Writes `results.jsonl` and `run.json` into `dir`.
-pub(crate) fn record(
-    dir: &std::path::Path,
-    lines: &[String],
-    runtimes: &[String],
-    started: &str,
-    load: &machine::Load,
-) -> std::io::Result<()> {
-    let mut f = std::fs::File::create(dir.join("results.jsonl"))?;
-    for l in lines {
-        writeln!(f, "{l}")?;
-    }
-    let rts: Vec<String> = if runtimes.is_empty() {
-        troupe_micro::DEFAULT_RUNTIMES.iter().map(|s| (*s).to_owned()).collect()
-    } else {
-        runtimes.to_vec()
-    };
-    let threads: BTreeMap<&str, serde_json::Value> = rts
-        .iter()
-        .filter_map(|rt| troupe_micro::threads(rt).map(|(n, rule)| (rt.as_str(), json!({"threads": n, "rule": rule}))))
-        .collect();
-    let commit = machine::build_commit();
-    let run = json!({
-        "command": std::env::args().collect::<Vec<_>>(),
-        "started_at": started,
-        "ended_at": machine::rfc3339(machine::now_unix_ms()),
-        "machine": Machine::detect(),
-        "load": load,
-        "git_commit": commit.as_ref().map(|c| c.0.clone()),
-        "git_dirty": commit.as_ref().map(|c| c.1),
-        "troupe_version": env!("CARGO_PKG_VERSION"),
-        "libraries": troupe_micro::LIBRARY_VERSIONS,
-        "allocator": "mimalloc (the troupe binary's global allocator)",
-        "threads": threads,
-    });
-    std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(&run).unwrap_or_default() + "\n")
 }

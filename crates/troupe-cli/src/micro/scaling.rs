@@ -14,11 +14,12 @@ use troupe_lab::machine::{self, LoadProbe};
 use troupe_lab::report::plot::{self, Chart, Series};
 use troupe_micro::{Bench, Record};
 
+use super::common::{micro_code, record, MicroArgs};
 use crate::code;
-use crate::micro::MicroArgs;
+use crate::shared::default_out;
 
 /// Runs the scaling set; the exit code.
-pub(crate) fn main(a: &MicroArgs, counts: &[u32], params: BTreeMap<String, u64>) -> i32 {
+pub(super) fn main(a: &MicroArgs, counts: &[u32], params: BTreeMap<String, u64>) -> i32 {
     if counts.is_empty() || counts.contains(&0) {
         eprintln!("troupe lab micro: --scaling takes worker counts of 1 or more, e.g. --scaling 1,2,4");
         return code::USAGE;
@@ -39,7 +40,7 @@ pub(crate) fn main(a: &MicroArgs, counts: &[u32], params: BTreeMap<String, u64>)
         }
         None => locals.iter().map(|s| (*s).to_owned()).collect(),
     };
-    let dir = a.out.clone().unwrap_or_else(|| crate::lab::default_out("micro-scaling"));
+    let dir = a.out.clone().unwrap_or_else(|| default_out("micro-scaling"));
     if let Err(e) = std::fs::create_dir_all(&dir) {
         eprintln!("troupe lab micro: {}: {e}", dir.display());
         return code::FILES;
@@ -67,17 +68,13 @@ pub(crate) fn main(a: &MicroArgs, counts: &[u32], params: BTreeMap<String, u64>)
         records.extend(text.lines().filter_map(|l| serde_json::from_str::<Record>(l).ok()).map(|r| (n, r)));
         if let Err(e) = r {
             eprintln!("troupe lab micro: at {n} thread(s): {e}");
-            status = match e.kind {
-                troupe_micro::ErrorKind::Usage => code::USAGE,
-                troupe_micro::ErrorKind::Missing => code::TOOLCHAIN,
-                _ => code::FAILED,
-            };
+            status = micro_code(&e.kind);
             break;
         }
     }
     troupe_micro::set_worker_threads(None);
     let load = probe.finish();
-    if let Err(e) = crate::micro::record(&dir, &lines, &a.runtimes, &started, &load) {
+    if let Err(e) = record(&dir, &lines, &a.runtimes, &started, &load) {
         eprintln!("troupe lab micro: {}: {e}", dir.display());
         return code::FILES;
     }

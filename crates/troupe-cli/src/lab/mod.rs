@@ -1,0 +1,196 @@
+//! `troupe lab ...`: run, sweep, compare, report, micro, config, and the hidden `exec` that is the
+//! Troupe SUB child. Thin: it parses and hands each subcommand to its module (`run`, `sweep`,
+//! `compare`, `report`, `config`, `exec`; `crate::micro`), which installs the Ctrl-C handler,
+//! calls troupe-lab / troupe-micro and prints a summary; errors map to the exit codes listed in
+//! main.rs (`crate::shared`, which every subcommand module uses and none of them imports another).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+use crate::shared::exit_code;
+
+mod compare;
+mod config;
+mod exec;
+mod report;
+mod run;
+mod sweep;
+
+#[derive(Args)]
+pub(crate) struct LabArgs {
+    #[command(subcommand)]
+    command: LabCommand,
+}
+
+#[derive(Subcommand)]
+enum LabCommand {
+    /// One run: writes a run folder (manifest, events, schedule, CSV, report.html).
+    Run {
+        /// The workload: scp, chat, overlay-scale, ... (an unknown name lists them all; `troupe lab
+        /// config WORKLOAD` lists its keys).
+        workload: String,
+        /// A TOML file of config keys.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Override one key: --set key=value (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        /// The run folder [default: lab-runs/<workload>-<timestamp>].
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// The runtime: troupe, or a peer with peers/<runtime>/<workload>.
+        #[arg(long, default_value = "troupe")]
+        runtime: String,
+    },
+    /// A grid of runs: --set key=v1,v2,... makes an axis. Resumable: run it again with the same
+    /// --out to finish an interrupted sweep.
+    Sweep {
+        /// The workload: scp, chat, overlay-scale, ... (an unknown name lists them all; `troupe lab
+        /// config WORKLOAD` lists its keys).
+        workload: String,
+        /// A TOML file of config keys.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// --set key=value or --set key=v1,v2,... (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUES")]
+        sets: Vec<String>,
+        /// The sweep folder [default: lab-runs/sweep-<workload>-<timestamp>].
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Runtimes, comma separated.
+        #[arg(long, default_value = "troupe", value_delimiter = ',')]
+        runtimes: Vec<String>,
+        /// Run every point this many times (same config and seed; sweep `seed` to vary it);
+        /// the report shows each point's mean with a 95% confidence interval and N.
+        #[arg(long, default_value_t = 1, value_name = "N")]
+        reps: u32,
+    },
+    /// Runtimes side by side: every grid point run on each runtime with the same config, seed
+    /// and schedule, one report normalised to each runtime's own 0% baseline. Resumable.
+    Compare {
+        /// The workload: scp, chat, overlay-scale, ... (an unknown name lists them all; `troupe lab
+        /// config WORKLOAD` lists its keys).
+        workload: String,
+        /// Runtimes, comma separated, e.g. troupe,erlang,akka.
+        #[arg(long, required = true, value_delimiter = ',')]
+        runtimes: Vec<String>,
+        /// A TOML file of config keys.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// --set key=value or --set key=v1,v2,... (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUES")]
+        sets: Vec<String>,
+        /// The comparison folder [default: lab-runs/compare-<workload>-<timestamp>].
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// The point whose throughput over time is plotted [default: the highest failure rate].
+        #[arg(long)]
+        focus: Option<String>,
+        /// Seconds past warm-up + window after which a run counts as hung.
+        #[arg(long, default_value_t = 60)]
+        hang_after: u64,
+        /// Run every point this many times on every runtime (same schedule; the runtimes take
+        /// turns going first); the report shows means with 95% confidence intervals and N.
+        #[arg(long, default_value_t = 1, value_name = "N")]
+        reps: u32,
+    },
+    /// Rebuild the report of a run, sweep or comparison folder from its recorded events.
+    Report {
+        /// The run, sweep or comparison folder.
+        dir: PathBuf,
+    },
+    /// Micro-benchmarks (workloads.md §6).
+    Micro {
+        /// Only these benchmarks, comma separated.
+        #[arg(long, value_delimiter = ',')]
+        only: Option<Vec<String>>,
+        /// Runtimes, comma separated: troupe, actix, ractor, kameo, erlang, akka, protoactor, caf
+        /// (default: troupe,actix,ractor,kameo).
+        #[arg(long, value_delimiter = ',')]
+        runtimes: Vec<String>,
+        /// One JSON object per line instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Measured repetitions per benchmark after one warm-up (default 3; memory runs once).
+        #[arg(long)]
+        reps: Option<u32>,
+        /// Override a parameter: `n=1000` for every benchmark that has `n`, `fib.n=20` for one.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+        /// Also record the run in this folder: `results.jsonl` (every line, local and
+        /// distribution) and `run.json` (command, machine, commit, library versions, threads,
+        /// load over the run).
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Worker threads of every tokio-based runtime (troupe, ractor, kameo; actix is one
+        /// thread by design; peers keep their defaults). Recorded in each line's `threads`.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+        threads: Option<u32>,
+        /// Runs the local benchmarks (not memory) at each worker count, e.g. `1,2,4,8,16`, and
+        /// writes `results.jsonl`, `scaling.csv` and one plot per benchmark (value vs threads,
+        /// one line per runtime) into --out (default lab-runs/micro-scaling-<timestamp>).
+        #[arg(long, value_delimiter = ',', value_name = "N,N,...", conflicts_with = "threads")]
+        scaling: Option<Vec<u32>>,
+    },
+    /// Print the resolved config of a workload (defaults, --config, --set) as TOML.
+    Config {
+        /// The workload: scp, chat, overlay-scale, ... (an unknown name lists them all; `troupe lab
+        /// config WORKLOAD` lists its keys).
+        workload: String,
+        /// A TOML file of config keys.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Override one key (repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        sets: Vec<String>,
+    },
+    /// A Troupe program of a workload (`scp`, `chat`, or a helper role such as `scp-injector`),
+    /// started by the lab as a child process (environment
+    /// contract: TROUPE_CONFIG, TROUPE_SCHEDULE, TROUPE_EVENTS, TROUPE_RUN_ID).
+    #[command(hide = true)]
+    Exec {
+        /// The workload: scp, chat, overlay-scale, ... (an unknown name lists them all; `troupe lab
+        /// config WORKLOAD` lists its keys).
+        workload: String,
+    },
+}
+
+/// Runs `troupe lab ...`; its exit code (an error is printed and mapped by `shared::exit_code`).
+pub(crate) fn main(args: LabArgs) -> i32 {
+    match dispatch(args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("troupe lab: {e:#}");
+            exit_code(&e)
+        }
+    }
+}
+
+/// One function per subcommand.
+fn dispatch(args: LabArgs) -> anyhow::Result<i32> {
+    // The binary assembles the lab: the core is handed the built-in workloads.
+    let reg = troupe_lab_workloads::registry();
+    match args.command {
+        LabCommand::Run { workload, config, sets, out, runtime } => {
+            run::run(reg.get(&workload)?, config.as_deref(), &sets, out, &runtime)
+        }
+        LabCommand::Sweep { workload, config, sets, out, runtimes, reps } => {
+            sweep::sweep(reg.get(&workload)?, config.as_deref(), sets, out, runtimes, reps)
+        }
+        LabCommand::Compare { workload, runtimes, config, sets, out, focus, hang_after, reps } => compare::compare(
+            reg.get(&workload)?,
+            config.as_deref(),
+            compare::Options { sets, runtimes, focus, reps },
+            out,
+            Duration::from_secs(hang_after),
+        ),
+        LabCommand::Report { dir } => report::report(&reg, &dir),
+        LabCommand::Micro { only, runtimes, json, reps, sets, out, threads, scaling } => {
+            Ok(crate::micro::main(crate::micro::MicroArgs { only, runtimes, json, reps, sets, out, threads, scaling }))
+        }
+        LabCommand::Config { workload, config, sets } => config::config(reg.get(&workload)?, config.as_deref(), &sets),
+        LabCommand::Exec { workload: role } => exec::exec(&reg, &role),
+    }
+}
