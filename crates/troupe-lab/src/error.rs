@@ -86,6 +86,10 @@ pub enum ErrorKind {
         .0.display()
     )]
     SweepMismatch(PathBuf),
+    /// A workload's own error (its system under test, its node processes), kept with its type
+    /// so a caller can tell it apart ([`Error::workload_error`]); shown as its own message.
+    #[error("{0}")]
+    Workload(Box<dyn std::error::Error + Send + Sync>),
     /// Anything else, described in the text.
     #[error("{0}")]
     Other(String),
@@ -121,6 +125,19 @@ impl Error {
     /// Shorthand for a malformed file.
     pub fn malformed(path: impl Into<PathBuf>, detail: impl Into<String>) -> Self {
         Error::new(ErrorKind::Malformed { path: path.into(), detail: detail.into() })
+    }
+
+    /// A workload's own error ([`ErrorKind::Workload`]).
+    pub fn workload(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Error::new(ErrorKind::Workload(Box::new(e)))
+    }
+
+    /// The workload's own error inside, as its type, if it is one of type `E`.
+    pub fn workload_error<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        match &self.kind {
+            ErrorKind::Workload(e) => e.downcast_ref::<E>(),
+            _ => None,
+        }
     }
 
     /// Shorthand for [`ErrorKind::Other`].
@@ -160,6 +177,18 @@ mod tests {
         let e = Error::io("/no/such", std::io::Error::new(std::io::ErrorKind::NotFound, "no such folder"));
         assert_eq!(e.to_string(), "/no/such: no such folder");
         assert!(std::error::Error::source(&e).is_none(), "the cause is in the message, not a second link");
+    }
+
+    #[test]
+    fn a_workload_error_keeps_its_type_and_message() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("node server-1 did not start: address in use")]
+        struct NodeDown;
+        let e = Error::workload(NodeDown);
+        assert_eq!(e.to_string(), "node server-1 did not start: address in use");
+        assert!(e.workload_error::<NodeDown>().is_some());
+        assert!(Error::other("x").workload_error::<NodeDown>().is_none());
+        assert!(std::error::Error::source(&e).is_none(), "the message is the error's own, written once");
     }
 
     #[test]
