@@ -28,7 +28,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use tokio::signal::unix::{signal, SignalKind};
 use troupe::ActorRef;
 
 use super::actors::{Discovery, Shared};
@@ -52,9 +51,10 @@ pub(super) const ENV_MEMBERS: &str = "TROUPE_CHAT_MEMBERS";
 pub(super) const SETUP_LIMIT: Duration = Duration::from_secs(90);
 
 pub(super) use crate::common::Tally;
+pub(super) use troupe_lab::nodes::interrupted;
 
 pub(super) fn env(name: &str) -> Result<String> {
-    crate::common::env(name, "chat")
+    troupe_lab::nodes::env(name, "chat")
 }
 
 fn runtime(name: &str) -> Result<tokio::runtime::Runtime> {
@@ -102,19 +102,6 @@ pub(super) fn exec(role: &str) -> Result<i32> {
     let (_, write_errors) = writer.finish(tally.finished_json());
     rt.shutdown_timeout(Duration::from_secs(1));
     Ok(if write_errors > 0 || tally.errors > 0 && role != "chat" { 1 } else { 0 })
-}
-
-/// Waits for SIGTERM or SIGINT.
-pub(super) async fn interrupted() {
-    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
-        (Ok(mut a), Ok(mut b)) => {
-            tokio::select! {
-                _ = a.recv() => {}
-                _ = b.recv() => {}
-            }
-        }
-        _ => std::future::pending().await,
-    }
 }
 
 /// Emits the window event and returns its start (rule 2).
