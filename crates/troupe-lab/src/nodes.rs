@@ -26,7 +26,7 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::Notify;
-use troupe_remote::NodeEvent;
+use troupe_remote::{NodeConfig, NodeEvent};
 
 /// How long a killed process is waited for (rule 2).
 pub const REAP_LIMIT: Duration = Duration::from_secs(5);
@@ -275,6 +275,25 @@ pub fn free_port() -> Result<u16, String> {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .map_err(|e| format!("cannot find a free loopback port: {e}"))
+}
+
+/// The `troupe-remote` config of a node of a run that moves large payloads between processes on
+/// loopback (kv, latency): heartbeats every 500 ms, a peer declared down only after 60 s of
+/// silence (a loaded machine is not a failure), 10 s to connect and to shake hands, and a send
+/// buffer of `buffer_bytes`; it listens on `listen` and advertises `advertise`. The caller sets
+/// its transport (parallelism, channels).
+pub fn bulk_node_config(name: &str, secret: &str, listen: &str, advertise: &str, buffer_bytes: usize) -> NodeConfig {
+    let mut n = NodeConfig {
+        heartbeat_interval_ms: 500,
+        heartbeat_timeout_ms: 60_000,
+        connect_timeout_ms: 10_000,
+        handshake_timeout_ms: 10_000,
+        max_buffer_bytes: buffer_bytes,
+        ..NodeConfig::new(name, secret)
+    };
+    n.listen = listen.into();
+    n.advertise = Some(advertise.into());
+    n
 }
 
 /// The environment variable `name` that `workload`'s program sets for its node processes.

@@ -20,7 +20,9 @@ use super::analysis::KvStats;
 use troupe_lab::config::Config;
 use troupe_lab::error::Result;
 use troupe_lab::manifest::Manifest;
-use troupe_lab::report::grid::{figure_cell as fmt, group_lines, log2_chart, run_rows, with_stderr, write_runs_report};
+use troupe_lab::report::grid::{
+    figure_cell as fmt, group_lines, log2_chart, run_rows, with_stderr, write_runs_report, Column,
+};
 use troupe_lab::report::html::Page;
 use troupe_lab::report::plot::mean;
 use troupe_lab::report::{page_footer, status_html, write};
@@ -96,6 +98,24 @@ fn load(dir: &Path) -> Vec<Row> {
         .collect()
 }
 
+/// The grid's columns (rule 2).
+const COLUMNS: &[Column<Row>] = &[
+    ("runtime", |r| r.runtime.clone()),
+    ("service", |r| r.service.clone()),
+    ("transport", |r| r.transport.clone()),
+    ("concurrency", |r| r.concurrency.to_string()),
+    ("object_bytes", |r| r.object.to_string()),
+    ("ops_per_s", |r| fmt(r.ops_s, 1)),
+    ("p50_ms", |r| fmt(r.p50, 3)),
+    ("p99_ms", |r| fmt(r.p99, 3)),
+    ("mean_ms", |r| fmt(r.mean, 3)),
+    ("ops", |r| fmt(r.ops, 0)),
+    ("failed_ops", |r| fmt(r.failed, 0)),
+    ("status", |r| r.status.clone()),
+    ("reason", |r| r.reason.clone()),
+    ("folder", |r| r.rel.clone()),
+];
+
 /// Writes the grid report into `dir` (rules 2-3): the number of runs and the side-by-side lines.
 pub fn write_grid(dir: &Path, csv_name: &str, title: &str) -> Result<(usize, Vec<String>)> {
     let mut rows = load(dir);
@@ -108,47 +128,10 @@ pub fn write_grid(dir: &Path, csv_name: &str, title: &str) -> Result<(usize, Vec
             &b.transport,
         ))
     });
-    let header = [
-        "runtime",
-        "service",
-        "transport",
-        "concurrency",
-        "object_bytes",
-        "ops_per_s",
-        "p50_ms",
-        "p99_ms",
-        "mean_ms",
-        "ops",
-        "failed_ops",
-        "status",
-        "reason",
-        "folder",
-    ];
-    let table: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            vec![
-                r.runtime.clone(),
-                r.service.clone(),
-                r.transport.clone(),
-                r.concurrency.to_string(),
-                r.object.to_string(),
-                fmt(r.ops_s, 1),
-                fmt(r.p50, 3),
-                fmt(r.p99, 3),
-                fmt(r.mean, 3),
-                fmt(r.ops, 0),
-                fmt(r.failed, 0),
-                r.status.clone(),
-                r.reason.clone(),
-                r.rel.clone(),
-            ]
-        })
-        .collect();
     let lines = side_by_side(&rows);
     let intro = "Clients in the orchestrator run one operation at a time against a 3-node store (N=3, R=W=2 by \
                  default) or an echo service (docs/kv.md); throughput and p99 latency per concurrency level.";
-    write_runs_report(dir, csv_name, title, intro, &header, &table, |p| {
+    write_runs_report(dir, csv_name, title, intro, &rows, COLUMNS, |p| {
         p.raw(&format!("<pre>{}</pre>", troupe_lab::report::html::escape(&lines.join("\n"))));
         for (name, chart) in plots(&rows) {
             write(dir, &name, &chart)?;

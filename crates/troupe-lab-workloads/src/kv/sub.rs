@@ -70,16 +70,7 @@ pub(super) fn exec(role: &str) -> Result<i32> {
 pub(super) fn node_config(name: &str, secret: &str, c: &KvConfig, listen: &str) -> NodeConfig {
     let p = c.parallelism.min(u64::from(u16::MAX)) as u16;
     let in_flight = (c.concurrency * (c.object_bytes + 65_536) * 3) as usize;
-    let mut n = NodeConfig {
-        heartbeat_interval_ms: 500,
-        heartbeat_timeout_ms: 60_000,
-        connect_timeout_ms: 10_000,
-        handshake_timeout_ms: 10_000,
-        max_buffer_bytes: in_flight * 4 + (64 << 20),
-        ..NodeConfig::new(name, secret)
-    };
-    n.listen = listen.into();
-    n.advertise = Some(listen.into());
+    let mut n = nodes::bulk_node_config(name, secret, listen, listen, in_flight * 4 + (64 << 20));
     if c.transport == "channels" {
         n.channels = vec![
             ChannelConfig { name: REQUESTS.into(), parallelism: p, affinity: true },

@@ -20,7 +20,9 @@ use super::analysis::LatencyStats;
 use troupe_lab::config::Config;
 use troupe_lab::error::Result;
 use troupe_lab::manifest::Manifest;
-use troupe_lab::report::grid::{figure_cell as fmt, group_lines, log2_chart, run_rows, with_stderr, write_runs_report};
+use troupe_lab::report::grid::{
+    figure_cell as fmt, group_lines, log2_chart, run_rows, with_stderr, write_runs_report, Column,
+};
 use troupe_lab::report::html::Page;
 use troupe_lab::report::plot::{mean, svg, Chart, Series};
 use troupe_lab::report::{page_footer, status_html, write};
@@ -122,6 +124,25 @@ fn line_name(r: &Row) -> String {
     }
 }
 
+/// The grid's columns (rule 2).
+const COLUMNS: &[Column<Row>] = &[
+    ("runtime", |r| r.runtime.clone()),
+    ("transport", |r| r.transport.clone()),
+    ("pairs", |r| r.pairs.to_string()),
+    ("payload_bytes", |r| r.payload.to_string()),
+    ("rtt_ms", |r| r.rtt.to_string()),
+    ("messages", |r| r.messages.to_string()),
+    ("p50_ms", |r| fmt(r.p50, 3)),
+    ("p99_ms", |r| fmt(r.p99, 3)),
+    ("mean_ms", |r| fmt(r.mean, 3)),
+    ("max_ms", |r| fmt(r.max, 3)),
+    ("msgs_per_s", |r| fmt(r.msgs_s, 1)),
+    ("mb_per_s", |r| fmt(r.mb_s, 1)),
+    ("status", |r| r.status.clone()),
+    ("reason", |r| r.reason.clone()),
+    ("folder", |r| r.rel.clone()),
+];
+
 /// Writes the grid report into `dir` (rules 2-4): the number of runs and the ratio table as
 /// text lines.
 pub fn write_grid(dir: &Path, csv_name: &str, title: &str) -> Result<(usize, Vec<String>)> {
@@ -135,50 +156,11 @@ pub fn write_grid(dir: &Path, csv_name: &str, title: &str) -> Result<(usize, Vec
             &b.transport,
         ))
     });
-    let header = [
-        "runtime",
-        "transport",
-        "pairs",
-        "payload_bytes",
-        "rtt_ms",
-        "messages",
-        "p50_ms",
-        "p99_ms",
-        "mean_ms",
-        "max_ms",
-        "msgs_per_s",
-        "mb_per_s",
-        "status",
-        "reason",
-        "folder",
-    ];
-    let table: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            vec![
-                r.runtime.clone(),
-                r.transport.clone(),
-                r.pairs.to_string(),
-                r.payload.to_string(),
-                r.rtt.to_string(),
-                r.messages.to_string(),
-                fmt(r.p50, 3),
-                fmt(r.p99, 3),
-                fmt(r.mean, 3),
-                fmt(r.max, 3),
-                fmt(r.msgs_s, 1),
-                fmt(r.mb_s, 1),
-                r.status.clone(),
-                r.reason.clone(),
-                r.rel.clone(),
-            ]
-        })
-        .collect();
     let intro = "Each actor on node A sends its messages to its partner on node B one after another, waiting for \
                  each ack; every connection between the nodes runs through the lab's delaying relay (docs/latency.md). \
                  Distributed Erlang has one connection per node pair; each Troupe transport is compared with it.";
     let lines = ratio_lines(&rows);
-    write_runs_report(dir, csv_name, title, intro, &header, &table, |p| {
+    write_runs_report(dir, csv_name, title, intro, &rows, COLUMNS, |p| {
         // Rule 3: per (payload, rtt), p99 against pairs.
         for ((payload, rtt), lines) in group_lines(&rows, |r| ((r.payload, r.rtt), line_name(r), r.pairs, r.p99)) {
             // Pairs grow by factors (1, 8, 32, 128): a log2 axis spaces them out.

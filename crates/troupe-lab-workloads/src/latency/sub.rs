@@ -80,16 +80,7 @@ pub(super) fn ack_limit(c: &LatencyConfig) -> Duration {
 fn node_config(name: &str, secret: &str, c: &LatencyConfig, listen: &str, advertise: &str) -> NodeConfig {
     let p = c.parallelism.min(u64::from(u16::MAX)) as u16;
     let in_flight = (c.pairs * (c.payload_bytes + 65_536)) as usize;
-    let mut n = NodeConfig {
-        heartbeat_interval_ms: 500,
-        heartbeat_timeout_ms: 60_000,
-        connect_timeout_ms: 10_000,
-        handshake_timeout_ms: 10_000,
-        max_buffer_bytes: in_flight * 2 + (64 << 20),
-        ..NodeConfig::new(name, secret)
-    };
-    n.listen = listen.into();
-    n.advertise = Some(advertise.into());
+    let mut n = nodes::bulk_node_config(name, secret, listen, advertise, in_flight * 2 + (64 << 20));
     match c.transport.as_str() {
         "parallel_random" => {
             n.parallelism = p;

@@ -256,24 +256,29 @@ pub fn log2_chart(title: String, x_label: &str, y_label: &str, lines: Lines) -> 
     svg(&Chart { title, x_label: x_label.into(), y_label: y_label.into(), series, y_range: None }, 720, 340)
 }
 
-/// Writes a workload's own grid table (rule 3): the CSV `csv_name`, and `report.html` with
-/// `title`, the `intro` paragraph, what `body` adds (charts, side-by-side lines), then the runs'
-/// table and a link to the CSV.
-pub fn write_runs_report(
+/// A column of a workload's grid table: its header and how a row fills its cell.
+pub type Column<R> = (&'static str, fn(&R) -> String);
+
+/// Writes a workload's own grid table of `rows` in `columns` (rule 3): the CSV `csv_name`, and
+/// `report.html` with `title`, the `intro` paragraph, what `body` adds (charts, side-by-side
+/// lines), then the runs' table and a link to the CSV.
+pub fn write_runs_report<R>(
     dir: &Path,
     csv_name: &str,
     title: &str,
     intro: &str,
-    header: &[&str],
-    table: &[Vec<String>],
+    rows: &[R],
+    columns: &[Column<R>],
     body: impl FnOnce(&mut Page) -> Result<()>,
 ) -> Result<()> {
-    write(dir, csv_name, &csv_text(header, table.iter().cloned())?)?;
+    let header: Vec<&str> = columns.iter().map(|c| c.0).collect();
+    let table: Vec<Vec<String>> = rows.iter().map(|r| columns.iter().map(|c| (c.1)(r)).collect()).collect();
+    write(dir, csv_name, &csv_text(&header, table.iter().cloned())?)?;
     let mut p = Page::new(title);
     p.p(intro);
     body(&mut p)?;
     p.h2("Runs");
-    p.table(header, table);
+    p.table(&header, &table);
     p.raw(&format!("<p>{}</p>", link(csv_name, csv_name)));
     write(dir, "report.html", &p.finish())
 }
