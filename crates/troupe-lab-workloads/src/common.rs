@@ -1,7 +1,5 @@
 //! Pieces the multi-process Troupe programs of several workloads share (chat, iot): what a node
-//! process reports in its `run_finished`, and reading the environment its orchestrator set.
-
-use troupe_lab::error::{Error, Result};
+//! process reports in its `run_finished`.
 
 /// What a process reports in its `run_finished`.
 #[derive(Default)]
@@ -31,13 +29,4 @@ impl Tally {
         }
         v
     }
-}
-
-/// The environment variable `name` that `workload`'s orchestrator sets for its node processes.
-pub(crate) fn env(name: &str, workload: &str) -> Result<String> {
-    std::env::var(name).map_err(|_| {
-        Error::other(format!(
-            "{name} is not set; {workload} node processes are started by `troupe lab exec {workload}`"
-        ))
-    })
 }

@@ -32,6 +32,9 @@
 
 use serde::Serialize;
 
+/// The `q` quantile (0..=1) of a sorted sample, interpolated linearly ([`troupe::stats`]).
+pub use troupe::stats::quantile_sorted;
+
 /// A distribution summary (chat definition 6).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Dist {
@@ -142,6 +145,41 @@ impl Dist {
     pub fn show(&self, name: &str, prec: usize) -> String {
         bound_text(self.get(name), self.lower_bounds.contains(&name), prec)
     }
+
+    /// The `latency_ms` object of a latency summary: `p50` (the median), `p99`, `mean` and
+    /// `max`, each a [`json_num`] (`null` without a distribution).
+    pub fn latency_json(d: Option<&Dist>) -> serde_json::Value {
+        serde_json::json!({
+            "p50": json_num(d.map(|d| d.median)),
+            "p99": json_num(d.map(|d| d.p99)),
+            "mean": json_num(d.map(|d| d.mean)),
+            "max": json_num(d.map(|d| d.max)),
+        })
+    }
+
+    /// The summary rows `latency p50`, `latency p99`, ... for each of `names` (`p50` is the
+    /// median): `X.XXX ms`, or `-` without a distribution.
+    pub fn latency_rows(d: Option<&Dist>, names: &[&str]) -> Vec<(String, String)> {
+        names
+            .iter()
+            .map(|&name| {
+                let stat = if name == "p50" { "median" } else { name };
+                let v = d.map_or("-".to_string(), |d| format!("{:.3} ms", d.get(stat)));
+                (format!("latency {name}"), v)
+            })
+            .collect()
+    }
+
+    /// `p50 X ms, p99 Y ms` with two decimals: the start of a latency run's headline.
+    pub fn p50_p99_text(&self) -> String {
+        format!("p50 {:.2} ms, p99 {:.2} ms", self.median, self.p99)
+    }
+}
+
+/// A figure as JSON: a number, or `null` when there is none or it is not finite (no NaN in a
+/// `summary.json`).
+pub fn json_num(v: Option<f64>) -> serde_json::Value {
+    v.filter(|x| x.is_finite()).map_or(serde_json::Value::Null, |x| serde_json::json!(x))
 }
 
 /// How long before the end of a window (or of a run) a failure must have happened to count as
@@ -296,7 +334,19 @@ impl MeanCi {
 
 /// [`MeanCi::show`] of `samples`, or `-` when there are none.
 pub fn show_ci(samples: &[f64], prec: usize) -> String {
-    MeanCi::of(samples).map(|c| c.show(prec)).unwrap_or_else(|| "-".into())
+    show_mean_ci(MeanCi::of(samples), prec)
+}
+
+/// [`MeanCi::show`], or `-` without one (no samples).
+pub fn show_mean_ci(c: Option<MeanCi>, prec: usize) -> String {
+    c.map(|c| c.show(prec)).unwrap_or_else(|| "-".into())
+}
+
+/// The mean of the figures that are there (repetitions of a point: a failed run has none);
+/// `None` when none is.
+pub fn mean(v: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
+    let xs: Vec<f64> = v.into_iter().flatten().collect();
+    (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
 }
 
 #[cfg(test)]

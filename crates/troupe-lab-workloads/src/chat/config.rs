@@ -1,8 +1,8 @@
 //! The chat workload's keys (workloads.md §2, seed 000 table 4.1) with their embedded defaults,
 //! ranges and cross-key rules, and the typed view of a validated chat config.
 
-use troupe_lab::config::{Config, CrossIssue, KeyKind, KeySpec, Schema, Value, SEED, WARMUP};
-use troupe_lab::error::ConfigIssue;
+use troupe_lab::config::{cross, Config, CrossIssue, KeySpec, Schema, SEED, WARMUP};
+use troupe_lab::{choice_key, int_key, text_key};
 
 /// What a run measures (seed 000 §4.2.1).
 pub const TEST_TYPES: &[&str] = &["throughput", "reconnection_time", "detection_time"];
@@ -22,152 +22,107 @@ const MAX_FAULTS: i64 = 2_000_000;
 pub static SCHEMA: Schema = Schema { workload: "chat", keys: KEYS, cross_check };
 
 static KEYS: &[KeySpec] = &[
-    KeySpec {
-        name: "test_type",
-        kind: KeyKind::Choice(TEST_TYPES),
-        default: || Value::Str("throughput".into()),
-        doc: "throughput (messages received by clients per second), reconnection_time or detection_time \
-              (clients send no chat messages in the last two)",
-    },
-    KeySpec {
-        name: "num_supervisor",
-        kind: KeyKind::Int { min: 1, max: 10_000 },
-        default: || Value::Int(1),
-        doc: "one_for_one supervisors; each is a server group (its own OS process when distributed)",
-    },
-    KeySpec {
-        name: "chats_per_sup",
-        kind: KeyKind::Int { min: 1, max: 100_000 },
-        default: || Value::Int(256),
-        doc: "chats owned by each supervisor",
-    },
-    KeySpec {
-        name: "clients_per_server",
-        kind: KeyKind::Int { min: 1, max: MAX_CLIENTS },
-        default: || Value::Int(5),
-        doc: "clients of each chat",
-    },
-    KeySpec {
-        name: "fault_pause_ms",
-        kind: KeyKind::Int { min: 1, max: 3_600_000 },
-        default: || Value::Int(5000),
-        doc: "each chat's injector makes it fail every fault_pause_ms",
-    },
-    KeySpec {
-        name: "msg_type",
-        kind: KeyKind::Choice(MSG_TYPES),
-        default: || Value::Str("error".into()),
-        doc: "error (poison message, the chat crashes), kill (brutal), cpu_intensive / ram_intensive \
-              (the chat computes stress_ms / touches stress_mb in its handler; no crash), random \
-              (seeded mix of error and kill), none",
-    },
-    KeySpec {
-        name: "test_duration_secs",
-        kind: KeyKind::Int { min: 1, max: 86_400 },
-        default: || Value::Int(60),
-        doc: "length of the measurement window, s",
-    },
+    choice_key!(
+        "test_type",
+        TEST_TYPES,
+        "throughput",
+        "throughput (messages received by clients per second), reconnection_time or detection_time \
+         (clients send no chat messages in the last two)"
+    ),
+    int_key!(
+        "num_supervisor",
+        1,
+        10_000,
+        1,
+        "one_for_one supervisors; each is a server group (its own OS process when distributed)"
+    ),
+    int_key!("chats_per_sup", 1, 100_000, 256, "chats owned by each supervisor"),
+    int_key!("clients_per_server", 1, MAX_CLIENTS, 5, "clients of each chat"),
+    int_key!("fault_pause_ms", 1, 3_600_000, 5000, "each chat's injector makes it fail every fault_pause_ms"),
+    choice_key!(
+        "msg_type",
+        MSG_TYPES,
+        "error",
+        "error (poison message, the chat crashes), kill (brutal), cpu_intensive / ram_intensive \
+         (the chat computes stress_ms / touches stress_mb in its handler; no crash), random \
+         (seeded mix of error and kill), none"
+    ),
+    int_key!("test_duration_secs", 1, 86_400, 60, "length of the measurement window, s"),
     WARMUP,
-    KeySpec {
-        name: "send_interval_ms",
-        kind: KeyKind::Int { min: 1, max: 3_600_000 },
-        default: || Value::Int(200),
-        doc: "each client sends one chat message every send_interval_ms (throughput test)",
-    },
-    KeySpec {
-        name: "retry_delay_ms",
-        kind: KeyKind::Int { min: 1, max: 60_000 },
-        default: || Value::Int(10),
-        doc: "fixed delay between a client's attempts to re-resolve and rejoin its chat (no backoff)",
-    },
-    KeySpec {
-        name: "retry_max",
-        kind: KeyKind::Int { min: 1, max: 100_000 },
-        default: || Value::Int(500),
-        doc: "attempts before a client gives up on its chat (counted as an error)",
-    },
-    KeySpec {
-        name: "stress_ms",
-        kind: KeyKind::Int { min: 1, max: 60_000 },
-        default: || Value::Int(100),
-        doc: "cpu_intensive: how long the chat computes inside its handler, ms",
-    },
-    KeySpec {
-        name: "stress_mb",
-        kind: KeyKind::Int { min: 1, max: 4_096 },
-        default: || Value::Int(64),
-        doc: "ram_intensive: how much the chat allocates and touches, then frees, MiB",
-    },
-    KeySpec {
-        name: "deployment",
-        kind: KeyKind::Choice(DEPLOYMENTS),
-        default: || Value::Str("distributed".into()),
-        doc: "distributed: discovery, each server group and each client group is its own OS process \
-              (a node on loopback); single: one process, for quick runs",
-    },
-    KeySpec {
-        name: "clients_per_process",
-        kind: KeyKind::Int { min: 1, max: MAX_CLIENTS },
-        default: || Value::Int(10_000),
-        doc: "distributed: the most clients one client-group process holds",
-    },
-    KeySpec {
-        name: "fault_phase",
-        kind: KeyKind::Choice(FAULT_PHASES),
-        default: || Value::Str("random".into()),
-        doc: "random: each chat's first fault at a seeded offset in [0, fault_pause_ms); aligned: \
-              every chat fails at the same instants",
-    },
-    KeySpec {
-        name: "events",
-        kind: KeyKind::Text,
-        default: || Value::Str("file".into()),
-        doc: "event transport: file (the run folder, default) or amqp://USER:PASS@127.0.0.1:PORT/VHOST \
-              (through a RabbitMQ exchange troupe.events, consumed by the lab)",
-    },
+    int_key!(
+        "send_interval_ms",
+        1,
+        3_600_000,
+        200,
+        "each client sends one chat message every send_interval_ms (throughput test)"
+    ),
+    int_key!(
+        "retry_delay_ms",
+        1,
+        60_000,
+        10,
+        "fixed delay between a client's attempts to re-resolve and rejoin its chat (no backoff)"
+    ),
+    int_key!("retry_max", 1, 100_000, 500, "attempts before a client gives up on its chat (counted as an error)"),
+    int_key!("stress_ms", 1, 60_000, 100, "cpu_intensive: how long the chat computes inside its handler, ms"),
+    int_key!("stress_mb", 1, 4_096, 64, "ram_intensive: how much the chat allocates and touches, then frees, MiB"),
+    choice_key!(
+        "deployment",
+        DEPLOYMENTS,
+        "distributed",
+        "distributed: discovery, each server group and each client group is its own OS process \
+         (a node on loopback); single: one process, for quick runs"
+    ),
+    int_key!(
+        "clients_per_process",
+        1,
+        MAX_CLIENTS,
+        10_000,
+        "distributed: the most clients one client-group process holds"
+    ),
+    choice_key!(
+        "fault_phase",
+        FAULT_PHASES,
+        "random",
+        "random: each chat's first fault at a seeded offset in [0, fault_pause_ms); aligned: \
+         every chat fails at the same instants"
+    ),
+    text_key!(
+        "events",
+        "file",
+        "event transport: file (the run folder, default) or amqp://USER:PASS@127.0.0.1:PORT/VHOST \
+         (through a RabbitMQ exchange troupe.events, consumed by the lab)"
+    ),
     SEED,
 ];
-
-fn issue(key: &str, value: String, problem: String) -> ConfigIssue {
-    ConfigIssue { key: key.into(), value, problem }
-}
 
 fn cross_check(c: &Config) -> Vec<CrossIssue> {
     let mut out = Vec::new();
     let typed = ChatConfig::from_config(c);
     let clients = typed.total_clients();
     if clients > MAX_CLIENTS as u64 {
-        out.push((
-            vec!["num_supervisor", "chats_per_sup", "clients_per_server"],
-            issue(
-                "clients_per_server",
-                typed.clients_per_server.to_string(),
-                format!(
-                    "num_supervisor x chats_per_sup x clients_per_server = {clients} clients; at most {MAX_CLIENTS} \
-                     are supported"
-                ),
+        out.push(cross(
+            &["num_supervisor", "chats_per_sup", "clients_per_server"],
+            "clients_per_server",
+            typed.clients_per_server,
+            format!(
+                "num_supervisor x chats_per_sup x clients_per_server = {clients} clients; at most {MAX_CLIENTS} \
+                 are supported"
             ),
         ));
     }
     let faults = typed.planned_faults();
     if faults > MAX_FAULTS as u64 {
-        out.push((
-            vec!["num_supervisor", "chats_per_sup", "fault_pause_ms", "test_duration_secs", "msg_type"],
-            issue(
-                "fault_pause_ms",
-                typed.fault_pause_ms.to_string(),
-                format!(
-                    "gives {faults} faults in the window; at most {MAX_FAULTS} are supported (raise fault_pause_ms)"
-                ),
-            ),
+        out.push(cross(
+            &["num_supervisor", "chats_per_sup", "fault_pause_ms", "test_duration_secs", "msg_type"],
+            "fault_pause_ms",
+            typed.fault_pause_ms,
+            format!("gives {faults} faults in the window; at most {MAX_FAULTS} are supported (raise fault_pause_ms)"),
         ));
     }
     let ev = c.str("events");
     if ev != "file" && !ev.starts_with("amqp://") {
-        out.push((
-            vec!["events"],
-            issue("events", format!("{ev:?}"), "not allowed; allowed: file, or an amqp://... URL".into()),
-        ));
+        out.push(cross(&["events"], "events", format!("{ev:?}"), "not allowed; allowed: file, or an amqp://... URL"));
     }
     out
 }

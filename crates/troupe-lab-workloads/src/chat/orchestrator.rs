@@ -4,23 +4,21 @@
 //! answers their `Ready` with the window start, watches them, and kills them all whatever
 //! happens (rule 4).
 
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::json;
-use tokio::process::Command;
 use tokio::sync::{mpsc, watch, Notify};
 use troupe::{Actor, Ctx, ReplyTo};
 use troupe_remote::{Node, NodeConfig};
 
 use super::actors::Discovery;
 use super::config::ChatConfig;
-use super::process::{interrupted, open_window, Tally, ENV_GROUP, ENV_MEMBERS, ENV_NODE, ENV_SECRET, SETUP_LIMIT};
+use super::process::{open_window, Tally, ENV_GROUP, ENV_MEMBERS, ENV_NODE, ENV_SECRET, SETUP_LIMIT};
 use super::protocol::{CoordMsg, COORDINATOR, DISCOVERY};
-use super::system;
 use troupe_lab::error::{Error, Result};
 use troupe_lab::events::writer::Emitter;
+use troupe_lab::nodes::{self, describe, instant_of, interrupted, NodeCmd};
 
 /// The coordinator's state (distributed mode).
 #[derive(Default)]
@@ -56,9 +54,28 @@ fn lock(m: &Mutex<Coord>) -> std::sync::MutexGuard<'_, Coord> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// How a node process ended, as its waiter reports it.
+struct Ended {
+    name: String,
+    /// `exit status N`, `killed by signal N`, ...
+    status: String,
+    /// Whether that fails the run.
+    bad: bool,
+    /// The last lines of its stderr.
+    tail: Option<String>,
+}
+
+impl Ended {
+    /// `node process NAME WHAT: STATUS`, with its stderr's last lines.
+    fn reason(&self, what: &str) -> String {
+        let tail = self.tail.as_ref().map(|t| format!("; its stderr ends: {t}")).unwrap_or_default();
+        format!("node process {} {what}: {}{tail}", self.name, self.status)
+    }
+}
+
 /// The orchestrator of the distributed mode (rules 1-5).
 pub(super) async fn orchestrate(cfg: &ChatConfig, em: &Emitter) -> Result<Tally> {
-    let secret = format!("{:032x}", rand::random::<u128>());
+    let secret = nodes::secret();
     let node_cfg =
         NodeConfig { heartbeat_interval_ms: 200, heartbeat_timeout_ms: 2000, ..NodeConfig::new("discovery", &secret) };
     let node =
@@ -69,25 +86,20 @@ pub(super) async fn orchestrate(cfg: &ChatConfig, em: &Emitter) -> Result<Tally>
     let changed = Arc::new(Notify::new());
     let coord = troupe::spawn(Coordinator { state: Arc::clone(&state), changed: Arc::clone(&changed) });
     node.export(COORDINATOR, &coord).map_err(|e| Error::other(format!("cannot export the coordinator: {e}")))?;
-    let exe = std::env::current_exe().map_err(|e| Error::other(format!("cannot find the troupe executable: {e}")))?;
 
-    let (exit_tx, mut exit_rx) = mpsc::unbounded_channel::<(String, String, bool)>();
+    let (exit_tx, mut exit_rx) = mpsc::unbounded_channel::<Ended>();
     let (kill_tx, kill_rx) = watch::channel(false);
     let window_end = Arc::new(Mutex::new(None::<tokio::time::Instant>));
     // One waiter task per node process: it reports how the process ended, or kills it.
     let mut started: Vec<tokio::task::JoinHandle<()>> = Vec::new();
     let spawn = |role: &str, name: String, g: usize, members: &str| -> Result<tokio::task::JoinHandle<()>> {
-        let mut child = Command::new(&exe)
-            .args(["lab", "exec", role])
+        let mut child = NodeCmd::new(format!("node process {name}"), role)
             .env(ENV_MEMBERS, members)
             .env(ENV_NODE, node.addr())
             .env(ENV_SECRET, &secret)
             .env(ENV_GROUP, g.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| Error::other(format!("cannot start node process {name}: {e}")))?;
+            .start()
+            .map_err(Error::other)?;
         let (tx, mut kill) = (exit_tx.clone(), kill_rx.clone());
         let end = Arc::clone(&window_end);
         Ok(tokio::spawn(async move {
@@ -101,14 +113,14 @@ pub(super) async fn orchestrate(cfg: &ChatConfig, em: &Emitter) -> Result<Tally>
                         Ok(s) => (describe(s), true),
                         Err(e) => (format!("cannot be waited for: {e}"), true),
                     };
-                    let _ = tx.send((name, desc, bad));
+                    let tail = if bad { child.stderr_tail() } else { None };
+                    let _ = tx.send(Ended { name, status: desc, bad, tail });
                     return;
                 }
                 // The watch's guard is dropped with the branch; the kill happens after it.
                 _ = kill.wait_for(|k| *k) => {}
             }
-            let _ = child.start_kill();
-            let _ = child.wait().await;
+            child.kill().await;
         }))
     };
 
@@ -130,7 +142,7 @@ pub(super) async fn orchestrate(cfg: &ChatConfig, em: &Emitter) -> Result<Tally>
         // Rule 2.
         let start_us = open_window(cfg, em);
         *window_end.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
-            Some(system::instant_of(start_us) + Duration::from_secs(cfg.duration_s));
+            Some(instant_of(start_us) + Duration::from_secs(cfg.duration_s));
         {
             let mut s = lock(&state);
             s.start_us = Some(start_us);
@@ -139,16 +151,16 @@ pub(super) async fn orchestrate(cfg: &ChatConfig, em: &Emitter) -> Result<Tally>
             }
         }
         // Rule 5: every process ends by itself; wait for them under a deadline.
-        let deadline = system::instant_of(start_us) + Duration::from_secs(cfg.duration_s + 60);
+        let deadline = instant_of(start_us) + Duration::from_secs(cfg.duration_s + 60);
         let mut left = started.len();
         while left > 0 {
             tokio::select! {
                 ended = exit_rx.recv() => match ended {
-                    Some((name, status, bad)) => {
+                    Some(ended) => {
                         left -= 1;
-                        if bad {
-                            tally.failed_nodes.push(format!("{name} ({status})"));
-                            return Err(format!("node process {name} failed: {status}"));
+                        if ended.bad {
+                            tally.failed_nodes.push(format!("{} ({})", ended.name, ended.status));
+                            return Err(ended.reason("failed"));
                         }
                     }
                     None => return Err("lost track of the node processes".into()),
@@ -192,21 +204,11 @@ async fn join_all(handles: Vec<tokio::task::JoinHandle<()>>) {
     }
 }
 
-/// Describes an exit status: `exit status N` or `killed by signal N`.
-fn describe(s: std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (s.code(), s.signal()) {
-        (Some(c), _) => format!("exit status {c}"),
-        (None, Some(sig)) => format!("killed by signal {sig}"),
-        _ => "unknown exit".into(),
-    }
-}
-
 /// Waits until `n` processes said `Ready`, failing when one of them ends first (rule 4).
 async fn wait_ready(
     state: &Arc<Mutex<Coord>>,
     changed: &Notify,
-    exits: &mut mpsc::UnboundedReceiver<(String, String, bool)>,
+    exits: &mut mpsc::UnboundedReceiver<Ended>,
     n: usize,
     tally: &mut Tally,
 ) -> std::result::Result<(), String> {
@@ -219,9 +221,9 @@ async fn wait_ready(
         tokio::select! {
             _ = notified => {}
             ended = exits.recv() => {
-                if let Some((name, status, _)) = ended {
-                    tally.failed_nodes.push(format!("{name} ({status})"));
-                    return Err(format!("node process {name} ended during set-up: {status}"));
+                if let Some(ended) = ended {
+                    tally.failed_nodes.push(format!("{} ({})", ended.name, ended.status));
+                    return Err(ended.reason("ended during set-up"));
                 }
             }
             _ = tokio::time::sleep_until(deadline) => return Err(format!("set-up took longer than {} s", SETUP_LIMIT.as_secs())),

@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use serde_json::json;
-use tokio::signal::unix::{signal, SignalKind};
 
 use super::config::ChatConfig;
 use super::system::now_us;
@@ -29,21 +28,10 @@ pub(super) const SETUP_LIMIT: Duration = Duration::from_secs(90);
 pub(super) use crate::common::Tally;
 
 pub(super) fn env(name: &str) -> Result<String> {
-    crate::common::env(name, "chat")
+    troupe_lab::nodes::env(name, "chat")
 }
 
-/// Waits for SIGTERM or SIGINT.
-pub(super) async fn interrupted() {
-    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
-        (Ok(mut a), Ok(mut b)) => {
-            tokio::select! {
-                _ = a.recv() => {}
-                _ = b.recv() => {}
-            }
-        }
-        _ => std::future::pending().await,
-    }
-}
+pub(super) use troupe_lab::nodes::interrupted;
 
 /// Emits the window event and returns its start (rule 2).
 pub(super) fn open_window(cfg: &ChatConfig, em: &Emitter) -> i64 {

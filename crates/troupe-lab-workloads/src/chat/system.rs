@@ -89,16 +89,7 @@ pub(crate) fn now_us() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64)
 }
 
-/// The tokio instant of a wall-clock time in microseconds since the epoch.
-pub(crate) fn instant_of(us: i64) -> tokio::time::Instant {
-    let now = tokio::time::Instant::now();
-    let delta = us - now_us();
-    if delta >= 0 {
-        now + Duration::from_micros(delta as u64)
-    } else {
-        now.checked_sub(Duration::from_micros(delta.unsigned_abs())).unwrap_or(now)
-    }
-}
+pub(crate) use troupe_lab::nodes::instant_of;
 
 /// The throughput counter (rule 3); ends after the last window second.
 pub(crate) fn spawn_counter(shared: Arc<Shared>, start_us: i64, seconds: u64) -> JoinHandle<()> {

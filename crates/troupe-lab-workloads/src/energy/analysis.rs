@@ -157,8 +157,7 @@ impl EnergyStats {
     }
 
     fn mean(&self, f: impl Fn(&Rep) -> Option<f64>) -> Option<f64> {
-        let v: Vec<f64> = self.reps.iter().filter_map(f).collect();
-        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        troupe_lab::stats::mean(self.reps.iter().map(f))
     }
 
     /// Mean µJ per repetition.

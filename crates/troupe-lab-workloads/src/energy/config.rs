@@ -5,8 +5,8 @@
 //! trips), 5 repetitions; a `troupe lab compare energy --runtimes troupe,erlang,caf` finishes
 //! in about a minute on a 2-core VM. The seed's sweeps are given in docs/energy.md.
 
-use troupe_lab::config::{Config, CrossIssue, KeyKind, KeySpec, Schema, Value, SEED};
-use troupe_lab::error::ConfigIssue;
+use troupe_lab::config::{cross, Config, CrossIssue, KeySpec, Schema, SEED};
+use troupe_lab::{choice_key, float_key, int_key};
 
 /// The four programs.
 pub const WORKLOADS: &[&str] = &["prime", "ping_pong", "ping_pong_lb", "ping_pong_lb_prime"];
@@ -22,85 +22,54 @@ pub const MAX_ROUND_TRIPS: i64 = 1_000_000_000;
 pub static SCHEMA: Schema = Schema { workload: "energy", keys: KEYS, cross_check };
 
 static KEYS: &[KeySpec] = &[
-    KeySpec {
-        name: "workload",
-        kind: KeyKind::Choice(WORKLOADS),
-        default: || Value::Str("ping_pong".into()),
-        doc: "prime (count primes <= range in one actor), ping_pong (one server), ping_pong_lb \
-              (servers behind a round-robin load balancer), ping_pong_lb_prime (each pong carries \
-              the count of primes <= range)",
-    },
-    KeySpec {
-        name: "mode",
-        kind: KeyKind::Choice(MODES),
-        default: || Value::Str("native".into()),
-        doc: "native (one OS process) or distributed (servers and load balancer, or the prime \
-              actor, in a second OS process)",
-    },
-    KeySpec {
-        name: "clients",
-        kind: KeyKind::Int { min: 1, max: 100_000 },
-        default: || Value::Int(50),
-        doc: "client actors (ping workloads)",
-    },
-    KeySpec {
-        name: "msgs",
-        kind: KeyKind::Int { min: 1, max: 100_000_000 },
-        default: || Value::Int(50_000),
-        doc: "round trips per client (ping workloads)",
-    },
-    KeySpec {
-        name: "servers",
-        kind: KeyKind::Int { min: 1, max: 10_000 },
-        default: || Value::Int(2),
-        doc: "server actors behind the load balancer (lb workloads)",
-    },
-    KeySpec {
-        name: "range",
-        kind: KeyKind::Int { min: 2, max: 1_000_000_000 },
-        default: || Value::Int(100_000),
-        doc: "count the primes <= range (prime; ping_pong_lb_prime per request)",
-    },
-    KeySpec {
-        name: "reps",
-        kind: KeyKind::Int { min: 1, max: 1_000 },
-        default: || Value::Int(5),
-        doc: "repetitions inside one run (one row of energy.csv each)",
-    },
+    choice_key!(
+        "workload",
+        WORKLOADS,
+        "ping_pong",
+        "prime (count primes <= range in one actor), ping_pong (one server), ping_pong_lb \
+         (servers behind a round-robin load balancer), ping_pong_lb_prime (each pong carries \
+         the count of primes <= range)"
+    ),
+    choice_key!(
+        "mode",
+        MODES,
+        "native",
+        "native (one OS process) or distributed (servers and load balancer, or the prime \
+         actor, in a second OS process)"
+    ),
+    int_key!("clients", 1, 100_000, 50, "client actors (ping workloads)"),
+    int_key!("msgs", 1, 100_000_000, 50_000, "round trips per client (ping workloads)"),
+    int_key!("servers", 1, 10_000, 2, "server actors behind the load balancer (lb workloads)"),
+    int_key!("range", 2, 1_000_000_000, 100_000, "count the primes <= range (prime; ping_pong_lb_prime per request)"),
+    int_key!("reps", 1, 1_000, 5, "repetitions inside one run (one row of energy.csv each)"),
     SEED,
-    KeySpec {
-        name: "sample_ms",
-        kind: KeyKind::Int { min: 5, max: 10_000 },
-        default: || Value::Int(50),
-        doc: "the lab's sampling interval (process tree CPU, RSS, RAPL counters), ms",
-    },
-    KeySpec {
-        name: "meter",
-        kind: KeyKind::Choice(METERS),
-        default: || Value::Str("auto".into()),
-        doc: "auto (RAPL when it works here, else perf's power events, else the estimate), rapl or \
-              perf (refused where that source does not work), estimate (CPU time x watts_per_core, \
-              always labelled estimate)",
-    },
-    KeySpec {
-        name: "watts_per_core",
-        kind: KeyKind::Float { min: 0.01, max: 1_000.0 },
-        default: || Value::Float(troupe_lab::meter::DEFAULT_WATTS_PER_CORE),
-        doc: "the estimate's power per busy core, W (default: AMD EPYC 9654, 360 W TDP / 96 cores)",
-    },
+    int_key!("sample_ms", 5, 10_000, 50, "the lab's sampling interval (process tree CPU, RSS, RAPL counters), ms"),
+    choice_key!(
+        "meter",
+        METERS,
+        "auto",
+        "auto (RAPL when it works here, else perf's power events, else the estimate), rapl or \
+         perf (refused where that source does not work), estimate (CPU time x watts_per_core, \
+         always labelled estimate)"
+    ),
+    float_key!(
+        "watts_per_core",
+        0.01,
+        1_000.0,
+        troupe_lab::meter::DEFAULT_WATTS_PER_CORE,
+        "the estimate's power per busy core, W (default: AMD EPYC 9654, 360 W TDP / 96 cores)"
+    ),
 ];
 
 fn cross_check(c: &Config) -> Vec<CrossIssue> {
     let mut out = Vec::new();
     let t = EnergyConfig::from_config(c);
     if t.is_ping() && t.round_trips() > MAX_ROUND_TRIPS as u64 {
-        out.push((
-            vec!["clients", "msgs"],
-            ConfigIssue {
-                key: "clients+msgs".into(),
-                value: format!("{} x {}", t.clients, t.msgs),
-                problem: format!("{} round trips per repetition; at most {MAX_ROUND_TRIPS}", t.round_trips()),
-            },
+        out.push(cross(
+            &["clients", "msgs"],
+            "clients+msgs",
+            format!("{} x {}", t.clients, t.msgs),
+            format!("{} round trips per repetition; at most {MAX_ROUND_TRIPS}", t.round_trips()),
         ));
     }
     out

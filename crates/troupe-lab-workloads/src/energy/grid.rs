@@ -22,26 +22,23 @@ use std::path::Path;
 
 use super::post::{self, Averaged, Row};
 use troupe_lab::error::Result;
-use troupe_lab::manifest::Manifest;
+use troupe_lab::report::grid::{run_rows, RunRow};
 use troupe_lab::report::html::{link, Page};
 use troupe_lab::report::plot::{svg, Chart, Series};
-use troupe_lab::report::{csv_text, status_word, write};
+use troupe_lab::report::{csv_text, write};
 
-/// One run folder of the grid.
+/// One run folder of the grid, with its repetitions' rows.
 struct RunInfo {
-    rel: String,
-    manifest: Manifest,
-    summary: serde_json::Value,
+    run: RunRow,
     rows: Vec<Row>,
 }
 
 fn load(dir: &Path) -> Vec<RunInfo> {
-    troupe_lab::report::grid_runs(dir)
+    run_rows(dir)
         .into_iter()
-        .map(|(d, manifest, summary)| {
-            let rows = post::read_csv(&d.join("energy.csv")).unwrap_or_default();
-            let rel = d.strip_prefix(dir).unwrap_or(&d).display().to_string();
-            RunInfo { rel, manifest, summary, rows }
+        .map(|run| {
+            let rows = post::read_csv(&run.dir.join("energy.csv")).unwrap_or_default();
+            RunInfo { run, rows }
         })
         .collect()
 }
@@ -119,22 +116,22 @@ pub fn write_grid(dir: &Path, csv_name: &str, title: &str) -> Result<Vec<String>
     let run_rows: Vec<Vec<String>> = runs
         .iter()
         .map(|r| {
-            let s = &r.summary;
+            let s = &r.run.summary;
             let g = |k: &str| s.get(k).map(|v| v.to_string().trim_matches('"').to_string()).unwrap_or_default();
             vec![
-                r.rel.clone(),
-                r.manifest.runtime.clone(),
+                r.run.rel.clone(),
+                r.run.runtime.clone(),
                 g("program"),
                 g("mode"),
                 g("parameter"),
-                status_word(&r.manifest).into(),
+                r.run.status.clone(),
                 g("meter"),
                 g("energy_uj"),
                 g("runtime_s"),
                 g("uj_per_round_trip"),
                 g("cpu_s"),
                 g("peak_rss_bytes"),
-                r.manifest.reason.clone().unwrap_or_default(),
+                r.run.reason.clone(),
             ]
         })
         .collect();
@@ -159,8 +156,8 @@ pub fn write_grid(dir: &Path, csv_name: &str, title: &str) -> Result<Vec<String>
     let runtimes: Vec<String> = {
         let mut v: Vec<String> = Vec::new();
         for r in &runs {
-            if !v.contains(&r.manifest.runtime) {
-                v.push(r.manifest.runtime.clone());
+            if !v.contains(&r.run.runtime) {
+                v.push(r.run.runtime.clone());
             }
         }
         v.sort_by_key(|r| (r != "troupe", r.clone()));

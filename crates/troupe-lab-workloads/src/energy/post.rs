@@ -124,15 +124,8 @@ pub struct Averaged {
     pub uj: f64,
 }
 
-/// The `q` quantile (0..=1) of sorted values, interpolated linearly.
-pub fn quantile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let pos = q.clamp(0.0, 1.0) * (sorted.len() - 1) as f64;
-    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-    sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - lo as f64)
-}
+/// The `q` quantile (0..=1) of sorted values, interpolated linearly (the lab's one quantile).
+pub use troupe_lab::stats::quantile_sorted as quantile;
 
 /// Rule 2 on one group's rows: the rows kept.
 pub fn filter_group(rows: &[Row], keep: usize) -> Vec<Row> {

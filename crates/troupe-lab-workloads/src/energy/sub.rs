@@ -17,22 +17,20 @@
 //!    is an error: the run stops, `run_finished {errors}` counts it and names the node process's
 //!    exit status when it died, and the exit status is 1.
 
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
 use tokio::sync::Notify;
 use troupe::ActorRef;
-use troupe_remote::{Node, NodeConfig, NodeEvent};
+use troupe_remote::{Node, NodeConfig};
 
 use super::actors::{Client, ClientMsg, Control, ControlMsg, Done, Servers, WorkMsg};
 use super::config::EnergyConfig;
 use super::primes::count_sieve;
 use troupe_lab::error::{Error, Result};
-use troupe_lab::events::writer::{now_us, Emitter, EventWriter};
+use troupe_lab::events::writer::{now_us, Emitter};
+use troupe_lab::nodes::{self, NodeCmd, NodeProc};
 use troupe_lab::subprocess;
 
 /// The name the node process exports its control actor under.
@@ -53,18 +51,13 @@ pub(super) fn exec(role: &str) -> Result<i32> {
     if role == "energy-node" {
         return subprocess::block_on(node_process(&cfg))?;
     }
-    let writer = EventWriter::from_env("troupe", "clients")?;
-    let em = writer.emitter();
-    subprocess::run_started(&em, "energy", &cfg_value);
-    let (errors, failed_nodes) = match subprocess::block_on(run_reps(&cfg, &em))? {
-        Ok(()) => (0, Vec::new()),
-        Err((e, nodes)) => {
-            eprintln!("troupe energy: {e}");
-            (1, nodes)
-        }
-    };
-    let (_, write_errors) = writer.finish(json!({"errors": errors, "failed_nodes": failed_nodes}));
-    Ok(subprocess::exit_code(errors, write_errors))
+    subprocess::run_events("energy", &cfg_value, "clients", |em| async move {
+        let (outcome, failed_nodes) = match run_reps(&cfg, &em).await {
+            Ok(()) => (Ok(()), Vec::new()),
+            Err((e, nodes)) => (Err(e), nodes),
+        };
+        (outcome, json!({ "failed_nodes": failed_nodes }))
+    })
 }
 
 /// The longest a repetition may take: generous, so a loaded machine is not a failure, and
@@ -76,7 +69,7 @@ pub(super) fn rep_limit(cfg: &EnergyConfig) -> Duration {
 /// Where a repetition's servers live.
 enum Place {
     Here(Option<Servers>),
-    Node { node: Node, child: Child, control: ActorRef<ControlMsg> },
+    Node { node: Node, proc: NodeProc, control: ActorRef<ControlMsg> },
 }
 
 impl Place {
@@ -118,21 +111,17 @@ impl Place {
     /// How the node process ended, when it has (for error messages).
     fn node_status(&mut self) -> Option<String> {
         match self {
-            Place::Node { child, .. } => match child.try_wait() {
-                Ok(Some(s)) => Some(format!("node process servers ended: {s}")),
-                _ => None,
-            },
+            Place::Node { proc, .. } => {
+                proc.try_wait().ok().flatten().map(|s| format!("node process servers ended: {s}"))
+            }
             Place::Here(_) => None,
         }
     }
 
     async fn close(self) {
-        if let Place::Node { node, mut child, control } = self {
+        if let Place::Node { node, proc, control } = self {
             let _ = control.send(ControlMsg::Quit);
-            if tokio::time::timeout(Duration::from_secs(10), child.wait()).await.is_err() {
-                let _ = child.start_kill();
-                let _ = child.wait().await;
-            }
+            proc.close(Duration::from_secs(10)).await;
             node.shutdown();
         }
     }
@@ -140,32 +129,24 @@ impl Place {
 
 /// Starts the node process and connects to it (rule 3).
 async fn start_node() -> std::result::Result<Place, String> {
-    let secret = format!("{:032x}", rand::random::<u128>());
+    let secret = nodes::secret();
     let cfg =
         NodeConfig { heartbeat_interval_ms: 200, heartbeat_timeout_ms: 5000, ..NodeConfig::new("clients", &secret) };
     let node = Node::start(cfg).await.map_err(|e| format!("cannot start this process's node: {e}"))?;
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the troupe executable: {e}"))?;
-    let mut child = Command::new(exe)
-        .args(["lab", "exec", "energy-node"])
-        .env(ENV_SECRET, &secret)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("cannot start the node process: {e}"))?;
-    let stdout = child.stdout.take().ok_or("the node process has no stdout")?;
-    let mut lines = BufReader::new(stdout).lines();
-    let addr = match tokio::time::timeout(START_LIMIT, lines.next_line()).await {
-        Ok(Ok(Some(a))) => a.trim().to_string(),
-        _ => {
-            let _ = child.start_kill();
-            let st = child.wait().await.map(|s| s.to_string()).unwrap_or_default();
-            return Err(format!("the node process did not report its address ({st})"));
-        }
+    let mut proc = NodeCmd::new("the node process", "energy-node").env(ENV_SECRET, &secret).stdout().start()?;
+    let connected = async {
+        let addr = proc.line("report its address", START_LIMIT).await?;
+        node.connect(&addr).await.map_err(|e| format!("cannot reach the node process at {addr}: {e}"))?;
+        node.lookup(&addr, CONTROL).await.map_err(|e| format!("cannot find {CONTROL}: {e}"))
     };
-    node.connect(&addr).await.map_err(|e| format!("cannot reach the node process at {addr}: {e}"))?;
-    let control = node.lookup(&addr, CONTROL).await.map_err(|e| format!("cannot find {CONTROL}: {e}"))?;
-    Ok(Place::Node { node, child, control })
+    match connected.await {
+        Ok(control) => Ok(Place::Node { node, proc, control }),
+        Err(e) => {
+            proc.kill().await;
+            node.shutdown();
+            Err(e)
+        }
+    }
 }
 
 /// One repetition's work (rule 2): `(start_us, end_us, result)`.
@@ -228,36 +209,17 @@ async fn run_reps(cfg: &EnergyConfig, em: &Emitter) -> std::result::Result<(), (
 
 /// The node process (rule 3).
 async fn node_process(run: &EnergyConfig) -> Result<i32> {
-    let secret = std::env::var(ENV_SECRET).map_err(|_| {
-        Error::other(format!("{ENV_SECRET} is not set; the node process is started by `troupe lab exec energy`"))
-    })?;
+    let secret = nodes::env(ENV_SECRET, "energy")?;
     let cfg =
         NodeConfig { heartbeat_interval_ms: 200, heartbeat_timeout_ms: 5000, ..NodeConfig::new("servers", &secret) };
     let node = Node::start(cfg).await.map_err(|e| Error::other(format!("cannot start the node: {e}")))?;
     let quit = Arc::new(Notify::new());
     let control = troupe::spawn(Control { current: None, quit: Arc::clone(&quit) });
     node.export(CONTROL, &control).map_err(|e| Error::other(format!("cannot export {CONTROL}: {e}")))?;
-    let mut events = node.subscribe();
+    let events = node.subscribe();
     println!("{}", node.addr());
-    let lost = async {
-        loop {
-            match events.recv().await {
-                Ok(NodeEvent::NodeDown { .. }) | Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-                _ => {}
-            }
-        }
-    };
-    let code = tokio::select! {
-        _ = quit.notified() => 0,
-        _ = lost => {
-            eprintln!("troupe energy-node: the clients' node went away");
-            1
-        }
-        _ = tokio::time::sleep(rep_limit(run) * run.reps as u32 + START_LIMIT) => {
-            eprintln!("troupe energy-node: the run's deadline passed");
-            1
-        }
-    };
+    let limit = rep_limit(run) * run.reps as u32 + START_LIMIT;
+    let code = nodes::serve_until_quit(events, &quit, limit, "energy-node", "the clients' node").await;
     control.stop();
     node.shutdown();
     Ok(code)

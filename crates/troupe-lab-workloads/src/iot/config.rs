@@ -1,8 +1,8 @@
 //! The iot workload's keys (workloads.md §3, the iot peer contract in docs/iot.md) with their
 //! embedded defaults, ranges and cross-key rules, and the typed view of a validated config.
 
-use troupe_lab::config::{Config, CrossIssue, KeyKind, KeySpec, Schema, Value, SEED, WARMUP};
-use troupe_lab::error::ConfigIssue;
+use troupe_lab::config::{cross, Config, CrossIssue, KeySpec, Schema, SEED, WARMUP};
+use troupe_lab::{float_key, int_key};
 
 /// The most kills one schedule may hold (keeps schedules bounded in memory and on disk).
 pub const MAX_KILLS: u64 = 2_000_000;
@@ -10,111 +10,57 @@ pub const MAX_KILLS: u64 = 2_000_000;
 /// The iot schema.
 pub static SCHEMA: Schema = Schema { workload: "iot", keys: KEYS, cross_check };
 
-const fn int(name: &'static str, min: i64, max: i64, default: fn() -> Value, doc: &'static str) -> KeySpec {
-    KeySpec { name, kind: KeyKind::Int { min, max }, default, doc }
-}
-
 static KEYS: &[KeySpec] = &[
-    int(
-        "servers",
-        1,
-        16,
-        || Value::Int(1),
-        "server OS processes (cluster members; a ring over the live ones owns the devices)",
-    ),
-    int(
-        "device_processes",
-        1,
-        32,
-        || Value::Int(3),
-        "device OS processes; device k lives in process k % device_processes",
-    ),
-    int("devices", 1, 100_000, || Value::Int(300), "devices in all, named device-0 .. device-(devices-1)"),
-    int("duration_s", 1, 86_400, || Value::Int(20), "length of the measurement window, s"),
+    int_key!("servers", 1, 16, 1, "server OS processes (cluster members; a ring over the live ones owns the devices)"),
+    int_key!("device_processes", 1, 32, 3, "device OS processes; device k lives in process k % device_processes"),
+    int_key!("devices", 1, 100_000, 300, "devices in all, named device-0 .. device-(devices-1)"),
+    int_key!("duration_s", 1, 86_400, 20, "length of the measurement window, s"),
     WARMUP,
-    int(
-        "report_len",
-        1,
-        1_000_000,
-        || Value::Int(1000),
-        "a report is the i64 values 1..=report_len; the owner sums it",
+    int_key!("report_len", 1, 1_000_000, 1000, "a report is the i64 values 1..=report_len; the owner sums it"),
+    int_key!("report_timeout_ms", 1, 600_000, 1000, "a report not received within this is asked for again, ms"),
+    int_key!("heartbeat_ms", 10, 60_000, 500, "heartbeat period between a device and its owner (both ways), ms"),
+    float_key!("phi_threshold", 1.0, 100.0, 8.0, "phi above which a device or an owner is declared failed"),
+    float_key!(
+        "drop_probability",
+        0.0,
+        0.9,
+        0.0,
+        "probability that a device<->server message is dropped (applied in the device processes)"
     ),
-    int(
-        "report_timeout_ms",
-        1,
-        600_000,
-        || Value::Int(1000),
-        "a report not received within this is asked for again, ms",
-    ),
-    int(
-        "heartbeat_ms",
-        10,
-        60_000,
-        || Value::Int(500),
-        "heartbeat period between a device and its owner (both ways), ms",
-    ),
-    KeySpec {
-        name: "phi_threshold",
-        kind: KeyKind::Float { min: 1.0, max: 100.0 },
-        default: || Value::Float(8.0),
-        doc: "phi above which a device or an owner is declared failed",
-    },
-    KeySpec {
-        name: "drop_probability",
-        kind: KeyKind::Float { min: 0.0, max: 0.9 },
-        default: || Value::Float(0.0),
-        doc: "probability that a device<->server message is dropped (applied in the device processes)",
-    },
-    int("delay_min_ms", 0, 60_000, || Value::Int(0), "smallest delay added to each device<->server message, ms"),
-    int(
-        "delay_max_ms",
-        0,
-        60_000,
-        || Value::Int(0),
-        "largest delay added to each device<->server message, ms (uniform)",
-    ),
-    int("client_mttf_s", 0, 86_400, || Value::Int(0), "device mean time to failure, s (0: no device kills)"),
-    int("server_mttf_s", 0, 86_400, || Value::Int(0), "server mean time to failure, s (0: no server kills)"),
-    int("restart_s", 0, 3_600, || Value::Int(5), "a killed device or server starts again this long after, s"),
+    int_key!("delay_min_ms", 0, 60_000, 0, "smallest delay added to each device<->server message, ms"),
+    int_key!("delay_max_ms", 0, 60_000, 0, "largest delay added to each device<->server message, ms (uniform)"),
+    int_key!("client_mttf_s", 0, 86_400, 0, "device mean time to failure, s (0: no device kills)"),
+    int_key!("server_mttf_s", 0, 86_400, 0, "server mean time to failure, s (0: no server kills)"),
+    int_key!("restart_s", 0, 3_600, 5, "a killed device or server starts again this long after, s"),
     SEED,
 ];
-
-fn issue(key: &str, value: String, problem: String) -> ConfigIssue {
-    ConfigIssue { key: key.into(), value, problem }
-}
 
 fn cross_check(c: &Config) -> Vec<CrossIssue> {
     let mut out = Vec::new();
     let t = IotConfig::from_config(c);
     if t.delay_min_ms > t.delay_max_ms {
-        out.push((
-            vec!["delay_min_ms", "delay_max_ms"],
-            issue(
-                "delay_min_ms",
-                t.delay_min_ms.to_string(),
-                format!("is above delay_max_ms = {}; set delay_max_ms at least as large", t.delay_max_ms),
-            ),
+        out.push(cross(
+            &["delay_min_ms", "delay_max_ms"],
+            "delay_min_ms",
+            t.delay_min_ms,
+            format!("is above delay_max_ms = {}; set delay_max_ms at least as large", t.delay_max_ms),
         ));
     }
     if t.devices < u64::from(t.device_processes) {
-        out.push((
-            vec!["devices", "device_processes"],
-            issue(
-                "device_processes",
-                t.device_processes.to_string(),
-                format!("is more than devices = {}; every device process needs a device", t.devices),
-            ),
+        out.push(cross(
+            &["devices", "device_processes"],
+            "device_processes",
+            t.device_processes,
+            format!("is more than devices = {}; every device process needs a device", t.devices),
         ));
     }
     let kills = t.planned_kills_bound();
     if kills > MAX_KILLS {
-        out.push((
-            vec!["devices", "servers", "client_mttf_s", "server_mttf_s", "duration_s"],
-            issue(
-                "client_mttf_s",
-                t.client_mttf_s.to_string(),
-                format!("gives up to {kills} kills in the window; at most {MAX_KILLS} are supported (raise the MTTF)"),
-            ),
+        out.push(cross(
+            &["devices", "servers", "client_mttf_s", "server_mttf_s", "duration_s"],
+            "client_mttf_s",
+            t.client_mttf_s,
+            format!("gives up to {kills} kills in the window; at most {MAX_KILLS} are supported (raise the MTTF)"),
         ));
     }
     out

@@ -2,12 +2,10 @@
 //! server and device processes, opens the window, runs the collector, carries out the server
 //! kills and restarts of the schedule, watches every child, and leaves none behind.
 
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::json;
-use tokio::process::{Child, Command};
 use tokio::sync::{watch, Notify};
 use troupe::{Actor, Ctx, ReplyTo};
 use troupe_remote::{Node, NodeConfig};
@@ -21,6 +19,7 @@ use super::process::{
 use super::schedule::NODE_KILL;
 use troupe_lab::error::{Error, Result};
 use troupe_lab::events::writer::{now_us, Emitter};
+use troupe_lab::nodes::{self, describe, NodeCmd, NodeProc};
 use troupe_lab::schedule::FaultAction;
 
 #[derive(Default)]
@@ -59,13 +58,12 @@ struct Slot {
     name: String,
     role: &'static str,
     index: u32,
-    child: Option<Child>,
+    child: Option<NodeProc>,
     attempt: u32,
     restart_at: Option<tokio::time::Instant>,
 }
 
 struct Launcher {
-    exe: std::path::PathBuf,
     node_addr: String,
     secret: String,
     servers: String,
@@ -73,49 +71,48 @@ struct Launcher {
 
 impl Launcher {
     fn start(&self, slot: &mut Slot) -> Result<()> {
-        let child = Command::new(&self.exe)
-            .args(["lab", "exec", slot.role])
+        let child = NodeCmd::new(format!("node process {}", slot.name), slot.role)
             .env(ENV_NODE, &self.node_addr)
             .env(ENV_SECRET, &self.secret)
             .env(ENV_SERVERS, &self.servers)
             .env(ENV_INDEX, slot.index.to_string())
             .env(ENV_ATTEMPT, slot.attempt.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| Error::other(format!("cannot start node process {}: {e}", slot.name)))?;
+            .start()
+            .map_err(Error::other)?;
         slot.child = Some(child);
         Ok(())
     }
 }
 
-fn describe(s: std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (s.code(), s.signal()) {
-        (Some(c), _) => format!("exit status {c}"),
-        (None, Some(sig)) => format!("killed by signal {sig}"),
-        _ => "unknown exit".into(),
-    }
+/// A child that failed: its `failed_nodes` entry, and that entry with its stderr's last lines.
+struct Failed {
+    entry: String,
+    detail: String,
 }
 
-/// Reaps children that ended; an end before `ok_after` (or a failure) is returned as a reason.
-fn reap(slots: &mut [Slot], ok_after: Option<tokio::time::Instant>) -> Option<String> {
+/// Reaps children that ended; an end before `ok_after` (or a failure) is returned.
+async fn reap(slots: &mut [Slot], ok_after: Option<tokio::time::Instant>) -> Option<Failed> {
     let now = tokio::time::Instant::now();
     for s in slots.iter_mut() {
         let Some(child) = s.child.as_mut() else { continue };
-        match child.try_wait() {
-            Ok(None) => {}
+        let entry = match child.try_wait() {
+            Ok(None) => continue,
             Ok(Some(st)) => {
-                s.child = None;
                 let early = ok_after.is_none_or(|t| now < t);
-                if !st.success() || early {
-                    let what = if st.success() { "exited before the window ended".to_string() } else { describe(st) };
-                    return Some(format!("{} ({what})", s.name));
+                if st.success() && !early {
+                    s.child = None;
+                    continue;
                 }
+                let what = if st.success() { "exited before the window ended".to_string() } else { describe(st) };
+                // It ended: this returns at once, once its stderr is read to the end.
+                child.wait_for(nodes::REAP_LIMIT).await;
+                format!("{} ({what})", s.name)
             }
-            Err(e) => return Some(format!("{} (cannot be waited for: {e})", s.name)),
-        }
+            Err(e) => format!("{} (cannot be waited for: {e})", s.name),
+        };
+        let detail = child.stderr_tail().map_or_else(|| entry.clone(), |t| format!("{entry}; its stderr ends: {t}"));
+        s.child = None;
+        return Some(Failed { entry, detail });
     }
     None
 }
@@ -149,9 +146,9 @@ async fn wait_ready(
         if lock(state).ready.iter().filter(|(_, w)| w == what).count() >= n {
             return Ok(());
         }
-        if let Some(failed) = reap(slots, None) {
-            tally.failed_nodes.push(failed.clone());
-            return Err(format!("node process {failed} ended during set-up"));
+        if let Some(failed) = reap(slots, None).await {
+            tally.failed_nodes.push(failed.entry);
+            return Err(format!("node process {} ended during set-up", failed.detail));
         }
         tokio::select! {
             _ = notified => {}
@@ -169,7 +166,7 @@ async fn wait_ready(
 
 /// The orchestrator (rules 1-4 of `sub.rs`).
 pub(super) async fn orchestrate(cfg: &IotConfig, actions: Vec<FaultAction>, em: &Emitter) -> Result<Tally> {
-    let secret = format!("{:032x}", rand::random::<u128>());
+    let secret = nodes::secret();
     let node_cfg = NodeConfig {
         listen: "127.0.0.1:0".into(),
         heartbeat_interval_ms: 200,
@@ -183,12 +180,7 @@ pub(super) async fn orchestrate(cfg: &IotConfig, actions: Vec<FaultAction>, em: 
     let coord = troupe::spawn(Coordinator { state: Arc::clone(&state), changed: Arc::clone(&changed) });
     node.export(COORDINATOR, &coord).map_err(|e| Error::other(format!("cannot export the coordinator: {e}")))?;
     let servers = free_addrs(cfg.servers)?;
-    let launcher = Launcher {
-        exe: std::env::current_exe().map_err(|e| Error::other(format!("cannot find the troupe executable: {e}")))?,
-        node_addr: node.addr(),
-        secret,
-        servers: servers.join(","),
-    };
+    let launcher = Launcher { node_addr: node.addr(), secret, servers: servers.join(",") };
     let mut slots: Vec<Slot> = (0..cfg.servers)
         .map(|s| (format!("server-{s}"), "iot-server", s))
         .chain((0..cfg.device_processes).map(|p| (format!("devices-{p}"), "iot-devices", p)))
@@ -214,8 +206,7 @@ pub(super) async fn orchestrate(cfg: &IotConfig, actions: Vec<FaultAction>, em: 
     // Rule 4: nothing outlives the orchestrator.
     for s in &mut slots {
         if let Some(mut c) = s.child.take() {
-            let _ = c.start_kill();
-            let _ = tokio::time::timeout(Duration::from_secs(5), c.wait()).await;
+            c.kill().await;
         }
     }
     node.shutdown();
@@ -277,9 +268,9 @@ async fn run(
             };
             match slot.child.take() {
                 Some(mut c) => {
-                    let _ = c.start_kill();
+                    c.start_kill();
                     em.emit("fault_injected", json!({"id": a.id, "target": slot.name, "kind": NODE_KILL}));
-                    let _ = tokio::time::timeout(Duration::from_secs(5), c.wait()).await;
+                    c.wait_for(nodes::REAP_LIMIT).await;
                     tally.injected += 1;
                     slot.restart_at = Some(now + restart);
                 }
@@ -296,9 +287,9 @@ async fn run(
                 }
             }
         }
-        if let Some(failed) = reap(slots, Some(window_end)) {
-            tally.failed_nodes.push(failed.clone());
-            return Err(format!("node process {failed} failed"));
+        if let Some(failed) = reap(slots, Some(window_end)).await {
+            tally.failed_nodes.push(failed.entry);
+            return Err(format!("node process {} failed", failed.detail));
         }
         if now >= window_end && slots.iter().all(|s| s.child.is_none()) {
             break;

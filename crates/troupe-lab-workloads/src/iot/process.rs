@@ -6,7 +6,6 @@
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use tokio::signal::unix::{signal, SignalKind};
 use troupe::ReplyTo;
 use troupe_remote::{Nested, RemoteMessage};
 
@@ -47,9 +46,10 @@ impl RemoteMessage for Ready {
 }
 
 pub(super) use crate::common::Tally;
+pub(super) use troupe_lab::nodes::{instant_of, interrupted};
 
 pub(super) fn env(name: &str) -> Result<String> {
-    crate::common::env(name, "iot")
+    troupe_lab::nodes::env(name, "iot")
 }
 
 pub(super) fn index() -> Result<u32> {
@@ -58,30 +58,6 @@ pub(super) fn index() -> Result<u32> {
 
 pub(super) fn server_addrs() -> Result<Vec<String>> {
     Ok(env(ENV_SERVERS)?.split(',').filter(|s| !s.is_empty()).map(str::to_owned).collect())
-}
-
-/// Waits for SIGTERM or SIGINT.
-pub(super) async fn interrupted() {
-    match (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) {
-        (Ok(mut a), Ok(mut b)) => {
-            tokio::select! {
-                _ = a.recv() => {}
-                _ = b.recv() => {}
-            }
-        }
-        _ => std::future::pending().await,
-    }
-}
-
-/// The wall-clock instant `us` as a tokio instant.
-pub(super) fn instant_of(us: i64) -> tokio::time::Instant {
-    let now = troupe_lab::events::writer::now_us();
-    let now_i = tokio::time::Instant::now();
-    if us >= now {
-        now_i + Duration::from_micros((us - now) as u64)
-    } else {
-        now_i.checked_sub(Duration::from_micros((now - us) as u64)).unwrap_or(now_i)
-    }
 }
 
 /// The node processes `[net_faults]` partitions name, by index: the servers, then the device

@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use super::config::KvConfig;
 use troupe_lab::config::Config;
 use troupe_lab::events::Event;
-use troupe_lab::stats::Dist;
+use troupe_lab::stats::{json_num as num, Dist};
 use troupe_lab::workload::RunAnalysis;
 
 /// One operation's record.
@@ -93,15 +93,7 @@ impl KvStats {
         }
         let mut ms: Vec<f64> = ops.iter().filter(|o| o.ok).map(|o| o.latency_us as f64 / 1000.0).collect();
         let dist_ms = Dist::of(&mut ms);
-        let nodes = events.iter().find(|e| e.ev == "nodes").map(|e| {
-            let mut v = e.raw.clone();
-            if let Some(o) = v.as_object_mut() {
-                for k in ["ts_us", "run", "rt", "node", "ev"] {
-                    o.remove(k);
-                }
-            }
-            v
-        });
+        let nodes = events.iter().find(|e| e.ev == "nodes").map(Event::own_fields);
         KvStats { cfg: c, ops, dist_ms, window_s, nodes, problems }
     }
 
@@ -131,39 +123,26 @@ impl KvStats {
     }
 }
 
-fn num(v: Option<f64>) -> Value {
-    v.filter(|x| x.is_finite()).map_or(Value::Null, |x| json!(x))
-}
-
 impl RunAnalysis for KvStats {
     fn completeness_problem(&self, _cfg: &Config) -> Option<String> {
         (!self.problems.is_empty()).then(|| self.problems.join("; "))
     }
 
     fn summary_rows(&self) -> Vec<(String, String)> {
-        let d = self.dist_ms.as_ref();
-        let f = |v: Option<f64>, unit: &str| v.map_or("-".to_string(), |x| format!("{x:.3} {unit}"));
-        vec![
+        let mut rows = vec![
             ("service".into(), format!("{} ({} transport)", self.cfg.service, self.cfg.transport)),
             ("clients x object".into(), format!("{} x {} bytes", self.cfg.concurrency, self.cfg.object_bytes)),
             ("operations".into(), format!("{} ({} failed)", self.ops.len(), self.failed())),
-            ("latency p50".into(), f(d.map(|d| d.median), "ms")),
-            ("latency p99".into(), f(d.map(|d| d.p99), "ms")),
-            ("latency mean".into(), f(d.map(|d| d.mean), "ms")),
-            ("throughput".into(), f(self.ops_per_s(), "ops/s")),
-        ]
+        ];
+        rows.extend(Dist::latency_rows(self.dist_ms.as_ref(), &["p50", "p99", "mean"]));
+        rows.push(("throughput".into(), self.ops_per_s().map_or("-".to_string(), |x| format!("{x:.3} ops/s"))));
+        rows
     }
 
     fn summary_json(&self) -> Value {
-        let d = self.dist_ms.as_ref();
         json!({
             "ops_per_s": num(self.ops_per_s()),
-            "latency_ms": {
-                "p50": num(d.map(|d| d.median)),
-                "p99": num(d.map(|d| d.p99)),
-                "mean": num(d.map(|d| d.mean)),
-                "max": num(d.map(|d| d.max)),
-            },
+            "latency_ms": Dist::latency_json(self.dist_ms.as_ref()),
             "ops": self.ops.len(),
             "failed_ops": self.failed(),
             "concurrency": self.cfg.concurrency,
@@ -180,12 +159,7 @@ impl RunAnalysis for KvStats {
 
     fn headline(&self) -> String {
         match &self.dist_ms {
-            Some(d) => format!(
-                "p50 {:.2} ms, p99 {:.2} ms, {:.1} ops/s",
-                d.median,
-                d.p99,
-                self.ops_per_s().unwrap_or(f64::NAN)
-            ),
+            Some(d) => format!("{}, {:.1} ops/s", d.p50_p99_text(), self.ops_per_s().unwrap_or(f64::NAN)),
             None => "no successful operations".into(),
         }
     }

@@ -5,8 +5,8 @@
 //! over 3 node processes, N=3, R=W=2, 4 request connections on their own channel beside the
 //! anti-entropy and ring-gossip channels; `troupe lab run kv` takes well under 30 s.
 
-use troupe_lab::config::{Config, CrossIssue, KeyKind, KeySpec, Schema, Value, SEED};
-use troupe_lab::error::ConfigIssue;
+use troupe_lab::config::{cross, Config, CrossIssue, KeySpec, Schema, SEED};
+use troupe_lab::{choice_key, int_key};
 
 /// The services: the quorum store and a plain echo.
 pub const SERVICES: &[&str] = &["kv", "echo"];
@@ -21,80 +21,36 @@ pub const NODES: usize = 3;
 pub static SCHEMA: Schema = Schema { workload: "kv", keys: KEYS, cross_check };
 
 static KEYS: &[KeySpec] = &[
-    KeySpec {
-        name: "service",
-        kind: KeyKind::Choice(SERVICES),
-        default: || Value::Str("kv".into()),
-        doc: "kv: the quorum key-value store (gets and puts); echo: each request is answered with its payload",
-    },
-    KeySpec {
-        name: "object_bytes",
-        kind: KeyKind::Int { min: 1, max: 8_388_608 },
-        default: || Value::Int(1_048_576),
-        doc: "bytes of each object put (and of each echo request), 1 .. 8 MiB",
-    },
-    KeySpec {
-        name: "concurrency",
-        kind: KeyKind::Int { min: 1, max: 256 },
-        default: || Value::Int(8),
-        doc: "client actors, each with one request outstanding at a time",
-    },
-    KeySpec {
-        name: "duration_s",
-        kind: KeyKind::Int { min: 1, max: 120 },
-        default: || Value::Int(5),
-        doc: "length of the measured window, s",
-    },
-    KeySpec {
-        name: "vnodes",
-        kind: KeyKind::Int { min: 3, max: 1024 },
-        default: || Value::Int(64),
-        doc: "virtual nodes (ring partitions); each has a replica actor on each of its N nodes",
-    },
-    KeySpec {
-        name: "n",
-        kind: KeyKind::Int { min: 3, max: 3 },
-        default: || Value::Int(3),
-        doc: "replicas per key (fixed: 3, one per node process)",
-    },
-    KeySpec {
-        name: "r",
-        kind: KeyKind::Int { min: 1, max: 3 },
-        default: || Value::Int(2),
-        doc: "replies a get waits for (r + w > n)",
-    },
-    KeySpec {
-        name: "w",
-        kind: KeyKind::Int { min: 1, max: 3 },
-        default: || Value::Int(2),
-        doc: "acks a put waits for (r + w > n)",
-    },
-    KeySpec {
-        name: "parallelism",
-        kind: KeyKind::Int { min: 1, max: 64 },
-        default: || Value::Int(4),
-        doc: "connections per node pair for the requests channel (transport channels)",
-    },
-    KeySpec {
-        name: "transport",
-        kind: KeyKind::Choice(TRANSPORTS),
-        default: || Value::Str("channels".into()),
-        doc: "channels: requests, anti-entropy and ring gossip each on their own channel (requests on \
-              `parallelism` connections); one_connection: everything on one connection per node pair. \
-              Erlang: one_connection only",
-    },
-    KeySpec {
-        name: "keys",
-        kind: KeyKind::Int { min: 1, max: 100_000 },
-        default: || Value::Int(100),
-        doc: "the key space the clients pick keys from uniformly",
-    },
-    KeySpec {
-        name: "read_pct",
-        kind: KeyKind::Int { min: 0, max: 100 },
-        default: || Value::Int(50),
-        doc: "percent of kv operations that are gets (the rest are puts)",
-    },
+    choice_key!(
+        "service",
+        SERVICES,
+        "kv",
+        "kv: the quorum key-value store (gets and puts); echo: each request is answered with its payload"
+    ),
+    int_key!(
+        "object_bytes",
+        1,
+        8_388_608,
+        1_048_576,
+        "bytes of each object put (and of each echo request), 1 .. 8 MiB"
+    ),
+    int_key!("concurrency", 1, 256, 8, "client actors, each with one request outstanding at a time"),
+    int_key!("duration_s", 1, 120, 5, "length of the measured window, s"),
+    int_key!("vnodes", 3, 1024, 64, "virtual nodes (ring partitions); each has a replica actor on each of its N nodes"),
+    int_key!("n", 3, 3, 3, "replicas per key (fixed: 3, one per node process)"),
+    int_key!("r", 1, 3, 2, "replies a get waits for (r + w > n)"),
+    int_key!("w", 1, 3, 2, "acks a put waits for (r + w > n)"),
+    int_key!("parallelism", 1, 64, 4, "connections per node pair for the requests channel (transport channels)"),
+    choice_key!(
+        "transport",
+        TRANSPORTS,
+        "channels",
+        "channels: requests, anti-entropy and ring gossip each on their own channel (requests on \
+         `parallelism` connections); one_connection: everything on one connection per node pair. \
+         Erlang: one_connection only"
+    ),
+    int_key!("keys", 1, 100_000, 100, "the key space the clients pick keys from uniformly"),
+    int_key!("read_pct", 0, 100, 50, "percent of kv operations that are gets (the rest are puts)"),
     SEED,
 ];
 
@@ -102,13 +58,11 @@ fn cross_check(c: &Config) -> Vec<CrossIssue> {
     let k = KvConfig::from_config(c);
     let mut out = Vec::new();
     if k.r + k.w <= k.n {
-        out.push((
-            vec!["r", "w", "n"],
-            ConfigIssue {
-                key: "r+w".into(),
-                value: format!("{} + {} <= n = {}", k.r, k.w, k.n),
-                problem: "a get must see the newest put: r + w must be greater than n".into(),
-            },
+        out.push(cross(
+            &["r", "w", "n"],
+            "r+w",
+            format!("{} + {} <= n = {}", k.r, k.w, k.n),
+            "a get must see the newest put: r + w must be greater than n",
         ));
     }
     out

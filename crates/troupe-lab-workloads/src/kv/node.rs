@@ -32,9 +32,10 @@ use troupe_remote::{send_with, Node};
 use super::actors::{Control, ControlMsg, Counters, Lanes, RingGossip, Vnode, VnodeMsg};
 use super::config::{KvConfig, NODES};
 use super::quorum::{Ring, Store};
-use super::sub::{free_port, net_nodes, node_config, ENV_INDEX, ENV_SECRET, START_LIMIT};
+use super::sub::{net_nodes, node_config, ENV_INDEX, ENV_SECRET, START_LIMIT};
 use troupe_lab::error::{Error, Result};
 use troupe_lab::events::writer::EventWriter;
+use troupe_lab::nodes;
 use troupe_lab::schedule::FaultAction;
 
 /// How often each vnode sends its digest, ms (rule 2).
@@ -52,11 +53,10 @@ pub(crate) const CONTROL: &str = "kv-control";
 
 /// The node process (rules 1-5); the exit code. `actions` is the run's schedule.
 pub(super) async fn node_process(cfg: &KvConfig, actions: &[FaultAction]) -> Result<i32> {
-    let secret = crate::common::env(ENV_SECRET, "kv")?;
-    let index: usize = crate::common::env(ENV_INDEX, "kv")?
-        .parse()
-        .map_err(|_| Error::other(format!("{ENV_INDEX} is not a node index")))?;
-    let listen = format!("127.0.0.1:{}", free_port().map_err(Error::other)?);
+    let secret = nodes::env(ENV_SECRET, "kv")?;
+    let index: usize =
+        nodes::env(ENV_INDEX, "kv")?.parse().map_err(|_| Error::other(format!("{ENV_INDEX} is not a node index")))?;
+    let listen = format!("127.0.0.1:{}", nodes::free_port().map_err(Error::other)?);
     let node = Node::start(node_config(&format!("kv-{index}"), &secret, cfg, &listen))
         .await
         .map_err(|e| Error::other(format!("cannot start kv node {index}: {e}")))?;

@@ -16,15 +16,16 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde_json::Value;
-
 use super::analysis::KvStats;
 use troupe_lab::config::Config;
 use troupe_lab::error::Result;
 use troupe_lab::manifest::Manifest;
-use troupe_lab::report::html::{link, Page};
-use troupe_lab::report::plot::{mean, svg, Chart, Series};
-use troupe_lab::report::{csv_text, page_footer, status_html, status_word, write};
+use troupe_lab::report::grid::{
+    figure_cell as fmt, group_lines, log2_chart, run_rows, with_stderr, write_runs_report, Column,
+};
+use troupe_lab::report::html::Page;
+use troupe_lab::report::plot::mean;
+use troupe_lab::report::{page_footer, status_html, write};
 use troupe_lab::workload::RunAnalysis;
 
 /// Writes the run's CSV and report (rule 1).
@@ -70,50 +71,50 @@ struct Row {
 }
 
 fn load(dir: &Path) -> Vec<Row> {
-    troupe_lab::report::grid_runs(dir)
+    run_rows(dir)
         .into_iter()
-        .map(|(d, m, s)| {
-            let c = &m.config;
-            let ok = m.status.completed();
-            let g = |a: &str, b: Option<&str>| {
-                let v = s.get(a)?;
-                let v = match b {
-                    Some(b) => v.get(b)?,
-                    None => v,
-                };
-                v.as_f64().filter(|_| ok)
+        .map(|r| {
+            let reason = match r.last_stderr_line() {
+                Some(last) if !r.ok => with_stderr(&r.reason, &last),
+                _ => r.reason.clone(),
             };
-            let cs = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-            let mut reason = m.reason.clone().unwrap_or_default();
-            if !ok {
-                let text = std::fs::read_to_string(d.join("stderr.txt")).unwrap_or_default();
-                if let Some(last) = text.lines().rev().map(str::trim).find(|l| !l.is_empty()) {
-                    reason = format!("{reason} (stderr: {})", last.chars().take(240).collect::<String>());
-                }
-            }
             Row {
-                rel: d.strip_prefix(dir).unwrap_or(&d).display().to_string(),
-                runtime: m.runtime.clone(),
-                status: status_word(&m).to_string(),
+                service: r.cfg_str("service"),
+                transport: r.cfg_str("transport"),
+                concurrency: r.cfg_u64("concurrency"),
+                object: r.cfg_u64("object_bytes"),
+                ops_s: r.figure(&["ops_per_s"]),
+                p50: r.figure(&["latency_ms", "p50"]),
+                p99: r.figure(&["latency_ms", "p99"]),
+                mean: r.figure(&["latency_ms", "mean"]),
+                ops: r.figure(&["ops"]),
+                failed: r.figure(&["failed_ops"]),
+                rel: r.rel,
+                runtime: r.runtime,
+                status: r.status,
                 reason,
-                service: cs("service"),
-                transport: cs("transport"),
-                concurrency: c.get("concurrency").and_then(Value::as_u64).unwrap_or(0),
-                object: c.get("object_bytes").and_then(Value::as_u64).unwrap_or(0),
-                ops_s: g("ops_per_s", None),
-                p50: g("latency_ms", Some("p50")),
-                p99: g("latency_ms", Some("p99")),
-                mean: g("latency_ms", Some("mean")),
-                ops: g("ops", None),
-                failed: g("failed_ops", None),
             }
         })
         .collect()
 }
 
-fn fmt(v: Option<f64>, digits: usize) -> String {
-    v.map(|x| format!("{x:.digits$}")).unwrap_or_default()
-}
+/// The grid's columns (rule 2).
+const COLUMNS: &[Column<Row>] = &[
+    ("runtime", |r| r.runtime.clone()),
+    ("service", |r| r.service.clone()),
+    ("transport", |r| r.transport.clone()),
+    ("concurrency", |r| r.concurrency.to_string()),
+    ("object_bytes", |r| r.object.to_string()),
+    ("ops_per_s", |r| fmt(r.ops_s, 1)),
+    ("p50_ms", |r| fmt(r.p50, 3)),
+    ("p99_ms", |r| fmt(r.p99, 3)),
+    ("mean_ms", |r| fmt(r.mean, 3)),
+    ("ops", |r| fmt(r.ops, 0)),
+    ("failed_ops", |r| fmt(r.failed, 0)),
+    ("status", |r| r.status.clone()),
+    ("reason", |r| r.reason.clone()),
+    ("folder", |r| r.rel.clone()),
+];
 
 /// Writes the grid report into `dir` (rules 2-3): the number of runs and the side-by-side lines.
 pub fn write_grid(dir: &Path, csv_name: &str, title: &str) -> Result<(usize, Vec<String>)> {
@@ -127,57 +128,17 @@ pub fn write_grid(dir: &Path, csv_name: &str, title: &str) -> Result<(usize, Vec
             &b.transport,
         ))
     });
-    let header = [
-        "runtime",
-        "service",
-        "transport",
-        "concurrency",
-        "object_bytes",
-        "ops_per_s",
-        "p50_ms",
-        "p99_ms",
-        "mean_ms",
-        "ops",
-        "failed_ops",
-        "status",
-        "reason",
-        "folder",
-    ];
-    let table: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            vec![
-                r.runtime.clone(),
-                r.service.clone(),
-                r.transport.clone(),
-                r.concurrency.to_string(),
-                r.object.to_string(),
-                fmt(r.ops_s, 1),
-                fmt(r.p50, 3),
-                fmt(r.p99, 3),
-                fmt(r.mean, 3),
-                fmt(r.ops, 0),
-                fmt(r.failed, 0),
-                r.status.clone(),
-                r.reason.clone(),
-                r.rel.clone(),
-            ]
-        })
-        .collect();
-    write(dir, csv_name, &csv_text(&header, table.clone())?)?;
     let lines = side_by_side(&rows);
-    let mut p = Page::new(title);
-    p.p("Clients in the orchestrator run one operation at a time against a 3-node store (N=3, R=W=2 by \
-         default) or an echo service (docs/kv.md); throughput and p99 latency per concurrency level.");
-    p.raw(&format!("<pre>{}</pre>", troupe_lab::report::html::escape(&lines.join("\n"))));
-    for (name, chart) in plots(&rows) {
-        write(dir, &name, &chart)?;
-        p.figure(&chart, &format!("{name}: throughput against concurrency (mean over repetitions)."));
-    }
-    p.h2("Runs");
-    p.table(&header, &table);
-    p.raw(&format!("<p>{}</p>", link(csv_name, csv_name)));
-    write(dir, "report.html", &p.finish())?;
+    let intro = "Clients in the orchestrator run one operation at a time against a 3-node store (N=3, R=W=2 by \
+                 default) or an echo service (docs/kv.md); throughput and p99 latency per concurrency level.";
+    write_runs_report(dir, csv_name, title, intro, &rows, COLUMNS, |p| {
+        p.raw(&format!("<pre>{}</pre>", troupe_lab::report::html::escape(&lines.join("\n"))));
+        for (name, chart) in plots(&rows) {
+            write(dir, &name, &chart)?;
+            p.figure(&chart, &format!("{name}: throughput against concurrency (mean over repetitions)."));
+        }
+        Ok(())
+    })?;
     Ok((rows.len(), lines))
 }
 
@@ -190,37 +151,18 @@ fn line_name(r: &Row) -> String {
     }
 }
 
-/// Per line name, per concurrency, the throughputs of its runs.
-type Lines = BTreeMap<String, BTreeMap<u64, Vec<Option<f64>>>>;
-
 /// Rule 4: per (service, object bytes), a file name and its chart.
 fn plots(rows: &[Row]) -> Vec<(String, String)> {
-    let mut groups: BTreeMap<(String, u64), Lines> = BTreeMap::new();
-    for r in rows.iter().filter(|r| r.ops_s.is_some()) {
-        groups
-            .entry((r.service.clone(), r.object))
-            .or_default()
-            .entry(line_name(r))
-            .or_default()
-            .entry(r.concurrency)
-            .or_default()
-            .push(r.ops_s);
-    }
-    groups
+    let measured = rows.iter().filter(|r| r.ops_s.is_some());
+    group_lines(measured, |r| ((r.service.clone(), r.object), line_name(r), r.concurrency, r.ops_s))
         .into_iter()
         .map(|((service, object), lines)| {
             // Concurrency grows by factors (1, 4, 16, 64): a log2 axis spaces it out.
-            let series = lines.into_iter().map(|(name, pts)| Series::log2_means(name, pts)).collect();
-            let chart = svg(
-                &Chart {
-                    title: format!("{service}: throughput vs concurrency, {} KiB objects", object / 1024),
-                    x_label: "log2(concurrent clients): 0 = 1, 2 = 4, 4 = 16, 6 = 64".into(),
-                    y_label: "operations per second".into(),
-                    series,
-                    y_range: None,
-                },
-                720,
-                340,
+            let chart = log2_chart(
+                format!("{service}: throughput vs concurrency, {} KiB objects", object / 1024),
+                "log2(concurrent clients): 0 = 1, 2 = 4, 4 = 16, 6 = 64",
+                "operations per second",
+                lines,
             );
             (format!("ops_vs_concurrency_{service}_{object}b.svg"), chart)
         })
@@ -232,8 +174,12 @@ fn side_by_side(rows: &[Row]) -> Vec<String> {
     type Point = (String, u64, u64);
     let mut points: BTreeMap<Point, BTreeMap<String, Vec<&Row>>> = BTreeMap::new();
     for r in rows {
-        let line = if r.runtime == "troupe" { format!("troupe {}", r.transport) } else { r.runtime.clone() };
-        points.entry((r.service.clone(), r.object, r.concurrency)).or_default().entry(line).or_default().push(r);
+        points
+            .entry((r.service.clone(), r.object, r.concurrency))
+            .or_default()
+            .entry(line_name(r))
+            .or_default()
+            .push(r);
     }
     let mut out = vec![format!(
         "{:<5} {:>9} {:>5}  {:<24} {:>10} {:>10} {:>7}",

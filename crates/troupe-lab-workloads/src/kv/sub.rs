@@ -23,12 +23,9 @@
 //!    The store nodes are the fault targets (`node-0`..`node-2`); this process, the clients'
 //!    node and the run's collector, is never cut (as the iot orchestrator is not).
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use troupe::ActorRef;
 use troupe_remote::{ChannelConfig, Node, NodeConfig};
 
@@ -37,7 +34,8 @@ use super::config::{KvConfig, NODES};
 use super::node::{vnode_name, CONTROL};
 use super::quorum::Ring;
 use troupe_lab::error::Result;
-use troupe_lab::events::writer::{now_us, Emitter, EventWriter};
+use troupe_lab::events::writer::{now_us, Emitter};
+use troupe_lab::nodes::{self, NodeCmd, NodeProc};
 use troupe_lab::schedule::FaultAction;
 use troupe_lab::subprocess;
 
@@ -62,26 +60,9 @@ pub(super) fn exec(role: &str) -> Result<i32> {
     if role == "kv-node" {
         return subprocess::block_on(super::node::node_process(&cfg, &actions))?;
     }
-    let writer = EventWriter::from_env("troupe", "client")?;
-    let em = writer.emitter();
-    subprocess::run_started(&em, "kv", &cfg_value);
-    let errors = match subprocess::block_on(experiment(&cfg, &actions, &em))? {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("troupe kv: {e}");
-            1
-        }
-    };
-    let (_, write_errors) = writer.finish(json!({"errors": errors}));
-    Ok(subprocess::exit_code(errors, write_errors))
-}
-
-/// A free loopback port.
-pub(super) fn free_port() -> std::result::Result<u16, String> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("cannot find a free loopback port: {e}"))
+    subprocess::run_events("kv", &cfg_value, "client", |em| async move {
+        (experiment(&cfg, &actions, &em).await, json!({}))
+    })
 }
 
 /// A node of the run with the transport's connections: `channels` gives requests, anti-entropy
@@ -89,16 +70,7 @@ pub(super) fn free_port() -> std::result::Result<u16, String> {
 pub(super) fn node_config(name: &str, secret: &str, c: &KvConfig, listen: &str) -> NodeConfig {
     let p = c.parallelism.min(u64::from(u16::MAX)) as u16;
     let in_flight = (c.concurrency * (c.object_bytes + 65_536) * 3) as usize;
-    let mut n = NodeConfig {
-        heartbeat_interval_ms: 500,
-        heartbeat_timeout_ms: 60_000,
-        connect_timeout_ms: 10_000,
-        handshake_timeout_ms: 10_000,
-        max_buffer_bytes: in_flight * 4 + (64 << 20),
-        ..NodeConfig::new(name, secret)
-    };
-    n.listen = listen.into();
-    n.advertise = Some(listen.into());
+    let mut n = nodes::bulk_node_config(name, secret, listen, listen, in_flight * 4 + (64 << 20));
     if c.transport == "channels" {
         n.channels = vec![
             ChannelConfig { name: REQUESTS.into(), parallelism: p, affinity: true },
@@ -111,76 +83,34 @@ pub(super) fn node_config(name: &str, secret: &str, c: &KvConfig, listen: &str) 
     n
 }
 
-/// A node process and its standard streams.
-struct NodeProc {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Lines<BufReader<ChildStdout>>,
-}
-
-impl NodeProc {
-    async fn start(exe: &std::path::Path, secret: &str, i: usize) -> std::result::Result<NodeProc, String> {
-        let mut child = Command::new(exe)
-            .args(["lab", "exec", "kv-node"])
-            .env(ENV_SECRET, secret)
-            .env(ENV_INDEX, i.to_string())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("cannot start kv node {i}'s process: {e}"))?;
-        let stdin = child.stdin.take().ok_or("a node process has no stdin")?;
-        let stdout = child.stdout.take().ok_or("a node process has no stdout")?;
-        Ok(NodeProc { child, stdin, lines: BufReader::new(stdout).lines() })
-    }
-
-    async fn line(&mut self, what: &str) -> std::result::Result<String, String> {
-        match tokio::time::timeout(START_LIMIT, self.lines.next_line()).await {
-            Ok(Ok(Some(a))) => Ok(a.trim().to_string()),
-            _ => {
-                let st = match self.child.try_wait() {
-                    Ok(Some(s)) => format!(" (it ended: {s})"),
-                    _ => String::new(),
-                };
-                Err(format!("a kv node process did not report {what}{st}"))
-            }
-        }
-    }
-
-    async fn close(mut self) {
-        drop(self.stdin);
-        if tokio::time::timeout(Duration::from_secs(10), self.child.wait()).await.is_err() {
-            let _ = self.child.start_kill();
-            let _ = self.child.wait().await;
-        }
-    }
-}
-
 /// The store nodes `[net_faults]` names, by index (rule 5).
 pub(super) fn net_nodes() -> Vec<String> {
     (0..NODES).map(|i| format!("node-{i}")).collect()
 }
 
-/// The orchestrator's whole run (rules 1-3, 5).
+/// The orchestrator's whole run (rules 1-3, 5); the node processes are stopped whatever happens.
 async fn experiment(cfg: &KvConfig, actions: &[FaultAction], em: &Emitter) -> std::result::Result<(), String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the troupe executable: {e}"))?;
-    let secret = format!("{:032x}", rand::random::<u128>());
-    let listen = format!("127.0.0.1:{}", free_port()?);
+    let secret = nodes::secret();
+    let listen = format!("127.0.0.1:{}", nodes::free_port()?);
     let node = Node::start(node_config("client", &secret, cfg, &listen))
         .await
         .map_err(|e| format!("cannot start the client node: {e}"))?;
     let mut procs = Vec::new();
-    for i in 0..NODES {
-        procs.push(NodeProc::start(&exe, &secret, i).await?);
+    let result = async {
+        for i in 0..NODES {
+            let cmd = NodeCmd::new(format!("kv node {i}'s process"), "kv-node").env(ENV_SECRET, &secret);
+            procs.push(cmd.env(ENV_INDEX, i.to_string()).stdin().stdout().start()?);
+        }
+        let mut addrs = Vec::new();
+        for p in &mut procs {
+            addrs.push(p.line("report its address", START_LIMIT).await?);
+        }
+        let net = troupe_lab::netfaults::apply::any(actions);
+        run_with_nodes(cfg, em, &node, &mut procs, &addrs, net).await
     }
-    let mut addrs = Vec::new();
-    for p in &mut procs {
-        addrs.push(p.line("its address").await?);
-    }
-    let net = troupe_lab::netfaults::apply::any(actions);
-    let result = run_with_nodes(cfg, em, &node, &mut procs, &addrs, net).await;
+    .await;
     for p in procs {
-        p.close().await;
+        p.close(Duration::from_secs(10)).await;
     }
     node.shutdown();
     result
@@ -189,8 +119,7 @@ async fn experiment(cfg: &KvConfig, actions: &[FaultAction], em: &Emitter) -> st
 /// Writes one line to every node process.
 async fn tell(procs: &mut [NodeProc], line: &str) -> std::result::Result<(), String> {
     for p in procs.iter_mut() {
-        p.stdin.write_all(line.as_bytes()).await.map_err(|e| format!("a kv node process is gone ({e})"))?;
-        let _ = p.stdin.flush().await;
+        p.send(line).await?;
     }
     Ok(())
 }
@@ -198,10 +127,7 @@ async fn tell(procs: &mut [NodeProc], line: &str) -> std::result::Result<(), Str
 /// Waits for the line `word` from every node process.
 async fn hear(procs: &mut [NodeProc], word: &str) -> std::result::Result<(), String> {
     for p in procs.iter_mut() {
-        let r = p.line(word).await?;
-        if r != word {
-            return Err(format!("a kv node process answered {r:?}, expected {word}"));
-        }
+        p.expect(word, START_LIMIT).await?;
     }
     Ok(())
 }
@@ -214,7 +140,7 @@ async fn run_with_nodes(
     addrs: &[String],
     net: bool,
 ) -> std::result::Result<(), String> {
-    tell(procs, &format!("peers {}\n", addrs.join(" "))).await?;
+    tell(procs, &format!("peers {}", addrs.join(" "))).await?;
     hear(procs, "ready").await?;
     let ring = Ring::new(NODES, cfg.vnodes, cfg.n as usize);
     let mut controls: Vec<ActorRef<ControlMsg>> = Vec::new();
@@ -231,11 +157,11 @@ async fn run_with_nodes(
         .map(|v| ring.replicas(v).iter().filter_map(|j| table[v as usize][*j].clone()).collect())
         .collect();
     if net {
-        tell(procs, &format!("start {}\n", now_us())).await?;
+        tell(procs, &format!("start {}", now_us())).await?;
     }
     let (rows, elapsed) = super::client::run_clients(cfg, &ring, &replicas).await;
     if net {
-        tell(procs, "calm\n").await?;
+        tell(procs, "calm").await?;
         hear(procs, "calm").await?;
     }
     let mut totals = NodeStats::default();

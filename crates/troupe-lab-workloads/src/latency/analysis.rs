@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use super::config::LatencyConfig;
 use troupe_lab::config::Config;
 use troupe_lab::events::Event;
-use troupe_lab::stats::Dist;
+use troupe_lab::stats::{json_num as num, Dist};
 use troupe_lab::workload::RunAnalysis;
 
 /// One message's record.
@@ -98,8 +98,8 @@ impl LatencyStats {
         }
         let mut ms: Vec<f64> = samples.iter().map(|s| s.latency_us as f64 / 1000.0).collect();
         let dist_ms = Dist::of(&mut ms);
-        let relay = events.iter().find(|e| e.ev == "relay").map(|e| strip(&e.raw));
-        let gossip = events.iter().find(|e| e.ev == "gossip").map(|e| strip(&e.raw));
+        let relay = events.iter().find(|e| e.ev == "relay").map(Event::own_fields);
+        let gossip = events.iter().find(|e| e.ev == "gossip").map(Event::own_fields);
         LatencyStats { cfg: c, runtime, samples, dist_ms, window_s, relay, gossip, problems }
     }
 
@@ -122,54 +122,30 @@ impl LatencyStats {
     }
 }
 
-/// An event's own fields, without the common ones.
-fn strip(raw: &Value) -> Value {
-    let mut v = raw.clone();
-    if let Some(o) = v.as_object_mut() {
-        for k in ["ts_us", "run", "rt", "node", "ev"] {
-            o.remove(k);
-        }
-    }
-    v
-}
-
-fn num(v: Option<f64>) -> Value {
-    v.filter(|x| x.is_finite()).map_or(Value::Null, |x| json!(x))
-}
-
 impl RunAnalysis for LatencyStats {
     fn completeness_problem(&self, _cfg: &Config) -> Option<String> {
         (!self.problems.is_empty()).then(|| self.problems.join("; "))
     }
 
     fn summary_rows(&self) -> Vec<(String, String)> {
-        let d = self.dist_ms.as_ref();
         let f = |v: Option<f64>, unit: &str| v.map_or("-".to_string(), |x| format!("{x:.3} {unit}"));
-        vec![
+        let mut rows = vec![
             ("transport".into(), self.cfg.transport.clone()),
             (
                 "pairs x payload".into(),
                 format!("{} x {} KiB, rtt {} ms", self.cfg.pairs, self.cfg.payload_bytes / 1024, self.cfg.rtt_ms),
             ),
             ("messages".into(), self.samples.len().to_string()),
-            ("latency p50".into(), f(d.map(|d| d.median), "ms")),
-            ("latency p99".into(), f(d.map(|d| d.p99), "ms")),
-            ("latency mean".into(), f(d.map(|d| d.mean), "ms")),
-            ("latency max".into(), f(d.map(|d| d.max), "ms")),
-            ("throughput".into(), f(self.msgs_per_s(), "msg/s")),
-            ("throughput MB/s".into(), f(self.mb_per_s(), "MB/s")),
-        ]
+        ];
+        rows.extend(Dist::latency_rows(self.dist_ms.as_ref(), &["p50", "p99", "mean", "max"]));
+        rows.push(("throughput".into(), f(self.msgs_per_s(), "msg/s")));
+        rows.push(("throughput MB/s".into(), f(self.mb_per_s(), "MB/s")));
+        rows
     }
 
     fn summary_json(&self) -> Value {
-        let d = self.dist_ms.as_ref();
         json!({
-            "latency_ms": {
-                "p50": num(d.map(|d| d.median)),
-                "p99": num(d.map(|d| d.p99)),
-                "mean": num(d.map(|d| d.mean)),
-                "max": num(d.map(|d| d.max)),
-            },
+            "latency_ms": Dist::latency_json(self.dist_ms.as_ref()),
             "throughput_msgs_per_s": num(self.msgs_per_s()),
             "throughput_mb_per_s": num(self.mb_per_s()),
             "messages": self.samples.len(),
@@ -186,12 +162,7 @@ impl RunAnalysis for LatencyStats {
 
     fn headline(&self) -> String {
         match &self.dist_ms {
-            Some(d) => format!(
-                "p50 {:.2} ms, p99 {:.2} ms, {:.1} msg/s",
-                d.median,
-                d.p99,
-                self.msgs_per_s().unwrap_or(f64::NAN)
-            ),
+            Some(d) => format!("{}, {:.1} msg/s", d.p50_p99_text(), self.msgs_per_s().unwrap_or(f64::NAN)),
             None => "no messages recorded".into(),
         }
     }

@@ -4,8 +4,8 @@
 //! The defaults are a quick run: 8 actor pairs, 512 KiB payloads, 1,000 messages, 1 ms RTT
 //! through the lab's relay, one connection; `troupe lab run latency` takes a few seconds.
 
-use troupe_lab::config::{Config, CrossIssue, KeyKind, KeySpec, Schema, Value, SEED};
-use troupe_lab::error::ConfigIssue;
+use troupe_lab::config::{cross, Config, CrossIssue, KeySpec, Schema, SEED};
+use troupe_lab::{choice_key, int_key};
 
 /// The transports: Troupe's options; Distributed Erlang has only the first.
 pub const TRANSPORTS: &[&str] = &["one_connection", "parallel_random", "parallel_affinity", "channels_gossip"];
@@ -22,45 +22,44 @@ pub const GOSSIP_EVERY_MS: u64 = 10;
 pub static SCHEMA: Schema = Schema { workload: "latency", keys: KEYS, cross_check };
 
 static KEYS: &[KeySpec] = &[
-    KeySpec {
-        name: "pairs",
-        kind: KeyKind::Int { min: 1, max: 128 },
-        default: || Value::Int(8),
-        doc: "actor pairs: each actor on node A sends to its partner on node B and waits for the ack",
-    },
-    KeySpec {
-        name: "payload_bytes",
-        kind: KeyKind::Int { min: 524_288, max: 8_388_608 },
-        default: || Value::Int(524_288),
-        doc: "bytes of payload in each message (512 KiB .. 8 MiB)",
-    },
-    KeySpec {
-        name: "messages",
-        kind: KeyKind::Int { min: 10, max: 1_000_000 },
-        default: || Value::Int(1_000),
-        doc: "messages in the experiment, over all pairs (each pair sends its share in turn)",
-    },
-    KeySpec {
-        name: "rtt_ms",
-        kind: KeyKind::Int { min: 0, max: 200 },
-        default: || Value::Int(1),
-        doc: "simulated round-trip time, injected by the lab's relay between the nodes (rtt/2 each way), ms",
-    },
-    KeySpec {
-        name: "transport",
-        kind: KeyKind::Choice(TRANSPORTS),
-        default: || Value::Str("one_connection".into()),
-        doc: "one_connection; parallel_random (parallelism connections, random pick); \
-              parallel_affinity (parallelism connections, picked by actor pair); channels_gossip \
-              (data on its own affinitised channel, background gossip on another). Erlang: \
-              one_connection only",
-    },
-    KeySpec {
-        name: "parallelism",
-        kind: KeyKind::Int { min: 1, max: 64 },
-        default: || Value::Int(4),
-        doc: "connections per node pair for the data (parallel_random, parallel_affinity, channels_gossip)",
-    },
+    int_key!(
+        "pairs",
+        1,
+        128,
+        8,
+        "actor pairs: each actor on node A sends to its partner on node B and waits for the ack"
+    ),
+    int_key!("payload_bytes", 524_288, 8_388_608, 524_288, "bytes of payload in each message (512 KiB .. 8 MiB)"),
+    int_key!(
+        "messages",
+        10,
+        1_000_000,
+        1_000,
+        "messages in the experiment, over all pairs (each pair sends its share in turn)"
+    ),
+    int_key!(
+        "rtt_ms",
+        0,
+        200,
+        1,
+        "simulated round-trip time, injected by the lab's relay between the nodes (rtt/2 each way), ms"
+    ),
+    choice_key!(
+        "transport",
+        TRANSPORTS,
+        "one_connection",
+        "one_connection; parallel_random (parallelism connections, random pick); \
+         parallel_affinity (parallelism connections, picked by actor pair); channels_gossip \
+         (data on its own affinitised channel, background gossip on another). Erlang: \
+         one_connection only"
+    ),
+    int_key!(
+        "parallelism",
+        1,
+        64,
+        4,
+        "connections per node pair for the data (parallel_random, parallel_affinity, channels_gossip)"
+    ),
     SEED,
 ];
 
@@ -68,13 +67,11 @@ fn cross_check(c: &Config) -> Vec<CrossIssue> {
     let t = LatencyConfig::from_config(c);
     let mut out = Vec::new();
     if t.messages < t.pairs {
-        out.push((
-            vec!["messages", "pairs"],
-            ConfigIssue {
-                key: "messages+pairs".into(),
-                value: format!("{} < {}", t.messages, t.pairs),
-                problem: "every pair sends at least one message: messages must be >= pairs".into(),
-            },
+        out.push(cross(
+            &["messages", "pairs"],
+            "messages+pairs",
+            format!("{} < {}", t.messages, t.pairs),
+            "every pair sends at least one message: messages must be >= pairs",
         ));
     }
     out

@@ -14,18 +14,18 @@
 //!    over Erlang's): above 1 Troupe is better. The issue's target is checked where both have a
 //!    figure at 128 pairs, 8 MiB, 1 ms RTT: Erlang's p99 at least 2x Troupe's.
 
-use std::collections::BTreeMap;
 use std::path::Path;
-
-use serde_json::Value;
 
 use super::analysis::LatencyStats;
 use troupe_lab::config::Config;
 use troupe_lab::error::Result;
 use troupe_lab::manifest::Manifest;
-use troupe_lab::report::html::{link, Page};
+use troupe_lab::report::grid::{
+    figure_cell as fmt, group_lines, log2_chart, run_rows, with_stderr, write_runs_report, Column,
+};
+use troupe_lab::report::html::Page;
 use troupe_lab::report::plot::{mean, svg, Chart, Series};
-use troupe_lab::report::{csv_text, page_footer, status_html, status_word, write};
+use troupe_lab::report::{page_footer, status_html, write};
 use troupe_lab::workload::RunAnalysis;
 
 /// Writes the run's CSV, plot and report (rule 1).
@@ -85,59 +85,34 @@ struct Row {
 }
 
 fn load(dir: &Path) -> Vec<Row> {
-    troupe_lab::report::grid_runs(dir)
+    run_rows(dir)
         .into_iter()
-        .map(|(d, m, s)| {
-            let c = &m.config;
-            let ci = |k: &str| c.get(k).and_then(Value::as_u64).unwrap_or(0);
-            let f = |path: &[&str]| {
-                let mut v = &s;
-                for k in path {
-                    v = v.get(*k)?;
-                }
-                v.as_f64()
+        .map(|r| {
+            // A failed run's reason with the last line its program wrote to stderr (the Erlang
+            // peer's refusal of a transport names the key there).
+            let reason = match r.last_stderr_line() {
+                Some(last) if !r.ok && !r.reason.contains(&last) => with_stderr(&r.reason, &last),
+                _ => r.reason.clone(),
             };
-            let ok = m.status.completed();
-            let g = |path: &[&str]| if ok { f(path) } else { None };
             Row {
-                rel: d.strip_prefix(dir).unwrap_or(&d).display().to_string(),
-                runtime: m.runtime.clone(),
-                status: status_word(&m).to_string(),
-                reason: with_stderr(m.reason.clone().unwrap_or_default(), &d, ok),
-                transport: c.get("transport").and_then(Value::as_str).unwrap_or("").to_string(),
-                pairs: ci("pairs"),
-                payload: ci("payload_bytes"),
-                rtt: ci("rtt_ms"),
-                messages: ci("messages"),
-                p50: g(&["latency_ms", "p50"]),
-                p99: g(&["latency_ms", "p99"]),
-                mean: g(&["latency_ms", "mean"]),
-                max: g(&["latency_ms", "max"]),
-                msgs_s: g(&["throughput_msgs_per_s"]),
-                mb_s: g(&["throughput_mb_per_s"]),
+                transport: r.cfg_str("transport"),
+                pairs: r.cfg_u64("pairs"),
+                payload: r.cfg_u64("payload_bytes"),
+                rtt: r.cfg_u64("rtt_ms"),
+                messages: r.cfg_u64("messages"),
+                p50: r.figure(&["latency_ms", "p50"]),
+                p99: r.figure(&["latency_ms", "p99"]),
+                mean: r.figure(&["latency_ms", "mean"]),
+                max: r.figure(&["latency_ms", "max"]),
+                msgs_s: r.figure(&["throughput_msgs_per_s"]),
+                mb_s: r.figure(&["throughput_mb_per_s"]),
+                rel: r.rel,
+                runtime: r.runtime,
+                status: r.status,
+                reason,
             }
         })
         .collect()
-}
-
-/// A failed run's reason with the last line its program wrote to stderr (the Erlang peer's
-/// refusal of a transport names the key there).
-fn with_stderr(reason: String, dir: &Path, ok: bool) -> String {
-    if ok {
-        return reason;
-    }
-    let text = std::fs::read_to_string(dir.join("stderr.txt")).unwrap_or_default();
-    match text.lines().rev().map(str::trim).find(|l| !l.is_empty()) {
-        Some(last) if !reason.contains(last) => {
-            let last: String = last.chars().take(240).collect();
-            format!("{reason} (stderr: {last})")
-        }
-        _ => reason,
-    }
-}
-
-fn fmt(v: Option<f64>, digits: usize) -> String {
-    v.map(|x| format!("{x:.digits$}")).unwrap_or_default()
 }
 
 /// The line a run belongs to in the plots (rule 3).
@@ -148,6 +123,25 @@ fn line_name(r: &Row) -> String {
         format!("{} (one connection)", r.runtime)
     }
 }
+
+/// The grid's columns (rule 2).
+const COLUMNS: &[Column<Row>] = &[
+    ("runtime", |r| r.runtime.clone()),
+    ("transport", |r| r.transport.clone()),
+    ("pairs", |r| r.pairs.to_string()),
+    ("payload_bytes", |r| r.payload.to_string()),
+    ("rtt_ms", |r| r.rtt.to_string()),
+    ("messages", |r| r.messages.to_string()),
+    ("p50_ms", |r| fmt(r.p50, 3)),
+    ("p99_ms", |r| fmt(r.p99, 3)),
+    ("mean_ms", |r| fmt(r.mean, 3)),
+    ("max_ms", |r| fmt(r.max, 3)),
+    ("msgs_per_s", |r| fmt(r.msgs_s, 1)),
+    ("mb_per_s", |r| fmt(r.mb_s, 1)),
+    ("status", |r| r.status.clone()),
+    ("reason", |r| r.reason.clone()),
+    ("folder", |r| r.rel.clone()),
+];
 
 /// Writes the grid report into `dir` (rules 2-4): the number of runs and the ratio table as
 /// text lines.
@@ -162,89 +156,35 @@ pub fn write_grid(dir: &Path, csv_name: &str, title: &str) -> Result<(usize, Vec
             &b.transport,
         ))
     });
-    let header = [
-        "runtime",
-        "transport",
-        "pairs",
-        "payload_bytes",
-        "rtt_ms",
-        "messages",
-        "p50_ms",
-        "p99_ms",
-        "mean_ms",
-        "max_ms",
-        "msgs_per_s",
-        "mb_per_s",
-        "status",
-        "reason",
-        "folder",
-    ];
-    let table: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| {
-            vec![
-                r.runtime.clone(),
-                r.transport.clone(),
-                r.pairs.to_string(),
-                r.payload.to_string(),
-                r.rtt.to_string(),
-                r.messages.to_string(),
-                fmt(r.p50, 3),
-                fmt(r.p99, 3),
-                fmt(r.mean, 3),
-                fmt(r.max, 3),
-                fmt(r.msgs_s, 1),
-                fmt(r.mb_s, 1),
-                r.status.clone(),
-                r.reason.clone(),
-                r.rel.clone(),
-            ]
-        })
-        .collect();
-    write(dir, csv_name, &csv_text(&header, table.clone())?)?;
-
-    let mut p = Page::new(title);
-    p.p("Each actor on node A sends its messages to its partner on node B one after another, waiting for \
-         each ack; every connection between the nodes runs through the lab's delaying relay (docs/latency.md). \
-         Distributed Erlang has one connection per node pair; each Troupe transport is compared with it.");
-    // Rule 3: per (payload, rtt), p99 against pairs.
-    let groups: BTreeMap<(u64, u64), Vec<&Row>> = rows.iter().fold(BTreeMap::new(), |mut m, r| {
-        m.entry((r.payload, r.rtt)).or_insert_with(Vec::new).push(r);
-        m
-    });
-    for ((payload, rtt), rs) in &groups {
-        let mut lines: BTreeMap<String, BTreeMap<u64, Vec<Option<f64>>>> = BTreeMap::new();
-        for r in rs {
-            lines.entry(line_name(r)).or_default().entry(r.pairs).or_default().push(r.p99);
-        }
-        // Pairs grow by factors (1, 8, 32, 128): a log2 axis spaces them out.
-        let series: Vec<Series> = lines.into_iter().map(|(name, pts)| Series::log2_means(name, pts)).collect();
-        let chart = svg(
-            &Chart {
-                title: format!("p99 latency vs actor pairs: {} KiB payload, RTT {rtt} ms", payload / 1024),
-                x_label: "log2(actor pairs): 0 = 1, 3 = 8, 5 = 32, 7 = 128".into(),
-                y_label: "p99 latency ms".into(),
-                series,
-                y_range: None,
-            },
-            720,
-            340,
-        );
-        let name = format!("p99_vs_pairs_{payload}b_{rtt}ms.svg");
-        write(dir, &name, &chart)?;
-        p.figure(&chart, &format!("{name}: p99 latency against the number of actor pairs (mean over repetitions)."));
-    }
+    let intro = "Each actor on node A sends its messages to its partner on node B one after another, waiting for \
+                 each ack; every connection between the nodes runs through the lab's delaying relay (docs/latency.md). \
+                 Distributed Erlang has one connection per node pair; each Troupe transport is compared with it.";
     let lines = ratio_lines(&rows);
-    p.h2("Troupe next to Distributed Erlang");
-    if lines.len() > 1 {
-        p.raw(&format!("<pre>{}</pre>", troupe_lab::report::html::escape(&lines.join("\n"))));
-    } else {
-        p.p("No point has both a Troupe and an Erlang figure.");
-    }
-    p.h2("Runs");
-    p.table(&header, &table);
-    p.raw(&format!("<p>{}</p>", link(csv_name, csv_name)));
-    write(dir, "report.html", &p.finish())?;
+    write_runs_report(dir, csv_name, title, intro, &rows, COLUMNS, |p| {
+        // Rule 3: per (payload, rtt), p99 against pairs.
+        for ((payload, rtt), lines) in group_lines(&rows, |r| ((r.payload, r.rtt), line_name(r), r.pairs, r.p99)) {
+            // Pairs grow by factors (1, 8, 32, 128): a log2 axis spaces them out.
+            let chart = log2_chart(
+                format!("p99 latency vs actor pairs: {} KiB payload, RTT {rtt} ms", payload / 1024),
+                "log2(actor pairs): 0 = 1, 3 = 8, 5 = 32, 7 = 128",
+                "p99 latency ms",
+                lines,
+            );
+            let name = format!("p99_vs_pairs_{payload}b_{rtt}ms.svg");
+            write(dir, &name, &chart)?;
+            p.figure(
+                &chart,
+                &format!("{name}: p99 latency against the number of actor pairs (mean over repetitions)."),
+            );
+        }
+        p.h2("Troupe next to Distributed Erlang");
+        if lines.len() > 1 {
+            p.raw(&format!("<pre>{}</pre>", troupe_lab::report::html::escape(&lines.join("\n"))));
+        } else {
+            p.p("No point has both a Troupe and an Erlang figure.");
+        }
+        Ok(())
+    })?;
     Ok((rows.len(), lines))
 }
 

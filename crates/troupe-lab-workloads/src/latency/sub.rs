@@ -23,16 +23,13 @@
 //!    allowed values, exit 2. A failure (an ack not back in time, a refused send, a child gone)
 //!    ends the run with `run_finished {errors: 1}` and exit status 1.
 
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::sync::{mpsc, Notify};
 use troupe::ActorRef;
-use troupe_remote::{send_with, ChannelConfig, Node, NodeConfig, NodeEvent, SharedBlob};
+use troupe_remote::{send_with, ChannelConfig, Node, NodeConfig, SharedBlob};
 
 use super::actors::{
     gossip_loop, pair_options, AckSink, Control, ControlMsg, Data, GossipCount, GossipSink, DATA_CHANNEL,
@@ -40,7 +37,8 @@ use super::actors::{
 };
 use super::config::LatencyConfig;
 use troupe_lab::error::{Error, Result};
-use troupe_lab::events::writer::{Emitter, EventWriter};
+use troupe_lab::events::writer::Emitter;
+use troupe_lab::nodes::{self, NodeCmd, NodeProc};
 use troupe_lab::subprocess;
 
 /// The name node B exports its control actor under.
@@ -69,18 +67,7 @@ pub(super) fn exec(role: &str) -> Result<i32> {
     if role == "latency-node" {
         return subprocess::block_on(node_process(&cfg))?;
     }
-    let writer = EventWriter::from_env("troupe", "a")?;
-    let em = writer.emitter();
-    subprocess::run_started(&em, "latency", &cfg_value);
-    let errors = match subprocess::block_on(experiment(&cfg, &em))? {
-        Ok(()) => 0,
-        Err(e) => {
-            eprintln!("troupe latency: {e}");
-            1
-        }
-    };
-    let (_, write_errors) = writer.finish(json!({"errors": errors}));
-    Ok(subprocess::exit_code(errors, write_errors))
+    subprocess::run_events("latency", &cfg_value, "a", |em| async move { (experiment(&cfg, &em).await, json!({})) })
 }
 
 /// How long one ack may take: generous, so a loaded machine is not a failure, and bounded.
@@ -89,28 +76,11 @@ pub(super) fn ack_limit(c: &LatencyConfig) -> Duration {
     Duration::from_secs(60) + Duration::from_secs_f64(in_flight / 5e6) + Duration::from_millis(c.rtt_ms * 20)
 }
 
-/// A free loopback port (the nodes listen on it; they advertise the relay's).
-fn free_port() -> std::result::Result<u16, String> {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| format!("cannot find a free loopback port: {e}"))
-}
-
 /// A node of the run with the transport's connections (rule 1).
 fn node_config(name: &str, secret: &str, c: &LatencyConfig, listen: &str, advertise: &str) -> NodeConfig {
     let p = c.parallelism.min(u64::from(u16::MAX)) as u16;
     let in_flight = (c.pairs * (c.payload_bytes + 65_536)) as usize;
-    let mut n = NodeConfig {
-        heartbeat_interval_ms: 500,
-        heartbeat_timeout_ms: 60_000,
-        connect_timeout_ms: 10_000,
-        handshake_timeout_ms: 10_000,
-        max_buffer_bytes: in_flight * 2 + (64 << 20),
-        ..NodeConfig::new(name, secret)
-    };
-    n.listen = listen.into();
-    n.advertise = Some(advertise.into());
+    let mut n = nodes::bulk_node_config(name, secret, listen, advertise, in_flight * 2 + (64 << 20));
     match c.transport.as_str() {
         "parallel_random" => {
             n.parallelism = p;
@@ -132,35 +102,20 @@ fn node_config(name: &str, secret: &str, c: &LatencyConfig, listen: &str, advert
 }
 
 /// The relay process and its line protocol ([`troupe_lab::relay::serve_lines`]).
-struct RelayProc {
-    child: Child,
-    stdin: ChildStdin,
-    lines: Lines<BufReader<ChildStdout>>,
-}
+struct Relay(NodeProc);
 
-impl RelayProc {
-    async fn start(exe: &std::path::Path) -> std::result::Result<RelayProc, String> {
-        let mut child = Command::new(exe)
-            .args(["lab", "exec", "latency-relay"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("cannot start the relay process: {e}"))?;
-        let stdin = child.stdin.take().ok_or("the relay process has no stdin")?;
-        let stdout = child.stdout.take().ok_or("the relay process has no stdout")?;
-        Ok(RelayProc { child, stdin, lines: BufReader::new(stdout).lines() })
+impl Relay {
+    fn start() -> std::result::Result<Relay, String> {
+        NodeCmd::new("the relay process", "latency-relay").stdin().stdout().start().map(Relay)
     }
 
     async fn cmd(&mut self, line: &str) -> std::result::Result<String, String> {
-        let sent = self.stdin.write_all(format!("{line}\n").as_bytes()).await;
-        sent.map_err(|e| format!("the relay process is gone ({e})"))?;
-        let _ = self.stdin.flush().await;
-        match tokio::time::timeout(START_LIMIT, self.lines.next_line()).await {
-            Ok(Ok(Some(a))) if a.starts_with("error") => Err(format!("relay: {a}")),
-            Ok(Ok(Some(a))) => Ok(a),
-            _ => Err(format!("the relay process did not answer {line:?}")),
+        self.0.send(line).await?;
+        let a = self.0.line(&format!("answer {line:?}"), START_LIMIT).await?;
+        if a.starts_with("error") {
+            return Err(format!("relay: {a}"));
         }
+        Ok(a)
     }
 
     async fn listen(&mut self) -> std::result::Result<String, String> {
@@ -168,67 +123,61 @@ impl RelayProc {
         a.strip_prefix("listening ").map(str::to_string).ok_or_else(|| format!("relay: unexpected answer {a:?}"))
     }
 
-    async fn close(mut self) {
-        let _ = self.stdin.write_all(b"quit\n").await;
-        drop(self.stdin);
-        if tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await.is_err() {
-            let _ = self.child.start_kill();
-            let _ = self.child.wait().await;
+    /// The relay's counts as the `relay` event (rule 4), or a line on stderr saying why not.
+    async fn emit_stats(&mut self, em: &Emitter) {
+        match self.cmd("stats").await.map(|l| l.strip_prefix("stats ").map(str::to_string)) {
+            Ok(Some(s)) => match serde_json::from_str::<serde_json::Value>(&s) {
+                Ok(v) => {
+                    em.emit("relay", v);
+                }
+                Err(e) => eprintln!("troupe latency: the relay's stats are not JSON: {e}"),
+            },
+            other => eprintln!("troupe latency: no relay stats: {other:?}"),
         }
+    }
+
+    async fn close(mut self) {
+        let _ = self.0.send("quit").await;
+        self.0.close(Duration::from_secs(5)).await;
     }
 }
 
-/// Node A's whole run (rules 1-4).
+/// Node A's whole run (rules 1-4); the relay and node B are stopped whatever happens.
 async fn experiment(cfg: &LatencyConfig, em: &Emitter) -> std::result::Result<(), String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find the troupe executable: {e}"))?;
-    let mut relay = RelayProc::start(&exe).await?;
-    let ra = relay.listen().await?;
-    let rb = relay.listen().await?;
-    let secret = format!("{:032x}", rand::random::<u128>());
-    let a_listen = format!("127.0.0.1:{}", free_port()?);
-    let node = Node::start(node_config("a", &secret, cfg, &a_listen, &ra))
-        .await
-        .map_err(|e| format!("cannot start node A: {e}"))?;
-    let mut child = Command::new(&exe)
-        .args(["lab", "exec", "latency-node"])
-        .env(ENV_SECRET, &secret)
-        .env(ENV_ADVERTISE, &rb)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(|e| format!("cannot start node B's process: {e}"))?;
-    let stdout = child.stdout.take().ok_or("node B's process has no stdout")?;
-    let b_listen = match tokio::time::timeout(START_LIMIT, BufReader::new(stdout).lines().next_line()).await {
-        Ok(Ok(Some(a))) => a.trim().to_string(),
-        _ => {
-            let _ = child.start_kill();
-            let st = child.wait().await.map(|s| s.to_string()).unwrap_or_default();
-            return Err(format!("node B's process did not report its address ({st})"));
-        }
-    };
-    relay.cmd(&format!("forward {rb} {b_listen}")).await?;
-    relay.cmd(&format!("forward {ra} {a_listen}")).await?;
-
-    let result = measure(cfg, em, &node, &rb).await;
-    let result = result.map_err(|e| match child.try_wait() {
-        Ok(Some(s)) => format!("{e} (node B's process ended: {s})"),
-        _ => e,
-    });
-    match relay.cmd("stats").await.map(|l| l.strip_prefix("stats ").map(str::to_string)) {
-        Ok(Some(s)) => match serde_json::from_str::<serde_json::Value>(&s) {
-            Ok(v) => {
-                em.emit("relay", v);
+    let mut relay = Relay::start()?;
+    let result = async {
+        let ra = relay.listen().await?;
+        let rb = relay.listen().await?;
+        let secret = nodes::secret();
+        let a_listen = format!("127.0.0.1:{}", nodes::free_port()?);
+        let node = Node::start(node_config("a", &secret, cfg, &a_listen, &ra))
+            .await
+            .map_err(|e| format!("cannot start node A: {e}"))?;
+        let b = NodeCmd::new("node B's process", "latency-node").env(ENV_SECRET, &secret).env(ENV_ADVERTISE, &rb);
+        let mut b = match b.stdout().start() {
+            Ok(b) => b,
+            Err(e) => {
+                node.shutdown();
+                return Err(e);
             }
-            Err(e) => eprintln!("troupe latency: the relay's stats are not JSON: {e}"),
-        },
-        other => eprintln!("troupe latency: no relay stats: {other:?}"),
+        };
+        let result = async {
+            let b_listen = b.line("report its address", START_LIMIT).await?;
+            relay.cmd(&format!("forward {rb} {b_listen}")).await?;
+            relay.cmd(&format!("forward {ra} {a_listen}")).await?;
+            let result = match measure(cfg, em, &node, &rb).await {
+                Ok(()) => Ok(()),
+                Err(e) => Err(b.failure(e).await),
+            };
+            relay.emit_stats(em).await;
+            result
+        }
+        .await;
+        b.close(Duration::from_secs(10)).await;
+        node.shutdown();
+        result
     }
-    if tokio::time::timeout(Duration::from_secs(10), child.wait()).await.is_err() {
-        let _ = child.start_kill();
-        let _ = child.wait().await;
-    }
-    node.shutdown();
+    .await;
     relay.close().await;
     result
 }
@@ -337,9 +286,9 @@ async fn measure(cfg: &LatencyConfig, em: &Emitter, node: &Node, rb: &str) -> st
 /// Node B's process: prints its listen address, serves until told to quit, until node A goes
 /// away, or until the run's deadline.
 async fn node_process(cfg: &LatencyConfig) -> Result<i32> {
-    let secret = crate::common::env(ENV_SECRET, "latency")?;
-    let advertise = crate::common::env(ENV_ADVERTISE, "latency")?;
-    let listen = format!("127.0.0.1:{}", free_port().map_err(Error::other)?);
+    let secret = nodes::env(ENV_SECRET, "latency")?;
+    let advertise = nodes::env(ENV_ADVERTISE, "latency")?;
+    let listen = format!("127.0.0.1:{}", nodes::free_port().map_err(Error::other)?);
     let node = Node::start(node_config("b", &secret, cfg, &listen, &advertise))
         .await
         .map_err(|e| Error::other(format!("cannot start node B: {e}")))?;
@@ -347,27 +296,10 @@ async fn node_process(cfg: &LatencyConfig) -> Result<i32> {
     let control =
         troupe::spawn(Control { cfg: cfg.clone(), partners: Vec::new(), gossip: None, quit: Arc::clone(&quit) });
     node.export(CONTROL, &control).map_err(|e| Error::other(format!("cannot export {CONTROL}: {e}")))?;
-    let mut events = node.subscribe();
+    let events = node.subscribe();
     println!("{listen}");
-    let lost = async {
-        loop {
-            match events.recv().await {
-                Ok(NodeEvent::NodeDown { .. }) | Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
-                _ => {}
-            }
-        }
-    };
-    let code = tokio::select! {
-        _ = quit.notified() => 0,
-        _ = lost => {
-            eprintln!("troupe latency-node: node A went away");
-            1
-        }
-        _ = tokio::time::sleep(super::expected_window(cfg) + START_LIMIT) => {
-            eprintln!("troupe latency-node: the run's deadline passed");
-            1
-        }
-    };
+    let limit = super::expected_window(cfg) + START_LIMIT;
+    let code = nodes::serve_until_quit(events, &quit, limit, "latency-node", "node A").await;
     control.stop();
     node.shutdown();
     Ok(code)

@@ -7,8 +7,8 @@ use troupe_cluster::overlay::hyparview::HyParViewConfig;
 use troupe_cluster::overlay::sim::OverlaySimConfig;
 use troupe_cluster::overlay::OverlayKind;
 
-use troupe_lab::config::{Config, CrossIssue, KeyKind, KeySpec, Schema, Value, SEED};
-use troupe_lab::error::ConfigIssue;
+use troupe_lab::config::{cross, Config, CrossIssue, KeySpec, Schema, SEED};
+use troupe_lab::{choice_key, int_key};
 
 /// The overlays the simulation runs (the values of `overlay`).
 pub const OVERLAYS: &[&str] = &["full_mesh", "client_server", "hyparview"];
@@ -17,62 +17,28 @@ pub const OVERLAYS: &[&str] = &["full_mesh", "client_server", "hyparview"];
 pub static SCHEMA: Schema = Schema { workload: "overlay-scale", keys: KEYS, cross_check };
 
 static KEYS: &[KeySpec] = &[
-    KeySpec {
-        name: "overlay",
-        kind: KeyKind::Choice(OVERLAYS),
-        default: || Value::Str("hyparview".into()),
-        doc: "full_mesh (every node talks to every other, Distributed Erlang's shape), client_server \
-              (node 0 is the server; clients talk only to it) or hyparview (HyParView membership, \
-              nodes talk to their active view)",
-    },
-    KeySpec {
-        name: "nodes",
-        kind: KeyKind::Int { min: 2, max: 4096 },
-        default: || Value::Int(64),
-        doc: "simulated nodes (seed 004 §6.3 measures 32..1024)",
-    },
-    KeySpec {
-        name: "period_ms",
-        kind: KeyKind::Int { min: 10, max: 600_000 },
-        default: || Value::Int(5000),
-        doc: "every node sends its full counter state to its neighbours every period_ms (simulated)",
-    },
-    KeySpec {
-        name: "duration_s",
-        kind: KeyKind::Int { min: 1, max: 3600 },
-        default: || Value::Int(60),
-        doc: "simulated time the counter runs after the overlay formed, s",
-    },
-    KeySpec {
-        name: "active_view",
-        kind: KeyKind::Int { min: 1, max: 64 },
-        default: || Value::Int(5),
-        doc: "HyParView active view size (hyparview only; 0 is refused)",
-    },
-    KeySpec {
-        name: "passive_view",
-        kind: KeyKind::Int { min: 1, max: 1024 },
-        default: || Value::Int(30),
-        doc: "HyParView passive view size (hyparview only)",
-    },
-    KeySpec {
-        name: "latency_min_ms",
-        kind: KeyKind::Int { min: 0, max: 10_000 },
-        default: || Value::Int(1),
-        doc: "smallest one-way link latency of the simulated network, ms",
-    },
-    KeySpec {
-        name: "latency_max_ms",
-        kind: KeyKind::Int { min: 0, max: 10_000 },
-        default: || Value::Int(5),
-        doc: "largest one-way link latency of the simulated network, ms",
-    },
-    KeySpec {
-        name: "join_gap_ms",
-        kind: KeyKind::Int { min: 0, max: 10_000 },
-        default: || Value::Int(10),
-        doc: "simulated time between two HyParView joins, ms",
-    },
+    choice_key!(
+        "overlay",
+        OVERLAYS,
+        "hyparview",
+        "full_mesh (every node talks to every other, Distributed Erlang's shape), client_server \
+         (node 0 is the server; clients talk only to it) or hyparview (HyParView membership, \
+         nodes talk to their active view)"
+    ),
+    int_key!("nodes", 2, 4096, 64, "simulated nodes (seed 004 §6.3 measures 32..1024)"),
+    int_key!(
+        "period_ms",
+        10,
+        600_000,
+        5000,
+        "every node sends its full counter state to its neighbours every period_ms (simulated)"
+    ),
+    int_key!("duration_s", 1, 3600, 60, "simulated time the counter runs after the overlay formed, s"),
+    int_key!("active_view", 1, 64, 5, "HyParView active view size (hyparview only; 0 is refused)"),
+    int_key!("passive_view", 1, 1024, 30, "HyParView passive view size (hyparview only)"),
+    int_key!("latency_min_ms", 0, 10_000, 1, "smallest one-way link latency of the simulated network, ms"),
+    int_key!("latency_max_ms", 0, 10_000, 5, "largest one-way link latency of the simulated network, ms"),
+    int_key!("join_gap_ms", 0, 10_000, 10, "simulated time between two HyParView joins, ms"),
     SEED,
 ];
 
@@ -80,26 +46,22 @@ fn cross_check(c: &Config) -> Vec<CrossIssue> {
     let mut out = Vec::new();
     let (lo, hi) = (c.int("latency_min_ms"), c.int("latency_max_ms"));
     if lo > hi {
-        out.push((
-            vec!["latency_min_ms", "latency_max_ms"],
-            ConfigIssue {
-                key: "latency_min_ms+latency_max_ms".into(),
-                value: format!("{lo}+{hi}"),
-                problem: "latency_min_ms must not exceed latency_max_ms".into(),
-            },
+        out.push(cross(
+            &["latency_min_ms", "latency_max_ms"],
+            "latency_min_ms+latency_max_ms",
+            format!("{lo}+{hi}"),
+            "latency_min_ms must not exceed latency_max_ms",
         ));
     }
     if c.str("overlay") == "hyparview" && c.int("active_view") >= c.int("nodes") {
-        out.push((
-            vec!["overlay", "active_view", "nodes"],
-            ConfigIssue {
-                key: "active_view".into(),
-                value: c.int("active_view").to_string(),
-                problem: format!(
-                    "a HyParView active view must be smaller than the number of nodes ({}); lower active_view",
-                    c.int("nodes")
-                ),
-            },
+        out.push(cross(
+            &["overlay", "active_view", "nodes"],
+            "active_view",
+            c.int("active_view"),
+            format!(
+                "a HyParView active view must be smaller than the number of nodes ({}); lower active_view",
+                c.int("nodes")
+            ),
         ));
     }
     out

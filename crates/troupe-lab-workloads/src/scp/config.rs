@@ -1,8 +1,8 @@
 //! The SCP workload's keys (workloads.md §1) with their embedded defaults and cross-key rules,
 //! and the typed view of a validated SCP config that the schedule, the SUB and the statistics use.
 
-use troupe_lab::config::{Config, CrossIssue, KeyKind, KeySpec, Schema, Value, SEED, WARMUP};
-use troupe_lab::error::ConfigIssue;
+use troupe_lab::config::{cross, Config, CrossIssue, KeySpec, Schema, Value, SEED, WARMUP};
+use troupe_lab::{bool_key, choice_key, float_key, int_key};
 
 /// The failure patterns of workloads.md §1.
 pub const PATTERNS: &[&str] = &["none", "uniform", "burst", "random", "progressive"];
@@ -17,80 +17,36 @@ const MAX_PAIRS: i64 = 1 << 20;
 pub static SCHEMA: Schema = Schema { workload: "scp", keys: KEYS, cross_check };
 
 static KEYS: &[KeySpec] = &[
-    KeySpec {
-        name: "pairs",
-        kind: KeyKind::Int { min: 1, max: MAX_PAIRS },
-        default: || Value::Int(1024),
-        doc: "number of server/client pairs (P)",
-    },
-    KeySpec {
-        name: "supervisors",
-        kind: KeyKind::Int { min: 1, max: MAX_PAIRS },
-        default: || Value::Int(32),
-        doc: "number of sub-supervisors (S, a divisor of pairs); P/S pairs per supervisor",
-    },
-    KeySpec {
-        name: "delay_ms",
-        kind: KeyKind::Int { min: 1, max: 60_000 },
-        default: || Value::Int(200),
-        doc: "simulated processing time of the client per exchange, in ms",
-    },
-    KeySpec {
-        name: "payload_bytes",
-        kind: KeyKind::Int { min: 0, max: 16 << 20 },
-        default: || Value::Int(500),
-        doc: "bytes carried by each Ping and Pong",
-    },
-    KeySpec {
-        name: "pattern",
-        kind: KeyKind::Choice(PATTERNS),
-        default: || Value::Str("random".into()),
-        doc: "failure pattern",
-    },
-    KeySpec {
-        name: "failure_rate",
-        kind: KeyKind::Float { min: 0.0, max: 20.0 },
-        default: || Value::Float(5.0),
-        doc: "percent; kills/s = rate/100 * pairs * 1000/delay_ms (exchanges basis)",
-    },
-    KeySpec {
-        name: "failure_basis",
-        kind: KeyKind::Choice(FAILURE_BASES),
-        default: || Value::Str("exchanges".into()),
-        doc: "exchanges (Erlang injector) or pairs (Scala injector: pairs*rate/100 kills/s)",
-    },
-    KeySpec {
-        name: "recovery",
-        kind: KeyKind::Bool,
-        default: || Value::Bool(true),
-        doc: "children transient (restarted when killed) or temporary (never restarted)",
-    },
-    KeySpec {
-        name: "burst_size",
-        kind: KeyKind::Int { min: 1, max: MAX_PAIRS },
-        default: || Value::Int(25),
-        doc: "kills per burst (burst pattern)",
-    },
-    KeySpec {
-        name: "random_burst_max",
-        kind: KeyKind::Int { min: 1, max: MAX_PAIRS },
-        default: || Value::Int(10),
-        doc: "largest burst of the random pattern",
-    },
-    KeySpec {
-        name: "duration_s",
-        kind: KeyKind::Int { min: 1, max: 86_400 },
-        default: || Value::Int(60),
-        doc: "length of the measurement window, s",
-    },
+    int_key!("pairs", 1, MAX_PAIRS, 1024, "number of server/client pairs (P)"),
+    int_key!(
+        "supervisors",
+        1,
+        MAX_PAIRS,
+        32,
+        "number of sub-supervisors (S, a divisor of pairs); P/S pairs per supervisor"
+    ),
+    int_key!("delay_ms", 1, 60_000, 200, "simulated processing time of the client per exchange, in ms"),
+    int_key!("payload_bytes", 0, 16 << 20, 500, "bytes carried by each Ping and Pong"),
+    choice_key!("pattern", PATTERNS, "random", "failure pattern"),
+    float_key!("failure_rate", 0.0, 20.0, 5.0, "percent; kills/s = rate/100 * pairs * 1000/delay_ms (exchanges basis)"),
+    choice_key!(
+        "failure_basis",
+        FAILURE_BASES,
+        "exchanges",
+        "exchanges (Erlang injector) or pairs (Scala injector: pairs*rate/100 kills/s)"
+    ),
+    bool_key!("recovery", true, "children transient (restarted when killed) or temporary (never restarted)"),
+    int_key!("burst_size", 1, MAX_PAIRS, 25, "kills per burst (burst pattern)"),
+    int_key!("random_burst_max", 1, MAX_PAIRS, 10, "largest burst of the random pattern"),
+    int_key!("duration_s", 1, 86_400, 60, "length of the measurement window, s"),
     WARMUP,
-    KeySpec {
-        name: "injector",
-        kind: KeyKind::Choice(INJECTOR_MODES),
-        default: || Value::Str("process".into()),
-        doc: "Troupe SUB only (peers ignore it): the fault injector runs as its own OS process, a \
-              separate node (process, workloads.md §1), or on a thread of the SUB (thread)",
-    },
+    choice_key!(
+        "injector",
+        INJECTOR_MODES,
+        "process",
+        "Troupe SUB only (peers ignore it): the fault injector runs as its own OS process, a \
+         separate node (process, workloads.md §1), or on a thread of the SUB (thread)"
+    ),
     SEED,
 ];
 
@@ -99,49 +55,29 @@ fn cross_check(c: &Config) -> Vec<CrossIssue> {
     let pairs = c.int("pairs");
     let sups = c.int("supervisors");
     if sups > pairs || pairs % sups != 0 {
-        out.push((
-            vec!["pairs", "supervisors"],
-            ConfigIssue {
-                key: "supervisors".into(),
-                value: sups.to_string(),
-                problem: format!("must be a divisor of pairs = {pairs} (1..={pairs})"),
-            },
-        ));
+        let problem = format!("must be a divisor of pairs = {pairs} (1..={pairs})");
+        out.push(cross(&["pairs", "supervisors"], "supervisors", sups, problem));
     }
     if c.str("pattern") == "progressive" && c.bool("recovery") {
-        out.push((
-            vec!["pattern", "recovery"],
-            ConfigIssue {
-                key: "recovery".into(),
-                value: "true".into(),
-                problem: "pattern = \"progressive\" kills permanently; set recovery = false".into(),
-            },
-        ));
+        let problem = "pattern = \"progressive\" kills permanently; set recovery = false";
+        out.push(cross(&["pattern", "recovery"], "recovery", "true", problem));
     }
     let in_flight = pairs.saturating_mul(c.int("payload_bytes"));
     if in_flight > (2_i64 << 30) {
-        out.push((
-            vec!["pairs", "payload_bytes"],
-            ConfigIssue {
-                key: "payload_bytes".into(),
-                value: c.int("payload_bytes").to_string(),
-                problem: format!("pairs * payload_bytes = {in_flight} B in flight; allowed at most 2 GiB"),
-            },
-        ));
+        let problem = format!("pairs * payload_bytes = {in_flight} B in flight; allowed at most 2 GiB");
+        out.push(cross(&["pairs", "payload_bytes"], "payload_bytes", c.int("payload_bytes"), problem));
     }
     let typed = ScpConfig::from_config(c);
     let kills = typed.kill_rate() * typed.duration_s as f64;
     if kills > MAX_KILLS {
-        out.push((
-            vec!["failure_rate", "pairs", "delay_ms", "duration_s", "failure_basis", "pattern"],
-            ConfigIssue {
-                key: "failure_rate".into(),
-                value: typed.failure_rate.to_string(),
-                problem: format!(
-                    "gives {kills:.0} kills in the window; at most {MAX_KILLS} are supported \
-                     (lower failure_rate, pairs or duration_s)"
-                ),
-            },
+        out.push(cross(
+            &["failure_rate", "pairs", "delay_ms", "duration_s", "failure_basis", "pattern"],
+            "failure_rate",
+            typed.failure_rate,
+            format!(
+                "gives {kills:.0} kills in the window; at most {MAX_KILLS} are supported \
+                 (lower failure_rate, pairs or duration_s)"
+            ),
         ));
     }
     out

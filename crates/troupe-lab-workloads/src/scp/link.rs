@@ -16,14 +16,12 @@
 //!    says `Done` (it crashed or hung) is an error, is killed, and every action it did not
 //!    pick counts as skipped. The SUB kills it too when the run is interrupted.
 
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::sync::Mutex;
-use tokio::process::{Child, Command};
 use tokio::sync::Notify;
 use troupe::{Actor, ActorRef, Ctx, ReplyTo};
 use troupe_remote::{Nested, Node, NodeConfig, RemoteMessage};
@@ -31,6 +29,7 @@ use troupe_remote::{Nested, Node, NodeConfig, RemoteMessage};
 use super::actors::ServerMsg;
 use super::injector::Targets;
 use troupe_lab::events::writer::Emitter;
+use troupe_lab::nodes::{self, NodeCmd, NodeProc};
 
 /// The name the SUB exports its targets actor under.
 pub(crate) const TARGETS: &str = "scp-targets";
@@ -129,7 +128,7 @@ fn pick(targets: &Targets, group: u32, slot: u32) -> Option<(u32, ActorRef<Serve
 /// The SUB's end of the link: its node, the injector process and what it reported.
 pub(crate) struct Link {
     node: Node,
-    child: Child,
+    child: NodeProc,
     state: Arc<Mutex<State>>,
     done: Arc<Notify>,
 }
@@ -137,7 +136,7 @@ pub(crate) struct Link {
 impl Link {
     /// Starts the SUB's node, exports the targets and starts the injector process.
     pub(crate) async fn start(targets: Targets, emitter: Emitter) -> Result<Link, String> {
-        let secret = format!("{:032x}", rand::random::<u128>());
+        let secret = nodes::secret();
         let cfg = NodeConfig {
             heartbeat_interval_ms: 200,
             heartbeat_timeout_ms: 2000,
@@ -148,16 +147,10 @@ impl Link {
         let done = Arc::new(Notify::new());
         let actor = troupe::spawn(TargetsActor { targets, state: state.clone(), done: done.clone(), emitter });
         node.export(TARGETS, &actor).map_err(|e| format!("cannot export {TARGETS}: {e}"))?;
-        let exe = std::env::current_exe().map_err(|e| format!("cannot find the troupe executable: {e}"))?;
-        let child = Command::new(exe)
-            .args(["lab", "exec", "scp-injector"])
+        let child = NodeCmd::new("the injector process", "scp-injector")
             .env(ENV_ADDR, node.addr())
             .env(ENV_SECRET, &secret)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("cannot start the injector process: {e}"))?;
+            .start()?;
         Ok(Link { node, child, state, done })
     }
 
@@ -191,9 +184,9 @@ impl Link {
                 _ = self.child.wait() => lock(&self.state).done.is_some(),
             }
         };
-        let exited = reported && tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await.is_ok();
+        let exited = reported && self.child.wait_for(Duration::from_secs(5)).await.is_some();
         if !exited {
-            let _ = self.child.kill().await;
+            self.child.kill().await;
         }
         self.node.shutdown();
         let s = lock(&self.state);

@@ -11,6 +11,8 @@
 //!    `[net_faults]` section every workload takes ([`crate::netfaults`]): set with a TOML table
 //!    or `--set net_faults.KEY=VALUE`, recorded as a `net_faults` object, absent when not given.
 
+pub mod keys;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -18,6 +20,8 @@ use crate::error::{ConfigIssue, Error, ErrorKind, Result};
 pub mod net_faults;
 
 use net_faults::NetFaults;
+
+pub use keys::cross;
 
 /// A configuration value.
 #[derive(Debug, Clone, PartialEq)]
@@ -164,20 +168,17 @@ pub struct KeySpec {
 }
 
 /// The `seed` key every workload has: the one PRNG every random choice comes from.
-pub const SEED: KeySpec = KeySpec {
-    name: "seed",
-    kind: KeyKind::Int { min: 0, max: i64::MAX },
-    default: || Value::Int(1),
-    doc: "seed of the one PRNG every random choice comes from",
-};
+pub const SEED: KeySpec =
+    crate::int_key!("seed", 0, i64::MAX, 1, "seed of the one PRNG every random choice comes from");
 
 /// The `warmup_s` key (workloads.md "Conventions": 5 s by default, excluded from statistics).
-pub const WARMUP: KeySpec = KeySpec {
-    name: "warmup_s",
-    kind: KeyKind::Int { min: 0, max: 3_600 },
-    default: || Value::Int(5),
-    doc: "warm-up before the measurement window (after set-up), excluded from statistics, s",
-};
+pub const WARMUP: KeySpec = crate::int_key!(
+    "warmup_s",
+    0,
+    3_600,
+    5,
+    "warm-up before the measurement window (after set-up), excluded from statistics, s"
+);
 
 /// A cross-key problem with the keys it read.
 pub type CrossIssue = (Vec<&'static str>, ConfigIssue);

@@ -49,6 +49,18 @@ impl Event {
     pub fn str(&self, field: &str) -> &str {
         self.raw.get(field).and_then(Value::as_str).unwrap_or("")
     }
+
+    /// The event's own fields: the line without the ones every event has (`ts_us`, `run`, `rt`,
+    /// `node`, `ev`).
+    pub fn own_fields(&self) -> Value {
+        let mut v = self.raw.clone();
+        if let Some(o) = v.as_object_mut() {
+            for k in ["ts_us", "run", "rt", "node", "ev"] {
+                o.remove(k);
+            }
+        }
+        v
+    }
 }
 
 fn need(obj: &serde_json::Map<String, Value>, field: &str, int: bool) -> std::result::Result<(), String> {

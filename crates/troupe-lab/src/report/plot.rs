@@ -43,11 +43,7 @@ impl Series {
     }
 }
 
-/// The mean of the figures that are there; `None` when none is.
-pub fn mean(v: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
-    let xs: Vec<f64> = v.into_iter().flatten().collect();
-    (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
-}
+pub use crate::stats::mean;
 
 /// The cumulative distribution of `v` as percent of `total` samples (at most about 400
 /// points). With `total > v.len()` the curve stops below 100%: the missing samples are ones

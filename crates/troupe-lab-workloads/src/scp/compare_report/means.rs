@@ -5,7 +5,8 @@
 
 use super::{Loaded, Row};
 use troupe_lab::error::Result;
-use troupe_lab::stats::MeanCi;
+use troupe_lab::report::grid::figure_cell as num;
+use troupe_lab::stats::{show_mean_ci as show, MeanCi};
 
 /// One (point, runtime) cell over its repetitions.
 #[derive(Debug, Clone, Default)]
@@ -52,15 +53,6 @@ pub(super) fn cell(rows: &[Row], point: &str, runtime: &str) -> Cell {
         drop_pct: of(|r| r.drop_pct),
         restart_p50: of(|r| r.restart_ms.map(|x| x.0)),
     }
-}
-
-/// `mean ± half` (or the mean alone with one run), `-` with none.
-pub(super) fn show(c: Option<MeanCi>, prec: usize) -> String {
-    c.map(|c| c.show(prec)).unwrap_or_else(|| "-".into())
-}
-
-fn num(x: Option<f64>, prec: usize) -> String {
-    x.map(|v| format!("{v:.prec$}")).unwrap_or_default()
 }
 
 /// The (point, runtime) pairs in report order, with the first row of each.

@@ -5,9 +5,10 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::super::config::ScpConfig;
-use super::means::{cell, show};
+use super::means::cell;
 use super::{opt, point_label, rate_chart, ratio_key, ratio_label, Loaded, Row};
 use troupe_lab::report::{self, html, plot};
+use troupe_lab::stats::show_mean_ci as show;
 use troupe_lab::stats::MeanCi;
 
 /// The ratios (in first-seen order) and, per ratio, the patterns that inject faults.

@@ -6,8 +6,9 @@
 use super::super::config::ScpConfig;
 use super::Row;
 use troupe_lab::error::Result;
+use troupe_lab::report::grid::figure_cell as num;
 use troupe_lab::report::html::Page;
-use troupe_lab::stats::MeanCi;
+use troupe_lab::stats::{show_mean_ci as show, MeanCi};
 
 /// One point of the grid on one runtime, over its repetitions.
 #[derive(Debug, Clone)]
@@ -46,10 +47,6 @@ pub(super) fn mean_rows(rows: &[Row]) -> Vec<MeanRow> {
             })
         })
         .collect()
-}
-
-fn num(x: Option<f64>, prec: usize) -> String {
-    x.map(|v| format!("{v:.prec$}")).unwrap_or_default()
 }
 
 /// `sweep-mean.csv`: per (runtime, point) the mean, the interval's half width and ends, and N.
@@ -96,10 +93,6 @@ pub(super) fn means_csv(rows: &[MeanRow]) -> Result<String> {
         ]
     });
     troupe_lab::report::csv_text(&header, lines)
-}
-
-fn show(c: Option<MeanCi>, prec: usize) -> String {
-    c.map(|c| c.show(prec)).unwrap_or_else(|| "-".into())
 }
 
 /// The page's table of means, with what the intervals and the charts' boxes mean.
