@@ -56,7 +56,7 @@ impl Spec for Kv {
     }
 
     fn net_nodes(&self, _cfg: &Config) -> std::result::Result<Vec<String>, String> {
-        Ok(sub::net_nodes())
+        Ok(node::net_nodes())
     }
 }
 

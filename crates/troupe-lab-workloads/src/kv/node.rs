@@ -27,16 +27,47 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::Notify;
 use troupe::ActorRef;
-use troupe_remote::{send_with, Node};
+use troupe_remote::{send_with, ChannelConfig, Node, NodeConfig};
 
-use super::actors::{Control, ControlMsg, Counters, Lanes, RingGossip, Vnode, VnodeMsg};
+use super::actors::{
+    Control, ControlMsg, Counters, Lanes, RingGossip, Vnode, VnodeMsg, ANTI_ENTROPY, GOSSIP, REQUESTS,
+};
 use super::config::{KvConfig, NODES};
 use super::quorum::{Ring, Store};
-use super::sub::{net_nodes, node_config, ENV_INDEX, ENV_SECRET, START_LIMIT};
 use troupe_lab::error::{Error, Result};
 use troupe_lab::events::writer::EventWriter;
 use troupe_lab::nodes;
 use troupe_lab::schedule::FaultAction;
+
+/// The secret of the run's nodes, handed to the node processes.
+pub(super) const ENV_SECRET: &str = "TROUPE_KV_SECRET";
+/// A node process's index.
+pub(super) const ENV_INDEX: &str = "TROUPE_KV_INDEX";
+/// How long a child process may take to start and answer.
+pub(super) const START_LIMIT: Duration = Duration::from_secs(60);
+
+/// A node of the run with the transport's connections: `channels` gives requests, anti-entropy
+/// and ring gossip their own channels; `one_connection` one connection per node pair.
+pub(super) fn node_config(name: &str, secret: &str, c: &KvConfig, listen: &str) -> NodeConfig {
+    let p = c.parallelism.min(u64::from(u16::MAX)) as u16;
+    let in_flight = (c.concurrency * (c.object_bytes + 65_536) * 3) as usize;
+    let mut n = nodes::bulk_node_config(name, secret, listen, listen, in_flight * 4 + (64 << 20));
+    if c.transport == "channels" {
+        n.channels = vec![
+            ChannelConfig { name: REQUESTS.into(), parallelism: p, affinity: true },
+            ChannelConfig { name: ANTI_ENTROPY.into(), parallelism: 1, affinity: true },
+            ChannelConfig { name: GOSSIP.into(), parallelism: 1, affinity: true },
+        ];
+    } else {
+        n.parallelism = 1;
+    }
+    n
+}
+
+/// The store nodes `[net_faults]` names, by index (rule 5).
+pub(super) fn net_nodes() -> Vec<String> {
+    (0..NODES).map(|i| format!("node-{i}")).collect()
+}
 
 /// How often each vnode sends its digest, ms (rule 2).
 pub(crate) const AE_EVERY_MS: u64 = 500;

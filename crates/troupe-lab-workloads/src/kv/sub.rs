@@ -27,24 +27,17 @@ use std::time::Duration;
 
 use serde_json::json;
 use troupe::ActorRef;
-use troupe_remote::{ChannelConfig, Node, NodeConfig};
+use troupe_remote::Node;
 
-use super::actors::{ControlMsg, NodeStats, VnodeMsg, ANTI_ENTROPY, GOSSIP, REQUESTS};
+use super::actors::{ControlMsg, NodeStats, VnodeMsg};
 use super::config::{KvConfig, NODES};
-use super::node::{vnode_name, CONTROL};
+use super::node::{node_config, vnode_name, CONTROL, ENV_INDEX, ENV_SECRET, START_LIMIT};
 use super::quorum::Ring;
 use troupe_lab::error::Result;
 use troupe_lab::events::writer::{now_us, Emitter};
 use troupe_lab::nodes::{self, NodeCmd, NodeProc};
 use troupe_lab::schedule::FaultAction;
 use troupe_lab::subprocess;
-
-/// The secret of the run's nodes, handed to the node processes.
-pub(super) const ENV_SECRET: &str = "TROUPE_KV_SECRET";
-/// A node process's index.
-pub(super) const ENV_INDEX: &str = "TROUPE_KV_INDEX";
-/// How long a child process may take to start and answer.
-pub(super) const START_LIMIT: Duration = Duration::from_secs(60);
 
 /// Runs one role; the exit code.
 pub(super) fn exec(role: &str) -> Result<i32> {
@@ -63,29 +56,6 @@ pub(super) fn exec(role: &str) -> Result<i32> {
     subprocess::run_events("kv", &cfg_value, "client", |em| async move {
         (experiment(&cfg, &actions, &em).await, json!({}))
     })
-}
-
-/// A node of the run with the transport's connections: `channels` gives requests, anti-entropy
-/// and ring gossip their own channels; `one_connection` one connection per node pair.
-pub(super) fn node_config(name: &str, secret: &str, c: &KvConfig, listen: &str) -> NodeConfig {
-    let p = c.parallelism.min(u64::from(u16::MAX)) as u16;
-    let in_flight = (c.concurrency * (c.object_bytes + 65_536) * 3) as usize;
-    let mut n = nodes::bulk_node_config(name, secret, listen, listen, in_flight * 4 + (64 << 20));
-    if c.transport == "channels" {
-        n.channels = vec![
-            ChannelConfig { name: REQUESTS.into(), parallelism: p, affinity: true },
-            ChannelConfig { name: ANTI_ENTROPY.into(), parallelism: 1, affinity: true },
-            ChannelConfig { name: GOSSIP.into(), parallelism: 1, affinity: true },
-        ];
-    } else {
-        n.parallelism = 1;
-    }
-    n
-}
-
-/// The store nodes `[net_faults]` names, by index (rule 5).
-pub(super) fn net_nodes() -> Vec<String> {
-    (0..NODES).map(|i| format!("node-{i}")).collect()
 }
 
 /// The orchestrator's whole run (rules 1-3, 5); the node processes are stopped whatever happens.
