@@ -13,12 +13,14 @@
 pub mod chat;
 mod common;
 pub mod energy;
+mod error;
 pub mod iot;
 pub mod kv;
 pub mod latency;
 pub mod overlay_scale;
 pub mod scp;
 
+pub use error::SutError;
 use troupe_lab::registry::Registry;
 
 /// Every workload of the lab, in the order `troupe lab` lists them.

@@ -17,7 +17,8 @@ use super::process::{
 };
 use super::protocol::{CoordMsg, DiscoveryMsg, COORDINATOR, DISCOVERY};
 use super::system;
-use troupe_lab::error::{Error, Result};
+use crate::SutError;
+use troupe_lab::error::Result;
 use troupe_lab::events::writer::Emitter;
 use troupe_lab::schedule::FaultAction;
 
@@ -26,21 +27,23 @@ async fn join_run(name: &str) -> Result<(Node, String, ActorRef<CoordMsg>, Actor
     let addr = env(ENV_NODE)?;
     let secret = env(ENV_SECRET)?;
     let cfg = NodeConfig { heartbeat_interval_ms: 200, heartbeat_timeout_ms: 2000, ..NodeConfig::new(name, &secret) };
-    let node = Node::start(cfg).await.map_err(|e| Error::other(format!("cannot start node {name}: {e}")))?;
-    node.connect(&addr).await.map_err(|e| Error::other(format!("cannot reach the orchestrator at {addr}: {e}")))?;
+    let node = Node::start(cfg).await.map_err(|e| SutError::Node(format!("cannot start node {name}: {e}")))?;
+    node.connect(&addr).await.map_err(|e| SutError::Node(format!("cannot reach the orchestrator at {addr}: {e}")))?;
     for member in std::env::var(ENV_MEMBERS).unwrap_or_default().split(',').filter(|m| !m.is_empty()) {
-        node.connect(member).await.map_err(|e| Error::other(format!("cannot reach server node {member}: {e}")))?;
+        node.connect(member).await.map_err(|e| SutError::Node(format!("cannot reach server node {member}: {e}")))?;
     }
-    let coord: ActorRef<CoordMsg> =
-        node.lookup(&addr, COORDINATOR).await.map_err(|e| Error::other(format!("cannot find the coordinator: {e}")))?;
+    let coord: ActorRef<CoordMsg> = node
+        .lookup(&addr, COORDINATOR)
+        .await
+        .map_err(|e| SutError::Node(format!("cannot find the coordinator: {e}")))?;
     // Rule 3: discovery by its global name (announced once the session is up).
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     let discovery = loop {
         match node.whereis_global::<DiscoveryMsg>(DISCOVERY) {
             Ok(Some(d)) => break d,
             Ok(None) if tokio::time::Instant::now() < deadline => tokio::time::sleep(Duration::from_millis(5)).await,
-            Ok(None) => return Err(Error::other(format!("no node holds the global name {DISCOVERY}"))),
-            Err(e) => return Err(Error::other(format!("{DISCOVERY}: {e}"))),
+            Ok(None) => return Err(SutError::Node(format!("no node holds the global name {DISCOVERY}")).into()),
+            Err(e) => return Err(SutError::Node(format!("{DISCOVERY}: {e}")).into()),
         }
     };
     Ok((node, addr, coord, discovery))
@@ -63,9 +66,9 @@ async fn ready(node: &Node, addr: &str, coord: &ActorRef<CoordMsg>, name: &str) 
     let (n, a) = (name.to_string(), node.addr());
     tokio::select! {
         r = coord.ask(|reply| CoordMsg::Ready { node: n, addr: a, reply }, SETUP_LIMIT * 2) => {
-            r.map_err(|e| Error::other(format!("the orchestrator did not open the window: {e}")))
+            r.map_err(|e| SutError::Setup(format!("the orchestrator did not open the window: {e}")).into())
         }
-        _ = orchestrator_lost(node, addr) => Err(Error::other("the orchestrator went away during set-up")),
+        _ = orchestrator_lost(node, addr) => Err(SutError::Node("the orchestrator went away during set-up".into()).into()),
     }
 }
 
@@ -103,12 +106,12 @@ fn finish_net_faults(task: Option<tokio::task::JoinHandle<()>>, node: &Node, tal
 
 /// A server group process: one supervisor and its chats.
 pub(super) async fn server_group(cfg: &ChatConfig, name: &str, actions: &[FaultAction], em: &Emitter) -> Result<Tally> {
-    let g: u32 = env(ENV_GROUP)?.parse().map_err(|_| Error::other(format!("{ENV_GROUP} is not a number")))?;
+    let g: u32 = env(ENV_GROUP)?.parse().map_err(|_| SutError::Environment(format!("{ENV_GROUP} is not a number")))?;
     let (node, addr, coord, discovery) = join_run(name).await?;
     let shared = Shared::new(em.clone(), cfg);
-    let sup = system::start_server_group(cfg, g, &discovery, &shared).await.map_err(Error::other)?;
+    let sup = system::start_server_group(cfg, g, &discovery, &shared).await.map_err(SutError::Setup)?;
     if !shared.wait_for(&shared.registered, u64::from(cfg.chats_per_sup), SETUP_LIMIT).await {
-        return Err(Error::other("the chats did not all register with discovery in time"));
+        return Err(SutError::Setup("the chats did not all register with discovery in time".into()).into());
     }
     em.emit(
         "ready",
@@ -140,19 +143,21 @@ pub(super) async fn client_group(
     actions: Vec<FaultAction>,
     em: &Emitter,
 ) -> Result<Tally> {
-    let g: usize = env(ENV_GROUP)?.parse().map_err(|_| Error::other(format!("{ENV_GROUP} is not a number")))?;
+    let g: usize =
+        env(ENV_GROUP)?.parse().map_err(|_| SutError::Environment(format!("{ENV_GROUP} is not a number")))?;
     let &(first, count) = cfg
         .client_groups()
         .get(g)
-        .ok_or_else(|| Error::other(format!("client group {g} does not exist for this config")))?;
+        .ok_or_else(|| SutError::Setup(format!("client group {g} does not exist for this config")))?;
     let (node, addr, coord, discovery) = join_run(name).await?;
     let shared = Shared::new(em.clone(), cfg);
     let clients = system::spawn_clients(cfg, first, count, &discovery, &shared);
     if !shared.wait_for(&shared.joined, count, SETUP_LIMIT).await {
-        return Err(Error::other(format!(
+        return Err(SutError::Setup(format!(
             "only {} of {count} clients joined their chats in time",
             shared.joined.load(std::sync::atomic::Ordering::SeqCst)
-        )));
+        ))
+        .into());
     }
     em.emit(
         "ready",

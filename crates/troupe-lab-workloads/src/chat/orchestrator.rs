@@ -16,7 +16,8 @@ use super::actors::Discovery;
 use super::config::ChatConfig;
 use super::process::{open_window, Tally, ENV_GROUP, ENV_MEMBERS, ENV_NODE, ENV_SECRET, SETUP_LIMIT};
 use super::protocol::{CoordMsg, COORDINATOR, DISCOVERY};
-use troupe_lab::error::{Error, Result};
+use crate::SutError;
+use troupe_lab::error::Result;
 use troupe_lab::events::writer::Emitter;
 use troupe_lab::nodes::{self, describe, instant_of, interrupted, NodeCmd};
 
@@ -79,13 +80,14 @@ pub(super) async fn orchestrate(cfg: &ChatConfig, em: &Emitter) -> Result<Tally>
     let node_cfg =
         NodeConfig { heartbeat_interval_ms: 200, heartbeat_timeout_ms: 2000, ..NodeConfig::new("discovery", &secret) };
     let node =
-        Node::start(node_cfg).await.map_err(|e| Error::other(format!("cannot start the discovery node: {e}")))?;
+        Node::start(node_cfg).await.map_err(|e| SutError::Node(format!("cannot start the discovery node: {e}")))?;
     let discovery = troupe::spawn(Discovery::new(std::time::Duration::from_millis(cfg.retry_delay_ms)));
-    node.register_global(DISCOVERY, &discovery).map_err(|e| Error::other(format!("cannot register discovery: {e}")))?;
+    node.register_global(DISCOVERY, &discovery)
+        .map_err(|e| SutError::Node(format!("cannot register discovery: {e}")))?;
     let state = Arc::new(Mutex::new(Coord::default()));
     let changed = Arc::new(Notify::new());
     let coord = troupe::spawn(Coordinator { state: Arc::clone(&state), changed: Arc::clone(&changed) });
-    node.export(COORDINATOR, &coord).map_err(|e| Error::other(format!("cannot export the coordinator: {e}")))?;
+    node.export(COORDINATOR, &coord).map_err(|e| SutError::Node(format!("cannot export the coordinator: {e}")))?;
 
     let (exit_tx, mut exit_rx) = mpsc::unbounded_channel::<Ended>();
     let (kill_tx, kill_rx) = watch::channel(false);
@@ -99,7 +101,7 @@ pub(super) async fn orchestrate(cfg: &ChatConfig, em: &Emitter) -> Result<Tally>
             .env(ENV_SECRET, &secret)
             .env(ENV_GROUP, g.to_string())
             .start()
-            .map_err(Error::other)?;
+            .map_err(SutError::Node)?;
         let (tx, mut kill) = (exit_tx.clone(), kill_rx.clone());
         let end = Arc::clone(&window_end);
         Ok(tokio::spawn(async move {

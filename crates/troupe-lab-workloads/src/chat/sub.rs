@@ -35,8 +35,9 @@ use super::config::ChatConfig;
 use super::process::{env, finish_injector, interrupted, open_window, Tally, ENV_GROUP, SETUP_LIMIT};
 use super::protocol::{DiscoveryMsg, DISCOVERY};
 use super::system;
+use crate::SutError;
 use troupe_lab::config;
-use troupe_lab::error::{Error, Result};
+use troupe_lab::error::Result;
 use troupe_lab::events::writer::{Emitter, EventWriter};
 use troupe_lab::schedule::{self, FaultAction};
 
@@ -45,15 +46,16 @@ fn runtime(name: &str) -> Result<tokio::runtime::Runtime> {
         .enable_all()
         .thread_name(name)
         .build()
-        .map_err(|e| Error::other(format!("cannot start the tokio runtime: {e}")))
+        .map_err(|e| SutError::Process(format!("cannot start the tokio runtime: {e}")).into())
 }
 
 /// Runs one role from the environment contract; the process exit code.
 pub(super) fn exec(role: &str) -> Result<i32> {
     let cfg_value = config::from_env(&super::Chat)?;
     let cfg = ChatConfig::from_config(&cfg_value);
-    let sched_path = std::env::var_os("TROUPE_SCHEDULE")
-        .ok_or_else(|| Error::other("TROUPE_SCHEDULE is not set; `troupe lab exec` is started by `troupe lab run`"))?;
+    let sched_path = std::env::var_os("TROUPE_SCHEDULE").ok_or_else(|| {
+        SutError::Environment("TROUPE_SCHEDULE is not set; `troupe lab exec` is started by `troupe lab run`".into())
+    })?;
     let actions = schedule::read(std::path::Path::new(&sched_path))?;
     system::quiet_poison_panics();
     let node_name = match role {
@@ -91,19 +93,19 @@ pub(super) fn exec(role: &str) -> Result<i32> {
 async fn single(cfg: &ChatConfig, actions: Vec<FaultAction>, em: &Emitter) -> Result<Tally> {
     let shared = Shared::new(em.clone(), cfg);
     let discovery = troupe::spawn(Discovery::new(std::time::Duration::from_millis(cfg.retry_delay_ms)));
-    troupe::register(DISCOVERY, &discovery).map_err(|e| Error::other(format!("cannot register discovery: {e}")))?;
-    let found: ActorRef<DiscoveryMsg> = troupe::whereis(DISCOVERY).map_err(|e| Error::other(e.to_string()))?;
+    troupe::register(DISCOVERY, &discovery).map_err(|e| SutError::Node(format!("cannot register discovery: {e}")))?;
+    let found: ActorRef<DiscoveryMsg> = troupe::whereis(DISCOVERY).map_err(|e| SutError::Node(e.to_string()))?;
     let mut sups = Vec::new();
     for g in 0..cfg.num_supervisor {
-        sups.push(system::start_server_group(cfg, g, &found, &shared).await.map_err(Error::other)?);
+        sups.push(system::start_server_group(cfg, g, &found, &shared).await.map_err(SutError::Setup)?);
     }
     if !shared.wait_for(&shared.registered, cfg.total_chats(), SETUP_LIMIT).await {
-        return Err(Error::other("the chats did not all register with discovery in time"));
+        return Err(SutError::Setup("the chats did not all register with discovery in time".into()).into());
     }
     em.emit("ready", json!({"what": "chats", "count": cfg.total_chats()}));
     let clients = system::spawn_clients(cfg, 0, cfg.total_clients(), &found, &shared);
     if !shared.wait_for(&shared.joined, cfg.total_clients(), SETUP_LIMIT).await {
-        return Err(Error::other("the clients did not all join their chats in time"));
+        return Err(SutError::Setup("the clients did not all join their chats in time".into()).into());
     }
     em.emit("ready", json!({"what": "clients", "count": cfg.total_clients(), "rss_bytes": system::rss_bytes()}));
     let start_us = open_window(cfg, em);

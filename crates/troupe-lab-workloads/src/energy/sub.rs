@@ -28,7 +28,8 @@ use troupe_remote::{Node, NodeConfig};
 use super::actors::{Client, ClientMsg, Control, ControlMsg, Done, Servers, WorkMsg};
 use super::config::EnergyConfig;
 use super::primes::count_sieve;
-use troupe_lab::error::{Error, Result};
+use crate::SutError;
+use troupe_lab::error::Result;
 use troupe_lab::events::writer::{now_us, Emitter};
 use troupe_lab::nodes::{self, NodeCmd, NodeProc};
 use troupe_lab::subprocess;
@@ -212,10 +213,10 @@ async fn node_process(run: &EnergyConfig) -> Result<i32> {
     let secret = nodes::env(ENV_SECRET, "energy")?;
     let cfg =
         NodeConfig { heartbeat_interval_ms: 200, heartbeat_timeout_ms: 5000, ..NodeConfig::new("servers", &secret) };
-    let node = Node::start(cfg).await.map_err(|e| Error::other(format!("cannot start the node: {e}")))?;
+    let node = Node::start(cfg).await.map_err(|e| SutError::Node(format!("cannot start the node: {e}")))?;
     let quit = Arc::new(Notify::new());
     let control = troupe::spawn(Control { current: None, quit: Arc::clone(&quit) });
-    node.export(CONTROL, &control).map_err(|e| Error::other(format!("cannot export {CONTROL}: {e}")))?;
+    node.export(CONTROL, &control).map_err(|e| SutError::Node(format!("cannot export {CONTROL}: {e}")))?;
     let events = node.subscribe();
     println!("{}", node.addr());
     let limit = rep_limit(run) * run.reps as u32 + START_LIMIT;

@@ -17,7 +17,8 @@ use super::config::IotConfig;
 use super::process::{env, index, instant_of, interrupted, server_addrs, Tally, ENV_NODE, ENV_SECRET, SETUP_LIMIT};
 use super::schedule::KILL;
 use super::server::{orphaned, ready, start_node};
-use troupe_lab::error::{Error, Result};
+use crate::SutError;
+use troupe_lab::error::Result;
 use troupe_lab::events::writer::{now_us, Emitter};
 use troupe_lab::schedule::FaultAction;
 
@@ -85,7 +86,7 @@ pub(super) async fn run(cfg: &IotConfig, name: &str, actions: Vec<FaultAction>, 
     let servers = server_addrs()?;
     let (orch, secret) = (env(ENV_NODE)?, env(ENV_SECRET)?);
     let node = start_node(name, "127.0.0.1:0", &secret).await?;
-    node.connect(&orch).await.map_err(|e| Error::other(format!("cannot reach the orchestrator at {orch}: {e}")))?;
+    node.connect(&orch).await.map_err(|e| SutError::Node(format!("cannot reach the orchestrator at {orch}: {e}")))?;
     let counts = Arc::new(Counts { summed: AtomicU64::new(0), refused: AtomicU64::new(0), changed: Notify::new() });
     let len = cfg.report_len as i64;
     let report: ReportFn = Arc::new(move |_| (1..=len).collect());
@@ -114,7 +115,7 @@ pub(super) async fn run(cfg: &IotConfig, name: &str, actions: Vec<FaultAction>, 
             _ = notified => {}
             _ = tokio::time::sleep(Duration::from_millis(100)) => {}
             _ = tokio::time::sleep_until(deadline) => {
-                return Err(Error::other(format!("only {n} of {} devices had a report summed in time", mine.len())));
+                return Err(SutError::Setup(format!("only {n} of {} devices had a report summed in time", mine.len())).into());
             }
         }
     }

@@ -17,7 +17,8 @@ use super::process::{
     SETUP_LIMIT,
 };
 use super::schedule::NODE_KILL;
-use troupe_lab::error::{Error, Result};
+use crate::SutError;
+use troupe_lab::error::Result;
 use troupe_lab::events::writer::{now_us, Emitter};
 use troupe_lab::nodes::{self, describe, NodeCmd, NodeProc};
 use troupe_lab::schedule::FaultAction;
@@ -78,7 +79,7 @@ impl Launcher {
             .env(ENV_INDEX, slot.index.to_string())
             .env(ENV_ATTEMPT, slot.attempt.to_string())
             .start()
-            .map_err(Error::other)?;
+            .map_err(SutError::Node)?;
         slot.child = Some(child);
         Ok(())
     }
@@ -122,12 +123,12 @@ fn free_addrs(n: u32) -> Result<Vec<String>> {
     let listeners: Vec<std::net::TcpListener> = (0..n)
         .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
         .collect::<std::io::Result<_>>()
-        .map_err(|e| Error::other(format!("cannot find a free loopback port for the servers: {e}")))?;
+        .map_err(|e| SutError::Process(format!("cannot find a free loopback port for the servers: {e}")))?;
     listeners
         .iter()
         .map(|l| l.local_addr().map(|a| a.to_string()))
         .collect::<std::io::Result<_>>()
-        .map_err(|e| Error::other(format!("cannot read a loopback port: {e}")))
+        .map_err(|e| SutError::Process(format!("cannot read a loopback port: {e}")).into())
 }
 
 /// Waits until `n` processes said `Ready` with `what`, reaping children meanwhile.
@@ -173,12 +174,13 @@ pub(super) async fn orchestrate(cfg: &IotConfig, actions: Vec<FaultAction>, em: 
         heartbeat_timeout_ms: 10_000,
         ..NodeConfig::new("orchestrator", &secret)
     };
-    let node =
-        Node::start(node_cfg).await.map_err(|e| Error::other(format!("cannot start the orchestrator's node: {e}")))?;
+    let node = Node::start(node_cfg)
+        .await
+        .map_err(|e| SutError::Node(format!("cannot start the orchestrator's node: {e}")))?;
     let state = Arc::new(Mutex::new(Coord::default()));
     let changed = Arc::new(Notify::new());
     let coord = troupe::spawn(Coordinator { state: Arc::clone(&state), changed: Arc::clone(&changed) });
-    node.export(COORDINATOR, &coord).map_err(|e| Error::other(format!("cannot export the coordinator: {e}")))?;
+    node.export(COORDINATOR, &coord).map_err(|e| SutError::Node(format!("cannot export the coordinator: {e}")))?;
     let servers = free_addrs(cfg.servers)?;
     let launcher = Launcher { node_addr: node.addr(), secret, servers: servers.join(",") };
     let mut slots: Vec<Slot> = (0..cfg.servers)

@@ -10,7 +10,8 @@ use troupe::ReplyTo;
 use troupe_remote::{Nested, RemoteMessage};
 
 use super::config::IotConfig;
-use troupe_lab::error::{Error, Result};
+use crate::SutError;
+use troupe_lab::error::Result;
 
 /// The orchestrator's node address.
 pub(super) const ENV_NODE: &str = "TROUPE_IOT_NODE";
@@ -53,7 +54,7 @@ pub(super) fn env(name: &str) -> Result<String> {
 }
 
 pub(super) fn index() -> Result<u32> {
-    env(ENV_INDEX)?.parse().map_err(|_| Error::other(format!("{ENV_INDEX} is not a number")))
+    env(ENV_INDEX)?.parse().map_err(|_| SutError::Environment(format!("{ENV_INDEX} is not a number")).into())
 }
 
 pub(super) fn server_addrs() -> Result<Vec<String>> {

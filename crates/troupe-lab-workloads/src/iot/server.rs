@@ -15,7 +15,8 @@ use super::process::{
     env, index, instant_of, interrupted, server_addrs, Ready, Tally, COORDINATOR, ENV_ATTEMPT, ENV_NODE, ENV_SECRET,
     SETUP_LIMIT,
 };
-use troupe_lab::error::{Error, Result};
+use crate::SutError;
+use troupe_lab::error::Result;
 use troupe_lab::events::writer::Emitter;
 use troupe_lab::schedule::FaultAction;
 
@@ -60,7 +61,7 @@ pub(super) async fn start_node(name: &str, listen: &str, secret: &str) -> Result
         match Node::start(cfg).await {
             Ok(n) => return Ok(n),
             Err(e) if tokio::time::Instant::now() >= deadline => {
-                return Err(Error::other(format!("cannot start node {name} at {listen}: {e}")));
+                return Err(SutError::Node(format!("cannot start node {name} at {listen}: {e}")).into());
             }
             Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
         }
@@ -73,9 +74,9 @@ pub(super) async fn ready(node: &Node, orch: &str, name: &str, what: &str) -> Re
     let (n, w) = (name.to_string(), what.to_string());
     tokio::select! {
         r = coord.ask(|reply| Ready { node: n, what: w, reply }, SETUP_LIMIT * 2) => {
-            r.map_err(|e| Error::other(format!("the orchestrator did not open the window: {e}")))
+            r.map_err(|e| SutError::Setup(format!("the orchestrator did not open the window: {e}")).into())
         }
-        _ = orphaned() => Err(Error::other("the orchestrator went away during set-up")),
+        _ = orphaned() => Err(SutError::Node("the orchestrator went away during set-up".into()).into()),
     }
 }
 
@@ -83,11 +84,12 @@ pub(super) async fn ready(node: &Node, orch: &str, name: &str, what: &str) -> Re
 pub(super) async fn run(cfg: &IotConfig, name: &str, actions: &[FaultAction], em: &Emitter) -> Result<Tally> {
     let s = index()? as usize;
     let servers = server_addrs()?;
-    let me = servers.get(s).ok_or_else(|| Error::other(format!("server {s} has no address in the list")))?.clone();
+    let me =
+        servers.get(s).ok_or_else(|| SutError::Environment(format!("server {s} has no address in the list")))?.clone();
     let attempt: u32 = env(ENV_ATTEMPT)?.parse().unwrap_or(0);
     let (orch, secret) = (env(ENV_NODE)?, env(ENV_SECRET)?);
     let node = start_node(name, &me, &secret).await?;
-    node.connect(&orch).await.map_err(|e| Error::other(format!("cannot reach the orchestrator at {orch}: {e}")))?;
+    node.connect(&orch).await.map_err(|e| SutError::Node(format!("cannot reach the orchestrator at {orch}: {e}")))?;
     let live = peer_membership(&node, servers.clone(), Duration::from_millis(200));
     let refused = Arc::new(AtomicU64::new(0));
     let (em2, by, count) = (em.clone(), name.to_string(), Arc::clone(&refused));
@@ -105,15 +107,15 @@ pub(super) async fn run(cfg: &IotConfig, name: &str, actions: &[FaultAction], em
         _ => {}
     });
     let desk = DeviceServer::start(&node, server_config(cfg), live.clone(), observer)
-        .map_err(|e| Error::other(format!("cannot start the device desk: {e}")))?;
+        .map_err(|e| SutError::Node(format!("cannot start the device desk: {e}")))?;
     let what = if attempt == 0 {
         // Rule 1: up and in the cluster once it has a session with every other server.
         let mut live = live;
         let all = servers.len();
         tokio::time::timeout(SETUP_LIMIT, live.wait_for(|v| v.len() == all))
             .await
-            .map_err(|_| Error::other("the other servers were not reachable in time"))?
-            .map_err(|_| Error::other("the membership view stopped"))?;
+            .map_err(|_| SutError::Setup("the other servers were not reachable in time".into()))?
+            .map_err(|_| SutError::Node("the membership view stopped".into()))?;
         em.emit("ready", json!({"what": "servers", "count": 1}));
         "servers"
     } else {

@@ -30,8 +30,9 @@ use serde_json::json;
 
 use super::config::IotConfig;
 use super::process::{index, Tally};
+use crate::SutError;
 use troupe_lab::config;
-use troupe_lab::error::{Error, Result};
+use troupe_lab::error::Result;
 use troupe_lab::events::writer::EventWriter;
 use troupe_lab::schedule;
 
@@ -39,8 +40,9 @@ use troupe_lab::schedule;
 pub(super) fn exec(role: &str) -> Result<i32> {
     let cfg_value = config::from_env(&super::Iot)?;
     let cfg = IotConfig::from_config(&cfg_value);
-    let sched_path = std::env::var_os("TROUPE_SCHEDULE")
-        .ok_or_else(|| Error::other("TROUPE_SCHEDULE is not set; `troupe lab exec` is started by `troupe lab run`"))?;
+    let sched_path = std::env::var_os("TROUPE_SCHEDULE").ok_or_else(|| {
+        SutError::Environment("TROUPE_SCHEDULE is not set; `troupe lab exec` is started by `troupe lab run`".into())
+    })?;
     let actions = schedule::read(std::path::Path::new(&sched_path))?;
     let node_name = match role {
         "iot" => "orchestrator".to_string(),
@@ -58,7 +60,7 @@ pub(super) fn exec(role: &str) -> Result<i32> {
         .enable_all()
         .thread_name(node_name.clone())
         .build()
-        .map_err(|e| Error::other(format!("cannot start the tokio runtime: {e}")))?;
+        .map_err(|e| SutError::Process(format!("cannot start the tokio runtime: {e}")))?;
     let tally = rt.block_on(async {
         match role {
             "iot" => super::orchestrator::orchestrate(&cfg, actions, &em).await,

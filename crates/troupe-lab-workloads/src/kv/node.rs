@@ -34,7 +34,8 @@ use super::actors::{
 };
 use super::config::{KvConfig, NODES};
 use super::quorum::{Ring, Store};
-use troupe_lab::error::{Error, Result};
+use crate::SutError;
+use troupe_lab::error::Result;
 use troupe_lab::events::writer::EventWriter;
 use troupe_lab::nodes;
 use troupe_lab::schedule::FaultAction;
@@ -85,35 +86,36 @@ pub(crate) const CONTROL: &str = "kv-control";
 /// The node process (rules 1-5); the exit code. `actions` is the run's schedule.
 pub(super) async fn node_process(cfg: &KvConfig, actions: &[FaultAction]) -> Result<i32> {
     let secret = nodes::env(ENV_SECRET, "kv")?;
-    let index: usize =
-        nodes::env(ENV_INDEX, "kv")?.parse().map_err(|_| Error::other(format!("{ENV_INDEX} is not a node index")))?;
-    let listen = format!("127.0.0.1:{}", nodes::free_port().map_err(Error::other)?);
+    let index: usize = nodes::env(ENV_INDEX, "kv")?
+        .parse()
+        .map_err(|_| SutError::Environment(format!("{ENV_INDEX} is not a node index")))?;
+    let listen = format!("127.0.0.1:{}", nodes::free_port().map_err(SutError::Process)?);
     let node = Node::start(node_config(&format!("kv-{index}"), &secret, cfg, &listen))
         .await
-        .map_err(|e| Error::other(format!("cannot start kv node {index}: {e}")))?;
+        .map_err(|e| SutError::Node(format!("cannot start kv node {index}: {e}")))?;
     let ring = Ring::new(NODES, cfg.vnodes, cfg.n as usize);
     let lanes = Lanes { channels: cfg.transport == "channels" };
     let counters = Arc::new(Counters::default());
     let mut local: BTreeMap<u64, ActorRef<VnodeMsg>> = BTreeMap::new();
     for v in ring.vnodes_of(index) {
         let a = troupe::spawn(Vnode { store: Store::default(), lanes: lanes.clone(), counters: Arc::clone(&counters) });
-        node.export(&vnode_name(v), &a).map_err(|e| Error::other(format!("cannot export vnode {v}: {e}")))?;
+        node.export(&vnode_name(v), &a).map_err(|e| SutError::Node(format!("cannot export vnode {v}: {e}")))?;
         local.insert(v, a);
     }
     let quit = Arc::new(Notify::new());
     let control = troupe::spawn(Control { counters: Arc::clone(&counters), quit: Arc::clone(&quit) });
-    node.export(CONTROL, &control).map_err(|e| Error::other(format!("cannot export {CONTROL}: {e}")))?;
+    node.export(CONTROL, &control).map_err(|e| SutError::Node(format!("cannot export {CONTROL}: {e}")))?;
     println!("{listen}");
     let mut stdin = BufReader::new(tokio::io::stdin()).lines();
     let peers_line = match tokio::time::timeout(START_LIMIT, stdin.next_line()).await {
         Ok(Ok(Some(l))) => l,
-        _ => return Err(Error::other("kv node: no `peers` line on stdin")),
+        _ => return Err(SutError::Setup("kv node: no `peers` line on stdin".into()).into()),
     };
     let addrs: Vec<String> = peers_line.split_whitespace().skip(1).map(str::to_string).collect();
     if addrs.len() != NODES {
-        return Err(Error::other(format!("kv node: expected {NODES} peer addresses, got {peers_line:?}")));
+        return Err(SutError::Setup(format!("kv node: expected {NODES} peer addresses, got {peers_line:?}")).into());
     }
-    let wiring = wire(&node, &ring, index, &addrs, &local).await.map_err(Error::other)?;
+    let wiring = wire(&node, &ring, index, &addrs, &local).await.map_err(SutError::Setup)?;
     println!("ready");
     let ae = tokio::spawn(ae_loop(local.clone(), wiring.ae_peers));
     let gossip = tokio::spawn(gossip_loop(index as u64, addrs.clone(), wiring.controls, lanes));

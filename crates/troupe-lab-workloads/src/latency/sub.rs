@@ -36,7 +36,8 @@ use super::actors::{
     GOSSIP_CHANNEL,
 };
 use super::config::LatencyConfig;
-use troupe_lab::error::{Error, Result};
+use crate::SutError;
+use troupe_lab::error::Result;
 use troupe_lab::events::writer::Emitter;
 use troupe_lab::nodes::{self, NodeCmd, NodeProc};
 use troupe_lab::subprocess;
@@ -61,7 +62,7 @@ pub(super) fn exec(role: &str) -> Result<i32> {
     if role == "latency-relay" {
         let one_way = Duration::from_micros(cfg.rtt_ms * 500);
         troupe_lab::relay::serve_lines(one_way, std::io::stdin().lock(), std::io::stdout().lock())
-            .map_err(|e| Error::other(format!("the relay's standard streams failed: {e}")))?;
+            .map_err(|e| SutError::Process(format!("the relay's standard streams failed: {e}")))?;
         return Ok(0);
     }
     if role == "latency-node" {
@@ -288,14 +289,14 @@ async fn measure(cfg: &LatencyConfig, em: &Emitter, node: &Node, rb: &str) -> st
 async fn node_process(cfg: &LatencyConfig) -> Result<i32> {
     let secret = nodes::env(ENV_SECRET, "latency")?;
     let advertise = nodes::env(ENV_ADVERTISE, "latency")?;
-    let listen = format!("127.0.0.1:{}", nodes::free_port().map_err(Error::other)?);
+    let listen = format!("127.0.0.1:{}", nodes::free_port().map_err(SutError::Process)?);
     let node = Node::start(node_config("b", &secret, cfg, &listen, &advertise))
         .await
-        .map_err(|e| Error::other(format!("cannot start node B: {e}")))?;
+        .map_err(|e| SutError::Node(format!("cannot start node B: {e}")))?;
     let quit = Arc::new(Notify::new());
     let control =
         troupe::spawn(Control { cfg: cfg.clone(), partners: Vec::new(), gossip: None, quit: Arc::clone(&quit) });
-    node.export(CONTROL, &control).map_err(|e| Error::other(format!("cannot export {CONTROL}: {e}")))?;
+    node.export(CONTROL, &control).map_err(|e| SutError::Node(format!("cannot export {CONTROL}: {e}")))?;
     let events = node.subscribe();
     println!("{listen}");
     let limit = super::expected_window(cfg) + START_LIMIT;

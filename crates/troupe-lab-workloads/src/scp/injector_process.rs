@@ -23,7 +23,8 @@ use troupe_remote::{Node, NodeConfig, NodeEvent};
 use super::config::ScpConfig;
 use super::link::{TargetMsg, Victim, ENV_ADDR, ENV_SECRET, TARGETS};
 use super::sub::{env_path, load_config};
-use troupe_lab::error::{Error, Result};
+use crate::SutError;
+use troupe_lab::error::Result;
 use troupe_lab::events::writer::{Emitter, EventWriter};
 use troupe_lab::schedule::{self, FaultAction};
 
@@ -31,7 +32,8 @@ use troupe_lab::schedule::{self, FaultAction};
 const NODE: &str = "injector";
 
 fn env(name: &str) -> Result<String> {
-    std::env::var(name).map_err(|_| Error::other(format!("{name} is not set; the injector is started by the SCP SUB")))
+    std::env::var(name)
+        .map_err(|_| SutError::Environment(format!("{name} is not set; the injector is started by the SCP SUB")).into())
 }
 
 /// Runs the injector process from its environment; returns the process exit code.
@@ -51,7 +53,7 @@ pub(super) fn exec_from_env() -> Result<i32> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| Error::other(format!("cannot start the injector's tokio runtime: {e}")))?;
+        .map_err(|e| SutError::Process(format!("cannot start the injector's tokio runtime: {e}")))?;
     // Nothing waits longer than the whole run plus a minute (rule 3).
     let limit = Duration::from_secs(scp.warmup_s + scp.duration_s + 60);
     let outcome = rt.block_on(run(&addr, &secret, &actions, &em, limit));
@@ -70,7 +72,7 @@ pub(super) fn exec_from_env() -> Result<i32> {
 
 /// Rules 1-3; returns (killed, skipped).
 async fn run(addr: &str, secret: &str, actions: &[FaultAction], em: &Emitter, limit: Duration) -> Result<(u64, u64)> {
-    let fail = |what: &str, e: &dyn std::fmt::Display| Error::other(format!("{what}: {e}"));
+    let fail = |what: &str, e: &dyn std::fmt::Display| SutError::Node(format!("{what}: {e}"));
     let cfg = NodeConfig { heartbeat_interval_ms: 200, heartbeat_timeout_ms: 2000, ..NodeConfig::new(NODE, secret) };
     let node = Node::start(cfg).await.map_err(|e| fail("cannot start the injector's node", &e))?;
     let mut events = node.subscribe();
@@ -97,7 +99,7 @@ async fn run(addr: &str, secret: &str, actions: &[FaultAction], em: &Emitter, li
             _ = tokio::time::sleep_until(when) => {}
             _ = lost => {
                 node.shutdown();
-                return Err(Error::other(format!("the SUB's node went away with {} actions left", actions.len() - i)));
+                return Err(SutError::Node(format!("the SUB's node went away with {} actions left", actions.len() - i)).into());
             }
         }
         match targets.ask(|reply| TargetMsg::Pick { group: a.group, slot: a.slot, reply }, limit).await {
@@ -113,7 +115,7 @@ async fn run(addr: &str, secret: &str, actions: &[FaultAction], em: &Emitter, li
             Ok(Victim(None)) => skipped += 1,
             Err(e) => {
                 node.shutdown();
-                return Err(fail(&format!("picking the target of {}", a.id), &e));
+                return Err(fail(&format!("picking the target of {}", a.id), &e).into());
             }
         }
     }

@@ -20,10 +20,11 @@ mod sub;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::SutError;
 use analysis::RunStats;
 use config::ScpConfig;
 use troupe_lab::config::{Config, Schema};
-use troupe_lab::error::{Error, Result};
+use troupe_lab::error::Result;
 use troupe_lab::events::Event;
 use troupe_lab::manifest::Manifest;
 use troupe_lab::schedule::FaultAction;
@@ -83,7 +84,7 @@ impl System for Scp {
         match role {
             "scp" => sub::exec_from_env(),
             "scp-injector" => injector_process::exec_from_env(),
-            other => Err(Error::other(format!("scp has no program {other:?}"))),
+            other => Err(SutError::Role(format!("scp has no program {other:?}")).into()),
         }
     }
 }
@@ -114,5 +115,5 @@ impl Reports for Scp {
 /// The SCP statistics inside a [`RunAnalysis`] (an analysis of another workload is an error).
 pub fn stats(a: &dyn RunAnalysis) -> Result<&RunStats> {
     let any: &dyn std::any::Any = a;
-    any.downcast_ref::<RunStats>().ok_or_else(|| Error::other("not the analysis of a scp run"))
+    any.downcast_ref::<RunStats>().ok_or_else(|| SutError::Analysis("not the analysis of a scp run".into()).into())
 }

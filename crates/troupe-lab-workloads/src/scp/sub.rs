@@ -24,6 +24,7 @@ use troupe::supervisor::{self, ChildSpec, Restart, Strategy, SupervisorSpec};
 use super::actors::{AggMsg, Aggregator, Server, Shared};
 use super::config::ScpConfig;
 use super::{injector, link};
+use crate::SutError;
 use troupe_lab::config::ConfigBuilder;
 use troupe_lab::error::{Error, Result};
 use troupe_lab::events::writer::EventWriter;
@@ -33,9 +34,9 @@ use troupe_lab::schedule;
 const NODE: &str = "sub";
 
 pub(super) fn env_path(name: &str) -> Result<PathBuf> {
-    std::env::var_os(name)
-        .map(PathBuf::from)
-        .ok_or_else(|| Error::other(format!("{name} is not set; `troupe lab exec` is started by `troupe lab run`")))
+    std::env::var_os(name).map(PathBuf::from).ok_or_else(|| {
+        SutError::Environment(format!("{name} is not set; `troupe lab exec` is started by `troupe lab run`")).into()
+    })
 }
 
 /// The SCP config named by TROUPE_CONFIG.
@@ -58,7 +59,7 @@ pub(super) fn exec_from_env() -> Result<i32> {
         .enable_all()
         .thread_name("troupe-sub")
         .build()
-        .map_err(|e| Error::other(format!("cannot start the tokio runtime: {e}")))?;
+        .map_err(|e| SutError::Process(format!("cannot start the tokio runtime: {e}")))?;
     let cfg_json = config.to_json();
     let scp = ScpConfig::from_config(&config);
     let (errors, skipped, interrupted) = rt.block_on(drive(scp, cfg_json, actions, &writer));
