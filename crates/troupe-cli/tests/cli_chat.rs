@@ -118,6 +118,34 @@ fn a_fault_free_chat_run_reads_the_ceiling_never_above_it() {
     assert_eq!((summary["planned_faults"].as_u64(), summary["injected_faults"].as_u64()), (Some(0), Some(0)));
 }
 
+/// `lookup = "retry"` (the default) and `"park"` each make a complete run end to end: the key
+/// reaches the run's config, every kill is detected, every client rejoins and none gives up.
+/// Which answer discovery gives a lookup that reaches it before the restarted chat registered is
+/// pinned on discovery itself (`chat::actors::tests`, from the order of the messages it gets and
+/// sends). In a real run whether a lookup gets there first is a race the machine decides (on an
+/// idle one most lookups already find the restarted chat), so no assertion here reads the
+/// reconnection times: "every retry-mode reconnection >= retry_delay_ms" is false whenever the
+/// restart wins, and "some park-mode reconnection < retry_delay_ms" holds in retry mode too.
+#[test]
+fn chat_lookup_retry_and_park_each_reconnect_every_client() {
+    for mode in ["retry", "park"] {
+        let lab = TempLab::new(mode);
+        let out = &lab.out;
+        let lookup = format!("lookup={mode}");
+        let o = lab.run(
+            &["lab", "run", "chat", "--set", "deployment=single"],
+            &[SMALL, &["--set", "retry_delay_ms=300", "--set", &lookup]],
+        );
+        assert_success(&o);
+        assert_eq!(json(&out.join("config.json"))["lookup"], mode);
+        let summary = json(&out.join("summary.json"));
+        assert_eq!(summary["status"], "ok", "{mode}: {summary}");
+        for (k, want) in [("detections", 27), ("reconnections", 27), ("unreconnected", 0), ("gave_up", 0)] {
+            assert_eq!(summary[k], want, "{mode}: {k}: {summary}");
+        }
+    }
+}
+
 #[test]
 fn a_node_process_killed_mid_run_fails_the_run_naming_it() {
     let lab = TempLab::new("run");
@@ -168,13 +196,23 @@ fn bad_chat_config_is_refused_before_anything_starts() {
     let lab = TempLab::new("run");
     let o = lab.run(
         &["lab", "run", "chat"],
-        &[&["--set", "clients_per_server=0", "--set", "msg_type=explode", "--set", "send_interval_ms=0"]],
+        &[&[
+            "--set",
+            "clients_per_server=0",
+            "--set",
+            "msg_type=explode",
+            "--set",
+            "send_interval_ms=0",
+            "--set",
+            "lookup=wait",
+        ]],
     );
-    assert_usage_error(&o, &["clients_per_server", "msg_type", "send_interval_ms"]);
+    assert_usage_error(&o, &["clients_per_server", "msg_type", "send_interval_ms", "lookup", "retry, park"]);
     assert!(!lab.out.exists(), "nothing may start on a bad config");
     let o = troupe().args(["lab", "config", "chat"]).output().unwrap();
     let t = text(&o.stdout);
     assert!(t.contains("clients_per_server = 5") && t.contains("fault_pause_ms = 5000"), "{t}");
+    assert!(t.contains("lookup = \"retry\""), "{t}");
 }
 
 #[test]

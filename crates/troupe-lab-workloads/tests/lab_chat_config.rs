@@ -2,7 +2,7 @@
 //! refused before anything starts, naming the key, the value and the allowed range.
 
 use troupe_lab::ErrorKind;
-use troupe_lab_workloads::chat::config::ChatConfig;
+use troupe_lab_workloads::chat::config::{ChatConfig, Lookup};
 
 fn build(sets: &[&str]) -> Result<troupe_lab::config::Config, troupe_lab::Error> {
     let mut b = troupe_lab_workloads::registry().builder("chat").unwrap();
@@ -19,6 +19,9 @@ fn defaults_are_the_specs() {
     assert_eq!((c.fault_pause_ms, c.send_interval_ms, c.duration_s), (5000, 200, 60));
     assert_eq!(c.msg_type_word, "error");
     assert!(c.distributed);
+    // Discovery answers a lookup for a restarting chat at once, as seed 000 and every peer do.
+    assert_eq!(c.lookup, Lookup::Retry);
+    assert_eq!(ChatConfig::from_config(&build(&["lookup=park"]).unwrap()).lookup, Lookup::Park);
     // 256 chats x 5 clients x 5 receivers x 5 messages/s.
     assert_eq!(c.ceiling(), 32_000.0);
 }
@@ -34,6 +37,10 @@ fn bad_keys_and_values_are_refused_naming_key_and_range() {
     assert!(text.contains("1..="), "{text}");
     assert!(text.contains("error, kill, cpu_intensive, ram_intensive, random, none"), "{text}");
     assert!(text.contains("unknown key"), "{text}");
+    let e = build(&["lookup=wait"]).unwrap_err();
+    let ErrorKind::InvalidConfig(issues) = e.kind() else { panic!("{e}") };
+    assert!(issues.iter().any(|i| i.key == "lookup"), "{e}");
+    assert!(e.to_string().contains("retry, park"), "{e}");
 }
 
 #[test]

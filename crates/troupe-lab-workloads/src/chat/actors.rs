@@ -5,9 +5,14 @@
 //! Rules:
 //! 1. Discovery maps a topic to the chat that registered it last and monitors that chat; on
 //!    its `Down` the entry is removed (unless a newer incarnation already replaced it).
-//!    1a. A lookup for a topic with no live chat (it is restarting) is parked and answered the
-//!    moment the chat registers again, or "not registered" after `retry_delay_ms`, whichever
-//!    comes first; the client's own bounded fixed-delay retry loop (rule 3) is unchanged.
+//!    1a. A lookup for a topic with no live chat (it is restarting) is answered by the
+//!    `lookup` key (docs/chat.md, "Behaviour contract", rule 3): `retry` (the default, as
+//!    seed 000 and every peer) answers "not registered" at once and the client retries after
+//!    `retry_delay_ms` (rule 3); `park` holds the lookup and answers it the moment the chat
+//!    registers again, or "not registered" once `retry_delay_ms` has passed since the first
+//!    lookup held for that topic (one timer per topic and holding, never per lookup), whichever
+//!    comes first. The client's own bounded fixed-delay retry loop (rule 3) is the same in
+//!    both modes.
 //! 2. A chat sends its registration to discovery in `started`, before its mailbox is served
 //!    (protocol rule 4), so it takes no client before it is findable; a chat started for the
 //!    2nd+ time emits `restarted {target, attempt}` and starts with no members.
@@ -30,6 +35,7 @@ use serde_json::json;
 use tokio::sync::Notify;
 use troupe::{Actor, ActorError, ActorId, ActorRef, Ctx, Down, MonitorId};
 
+use super::config::Lookup;
 use super::protocol::{ChatMsg, ClientMsg, DiscoveryMsg, FoundChat};
 use troupe_lab::events::writer::Emitter;
 
@@ -97,20 +103,37 @@ pub(crate) fn topic(index: u64) -> String {
     format!("chat-{index}")
 }
 
+/// Lookups held for one topic (`park`, rule 1a): the holding's number and the (attempt,
+/// client) of each lookup, in arrival order.
+type Held = (u64, Vec<(u32, ActorRef<ClientMsg>)>);
+
 /// Discovery (rule 1).
 pub(crate) struct Discovery {
     chats: HashMap<String, (ActorRef<ChatMsg>, MonitorId)>,
     by_monitor: HashMap<MonitorId, String>,
-    /// Lookups for a chat that is restarting, answered when it registers again (rule 1a).
-    parked: HashMap<String, Vec<(u32, ActorRef<ClientMsg>)>>,
+    /// What a lookup for a restarting chat gets (rule 1a).
+    lookup: Lookup,
+    /// `park`: lookups for a chat that is restarting, answered when it registers again, with
+    /// the number of the holding their expiry timer belongs to (rule 1a).
+    parked: HashMap<String, Held>,
+    /// Numbers the holdings, so a timer of an earlier holding never ends a later one.
+    holdings: u64,
     /// How long a parked lookup waits before it is answered "not registered".
     park_limit: Duration,
 }
 
 impl Discovery {
-    /// A discovery that parks lookups for a restarting chat at most `park_limit`.
-    pub(crate) fn new(park_limit: Duration) -> Discovery {
-        Discovery { chats: HashMap::new(), by_monitor: HashMap::new(), parked: HashMap::new(), park_limit }
+    /// A discovery that answers lookups for a restarting chat by `lookup`, holding them at
+    /// most `park_limit` in `park` mode.
+    pub(crate) fn new(lookup: Lookup, park_limit: Duration) -> Discovery {
+        Discovery {
+            chats: HashMap::new(),
+            by_monitor: HashMap::new(),
+            lookup,
+            parked: HashMap::new(),
+            holdings: 0,
+            park_limit,
+        }
     }
 }
 
@@ -122,7 +145,7 @@ impl Actor for Discovery {
             DiscoveryMsg::Register { topic, chat } => {
                 let mid = ctx.monitor(&chat.any());
                 let _ = chat.send(ChatMsg::Registered);
-                for (attempt, client) in self.parked.remove(&topic).unwrap_or_default() {
+                for (attempt, client) in self.parked.remove(&topic).map(|(_, w)| w).unwrap_or_default() {
                     let _ = client.send(ClientMsg::Found { attempt, chat: Some(chat.clone()) });
                 }
                 if let Some((old, old_mid)) = self.chats.insert(topic.clone(), (chat, mid)) {
@@ -135,17 +158,25 @@ impl Actor for Discovery {
                 Some((c, _)) => {
                     let _ = reply.send(ClientMsg::Found { attempt, chat: Some(c.clone()) });
                 }
+                None if self.lookup == Lookup::Retry => {
+                    let _ = reply.send(ClientMsg::Found { attempt, chat: None });
+                }
                 None => {
-                    let waiting = self.parked.entry(topic.clone()).or_default();
+                    let (holding, waiting) = self.parked.entry(topic.clone()).or_insert_with(|| {
+                        self.holdings += 1;
+                        (self.holdings, Vec::new())
+                    });
                     if waiting.is_empty() {
-                        let _ = ctx.send_after(self.park_limit, DiscoveryMsg::Expire { topic });
+                        let _ = ctx.send_after(self.park_limit, DiscoveryMsg::Expire { topic, holding: *holding });
                     }
                     waiting.push((attempt, reply));
                 }
             },
-            DiscoveryMsg::Expire { topic } => {
-                for (attempt, client) in self.parked.remove(&topic).unwrap_or_default() {
-                    let _ = client.send(ClientMsg::Found { attempt, chat: None });
+            DiscoveryMsg::Expire { topic, holding } => {
+                if self.parked.get(&topic).is_some_and(|(h, _)| *h == holding) {
+                    for (attempt, client) in self.parked.remove(&topic).map(|(_, w)| w).unwrap_or_default() {
+                        let _ = client.send(ClientMsg::Found { attempt, chat: None });
+                    }
                 }
             }
             DiscoveryMsg::Find { topic, reply } => {
@@ -391,5 +422,124 @@ impl Actor for Client {
             // The chat we found was already dead (discovery had not seen its Down yet).
             self.retry_later(ctx);
         }
+    }
+}
+
+/// Rule 1a on discovery itself, from the messages it sends back: what a lookup for a topic with
+/// no live chat gets in each `lookup` mode. Every wait has a deadline; no test depends on how
+/// fast the machine is, only on the order of messages one sender sends one actor.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::sync::mpsc;
+
+    /// Forwards every `Found` it gets to the test, as (attempt, the chat's id).
+    struct Probe(mpsc::UnboundedSender<(u32, Option<ActorId>)>);
+
+    impl Actor for Probe {
+        type Msg = ClientMsg;
+        async fn handle(&mut self, msg: ClientMsg, _: &mut Ctx<Self>) {
+            if let ClientMsg::Found { attempt, chat } = msg {
+                let _ = self.0.send((attempt, chat.map(|c| c.id())));
+            }
+        }
+    }
+
+    /// A chat that does nothing (discovery only monitors it and acknowledges it).
+    struct Idle;
+
+    impl Actor for Idle {
+        type Msg = ChatMsg;
+        async fn handle(&mut self, _: ChatMsg, _: &mut Ctx<Self>) {}
+    }
+
+    const LIMIT: Duration = Duration::from_secs(10);
+
+    /// What the probe saw: (attempt, the found chat's id).
+    type Answers = mpsc::UnboundedReceiver<(u32, Option<ActorId>)>;
+
+    fn setup(lookup: Lookup, park_limit: Duration) -> (ActorRef<DiscoveryMsg>, ActorRef<ClientMsg>, Answers) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (troupe::spawn(Discovery::new(lookup, park_limit)), troupe::spawn(Probe(tx)), rx)
+    }
+
+    fn lookup(d: &ActorRef<DiscoveryMsg>, attempt: u32, reply: &ActorRef<ClientMsg>) {
+        d.send(DiscoveryMsg::Lookup { topic: "chat-0".into(), attempt, reply: reply.clone() }).unwrap();
+    }
+
+    fn register(d: &ActorRef<DiscoveryMsg>, chat: &ActorRef<ChatMsg>) {
+        d.send(DiscoveryMsg::Register { topic: "chat-0".into(), chat: chat.clone() }).unwrap();
+    }
+
+    async fn answer(rx: &mut Answers) -> (u32, Option<ActorId>) {
+        tokio::time::timeout(LIMIT, rx.recv()).await.expect("discovery answered in time").expect("probe alive")
+    }
+
+    /// Waits (bounded) until discovery no longer lists chat-0: it has handled the chat's `Down`.
+    async fn forgotten(d: &ActorRef<DiscoveryMsg>) {
+        let deadline = tokio::time::Instant::now() + LIMIT;
+        loop {
+            let found = d.ask(|reply| DiscoveryMsg::Find { topic: "chat-0".into(), reply }, LIMIT).await;
+            if matches!(found, Ok(FoundChat(None))) {
+                return;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "discovery never saw the chat's Down");
+            tokio::task::yield_now().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn retry_answers_not_registered_at_once_even_when_the_chat_registers_right_after() {
+        // A year: were the lookup held, only the registration could answer it.
+        let (d, probe, mut rx) = setup(Lookup::Retry, Duration::from_secs(365 * 86_400));
+        let chat = troupe::spawn(Idle);
+        // One sender, one receiver: discovery handles the lookup before the registration.
+        lookup(&d, 1, &probe);
+        register(&d, &chat);
+        assert_eq!(answer(&mut rx).await, (1, None));
+        // Once registered, a lookup finds it.
+        lookup(&d, 2, &probe);
+        assert_eq!(answer(&mut rx).await, (2, Some(chat.id())));
+    }
+
+    #[tokio::test]
+    async fn park_answers_a_held_lookup_with_the_chat_the_moment_it_registers() {
+        let (d, probe, mut rx) = setup(Lookup::Park, Duration::from_secs(365 * 86_400));
+        let first = troupe::spawn(Idle);
+        lookup(&d, 1, &probe);
+        lookup(&d, 2, &probe);
+        register(&d, &first);
+        // Both held lookups get the chat, in order, and nothing said "not registered" first.
+        assert_eq!(answer(&mut rx).await, (1, Some(first.id())));
+        assert_eq!(answer(&mut rx).await, (2, Some(first.id())));
+        // The chat dies and restarts: a lookup in between is held for the new incarnation.
+        first.kill();
+        forgotten(&d).await;
+        let second = troupe::spawn(Idle);
+        lookup(&d, 3, &probe);
+        register(&d, &second);
+        assert_eq!(answer(&mut rx).await, (3, Some(second.id())));
+    }
+
+    #[tokio::test]
+    async fn park_answers_not_registered_once_the_limit_passes_and_an_old_timer_never_cuts_a_new_holding() {
+        let limit = Duration::from_millis(400);
+        let (d, probe, mut rx) = setup(Lookup::Park, limit);
+        // A holding ended by the registration: its timer is still running.
+        let chat = troupe::spawn(Idle);
+        let first_held = Instant::now();
+        lookup(&d, 1, &probe);
+        register(&d, &chat);
+        assert_eq!(answer(&mut rx).await, (1, Some(chat.id())));
+        chat.kill();
+        forgotten(&d).await;
+        // Half the limit later (a gap, not a wait for anything), a new holding: the first
+        // holding's timer fires about half-way through it, and must not answer it; only its own
+        // timer may, never before `limit` after it began.
+        tokio::time::sleep_until((first_held + limit / 2).into()).await;
+        let asked = Instant::now();
+        lookup(&d, 2, &probe);
+        assert_eq!(answer(&mut rx).await, (2, None));
+        assert!(asked.elapsed() >= limit, "answered after {:?}, before the {limit:?} hold", asked.elapsed());
     }
 }

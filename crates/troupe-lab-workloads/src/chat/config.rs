@@ -13,6 +13,10 @@ pub const DEPLOYMENTS: &[&str] = &["distributed", "single"];
 /// When each chat's injector first fires: a seeded phase in `[0, fault_pause_ms)` per chat, or
 /// every chat at `fault_pause_ms` (all at once).
 pub const FAULT_PHASES: &[&str] = &["random", "aligned"];
+/// What discovery does with a lookup for a topic that has no live chat (docs/chat.md,
+/// "Behaviour contract"): answer "not registered" at once (the client retries after
+/// `retry_delay_ms`), or hold it until the chat registers again.
+pub const LOOKUPS: &[&str] = &["retry", "park"];
 
 const MAX_CLIENTS: i64 = 1_000_000;
 /// The most fault actions one schedule may hold (keeps schedules bounded in memory and on disk).
@@ -64,6 +68,14 @@ static KEYS: &[KeySpec] = &[
         "fixed delay between a client's attempts to re-resolve and rejoin its chat (no backoff)"
     ),
     int_key!("retry_max", 1, 100_000, 500, "attempts before a client gives up on its chat (counted as an error)"),
+    choice_key!(
+        "lookup",
+        LOOKUPS,
+        "retry",
+        "a lookup for a chat that is restarting: retry (discovery answers \"not registered\" at once and the \
+         client retries after retry_delay_ms, as in seed 000) or park (discovery holds it and answers when the \
+         chat registers again, or \"not registered\" after retry_delay_ms)"
+    ),
     int_key!("stress_ms", 1, 60_000, 100, "cpu_intensive: how long the chat computes inside its handler, ms"),
     int_key!("stress_mb", 1, 4_096, 64, "ram_intensive: how much the chat allocates and touches, then frees, MiB"),
     choice_key!(
@@ -162,6 +174,25 @@ impl MsgType {
     }
 }
 
+/// What discovery does with a lookup for a topic with no live chat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    /// Answer "not registered" at once; the client retries after `retry_delay_ms`.
+    Retry,
+    /// Hold the lookup until the chat registers again, at most `retry_delay_ms`.
+    Park,
+}
+
+impl Lookup {
+    /// The key's word.
+    pub fn word(self) -> &'static str {
+        match self {
+            Lookup::Retry => "retry",
+            Lookup::Park => "park",
+        }
+    }
+}
+
 /// What a run measures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TestType {
@@ -200,6 +231,8 @@ pub struct ChatConfig {
     pub retry_delay_ms: u64,
     /// Rejoin attempts before giving up.
     pub retry_max: u32,
+    /// What discovery does with a lookup for a restarting chat.
+    pub lookup: Lookup,
     /// cpu_intensive computation, ms.
     pub stress_ms: u64,
     /// ram_intensive allocation, MiB.
@@ -236,6 +269,7 @@ impl ChatConfig {
             send_interval_ms: c.int("send_interval_ms") as u64,
             retry_delay_ms: c.int("retry_delay_ms") as u64,
             retry_max: c.int("retry_max") as u32,
+            lookup: if c.str("lookup") == "park" { Lookup::Park } else { Lookup::Retry },
             stress_ms: c.int("stress_ms") as u64,
             stress_mb: c.int("stress_mb") as u64,
             distributed: c.str("deployment") == "distributed",

@@ -81,7 +81,7 @@ pub(super) async fn orchestrate(cfg: &ChatConfig, em: &Emitter) -> Result<Tally>
         NodeConfig { heartbeat_interval_ms: 200, heartbeat_timeout_ms: 2000, ..NodeConfig::new("discovery", &secret) };
     let node =
         Node::start(node_cfg).await.map_err(|e| SutError::Node(format!("cannot start the discovery node: {e}")))?;
-    let discovery = troupe::spawn(Discovery::new(std::time::Duration::from_millis(cfg.retry_delay_ms)));
+    let discovery = troupe::spawn(Discovery::new(cfg.lookup, std::time::Duration::from_millis(cfg.retry_delay_ms)));
     node.register_global(DISCOVERY, &discovery)
         .map_err(|e| SutError::Node(format!("cannot register discovery: {e}")))?;
     let state = Arc::new(Mutex::new(Coord::default()));

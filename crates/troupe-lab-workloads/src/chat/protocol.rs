@@ -31,8 +31,9 @@ pub(crate) enum DiscoveryMsg {
     Register { topic: String, chat: ActorRef<ChatMsg> },
     /// A client asks for its chat (rule 1); answered with [`ClientMsg::Found`].
     Lookup { topic: String, attempt: u32, reply: ActorRef<ClientMsg> },
-    /// Discovery's own timer: parked lookups for `topic` are answered "not registered".
-    Expire { topic: String },
+    /// Discovery's own timer (`lookup = "park"`): the lookups of holding number `holding` for
+    /// `topic`, if still held, are answered "not registered".
+    Expire { topic: String, holding: u64 },
     /// The injector asks for a chat (an ask: the injector waits for nothing else).
     Find { topic: String, reply: ReplyTo<FoundChat> },
 }

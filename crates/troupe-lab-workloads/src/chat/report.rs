@@ -101,7 +101,7 @@ pub fn write_run_outputs(dir: &Path, m: &Manifest, cfg: &Config, st: &ChatStats)
     p.raw(&status_html(m));
     p.p(&format!(
         "{} test, {} deployment: {} supervisor(s) x {} chats x {} clients = {} clients; msg_type {} every {} ms \
-         per chat ({} phase); clients send every {} ms{}; retry every {} ms at most {} times; window {} s after {} s \
+         per chat ({} phase); clients send every {} ms{}; retry every {} ms at most {} times (lookup {}); window {} s after {} s \
          warm-up; seed {}.",
         st.test_type,
         if chat.distributed { "distributed" } else { "single-process" },
@@ -116,6 +116,7 @@ pub fn write_run_outputs(dir: &Path, m: &Manifest, cfg: &Config, st: &ChatStats)
         if chat.clients_send() { "" } else { " (not in this test: clients only watch)" },
         chat.retry_delay_ms,
         chat.retry_max,
+        chat.lookup.word(),
         chat.duration_s,
         chat.warmup_s,
         chat.seed,

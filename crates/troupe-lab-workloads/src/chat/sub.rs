@@ -92,7 +92,7 @@ pub(super) fn exec(role: &str) -> Result<i32> {
 /// The whole system in this process (`deployment = "single"`).
 async fn single(cfg: &ChatConfig, actions: Vec<FaultAction>, em: &Emitter) -> Result<Tally> {
     let shared = Shared::new(em.clone(), cfg);
-    let discovery = troupe::spawn(Discovery::new(std::time::Duration::from_millis(cfg.retry_delay_ms)));
+    let discovery = troupe::spawn(Discovery::new(cfg.lookup, std::time::Duration::from_millis(cfg.retry_delay_ms)));
     troupe::register(DISCOVERY, &discovery).map_err(|e| SutError::Node(format!("cannot register discovery: {e}")))?;
     let found: ActorRef<DiscoveryMsg> = troupe::whereis(DISCOVERY).map_err(|e| SutError::Node(e.to_string()))?;
     let mut sups = Vec::new();
