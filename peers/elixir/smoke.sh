@@ -5,7 +5,7 @@
 # event lines it appends (docs/chat.md, "The chat peer contract"): the common fields, the ready
 # events, one throughput line per window second near the ceiling, every fault carried out,
 # detected by each client of the chat and followed by its rejoin, the restarts, and a clean
-# run_finished. Then the same on deployment=distributed (4 nodes on loopback) and a malformed
+# run_finished; the same counts with lookup=park. Then the same on deployment=distributed (4 nodes on loopback) and a malformed
 # config (exit 2). About 30 s on a 2-core machine.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -22,7 +22,7 @@ trap 'rm -rf "$work"' EXIT
 cat > "$work/config.json" <<'JSON'
 {"test_type":"throughput","num_supervisor":1,"chats_per_sup":3,"clients_per_server":3,
  "fault_pause_ms":1000,"msg_type":"kill","test_duration_secs":3,"warmup_s":1,
- "send_interval_ms":200,"retry_delay_ms":10,"retry_max":500,"stress_ms":50,"stress_mb":64,
+ "send_interval_ms":200,"retry_delay_ms":10,"retry_max":500,"lookup":"retry","stress_ms":50,"stress_mb":64,
  "deployment":"single","clients_per_process":10000,"fault_phase":"random","events":"file","seed":1}
 JSON
 # Two kills and a poison message on three different chats, a second kill of chat 0, and a cpu
@@ -84,6 +84,21 @@ awk '{
     else if ($0 ~ /"ev":"fault_detected"/ && (!(t in last) || last[t] > ts)) bad = 1
 } END { exit bad }' "$ev" || fail "a detection precedes its injection"
 
+# lookup=park (docs/chat.md, "Behaviour contract", rule 3): discovery holds a lookup for a
+# restarting chat until it registers; the same run makes the same counts.
+sed 's/"lookup":"retry"/"lookup":"park"/' "$work/config.json" > "$work/park.json"
+grep -q '"lookup":"park"' "$work/park.json" || fail "the park config was not made"
+pev="$work/park.jsonl"
+TROUPE_CONFIG="$work/park.json" TROUPE_SCHEDULE="$work/schedule.jsonl" TROUPE_EVENTS="$pev" \
+  TROUPE_RUN_ID=smoke-park timeout 60 "$here/chat/run" 2> "$work/park.err" \
+  || { cat "$work/park.err" >&2; fail "lookup=park: chat run exited non-zero"; }
+tail -1 "$pev" | grep -q '"ev":"run_finished","dropped_events":0,"errors":0,"skipped_faults":0,"injected":5}' \
+  || fail "lookup=park: last line is not a clean run_finished: $(tail -1 "$pev")"
+pdet=$(grep -c '"ev":"fault_detected","id":null,"target":"chat-[0-2]","by":"c[0-8]"}' "$pev" || true)
+prec=$(grep -c '"ev":"reconnected","target":"chat-[0-2]","by":"c[0-8]","ms":[0-9]' "$pev" || true)
+[ "$pdet" = 12 ] || fail "lookup=park: expected 12 fault_detected lines, got $pdet"
+[ "$prec" = 12 ] || fail "lookup=park: expected 12 reconnected lines, got $prec"
+
 # deployment=distributed: the same system over Erlang distribution, one node per group: 1 server
 # node, 2 client nodes (5 + 4 clients), the discovery node; the same schedule.
 sed 's/"deployment":"single"/"deployment":"distributed"/; s/"clients_per_process":10000/"clients_per_process":5/' \
@@ -129,4 +144,4 @@ TROUPE_CONFIG="$work/bad.json" TROUPE_EVENTS="$work/bad.jsonl" TROUPE_RUN_ID=smo
   timeout 60 "$here/chat/run" 2> "$work/bad.err" || rc=$?
 [ "$rc" = 2 ] || fail "a malformed config exited $rc, not 2"
 grep -q "chats_per_sup" "$work/bad.err" || fail "the refusal does not name the bad key"
-echo "smoke elixir chat: ok (single: $(wc -l < "$ev") event lines, $det detections, $rec reconnections; distributed: 4 nodes, $ddet detections, $drec reconnections)"
+echo "smoke elixir chat: ok (single: $(wc -l < "$ev") event lines, $det detections, $rec reconnections; park: $prec reconnections; distributed: 4 nodes, $ddet detections, $drec reconnections)"

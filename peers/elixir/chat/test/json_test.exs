@@ -167,6 +167,10 @@ defmodule TroupeChat.JSONTest do
 
       assert {:error, msg} = TroupeChat.Config.parse(~s({"chats_per_sup":"3"}))
       assert msg =~ "chats_per_sup"
+      assert cfg["lookup"] == "retry"
+      assert {:ok, %{"lookup" => "park"}, _} = TroupeChat.Config.parse(~s({"lookup":"park"}))
+      assert {:error, msg} = TroupeChat.Config.parse(~s({"lookup":"wait"}))
+      assert msg =~ "lookup" and msg =~ "retry, park"
       assert {:error, _} = TroupeChat.Config.parse("[1]")
       assert {:error, _} = TroupeChat.Config.parse("{")
     end

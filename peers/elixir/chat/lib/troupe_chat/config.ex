@@ -18,6 +18,7 @@ defmodule TroupeChat.Config do
     "send_interval_ms" => 200,
     "retry_delay_ms" => 10,
     "retry_max" => 500,
+    "lookup" => "retry",
     "stress_ms" => 100,
     "stress_mb" => 64,
     "deployment" => "distributed",
@@ -63,6 +64,9 @@ defmodule TroupeChat.Config do
       cfg["test_type"] not in ["throughput", "reconnection_time", "detection_time"] ->
         {:error,
          "test_type #{inspect(cfg["test_type"])} is not one of throughput, reconnection_time, detection_time"}
+
+      cfg["lookup"] not in ["retry", "park"] ->
+        {:error, "lookup #{inspect(cfg["lookup"])} is not one of retry, park"}
 
       cfg["deployment"] not in ["single", "distributed"] ->
         {:error, "deployment #{inspect(cfg["deployment"])} is not one of single, distributed"}

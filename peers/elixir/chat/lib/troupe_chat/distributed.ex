@@ -34,7 +34,7 @@ defmodule TroupeChat.Distributed do
   @doc "Runs the distributed system; returns the orchestrator's tally for `run_finished`."
   def orchestrate(cfg, actions, common) do
     Process.flag(:trap_exit, true)
-    {:ok, _} = Discovery.start_link()
+    {:ok, _} = Discovery.start_link(lookup: cfg["lookup"], park_ms: cfg["retry_delay_ms"])
     groups = %{}
 
     with {:ok, groups} <- start_groups(groups, server_specs(cfg, common)),

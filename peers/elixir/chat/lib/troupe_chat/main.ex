@@ -129,7 +129,7 @@ defmodule TroupeChat.Main do
     per = cfg["clients_per_server"]
 
     # 1. Discovery, then the server groups.
-    {:ok, _} = Discovery.start_link()
+    {:ok, _} = Discovery.start_link(lookup: cfg["lookup"], park_ms: cfg["retry_delay_ms"])
 
     for g <- 0..(cfg["num_supervisor"] - 1) do
       first = g * cfg["chats_per_sup"]
