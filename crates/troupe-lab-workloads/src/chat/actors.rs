@@ -426,8 +426,9 @@ impl Actor for Client {
 }
 
 /// Rule 1a on discovery itself, from the messages it sends back: what a lookup for a topic with
-/// no live chat gets in each `lookup` mode. Every wait has a deadline; no test depends on how
-/// fast the machine is, only on the order of messages one sender sends one actor.
+/// no live chat gets in each `lookup` mode. Every wait has a deadline; no assertion can fail
+/// because the machine is slow: they rest on the order of the messages one sender sends one
+/// actor, and on timers never firing early.
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,8 +4,9 @@ defmodule TroupeChat.DiscoveryTest do
 
   alias TroupeChat.Discovery
 
-  # Every wait has a deadline; no test depends on how fast the machine is, only on the order in
-  # which one process's messages reach another (Erlang keeps it between any two processes).
+  # Every wait has a deadline; no assertion can fail because the machine is slow: they rest on
+  # the order in which one process's messages reach another (Erlang keeps it between any two
+  # processes), and on timers never firing early.
   @limit 10_000
   @year 365 * 86_400_000
 
