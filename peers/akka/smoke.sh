@@ -4,9 +4,9 @@
 # (with and without recovery) on hand-made schedules and checks the events they append: the
 # throughput seconds, the faults carried out, the restarts, the skipped kill, run_finished.
 # Then a short single-process chat run (3 chats x 3 clients, kills and a poison message) whose
-# events are checked the same way, then a distributed chat run (5 JVMs in one Akka Cluster) and a
-# distributed run whose client JVM is killed (it must fail, nothing may outlive it), then the IoT
-# runs of iot/smoke.sh. Exits non-zero on the first failure. About five minutes on a loaded
+# events are checked the same way, once with lookup = "retry" and once with "park", then a
+# distributed chat run (5 JVMs in one Akka Cluster) and a distributed run whose client JVM is
+# killed (it must fail, nothing may outlive it), then the IoT runs of iot/smoke.sh. Exits non-zero on the first failure. About five minutes on a loaded
 # 2-core machine.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -119,7 +119,7 @@ echo "akka smoke: scp ok (recovery and no-recovery runs)"
 
 # --- chat (single process) ----------------------------------------------------------------
 # Every key of the chat table (docs/chat.md) with its default, except the small sizes and times.
-CHAT_CFG='{"test_type":"throughput","num_supervisor":1,"chats_per_sup":3,"clients_per_server":3,"fault_pause_ms":1000,"msg_type":"kill","test_duration_secs":3,"warmup_s":1,"send_interval_ms":200,"retry_delay_ms":10,"retry_max":500,"stress_ms":100,"stress_mb":64,"deployment":"single","clients_per_process":10000,"fault_phase":"random","events":"file","seed":1}'
+CHAT_CFG='{"test_type":"throughput","num_supervisor":1,"chats_per_sup":3,"clients_per_server":3,"fault_pause_ms":1000,"msg_type":"kill","test_duration_secs":3,"warmup_s":1,"send_interval_ms":200,"retry_delay_ms":10,"retry_max":500,"stress_ms":100,"stress_mb":64,"deployment":"single","clients_per_process":10000,"fault_phase":"random","events":"file","seed":1,"lookup":"retry"}'
 printf '%s\n' "$CHAT_CFG" >"$WORK/chat.config.json"
 # Two kills and a poison message on three different chats, then a second kill of chat 0.
 printf '%s\n' \
@@ -127,46 +127,66 @@ printf '%s\n' \
     '{"at_ms":900,"id":"f-1","kind":"kill","group":2,"slot":0,"restart":true}' \
     '{"at_ms":1400,"id":"f-2","kind":"error","group":1,"slot":0,"restart":true}' \
     '{"at_ms":2000,"id":"f-3","kind":"kill","group":0,"slot":0,"restart":true}' >"$WORK/chat.schedule.jsonl"
-chat_env=(TROUPE_CONFIG="$WORK/chat.config.json" TROUPE_SCHEDULE="$WORK/chat.schedule.jsonl"
-    TROUPE_EVENTS="$WORK/chat.events.jsonl" TROUPE_RUN_ID="smoke-chat")
-if ! env "${chat_env[@]}" timeout 60 "$HERE/chat/run" 2>"$WORK/chat.err"; then
-    cat "$WORK/chat.err" >&2
-    fail "chat exited non-zero"
-fi
-cev="$WORK/chat.events.jsonl"
-grep -q -v '^{"ts_us":[0-9]*,"run":"smoke-chat","rt":"akka","node":"akka","ev":"' "$cev" &&
-    fail "chat: a line without the common fields"
-chat_has() { grep -q "$1" "$cev" || fail "chat: no line matching $1"; }
-chat_count() { grep -c "$1" "$cev" || true; }
-[ "$(chat_count '"ev":"run_started","workload":"chat"')" = 1 ] || fail "chat: run_started"
-chat_has '"ev":"ready","what":"chats","count":3}'
-chat_has '"ev":"ready","what":"clients","count":9,"rss_bytes":[1-9]'
-chat_has '"ev":"ready","what":"window","count":3,"start_us":[0-9]'
-for s in 0 1 2; do
-    chat_has "\"ev\":\"throughput\",\"second\":$s,\"count\":[1-9]"
-done
-[ "$(chat_count '"ev":"throughput"')" = 3 ] || fail "chat: expected 3 throughput lines"
-chat_has '"ev":"fault_injected","id":"f-0","target":"chat-0","kind":"kill"'
-chat_has '"ev":"fault_injected","id":"f-1","target":"chat-2","kind":"kill"'
-chat_has '"ev":"fault_injected","id":"f-2","target":"chat-1","kind":"error"'
-chat_has '"ev":"fault_injected","id":"f-3","target":"chat-0","kind":"kill"'
-# Every client of a hurt chat detects each fault and rejoins: 3 faults x 3 clients + 3 (f-3).
-[ "$(chat_count '"ev":"fault_detected","id":null,"target":"chat-[012]","by":"c[0-8]"')" = 12 ] ||
-    fail "chat: expected 12 fault_detected lines, got $(chat_count '"ev":"fault_detected"')"
-[ "$(chat_count '"ev":"reconnected","target":"chat-[012]","by":"c[0-8]","ms":[0-9]')" = 12 ] ||
-    fail "chat: expected 12 reconnected lines, got $(chat_count '"ev":"reconnected"')"
-chat_has '"ev":"fault_detected","id":null,"target":"chat-1","by":"c4"'
-chat_has '"ev":"restarted","target":"chat-0","attempt":2'
-# 9 clients each posting every 200 ms to 3 members: 135 broadcasts a second. A second can count
-# more when the machine stalled the one before (late posts land in the next second), so the
-# ceiling is checked on the window's total: 3 x 135, plus one tick of every client (27).
-last="$(grep '"ev":"throughput","second":2,' "$cev" | sed 's/.*"count":\([0-9]*\).*/\1/')"
-total="$(grep '"ev":"throughput"' "$cev" | sed 's/.*"count":\([0-9]*\).*/\1/' | awk '{t += $1} END {print t + 0}')"
-[ "$last" -ge 90 ] || fail "chat: $last broadcasts in the last second (expected near 135)"
-[ "$total" -le 432 ] || fail "chat: $total broadcasts over the 3 s window (ceiling 3 x 135 + 27)"
-tail -1 "$cev" | grep -q '"ev":"run_finished","dropped_events":0,"errors":0,"skipped_faults":0' ||
-    fail "chat: last line is not a clean run_finished: $(tail -1 "$cev")"
-echo "akka smoke: chat ok (3 chats x 3 clients: 4 faults, 12 detections, 12 rejoins)"
+# chat_single NAME CONFIG: one single-process run (run id smoke-NAME) and its checks.
+chat_single() {
+    chat_env=(TROUPE_CONFIG="$2" TROUPE_SCHEDULE="$WORK/chat.schedule.jsonl"
+        TROUPE_EVENTS="$WORK/$1.events.jsonl" TROUPE_RUN_ID="smoke-$1")
+    if ! env "${chat_env[@]}" timeout 60 "$HERE/chat/run" 2>"$WORK/$1.err"; then
+        cat "$WORK/$1.err" >&2
+        fail "chat $1 exited non-zero"
+    fi
+    cev="$WORK/$1.events.jsonl"
+    grep -q -v '^{"ts_us":[0-9]*,"run":"smoke-'"$1"'","rt":"akka","node":"akka","ev":"' "$cev" &&
+        fail "chat: a line without the common fields"
+    chat_has() { grep -q "$1" "$cev" || fail "chat: no line matching $1"; }
+    chat_count() { grep -c "$1" "$cev" || true; }
+    [ "$(chat_count '"ev":"run_started","workload":"chat"')" = 1 ] || fail "chat: run_started"
+    chat_has '"ev":"ready","what":"chats","count":3}'
+    chat_has '"ev":"ready","what":"clients","count":9,"rss_bytes":[1-9]'
+    chat_has '"ev":"ready","what":"window","count":3,"start_us":[0-9]'
+    for s in 0 1 2; do
+        chat_has "\"ev\":\"throughput\",\"second\":$s,\"count\":[1-9]"
+    done
+    [ "$(chat_count '"ev":"throughput"')" = 3 ] || fail "chat: expected 3 throughput lines"
+    chat_has '"ev":"fault_injected","id":"f-0","target":"chat-0","kind":"kill"'
+    chat_has '"ev":"fault_injected","id":"f-1","target":"chat-2","kind":"kill"'
+    chat_has '"ev":"fault_injected","id":"f-2","target":"chat-1","kind":"error"'
+    chat_has '"ev":"fault_injected","id":"f-3","target":"chat-0","kind":"kill"'
+    # Every client of a hurt chat detects each fault and rejoins: 3 faults x 3 clients + 3 (f-3).
+    [ "$(chat_count '"ev":"fault_detected","id":null,"target":"chat-[012]","by":"c[0-8]"')" = 12 ] ||
+        fail "chat: expected 12 fault_detected lines, got $(chat_count '"ev":"fault_detected"')"
+    [ "$(chat_count '"ev":"reconnected","target":"chat-[012]","by":"c[0-8]","ms":[0-9]')" = 12 ] ||
+        fail "chat: expected 12 reconnected lines, got $(chat_count '"ev":"reconnected"')"
+    chat_has '"ev":"fault_detected","id":null,"target":"chat-1","by":"c4"'
+    chat_has '"ev":"restarted","target":"chat-0","attempt":2'
+    # 9 clients each posting every 200 ms to 3 members: 135 broadcasts a second. A second can count
+    # more when the machine stalled the one before (late posts land in the next second), so the
+    # ceiling is checked on the window's total: 3 x 135, plus one tick of every client (27).
+    last="$(grep '"ev":"throughput","second":2,' "$cev" | sed 's/.*"count":\([0-9]*\).*/\1/')"
+    total="$(grep '"ev":"throughput"' "$cev" | sed 's/.*"count":\([0-9]*\).*/\1/' | awk '{t += $1} END {print t + 0}')"
+    [ "$last" -ge 90 ] || fail "chat: $last broadcasts in the last second (expected near 135)"
+    [ "$total" -le 432 ] || fail "chat: $total broadcasts over the 3 s window (ceiling 3 x 135 + 27)"
+    tail -1 "$cev" | grep -q '"ev":"run_finished","dropped_events":0,"errors":0,"skipped_faults":0' ||
+        fail "chat: last line is not a clean run_finished: $(tail -1 "$cev")"
+    echo "akka smoke: chat $1 ok (3 chats x 3 clients: 4 faults, 12 detections, 12 rejoins)"
+}
+chat_single chat "$WORK/chat.config.json"
+# The same run with lookup = "park": discovery holds a lookup for a restarting chat until it
+# registers (or retry_delay_ms passed); its end-of-run line must show each parked lookup answered
+# once, by the registration or by its timer.
+printf '%s\n' "${CHAT_CFG/\"lookup\":\"retry\"/\"lookup\":\"park\"}" >"$WORK/park.config.json"
+chat_single park "$WORK/park.config.json"
+parked="$(grep -o 'discovery (lookup=park): [0-9]* lookups parked, [0-9]* answered by a registration, [0-9]* timed out' "$WORK/park.err")" ||
+    fail "chat park: no discovery (lookup=park) line on stderr"
+read -r n_parked n_reg n_timeout <<<"$(echo "$parked" | grep -o '[0-9]*' | tr '\n' ' ')"
+[ "$n_parked" = "$((n_reg + n_timeout))" ] || fail "chat park: parked lookups not all answered once: $parked"
+echo "akka smoke: chat park: $parked"
+# An unknown lookup mode is refused at start (exit 2), naming the key.
+printf '%s\n' "${CHAT_CFG/\"lookup\":\"retry\"/\"lookup\":\"wait\"}" >"$WORK/bad.config.json"
+rc=0
+TROUPE_CONFIG="$WORK/bad.config.json" TROUPE_EVENTS="$WORK/bad.events.jsonl" "$HERE/chat/run" 2>"$WORK/bad.err" || rc=$?
+[ "$rc" = 2 ] || fail "chat lookup=wait: exit $rc, expected 2"
+grep -q 'config key lookup="wait"' "$WORK/bad.err" || fail "chat lookup=wait: no message naming the key: $(cat "$WORK/bad.err")"
 
 # --- chat, deployment=distributed ---------------------------------------------------------
 # 2 server JVMs x 2 chats x 3 clients in 2 client JVMs (clients_per_process 6), all members of

@@ -140,7 +140,7 @@ func runOrchestrator(r *run) int {
 		}
 		return 0
 	}
-	if err := spawnDiscovery(system); err != nil {
+	if err := spawnDiscovery(system, cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "protoactor chat: spawning discovery: %v\n", err)
 		errors++
 		return finish()
@@ -271,6 +271,7 @@ reap:
 			break reap
 		}
 	}
+	reportParked(cfg)
 	rem.Shutdown(false)
 	return finish()
 }

@@ -20,7 +20,7 @@
 package main
 
 import (
-		"bytes"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -68,6 +68,7 @@ type config struct {
 	FaultPhase        string `json:"fault_phase"`
 	Events            string `json:"events"`
 	Seed              uint64 `json:"seed"`
+	Lookup            string `json:"lookup"`
 }
 
 func defaultConfig() config {
@@ -76,7 +77,7 @@ func defaultConfig() config {
 		FaultPauseMs: 5000, MsgType: "error", TestDurationSecs: 60, WarmupS: 5,
 		SendIntervalMs: 200, RetryDelayMs: 10, RetryMax: 500, StressMs: 100, StressMb: 64,
 		Deployment: "distributed", ClientsPerProcess: 10000, FaultPhase: "random",
-		Events: "file", Seed: 1,
+		Events: "file", Seed: 1, Lookup: "retry",
 	}
 }
 
@@ -235,9 +236,44 @@ func topic(c int) string { return "chat-" + strconv.Itoa(c) }
 // ---------------------------------------------------------------------------------------------
 // Discovery
 
+// discovery maps a topic to its live chat and watches it (a dead chat is forgotten).
+// A Lookup for a topic with no live chat (it is restarting) is answered "not registered" at
+// once with lookup = "retry" (seed 000). With lookup = "park" it is held: answered with the chat
+// the moment that chat registers again, or "not registered" after retry_delay_ms (one
+// scheduler.SendOnce timer per parked lookup, cancelled when the registration answers it),
+// whichever comes first; each parked lookup is answered exactly once.
 type discovery struct {
-	chats map[string]*actor.PID
-	byID  map[string]string // pidKey(chat) -> topic
+	chats  map[string]*actor.PID
+	byID   map[string]string // pidKey(chat) -> topic
+	park   bool
+	delay  time.Duration
+	sched  *scheduler.TimerScheduler // on the system's root context, never on ctx (timers fire on other goroutines)
+	parked map[string]map[uint64]parkedLookup
+	nextID uint64
+}
+
+// parkedLookup is a client's Lookup held by discovery (lookup = "park").
+type parkedLookup struct {
+	client  *actor.PID
+	attempt uint32
+	cancel  scheduler.CancelFunc
+}
+
+// parkStats counts discovery's parked lookups in this process (lookup = "park"), for the line
+// reportParked writes on stderr at the end of a run.
+var parkStats struct{ parked, byRegistration, timedOut atomic.Uint64 }
+
+func reportParked(cfg config) {
+	if cfg.Lookup == "park" {
+		fmt.Fprintf(os.Stderr, "protoactor chat: discovery (lookup=park): %d lookups parked, %d answered by a registration, %d timed out\n",
+			parkStats.parked.Load(), parkStats.byRegistration.Load(), parkStats.timedOut.Load())
+	}
+}
+
+// parkTimeout is discovery's own timer message: parked lookup id on topic waited retry_delay_ms.
+type parkTimeout struct {
+	topic string
+	id    uint64
 }
 
 // pidKey names a PID uniquely across processes (address and id).
@@ -254,8 +290,43 @@ func (d *discovery) Receive(ctx actor.Context) {
 		d.chats[m.Topic] = m.Chat
 		d.byID[pidKey(m.Chat)] = m.Topic
 		ctx.Send(m.Chat, &msg.Registered{})
+		if waiting, ok := d.parked[m.Topic]; ok {
+			delete(d.parked, m.Topic)
+			for _, p := range waiting {
+				p.cancel()
+				parkStats.byRegistration.Add(1)
+				ctx.Send(p.client, &msg.Found{Attempt: p.attempt, Chat: m.Chat})
+			}
+		}
 	case *msg.Lookup:
-		ctx.Respond(&msg.Found{Attempt: m.Attempt, Chat: d.chats[m.Topic]})
+		chat := d.chats[m.Topic]
+		if chat != nil || !d.park || ctx.Sender() == nil {
+			ctx.Respond(&msg.Found{Attempt: m.Attempt, Chat: chat})
+			return
+		}
+		d.nextID++
+		id := d.nextID
+		parkStats.parked.Add(1)
+		waiting := d.parked[m.Topic]
+		if waiting == nil {
+			waiting = map[uint64]parkedLookup{}
+			d.parked[m.Topic] = waiting
+		}
+		waiting[id] = parkedLookup{
+			client:  ctx.Sender(),
+			attempt: m.Attempt,
+			cancel:  d.sched.SendOnce(d.delay, ctx.Self(), &parkTimeout{topic: m.Topic, id: id}),
+		}
+	case *parkTimeout:
+		// A timer that lost the race to a registration finds nothing here: answered once only.
+		if p, ok := d.parked[m.topic][m.id]; ok {
+			delete(d.parked[m.topic], m.id)
+			if len(d.parked[m.topic]) == 0 {
+				delete(d.parked, m.topic)
+			}
+			parkStats.timedOut.Add(1)
+			ctx.Send(p.client, &msg.Found{Attempt: p.attempt})
+		}
 	case *msg.Find:
 		ctx.Respond(&msg.FoundChat{Chat: d.chats[m.Topic]})
 	case *actor.Terminated:
@@ -571,9 +642,14 @@ func newSystem() *actor.ActorSystem {
 }
 
 // spawnDiscovery spawns discovery under its known name.
-func spawnDiscovery(system *actor.ActorSystem) error {
+func spawnDiscovery(system *actor.ActorSystem, cfg config) error {
+	sched := scheduler.NewTimerScheduler(system.Root)
 	dprops := actor.PropsFromProducer(func() actor.Actor {
-		return &discovery{chats: map[string]*actor.PID{}, byID: map[string]string{}}
+		return &discovery{
+			chats: map[string]*actor.PID{}, byID: map[string]string{},
+			park: cfg.Lookup == "park", delay: time.Duration(cfg.RetryDelayMs) * time.Millisecond,
+			sched: sched, parked: map[string]map[uint64]parkedLookup{},
+		}
 	})
 	_, err := system.Root.SpawnNamed(dprops, discoveryName)
 	return err
@@ -713,6 +789,9 @@ func main() {
 	if cfg.Deployment != "single" && cfg.Deployment != "distributed" {
 		fatal(2, "deployment=%s is not implemented", cfg.Deployment)
 	}
+	if cfg.Lookup != "retry" && cfg.Lookup != "park" {
+		fatal(2, "config %s: lookup=%q: expected \"retry\" or \"park\"", cfgPath, cfg.Lookup)
+	}
 	if strings.Contains(eventsPath, "://") {
 		fatal(2, "TROUPE_EVENTS=%s: only a file path is implemented", eventsPath)
 	}
@@ -763,7 +842,7 @@ func runSingle(r *run) int {
 	}
 
 	// 1. Discovery, under its known name.
-	if err := spawnDiscovery(system); err != nil {
+	if err := spawnDiscovery(system, cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "protoactor chat: spawning discovery: %v\n", err)
 		return finish(1)
 	}
@@ -795,6 +874,7 @@ func runSingle(r *run) int {
 	startUs := time.Now().Add(time.Duration(cfg.WarmupS) * time.Second).UnixMicro()
 	em.emit("ready", fmt.Sprintf(`"what":"window","count":%d,"start_us":%d`, cfg.TestDurationSecs, startUs))
 	skipped, bad := runWindow(system, sh, time.UnixMicro(startUs), r.acts, totalChats)
+	reportParked(cfg)
 
 	// 5. Done: no restarts or events after run_finished.
 	sh.stopping.Store(true)

@@ -11,7 +11,7 @@ import java.util.Set;
 record ChatConfig(String testType, int numSupervisor, int chatsPerSup, int clientsPerServer,
                   long faultPauseMs, String msgType, int durationS, int warmupS,
                   long sendIntervalMs, long retryDelayMs, int retryMax, long stressMs,
-                  long stressMb, String deployment, int clientsPerProcess) {
+                  long stressMb, String deployment, int clientsPerProcess, String lookup) {
 
     int chats() {
         return numSupervisor * chatsPerSup;
@@ -56,12 +56,13 @@ record ChatConfig(String testType, int numSupervisor, int chatsPerSup, int clien
         long stressMb = integer(root, "stress_mb", 64, 1, 4096);
         String deployment = str(root, "deployment", "distributed", Set.of("distributed", "single"));
         int perProcess = (int) integer(root, "clients_per_process", 10_000, 1, 1_000_000);
+        String lookup = str(root, "lookup", "retry", Set.of("retry", "park"));
         if ((long) sups * per * clients > 1_000_000L) {
             throw new IllegalArgumentException("at most 1,000,000 clients in all (num_supervisor"
                     + " x chats_per_sup x clients_per_server = " + ((long) sups * per * clients) + ")");
         }
         return new ChatConfig(testType, sups, per, clients, pause, msgType, duration, warmup, send,
-                retryDelay, retryMax, stressMs, stressMb, deployment, perProcess);
+                retryDelay, retryMax, stressMs, stressMb, deployment, perProcess, lookup);
     }
 
     private static String str(JsonNode root, String key, String dflt, Set<String> allowed) {

@@ -44,7 +44,9 @@ final class Client extends AbstractBehavior<Client.Command> {
      * Across nodes Akka delivers at most once: a Lookup, Found, Join or Joined can be dropped
      * (e.g. when Artery's outbound send queue to a busy node overflows). An attempt with no
      * answer after this long is a failed attempt, retried like one. In one JVM nothing is
-     * dropped, so this never fires there unless a chat holds its handler for a second.
+     * dropped, so this never fires there unless a chat holds its handler for a second. With
+     * lookup = park discovery may hold the Lookup for up to retry_delay_ms before it answers, so
+     * the attempt gets that much longer ({@link #attemptTimeout}).
      */
     private static final Duration ATTEMPT_TIMEOUT = Duration.ofSeconds(1);
 
@@ -54,6 +56,7 @@ final class Client extends AbstractBehavior<Client.Command> {
     private final String text;
     private final Shared shared;
     private final TimerScheduler<Command> timers;
+    private final Duration attemptTimeout;
     private ActorRef<Discovery.Command> discovery;
     private long attempt;
     private int tries;
@@ -76,6 +79,8 @@ final class Client extends AbstractBehavior<Client.Command> {
         this.topic = Shared.topic(chatIndex);
         this.fields = "\"target\":\"" + topic + "\",\"by\":\"c" + index + "\"";
         this.text = "hello from c" + index;
+        this.attemptTimeout = shared.cfg.lookup().equals("park")
+                ? ATTEMPT_TIMEOUT.plusMillis(shared.cfg.retryDelayMs()) : ATTEMPT_TIMEOUT;
         if (shared.cfg.clientsSend()) {
             timers.startTimerAtFixedRate("tick", Tick.INSTANCE,
                     Duration.ofMillis(shared.cfg.sendIntervalMs()));
@@ -145,7 +150,7 @@ final class Client extends AbstractBehavior<Client.Command> {
         }
         attempt++;
         tries++;
-        timers.startSingleTimer(TIMEOUT, new AttemptTimeout(attempt), ATTEMPT_TIMEOUT);
+        timers.startSingleTimer(TIMEOUT, new AttemptTimeout(attempt), attemptTimeout);
         discovery.tell(new Discovery.Lookup(topic, attempt, getContext().getSelf()));
     }
 

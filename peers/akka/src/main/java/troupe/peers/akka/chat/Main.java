@@ -221,6 +221,11 @@ public final class Main {
         long afterWindow = window == null ? 0 : window.afterWindow();
         System.err.printf("akka chat: faults injected %d, skipped %d, after the window %d, errors %d%n",
                 shared.injected.get(), shared.skipped.get(), afterWindow, shared.errors.get());
+        if (shared.hostsDiscovery && shared.cfg.lookup().equals("park")) {
+            System.err.printf("akka chat: discovery (lookup=park): %d lookups parked, %d answered by a"
+                    + " registration, %d timed out%n", shared.parkedLookups.get(),
+                    shared.parkedByRegistration.get(), shared.parkedTimedOut.get());
+        }
         long errors = shared.errors.get();
         long skipped = shared.skipped.get();
         boolean ok = events.finish("run_finished", dropped -> ",\"dropped_events\":" + dropped

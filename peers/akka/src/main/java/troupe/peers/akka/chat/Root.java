@@ -41,7 +41,7 @@ final class Root {
     static Behavior<Command> create(Shared shared, Layout layout) {
         return Behaviors.setup(ctx -> {
             if (layout.discovery()) {
-                ctx.spawn(Behaviors.supervise(Discovery.create()).onFailure(SupervisorStrategy.restart()),
+                ctx.spawn(Behaviors.supervise(Discovery.create(shared)).onFailure(SupervisorStrategy.restart()),
                         "discovery");
             }
             ActorRef<Coordinator.Command> coordinator = layout.ready() == null ? null

@@ -28,6 +28,12 @@ final class Shared {
     volatile boolean stopping;
     final AtomicLong injected = new AtomicLong();
     final AtomicLong skipped = new AtomicLong();
+    /** Set by discovery in the process that hosts it. */
+    volatile boolean hostsDiscovery;
+    /** lookup = park: lookups discovery parked, answered by a registration, timed out. */
+    final AtomicLong parkedLookups = new AtomicLong();
+    final AtomicLong parkedByRegistration = new AtomicLong();
+    final AtomicLong parkedTimedOut = new AtomicLong();
     /** Incarnations started per chat (survives the chat's restarts). */
     final AtomicIntegerArray starts;
 
