@@ -13,28 +13,20 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use troupe::supervisor::{self, ChildSpec, Restart, Strategy, SupervisorSpec};
 use troupe::{Actor, Ctx, ReplyTo};
-use troupe_lab::config::{Config, ConfigBuilder, CrossIssue, KeyKind, KeySpec, Schema, Value, SEED};
+use troupe_lab::config::{Config, ConfigBuilder, CrossIssue, KeySpec, Schema, SEED};
 use troupe_lab::events::{writer::EventWriter, Event};
+use troupe_lab::int_key;
 use troupe_lab::registry::Registry;
 use troupe_lab::run::{RunRequest, TroupeExe};
 use troupe_lab::schedule::{self, FaultAction};
 use troupe_lab::workload::{Checker, Faults, Reports, RunAnalysis, Spec, System};
 
-/// Role 1, the keys: every key has a type, a range, a default and a line of doc.
+/// Role 1, the keys: every key has a type, a range, a default (checked at compile time) and a
+/// line of doc.
 const KEYS: &[KeySpec] = &[
     SEED,
-    KeySpec {
-        name: "requests",
-        kind: KeyKind::Int { min: 1, max: 100_000 },
-        default: || Value::Int(300),
-        doc: "requests, one a millisecond",
-    },
-    KeySpec {
-        name: "kills",
-        kind: KeyKind::Int { min: 0, max: 100 },
-        default: || Value::Int(2),
-        doc: "times the echo actor is killed",
-    },
+    int_key!("requests", 1, 100_000, 300, "requests, one a millisecond"),
+    int_key!("kills", 0, 100, 2, "times the echo actor is killed"),
 ];
 fn cross_rules(_: &Config) -> Vec<CrossIssue> {
     Vec::new()
