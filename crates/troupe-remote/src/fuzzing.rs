@@ -96,7 +96,7 @@ pub fn session_frames(data: &[u8]) {
             }
             peer.clear_dedup();
             for l in peer.channels.iter().flat_map(|c| &c.lanes) {
-                l.reset();
+                l.reset(&inner.shared);
             }
             *peer.relations.lock() = Default::default();
         });
