@@ -159,6 +159,18 @@ pub struct NodeConfig {
     /// its handshake (`connections_refused`). Default 16, and never below this node's own
     /// lanes plus one (control, `parallelism` and each channel's, [`NodeConfig::connection_budget`]).
     pub max_connections_per_peer: usize,
+    /// Bytes of replies to remote askers this node holds, queued for their peers or being
+    /// written to them, over all peers: what askers that never read their answers can make
+    /// the node keep (issue 36: several identities held 1.1 GB this way, each under its own
+    /// `max_buffer_bytes`). A reply past it closes the session of the peer that holds the most
+    /// of these bytes (`limit_closes`; `reply_bytes` in `stats` is the gauge). Default 128 MiB.
+    pub max_reply_bytes: usize,
+    /// Bytes one peer's connections may hold for large frames (64 KiB and more) still being
+    /// received, each counted at its full length once its header is in; a frame past it
+    /// closes the session (`limit_closes`; `partial_frame_bytes` in `stats` is the gauge).
+    /// Default 64 MiB, and never below this node's own lanes times `max_frame_bytes`
+    /// ([`NodeConfig::partial_frame_budget`]).
+    pub max_partial_frame_bytes_per_peer: usize,
 }
 
 impl Default for NodeConfig {
@@ -199,6 +211,8 @@ impl Default for NodeConfig {
             max_causal_held_bytes_per_session: 64 << 20,
             max_causal_held_bytes: 256 << 20,
             max_connections_per_peer: 16,
+            max_reply_bytes: 128 << 20,
+            max_partial_frame_bytes_per_peer: 64 << 20,
         }
     }
 }
@@ -293,6 +307,9 @@ impl NodeConfig {
                 "max_held_bytes_per_session must be at least 1 and max_held_bytes at least as large",
             ));
         }
+        if self.max_reply_bytes == 0 {
+            return Err(Error::config("max_reply_bytes must be at least 1"));
+        }
         let mut names = vec!["control", "default"];
         for c in &self.channels {
             if names.contains(&c.name.as_str()) {
@@ -314,6 +331,16 @@ impl NodeConfig {
     pub fn connection_budget(&self) -> usize {
         let lanes: usize = self.all_channels().iter().map(|c| usize::from(c.parallelism)).sum();
         self.max_connections_per_peer.max(lanes + 1)
+    }
+
+    /// The bytes one peer's large frames still being received may hold:
+    /// `max_partial_frame_bytes_per_peer`, raised to this node's own lanes times
+    /// `max_frame_bytes` when that is more (a peer with the same channels may be sending a
+    /// frame of the largest size on each of its lanes at once).
+    #[must_use]
+    pub fn partial_frame_budget(&self) -> usize {
+        let lanes: usize = self.all_channels().iter().map(|c| usize::from(c.parallelism)).sum();
+        self.max_partial_frame_bytes_per_peer.max(lanes.saturating_mul(self.max_frame_bytes))
     }
 
     /// All channels in index order: `control` (0), `default` (1), then the named ones.

@@ -123,6 +123,17 @@ impl FrameBuf {
         &mut self.buf
     }
 
+    /// The whole length (with its length field) of the frame at the front when it is at
+    /// least `large` bytes, within `max`, and not complete yet: what a connection reading it
+    /// will hold (rule 5); 0 otherwise.
+    #[must_use]
+    pub fn large_in_progress(&self, large: usize, max: usize) -> usize {
+        match self.pending_len() {
+            Some(len) if len > 0 && len <= max && 4 + len >= large && self.buf.len() - self.start < 4 + len => 4 + len,
+            _ => 0,
+        }
+    }
+
     /// The length field of the frame at the front, once its 4 bytes are in.
     fn pending_len(&self) -> Option<usize> {
         let avail = &self.buf[self.start..];

@@ -1,14 +1,17 @@
 //! Budgets for what an authenticated peer can make a node keep (issue 36): monitors and links
 //! per peer (`inbound.rs` rule 6), global names per peer and per node (rule 7), causal frames
 //! held for their causes in bytes per label, session and node (`causal_wire.rs` rules 5-6),
-//! connections per peer (`node/mod.rs` rule 9).
+//! connections per peer (`node/mod.rs` rule 9), reply bytes over the node (rule 10) and bytes
+//! of large frames being received per peer (rule 11).
 //! Past a budget the offending session is closed, what it held is freed, and the node keeps
 //! serving others. Each test drives a real `troupe-node` process from an authenticated raw
 //! peer (`common::attacker`).
 //!
 //! `TROUPE_NODE_BIN=/path/to/troupe-node cargo test -p troupe-remote --test remote_budgets
 //! causal_flood_peak_rss_report -- --ignored --nocapture` prints the peak RSS of a node under
-//! a flood of held causal frames (how the before/after figures of issue 36 were taken).
+//! a flood of held causal frames (how the before/after figures of issue 36 were taken);
+//! `reply_flood_peak_rss_report` and `partial_frames_peak_rss_report` do the same for askers
+//! that never read their answers and for nearly complete 16 MiB frames.
 
 mod common;
 
@@ -17,10 +20,13 @@ use std::time::{Duration, Instant};
 
 use common::attacker::Attacker;
 use common::{cfg, NodeProc};
+use serde::Serialize;
+use troupe::remote_api::WireReply;
 use troupe_remote::causal::{Clock, Stamp};
 use troupe_remote::frame::{kind, write_frame, DataHeader, Target};
 use troupe_remote::proto::{Control, GlobalEntry};
-use troupe_remote::{tag_hash, Node};
+use troupe_remote::services::Echo;
+use troupe_remote::{tag_hash, Blob, Node};
 
 const T: Duration = Duration::from_secs(30);
 
@@ -344,6 +350,220 @@ async fn causal_flood_peak_rss_report() {
         b.rss_kib(),
         held["causal_held"],
         s["causal_held"],
+        t0.elapsed()
+    );
+}
+
+/// The echo service's request as a raw peer writes it: the reply handle names the peer itself.
+#[derive(Serialize)]
+struct EchoAsk(Blob, WireReply);
+
+/// `count` asks to the echo service for answers of `size` bytes each, sent to `x`.
+fn echo_asks(x: &Attacker, first: u64, count: u64, size: usize) -> Vec<u8> {
+    let tag = tag_hash("troupe.svc.echo.v1");
+    let mut out = Vec::new();
+    for id in first..first + count {
+        let ask =
+            EchoAsk(Blob(vec![0xEC; size]), WireReply { node: x.listen.clone(), id, tag: tag_hash("troupe.blob") });
+        write_frame(&mut out, kind::DATA, |b| {
+            DataHeader { target: Target::Name("echo".into()), tag, ack_seq: 0 }.write(b)?;
+            troupe_remote::codec::encode_into(&ask, b)?;
+            b.push(0); // no reply handles of the sender's to fail
+            Ok(())
+        })
+        .unwrap();
+    }
+    out
+}
+
+/// A legitimate peer asks the echo service and gets its answer.
+async fn echo_answers(addr: &str) {
+    let a = Node::start(cfg("legit")).await.unwrap();
+    let echo = a.lookup::<Echo>(addr, "echo").await.expect("the node still serves");
+    let got = echo.ask(|r| Echo(Blob(b"still here".to_vec()), r), T).await.expect("the echo answers");
+    assert_eq!(got.0, b"still here");
+    a.shutdown();
+}
+
+/// Rule 10 of `node/mod.rs` (issue 36: askers that never read their answers held 1.1 GB over
+/// several identities, each under its own `max_buffer_bytes`). Three identities each ask for
+/// 32 MiB of answers they never read: each one's lane is capped at 12 MiB, but together they
+/// would hold 36 MiB. Past `max_reply_bytes` (16 MiB) the peer holding the most is closed, the
+/// node holds at most the budget, a legitimate asker is answered, and all is freed when they
+/// leave.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rule_10_replies_past_the_node_budget_close_the_peer_holding_the_most() {
+    const BUDGET: u64 = 16 << 20;
+    let mut b = NodeProc::start(
+        "b",
+        &format!(
+            "services = [\"echo\"]\nmax_reply_bytes = {BUDGET}\nmax_buffer_bytes = 12582912\n\
+             heartbeat_timeout_ms = 120000"
+        ),
+    );
+    let mut xs = Vec::new();
+    for name in ["x", "y", "z"] {
+        xs.push(Attacker::connect_deaf(&b.addr, name).await);
+    }
+    let mut most = 0;
+    for x in &xs {
+        x.write(echo_asks(x, 1, 32, 1 << 20)).await;
+        let s = b.stats();
+        most = most.max(stat(&s, "reply_bytes"));
+    }
+    let s = wait_stats(&mut b, |s| stat(s, "limit_closes") >= 1);
+    assert!(stat(&s, "limit_closes") >= 1, "nobody was closed past max_reply_bytes: {s}");
+    // The budget holds, give or take the one reply that crossed it.
+    let bound = BUDGET + (1 << 20) + 4096;
+    most = most.max(stat(&s, "reply_bytes"));
+    assert!(most <= bound, "the node held {most} bytes of replies: {s}");
+    echo_answers(&b.addr).await;
+    let s = b.stats();
+    assert!(stat(&s, "reply_bytes") <= bound, "{s}");
+    for x in xs {
+        x.leave();
+    }
+    let s = wait_stats(&mut b, |s| stat(s, "reply_bytes") == 0);
+    assert_eq!(stat(&s, "reply_bytes"), 0, "freed when the askers left: {s}");
+}
+
+/// A frame with a length field of `len` and all of its body but the last byte.
+fn nearly_complete_frame(len: usize) -> Vec<u8> {
+    let mut f = Vec::with_capacity(len + 3);
+    f.extend_from_slice(&(len as u32).to_be_bytes());
+    f.push(kind::DATA);
+    f.resize(4 + len - 1, 0xAB);
+    f
+}
+
+/// Rule 11 of `node/mod.rs`: large frames being received count against their peer's budget
+/// from their header on; the frame past it closes the session, and every connection of the
+/// peer goes with it, freeing what their frames held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rule_11_large_frames_being_received_past_the_peer_budget_close_the_session() {
+    use std::io::Write;
+    const LEN: usize = (1 << 20) - 4; // counted as 1 MiB with its length field
+    let mut b = NodeProc::start(
+        "b",
+        "services = [\"echo\"]\nmax_frame_bytes = 1048576\nmax_partial_frame_bytes_per_peer = 4194304",
+    );
+    let x = Attacker::connect(&b.addr, "x").await;
+    let mut conns = Vec::new();
+    for lane in 0..5 {
+        conns.push(x.dial(&b.addr, "default", lane).await);
+    }
+    for c in &mut conns[..4] {
+        c.write_all(&nearly_complete_frame(LEN)).unwrap();
+    }
+    let s = wait_stats(&mut b, |s| stat(s, "partial_frame_bytes") == 4 << 20);
+    assert_eq!((stat(&s, "partial_frame_bytes"), stat(&s, "limit_closes")), (4 << 20, 0), "within budget: {s}");
+    let _ = conns[4].write_all(&nearly_complete_frame(LEN)[..4096]);
+    assert!(closed_by_node(&x).await, "the node kept a session past max_partial_frame_bytes_per_peer");
+    let s = wait_stats(&mut b, |s| stat(s, "partial_frame_bytes") == 0 && stat(s, "limit_closes") >= 1);
+    assert_eq!(stat(&s, "partial_frame_bytes"), 0, "every connection's frame is freed: {s}");
+    assert!(stat(&s, "limit_closes") >= 1, "{s}");
+    still_serves(&b.addr).await;
+}
+
+/// Waits (bounded) until the node has read everything sent to it: `bytes_in` the same in two
+/// polls 100 ms apart.
+fn settled(node: &mut NodeProc) {
+    let mut last = u64::MAX;
+    for _ in 0..100 {
+        let now = stat(&node.stats(), "bytes_in");
+        if now == last {
+            return;
+        }
+        last = now;
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Issue 36's figures for rule 10: five identities that ask the echo service for 1 MiB answers
+/// (300 each) and never read them. Peak RSS of the node (`TROUPE_NODE_BIN`, default this
+/// build, default budgets; a long heartbeat timeout so that silent attackers stay up while
+/// the others write), and RSS once they left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, not a check: run with --ignored --nocapture"]
+async fn reply_flood_peak_rss_report() {
+    let bin = std::env::var("TROUPE_NODE_BIN").unwrap_or_else(|_| "this build".into());
+    let mut b = NodeProc::start("b", "services = [\"echo\"]\nheartbeat_timeout_ms = 600000");
+    let base = b.peak_rss_kib();
+    let t0 = Instant::now();
+    let mut xs = Vec::new();
+    for i in 0..5 {
+        xs.push(Attacker::connect_deaf(&b.addr, &format!("x{i}")).await);
+    }
+    let mut written = 0;
+    for x in &xs {
+        for batch in 0..10 {
+            if !x.write(echo_asks(x, batch * 30 + 1, 30, 1 << 20)).await {
+                break;
+            }
+            written += 30;
+        }
+        settled(&mut b);
+    }
+    let peak = b.peak_rss_kib();
+    for x in xs {
+        x.leave();
+    }
+    let s = wait_stats(&mut b, |s| s["reply_bytes"].as_u64().unwrap_or(0) == 0 && stat(s, "nodes_down") >= 5);
+    std::thread::sleep(Duration::from_millis(1500)); // a trim runs at most once a second
+    println!(
+        "reply flood (5 identities x 300 asks of 1 MiB, never read; {written} written before the node closed \
+         them): peak RSS {base} -> {peak} KiB, RSS after they left {} KiB; reply_bytes then {}, limit_closes {}, \
+         replies_dropped {}, nodes_down {}, trims {}, {:?} [{bin}]",
+        b.rss_kib(),
+        s["reply_bytes"],
+        s["limit_closes"],
+        s["replies_dropped"],
+        s["nodes_down"],
+        b.stats()["trims"],
+        t0.elapsed()
+    );
+}
+
+/// Issue 36's figures for rule 11: one peer opens 60 more connections on its `default` lanes
+/// and writes a nearly complete 16 MiB frame on each (`TROUPE_NODE_BIN`, default budgets).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a measurement, not a check: run with --ignored --nocapture"]
+async fn partial_frames_peak_rss_report() {
+    use std::io::Write;
+    let bin = std::env::var("TROUPE_NODE_BIN").unwrap_or_else(|_| "this build".into());
+    let mut b = NodeProc::start("b", "services = [\"echo\"]");
+    let base = b.peak_rss_kib();
+    let t0 = Instant::now();
+    let x = Attacker::connect(&b.addr, "x").await;
+    let frame = nearly_complete_frame(16 << 20);
+    let mut written = 0;
+    let mut conns = Vec::new();
+    for lane in 0..60 {
+        let mut c = x.dial(&b.addr, "default", lane).await;
+        let f = frame.clone();
+        let (ok, c2) = tokio::task::spawn_blocking(move || (c.write_all(&f).is_ok(), c)).await.unwrap();
+        c = c2;
+        written += usize::from(ok);
+        conns.push(c);
+    }
+    settled(&mut b);
+    let held = b.stats();
+    let peak = b.peak_rss_kib();
+    for c in conns {
+        let _ = c.shutdown(std::net::Shutdown::Both);
+    }
+    x.leave();
+    let s = wait_stats(&mut b, |s| stat(s, "nodes_down") >= 1 && s["partial_frame_bytes"].as_u64().unwrap_or(0) == 0);
+    std::thread::sleep(Duration::from_millis(1500)); // a trim runs at most once a second
+    println!(
+        "60 nearly complete 16 MiB frames on one peer's extra connections ({written} written whole): peak RSS \
+         {base} -> {peak} KiB, RSS after it left {} KiB; partial_frame_bytes {} then {}, connections_refused {}, \
+         limit_closes {}, {:?} [{bin}]",
+        b.rss_kib(),
+        held["partial_frame_bytes"],
+        s["partial_frame_bytes"],
+        s["connections_refused"],
+        s["limit_closes"],
         t0.elapsed()
     );
 }

@@ -1,6 +1,7 @@
 //! A short fuzz run on stable Rust: the fuzzing entry points (frame decoder, both handshake
-//! sides, a live node's dispatch of post-handshake frames) on random bytes and on mutations of
-//! valid frames and handshakes. Never a panic.
+//! sides, a live node's dispatch of post-handshake frames, raw and as structured control and
+//! causal frames) on random bytes and on mutations of valid frames and handshakes. Never a
+//! panic.
 
 use proptest::prelude::*;
 use troupe_remote::codec;
@@ -125,5 +126,35 @@ proptest! {
     #[test]
     fn random_session_bytes_never_panic_a_node(data in proptest::collection::vec(any::<u8>(), 0..256)) {
         fuzzing::session_frames(&data);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// `fuzzing::control_frames` reads its input as choices, so random bytes are well-formed
+    /// control and causal frames (and bursts that cross the node's small budgets).
+    #[test]
+    fn structured_control_frames_never_panic_a_node(data in proptest::collection::vec(any::<u8>(), 0..512)) {
+        fuzzing::control_frames(&data);
+    }
+}
+
+/// Every kind of frame `control_frames` builds (its first choice picks the kind), each from
+/// several inputs, reaches the node.
+#[test]
+fn every_structured_frame_kind_reaches_a_node() {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for kind in 0..16u8 {
+        for _ in 0..16 {
+            let mut data = vec![kind];
+            for _ in 0..96 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                data.push(x as u8);
+            }
+            fuzzing::control_frames(&data);
+        }
     }
 }

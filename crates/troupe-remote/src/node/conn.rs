@@ -121,7 +121,7 @@ async fn connect_task(node: Arc<NodeInner>, peer: Arc<Peer>) {
         peer.status.send_replace(Status::Down(Some(e)));
         fail_relations(&node, &peer);
         for l in peer.channels.iter().flat_map(|c| &c.lanes) {
-            l.reset();
+            let _ = l.reset(&node.shared);
         }
         if self_dial {
             // Not reconnected on its own: the address is ours now. A later send or connect
@@ -246,9 +246,13 @@ async fn connect_once(node: &Arc<NodeInner>, peer: &Arc<Peer>) -> Result<(), Err
 /// bytes, gives it up when the queue is empty.
 async fn writer(node: Weak<NodeInner>, peer: Arc<Peer>, lane: Arc<Lane>, mut w: WriteHalf, gen: u64) {
     let mut spare = Vec::new();
+    let mut wrote = false;
     loop {
         let turn = {
             let mut g = lane.buf.lock();
+            if std::mem::take(&mut wrote) {
+                g.written(&peer.shared, 0); // rule 6 of `lane.rs`: the last turn is out
+            }
             if g.owner == Owner::Sender {
                 None // a sender is writing through; it hands over when it is done
             } else if g.is_empty() {
@@ -282,6 +286,7 @@ async fn writer(node: Weak<NodeInner>, peer: Arc<Peer>, lane: Arc<Lane>, mut w: 
         if turn.out.capacity() <= 4 << 20 {
             spare = turn.out;
         }
+        wrote = true;
     }
 }
 
@@ -414,6 +419,36 @@ async fn inbound_conn(node: Arc<NodeInner>, sock: TcpStream, from: SocketAddr) {
     peer.session.lock().tasks.push(task.abort_handle());
 }
 
+/// What one connection's large frame being received counts against its peer's budget (rule
+/// 11 of `node/mod.rs`), and the node's gauge; released when the connection ends.
+struct Partial {
+    peer: Arc<Peer>,
+    bytes: usize,
+}
+
+impl Partial {
+    /// Counts `n` bytes instead of what was counted; returns the peer's total after.
+    fn set(&mut self, n: usize) -> usize {
+        let gauge = &self.peer.shared.stats.partial_frame_bytes;
+        let old = std::mem::replace(&mut self.bytes, n);
+        if n >= old {
+            gauge.fetch_add((n - old) as u64, Ordering::Relaxed);
+            self.peer.partial_bytes.fetch_add(n - old, Ordering::AcqRel) + (n - old)
+        } else {
+            gauge.fetch_sub((old - n) as u64, Ordering::Relaxed);
+            self.peer.partial_bytes.fetch_sub(old - n, Ordering::AcqRel) - (old - n)
+        }
+    }
+}
+
+impl Drop for Partial {
+    fn drop(&mut self) {
+        // The connection ended with a large frame unfinished (`trim.rs` rule 1).
+        crate::node::trim::released(self.bytes, 0);
+        self.set(0);
+    }
+}
+
 /// One of a peer's live inbound connections (rule 9 of `node/mod.rs`).
 struct InboundGuard(Arc<Peer>);
 
@@ -439,17 +474,35 @@ async fn inbound_reader(
     node: Weak<NodeInner>,
     peer: Arc<Peer>,
     mut sock: Stream,
-    mut fb: FrameBuf,
+    fb: FrameBuf,
     mut ctx: InCtx,
     from: SocketAddr,
 ) {
-    let Some((spin, max_frame)) = node.upgrade().map(|n| (Duration::from_micros(n.cfg.spin_us), n.shared.max_frame))
+    let Some((spin, max_frame, budget)) = node
+        .upgrade()
+        .map(|n| (Duration::from_micros(n.cfg.spin_us), n.shared.max_frame, n.cfg.partial_frame_budget()))
     else {
         return;
     };
+    let mut partial = Partial { peer: peer.clone(), bytes: 0 };
+    // Declared after `partial`, so dropped before it: the buffer is freed before the trim
+    // that `partial`'s drop may ask for (`trim.rs` rule 1).
+    let mut fb = fb;
     let why = loop {
         let Some(n) = node.upgrade() else { return };
-        let r = drain_frames(&n, &peer, &mut fb, &mut ctx);
+        let mut r = drain_frames(&n, &peer, &mut fb, &mut ctx);
+        // Rule 11 of `node/mod.rs`: a large frame is counted before its body is buffered.
+        let want = fb.large_in_progress(LARGE_AT_FRONT, max_frame);
+        if r.is_ok() && want != partial.bytes {
+            let total = partial.set(want);
+            if want > 0 && total > budget {
+                let why = format!(
+                    "the peer's connections hold {total} bytes of large frames still being received, over \
+                     max_partial_frame_bytes_per_peer ({budget})"
+                );
+                r = Err(inbound::limit_close(&n, &peer, why));
+            }
+        }
         drop(n);
         if let Err(e) = r {
             break Err(e);
@@ -646,16 +699,14 @@ pub(crate) fn peer_down(node: &Arc<NodeInner>, peer: &Arc<Peer>, gen: Option<u64
     for t in tasks {
         t.abort();
     }
-    for l in peer.channels.iter().flat_map(|c| &c.lanes) {
-        l.reset();
-    }
+    let queued: usize = peer.channels.iter().flat_map(|c| &c.lanes).map(|l| l.reset(&node.shared)).sum();
     let held = peer.clear_dedup();
     let err = Error::new(ErrorKind::Unreachable(format!("{} ({reason})", peer.addr)));
     peer.status.send_replace(Status::Down(Some(err)));
     fail_relations(node, peer);
     node.globals.write().remove_node(&peer.addr);
     let causal = node.causal.drop_peer(peer); // `causal_wire.rs` rule 6
-    crate::node::trim::released(held + causal, 0);
+    crate::node::trim::released(queued + held + causal, 0);
     if was_up {
         node.shared.stats.nodes_down.fetch_add(1, Ordering::Relaxed);
         tracing::info!(peer = %Esc(&peer.addr), name = %Esc(&name), "node down: {}", Esc(reason));

@@ -30,6 +30,14 @@
 //!    faulting in fresh zeroed ones. A frame whose size the sender cannot know beforehand (its
 //!    message holds a ref or a reply handle) is encoded into a per-thread scratch buffer, or a
 //!    pooled one, then queued as a segment when large or copied into the batch when small.
+//! 6. Reply frames (answers to remote askers) are counted while the lane holds them
+//!    (`node/mod.rs` rule 10): as queued from when they are queued, as in flight once the
+//!    socket's owner took them to write, until that write is done (the writer's next turn, or
+//!    the sender's write-through returning; what the socket did not take goes back to the
+//!    queue), and `reset` releases both. Every change is made under the lane's lock and applied
+//!    to the node's `reply_bytes` gauge, so the gauge is the sum over all lanes. Other frames
+//!    pay nothing for it; a reply pays one atomic add, and a turn that carried replies one
+//!    subtract.
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -138,6 +146,9 @@ pub(crate) struct LaneBuf {
     last_through_us: u64,
     pub(crate) next_seq: u64,
     pub(crate) unacked: std::collections::BTreeMap<u64, (Instant, Arc<Vec<u8>>)>,
+    /// Rule 6: bytes of reply frames queued, and taken by the socket's owner to write.
+    reply_queued: usize,
+    reply_inflight: usize,
 }
 
 impl LaneBuf {
@@ -165,7 +176,33 @@ impl LaneBuf {
     /// The writer's turn: everything queued, in order; `spare` becomes the new batch buffer.
     pub(crate) fn take_turn(&mut self, spare: Vec<u8>) -> Turn {
         self.seg_bytes = 0;
+        self.reply_inflight += std::mem::take(&mut self.reply_queued);
         Turn { segs: std::mem::take(&mut self.segs), out: std::mem::replace(&mut self.out, spare) }
+    }
+
+    /// Rule 6: `n` bytes of reply frames were queued.
+    #[inline]
+    pub(crate) fn charge_reply(&mut self, shared: &Shared, n: usize) {
+        self.reply_queued += n;
+        shared.stats.reply_bytes.fetch_add(n as u64, Ordering::Relaxed);
+    }
+
+    /// Rule 6: the socket's owner wrote what it took; at most `back` of it (the reply bytes
+    /// among what the socket did not take) goes back to the queue's count.
+    #[inline]
+    pub(crate) fn written(&mut self, shared: &Shared, back: usize) {
+        if self.reply_inflight == 0 {
+            return;
+        }
+        let back = back.min(self.reply_inflight);
+        self.reply_queued += back;
+        let done = std::mem::take(&mut self.reply_inflight) - back;
+        shared.stats.reply_bytes.fetch_sub(done as u64, Ordering::Relaxed);
+    }
+
+    /// Rule 6: bytes of replies this lane holds, queued or being written.
+    pub(crate) fn reply_bytes(&self) -> usize {
+        self.reply_queued + self.reply_inflight
     }
 }
 
@@ -191,6 +228,8 @@ impl Lane {
                 last_through_us: 0,
                 next_seq: 1,
                 unacked: std::collections::BTreeMap::new(),
+                reply_queued: 0,
+                reply_inflight: 0,
             }),
             notify: Notify::new(),
         }
@@ -205,20 +244,28 @@ impl Lane {
         } else {
             g.out.extend_from_slice(bytes);
         }
+        if bytes.get(4) == Some(&crate::frame::kind::REPLY) {
+            g.charge_reply(shared, bytes.len()); // rule 6
+        }
         self.kick(shared, g, was_empty);
     }
 
     /// Rule 4: queues one large frame, whole or as its pieces in order, together after
-    /// everything queued so far. False (nothing queued) when the queue is over `max_buffer`
-    /// (rule 1).
-    pub(crate) fn push_large(&self, shared: &Shared, pieces: impl IntoIterator<Item = Seg>) -> bool {
+    /// everything queued so far; a reply frame is counted (rule 6). False (nothing queued)
+    /// when the queue is over `max_buffer` (rule 1).
+    pub(crate) fn push_large(&self, shared: &Shared, reply: bool, pieces: impl IntoIterator<Item = Seg>) -> bool {
         let mut g = self.buf.lock();
         if g.queued() > shared.max_buffer {
             return false;
         }
         let was_empty = g.is_empty();
+        let before = g.queued();
         for p in pieces {
             g.push_seg(p);
+        }
+        if reply {
+            let n = g.queued() - before;
+            g.charge_reply(shared, n);
         }
         self.kick(shared, g, was_empty);
         true
@@ -241,6 +288,8 @@ impl Lane {
         g.owner = Owner::Sender;
         g.last_through_us = now;
         let mut batch = std::mem::take(&mut g.out);
+        // Rule 6: no segments are queued, so every queued reply is in the batch.
+        g.reply_inflight += std::mem::take(&mut g.reply_queued);
         drop(g);
         let n = sink.try_write(&batch).unwrap_or(0);
         shared.stats.bytes_out.fetch_add(n as u64, Ordering::Relaxed);
@@ -248,6 +297,7 @@ impl Lane {
             shared.stats.writes_through.fetch_add(1, Ordering::Relaxed);
         }
         let mut g = self.buf.lock();
+        g.written(shared, batch.len() - n);
         if n == batch.len() && g.is_empty() {
             batch.clear();
             g.out = batch; // keeps the capacity
@@ -268,8 +318,10 @@ impl Lane {
         self.notify.notify_one();
     }
 
-    pub(crate) fn reset(&self) {
+    /// Drops everything queued (and forgets what is in flight); returns the bytes queued.
+    pub(crate) fn reset(&self, shared: &Shared) -> usize {
         let mut g = self.buf.lock();
+        let queued = g.queued();
         g.out = Vec::new();
         g.segs.clear();
         g.seg_bytes = 0;
@@ -277,6 +329,9 @@ impl Lane {
         g.sink = None;
         g.next_seq = 1;
         g.unacked.clear();
+        let replies = std::mem::take(&mut g.reply_queued) + std::mem::take(&mut g.reply_inflight);
+        shared.stats.reply_bytes.fetch_sub(replies as u64, Ordering::Relaxed);
+        queued.max(replies)
     }
 }
 

@@ -37,7 +37,23 @@
 //!    below this node's own lanes plus one: `NodeConfig::connection_budget`): one past
 //!    it is closed after its handshake (`connections_refused`, logged rate-limited) and the
 //!    peer's session carries on. Each connection may hold at most one partly read frame of
-//!    `max_frame_bytes`, so this bounds what one peer's unfinished frames can hold.
+//!    `max_frame_bytes`, so this bounds how many unfinished frames one peer has (rule 11
+//!    bounds their bytes).
+//! 10. Replies to remote askers are budgeted over the whole node (`max_reply_bytes`): the
+//!     bytes of reply frames queued on any peer's lanes or being written to it are one gauge
+//!     (`reply_bytes`, kept by the lanes: `lane.rs` rule 6). A reply that would take it past
+//!     the budget closes the session of the peer holding the most of them, which frees them
+//!     (`limit_closes`, logged rate-limited); when that peer is the asker itself, its reply is
+//!     dropped (`replies_dropped`). Askers that never read their answers so hold at most the
+//!     budget together, however many identities they use; each identity's lanes are also
+//!     capped by `max_buffer_bytes`. Before this, five identities could hold 5 x 256 MiB.
+//! 11. Large frames being received (64 KiB and more) are budgeted per peer
+//!     (`max_partial_frame_bytes_per_peer`, never below this node's own lanes times
+//!     `max_frame_bytes`: `NodeConfig::partial_frame_budget`): a frame counts at its full
+//!     length from when its header is in until it is complete or its connection ends
+//!     (`partial_frame_bytes`); a frame past the budget closes the session (`limit_closes`),
+//!     before any of its body is buffered. Before this, 16 connections of one peer holding a
+//!     nearly complete 16 MiB frame each held 256 MiB.
 
 pub(crate) mod causal_wire;
 pub(crate) mod conn;
@@ -139,6 +155,8 @@ pub(crate) struct Stats {
     pub(crate) teardown_pending: AtomicU64,
     pub(crate) limit_closes: AtomicU64,
     pub(crate) connections_refused: AtomicU64,
+    pub(crate) reply_bytes: AtomicU64,
+    pub(crate) partial_frame_bytes: AtomicU64,
 }
 
 /// A snapshot of a node's counters.
@@ -194,8 +212,8 @@ pub struct StatsSnapshot {
     pub causal_waited: u64,
     /// Repeated copies of causally labelled messages, dropped.
     pub causal_duplicates: u64,
-    /// Causally labelled messages waiting for a cause now (one whose cause was lost waits for
-    /// good: see `node/causal_wire.rs`, rule 4).
+    /// Causally labelled messages waiting for a cause now (one whose cause was lost waits
+    /// until its sender's session ends: `node/causal_wire.rs`, rules 4-6).
     pub causal_held: u64,
     /// Causally labelled messages dropped because their label's hold (or the node's label
     /// table) was full.
@@ -213,11 +231,17 @@ pub struct StatsSnapshot {
     /// Relations of sessions that ended, still being released (rule 8).
     pub teardown_pending: u64,
     /// Sessions closed because their peer went past a budget (held bytes, held causal bytes,
-    /// monitors, links, global names, connections); each is also counted by its own counter
-    /// where one exists (`held_limit_closes`).
+    /// monitors, links, global names, reply bytes, bytes of large frames being received);
+    /// each is also counted by its own counter where one exists (`held_limit_closes`).
     pub limit_closes: u64,
     /// Connections closed because their peer already had `max_connections_per_peer` (rule 9).
     pub connections_refused: u64,
+    /// Bytes of replies to remote askers queued for their peers or being written now, over
+    /// all peers (rule 10, `max_reply_bytes`).
+    pub reply_bytes: u64,
+    /// Bytes counted now for large frames being received, over all peers (rule 11,
+    /// `max_partial_frame_bytes_per_peer`).
+    pub partial_frame_bytes: u64,
     /// Times freed memory was handed back to the operating system after a large session
     /// ended (`node/trim.rs`; process-wide).
     pub trims: u64,
@@ -233,6 +257,8 @@ pub(crate) struct Shared {
     pub(crate) channels: Vec<ChannelConfig>,
     pub(crate) max_buffer: usize,
     pub(crate) max_frame: usize,
+    /// `max_reply_bytes` (rule 10).
+    pub(crate) max_reply: usize,
     pub(crate) write_through: bool,
     pub(crate) faults: Faults,
     pub(crate) stats: Stats,
@@ -426,6 +452,38 @@ impl NodeInner {
         }
     }
 
+    /// Rule 10: a reply of `n` bytes to `peer` would take the node's reply bytes past
+    /// `max_reply_bytes`. Closes the session of the peer that holds the most reply bytes
+    /// (counting this reply as `peer`'s); true when that is `peer`, whose reply is then
+    /// dropped. Runs only near the budget: it visits every peer's lanes.
+    pub(crate) fn reply_budget(self: &Arc<Self>, peer: &Arc<Peer>, n: usize) -> bool {
+        let held = |p: &Peer| p.channels.iter().flat_map(|c| &c.lanes).map(|l| l.buf.lock().reply_bytes()).sum();
+        let mine: usize = held(peer) + n;
+        let mut most: Option<(Arc<Peer>, usize)> = None;
+        for p in self.all_peers() {
+            let h = held(&p);
+            if !Arc::ptr_eq(&p, peer) && h > most.as_ref().map_or(mine, |(_, m)| *m) {
+                most = Some((p, h));
+            }
+        }
+        let (victim, bytes, itself) = match most {
+            Some((p, h)) => (p, h, false),
+            None => (peer.clone(), mine, true),
+        };
+        if matches!(*victim.status.borrow(), peer::Status::Down(_)) {
+            // Closed already (by a reply on another thread): its replies are released.
+            return itself;
+        }
+        let total = self.shared.stats.reply_bytes.load(Ordering::Relaxed);
+        let why = format!(
+            "a reply of {n} bytes would take the {total} bytes of replies this node holds for their askers past \
+             max_reply_bytes ({}); this peer's share, {bytes} bytes, is the largest",
+            self.cfg.max_reply_bytes
+        );
+        let _ = inbound::limit_close(self, &victim, why);
+        itself
+    }
+
     pub(crate) fn all_peers(&self) -> Vec<Arc<Peer>> {
         self.peers.read().by_index.clone()
     }
@@ -547,6 +605,7 @@ impl Node {
                 channels: cfg.all_channels(),
                 max_buffer: cfg.max_buffer_bytes,
                 max_frame: cfg.max_frame_bytes,
+                max_reply: cfg.max_reply_bytes,
                 write_through: cfg.write_through,
                 faults: Faults::default(),
                 stats: Stats::default(),
@@ -811,6 +870,8 @@ impl Node {
             teardown_pending: l(&s.teardown_pending),
             limit_closes: l(&s.limit_closes),
             connections_refused: l(&s.connections_refused),
+            reply_bytes: l(&s.reply_bytes),
+            partial_frame_bytes: l(&s.partial_frame_bytes),
             trims: trim::trims(),
             log_lines_suppressed: crate::logging::lines_suppressed(),
             log_lines_dropped: crate::logging::lines_dropped(),

@@ -221,6 +221,8 @@ pub(crate) struct Peer {
     pub(crate) causal_bytes: AtomicU64,
     /// Live connections it dialled to us (rule 9 of `node/mod.rs`).
     pub(crate) inbound: std::sync::atomic::AtomicUsize,
+    /// Bytes of large frames its connections are receiving (rule 11 of `node/mod.rs`).
+    pub(crate) partial_bytes: std::sync::atomic::AtomicUsize,
     /// Keep reconnecting (a configured peer, or one we were asked to connect to).
     pub(crate) keep: AtomicBool,
     /// A session with it has been up at least once (a known member: rule 7 of `node/mod.rs`).
@@ -251,6 +253,7 @@ impl Peer {
             dedup: Mutex::new(Dedup::default()),
             causal_bytes: AtomicU64::new(0),
             inbound: std::sync::atomic::AtomicUsize::new(0),
+            partial_bytes: std::sync::atomic::AtomicUsize::new(0),
             keep: AtomicBool::new(false),
             ever_up: AtomicBool::new(false),
         }
@@ -311,7 +314,12 @@ impl Peer {
                     return Err(SendFail::Full);
                 }
                 let was_empty = g.is_empty();
+                let before = g.out.len();
                 write_frame(&mut g.out, kind, |b| body(b, 0)).map_err(SendFail::Encode)?;
+                if kind == kind::REPLY {
+                    let n = g.out.len() - before;
+                    g.charge_reply(&self.shared, n); // rule 6 of `lane.rs`
+                }
                 self.shared.stats.frames_out.fetch_add(1, Ordering::Relaxed);
                 lane.kick(&self.shared, g, was_empty);
                 return Ok(());
@@ -359,7 +367,7 @@ impl Peer {
             let (encoded, at) = crate::codec::splicing(&mut frame, |f| write_frame(f, kind, |b| body(b, 0)));
             encoded.map_err(SendFail::Encode)?;
             let pieces = pieces(frame, at).map_err(SendFail::Encode)?;
-            if !lane.push_large(&self.shared, pieces) {
+            if !lane.push_large(&self.shared, kind == kind::REPLY, pieces) {
                 return Err(SendFail::Full);
             }
             self.shared.stats.frames_out.fetch_add(1, Ordering::Relaxed);
@@ -378,13 +386,16 @@ impl Peer {
             return Err(SendFail::Encode(e));
         }
         if frame.len() >= LARGE_FRAME {
-            if !lane.push_large(&self.shared, [Seg::Own(frame)]) {
+            if !lane.push_large(&self.shared, kind == kind::REPLY, [Seg::Own(frame)]) {
                 return Err(SendFail::Full);
             }
         } else {
             let mut g = lane.buf.lock();
             let was_empty = g.is_empty();
             g.out.extend_from_slice(&frame);
+            if kind == kind::REPLY {
+                g.charge_reply(&self.shared, frame.len()); // rule 6 of `lane.rs`
+            }
             lane.kick(&self.shared, g, was_empty);
             keep_scratch(&self.shared, frame);
         }

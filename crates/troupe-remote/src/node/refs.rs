@@ -430,7 +430,12 @@ pub(crate) struct ReplySink {
     pub(crate) peer: Arc<Peer>,
     pub(crate) id: u64,
     pub(crate) tag: u64,
+    /// The node, for its reply budget (rule 10 of `node/mod.rs`).
+    pub(crate) node: Weak<NodeInner>,
 }
+
+/// A reply frame's bytes beyond its body: the frame header, the reply number and the tag.
+const REPLY_OVERHEAD: usize = 5 + 8 + 8;
 
 pub(crate) fn reply_through<R: RemoteMessage>(sink: ReplySink) -> ReplyTo<R> {
     ReplyTo::from_fn(move |r: R| {
@@ -441,8 +446,20 @@ pub(crate) fn reply_through<R: RemoteMessage>(sink: ReplySink) -> ReplyTo<R> {
             peer.shared.stats.replies_dropped.fetch_add(1, Ordering::Relaxed);
             return;
         }
+        let size = Size::of(&r);
+        // Rule 10 of `node/mod.rs`: one relaxed load unless the node is near its budget.
+        let n = size.map_or(0, |s| s.full) + REPLY_OVERHEAD;
+        let stats = &peer.shared.stats;
+        if stats.reply_bytes.load(Ordering::Relaxed).saturating_add(n as u64) > peer.shared.max_reply as u64 {
+            if let Some(node) = sink.node.upgrade() {
+                if node.reply_budget(peer, n) {
+                    stats.replies_dropped.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+            }
+        }
         let lane = peer.pick_lane(1, Some(sink.id), 0, 0);
-        let res = peer.send_frame(lane, kind::REPLY, false, Size::of(&r), |b, _| {
+        let res = peer.send_frame(lane, kind::REPLY, false, size, |b, _| {
             b.extend_from_slice(&sink.id.to_le_bytes());
             b.extend_from_slice(&sink.tag.to_le_bytes());
             CURRENT_PEER.with(|c| c.set(peer.index));
@@ -526,6 +543,6 @@ impl SerdeHook for NodeHook {
         }
         let node = self.node()?;
         let peer = wire_peer(&node, &w.node)?;
-        Ok((e.make_reply)(ReplySink { peer, id: w.id, tag: w.tag }))
+        Ok((e.make_reply)(ReplySink { peer, id: w.id, tag: w.tag, node: self.node.clone() }))
     }
 }

@@ -4,14 +4,17 @@
 //!
 //! Rules:
 //! 1. When a session ends that held at least [`TRIM_BYTES`] bytes (out-of-order or causal
-//!    frames) or [`TRIM_RELATIONS`] monitors and links, once they are released the node asks
-//!    the allocator to return its free memory: glibc's `malloc_trim(0)`, off the runtime's
-//!    workers (a blocking task), at most once per [`TRIM_EVERY`]. Other C libraries, and
-//!    programs with another global allocator (the `troupe` binary uses mimalloc, which returns
-//!    memory by itself), are unaffected: nothing is called, or the call finds little to return.
+//!    frames, queued replies) or [`TRIM_RELATIONS`] monitors and links, or a connection ends
+//!    that held a large frame of that size being received, once they are released the node
+//!    asks the allocator to return its free memory: glibc's `malloc_trim(0)`, off the
+//!    runtime's workers (a blocking task), at most once per [`TRIM_EVERY`]; a release within
+//!    that time is trimmed when it ends, so the last of a quick series of releases is trimmed
+//!    too. Other C libraries, and programs with another global allocator (the `troupe` binary
+//!    uses mimalloc, which returns memory by itself), are unaffected: nothing is called, or
+//!    the call finds little to return.
 //! 2. `trims` in the stats counts the calls.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Rule 1: bytes a session must have held for its end to trim.
@@ -24,6 +27,8 @@ pub(crate) const TRIM_EVERY: Duration = Duration::from_secs(1);
 static TRIMS: AtomicU64 = AtomicU64::new(0);
 /// Milliseconds after [`epoch`] of the last trim (0: none yet).
 static LAST_MS: AtomicU64 = AtomicU64::new(0);
+/// Rule 1: a trim is due when the current interval ends.
+static DEFERRED: AtomicBool = AtomicBool::new(false);
 
 fn epoch() -> Instant {
     static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
@@ -44,6 +49,17 @@ pub(crate) fn released(bytes: usize, relations: usize) {
     let last = LAST_MS.load(Ordering::Relaxed);
     let every = TRIM_EVERY.as_millis() as u64;
     if last != 0 && now < last + every {
+        // Trimmed when the interval ends, once however many releases come meanwhile.
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            if !DEFERRED.swap(true, Ordering::AcqRel) {
+                let wait = Duration::from_millis(last + every - now);
+                rt.spawn(async move {
+                    tokio::time::sleep(wait).await;
+                    DEFERRED.store(false, Ordering::Release);
+                    released(TRIM_BYTES, 0);
+                });
+            }
+        }
         return;
     }
     if LAST_MS.compare_exchange(last, now, Ordering::AcqRel, Ordering::Relaxed).is_err() {

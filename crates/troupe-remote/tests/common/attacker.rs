@@ -1,7 +1,8 @@
 //! An authenticated attacker for the adversarial tests: it holds the shared secret, opens a
 //! `control` connection to a node as a full peer would (so the node dials back and the session
 //! comes up, and closing it takes the peer down), and writes whatever control frames it likes.
-//! Its listener completes the node's dial-back handshakes and discards what arrives on them.
+//! Its listener completes the node's dial-back handshakes and discards what arrives on them,
+//! or, for a deaf attacker ([`Attacker::connect_deaf`]), never reads them.
 #![allow(dead_code, unreachable_pub)]
 
 use std::io::Write;
@@ -30,6 +31,17 @@ impl Attacker {
     /// Connects to `target` as node `name`; returns once the node's dial-back handshake is done
     /// (the session is up).
     pub async fn connect(target: &str, name: &str) -> Attacker {
+        Self::connect_reading(target, name, true).await
+    }
+
+    /// Like [`Attacker::connect`], but the connections the node dials back are never read
+    /// after their handshake (kept open until [`Attacker::leave`]): whatever the node sends
+    /// this peer stays in the node's buffers once the socket buffers are full.
+    pub async fn connect_deaf(target: &str, name: &str) -> Attacker {
+        Self::connect_reading(target, name, false).await
+    }
+
+    async fn connect_reading(target: &str, name: &str, reads: bool) -> Attacker {
         let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let listen = l.local_addr().unwrap().to_string();
         let me = Identity { name: name.into(), listen: listen.clone(), incarnation: 5 };
@@ -45,6 +57,10 @@ impl Attacker {
                     }
                     conns.spawn(async move {
                         use tokio::io::AsyncReadExt;
+                        if !reads {
+                            let _kept = s;
+                            return std::future::pending::<()>().await;
+                        }
                         let mut buf = vec![0u8; 64 << 10];
                         while matches!(s.read(&mut buf).await, Ok(n) if n > 0) {}
                     });
@@ -89,6 +105,12 @@ impl Attacker {
         })
         .await
         .unwrap()
+    }
+
+    /// Writes `bytes` (whole frames) on the control connection; false when the node closed it.
+    pub async fn write(&self, bytes: Vec<u8>) -> bool {
+        let mut s = self.control.try_clone().unwrap();
+        tokio::task::spawn_blocking(move || s.write_all(&bytes).is_ok()).await.unwrap()
     }
 
     /// Leaves: closes the control connection and the listener's connections.
