@@ -427,6 +427,32 @@ async fn rule_10_replies_past_the_node_budget_close_the_peer_holding_the_most() 
     assert_eq!(stat(&s, "reply_bytes"), 0, "freed when the askers left: {s}");
 }
 
+/// Rule 6 of `lane.rs`: replies are counted while queued or being written, and only then.
+/// After a legitimate peer's asks are answered (small answers written through, large ones by
+/// the writer task, some while others queue behind them), the gauge is back to 0 with the
+/// session still up, and no session was closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rule_10_answered_replies_are_no_longer_counted() {
+    let mut b = NodeProc::start("b", "services = [\"echo\"]\nmax_reply_bytes = 4194304");
+    let a = Node::start(cfg("legit")).await.unwrap();
+    let echo = a.lookup::<Echo>(&b.addr, "echo").await.unwrap();
+    for round in 0..20 {
+        let asks = (0..20).map(|i| {
+            let size = if i % 5 == 0 { 256 << 10 } else { 16 };
+            let echo = echo.clone();
+            tokio::spawn(async move { echo.ask(|r| Echo(Blob(vec![round; size]), r), T).await.map(|b| b.0.len()) })
+        });
+        for (i, t) in asks.collect::<Vec<_>>().into_iter().enumerate() {
+            let want = if i % 5 == 0 { 256 << 10 } else { 16 };
+            assert_eq!(t.await.unwrap().expect("answered"), want);
+        }
+    }
+    let s = wait_stats(&mut b, |s| stat(s, "reply_bytes") == 0);
+    assert_eq!((stat(&s, "reply_bytes"), stat(&s, "limit_closes")), (0, 0), "{s}");
+    assert!(a.is_connected(&b.addr));
+    a.shutdown();
+}
+
 /// A frame with a length field of `len` and all of its body but the last byte.
 fn nearly_complete_frame(len: usize) -> Vec<u8> {
     let mut f = Vec::with_capacity(len + 3);
