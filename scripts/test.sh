@@ -81,6 +81,8 @@ echo "== kubectl (the Kubernetes manifests' offline kubectl checks)"
 bash scripts/install-kubectl.sh
 export TROUPE_TEST_REQUIRE_KUBECTL=1
 if [ "$(id -u)" = "0" ]; then
+    echo "== nftables (the lab's network layer: namespaces and nftables rules)"
+    bash scripts/install-nftables.sh
     export TROUPE_TEST_REQUIRE_NETNS=1
 else
     echo "== not root: the network-namespace test will print SKIPPED (run as root to require it)"

@@ -1,9 +1,12 @@
-//! `[net_faults]` end to end through the real binary (crate troupe_lab::netfaults): an iot run
+//! `[net_faults]` end to end through the real binary (crate troupe_lab::netfaults). At the
+//! runtime layer (`layer = "runtime"`, troupe-remote's own injection): an iot run
 //! of real node processes on loopback with frames dropped and delayed and one device process
 //! partitioned for a second completes, its node processes emit `fault_injected` with the
 //! schedule's ids, and `summary.json` counts the dropped frames; the same for a distributed
 //! chat run with a server group partitioned (which may end `degraded`, saying why), and for a kv run with a store node partitioned; a
-//! peer runtime given the section is refused before anything starts.
+//! peer runtime given the section is refused before anything starts. At the network layer (the
+//! default; crate troupe_lab::netlayer, root needed): a distributed chat run whose node processes
+//! sit in their own namespaces, with packets lost and a server group cut off in the hub.
 
 mod support;
 use support::lab::{assert_success, events, manifest, sets, summary, text, TempLab};
@@ -34,7 +37,7 @@ fn run_completed(workload: &str, kv: &[&str], may_degrade: bool) -> (Vec<serde_j
 }
 
 const NET: &str = "devices = 20\ndevice_processes = 2\nduration_s = 3\nwarmup_s = 1\n\
-                   [net_faults]\ndrop_pct = 5.0\ndelay_ms = [0, 5]\n\
+                   [net_faults]\nlayer = \"runtime\"\ndrop_pct = 5.0\ndelay_ms = [0, 5]\n\
                    partitions = [ { at_ms = 500, duration_ms = 1000, nodes = [1] } ]\n";
 
 #[test]
@@ -77,8 +80,9 @@ fn an_iot_run_with_drops_and_a_partition_completes_and_reports_them() {
 }
 
 #[test]
-fn a_distributed_chat_run_with_drops_and_a_server_partition_completes_and_reports_them() {
+fn a_distributed_chat_run_with_drops_and_a_server_partition_at_the_runtime_layer_completes_and_reports_them() {
     let kv = [
+        "net_faults.layer=runtime",
         "deployment=distributed",
         "num_supervisor=2",
         "chats_per_sup=3",
@@ -113,6 +117,7 @@ fn a_kv_run_with_drops_and_a_store_node_partitioned_completes_and_reports_them()
         "concurrency=2",
         "object_bytes=65536",
         "vnodes=8",
+        "net_faults.layer=runtime",
         "net_faults.drop_pct=5",
         "net_faults.delay_ms=[0, 3]",
         "net_faults.partitions=[{at_ms=300, duration_ms=800, nodes=[1]}]",
@@ -152,4 +157,70 @@ fn a_peer_runtime_given_net_faults_is_refused_before_anything_starts() {
     let err = text(&o.stderr);
     assert!(err.contains("net_faults") && err.contains("akka") && err.contains("unsupported"), "{err}");
     assert!(!out.exists(), "a refused run made its folder");
+}
+
+/// Whether this host can run the network layer; a loud SKIPPED line otherwise, or a failure
+/// when TROUPE_TEST_REQUIRE_NETNS=1 (scripts/test.sh sets it when it runs as root).
+fn netns_host(test: &str) -> bool {
+    match troupe_lab::netlayer::check_host() {
+        Ok(()) => true,
+        Err(why) => {
+            assert!(std::env::var("TROUPE_TEST_REQUIRE_NETNS").as_deref() != Ok("1"), "{test}: {why}");
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr(), "\n*** SKIPPED {test}: {why} ***\n");
+            false
+        }
+    }
+}
+
+#[test]
+fn a_distributed_chat_run_at_the_network_layer_loses_packets_and_cuts_a_server_group_in_the_hub() {
+    if !netns_host("chat at the network layer") {
+        return;
+    }
+    let kv = [
+        "deployment=distributed",
+        "num_supervisor=2",
+        "chats_per_sup=3",
+        "clients_per_server=3",
+        "clients_per_process=9",
+        "test_duration_secs=3",
+        "warmup_s=1",
+        "net_faults.drop_pct=2",
+        "net_faults.partitions=[{at_ms=500, duration_ms=1000, nodes=[0]}]",
+    ];
+    let lab = TempLab::new("run");
+    let out = &lab.out;
+    let o = lab.run(&["lab", "run", "chat"], &[&sets(&kv)]);
+    let m = manifest(out);
+    let summary = summary(out);
+    let ctx = format!("{}\n{}\n{m}", text(&o.stdout), text(&o.stderr));
+    // A server group cut off for a second may leave detections undone: degraded, saying so.
+    assert!(m["status"] == "ok" || m["status"] == "degraded", "{ctx}");
+    let evs = events(&out.join("events.jsonl"));
+    // Rule 4: every node process ran in its own namespace, at its own address.
+    let netns: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("netns.json")).unwrap()).unwrap();
+    let names: Vec<&str> = netns["nodes"].as_array().unwrap().iter().map(|n| n["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["server-0", "server-1", "clients-0", "clients-1"]);
+    assert_eq!(netns["nodes"][0]["addr"], "10.232.1.2");
+    // Rule 7: the layer itself carried out the lines, once each, stamped by node `network`.
+    let by_layer = |id: &str| {
+        evs.iter().filter(|e| e["ev"] == "fault_injected" && e["id"] == id && e["node"] == "network").count()
+    };
+    assert_eq!((by_layer("net-drop"), by_layer("net-part-0-0")), (1, 1), "{ctx}");
+    let part = evs.iter().find(|e| e["id"] == "net-part-0-0").unwrap();
+    assert_eq!(part["target"], "server-0");
+    // No node process applied runtime-level faults: the program's schedule had no network lines.
+    assert!(!evs.iter().any(|e| e["ev"] == "fault_injected" && e["node"] != "network" && e["kind"] == "partition"));
+    assert_eq!(summary["net_dropped_frames"], 0, "{summary}");
+    // Rule 8: counted at the hub.
+    let n = |k: &str| summary[k].as_u64().unwrap_or_else(|| panic!("{k} missing: {summary}"));
+    assert!(n("net_packets_seen") > 0 && n("net_packets_lost") > 0 && n("net_packets_cut") > 0, "{summary}");
+    assert_eq!(n("net_packets_dropped"), n("net_packets_lost") + n("net_packets_cut"));
+    // Rule 3: the namespaces are gone once the run ended.
+    let list = std::process::Command::new("ip").args(["netns", "list"]).output().unwrap();
+    let list = String::from_utf8_lossy(&list.stdout);
+    let coord = netns["coordinator"]["netns"].as_str().unwrap();
+    assert!(!list.lines().any(|l| l.split_whitespace().next() == Some(coord)), "{coord} is still there:\n{list}");
 }

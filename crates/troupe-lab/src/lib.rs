@@ -20,6 +20,7 @@ pub mod machine;
 pub mod manifest;
 pub mod meter;
 pub mod netfaults;
+pub mod netlayer;
 pub mod nodes;
 pub mod peer;
 pub mod registry;

@@ -13,6 +13,8 @@
 //!    [`REAP_LIMIT`].
 //! 3. A node process never outlives its [`NodeProc`]: dropped on any path, it is killed (and
 //!    reaped by tokio); [`NodeProc::close`] and [`NodeProc::kill`] kill and reap it.
+//! 5. A process marked as a network node ([`NodeCmd::net_node`]) in a run at the network layer
+//!    (`TROUPE_NETNS` set) starts inside that node's namespace with `TROUPE_NET_ADDR`.
 //! 4. Every error names the process ([`NodeCmd::new`]'s name), says how it ended when it has
 //!    ([`describe`]), and ends with the last lines of its stderr when it wrote any.
 
@@ -45,18 +47,27 @@ pub struct NodeCmd {
     env: Vec<(String, String)>,
     stdin: bool,
     stdout: bool,
+    net_node: Option<String>,
 }
 
 impl NodeCmd {
     /// `troupe lab exec <role>`, called `name` in every message (`node B's process`,
     /// `node process server-0`): stdin and stdout `/dev/null`, no extra environment.
     pub fn new(name: impl Into<String>, role: &str) -> NodeCmd {
-        NodeCmd { name: name.into(), role: role.into(), env: Vec::new(), stdin: false, stdout: false }
+        NodeCmd { name: name.into(), role: role.into(), env: Vec::new(), stdin: false, stdout: false, net_node: None }
     }
 
     /// Sets an environment variable of the process.
     pub fn env(mut self, key: &str, value: impl Into<String>) -> NodeCmd {
         self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// The process is network node `name` (as [`crate::config::Spec::net_nodes`] names it):
+    /// in a run at the network layer it starts inside that node's namespace, with its address
+    /// in `TROUPE_NET_ADDR` (rule 5; [`crate::netlayer`] rule 5).
+    pub fn net_node(mut self, name: &str) -> NodeCmd {
+        self.net_node = Some(name.into());
         self
     }
 
@@ -79,7 +90,22 @@ impl NodeCmd {
         let fail = |e: &dyn Display| format!("cannot start {name}: {e}");
         let (err_read, err_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| fail(&e))?;
         let pipe_or_null = |piped: bool| if piped { Stdio::piped() } else { Stdio::null() };
-        let mut child = Command::new(exe)
+        let place = match (&self.net_node, crate::netlayer::NetFile::from_env()) {
+            (Some(n), Ok(Some(f))) => {
+                Some(f.node(n).cloned().ok_or_else(|| fail(&format!("{n} is not in netns.json")))?)
+            }
+            (_, Err(e)) => return Err(fail(&e)),
+            _ => None,
+        };
+        let mut cmd = match &place {
+            Some(p) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", &p.netns]).arg(&exe).env(crate::netlayer::ENV_ADDR, &p.addr);
+                c
+            }
+            None => Command::new(&exe),
+        };
+        let mut child = cmd
             .args(["lab", "exec", &self.role])
             .envs(self.env)
             .stdin(pipe_or_null(self.stdin))

@@ -23,6 +23,12 @@
 //!    child starts (an unreachable broker fails the run within 5 s, before anything starts),
 //!    the child gets the URL in `TROUPE_EVENTS`, and the collected lines go through the same
 //!    checks and merge as a file's. Lines lost on the way fail the run.
+//! 8. A config with `[net_faults]` at `layer = "network"` runs in the network layer's
+//!    namespaces ([`crate::netlayer`]): they are made before the child starts (a failure there
+//!    fails the run), the child runs inside the coordinator's namespace with `TROUPE_NETNS` and
+//!    a schedule of the workload's own lines, the layer's controller carries out the network
+//!    lines in the hub and its events are merged with the run's; its namespaces are removed when
+//!    the child has ended.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -251,11 +257,42 @@ fn starting_manifest(req: &RunRequest, run_id: String) -> Manifest {
     }
 }
 
+/// The network layer's own events, merged with the run's (crate::netlayer rule 7).
+const NET_EVENTS: &str = "events.net.jsonl";
+
+/// A run's network layer: its namespaces, `netns.json` and the schedule its program gets.
+struct NetRun {
+    topo: std::sync::Arc<crate::netlayer::ns::Topology>,
+    file: PathBuf,
+    schedule: PathBuf,
+}
+
+/// Makes the run's namespaces (crate::netlayer rules 3-4): `netns.json` and
+/// `schedule.sut.jsonl` (the workload's own lines) in the run folder.
+fn net_setup(req: &RunRequest, dir: &Path, actions: &[schedule::FaultAction]) -> Result<NetRun> {
+    let nodes = req.workload.net_nodes(&req.config).map_err(|why| {
+        Error::new(ErrorKind::Unsupported(format!(
+            "net_faults: workload {} has no network nodes: {why}",
+            req.config.workload()
+        )))
+    })?;
+    let topo = crate::netlayer::ns::Topology::create(&nodes)
+        .map_err(|e| Error::other(format!("setting up the network layer's namespaces: {e}")))?;
+    let file = dir.join(crate::netlayer::FILE);
+    let text = serde_json::to_string_pretty(topo.file()).map_err(|e| Error::other(e.to_string()))?;
+    std::fs::write(&file, text + "\n").map_err(|e| Error::io(&file, e))?;
+    let schedule = dir.join("schedule.sut.jsonl");
+    let own: Vec<schedule::FaultAction> =
+        actions.iter().filter(|a| !crate::netfaults::is_net_kind(&a.kind)).cloned().collect();
+    schedule::write(&schedule, &own)?;
+    Ok(NetRun { topo: std::sync::Arc::new(topo), file, schedule })
+}
+
 /// Phase 1 (rules 1, 6): checks the request, makes the run folder, writes the config, the
 /// schedule and a `running` manifest.
 pub fn prepare(req: &RunRequest) -> Result<Prepared> {
     // A peer runtime cannot apply `[net_faults]`: refused before anything starts.
-    crate::netfaults::check_runtime(&req.config, &req.runtime)?;
+    crate::netfaults::check_runtime(&req.config, &req.runtime, req.project_root.as_deref())?;
     let dir = req.out_dir.clone();
     prepare_dir(&dir)?;
     let run_id = run_id_of(req);
@@ -291,6 +328,26 @@ pub fn execute(req: &RunRequest, mut p: Prepared, stop: &Stop) -> Result<Execute
             }
         }
     };
+    // Rule 8: the network layer's namespaces, the program started inside the coordinator's.
+    let net = match crate::netlayer::wanted(&req.config) {
+        true => match net_setup(req, &dir, &p.actions) {
+            Ok(n) => Some(n),
+            Err(e) => {
+                finish_failed(manifest, &dir, e.to_string(), stop.is_set())?;
+                return Err(e);
+            }
+        },
+        false => None,
+    };
+    let (program, args) = match &net {
+        Some(n) => {
+            let mut a = vec!["netns".to_string(), "exec".into(), n.topo.file().coordinator.netns.clone()];
+            a.push(program.display().to_string());
+            a.extend(args);
+            (PathBuf::from("ip"), a)
+        }
+        None => (program, args),
+    };
     let raw_events = dir.join("events.raw.jsonl");
     // Rule 7: events through RabbitMQ when the config says so; the collector is bound to the
     // run id before the child starts, so no line is published unrouted.
@@ -315,7 +372,7 @@ pub fn execute(req: &RunRequest, mut p: Prepared, stop: &Stop) -> Result<Execute
         args,
         env: vec![
             ("TROUPE_CONFIG".into(), p.config_path.display().to_string()),
-            ("TROUPE_SCHEDULE".into(), p.schedule_path.display().to_string()),
+            ("TROUPE_SCHEDULE".into(), net.as_ref().map_or(&p.schedule_path, |n| &n.schedule).display().to_string()),
             ("TROUPE_EVENTS".into(), events_dest),
             ("TROUPE_RUN_ID".into(), p.run_id.clone()),
             // The troupe binary, for peers that use the lab's helpers (the latency relay).
@@ -325,6 +382,19 @@ pub fn execute(req: &RunRequest, mut p: Prepared, stop: &Stop) -> Result<Execute
         stdout: dir.join("stdout.txt"),
         stderr: dir.join("stderr.txt"),
     };
+    let mut spec = spec;
+    let controller = net.as_ref().map(|n| {
+        spec.env.push((crate::netlayer::ENV_NETNS.into(), n.file.display().to_string()));
+        let net_events = dir.join(NET_EVENTS);
+        crate::netlayer::control::Controller::start(
+            std::sync::Arc::clone(&n.topo),
+            &p.actions,
+            raw_events.clone(),
+            net_events,
+            p.run_id.clone(),
+            req.runtime.clone(),
+        )
+    });
     let window = req.workload.expected_duration(&req.config);
     let ending = match crate::meter::sampler::run_child(&spec, window + req.deadline_slack, stop, &dir, &req.config) {
         Ok(e) => e,
@@ -335,6 +405,11 @@ pub fn execute(req: &RunRequest, mut p: Prepared, stop: &Stop) -> Result<Execute
     };
     let mut failure = ending.failure();
     manifest.interrupted = matches!(ending, Ending::Interrupted);
+    // The layer's counters are read and its namespaces removed once the program has ended.
+    if let Some(c) = controller {
+        c.finish();
+    }
+    drop(net);
     if let Some(c) = collector {
         // Every node's run_finished is the end of its lines; a node that died never sends it,
         // so the wait is bounded and the analysis names what is missing.
@@ -362,6 +437,7 @@ pub fn analyse(req: &RunRequest, x: Executed) -> Result<RunOutcome> {
     let Executed { prepared: Prepared { dir, run_id, actions, mut manifest, .. }, raw_events, failure: mut reason } = x;
     let merged = dir.join("events.jsonl");
     let mut stats = None;
+    let mut net_missed = Vec::new();
     if !raw_events.exists() {
         std::fs::write(&raw_events, b"").map_err(|e| Error::io(&raw_events, e))?;
     }
@@ -369,9 +445,13 @@ pub fn analyse(req: &RunRequest, x: Executed) -> Result<RunOutcome> {
     if let Err(e) = crate::meter::energy::append_energy_events(&dir, &raw_events, &run_id, &req.runtime) {
         reason.get_or_insert_with(|| format!("energy meter: {e}"));
     }
-    match events::merge(&[&raw_events], &merged) {
+    let net_events = dir.join(NET_EVENTS);
+    let inputs: Vec<&Path> = if net_events.is_file() { vec![&raw_events, &net_events] } else { vec![&raw_events] };
+    match events::merge(&inputs, &merged) {
         Ok(evs) => {
             let _ = std::fs::remove_file(&raw_events);
+            let _ = std::fs::remove_file(&net_events);
+            net_missed = crate::netfaults::missed(&req.config, &evs);
             if let Some(v) = evs.iter().find(|e| e.ev == "run_started").and_then(|e| e.raw.get("version")) {
                 if let Some(v) = v.as_str() {
                     manifest.runtime_version = v.to_string();
@@ -396,7 +476,7 @@ pub fn analyse(req: &RunRequest, x: Executed) -> Result<RunOutcome> {
     }
     (manifest.status, manifest.reason) = match reason {
         Some(r) => (Status::Failed, Some(r)),
-        None => crate::run_folder::judge_complete(stats.as_deref(), &req.config),
+        None => crate::run_folder::judge_complete(stats.as_deref(), &req.config, &net_missed),
     };
     manifest.ended_at = Some(machine::rfc3339(machine::now_unix_ms()));
     manifest.loadavg_end = machine::loadavg();

@@ -63,8 +63,13 @@ pub fn rebuild_typed<W: Workload + Checker>(
 
 /// The status of a run whose events are complete: `ok`, or `degraded` with the failures its
 /// statistics count ([`RunAnalysis::degradations`]) as the reason.
-pub fn judge_complete(stats: Option<&dyn RunAnalysis>, cfg: &Config) -> (Status, Option<String>) {
-    let lines = stats.map(|st| st.degradations(cfg)).unwrap_or_default();
+pub fn judge_complete(
+    stats: Option<&dyn RunAnalysis>,
+    cfg: &Config,
+    net_missed: &[String],
+) -> (Status, Option<String>) {
+    let mut lines = stats.map(|st| st.degradations(cfg)).unwrap_or_default();
+    lines.extend(net_missed.iter().cloned());
     if lines.is_empty() {
         (Status::Ok, None)
     } else {
@@ -80,7 +85,12 @@ pub fn judge_complete(stats: Option<&dyn RunAnalysis>, cfg: &Config) -> (Status,
 pub fn rebuild_run(w: &'static dyn Workload, dir: &Path, baseline: Option<f64>) -> Result<LoadedRun> {
     let (mut m, cfg, stats) = load_run(w, dir, baseline)?;
     if m.status.completed() && !m.interrupted && stats.is_some() {
-        let (status, reason) = judge_complete(stats.as_deref(), &cfg);
+        let ev_path = dir.join("events.jsonl");
+        let missed = match crate::netlayer::wanted(&cfg) && ev_path.is_file() {
+            true => crate::netfaults::missed(&cfg, &events::read(&ev_path)?),
+            false => Vec::new(),
+        };
+        let (status, reason) = judge_complete(stats.as_deref(), &cfg, &missed);
         if (status, &reason) != (m.status, &m.reason) {
             (m.status, m.reason) = (status, reason);
             m.write(dir)?;
@@ -112,7 +122,13 @@ pub fn write_run_outputs(w: &dyn Workload, dir: &Path, m: &Manifest, cfg: &Confi
         // `[net_faults]`: the frames the node processes dropped and delayed (crate::netfaults).
         let ev_path = dir.join("events.jsonl");
         if cfg.net_faults().is_some() && ev_path.is_file() {
-            o.extend(crate::netfaults::summary(&events::read(&ev_path)?));
+            let evs = events::read(&ev_path)?;
+            o.extend(crate::netfaults::summary(&evs));
+            // The network layer's lines not carried out degrade the run (crate::netlayer rule 8).
+            let missed = crate::netfaults::missed(cfg, &evs);
+            if let Some(serde_json::Value::Array(d)) = o.get_mut("degraded") {
+                d.extend(missed.into_iter().map(serde_json::Value::from));
+            }
         }
     }
     let text = serde_json::to_string_pretty(&summary).map_err(|e| Error::other(e.to_string()))?;

@@ -54,6 +54,10 @@ impl Spec for Chat {
         &["test_type", "msg_type"]
     }
 
+    fn network_layer(&self) -> bool {
+        true
+    }
+
     fn net_nodes(&self, cfg: &Config) -> std::result::Result<Vec<String>, String> {
         let c = ChatConfig::from_config(cfg);
         if !c.distributed {

@@ -26,7 +26,12 @@ use troupe_lab::schedule::FaultAction;
 async fn join_run(name: &str) -> Result<(Node, String, ActorRef<CoordMsg>, ActorRef<DiscoveryMsg>)> {
     let addr = env(ENV_NODE)?;
     let secret = env(ENV_SECRET)?;
-    let cfg = NodeConfig { heartbeat_interval_ms: 200, heartbeat_timeout_ms: 2000, ..NodeConfig::new(name, &secret) };
+    let cfg = NodeConfig {
+        heartbeat_interval_ms: 200,
+        heartbeat_timeout_ms: 2000,
+        listen: troupe_lab::netlayer::listen_any_port(),
+        ..NodeConfig::new(name, &secret)
+    };
     let node = Node::start(cfg).await.map_err(|e| SutError::Node(format!("cannot start node {name}: {e}")))?;
     node.connect(&addr).await.map_err(|e| SutError::Node(format!("cannot reach the orchestrator at {addr}: {e}")))?;
     for member in std::env::var(ENV_MEMBERS).unwrap_or_default().split(',').filter(|m| !m.is_empty()) {

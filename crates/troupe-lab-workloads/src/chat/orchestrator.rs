@@ -77,8 +77,12 @@ impl Ended {
 /// The orchestrator of the distributed mode (rules 1-5).
 pub(super) async fn orchestrate(cfg: &ChatConfig, em: &Emitter) -> Result<Tally> {
     let secret = nodes::secret();
-    let node_cfg =
-        NodeConfig { heartbeat_interval_ms: 200, heartbeat_timeout_ms: 2000, ..NodeConfig::new("discovery", &secret) };
+    let node_cfg = NodeConfig {
+        heartbeat_interval_ms: 200,
+        heartbeat_timeout_ms: 2000,
+        listen: troupe_lab::netlayer::listen_any_port(),
+        ..NodeConfig::new("discovery", &secret)
+    };
     let node =
         Node::start(node_cfg).await.map_err(|e| SutError::Node(format!("cannot start the discovery node: {e}")))?;
     let discovery = troupe::spawn(Discovery::new(cfg.lookup, std::time::Duration::from_millis(cfg.retry_delay_ms)));
@@ -96,6 +100,7 @@ pub(super) async fn orchestrate(cfg: &ChatConfig, em: &Emitter) -> Result<Tally>
     let mut started: Vec<tokio::task::JoinHandle<()>> = Vec::new();
     let spawn = |role: &str, name: String, g: usize, members: &str| -> Result<tokio::task::JoinHandle<()>> {
         let mut child = NodeCmd::new(format!("node process {name}"), role)
+            .net_node(&name)
             .env(ENV_MEMBERS, members)
             .env(ENV_NODE, node.addr())
             .env(ENV_SECRET, &secret)

@@ -180,7 +180,7 @@ pub fn plan(spec: &CompareSpec) -> Result<Plan> {
     // `[net_faults]` only on runtimes that can apply it, refused before any run starts.
     for cfg in &cg.configs {
         for rt in &spec.runtimes {
-            crate::netfaults::check_runtime(cfg, rt)?;
+            crate::netfaults::check_runtime(cfg, rt, crate::root::project_root().ok().as_deref())?;
         }
     }
     let mut keys: Vec<&str> = cg.axes.iter().map(|(k, _)| k.as_str()).collect();

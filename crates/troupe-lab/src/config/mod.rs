@@ -245,6 +245,13 @@ pub trait Spec: Sync {
     fn net_nodes(&self, _cfg: &Config) -> std::result::Result<Vec<String>, String> {
         Err("its Troupe system under test runs in one OS process, so there is no inter-node traffic to fault".into())
     }
+
+    /// Whether its Troupe system under test puts each of [`Spec::net_nodes`] in its network
+    /// namespace (`net_faults.layer = "network"`, [`crate::netlayer`] rule 2). The default: no,
+    /// and such a run is refused.
+    fn network_layer(&self) -> bool {
+        false
+    }
 }
 
 impl fmt::Debug for dyn Spec {

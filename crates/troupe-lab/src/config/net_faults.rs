@@ -10,7 +10,7 @@ use crate::error::ConfigIssue;
 /// The section's name in TOML, `--set` and the recorded config.
 pub const SECTION: &str = "net_faults";
 /// The keys of the section.
-pub const KEYS: &[&str] = &["drop_pct", "delay_ms", "partitions"];
+pub const KEYS: &[&str] = &["drop_pct", "delay_ms", "partitions", "layer"];
 /// The keys of one partition.
 pub const PARTITION_KEYS: &[&str] = &["at_ms", "duration_ms", "nodes"];
 /// The largest delay bound, ms.
@@ -26,6 +26,30 @@ pub const PARTITION: &str = "partition";
 /// it counts its own faults).
 pub fn is_net_kind(kind: &str) -> bool {
     matches!(kind, DROP | DELAY | PARTITION)
+}
+
+/// Where network faults are applied (`net_faults.layer`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layer {
+    /// Outside every runtime: each node process in its own network namespace, loss and
+    /// partitions as nftables rules in the hub between them ([`crate::netlayer`]); the same
+    /// network for every runtime. The default.
+    #[default]
+    Network,
+    /// Troupe's own message-level fault injection (`troupe-remote`, [`crate::netfaults::apply`]):
+    /// Troupe only.
+    Runtime,
+}
+
+impl Layer {
+    /// The value as written in configs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Layer::Network => "network",
+            Layer::Runtime => "runtime",
+        }
+    }
 }
 
 /// One partition: `nodes` are cut off from the rest from `at_ms` for `duration_ms`.
@@ -58,6 +82,9 @@ pub struct NetFaults {
     /// The partition schedule.
     #[serde(default)]
     pub partitions: Vec<Partition>,
+    /// Where the faults are applied (`network`, the default, or `runtime`).
+    #[serde(default)]
+    pub layer: Layer,
 }
 
 fn issue(key: &str, value: &Json, problem: impl Into<String>) -> ConfigIssue {
@@ -108,6 +135,18 @@ impl NetFaults {
                 }
                 self.partitions = out;
             }
+            "layer" => match v.as_str() {
+                Some("network") => self.layer = Layer::Network,
+                Some("runtime") => self.layer = Layer::Runtime,
+                _ => {
+                    return Err(issue(
+                        &full,
+                        v,
+                        "expected \"network\" (network namespaces and nftables, every runtime) or \"runtime\" \
+                         (Troupe's own fault injection, troupe only)",
+                    ))
+                }
+            },
             other => {
                 let hint = crate::did_you_mean(other, KEYS);
                 return Err(issue(&full, v, format!("unknown key{hint}; known keys: {}", KEYS.join(", "))));
@@ -193,6 +232,15 @@ pub fn validate(workload: &str, nodes: std::result::Result<Vec<String>, String>,
         }
     };
     let mut out = Vec::new();
+    if let (Layer::Network, Some(d)) = (nf.layer, nf.delay_ms.filter(|d| d[1] > 0)) {
+        out.push(ConfigIssue {
+            key: format!("{SECTION}.delay_ms"),
+            value: format!("{d:?}"),
+            problem: "delay at the network layer (a relay between the namespaces) is not built yet: set \
+                      net_faults.layer = \"runtime\" (Troupe's own injection, runtime troupe only) or remove delay_ms"
+                .into(),
+        });
+    }
     for (i, p) in nf.partitions.iter().enumerate() {
         for n in &p.nodes {
             if *n as usize >= nodes.len() {

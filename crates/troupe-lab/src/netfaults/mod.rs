@@ -1,7 +1,8 @@
 //! Network faults in lab workloads (`[net_faults]`): a drop probability, a delay range and a
-//! partition schedule for the frames between a workload's node processes, applied through
-//! `troupe-remote`'s built-in fault injection and recorded in `schedule.jsonl` like the
-//! workload's own faults. The lab core owns the section once for every workload: its parsing
+//! partition schedule for the traffic between a workload's node processes, applied outside
+//! every runtime by the network layer ([`crate::netlayer`], the default) or through
+//! `troupe-remote`'s built-in fault injection (`layer = "runtime"`, Troupe only), and
+//! recorded in `schedule.jsonl` like the workload's own faults. The lab core owns the section once for every workload: its parsing
 //! (TOML, `--set net_faults.KEY=VALUE`, the recorded JSON), its validation, its schedule lines,
 //! the refusal where it cannot be applied, and (in [`apply`]) what a node process does with it.
 //!
@@ -12,9 +13,14 @@
 //!    has `at_ms` >= 0, `duration_ms` >= 1 and a non-empty list of distinct node indices the
 //!    workload has ([`crate::config::Spec::net_nodes`]); two partitions of the same node
 //!    may not overlap in time. Every violation is refused before anything starts, naming the key.
-//! 3. A workload whose Troupe system under test has no inter-node traffic for the config, and
-//!    every peer runtime, refuse a config with `net_faults`, naming `net_faults`, the workload or
-//!    runtime and why ([`check_runtime`]).
+//! 3. A workload whose Troupe system under test has no inter-node traffic for the config
+//!    refuses a config with `net_faults`, naming `net_faults`, the workload and why. By layer
+//!    (`net_faults.layer`, [`check_runtime`]): `runtime` (troupe-remote's own injection) is
+//!    refused for every peer; `network` (the default, [`crate::netlayer`]) is refused without
+//!    root, `ip` or `nft`, for a workload whose Troupe program does not place its node processes
+//!    in the layer's namespaces ([`crate::config::Spec::network_layer`]), and for a peer whose
+//!    program folder does not declare `netns` in its `features` file; `delay_ms` is refused at
+//!    the `network` layer (no relay between the namespaces yet).
 //! 4. Schedule lines ([`schedule_lines`]), merged in time order with the workload's own (stable:
 //!    at equal `at_ms` the network lines come first): `{"kind":"drop","id":"net-drop",
 //!    "drop_pct":P}` and `{"kind":"delay","id":"net-delay","delay_ms":[MIN,MAX]}` at `at_ms` 0
@@ -31,20 +37,73 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::schedule::FaultAction;
 
 pub use crate::config::net_faults::{
-    is_net_kind, NetFaults, Partition, DELAY, DROP, KEYS, MAX_DELAY_MS, PARTITION, PARTITION_KEYS, SECTION,
+    is_net_kind, Layer, NetFaults, Partition, DELAY, DROP, KEYS, MAX_DELAY_MS, PARTITION, PARTITION_KEYS, SECTION,
 };
 
-/// Rule 3 for runtimes: only Troupe's own system under test applies network faults.
-pub fn check_runtime(cfg: &Config, runtime: &str) -> Result<()> {
-    if runtime == "troupe" || cfg.net_faults().is_none() {
-        return Ok(());
+/// Rule 3 for runtimes: at `layer = "runtime"` only Troupe's own system under test applies
+/// network faults; at `layer = "network"` (the default) the host must carry the layer
+/// ([`crate::netlayer::check_host`]) and a peer must take it for the workload
+/// ([`crate::netlayer::peer_supports`]; `root` is the project root, where peers live).
+pub fn check_runtime(cfg: &Config, runtime: &str, root: Option<&std::path::Path>) -> Result<()> {
+    let Some(nf) = cfg.net_faults() else { return Ok(()) };
+    let refuse = |why: String| Err(Error::new(ErrorKind::Unsupported(why)));
+    match nf.layer {
+        Layer::Runtime if runtime == "troupe" => Ok(()),
+        Layer::Runtime => refuse(format!(
+            "net_faults.layer = \"runtime\" is unsupported by runtime {runtime:?} in workload {}: it is troupe-remote's \
+             own fault injection, which only the troupe runtime has; use net_faults.layer = \"network\" (network \
+             namespaces and nftables, the same for every runtime)",
+            cfg.workload()
+        )),
+        Layer::Network => {
+            crate::netlayer::check_host().or_else(&refuse)?;
+            if runtime == "troupe" && !cfg.spec().network_layer() {
+                return refuse(format!(
+                    "net_faults at layer \"network\" is not built yet for workload {}'s Troupe program (its node \
+                     processes are not placed in the layer's namespaces); set net_faults.layer = \"runtime\" \
+                     (Troupe's own injection)",
+                    cfg.workload()
+                ));
+            }
+            let supported = runtime == "troupe"
+                || root.is_some_and(|r| crate::netlayer::peer_supports(r, runtime, cfg.workload()));
+            if supported {
+                Ok(())
+            } else {
+                refuse(format!(
+                    "net_faults is unsupported by runtime {runtime:?} in workload {}: its program does not put its node \
+                     processes in the lab's network namespaces (peers/{runtime}/{}/features has no line `netns`); remove \
+                     the [net_faults] section or leave {runtime} out",
+                    cfg.workload(),
+                    cfg.workload()
+                ))
+            }
+        }
     }
-    Err(Error::new(ErrorKind::Unsupported(format!(
-        "net_faults is unsupported by runtime {runtime:?} in workload {}: network faults are applied through \
-         troupe-remote's fault injection, which only the troupe runtime's node processes have; remove the \
-         [net_faults] section or run only runtime troupe",
-        cfg.workload()
-    ))))
+}
+
+/// Rule 8 of [`crate::netlayer`]: at the network layer, every network line of the schedule that
+/// has no `fault_injected` line with its id, one line each (the run is `degraded` by them).
+pub fn missed(cfg: &Config, events: &[crate::events::Event]) -> Vec<String> {
+    if !crate::netlayer::wanted(cfg) {
+        return Vec::new();
+    }
+    let done: std::collections::HashSet<&str> =
+        events.iter().filter(|e| e.ev == "fault_injected").map(|e| e.str("id")).collect();
+    let errors: Vec<String> = events
+        .iter()
+        .filter(|e| e.ev == "net_counters")
+        .filter_map(|e| e.raw.get("errors").and_then(Json::as_array))
+        .flatten()
+        .filter_map(|x| x.as_str().map(String::from))
+        .collect();
+    let mut out: Vec<String> = schedule_lines(cfg)
+        .iter()
+        .filter(|a| a.kind != DELAY && !done.contains(a.id.as_str()))
+        .map(|a| format!("network fault {} ({}) was not carried out", a.id, a.kind))
+        .collect();
+    out.extend(errors.into_iter().map(|e| format!("network layer: {e}")));
+    out
 }
 
 /// The schedule lines of a config's network faults (rule 4); empty without the section.
@@ -99,6 +158,7 @@ pub fn merge(cfg: &Config, workload_actions: Vec<FaultAction>) -> Vec<FaultActio
 /// kinds (`net_faults_injected`). Processes killed by the schedule never report theirs.
 pub fn summary(events: &[crate::events::Event]) -> serde_json::Map<String, Json> {
     let (mut dropped, mut delayed, mut injected) = (0u64, 0u64, 0u64);
+    let mut net: std::collections::BTreeMap<&str, u64> = std::collections::BTreeMap::new();
     for e in events {
         match e.ev.as_str() {
             "run_finished" => {
@@ -106,10 +166,22 @@ pub fn summary(events: &[crate::events::Event]) -> serde_json::Map<String, Json>
                 delayed += e.raw.get("net_delayed_frames").and_then(Json::as_u64).unwrap_or(0);
             }
             "fault_injected" if is_net_kind(e.str("kind")) => injected += 1,
+            "net_counters" => {
+                for k in ["packets_seen", "packets_lost", "packets_cut"] {
+                    *net.entry(k).or_insert(0) += e.raw.get(k).and_then(Json::as_u64).unwrap_or(0);
+                }
+            }
             _ => {}
         }
     }
     let mut m = serde_json::Map::new();
+    if !net.is_empty() {
+        let (lost, cut) = (net["packets_lost"], net["packets_cut"]);
+        for (k, v) in net {
+            m.insert(format!("net_{k}"), v.into());
+        }
+        m.insert("net_packets_dropped".into(), (lost + cut).into());
+    }
     m.insert("net_dropped_frames".into(), dropped.into());
     m.insert("net_delayed_frames".into(), delayed.into());
     m.insert("net_faults_injected".into(), injected.into());

@@ -221,7 +221,7 @@ pub fn expand(spec: &SweepSpec) -> Result<Grid> {
         for runtime in &spec.runtimes {
             for cfg in &cg.configs {
                 // `[net_faults]` only on runtimes that can apply it, before any run starts.
-                crate::netfaults::check_runtime(cfg, runtime)?;
+                crate::netfaults::check_runtime(cfg, runtime, crate::root::project_root().ok().as_deref())?;
                 let name = rep_name(&(sanitize(runtime) + &name_suffix(cfg, &keys)), rep, spec.reps);
                 points.push(Point { name, runtime: runtime.clone(), config: cfg.clone(), rep });
             }
