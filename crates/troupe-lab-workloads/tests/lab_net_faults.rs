@@ -226,8 +226,8 @@ fn layer_defaults_to_network_and_bad_values_and_delay_there_are_refused_naming_t
 
 #[test]
 fn at_the_network_layer_runtimes_that_do_not_place_their_nodes_are_refused_naming_why() {
-    // Troupe's iot program does not place its node processes in the namespaces yet.
-    let iot = toml_cfg("iot", "servers = 2\n[net_faults]\ndrop_pct = 1\n").unwrap();
+    // Troupe's kv program does not place its node processes in the namespaces yet.
+    let kv = toml_cfg("kv", "[net_faults]\ndrop_pct = 1\n").unwrap();
     let chat = toml_cfg("chat", "[net_faults]\ndrop_pct = 1\n").unwrap();
     let root = tempfile::tempdir().unwrap();
     let dir = root.path().join("peers/elixir/chat");
@@ -239,8 +239,8 @@ fn at_the_network_layer_runtimes_that_do_not_place_their_nodes_are_refused_namin
             assert!(e.contains(&why), "{e}");
         }
         Ok(()) => {
-            let e = netfaults::check_runtime(&iot, "troupe", None).unwrap_err().to_string();
-            assert!(e.contains("iot") && e.contains("not built yet") && e.contains("layer"), "{e}");
+            let e = netfaults::check_runtime(&kv, "troupe", None).unwrap_err().to_string();
+            assert!(e.contains("kv") && e.contains("not built yet") && e.contains("layer"), "{e}");
             netfaults::check_runtime(&chat, "troupe", None).unwrap();
             let e = netfaults::check_runtime(&chat, "elixir", Some(root.path())).unwrap_err().to_string();
             assert!(e.contains("elixir") && e.contains("features") && e.contains("netns"), "{e}");

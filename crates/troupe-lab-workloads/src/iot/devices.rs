@@ -85,7 +85,7 @@ pub(super) async fn run(cfg: &IotConfig, name: &str, actions: Vec<FaultAction>, 
     let p = index()?;
     let servers = server_addrs()?;
     let (orch, secret) = (env(ENV_NODE)?, env(ENV_SECRET)?);
-    let node = start_node(name, "127.0.0.1:0", &secret).await?;
+    let node = start_node(name, &troupe_lab::netlayer::listen_any_port(), &secret).await?;
     node.connect(&orch).await.map_err(|e| SutError::Node(format!("cannot reach the orchestrator at {orch}: {e}")))?;
     let counts = Arc::new(Counts { summed: AtomicU64::new(0), refused: AtomicU64::new(0), changed: Notify::new() });
     let len = cfg.report_len as i64;

@@ -50,6 +50,10 @@ impl Spec for Iot {
         &config::SCHEMA
     }
 
+    fn network_layer(&self) -> bool {
+        true
+    }
+
     fn net_nodes(&self, cfg: &Config) -> std::result::Result<Vec<String>, String> {
         Ok(process::net_nodes(&IotConfig::from_config(cfg)))
     }

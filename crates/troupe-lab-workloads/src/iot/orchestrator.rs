@@ -73,6 +73,7 @@ struct Launcher {
 impl Launcher {
     fn start(&self, slot: &mut Slot) -> Result<()> {
         let child = NodeCmd::new(format!("node process {}", slot.name), slot.role)
+            .net_node(&slot.name)
             .env(ENV_NODE, &self.node_addr)
             .env(ENV_SECRET, &self.secret)
             .env(ENV_SERVERS, &self.servers)
@@ -118,8 +119,21 @@ async fn reap(slots: &mut [Slot], ok_after: Option<tokio::time::Instant>) -> Opt
     None
 }
 
-/// Free loopback ports for the servers (bound together, then released for the servers).
+/// The servers' addresses: at the network layer each server's own namespace address (port
+/// 7100: the namespace is the server's alone); otherwise free loopback ports (bound together,
+/// then released for the servers).
 fn free_addrs(n: u32) -> Result<Vec<String>> {
+    let net = troupe_lab::netlayer::NetFile::from_env().map_err(SutError::Process)?;
+    if let Some(f) = net {
+        return (0..n)
+            .map(|s| {
+                let name = format!("server-{s}");
+                f.node(&name)
+                    .map(|p| format!("{}:7100", p.addr))
+                    .ok_or_else(|| SutError::Process(format!("{name} is not in netns.json")).into())
+            })
+            .collect();
+    }
     let listeners: Vec<std::net::TcpListener> = (0..n)
         .map(|_| std::net::TcpListener::bind("127.0.0.1:0"))
         .collect::<std::io::Result<_>>()
@@ -169,7 +183,7 @@ async fn wait_ready(
 pub(super) async fn orchestrate(cfg: &IotConfig, actions: Vec<FaultAction>, em: &Emitter) -> Result<Tally> {
     let secret = nodes::secret();
     let node_cfg = NodeConfig {
-        listen: "127.0.0.1:0".into(),
+        listen: troupe_lab::netlayer::listen_any_port(),
         heartbeat_interval_ms: 200,
         heartbeat_timeout_ms: 10_000,
         ..NodeConfig::new("orchestrator", &secret)
