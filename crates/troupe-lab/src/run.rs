@@ -276,7 +276,13 @@ fn net_setup(req: &RunRequest, dir: &Path, actions: &[schedule::FaultAction]) ->
             req.config.workload()
         )))
     })?;
-    let topo = crate::netlayer::ns::Topology::create(&nodes)
+    let delay = req
+        .config
+        .net_faults()
+        .and_then(|nf| nf.delay_ms)
+        .filter(|d| d[1] > 0)
+        .map(|d| (d, req.config.int("seed") as u64));
+    let topo = crate::netlayer::ns::Topology::create(&nodes, delay)
         .map_err(|e| Error::other(format!("setting up the network layer's namespaces: {e}")))?;
     let file = dir.join(crate::netlayer::FILE);
     let text = serde_json::to_string_pretty(topo.file()).map_err(|e| Error::other(e.to_string()))?;

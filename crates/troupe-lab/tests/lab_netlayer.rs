@@ -68,7 +68,7 @@ fn rule_3_namespaces_reach_each_other_through_the_hub_and_are_removed_on_drop() 
         return;
     }
     let names: Vec<String> = ["server-0", "clients-0"].iter().map(|s| s.to_string()).collect();
-    let t = Topology::create(&names).unwrap();
+    let t = Topology::create(&names, None).unwrap();
     let f = t.file().clone();
     assert_eq!(f.coordinator.addr, "10.232.0.2");
     assert_eq!((f.nodes[0].name.as_str(), f.nodes[0].addr.as_str()), ("server-0", "10.232.1.2"));
@@ -97,7 +97,7 @@ fn rule_6_a_partition_cuts_both_ways_spares_the_coordinator_heals_and_is_counted
         return;
     }
     let names: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
-    let t = Topology::create(&names).unwrap();
+    let t = Topology::create(&names, None).unwrap();
     let f = t.file().clone();
     let hub = t.hub();
     let (a, b, c) = (&f.nodes[0], &f.nodes[1], &f.nodes[2]);
@@ -106,7 +106,7 @@ fn rule_6_a_partition_cuts_both_ways_spares_the_coordinator_heals_and_is_counted
     let _lc = Listener::start(&c.netns, &c.addr);
     assert!(reaches(&b.netns, &a.addr) && reaches(&a.netns, &b.addr));
     // Cut node a off from b and c.
-    let handles = nft::add_cut(&hub, &[&a.addr], &[&b.addr, &c.addr]).unwrap();
+    let handles = nft::add_cut(&hub, &[&a.addr], &[&b.addr, &c.addr], false).unwrap();
     assert!(!reaches(&b.netns, &a.addr), "b still reaches a during the partition");
     assert!(!reaches(&a.netns, &b.addr), "a still reaches b during the partition");
     assert!(!reaches(&a.netns, &c.addr), "a still reaches c during the partition");
@@ -126,23 +126,23 @@ fn rule_6_loss_drops_the_given_share_of_packets_at_the_hub() {
         return;
     }
     let names: Vec<String> = ["a", "b"].iter().map(|s| s.to_string()).collect();
-    let t = Topology::create(&names).unwrap();
+    let t = Topology::create(&names, None).unwrap();
     let f = t.file().clone();
     let hub = t.hub();
     let _la = Listener::start(&f.nodes[0].netns, &f.nodes[0].addr);
     nft::reset_seen(&hub).unwrap();
     // All of them: no connection gets through, and every packet is counted lost.
-    nft::add_loss(&hub, 100.0).unwrap();
+    nft::add_loss(&hub, 100.0, false).unwrap();
     assert!(!reaches(&f.nodes[1].netns, &f.nodes[0].addr), "a connection got through 100% loss");
     let c = nft::counters(&hub).unwrap();
     assert!(c.packets_lost > 0 && c.packets_lost == c.packets_seen, "{c:?}");
     // 30%: the share measured over many packets is near it (bounded: 400 connection attempts
     // at most, 30 s at most).
-    let t2 = Topology::create(&names).unwrap();
+    let t2 = Topology::create(&names, None).unwrap();
     let f2 = t2.file().clone();
     let hub2 = t2.hub();
     let _l2 = Listener::start(&f2.nodes[0].netns, &f2.nodes[0].addr);
-    nft::add_loss(&hub2, 30.0).unwrap();
+    nft::add_loss(&hub2, 30.0, false).unwrap();
     let code = format!(
         "import socket,time\nend=time.time()+30\nfor i in range(400):\n  if time.time()>end: break\n  \
          s=socket.socket();s.settimeout(0.05)\n  try:\n    s.connect(('{}',7000))\n  except Exception:\n    pass\n  s.close()\n",
@@ -155,4 +155,82 @@ fn rule_6_loss_drops_the_given_share_of_packets_at_the_hub() {
     let share = c.packets_lost as f64 / c.packets_seen as f64;
     assert!(c.packets_seen >= 200, "{c:?}");
     assert!((0.15..=0.45).contains(&share), "measured loss {share:.3} is far from 30%: {c:?}");
+}
+
+/// An echo server on `addr:7000` inside namespace `ns` (python3), killed on drop.
+fn echo_server(ns: &str, addr: &str) -> Listener {
+    let code = format!(
+        "import socket,threading,time\ns=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1)\n\
+         s.bind(('{addr}',7000));s.listen(16);print('up',flush=True)\n\
+         def serve(c):\n  while True:\n    b=c.recv(4096)\n    if not b: return\n    c.sendall(b)\n\
+         end=time.time()+120\nwhile time.time()<end:\n  c,_=s.accept();threading.Thread(target=serve,args=(c,),daemon=True).start()\n"
+    );
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", ns, "python3", "-c", &code])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 in a namespace");
+    let mut line = String::new();
+    use std::io::BufRead as _;
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "up");
+    Listener(child)
+}
+
+/// The median round trip (ms) of 5 one-byte echoes from namespace `ns` to `addr:7000`, over one
+/// connection made before `before` is run (so the delay applies to an established connection).
+fn echo_rtts(ns: &str, addr: &str) -> Vec<f64> {
+    let code = format!(
+        "import socket,time,sys\ns=socket.create_connection(('{addr}',7000),timeout=5)\nout=[]\n\
+         for phase in range(2):\n  if phase==1: print('go',flush=True); sys.stdin.readline()\n  ts=[]\n  \
+         for i in range(5):\n    t=time.time();s.sendall(b'x');s.recv(1);ts.append((time.time()-t)*1000)\n  \
+         ts.sort();out.append(ts[2])\nprint(' '.join('%.1f'%x for x in out),flush=True)\n"
+    );
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", ns, "python3", "-c", &code])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::{BufRead as _, Write as _};
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "go");
+    ECHO_GATE.with(|g| (g.borrow_mut())());
+    child.stdin.take().unwrap().write_all(b"\n").unwrap();
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    let _ = child.wait();
+    line.split_whitespace().map(|x| x.parse().unwrap()).collect()
+}
+
+thread_local! {
+    static ECHO_GATE: std::cell::RefCell<Box<dyn FnMut()>> = std::cell::RefCell::new(Box::new(|| {}));
+}
+
+#[test]
+fn rule_9_the_relay_delays_established_connections_once_the_delay_is_due_and_partitions_still_cut() {
+    if !host_ok("rule_9") {
+        return;
+    }
+    let names: Vec<String> = ["a", "b"].iter().map(|s| s.to_string()).collect();
+    let t = std::sync::Arc::new(Topology::create(&names, Some(([40, 40], 7))).unwrap());
+    let f = t.file().clone();
+    let _echo = echo_server(&f.nodes[0].netns, &f.nodes[0].addr);
+    let t2 = std::sync::Arc::clone(&t);
+    ECHO_GATE.with(|g| *g.borrow_mut() = Box::new(move || assert!(t2.delay_now())));
+    let rtts = echo_rtts(&f.nodes[1].netns, &f.nodes[0].addr);
+    // Before the delay is due the relay only copies; after, each direction holds 40 ms.
+    assert!(rtts[0] < 40.0, "delayed before the delay was due: {rtts:?}");
+    assert!(rtts[1] >= 79.0, "a round trip through two 40 ms holds took {rtts:?}");
+    let (conns, delayed, failed) = t.relay_counts().unwrap();
+    assert!(conns >= 1 && delayed >= 10 && failed == 0, "{conns} {delayed} {failed}");
+    // A partition still cuts the relayed traffic (on the client-side leg, both ways).
+    let hub = t.hub();
+    let h = nft::add_cut(&hub, &[&f.nodes[0].addr], &[&f.nodes[1].addr], true).unwrap();
+    assert!(!reaches(&f.nodes[1].netns, &f.nodes[0].addr), "the cut did not hold through the relay");
+    nft::remove(&hub, &h).unwrap();
+    assert!(reaches(&f.nodes[1].netns, &f.nodes[0].addr), "the cut did not heal");
+    assert!(nft::counters(&hub).unwrap().packets_cut > 0);
 }

@@ -232,15 +232,6 @@ pub fn validate(workload: &str, nodes: std::result::Result<Vec<String>, String>,
         }
     };
     let mut out = Vec::new();
-    if let (Layer::Network, Some(d)) = (nf.layer, nf.delay_ms.filter(|d| d[1] > 0)) {
-        out.push(ConfigIssue {
-            key: format!("{SECTION}.delay_ms"),
-            value: format!("{d:?}"),
-            problem: "delay at the network layer (a relay between the namespaces) is not built yet: set \
-                      net_faults.layer = \"runtime\" (Troupe's own injection, runtime troupe only) or remove delay_ms"
-                .into(),
-        });
-    }
     for (i, p) in nf.partitions.iter().enumerate() {
         for n in &p.nodes {
             if *n as usize >= nodes.len() {

@@ -19,8 +19,7 @@
 //!    refused for every peer; `network` (the default, [`crate::netlayer`]) is refused without
 //!    root, `ip` or `nft`, for a workload whose Troupe program does not place its node processes
 //!    in the layer's namespaces ([`crate::config::Spec::network_layer`]), and for a peer whose
-//!    program folder does not declare `netns` in its `features` file; `delay_ms` is refused at
-//!    the `network` layer (no relay between the namespaces yet).
+//!    program folder does not declare `netns` in its `features` file.
 //! 4. Schedule lines ([`schedule_lines`]), merged in time order with the workload's own (stable:
 //!    at equal `at_ms` the network lines come first): `{"kind":"drop","id":"net-drop",
 //!    "drop_pct":P}` and `{"kind":"delay","id":"net-delay","delay_ms":[MIN,MAX]}` at `at_ms` 0
@@ -99,7 +98,7 @@ pub fn missed(cfg: &Config, events: &[crate::events::Event]) -> Vec<String> {
         .collect();
     let mut out: Vec<String> = schedule_lines(cfg)
         .iter()
-        .filter(|a| a.kind != DELAY && !done.contains(a.id.as_str()))
+        .filter(|a| !done.contains(a.id.as_str()))
         .map(|a| format!("network fault {} ({}) was not carried out", a.id, a.kind))
         .collect();
     out.extend(errors.into_iter().map(|e| format!("network layer: {e}")));

@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::nft::{self, Counters};
 use super::ns::Topology;
-use crate::config::net_faults::{DROP, PARTITION};
+use crate::config::net_faults::{DELAY, DROP, PARTITION};
 use crate::events::writer::now_us;
 use crate::schedule::FaultAction;
 
@@ -24,6 +24,7 @@ const SLICE: Duration = Duration::from_millis(50);
 #[derive(Debug, Clone, PartialEq)]
 enum Step {
     Loss { id: String, pct: f64 },
+    Delay { id: String, ms: [u64; 2] },
     Cut { k: String, ids: Vec<(String, u32)>, side: Vec<u32>, heal_at_ms: u64 },
     Heal { k: String },
 }
@@ -35,6 +36,7 @@ fn plan(actions: &[FaultAction]) -> Vec<(u64, Step)> {
     for a in actions {
         match a.kind.as_str() {
             DROP => out.push((a.at_ms, Step::Loss { id: a.id.clone(), pct: a.drop_pct.unwrap_or(0.0) })),
+            DELAY => out.push((a.at_ms, Step::Delay { id: a.id.clone(), ms: a.delay_ms.unwrap_or([0, 0]) })),
             PARTITION => {
                 let k = a.id.rsplit_once('-').map(|(k, _)| k.to_string()).unwrap_or_else(|| a.id.clone());
                 let heal_at_ms = a.at_ms + a.duration_ms.unwrap_or(0);
@@ -111,11 +113,14 @@ impl Controller {
                     Ok(c) => o.counters = c,
                     Err(e) => o.errors.push(format!("reading the hub's counters: {e}")),
                 }
-                w.line(
-                    "net_counters",
-                    json!({"packets_seen": o.counters.packets_seen, "packets_lost": o.counters.packets_lost,
-                           "packets_cut": o.counters.packets_cut, "errors": o.errors}),
-                );
+                let mut counters = json!({"packets_seen": o.counters.packets_seen, "packets_lost": o.counters.packets_lost,
+                           "packets_cut": o.counters.packets_cut, "errors": o.errors});
+                if let Some((conns, delayed, failed)) = topo.relay_counts() {
+                    counters["relay_connections"] = conns.into();
+                    counters["relay_delayed_chunks"] = delayed.into();
+                    counters["relay_failed_connects"] = failed.into();
+                }
+                w.line("net_counters", counters);
                 // The layer is one of the run's event sources: it ends like every node does.
                 w.line("run_finished", json!({"dropped_events": 0, "errors": o.errors.len()}));
                 o
@@ -220,13 +225,21 @@ fn carry_out(
     if let Err(e) = nft::reset_seen(&hub) {
         o.errors.push(format!("resetting the packet counter at the window start: {e}"));
     }
-    let mut cuts: Vec<(String, Vec<u64>)> = Vec::new();
+    let mut cuts: Vec<(String, Vec<nft::Handle>)> = Vec::new();
     for (at_ms, step) in steps {
         if !sleep_until(start_us + (*at_ms as i64) * 1000, stop) {
             return;
         }
         match step {
-            Step::Loss { id, pct } => match nft::add_loss(&hub, *pct) {
+            Step::Delay { id, ms } => {
+                if topo.delay_now() {
+                    w.line("fault_injected", json!({"id": id, "target": super::NODE, "kind": DELAY, "delay_ms": ms}));
+                    o.injected.push(id.clone());
+                } else {
+                    o.errors.push(format!("{id}: the run has no relay to delay through"));
+                }
+            }
+            Step::Loss { id, pct } => match nft::add_loss(&hub, *pct, topo.has_relay()) {
                 Ok(_) => {
                     w.line("fault_injected", json!({"id": id, "target": super::NODE, "kind": DROP, "drop_pct": pct}));
                     o.injected.push(id.clone());
@@ -241,7 +254,7 @@ fn carry_out(
                 let s: Vec<&str> = side.iter().filter_map(|i| topo.addr_of(*i)).collect();
                 let rest: Vec<&str> =
                     (0..topo.len() as u32).filter(|i| !side.contains(i)).filter_map(|i| topo.addr_of(i)).collect();
-                match nft::add_cut(&hub, &s, &rest) {
+                match nft::add_cut(&hub, &s, &rest, topo.has_relay()) {
                     Ok(handles) => {
                         cuts.push((k.clone(), handles));
                         let names = &topo.file().nodes;

@@ -8,8 +8,7 @@
 //! 1. **Host.** The layer needs root (namespaces and nftables need CAP_SYS_ADMIN and
 //!    CAP_NET_ADMIN), `ip` (iproute2) and `nft` (nftables; `bash scripts/install-nftables.sh`).
 //!    Without them a run that asks for it is refused before anything starts, naming what is
-//!    missing and how to get it ([`check_host`]). `delay_ms` is refused at this layer (no relay
-//!    between namespaces yet; `layer = "runtime"` delays Troupe's frames).
+//!    missing and how to get it ([`check_host`]).
 //! 2. **Runtimes.** Troupe takes the layer in every workload whose node processes are
 //!    [`crate::nodes::NodeCmd`]s (rule 5). A peer takes it for a workload when its program folder
 //!    `peers/<rt>/<workload>/` has a file `features` with a line `netns` (it implements rule 4);
@@ -50,10 +49,19 @@
 //!    and `net_packets_dropped` (lost + cut) beside `net_faults_injected`; a network line that was
 //!    planned and not carried out (the window never opened, a rule failed) marks the run
 //!    `degraded`, naming the line ([`crate::netfaults::missed`]).
+//! 9. **Delay** ([`relay`]): with `delay_ms` set (the machines have no netem qdisc), every TCP
+//!    connection between the namespaces is redirected in the hub to the lab's relay, which
+//!    connects to the original destination and holds each chunk `[min, max]` ms (uniform,
+//!    seeded by the config's seed and the connection) once the delay line is due, never
+//!    releasing a chunk before the one read before it. Loss and partitions then also apply on
+//!    the relay's client-side legs (input and output chains, matched by the connection's
+//!    original addresses), so each packet is faulted once. `net_counters` adds
+//!    `relay_connections`, `relay_delayed_chunks` and `relay_failed_connects`.
 
 pub mod control;
 pub mod nft;
 pub mod ns;
+pub mod relay;
 
 use std::path::Path;
 

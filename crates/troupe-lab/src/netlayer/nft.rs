@@ -27,16 +27,94 @@ fn nft(hub: &str, script: &str) -> Result<String, String> {
     run("ip", &args)
 }
 
-/// Makes the table, its counters and the chain with the `seen` counter as its first rule.
-pub fn setup(hub: &str) -> Result<(), String> {
+/// The chains a rule goes into: the forward chain, and with the relay (rule 9) the input and
+/// output chains, where the relay's client-side legs pass (matched by their conntrack original
+/// addresses, `ct status dnat`: each packet is faulted on one leg only).
+fn chains(relay: bool) -> &'static [(&'static str, &'static str)] {
+    if relay {
+        &[(CHAIN, ""), (CHAIN_IN, "ct status dnat "), (CHAIN_OUT, "ct status dnat ")]
+    } else {
+        &[(CHAIN, "")]
+    }
+}
+
+/// The input and output chains with the relay.
+const CHAIN_IN: &str = "lab_in";
+const CHAIN_OUT: &str = "lab_out";
+
+/// Makes the table, its counters and the chains with the `seen` counter as their first rule;
+/// with `relay`, the input and output chains and the redirect of every TCP connection between
+/// the namespaces to the relay's port.
+pub fn setup(hub: &str, relay: bool) -> Result<(), String> {
     let t = TABLE.join(" ");
     nft(hub, &format!("add table {t}"))?;
     for c in ["seen", "lost", "cut"] {
         nft(hub, &format!("add counter {t} {c}"))?;
     }
-    let chain = format!("add chain {t} {CHAIN} {{ type filter hook forward priority 0 ; policy accept ; }}");
-    nft(hub, &chain)?;
-    nft(hub, &format!("add rule {t} {CHAIN} counter name seen"))?;
+    for (chain, hook) in
+        [(CHAIN, "forward"), (CHAIN_IN, "input"), (CHAIN_OUT, "output")].into_iter().take(if relay { 3 } else { 1 })
+    {
+        nft(hub, &format!("add chain {t} {chain} {{ type filter hook {hook} priority 0 ; policy accept ; }}"))?;
+    }
+    for (chain, only) in chains(relay) {
+        nft(hub, &format!("add rule {t} {chain} {only}counter name seen"))?;
+    }
+    if relay {
+        nft(hub, "add table ip troupe_nat")?;
+        nft(hub, "add chain ip troupe_nat pre { type nat hook prerouting priority dstnat ; }")?;
+        let port = super::relay::PORT;
+        nft(hub, &format!("add rule ip troupe_nat pre iifname != lo meta l4proto tcp redirect to :{port}"))?;
+    }
+    Ok(())
+}
+
+/// A rule's place, for [`remove`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Handle {
+    chain: &'static str,
+    handle: u64,
+}
+
+/// The loss rule: drops `pct` % of the packets (in steps of 0.01 %).
+pub fn add_loss(hub: &str, pct: f64, relay: bool) -> Result<Vec<Handle>, String> {
+    let below = (pct * 100.0).round().clamp(0.0, 10_000.0) as u64;
+    let t = TABLE.join(" ");
+    // `numgen random mod 10000` is 0..=9999: every packet is below 10000, which nft refuses to write.
+    let pick = if below >= 10_000 { String::new() } else { format!("numgen random mod 10000 < {below} ") };
+    let mut out = Vec::new();
+    for (chain, only) in chains(relay) {
+        let echo = nft(hub, &format!("add rule {t} {chain} {only}{pick}counter name lost drop"))?;
+        out.push(Handle { chain, handle: handle(&echo)? });
+    }
+    Ok(out)
+}
+
+/// A partition: drops every packet between addresses `side` and `rest`, both ways; returns the
+/// rules' handles (for [`remove`]).
+pub fn add_cut(hub: &str, side: &[&str], rest: &[&str], relay: bool) -> Result<Vec<Handle>, String> {
+    if side.is_empty() || rest.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (s, r) = (format!("{{ {} }}", side.join(", ")), format!("{{ {} }}", rest.join(", ")));
+    let t = TABLE.join(" ");
+    let mut out = Vec::new();
+    for (chain, only) in chains(relay) {
+        let field = if only.is_empty() { "ip" } else { "ct original ip" };
+        for (from, to) in [(&s, &r), (&r, &s)] {
+            let rule =
+                format!("add rule {t} {chain} {only}{field} saddr {from} {field} daddr {to} counter name cut drop");
+            out.push(Handle { chain, handle: handle(&nft(hub, &rule)?)? });
+        }
+    }
+    Ok(out)
+}
+
+/// Removes rules by handle.
+pub fn remove(hub: &str, handles: &[Handle]) -> Result<(), String> {
+    let t = TABLE.join(" ");
+    for h in handles {
+        nft(hub, &format!("delete rule {t} {} handle {}", h.chain, h.handle))?;
+    }
     Ok(())
 }
 
@@ -44,40 +122,6 @@ pub fn setup(hub: &str) -> Result<(), String> {
 pub fn reset_seen(hub: &str) -> Result<(), String> {
     let t = TABLE.join(" ");
     nft(hub, &format!("reset counter {t} seen")).map(|_| ())
-}
-
-/// The loss rule: drops `pct` % of the forwarded packets (in steps of 0.01 %).
-pub fn add_loss(hub: &str, pct: f64) -> Result<u64, String> {
-    let below = (pct * 100.0).round().clamp(0.0, 10_000.0) as u64;
-    let t = TABLE.join(" ");
-    // `numgen random mod 10000` is 0..=9999: every packet is below 10000, which nft refuses to write.
-    let pick = if below >= 10_000 { String::new() } else { format!("numgen random mod 10000 < {below} ") };
-    handle(&nft(hub, &format!("add rule {t} {CHAIN} {pick}counter name lost drop"))?)
-}
-
-/// A partition: drops every packet between addresses `side` and `rest`, both ways; returns the
-/// rules' handles (for [`remove`]).
-pub fn add_cut(hub: &str, side: &[&str], rest: &[&str]) -> Result<Vec<u64>, String> {
-    if side.is_empty() || rest.is_empty() {
-        return Ok(Vec::new());
-    }
-    let (s, r) = (format!("{{ {} }}", side.join(", ")), format!("{{ {} }}", rest.join(", ")));
-    let t = TABLE.join(" ");
-    let mut out = Vec::new();
-    for (from, to) in [(&s, &r), (&r, &s)] {
-        let rule = format!("add rule {t} {CHAIN} ip saddr {from} ip daddr {to} counter name cut drop");
-        out.push(handle(&nft(hub, &rule)?)?);
-    }
-    Ok(out)
-}
-
-/// Removes rules by handle.
-pub fn remove(hub: &str, handles: &[u64]) -> Result<(), String> {
-    let t = TABLE.join(" ");
-    for h in handles {
-        nft(hub, &format!("delete rule {t} {CHAIN} handle {h}"))?;
-    }
-    Ok(())
 }
 
 /// Reads the counters.

@@ -28,18 +28,26 @@ pub(crate) fn run(tool: &str, args: &[&str]) -> Result<String, String> {
 }
 
 /// A run's namespaces; dropping it removes them (and with them their interfaces and rules).
-#[derive(Debug)]
 pub struct Topology {
     tag: String,
     made: Vec<String>,
     file: NetFile,
+    relay: Option<super::relay::Relay>,
+}
+
+impl std::fmt::Debug for Topology {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Topology").field("tag", &self.tag).field("relay", &self.relay.is_some()).finish()
+    }
 }
 
 impl Topology {
     /// Makes the hub, the coordinator and one namespace per node of `nodes` (names in index
-    /// order), and the hub's nftables table ([`super::nft::setup`]). Stale namespaces of dead
-    /// lab processes are removed first. On error what was made is removed again.
-    pub fn create(nodes: &[String]) -> Result<Topology, String> {
+    /// order), and the hub's nftables table ([`super::nft::setup`]); with `delay` = `([min,
+    /// max] ms, seed)`, the hub's delaying relay ([`super::relay`]), delaying once
+    /// [`Topology::delay_now`] is called. Stale namespaces of dead lab processes are removed
+    /// first. On error what was made is removed again.
+    pub fn create(nodes: &[String], delay: Option<([u64; 2], u64)>) -> Result<Topology, String> {
         if nodes.len() > MAX_NODES {
             return Err(format!("the network layer takes at most {MAX_NODES} nodes; this run has {}", nodes.len()));
         }
@@ -59,12 +67,15 @@ impl Topology {
                 })
                 .collect(),
         };
-        let mut t = Topology { tag, made: Vec::new(), file };
-        t.build()?;
+        let mut t = Topology { tag, made: Vec::new(), file, relay: None };
+        t.build(delay.is_some())?;
+        if let Some((ms, seed)) = delay {
+            t.relay = Some(super::relay::Relay::start(&t.hub(), ms, seed)?);
+        }
         Ok(t)
     }
 
-    fn build(&mut self) -> Result<(), String> {
+    fn build(&mut self, relay: bool) -> Result<(), String> {
         let hub = self.hub();
         self.add(&hub)?;
         // The hub routes between the namespaces (its own forwarding switch, not the host's).
@@ -74,7 +85,7 @@ impl Topology {
         for n in self.file.nodes.clone() {
             self.attach(&n.netns, &format!("n{}", n.index), n.index + 1)?;
         }
-        super::nft::setup(&hub)
+        super::nft::setup(&hub, relay)
     }
 
     fn add(&mut self, ns: &str) -> Result<(), String> {
@@ -94,6 +105,25 @@ impl Topology {
         ip(&["-n", ns, "addr", "add", &format!("{far}/24"), "dev", "eth0"])?;
         ip(&["-n", ns, "link", "set", "eth0", "up"])?;
         ip(&["-n", ns, "route", "add", "default", "via", &near])
+    }
+
+    /// Whether the run has the delaying relay (its rules go into the input and output chains too).
+    pub fn has_relay(&self) -> bool {
+        self.relay.is_some()
+    }
+
+    /// The delay line is due: the relay delays chunks from now on. False without a relay.
+    pub fn delay_now(&self) -> bool {
+        self.relay.as_ref().map(|r| r.delay_now()).is_some()
+    }
+
+    /// The relay's counters: connections relayed, chunks delayed, connections that failed.
+    pub fn relay_counts(&self) -> Option<(u64, u64, u64)> {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.relay.as_ref().map(|r| {
+            let s = &r.stats;
+            (s.connections.load(Relaxed), s.delayed_chunks.load(Relaxed), s.failed_connects.load(Relaxed))
+        })
     }
 
     /// The hub's namespace.
@@ -124,6 +154,7 @@ impl Topology {
 
 impl Drop for Topology {
     fn drop(&mut self) {
+        self.relay = None;
         for ns in self.made.iter().rev() {
             let _ = ip(&["netns", "del", ns]);
         }
