@@ -19,7 +19,8 @@
 //!    refused for every peer; `network` (the default, [`crate::netlayer`]) is refused without
 //!    root, `ip` or `nft`, for a workload whose Troupe program does not place its node processes
 //!    in the layer's namespaces ([`crate::config::Spec::network_layer`]), and for a peer whose
-//!    program folder does not declare `netns` in its `features` file.
+//!    program folder does not declare `netns` in its `features` file, and together with events
+//!    through RabbitMQ (the broker on the host's loopback is out of the namespaces' reach).
 //! 4. Schedule lines ([`schedule_lines`]), merged in time order with the workload's own (stable:
 //!    at equal `at_ms` the network lines come first): `{"kind":"drop","id":"net-drop",
 //!    "drop_pct":P}` and `{"kind":"delay","id":"net-delay","delay_ms":[MIN,MAX]}` at `at_ms` 0
@@ -56,6 +57,14 @@ pub fn check_runtime(cfg: &Config, runtime: &str, root: Option<&std::path::Path>
         )),
         Layer::Network => {
             crate::netlayer::check_host().or_else(&refuse)?;
+            if matches!(cfg.get("events"), Some(crate::config::Value::Str(u)) if u.starts_with("amqp://")) {
+                return refuse(
+                    "events through RabbitMQ (events = \"amqp://...\") and net_faults at layer \"network\" do not \
+                     go together yet: the broker listens on the host's loopback, which the run's namespaces cannot \
+                     reach; use events = \"file\" with network faults"
+                        .into(),
+                );
+            }
             if runtime == "troupe" && !cfg.spec().network_layer() {
                 return refuse(format!(
                     "net_faults at layer \"network\" is not built yet for workload {}'s Troupe program (its node \
