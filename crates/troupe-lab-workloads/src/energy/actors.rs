@@ -3,8 +3,8 @@
 //!
 //! Rules:
 //! 1. A client sends `Ping` carrying its own ref, waits for `Pong`, and repeats until it has
-//!    received `msgs` pongs; then it counts itself done (the last client done ends the
-//!    repetition's interval).
+//!    received `msgs` pongs; then it counts itself done (the last client done tells the main
+//!    task, which stamps the end of the repetition's interval).
 //! 2. The load balancer forwards each `Ping` to the next server, round-robin; the server answers
 //!    the client directly (not through the load balancer).
 //! 3. A server's `Pong` carries 0, or in `ping_pong_lb_prime` the count of primes <= range,
@@ -12,9 +12,10 @@
 //!    and counts a wrong answer.
 //! 4. The prime actor answers `Count` with the count of primes <= range by trial division.
 //! 5. The node process's control actor builds a repetition's servers (`Setup`, answered with the
-//!    entry: the server, the load balancer or the prime actor) and stops them (`Teardown`).
+//!    entry: the server, the load balancer or the prime actor) and stops them (`Teardown`,
+//!    answered once every one of them has ended).
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -23,7 +24,6 @@ use troupe::{Actor, ActorRef, Ctx, ReplyTo};
 use troupe_remote::{Nested, RemoteMessage};
 
 use super::primes::count_trial;
-use troupe_lab::events::writer::now_us;
 
 /// What a client understands.
 #[derive(Clone, Serialize, Deserialize)]
@@ -149,12 +149,30 @@ impl Servers {
         }
     }
 
-    /// Stops them all.
-    pub(crate) fn stop(&self) {
-        for a in &self.all {
-            a.stop();
-        }
+    /// Stops them all and waits until every one has ended (contract rule 5).
+    pub(crate) async fn stop(&self) -> std::result::Result<(), String> {
+        stop_all(&self.all).await
     }
+}
+
+/// How long the actors of a repetition may take to end once stopped (contract rule 5).
+pub(crate) const STOP_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Stops `refs` and waits until every one has ended, at most [`STOP_LIMIT`] (contract rule 5:
+/// nothing of a repetition runs into the next one's set-up).
+pub(crate) async fn stop_all<M: Send + 'static>(refs: &[ActorRef<M>]) -> std::result::Result<(), String> {
+    for a in refs {
+        a.stop();
+    }
+    let deadline = tokio::time::Instant::now() + STOP_LIMIT;
+    while refs.iter().any(ActorRef::is_alive) {
+        if tokio::time::Instant::now() >= deadline {
+            let left = refs.iter().filter(|a| a.is_alive()).count();
+            return Err(format!("{left} actors had not ended {} s after being stopped", STOP_LIMIT.as_secs()));
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    Ok(())
 }
 
 /// The control actor of a node process (rule 5).
@@ -170,15 +188,19 @@ impl Actor for Control {
         match msg {
             ControlMsg::Setup(workload, servers, range, reply) => {
                 if let Some(old) = self.current.take() {
-                    old.stop();
+                    let _ = old.stop().await;
                 }
                 let s = Servers::spawn(&workload, servers, range);
                 reply.send(Entry(s.entry.clone()));
                 self.current = Some(s);
             }
             ControlMsg::Teardown(reply) => {
+                // Answered once every actor of the repetition has ended (contract rule 5).
                 if let Some(old) = self.current.take() {
-                    old.stop();
+                    if let Err(e) = old.stop().await {
+                        eprintln!("troupe energy-node: {e}");
+                        return;
+                    }
                 }
                 reply.send(());
             }
@@ -193,7 +215,6 @@ pub(crate) struct Done {
     pub(crate) pongs: AtomicU64,
     pub(crate) wrong: AtomicU64,
     pub(crate) running: AtomicU64,
-    pub(crate) end_us: AtomicI64,
     pub(crate) all_done: Notify,
 }
 
@@ -203,7 +224,6 @@ impl Done {
             pongs: AtomicU64::new(0),
             wrong: AtomicU64::new(0),
             running: AtomicU64::new(clients),
-            end_us: AtomicI64::new(0),
             all_done: Notify::new(),
         })
     }
@@ -235,10 +255,23 @@ impl Actor for Client {
                 if self.left > 0 {
                     let _ = self.entry.send(WorkMsg::Ping(ctx.myself()));
                 } else if self.done.running.fetch_sub(1, Ordering::AcqRel) == 1 {
-                    self.done.end_us.store(now_us(), Ordering::Release);
+                    // The main task stamps `end_us` when it learns this (contract rule 4).
                     self.done.all_done.notify_one();
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn contract_rule_5_a_repetitions_servers_have_ended_when_stop_returns() {
+        let s = Servers::spawn("ping_pong_lb_prime", 3, 100);
+        assert!(s.all.iter().all(ActorRef::is_alive));
+        s.stop().await.unwrap();
+        assert!(s.all.iter().all(|a| !a.is_alive()), "an actor outlived the repetition's teardown");
     }
 }

@@ -7,8 +7,11 @@
 //! 1. Events, from this process only: `run_started {workload: "energy", config, version}`,
 //!    then per repetition r `work {rep: r, start_us, end_us, result}`, then `run_finished`.
 //! 2. A repetition's set-up (servers, load balancer, clients; the node process, started once
-//!    for all repetitions) is outside `[start_us, end_us]`; `end_us` is when the last client got
-//!    its last pong, or when the prime count is known; its actors are stopped before the next.
+//!    for all repetitions) is outside `[start_us, end_us]`; `end_us` is when this task learns
+//!    that the last client got its last pong, or when the prime count is known; its actors are
+//!    stopped, and their ends awaited, before the next (docs/energy.md contract rules 4-5).
+//!    A wrong prime count is counted (`run_finished {errors, wrong_answers}`) and the
+//!    repetitions go on (contract rule 6).
 //! 3. The node process is a child of this one (killed when this one ends, never detached), so
 //!    the lab's meter counts it; it hands its address over its stdout, quits when told, when
 //!    this node goes away or at its deadline.
@@ -25,7 +28,7 @@ use tokio::sync::Notify;
 use troupe::ActorRef;
 use troupe_remote::{Node, NodeConfig};
 
-use super::actors::{Client, ClientMsg, Control, ControlMsg, Done, Servers, WorkMsg};
+use super::actors::{stop_all, Client, ClientMsg, Control, ControlMsg, Done, Servers, WorkMsg};
 use super::config::EnergyConfig;
 use super::primes::count_sieve;
 use crate::SutError;
@@ -53,11 +56,17 @@ pub(super) fn exec(role: &str) -> Result<i32> {
         return subprocess::block_on(node_process(&cfg))?;
     }
     subprocess::run_events("energy", &cfg_value, "clients", |em| async move {
-        let (outcome, failed_nodes) = match run_reps(&cfg, &em).await {
-            Ok(()) => (Ok(()), Vec::new()),
-            Err((e, nodes)) => (Err(e), nodes),
+        let (outcome, failed_nodes, wrong) = match run_reps(&cfg, &em).await {
+            Ok(wrong) => (Ok(()), Vec::new(), wrong),
+            Err((e, nodes)) => (Err(e), nodes, 0),
         };
-        (outcome, json!({ "failed_nodes": failed_nodes }))
+        // Contract rule 6: wrong answers are counted as errors; the repetitions went on.
+        let mut extra = json!({ "failed_nodes": failed_nodes, "wrong_answers": wrong });
+        if wrong > 0 {
+            eprintln!("troupe energy: {wrong} pongs carried a wrong prime count");
+            extra["errors"] = wrong.into();
+        }
+        (outcome, extra)
     })
 }
 
@@ -96,12 +105,10 @@ impl Place {
 
     async fn teardown(&mut self) -> std::result::Result<(), String> {
         match self {
-            Place::Here(cur) => {
-                if let Some(s) = cur.take() {
-                    s.stop();
-                }
-                Ok(())
-            }
+            Place::Here(cur) => match cur.take() {
+                Some(s) => s.stop().await,
+                None => Ok(()),
+            },
             Place::Node { control, .. } => control
                 .ask(ControlMsg::Teardown, START_LIMIT)
                 .await
@@ -150,8 +157,8 @@ async fn start_node() -> std::result::Result<Place, String> {
     }
 }
 
-/// One repetition's work (rule 2): `(start_us, end_us, result)`.
-async fn one_rep(cfg: &EnergyConfig, entry: &ActorRef<WorkMsg>) -> std::result::Result<(i64, i64, u64), String> {
+/// One repetition's work (rule 2): `(start_us, end_us, result, wrong answers)`.
+async fn one_rep(cfg: &EnergyConfig, entry: &ActorRef<WorkMsg>) -> std::result::Result<(i64, i64, u64, u64), String> {
     let limit = rep_limit(cfg);
     if !cfg.is_ping() {
         let start_us = now_us();
@@ -159,7 +166,7 @@ async fn one_rep(cfg: &EnergyConfig, entry: &ActorRef<WorkMsg>) -> std::result::
             .ask(|r| WorkMsg::Count(cfg.range, r), limit)
             .await
             .map_err(|e| format!("the prime actor did not answer: {e}"))?;
-        return Ok((start_us, now_us(), n));
+        return Ok((start_us, now_us(), n, 0));
     }
     let done = Done::new(cfg.clients);
     let expect = if cfg.workload == "ping_pong_lb_prime" { count_sieve(cfg.range) } else { 0 };
@@ -171,37 +178,44 @@ async fn one_rep(cfg: &EnergyConfig, entry: &ActorRef<WorkMsg>) -> std::result::
         let _ = c.send(ClientMsg::Go);
     }
     let waited = tokio::time::timeout(limit, done.all_done.notified()).await;
-    for c in &clients {
-        c.stop();
-    }
+    // Contract rule 4: the end is when this task learns the last client got its last answer.
+    let end_us = now_us();
+    let stopped = stop_all(&clients).await;
     let pongs = done.pongs.load(std::sync::atomic::Ordering::Acquire);
     let wrong = done.wrong.load(std::sync::atomic::Ordering::Acquire);
     match waited {
-        Ok(()) if wrong > 0 => Err(format!("{wrong} pongs carried a wrong prime count")),
-        Ok(()) => Ok((start_us, done.end_us.load(std::sync::atomic::Ordering::Acquire), pongs)),
+        Ok(()) => stopped.map(|()| (start_us, end_us, pongs, wrong)),
         Err(_) => Err(format!("the repetition did not finish within {} s ({pongs} pongs)", limit.as_secs())),
     }
 }
 
-async fn run_reps(cfg: &EnergyConfig, em: &Emitter) -> std::result::Result<(), (String, Vec<String>)> {
+/// Every repetition in order; the wrong answers counted over them (contract rule 6).
+async fn run_reps(cfg: &EnergyConfig, em: &Emitter) -> std::result::Result<u64, (String, Vec<String>)> {
     let mut place = if cfg.distributed {
         start_node().await.map_err(|e| (e, vec!["servers".to_string()]))?
     } else {
         Place::Here(None)
     };
-    let mut result = Ok(());
+    let mut result = Ok(0);
     for rep in 0..cfg.reps {
         let r = async {
             let entry = place.setup(cfg).await?;
-            let (start_us, end_us, n) = one_rep(cfg, &entry).await?;
+            let (start_us, end_us, n, wrong) = one_rep(cfg, &entry).await?;
             em.emit("work", json!({"rep": rep, "start_us": start_us, "end_us": end_us, "result": n}));
-            place.teardown().await
+            place.teardown().await.map(|()| wrong)
         }
         .await;
-        if let Err(e) = r {
-            let nodes = place.node_status().map(|s| vec![s]).unwrap_or_default();
-            result = Err((format!("repetition {rep}: {e}"), nodes));
-            break;
+        match r {
+            Ok(wrong) => {
+                if let Ok(total) = result.as_mut() {
+                    *total += wrong;
+                }
+            }
+            Err(e) => {
+                let nodes = place.node_status().map(|s| vec![s]).unwrap_or_default();
+                result = Err((format!("repetition {rep}: {e}"), nodes));
+                break;
+            }
         }
     }
     place.close().await;
