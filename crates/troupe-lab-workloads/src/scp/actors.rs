@@ -7,7 +7,8 @@
 //! 2. Exchange loop: the server sends `Ping(payload)`; the client waits `delay_ms` with a
 //!    timer (no thread blocks), then answers `Pong(payload)`; the server tells the aggregator
 //!    +1 and sends the next Ping at once.
-//! 3. A server started for the 2nd+ time emits `restarted {target, attempt}`.
+//! 3. A server started for the 2nd+ time emits `restarted {target, attempt}`, `attempt` the
+//!    number of restarts of its slot so far (1 at the first restart).
 //! 4. The aggregator counts; on `StartWindow` it zeroes its count and, at the end of each
 //!    window second s (timed from the window start, not from the previous tick, so it does not
 //!    drift), emits `throughput {second: s, count}`; after the last second it signals done.
@@ -72,7 +73,9 @@ impl Actor for Server {
         if self.attempt > 1 {
             self.shared.emitter.emit(
                 "restarted",
-                json!({"target": format!("g{}/s{}", self.group, self.slot), "attempt": self.attempt}),
+                // The number of restarts of the slot so far (1 at the first), as Erlang and Akka
+                // count it (docs/scp.md contract rule 6).
+                json!({"target": format!("g{}/s{}", self.group, self.slot), "attempt": self.attempt - 1}),
             );
         }
         let client = ctx.spawn_link(Client { server: ctx.myself(), delay: self.shared.delay });
