@@ -3,7 +3,9 @@
 // orchestrator, node "discovery"; it hosts discovery under its known name and a coordinator,
 // and starts this same binary once per supervisor (`chat server G`, node "server-G") and once
 // per client group of at most clients_per_process clients (`chat clients G`, node
-// "clients-G"). Every process is a Proto.Actor remote node on 127.0.0.1 (a free port each).
+// "clients-G"). Every process is a Proto.Actor remote node on 127.0.0.1 (a free port each),
+// or, with TROUPE_NETNS, each in the network namespace the lab gives it, on its address there
+// (placement.go: only the address and an `ip netns exec` prefix differ).
 //
 // Rules:
 //  1. Discovery is found by its known name on the orchestrator's node: the orchestrator hands
@@ -48,10 +50,11 @@ const (
 	envOrchestrator = "TROUPE_PA_ORCH"
 )
 
-// startRemote makes this process's actor system a remote node on a free loopback port.
-func startRemote() (*actor.ActorSystem, *remote.Remote) {
+// startRemote makes this process's actor system a remote node on a free port of host
+// (127.0.0.1, or its namespace's address).
+func startRemote(host string) (*actor.ActorSystem, *remote.Remote) {
 	system := newSystem()
-	rem := remote.NewRemote(system, remote.Configure("127.0.0.1", 0))
+	rem := remote.NewRemote(system, remote.Configure(host, 0))
 	rem.Start()
 	return system, rem
 }
@@ -121,8 +124,15 @@ func describeExit(err error) string {
 
 func runOrchestrator(r *run) int {
 	cfg := r.cfg
+	place, err := loadPlacement(netNodes(cfg))
+	if err != nil {
+		if _, bad := err.(*placementError); bad {
+			fatal(2, "%v", err)
+		}
+		fatal(3, "missing toolchain: %v", err)
+	}
 	em := r.startEmitter("discovery", "chat")
-	system, rem := startRemote()
+	system, rem := startRemote(place.coordinatorAddr())
 	var failed []string
 	var errors uint64
 	finish := func() int {
@@ -166,8 +176,8 @@ func runOrchestrator(r *run) int {
 	procs := map[string]*os.Process{} // running node processes
 	start := func(role string, g int) error {
 		name := fmt.Sprintf("%s-%d", role, g)
-		cmd := exec.Command(exe, role, strconv.Itoa(g))
-		cmd.Env = append(os.Environ(), envOrchestrator+"="+system.Address())
+		cmd := place.command(name, exe, role, strconv.Itoa(g))
+		cmd.Env = append(os.Environ(), envOrchestrator+"="+system.Address(), envHost+"="+place.addr(name))
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, os.Stderr
 		// The node dies with the orchestrator, whatever ends it.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -286,7 +296,11 @@ func joinRun() (*actor.ActorSystem, *remote.Remote, *actor.PID, *actor.PID, erro
 	if addr == "" || !strings.Contains(addr, ":") {
 		return nil, nil, nil, nil, fmt.Errorf("%s is not set; node processes are started by the orchestrator", envOrchestrator)
 	}
-	system, rem := startRemote()
+	host := os.Getenv(envHost)
+	if host == "" {
+		host = loopback
+	}
+	system, rem := startRemote(host)
 	return system, rem, actor.NewPID(addr, discoveryName), actor.NewPID(addr, coordinatorName), nil
 }
 

@@ -1,8 +1,10 @@
 defmodule TroupeChat.Distributed do
   @moduledoc """
   `deployment = "distributed"`: the chat system over Erlang distribution, one BEAM node (OS
-  process) per server group and per client group, on loopback with a private epmd and a random
-  cookie (both set up by `chat/run`). The node running `TroupeChat.Main` is `discovery`.
+  process) per server group and per client group, with a random cookie (set up by `chat/run`),
+  on loopback with a private epmd, or each node in the network namespace the lab gives it
+  (`TROUPE_NETNS`, `TroupeChat.Placement`: only the nodes' addresses and the `ip netns exec`
+  prefix differ). The node running `TroupeChat.Main` is `discovery`.
 
   Rules:
   1. Set-up order (seed 000 §4.2, "Orchestrator"): discovery (`:global` name on this node), then
@@ -32,14 +34,14 @@ defmodule TroupeChat.Distributed do
   # The orchestrator (this node)
 
   @doc "Runs the distributed system; returns the orchestrator's tally for `run_finished`."
-  def orchestrate(cfg, actions, common) do
+  def orchestrate(cfg, actions, common, placement) do
     Process.flag(:trap_exit, true)
     {:ok, _} = Discovery.start_link(lookup: cfg["lookup"], park_ms: cfg["retry_delay_ms"])
     groups = %{}
 
-    with {:ok, groups} <- start_groups(groups, server_specs(cfg, common)),
+    with {:ok, groups} <- start_groups(groups, server_specs(cfg, common), placement),
          :ok <- Events.emit("ready", [{"what", "server_groups"}, {"count", cfg["num_supervisor"]}]),
-         {:ok, groups} <- start_groups(groups, client_specs(cfg, actions, common)) do
+         {:ok, groups} <- start_groups(groups, client_specs(cfg, actions, common), placement) do
       d = cfg["test_duration_secs"]
       start_us = System.os_time(:microsecond) + cfg["warmup_s"] * 1_000_000
       Events.emit("ready", [{"what", "window"}, {"count", d}, {"start_us", start_us}])
@@ -70,6 +72,15 @@ defmodule TroupeChat.Distributed do
     end
   end
 
+  @doc """
+  The network nodes in the lab's order (its `net_nodes`): `server-0` .. `server-{num_supervisor-1}`,
+  then `clients-0` .. (one per client group); the names `TROUPE_NETNS` places.
+  """
+  def net_nodes(cfg) do
+    servers = for g <- 0..(cfg["num_supervisor"] - 1), do: "server-#{g}"
+    servers ++ for i <- 0..(length(client_groups(cfg)) - 1), do: "clients-#{i}"
+  end
+
   @doc "The client groups: `{first, count}` per `clients_per_process` clients (as the lab's)."
   def client_groups(cfg) do
     total = Config.total_clients(cfg)
@@ -92,10 +103,10 @@ defmodule TroupeChat.Distributed do
   end
 
   # Starts the nodes of one kind and waits until every group is ready (rule 1).
-  defp start_groups(groups, specs) do
+  defp start_groups(groups, specs, placement) do
     started =
       Enum.reduce_while(specs, {:ok, groups, %{}}, fn {name, fun, args}, {:ok, all, new} ->
-        case start_node(name) do
+        case start_node(name, placement) do
           {:ok, peer, node} ->
             pid = Node.spawn_link(node, __MODULE__, fun, [Map.put(args, :orchestrator, self())])
             g = %{name: name, peer: peer, node: node}
@@ -115,19 +126,25 @@ defmodule TroupeChat.Distributed do
     end
   end
 
-  defp start_node(name) do
+  # Starts node `name` where the placement puts it: its host (address), the interface its
+  # distribution listens on and, in a namespace, the `ip netns exec` prefix. The rest is the
+  # same in both modes; `TROUPE_ELIXIR_PEER_ARGS` (from `chat/run`) carries the process limit
+  # and, in namespaces, the epmd-less distribution flags.
+  defp start_node(name, placement) do
     paths = Enum.flat_map(:code.get_path(), fn p -> [~c"-pa", p] end)
     cookie = Atom.to_charlist(Node.get_cookie())
     extra = System.get_env("TROUPE_ELIXIR_PEER_ARGS", "") |> String.split() |> Enum.map(&String.to_charlist/1)
 
-    :peer.start_link(%{
-      name: String.to_atom(name),
-      host: ~c"127.0.0.1",
-      longnames: true,
-      args:
-        [~c"-setcookie", cookie, ~c"-kernel", ~c"inet_dist_use_interface", ~c"{127,0,0,1}" | extra] ++ paths,
-      wait_boot: 60_000
-    })
+    with {:ok, where, interface} <- TroupeChat.Placement.peer_options(placement, name) do
+      where
+      |> Map.merge(%{
+        name: String.to_atom(name),
+        longnames: true,
+        args: [~c"-setcookie", cookie | interface] ++ extra ++ paths,
+        wait_boot: 60_000
+      })
+      |> :peer.start_link()
+    end
   end
 
   # Waits for `{kind, pid}` from every group in `waiting`; any group or node failing, or the

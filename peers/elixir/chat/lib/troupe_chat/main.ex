@@ -49,6 +49,8 @@ defmodule TroupeChat.Main do
       die(2, "deployment=distributed needs a distributed node: start the peer with peers/elixir/chat/run")
     end
 
+    placement = if single, do: :loopback, else: placement!(cfg)
+
     if String.contains?(events_path, "://") do
       die(2, "TROUPE_EVENTS=#{events_path}: only a file path is implemented")
     end
@@ -100,7 +102,12 @@ defmodule TroupeChat.Main do
       if single,
         do: run_system(cfg, good, run),
         else:
-          TroupeChat.Distributed.orchestrate(cfg, good, %{events_path: events_path, run_id: run_id, raw: raw})
+          TroupeChat.Distributed.orchestrate(
+            cfg,
+            good,
+            %{events_path: events_path, run_id: run_id, raw: raw},
+            placement
+          )
 
     errors = Run.get(run, :errors) + tally.errors + length(bad)
 
@@ -293,6 +300,23 @@ defmodule TroupeChat.Main do
     case System.get_env(name, "") do
       "" -> die(2, "TROUPE_CONFIG and TROUPE_EVENTS must be set (#{name} is not)")
       v -> v
+    end
+  end
+
+  # Where the distributed nodes run (`TroupeChat.Placement`); a bad `TROUPE_NETNS` file, or
+  # this node not on the coordinator's address, is a configuration error (exit 2).
+  defp placement!(cfg) do
+    case TroupeChat.Placement.load(TroupeChat.Distributed.net_nodes(cfg)) do
+      {:ok, placement} ->
+        want = TroupeChat.Placement.coordinator_addr(placement)
+
+        case Node.self() |> Atom.to_string() |> String.split("@") do
+          [_, ^want] -> placement
+          _ -> die(2, "this node is #{Node.self()}, not on the coordinator's address #{want}")
+        end
+
+      {:error, msg} ->
+        die(2, msg)
     end
   end
 

@@ -3,7 +3,9 @@
 // node "discovery"; it hosts discovery and the coordinator and starts one JVM per supervisor
 // (`Main server G`, node "server-G") and one per client group of at most clients_per_process
 // clients (`Main clients G`, node "clients-G"). All are members of one Akka Cluster (Artery TCP
-// on 127.0.0.1, a free port each; the orchestrator is the seed node and joins itself).
+// on 127.0.0.1, a free port each; the orchestrator is the seed node and joins itself), or, with
+// TROUPE_NETNS, each JVM in the network namespace the lab gives it, on its address there
+// (Placement: only the address and an `ip netns exec` prefix differ).
 //
 // Rules:
 //  1. Discovery and the coordinator are found through the cluster-wide Receptionist (their
@@ -52,18 +54,20 @@ import troupe.peers.akka.common.Schedule;
 final class Distributed {
     /** The seed node's address (the orchestrator's), handed to the node JVMs. */
     static final String ENV_SEED = "TROUPE_AKKA_SEED";
+    /** The address a node JVM's Artery listens on and advertises, handed to it (Placement). */
+    static final String ENV_HOST = "TROUPE_AKKA_HOST";
 
     private Distributed() {}
 
     /**
-     * A cluster node on a free loopback port. Everything else is Akka's default, except that
-     * the chat's messages (marked {@link Wire}) are serialized with Akka's jackson-cbor and the
-     * cluster's INFO logging is off.
+     * A cluster node on a free port of `host` (127.0.0.1, or its namespace's address). Everything
+     * else is Akka's default, except that the chat's messages (marked {@link Wire}) are
+     * serialized with Akka's jackson-cbor and the cluster's INFO logging is off.
      */
-    static Config nodeConfig() {
+    static Config nodeConfig(String host) {
         return ConfigFactory.parseString(String.join("\n",
                         "akka.actor.provider = cluster",
-                        "akka.remote.artery.canonical.hostname = \"127.0.0.1\"",
+                        "akka.remote.artery.canonical.hostname = \"" + host + "\"",
                         "akka.remote.artery.canonical.port = 0",
                         "akka.actor.serialization-bindings { \"troupe.peers.akka.chat.Wire\" = jackson-cbor }",
                         "akka.cluster.log-info = off",
@@ -83,12 +87,23 @@ final class Distributed {
 
     static int orchestrator(Main.Run r) throws Exception {
         ChatConfig cfg = r.cfg();
+        Placement placement;
+        try {
+            placement = Placement.load(Placement.netNodes(cfg));
+        } catch (IllegalArgumentException e) {
+            System.err.println("akka chat: " + e.getMessage());
+            return 2;
+        } catch (IllegalStateException e) {
+            System.err.println("akka chat: missing toolchain: " + e.getMessage());
+            return 3;
+        }
         EventWriter events = r.start("discovery", "chat");
         Shared shared = new Shared(cfg, events, 0, 0);
         shared.errors.addAndGet(r.scheduleErrors().get());
         AtomicInteger ready = new AtomicInteger();
         ActorSystem<Root.Command> system = ActorSystem.create(
-                Root.create(shared, new Root.Layout(true, 0, 0, 0, 0, ready)), "chat", nodeConfig());
+                Root.create(shared, new Root.Layout(true, 0, 0, 0, 0, ready)), "chat",
+                nodeConfig(placement.coordinatorAddr()));
         Cluster cluster = Cluster.get(system);
         Address self = cluster.selfMember().address();
         cluster.manager().tell(Join.create(self));
@@ -102,7 +117,7 @@ final class Distributed {
         int[] started = {0};
         NodeStarter start = (role, g) -> {
             String name = role + "-" + g;
-            List<String> cmd = new ArrayList<>();
+            List<String> cmd = new ArrayList<>(placement.execPrefix(name));
             cmd.add(java);
             cmd.addAll(jvmArgs);
             cmd.addAll(List.of("-cp", classPath, Main.class.getName(), role, Integer.toString(g)));
@@ -111,6 +126,7 @@ final class Distributed {
                     .redirectOutput(ProcessBuilder.Redirect.DISCARD)
                     .redirectError(ProcessBuilder.Redirect.INHERIT);
             pb.environment().put(ENV_SEED, self.toString());
+            pb.environment().put(ENV_HOST, placement.addr(name));
             Process p = pb.start();
             running.put(name, p);
             started[0]++;
@@ -235,7 +251,8 @@ final class Distributed {
         if (seed == null || seed.isEmpty()) {
             throw new IllegalStateException(ENV_SEED + " is not set; node processes are started by the orchestrator");
         }
-        ActorSystem<Root.Command> system = ActorSystem.create(Root.create(shared, layout), "chat", nodeConfig());
+        String host = System.getenv().getOrDefault(ENV_HOST, "127.0.0.1");
+        ActorSystem<Root.Command> system = ActorSystem.create(Root.create(shared, layout), "chat", nodeConfig(host));
         Cluster.get(system).manager().tell(Join.create(AddressFromURIString.parse(seed)));
         return system;
     }
