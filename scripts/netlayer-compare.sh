@@ -12,7 +12,8 @@
 # longer window for published figures: EXTRA="--set test_duration_secs=30").
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:-$(mktemp -d)/netlayer}
+out=${1:-}
+[[ -n $out ]] || out=$(mktemp -d)/netlayer
 runtimes=${2:-troupe,elixir,akka,protoactor}
 bin=${TROUPE_BIN:-target/debug/troupe}
 if [[ ! -x $bin ]]; then

@@ -117,6 +117,12 @@ for rt in "${peers[@]}"; do
     echo "== peer $rt: smoke"
     bash "peers/$rt/smoke.sh" || failed+=("$rt (smoke)")
 done
+# One network for every runtime: chat on Troupe and the three chat peers at the lab's network
+# layer, under a cut server group and under 2% loss (needs root, and the chat peers).
+if [ "$(id -u)" = "0" ] && [ "${TROUPE_TEST_PEERS:-1}" != "0" ]; then
+    echo "== network layer: chat compared on troupe,elixir,akka,protoactor (scripts/netlayer-compare.sh)"
+    bash scripts/netlayer-compare.sh "" troupe,elixir,akka,protoactor || failed+=("netlayer-compare")
+fi
 if [ ${#failed[@]} -gt 0 ]; then
     echo "peer steps failed: ${failed[*]}" >&2
     exit 1
