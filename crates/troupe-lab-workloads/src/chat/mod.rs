@@ -6,6 +6,7 @@
 
 pub mod analysis;
 pub mod config;
+pub mod conform;
 pub mod report;
 pub mod schedule;
 
@@ -113,5 +114,13 @@ impl Reports for Chat {
     }
 }
 
-/// Role 6: no conformance rules yet (`troupe lab conform` refuses the workload).
-impl Conform for Chat {}
+/// Role 6: the behaviour contract of docs/chat.md as checks of a run's trace ([`conform`]).
+impl Conform for Chat {
+    fn rules(&self) -> Vec<troupe_lab::conform::Rule> {
+        conform::rules()
+    }
+
+    fn scenarios(&self) -> Vec<troupe_lab::conform::Scenario> {
+        conform::scenarios()
+    }
+}
