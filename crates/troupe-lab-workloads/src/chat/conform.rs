@@ -27,15 +27,21 @@ pub const EARLY_US: i64 = 20_000;
 pub const MS_SLACK: f64 = 10.0;
 /// See [`MS_SLACK`].
 pub const MS_SLACK_SHARE: f64 = 0.1;
+/// The share of rejoins that may differ by more (chat.8b): on a loaded machine a thread can be
+/// kept from stamping its event for tens of ms after it took its time (seen: 47 ms at a load
+/// average of 30 on 2 cores, Akka), so only a systematic difference, another origin of `ms`,
+/// is a failure.
+pub const MS_OUTLIERS: f64 = 0.1;
 
 /// The fault kinds that crash a chat.
 const CRASHING: &[&str] = &["kill", "error"];
 
 /// The chat scenarios: kills with `lookup = retry`, a kill/error mix with `lookup = park`, both
 /// in one process; and the distributed deployment (one server and two client processes), where
-/// the injector's placement shows. Every chat fails at the same instants (`aligned`), so the
-/// window's first second is fault free, and clients post every 50 ms, so one send tick is 5% of
-/// that second (rule 1's throughput: a chat that left out the poster would read 80% of K = 5).
+/// the injector's placement shows, with one fault per chat 4 s before the window's end (Akka
+/// tells remote watchers after 3 s). Every chat fails at the same instants (`aligned`), every
+/// client reconnecting at once; clients post every 50 ms, so one send tick is small against the
+/// window (rule 1's tolerance).
 pub fn scenarios() -> Vec<Scenario> {
     let small: &[(&str, &str)] = &[
         ("num_supervisor", "1"),
@@ -61,8 +67,8 @@ pub fn scenarios() -> Vec<Scenario> {
                 ("clients_per_process", "10"),
                 ("msg_type", "error"),
                 ("lookup", "retry"),
-                ("fault_pause_ms", "4500"),
-                ("test_duration_secs", "6"),
+                ("fault_pause_ms", "4000"),
+                ("test_duration_secs", "8"),
             ]),
         ),
     ]
@@ -73,9 +79,9 @@ pub fn rules() -> Vec<Rule> {
     vec![
         Rule {
             id: "chat.1",
-            text: "every post reaches every member of its chat, the poster included: in the window's fault-free \
-                   seconds each client process receives between (K - 1/2)/K and 1 of its share of the ceiling \
-                   (its clients x K x 1000 / send_interval_ms), one send tick of tolerance (throughput test)",
+            text: "a chat sends each post to each member once, the poster included, and nothing else: no client \
+                   process receives more than its share of the ceiling (its clients x K x 1000 / send_interval_ms) over \
+                   the window, within one send tick (throughput test)",
             check: posts_reach_every_member,
         },
         Rule { id: "chat.2", text: "discovery maps a topic to the chat that registered last, forgets it on its Down", check: not_observable },
@@ -141,7 +147,7 @@ pub fn rules() -> Vec<Rule> {
         },
         Rule {
             id: "chat.8b",
-            text: "`reconnected.ms` is the time from the client's detection to its rejoin (the stamps' gap, within 10 ms + 10%)",
+            text: "`reconnected.ms` is the time from the client's detection to its rejoin: at most 10% of rejoins differ from the gap of the two events' stamps by more than 10 ms + 10%",
             check: reconnect_ms_matches_stamps,
         },
         Rule {
@@ -182,34 +188,24 @@ fn posts_reach_every_member(t: &Trace<'_>) -> Verdict {
         return Verdict::na("clients send only in the throughput test");
     }
     let Some(start) = window_start(t) else { return Verdict::fail("no `ready {what: \"window\"}` event") };
-    let first_fault = t.of_kind("fault_injected").map(|e| e.ts_us).min().unwrap_or(i64::MAX);
     let k = f64::from(c.clients_per_server);
     let mut checked = false;
     for ready in t.of_kind("ready").filter(|e| e.str("what") == "clients") {
         let share = ready.int("count") as f64 * k * 1000.0 / c.send_interval_ms as f64;
-        let (mut sum, mut last) = (0u64, None::<&Event>);
-        let mut secs: Vec<&Event> = t.of_kind("throughput").filter(|e| e.node == ready.node).collect();
-        secs.sort_by_key(|e| e.int("second"));
-        for (i, e) in secs.iter().enumerate() {
-            if e.int("second") != i as i64 || e.ts_us > first_fault {
-                break;
-            }
-            sum += e.int("count").max(0) as u64;
-            last = Some(e);
-        }
-        let Some(last) = last else { continue };
+        let secs: Vec<&Event> = t.of_kind("throughput").filter(|e| e.node == ready.node).collect();
+        let Some(last) = secs.iter().max_by_key(|e| e.ts_us) else { continue };
         let span_ms = (last.ts_us - start) as f64 / 1000.0;
         if span_ms <= 0.0 {
             continue;
         }
         checked = true;
+        let sum: i64 = secs.iter().map(|e| e.int("count").max(0)).sum();
         let rate = sum as f64 * 1000.0 / span_ms;
-        let tick = c.send_interval_ms as f64 / span_ms;
-        let (lo, hi) = (share * ((k - 0.5) / k - tick), share * (1.0 + tick) + 1e-9);
-        if rate < lo || rate > hi {
+        let hi = share * (1.0 + c.send_interval_ms as f64 / span_ms) + 1e-9;
+        if rate > hi {
             return Verdict::fail(format!(
-                "node {} received {rate:.1} msg/s over the window's fault-free {span_ms:.0} ms, outside [{lo:.1}, {hi:.1}] \
-                 (its share of the ceiling {share:.1}); up to {}",
+                "node {} received {rate:.1} msg/s over the window's {span_ms:.0} ms, above its share of the ceiling \
+                 ({share:.1}) by more than one send tick ({hi:.1}); up to {}",
                 ready.node,
                 cite(last)
             ));
@@ -218,7 +214,7 @@ fn posts_reach_every_member(t: &Trace<'_>) -> Verdict {
     if checked {
         Verdict::Pass
     } else {
-        Verdict::na("no window second ended before the first fault")
+        Verdict::na("no client process reported a window second")
     }
 }
 
@@ -529,7 +525,9 @@ fn detection_after_fault(t: &Trace<'_>) -> Verdict {
 
 /// chat.8b.
 fn reconnect_ms_matches_stamps(t: &Trace<'_>) -> Verdict {
-    let mut any = false;
+    // (|gap - ms|, allowed, the rejoin, its detection) of every rejoin after a detection.
+    let mut off: Vec<(f64, f64, &Event, &Event)> = Vec::new();
+    let mut n = 0usize;
     for evs in by_client(t).values() {
         let mut detected: Option<&Event> = None;
         for e in evs {
@@ -539,24 +537,30 @@ fn reconnect_ms_matches_stamps(t: &Trace<'_>) -> Verdict {
                     let (Some(d), Some(ms)) = (detected.take(), e.raw.get("ms").and_then(|v| v.as_f64())) else {
                         continue;
                     };
-                    any = true;
+                    n += 1;
                     let gap = (e.ts_us - d.ts_us) as f64 / 1000.0;
-                    if (gap - ms).abs() > MS_SLACK + MS_SLACK_SHARE * gap {
-                        return Verdict::fail(format!(
-                            "{} says {ms:.1} ms, its detection {} was {gap:.1} ms earlier",
-                            cite(e),
-                            cite(d)
-                        ));
+                    let allowed = MS_SLACK + MS_SLACK_SHARE * gap;
+                    if (gap - ms).abs() > allowed {
+                        off.push(((gap - ms).abs(), allowed, e, d));
                     }
                 }
                 _ => {}
             }
         }
     }
-    if any {
-        Verdict::Pass
-    } else {
-        Verdict::na("no client rejoined after a detection")
+    if n == 0 {
+        return Verdict::na("no client rejoined after a detection");
+    }
+    off.sort_by(|a, b| b.0.total_cmp(&a.0));
+    match off.first() {
+        Some((dev, _, e, d)) if off.len() as f64 > MS_OUTLIERS * n as f64 => Verdict::fail(format!(
+            "{} of {n} rejoins differ from their stamps by more than {MS_SLACK} ms + {}%; the worst, by {dev:.1} ms: {} after {}",
+            off.len(),
+            MS_SLACK_SHARE * 100.0,
+            cite(e),
+            cite(d)
+        )),
+        _ => Verdict::Pass,
     }
 }
 

@@ -127,14 +127,15 @@ fn the_base_trace_passes_every_rule_or_is_na() {
 }
 
 #[test]
-fn rule_1_a_client_process_short_of_its_share_or_above_it_fails() {
-    // 80% of the share: a chat that leaves out the poster.
+fn rule_1_a_client_process_above_its_share_of_the_ceiling_fails() {
+    // 2 clients x 2 members x 10 posts/s = 40/s; 3 s of 40, 35, 40 is below it.
+    let over =
+        edit(&base(), r#""second":0"#, Some(line(S + 1_000_100, "chat", "throughput", r#""second":0,"count":60"#)));
+    assert_fail(judge("chat.1", &over), &["node chat received 45.0 msg/s", "ev=throughput second=2"]);
+    // Below the share is a reading of a slow machine, not a breach.
     let short =
         edit(&base(), r#""second":0"#, Some(line(S + 1_000_100, "chat", "throughput", r#""second":0,"count":20"#)));
-    assert_fail(judge("chat.1", &short), &["node chat received 20.0 msg/s", "ev=throughput", "second=0"]);
-    let over =
-        edit(&base(), r#""second":0"#, Some(line(S + 1_000_100, "chat", "throughput", r#""second":0,"count":50"#)));
-    assert_fail(judge("chat.1", &over), &["50.0 msg/s"]);
+    assert_eq!(judge("chat.1", &short), Verdict::Pass);
     assert_eq!(judge_with("chat.1", &config(&["test_type=detection_time"]), &base()).label(), "n/a");
 }
 
@@ -275,13 +276,25 @@ fn rule_8a_a_detection_before_its_fault_fails() {
 }
 
 #[test]
-fn rule_8b_a_reconnection_time_not_from_the_detection_fails() {
-    let off = edit(
-        &base(),
-        r#""reconnected","target":"chat-0","by":"c1""#,
-        Some(line(S + 1_251_300, "chat", "reconnected", r#""target":"chat-0","by":"c1","ms":200.0"#)),
+fn rule_8b_reconnection_times_not_from_the_detection_fail_one_outlier_does_not() {
+    // Ten clients of one chat rejoining 20 ms after detecting; `ms_of(i)` is what client i says.
+    let trace = |ms_of: &dyn Fn(usize) -> f64| -> Vec<String> {
+        let mut l = base();
+        for i in 2..12 {
+            let by = format!(r#""target":"chat-0","by":"c{i}""#);
+            l.push(line(S + 1_300_000 + i as i64, "chat", "fault_detected", &by));
+            l.push(line(S + 1_320_000 + i as i64, "chat", "reconnected", &format!(r#"{by},"ms":{}"#, ms_of(i))));
+        }
+        l
+    };
+    assert_eq!(judge("chat.8b", &trace(&|_| 20.0)), Verdict::Pass);
+    // One of twelve 47 ms off (a thread kept from stamping on a loaded machine) passes.
+    assert_eq!(judge("chat.8b", &trace(&|i| if i == 5 { 67.0 } else { 20.0 })), Verdict::Pass);
+    // Every one measured from another origin fails, naming the worst.
+    assert_fail(
+        judge("chat.8b", &trace(&|i| if i == 5 { 120.0 } else { 70.0 })),
+        &["10 of 12 rejoins", "by 100.0 ms", "by=c5 ms=120]", "ev=fault_detected target=chat-0 by=c5"],
     );
-    assert_fail(judge("chat.8b", &off), &["by=c1 ms=200.0", "says 200.0 ms", "50.0 ms earlier"]);
 }
 
 #[test]
