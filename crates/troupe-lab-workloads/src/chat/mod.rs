@@ -6,6 +6,7 @@
 
 pub mod analysis;
 pub mod config;
+pub mod conform;
 pub mod report;
 pub mod schedule;
 
@@ -28,7 +29,7 @@ use troupe_lab::error::Result;
 use troupe_lab::events::Event;
 use troupe_lab::manifest::Manifest;
 use troupe_lab::schedule::FaultAction;
-use troupe_lab::workload::{Checker, Faults, Reports, Spec, System};
+use troupe_lab::workload::{Checker, Conform, Faults, Reports, Spec, System};
 
 /// The chat workload (registered in [`crate::registry`]).
 pub struct Chat;
@@ -114,5 +115,16 @@ impl Reports for Chat {
     fn compare_report(&self, dir: &Path) -> Result<Vec<String>> {
         let (file, runs) = troupe_lab::report::grid::compare_runs(dir)?;
         grid_report::write_grid(dir, "compare.csv", &format!("Chat: {} side by side", file.runtimes.join(", ")), &runs)
+    }
+}
+
+/// Role 6: the behaviour contract of docs/chat.md as checks of a run's trace ([`conform`]).
+impl Conform for Chat {
+    fn rules(&self) -> Vec<troupe_lab::conform::Rule> {
+        conform::rules()
+    }
+
+    fn scenarios(&self) -> Vec<troupe_lab::conform::Scenario> {
+        conform::scenarios()
     }
 }
