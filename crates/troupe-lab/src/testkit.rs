@@ -30,7 +30,7 @@ use crate::error::Result;
 use crate::events::writer::EventWriter;
 use crate::events::Event;
 use crate::schedule::FaultAction;
-use crate::workload::{Checker, Faults, Reports, RunAnalysis, Spec, System};
+use crate::workload::{Checker, Conform, Faults, Reports, RunAnalysis, Spec, System};
 
 /// The workload that measures nothing (see the module).
 #[derive(Debug, Clone, Copy)]
@@ -128,6 +128,9 @@ impl Checker for Noop {
 }
 
 impl Reports for Noop {}
+
+/// Role 6: no conformance rules yet (`troupe lab conform` refuses the workload).
+impl Conform for Noop {}
 
 impl RunAnalysis for NoopStats {
     fn completeness_problem(&self, _: &Config) -> Option<String> {

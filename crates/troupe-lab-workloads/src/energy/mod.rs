@@ -25,7 +25,7 @@ use troupe_lab::error::Result;
 use troupe_lab::events::Event;
 use troupe_lab::manifest::Manifest;
 use troupe_lab::schedule::FaultAction;
-use troupe_lab::workload::{Checker, Faults, Reports, Spec, System};
+use troupe_lab::workload::{Checker, Conform, Faults, Reports, Spec, System};
 
 /// The energy workload (registered in [`crate::registry`]).
 pub struct Energy;
@@ -119,3 +119,6 @@ impl Reports for Energy {
         grid::write_grid(dir, "compare.csv", "Energy: runtimes side by side")
     }
 }
+
+/// Role 6: no conformance rules yet (`troupe lab conform` refuses the workload).
+impl Conform for Energy {}

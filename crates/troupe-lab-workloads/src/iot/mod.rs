@@ -29,7 +29,7 @@ use troupe_lab::events::Event;
 use troupe_lab::manifest::Manifest;
 use troupe_lab::report::grid::GridRun;
 use troupe_lab::schedule::FaultAction;
-use troupe_lab::workload::{Checker, Faults, Reports, Spec, System};
+use troupe_lab::workload::{Checker, Conform, Faults, Reports, Spec, System};
 
 /// The iot workload (registered in [`crate::registry`]).
 pub struct Iot;
@@ -102,3 +102,6 @@ impl Reports for Iot {
         grid::write_grid(dir, "compare.csv", &format!("IoT: {} side by side", file.runtimes.join(", ")), &runs)
     }
 }
+
+/// Role 6: no conformance rules yet (`troupe lab conform` refuses the workload).
+impl Conform for Iot {}

@@ -26,7 +26,7 @@ use troupe_lab::error::Result;
 use troupe_lab::events::Event;
 use troupe_lab::manifest::Manifest;
 use troupe_lab::schedule::FaultAction;
-use troupe_lab::workload::{Checker, Faults, Reports, Spec, System};
+use troupe_lab::workload::{Checker, Conform, Faults, Reports, Spec, System};
 
 /// The kv workload (registered in [`crate::registry`]).
 pub struct Kv;
@@ -101,3 +101,6 @@ impl Reports for Kv {
         report::write_grid(dir, "compare.csv", "kv: Troupe next to Distributed Erlang").map(|(_, lines)| lines)
     }
 }
+
+/// Role 6: no conformance rules yet (`troupe lab conform` refuses the workload).
+impl Conform for Kv {}

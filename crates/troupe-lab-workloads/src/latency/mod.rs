@@ -24,7 +24,7 @@ use troupe_lab::error::Result;
 use troupe_lab::events::Event;
 use troupe_lab::manifest::Manifest;
 use troupe_lab::schedule::FaultAction;
-use troupe_lab::workload::{Checker, Faults, Reports, Spec, System};
+use troupe_lab::workload::{Checker, Conform, Faults, Reports, Spec, System};
 
 /// The latency workload (registered in [`crate::registry`]).
 pub struct Latency;
@@ -104,3 +104,6 @@ impl Reports for Latency {
             .map(|(_, lines)| lines)
     }
 }
+
+/// Role 6: no conformance rules yet (`troupe lab conform` refuses the workload).
+impl Conform for Latency {}
