@@ -22,6 +22,9 @@
 //! 5. Across scenarios a rule's verdict for a runtime is `FAIL` if any scenario failed it, else
 //!    `PASS` if any passed it, else `n/a` ([`Verdict::combine`]).
 
+pub mod driver;
+mod output;
+
 use std::fmt;
 
 use serde::Serialize;
@@ -30,6 +33,9 @@ use crate::config::Config;
 use crate::events::Event;
 use crate::schedule::FaultAction;
 
+pub use driver::{resolve, ConformOutcome, ConformPlan, ConformSpec};
+pub use output::PAGE;
+
 /// The reason a contract rule the trace cannot show is `n/a` (rule 3).
 pub const NOT_OBSERVABLE: &str = "not observable from events";
 
@@ -37,8 +43,7 @@ pub const NOT_OBSERVABLE: &str = "not observable from events";
 pub const FILE: &str = "conform.json";
 
 /// What one rule says of one trace (rule 3).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "verdict", rename_all = "snake_case")]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
     /// The trace follows the rule.
     Pass,
@@ -48,7 +53,6 @@ pub enum Verdict {
         evidence: String,
     },
     /// The rule says nothing of this trace; why.
-    #[serde(rename = "n/a")]
     NotApplicable(String),
 }
 
