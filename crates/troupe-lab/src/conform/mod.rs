@@ -22,6 +22,7 @@
 //! 5. Across scenarios a rule's verdict for a runtime is `FAIL` if any scenario failed it, else
 //!    `PASS` if any passed it, else `n/a` ([`Verdict::combine`]).
 
+pub mod checks;
 pub mod driver;
 mod output;
 
