@@ -40,6 +40,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use troupe_lab::conform::{cite, not_observable, Rule, Scenario, Trace, Verdict};
 use troupe_lab::events::Event;
+use troupe_lab::netfaults::is_net_kind;
 use troupe_lab::schedule::FaultAction;
 
 use super::config::IotConfig;
@@ -149,6 +150,12 @@ fn of<'a>(events: &'a [Event], ev: &'a str) -> impl Iterator<Item = &'a Event> +
     events.iter().filter(move |e| e.ev == ev)
 }
 
+/// The `fault_injected` lines of kills (network faults, `[net_faults]`, are the lab's and are
+/// not this contract's).
+fn injected(events: &[Event]) -> impl Iterator<Item = &Event> {
+    events.iter().filter(|e| e.ev == "fault_injected" && !is_net_kind(e.str("kind")))
+}
+
 /// The index in a `prefix-N` name.
 fn index(name: &str, prefix: &str) -> Option<u64> {
     name.strip_prefix(prefix)?.parse().ok()
@@ -232,7 +239,7 @@ pub(crate) fn mttr(events: &[Event], clock: bool) -> Outcome {
 pub(crate) fn kill_targets(cfg: &IotConfig, events: &[Event], sched: &[FaultAction]) -> Outcome {
     let planned = kills(sched);
     let mut seen = BTreeSet::new();
-    for e in of(events, "fault_injected") {
+    for e in injected(events) {
         let id = e.str("id");
         let Some(a) = planned.get(id) else {
             return Err(format!("{}: its id is not in the schedule", cite(e)));
@@ -257,7 +264,7 @@ pub(crate) fn kill_timing(events: &[Event], sched: &[FaultAction]) -> Outcome {
     let start = window_start(events)?;
     let planned = kills(sched);
     let mut n = 0;
-    for e in of(events, "fault_injected") {
+    for e in injected(events) {
         let Some(a) = planned.get(e.str("id")) else { continue };
         n += 1;
         let off_ms = (e.ts_us - start - a.at_ms as i64 * 1000) / 1000;
@@ -274,7 +281,7 @@ pub(crate) fn kill_accounting(cfg: &IotConfig, events: &[Event], sched: &[FaultA
     if due == 0 {
         return Ok(Some("the schedule has no kill"));
     }
-    let done = of(events, "fault_injected").count() as i64;
+    let done = injected(events).count() as i64;
     let skipped: i64 = of(events, "run_finished").map(|e| e.int("skipped_faults")).sum();
     if done + skipped != due {
         return Err(format!(
@@ -294,7 +301,7 @@ fn restarts_with_kills<'a>(
     let mut out = Vec::new();
     for e in events {
         match e.ev.as_str() {
-            "fault_injected" => pending.entry(e.str("target")).or_default().push(e),
+            "fault_injected" if !is_net_kind(e.str("kind")) => pending.entry(e.str("target")).or_default().push(e),
             "restarted" => {
                 let t = e.str("target");
                 let Some(k) = pending.get_mut(t).and_then(|v| (!v.is_empty()).then(|| v.remove(0))) else {
@@ -332,7 +339,7 @@ pub(crate) fn restarts(cfg: &IotConfig, events: &[Event], sched: &[FaultAction])
     let end_ms = (cfg.duration_s * 1000) as i64;
     let planned = kills(sched);
     let mut due = 0;
-    for k in of(events, "fault_injected") {
+    for k in injected(events) {
         let Some(a) = planned.get(k.str("id")).copied() else { continue };
         let due_ms = a.at_ms as i64 + restart_ms;
         let observed = start + (due_ms + LATE_SLACK_MS) * 1000 <= last;

@@ -313,3 +313,16 @@ fn the_scenario_sets_valid_keys() {
         assert!(b.build().is_ok(), "scenario {} has a setting the keys refuse", s.name);
     }
 }
+
+#[test]
+fn network_fault_lines_are_not_kills() {
+    let mut v = good();
+    v.push(line(S + 700_000, "server-0", "fault_injected", json!({"id": "n-0", "target": "server-0", "kind": "drop"})));
+    let v = sorted(v);
+    let mut s = sched();
+    s.push(FaultAction { at_ms: 700, id: "n-0".into(), kind: "drop".into(), ..FaultAction::default() });
+    assert_eq!(kill_targets(&cfg(), &v, &s), PASS);
+    assert_eq!(kill_timing(&v, &s), PASS);
+    assert_eq!(kill_accounting(&cfg(), &v, &s), PASS);
+    assert_eq!(restarts(&cfg(), &v, &s), PASS);
+}
