@@ -7,6 +7,7 @@
 
 pub mod analysis;
 pub mod config;
+mod conform;
 pub mod post;
 pub mod primes;
 
@@ -120,5 +121,13 @@ impl Reports for Energy {
     }
 }
 
-/// Role 6: no conformance rules yet (`troupe lab conform` refuses the workload).
-impl Conform for Energy {}
+/// Role 6: the behaviour contract of docs/energy.md as checks of a run's trace (`conform.rs`).
+impl Conform for Energy {
+    fn rules(&self) -> Vec<troupe_lab::conform::Rule> {
+        conform::rules()
+    }
+
+    fn scenarios(&self) -> Vec<troupe_lab::conform::Scenario> {
+        conform::scenarios()
+    }
+}

@@ -8,6 +8,7 @@
 pub mod analysis;
 pub mod collector;
 pub mod config;
+mod conform;
 pub mod grid;
 pub mod report;
 pub mod schedule;
@@ -107,5 +108,13 @@ impl Reports for Iot {
     }
 }
 
-/// Role 6: no conformance rules yet (`troupe lab conform` refuses the workload).
-impl Conform for Iot {}
+/// Role 6: the behaviour contract of docs/iot.md as checks of a run's trace (`conform.rs`).
+impl Conform for Iot {
+    fn rules(&self) -> Vec<troupe_lab::conform::Rule> {
+        conform::rules()
+    }
+
+    fn scenarios(&self) -> Vec<troupe_lab::conform::Scenario> {
+        conform::scenarios()
+    }
+}

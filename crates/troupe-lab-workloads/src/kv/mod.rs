@@ -9,6 +9,7 @@
 pub mod analysis;
 pub mod client;
 pub mod config;
+mod conform;
 pub mod quorum;
 pub mod report;
 
@@ -102,5 +103,13 @@ impl Reports for Kv {
     }
 }
 
-/// Role 6: no conformance rules yet (`troupe lab conform` refuses the workload).
-impl Conform for Kv {}
+/// Role 6: the behaviour contract of docs/kv.md as checks of a run's trace (`conform.rs`).
+impl Conform for Kv {
+    fn rules(&self) -> Vec<troupe_lab::conform::Rule> {
+        conform::rules()
+    }
+
+    fn scenarios(&self) -> Vec<troupe_lab::conform::Scenario> {
+        conform::scenarios()
+    }
+}

@@ -9,6 +9,7 @@
 
 pub mod analysis;
 pub mod config;
+mod conform;
 pub mod report;
 
 mod actors;
@@ -105,5 +106,13 @@ impl Reports for Latency {
     }
 }
 
-/// Role 6: no conformance rules yet (`troupe lab conform` refuses the workload).
-impl Conform for Latency {}
+/// Role 6: the behaviour contract of docs/latency.md as checks of a run's trace (`conform.rs`).
+impl Conform for Latency {
+    fn rules(&self) -> Vec<troupe_lab::conform::Rule> {
+        conform::rules()
+    }
+
+    fn scenarios(&self) -> Vec<troupe_lab::conform::Scenario> {
+        conform::scenarios()
+    }
+}
