@@ -126,6 +126,11 @@ pub fn rules() -> Vec<Rule> {
             check: injector_with_first_client,
         },
         Rule {
+            id: "chat.6d",
+            text: "a fault is skipped only when its chat is restarting: a planned fault not carried out must come after a crashing fault carried out on its chat (a chat never hurt is registered)",
+            check: skips_only_while_restarting,
+        },
+        Rule {
             id: "chat.7a",
             text: "every client joined to chat c when a crashing fault hits c logs one `fault_detected` for c after it, before c's next crashing fault",
             check: due_detections_logged,
@@ -401,6 +406,35 @@ fn injector_with_first_client(t: &Trace<'_>) -> Verdict {
         Verdict::Pass
     } else {
         Verdict::na("the first client of no hurt chat logged an event, so its node is unknown")
+    }
+}
+
+/// chat.6d.
+fn skips_only_while_restarting(t: &Trace<'_>) -> Verdict {
+    let injected: HashMap<&str, &Event> = t
+        .of_kind("fault_injected")
+        .filter(|e| !troupe_lab::netfaults::is_net_kind(e.str("kind")))
+        .map(|e| (e.str("id"), e))
+        .collect();
+    let planned: Vec<_> = t.schedule.iter().filter(|a| !troupe_lab::netfaults::is_net_kind(&a.kind)).collect();
+    let mut any = false;
+    for a in planned.iter().filter(|a| !injected.contains_key(a.id.as_str())) {
+        any = true;
+        let hurt_before = planned.iter().any(|b| {
+            b.group == a.group && b.at_ms < a.at_ms && injected.get(b.id.as_str()).is_some_and(|e| crashing(e))
+        });
+        if !hurt_before {
+            return Verdict::fail(format!(
+                "fault id={} at_ms={} on chat-{} was not carried out, but no crashing fault hit that chat before it \
+                 (it was registered)",
+                a.id, a.at_ms, a.group
+            ));
+        }
+    }
+    if any {
+        Verdict::Pass
+    } else {
+        Verdict::na("every planned fault was carried out")
     }
 }
 

@@ -238,6 +238,15 @@ fn rule_6c_an_injector_away_from_the_chats_first_client_fails() {
 }
 
 #[test]
+fn rule_6d_a_fault_skipped_on_a_chat_never_hurt_fails() {
+    // The base trace skips f-1 (2,400 ms) after f-0 killed the chat: allowed.
+    assert_eq!(judge("chat.6d", &base()), Verdict::Pass);
+    // Without f-0 carried out, f-1's chat had never been hurt: it was registered.
+    let gone = edit(&base(), "fault_injected", None);
+    assert_fail(judge("chat.6d", &gone), &["fault id=f-0 at_ms=1200 on chat-0 was not carried out"]);
+}
+
+#[test]
 fn rule_7a_a_joined_client_without_its_detection_fails() {
     let missed = edit(
         &edit(&base(), r#""fault_detected","id":null,"target":"chat-0","by":"c1""#, None),
