@@ -6,6 +6,7 @@
 pub mod analysis;
 pub mod compare_report;
 pub mod config;
+pub mod conform;
 pub mod report;
 pub mod restart_latency;
 pub mod schedule;
@@ -112,8 +113,16 @@ impl Reports for Scp {
     }
 }
 
-/// Role 6: no conformance rules yet (`troupe lab conform` refuses the workload).
-impl Conform for Scp {}
+/// Role 6: the SCP contract as checks of a run's trace ([`conform`]).
+impl Conform for Scp {
+    fn rules(&self) -> Vec<troupe_lab::conform::Rule> {
+        conform::rules()
+    }
+
+    fn scenarios(&self) -> Vec<troupe_lab::conform::Scenario> {
+        conform::scenarios()
+    }
+}
 
 /// The SCP statistics inside a [`RunAnalysis`] (an analysis of another workload is an error).
 pub fn stats(a: &dyn RunAnalysis) -> Result<&RunStats> {
