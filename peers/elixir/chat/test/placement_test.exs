@@ -58,14 +58,19 @@ defmodule TroupeChat.PlacementTest do
     {:ok, p} = Placement.parse(file(good()), @names)
 
     case Placement.peer_options(p, "clients-0") do
-      {:ok, %{host: ~c"10.232.2.2", exec: {ip, [~c"netns", ~c"exec", ~c"tl-ab-1", erl]}}, interface} ->
+      {:ok, %{host: ~c"10.232.2.2", exec: {ip, [~c"netns", ~c"exec", ~c"tl-ab-1", sp | rest]}} = opts,
+       interface} ->
         assert List.to_string(ip) =~ ~r{/ip$}
+        assert List.to_string(sp) =~ ~r{/setpriv$}
+        assert [~c"--pdeathsig", ~c"KILL", erl] = rest
         assert List.to_string(erl) =~ ~r{/erl$}
+        # rule 5: controlled over its standard I/O, not over the network
+        assert opts.connection == :standard_io
         assert interface == [~c"-kernel", ~c"inet_dist_use_interface", ~c"{10,232,2,2}"]
 
       {:error, msg} ->
         # A machine without iproute2: the refusal names what is missing.
-        assert msg =~ "ip (iproute2) not found"
+        assert msg =~ ~r/(ip \(iproute2\)|setpriv \(util-linux\)) not found/
     end
   end
 end

@@ -14,12 +14,19 @@ defmodule TroupeChat.Placement do
      `server-{num_supervisor-1}`, then `clients-0` ..; `index` = position). Anything else (a
      missing or extra node, another order, an address that is not IPv4, a namespace name that is
      not a plain file name) is refused with a message naming the file and the field.
-  3. Node `name` is started with `ip netns exec <netns> erl ...`, named `name@addr`, listening
+  3. Node `name` is started with `ip netns exec <netns> ... erl ...`, named `name@addr`, listening
      on `addr` only. The orchestrator (`discovery`) already runs in the coordinator namespace
      (the lab starts `chat/run` there) and is `discovery@<coordinator addr>`.
   4. Each namespace has its own loopback, so there is no shared epmd: in this mode every node
      runs without epmd (`-start_epmd false`) and listens on the one fixed distribution port
      `chat/run` gives (`-erl_epmd_port`), which it can, being alone on its address.
+  5. A node in a namespace never outlives the orchestrator, whatever the network does: `:peer`
+     controls it over its standard I/O (`connection: :standard_io`), not over distribution,
+     and it is started under `setpriv --pdeathsig KILL`, so the kernel kills it when its parent
+     (the orchestrator BEAM's `erl_child_setup`, which exits with that BEAM) is gone. Over distribution alone a node
+     cut off by the lab halts only after the net tick time, and OTP's `erlang:halt/0` then
+     waits to flush distribution data that can no longer be delivered (seen: a node left
+     running minutes after its namespaces were deleted).
   """
 
   @enforce_keys [:coordinator, :nodes]
@@ -123,7 +130,8 @@ defmodule TroupeChat.Placement do
 
   @doc """
   The `:peer` options that put node `name` where it belongs: its host, the interface its
-  distribution listens on, and (in a namespace) the `ip netns exec` prefix (rule 3).
+  distribution listens on, and (in a namespace) the `ip netns exec` prefix and the standard I/O
+  control channel (rules 3 and 5).
   """
   @spec peer_options(t, String.t()) :: {:ok, map, [charlist]} | {:error, String.t()}
   def peer_options(placement, name) do
@@ -137,9 +145,11 @@ defmodule TroupeChat.Placement do
 
       %__MODULE__{nodes: nodes} ->
         with {:ok, ip_bin} <- find(["ip", "/usr/sbin/ip", "/sbin/ip"], "ip (iproute2)"),
+             {:ok, setpriv} <- find(["setpriv", "/usr/bin/setpriv"], "setpriv (util-linux)"),
              {:ok, erl} <- find(["erl"], "erl") do
-          exec = {ip_bin, [~c"netns", ~c"exec", String.to_charlist(nodes[name].netns), erl]}
-          {:ok, %{host: String.to_charlist(addr), exec: exec}, interface}
+          ns = String.to_charlist(nodes[name].netns)
+          exec = {ip_bin, [~c"netns", ~c"exec", ns, setpriv, ~c"--pdeathsig", ~c"KILL", erl]}
+          {:ok, %{host: String.to_charlist(addr), exec: exec, connection: :standard_io}, interface}
         end
     end
   end
