@@ -15,6 +15,9 @@
 //! |      | `--out` or `--dev-certs` folder, not a run folder, no project root, a listen      |
 //! |      | address that cannot be bound, a `--dev-certs` file that exists (no `--force`) or  |
 //! |      | is a symbolic link                                                               |
+//! | 5    | a run completed `degraded`: its statistics count failures it did not recover     |
+//! |      | from (see its summary.json)                                                      |
+//! | 6    | `troupe lab conform`: a rule of the behaviour contract FAILs for some runtime    |
 //! | 130  | `troupe lab` interrupted by Ctrl-C (the run folder is kept, marked `interrupted`) |
 
 mod cluster;
@@ -67,6 +70,9 @@ pub(crate) mod code {
     /// A run completed with a full set of events, but its statistics count failures the
     /// runtime did not recover from (the manifest's and `summary.json`'s `degraded`).
     pub(crate) const DEGRADED: i32 = 5;
+    /// `troupe lab conform`: some rule of the workload's behaviour contract FAILs for some
+    /// runtime (a run that failed or could not start fails every rule of its runtime).
+    pub(crate) const NONCONFORMING: i32 = 6;
     pub(crate) const INTERRUPTED: i32 = 130;
 }
 
@@ -77,8 +83,8 @@ pub(crate) mod code {
     about = "Troupe: typed actors with OTP supervision, and a reliability lab",
     after_help = "Exit codes: 0 ok; 1 a run failed; 2 usage or config error; 3 toolchain \
                   missing; 4 file or folder problem; 5 a run completed degraded (faults \
-                  not carried out, clients never recovered, errors: see its summary.json); 130 \
-                  interrupted."
+                  not carried out, clients never recovered, errors: see its summary.json); 6 \
+                  `lab conform` found a rule that FAILs; 130 interrupted."
 )]
 struct Cli {
     #[command(subcommand)]

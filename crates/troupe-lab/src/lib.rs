@@ -13,6 +13,7 @@ pub mod analysis;
 pub mod child;
 pub mod compare;
 pub mod config;
+pub mod conform;
 pub mod error;
 pub mod events;
 pub mod folders;

@@ -2,7 +2,11 @@
 //! core's own tests run, sweep, compare and rebuild reports with it, and the doc examples use
 //! it. Its system under test writes `ticks` events named `tick` between `run_started` and
 //! `run_finished`; its statistics count them; a run with fewer ticks than asked for is
-//! `degraded`; its reports are the core's defaults.
+//! `degraded`; its reports are the core's defaults. Its behaviour contract, for the
+//! conformance driver's tests ([`crate::conform`]): rule 1, ticks are numbered 0, 1, 2, ... in
+//! the order they are written (`noop.1`); rule 2, nothing follows a node's `run_finished`
+//! (`noop.2`); rule 3, the ticks are written by one thread (`noop.3`: not observable from
+//! events).
 //!
 //! Any program that follows the environment contract can be its system under test (the core's
 //! tests use a shell script); [`Noop`]'s own program ([`System::exec`]) writes the same lines
@@ -26,11 +30,12 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::config::{Config, CrossIssue, KeyKind, KeySpec, Schema, Value, SEED};
+use crate::conform::{Rule, Scenario, Trace, Verdict};
 use crate::error::Result;
 use crate::events::writer::EventWriter;
 use crate::events::Event;
 use crate::schedule::FaultAction;
-use crate::workload::{Checker, Faults, Reports, RunAnalysis, Spec, System};
+use crate::workload::{Checker, Conform, Faults, Reports, RunAnalysis, Spec, System};
 
 /// The workload that measures nothing (see the module).
 #[derive(Debug, Clone, Copy)]
@@ -128,6 +133,51 @@ impl Checker for Noop {
 }
 
 impl Reports for Noop {}
+
+/// Noop's contract `noop.1`: ticks numbered 0, 1, 2, ... in order; `n/a` without ticks.
+fn ticks_in_order(t: &Trace<'_>) -> Verdict {
+    let mut any = false;
+    for (i, e) in t.of_kind("tick").enumerate() {
+        any = true;
+        if e.int("n") != i as i64 {
+            return Verdict::fail(format!("tick {} should be n={i}: {}", i + 1, crate::conform::cite(e)));
+        }
+    }
+    if any {
+        Verdict::Pass
+    } else {
+        Verdict::na("the run wrote no tick")
+    }
+}
+
+/// Noop's contract `noop.2`: no event after its node's `run_finished`.
+fn nothing_after_finish(t: &Trace<'_>) -> Verdict {
+    let mut finished: Vec<&Event> = Vec::new();
+    for e in t.events {
+        if let Some(f) = finished.iter().find(|f| f.node == e.node) {
+            return Verdict::fail(format!("{} after {}", crate::conform::cite(e), crate::conform::cite(f)));
+        }
+        if e.ev == "run_finished" {
+            finished.push(e);
+        }
+    }
+    Verdict::Pass
+}
+
+/// Role 6: the contract in the module's doc, on two scenarios.
+impl Conform for Noop {
+    fn rules(&self) -> Vec<Rule> {
+        vec![
+            Rule { id: "noop.1", text: "ticks are numbered 0, 1, 2, ... in order", check: ticks_in_order },
+            Rule { id: "noop.2", text: "no event follows a node's run_finished", check: nothing_after_finish },
+            Rule { id: "noop.3", text: "the ticks are written by one thread", check: crate::conform::not_observable },
+        ]
+    }
+
+    fn scenarios(&self) -> Vec<Scenario> {
+        vec![Scenario::new("three", &[("ticks", "3")]), Scenario::new("none", &[("ticks", "0")])]
+    }
+}
 
 impl RunAnalysis for NoopStats {
     fn completeness_problem(&self, _: &Config) -> Option<String> {

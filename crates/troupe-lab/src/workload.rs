@@ -20,11 +20,12 @@
 //!    empty; otherwise it is `degraded`, and the lines say what it failed to do. A run is never
 //!    made to look better by leaving out what did not recover.
 //!
-//! A workload is composed of five roles, each a small trait (the split Jepsen makes between
+//! A workload is composed of six roles, each a small trait (the split Jepsen makes between
 //! client, nemesis and checker): [`Spec`] (its name and keys), [`Faults`] (its fault schedule),
-//! [`System`] (its Troupe system under test), [`Checker`] (its statistics, typed) and
-//! [`Reports`] (its tables, plots and pages, every method with a default). Whatever implements
-//! all five is a [`Workload`], the object-safe view the core holds.
+//! [`System`] (its Troupe system under test), [`Checker`] (its statistics, typed),
+//! [`Reports`] (its tables, plots and pages, every method with a default) and [`Conform`] (its
+//! behaviour contract as machine checks, every method with a default: none). Whatever
+//! implements all six is a [`Workload`], the object-safe view the core holds.
 //!
 //! Adding a workload: `docs/adding-a-workload.md`, and `examples/custom-workload`.
 
@@ -36,6 +37,7 @@ use std::time::Duration;
 pub use crate::analysis::RunAnalysis;
 use crate::config::Config;
 pub use crate::config::Spec;
+use crate::conform::{Rule, Scenario};
 use crate::error::{Error, Result};
 use crate::events::Event;
 use crate::manifest::Manifest;
@@ -92,9 +94,26 @@ pub trait Reports: Checker {
     }
 }
 
-/// A benchmark of the lab, as the core holds it: everything that implements the five roles is
+/// Role 6: the workload's behaviour contract as checks of a run's trace (`troupe lab conform`,
+/// [`crate::conform`]). Both methods default to none: `conform` refuses a workload without
+/// rules, naming it.
+pub trait Conform {
+    /// One [`Rule`] per checked predicate of the contract, in the contract's order; a contract
+    /// rule the trace cannot show is a rule whose check is [`crate::conform::not_observable`].
+    fn rules(&self) -> Vec<Rule> {
+        Vec::new()
+    }
+
+    /// The short configs that exercise the rules; `troupe lab conform` runs each on every
+    /// runtime (or the one `--scenario` names).
+    fn scenarios(&self) -> Vec<Scenario> {
+        Vec::new()
+    }
+}
+
+/// A benchmark of the lab, as the core holds it: everything that implements the six roles is
 /// one (the blanket implementation below); nobody implements it by hand.
-pub trait Workload: Spec + Faults + System + Sync + 'static {
+pub trait Workload: Spec + Faults + System + Conform + Sync + 'static {
     /// [`Checker::check`], its result boxed.
     fn analyse(
         &self,
@@ -115,7 +134,7 @@ pub trait Workload: Spec + Faults + System + Sync + 'static {
     fn write_compare_report(&self, dir: &Path) -> Result<Vec<String>>;
 }
 
-impl<T: Spec + Faults + System + Reports + Sync + 'static> Workload for T {
+impl<T: Spec + Faults + System + Reports + Conform + Sync + 'static> Workload for T {
     fn analyse(
         &self,
         cfg: &Config,

@@ -19,7 +19,7 @@ use troupe_lab::int_key;
 use troupe_lab::registry::Registry;
 use troupe_lab::run::{RunRequest, TroupeExe};
 use troupe_lab::schedule::{self, FaultAction};
-use troupe_lab::workload::{Checker, Faults, Reports, RunAnalysis, Spec, System};
+use troupe_lab::workload::{Checker, Conform, Faults, Reports, RunAnalysis, Spec, System};
 
 /// Role 1, the keys: every key has a type, a range, a default (checked at compile time) and a
 /// line of doc.
@@ -152,6 +152,9 @@ impl Checker for EchoWorkload {
 
 /// Role 5: the core's default page and grid tables are enough here.
 impl Reports for EchoWorkload {}
+
+/// Role 6: no conformance rules yet (`troupe lab conform` refuses the workload).
+impl Conform for EchoWorkload {}
 
 impl RunAnalysis for EchoStats {
     fn completeness_problem(&self, _: &Config) -> Option<String> {

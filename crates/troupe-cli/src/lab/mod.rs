@@ -1,6 +1,6 @@
-//! `troupe lab ...`: run, sweep, compare, report, micro, config, and the hidden `exec` that is the
-//! Troupe SUB child. Thin: it parses and hands each subcommand to its module (`run`, `sweep`,
-//! `compare`, `report`, `config`, `exec`; `crate::micro`), which installs the Ctrl-C handler,
+//! `troupe lab ...`: run, sweep, compare, conform, report, micro, config, and the hidden `exec`
+//! that is the Troupe SUB child. Thin: it parses and hands each subcommand to its module (`run`,
+//! `sweep`, `compare`, `conform`, `report`, `config`, `exec`; `crate::micro`), which installs the Ctrl-C handler,
 //! calls troupe-lab / troupe-micro and prints a summary; errors map to the exit codes listed in
 //! main.rs (`crate::shared`, which every subcommand module uses and none of them imports another).
 
@@ -13,6 +13,7 @@ use crate::shared::exit_code;
 
 mod compare;
 mod config;
+mod conform;
 mod exec;
 mod report;
 mod run;
@@ -95,6 +96,23 @@ enum LabCommand {
         /// turns going first); the report shows means with 95% confidence intervals and N.
         #[arg(long, default_value_t = 1, value_name = "N")]
         reps: u32,
+    },
+    /// Check each runtime against the workload's behaviour contract: short scenario runs on every
+    /// runtime, every rule judged on each event trace; a rule x runtime table (PASS / FAIL / n/a)
+    /// and conform.json, conform.md. Exit 0 only when no rule FAILs (6 otherwise).
+    Conform {
+        /// The workload: one with conformance rules (chat, scp, ...; an unknown name lists them).
+        workload: String,
+        /// Runtimes, comma separated [default: troupe and every peer with a program for the
+        /// workload, peers/<rt>/<workload>/{build,run}].
+        #[arg(long, value_delimiter = ',')]
+        runtimes: Option<Vec<String>>,
+        /// The folder [default: lab-results/conform/<workload>-<timestamp>].
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Only this scenario (an unknown name lists the workload's scenarios).
+        #[arg(long)]
+        scenario: Option<String>,
     },
     /// Rebuild the report of a run, sweep or comparison folder from its recorded events.
     Report {
@@ -186,6 +204,9 @@ fn dispatch(args: LabArgs) -> anyhow::Result<i32> {
             out,
             Duration::from_secs(hang_after),
         ),
+        LabCommand::Conform { workload, runtimes, out, scenario } => {
+            conform::conform(&reg, &workload, runtimes, out, scenario)
+        }
         LabCommand::Report { dir } => report::report(&reg, &dir),
         LabCommand::Micro { only, runtimes, json, reps, sets, out, threads, scaling } => {
             Ok(crate::micro::main(crate::micro::MicroArgs { only, runtimes, json, reps, sets, out, threads, scaling }))

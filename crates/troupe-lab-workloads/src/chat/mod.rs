@@ -28,7 +28,7 @@ use troupe_lab::error::Result;
 use troupe_lab::events::Event;
 use troupe_lab::manifest::Manifest;
 use troupe_lab::schedule::FaultAction;
-use troupe_lab::workload::{Checker, Faults, Reports, Spec, System};
+use troupe_lab::workload::{Checker, Conform, Faults, Reports, Spec, System};
 
 /// The chat workload (registered in [`crate::registry`]).
 pub struct Chat;
@@ -116,3 +116,6 @@ impl Reports for Chat {
         grid_report::write_grid(dir, "compare.csv", &format!("Chat: {} side by side", file.runtimes.join(", ")), &runs)
     }
 }
+
+/// Role 6: no conformance rules yet (`troupe lab conform` refuses the workload).
+impl Conform for Chat {}

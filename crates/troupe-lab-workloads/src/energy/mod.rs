@@ -7,6 +7,7 @@
 
 pub mod analysis;
 pub mod config;
+mod conform;
 pub mod post;
 pub mod primes;
 
@@ -25,7 +26,7 @@ use troupe_lab::error::Result;
 use troupe_lab::events::Event;
 use troupe_lab::manifest::Manifest;
 use troupe_lab::schedule::FaultAction;
-use troupe_lab::workload::{Checker, Faults, Reports, Spec, System};
+use troupe_lab::workload::{Checker, Conform, Faults, Reports, Spec, System};
 
 /// The energy workload (registered in [`crate::registry`]).
 pub struct Energy;
@@ -117,5 +118,16 @@ impl Reports for Energy {
 
     fn compare_report(&self, dir: &Path) -> Result<Vec<String>> {
         grid::write_grid(dir, "compare.csv", "Energy: runtimes side by side")
+    }
+}
+
+/// Role 6: the behaviour contract of docs/energy.md as checks of a run's trace (`conform.rs`).
+impl Conform for Energy {
+    fn rules(&self) -> Vec<troupe_lab::conform::Rule> {
+        conform::rules()
+    }
+
+    fn scenarios(&self) -> Vec<troupe_lab::conform::Scenario> {
+        conform::scenarios()
     }
 }

@@ -8,6 +8,7 @@
 pub mod analysis;
 pub mod collector;
 pub mod config;
+mod conform;
 pub mod grid;
 pub mod report;
 pub mod schedule;
@@ -29,7 +30,7 @@ use troupe_lab::events::Event;
 use troupe_lab::manifest::Manifest;
 use troupe_lab::report::grid::GridRun;
 use troupe_lab::schedule::FaultAction;
-use troupe_lab::workload::{Checker, Faults, Reports, Spec, System};
+use troupe_lab::workload::{Checker, Conform, Faults, Reports, Spec, System};
 
 /// The iot workload (registered in [`crate::registry`]).
 pub struct Iot;
@@ -104,5 +105,16 @@ impl Reports for Iot {
     fn compare_report(&self, dir: &Path) -> Result<Vec<String>> {
         let (file, runs) = troupe_lab::report::grid::compare_runs(dir)?;
         grid::write_grid(dir, "compare.csv", &format!("IoT: {} side by side", file.runtimes.join(", ")), &runs)
+    }
+}
+
+/// Role 6: the behaviour contract of docs/iot.md as checks of a run's trace (`conform.rs`).
+impl Conform for Iot {
+    fn rules(&self) -> Vec<troupe_lab::conform::Rule> {
+        conform::rules()
+    }
+
+    fn scenarios(&self) -> Vec<troupe_lab::conform::Scenario> {
+        conform::scenarios()
     }
 }

@@ -9,6 +9,7 @@
 pub mod analysis;
 pub mod client;
 pub mod config;
+mod conform;
 pub mod quorum;
 pub mod report;
 
@@ -26,7 +27,7 @@ use troupe_lab::error::Result;
 use troupe_lab::events::Event;
 use troupe_lab::manifest::Manifest;
 use troupe_lab::schedule::FaultAction;
-use troupe_lab::workload::{Checker, Faults, Reports, Spec, System};
+use troupe_lab::workload::{Checker, Conform, Faults, Reports, Spec, System};
 
 /// The kv workload (registered in [`crate::registry`]).
 pub struct Kv;
@@ -99,5 +100,16 @@ impl Reports for Kv {
 
     fn compare_report(&self, dir: &Path) -> Result<Vec<String>> {
         report::write_grid(dir, "compare.csv", "kv: Troupe next to Distributed Erlang").map(|(_, lines)| lines)
+    }
+}
+
+/// Role 6: the behaviour contract of docs/kv.md as checks of a run's trace (`conform.rs`).
+impl Conform for Kv {
+    fn rules(&self) -> Vec<troupe_lab::conform::Rule> {
+        conform::rules()
+    }
+
+    fn scenarios(&self) -> Vec<troupe_lab::conform::Scenario> {
+        conform::scenarios()
     }
 }

@@ -23,7 +23,7 @@ use troupe_lab::error::Result;
 use troupe_lab::events::Event;
 use troupe_lab::manifest::Manifest;
 use troupe_lab::schedule::FaultAction;
-use troupe_lab::workload::{Checker, Faults, Reports, Spec, System};
+use troupe_lab::workload::{Checker, Conform, Faults, Reports, Spec, System};
 
 /// The `overlay-scale` workload (registered in [`crate::registry`]).
 pub struct OverlayScale;
@@ -95,3 +95,6 @@ impl Reports for OverlayScale {
         Ok(report::write_grid_report(dir, "overlay-scale side by side")?.0)
     }
 }
+
+/// Role 6: no conformance rules yet (`troupe lab conform` refuses the workload).
+impl Conform for OverlayScale {}

@@ -28,7 +28,7 @@ use troupe_lab::error::Result;
 use troupe_lab::events::Event;
 use troupe_lab::manifest::Manifest;
 use troupe_lab::schedule::FaultAction;
-use troupe_lab::workload::{Checker, Faults, Reports, RunAnalysis, Spec, System};
+use troupe_lab::workload::{Checker, Conform, Faults, Reports, RunAnalysis, Spec, System};
 
 /// The SCP workload (registered in [`crate::registry`]).
 pub struct Scp;
@@ -111,6 +111,9 @@ impl Reports for Scp {
         compare_report::table(dir)
     }
 }
+
+/// Role 6: no conformance rules yet (`troupe lab conform` refuses the workload).
+impl Conform for Scp {}
 
 /// The SCP statistics inside a [`RunAnalysis`] (an analysis of another workload is an error).
 pub fn stats(a: &dyn RunAnalysis) -> Result<&RunStats> {

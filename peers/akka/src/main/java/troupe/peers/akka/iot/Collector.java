@@ -115,7 +115,7 @@ final class Collector {
         }
         try {
             old.process.waitFor(10, TimeUnit.SECONDS); // its port must be free again
-            o.start("server", s);
+            o.start("server", s, true);
             node.events.emit("restarted", ",\"target\":\"" + Protocol.serverName(s) + "\",\"attempt\":"
                     + restarts.incrementAndGet(s));
         } catch (Exception e) {

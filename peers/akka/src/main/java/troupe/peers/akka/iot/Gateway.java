@@ -122,7 +122,9 @@ final class Gateway extends AbstractBehavior<ToGateway> {
         // Contract rule 11: ready once this server is Up together with every other server.
         if (!saidReady && up.containsKey(selfAddress) && up.size() >= st.cfg.servers()) {
             saidReady = true;
-            st.node.events.emit("ready", ",\"what\":\"servers\",\"count\":1");
+            if (!st.restarted) {
+                st.node.events.emit("ready", ",\"what\":\"servers\",\"count\":1");
+            }
             Node.sayReady();
         }
         return this;
