@@ -341,3 +341,49 @@ async fn rule_8_a_rehomed_device_is_not_counted_as_a_recovery_again() {
         assert!(!matches!(e, ServerEvent::StatusCurrent { .. }), "a re-home counted as a recovery: {e:?}");
     }
 }
+
+/// Regression test: a first report's replication that timed out was reported as current (with
+/// fewer acknowledgements than asked). Now the live servers that did not acknowledge are asked
+/// again; the status is current only once every server still live has acknowledged, and never
+/// after ten unanswered rounds (rule 8).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rule_8_a_replication_is_current_only_when_every_live_server_acknowledged() {
+    let a = node("server-a").await;
+    let silent = node("server-x").await; // in A's view, but runs no desk: never acknowledges
+    let (a_addr, x_addr) = (a.addr(), silent.addr());
+    let both = vec![a_addr.clone(), x_addr.clone()];
+    let (live_tx, live) = watch::channel(both.clone());
+    let (tx, mut events) = mpsc::unbounded_channel();
+    let cfg = ServerConfig { replicate_timeout_ms: 50, ..fast_server() };
+    let _desk = DeviceServer::start(&a, cfg, live, Arc::new(move |e| drop(tx.send(e)))).expect("desk");
+    let owned_by_a: Vec<String> =
+        (0..200).map(|k| format!("device-{k}")).filter(|d| owner_by_ring(&both, d) == a_addr).take(2).collect();
+    assert_eq!(owned_by_a.len(), 2, "the ring gives A some devices");
+    let dn = node("devices-0").await;
+    let first = DeviceConfig { incarnation: 1, ..fast_device(&owned_by_a[0], vec![a_addr.clone()]) };
+    let (_d1, _rx1) = device(&dn, first, values);
+    let done =
+        |e: &ServerEvent| matches!(e, ServerEvent::StatusCurrent { .. } | ServerEvent::StatusNotReplicated { .. });
+    let e = until(&mut events, "the end of the replication", done).await;
+    assert_eq!(
+        e,
+        ServerEvent::StatusNotReplicated {
+            device: owned_by_a[0].clone(),
+            incarnation: 1,
+            missing: vec![x_addr.clone()],
+            asked: 1
+        },
+        "a live server that never acknowledges keeps the status from being current"
+    );
+    // A second restarted device; the silent server leaves the view: the status becomes current
+    // without its acknowledgement.
+    let second = DeviceConfig { incarnation: 1, ..fast_device(&owned_by_a[1], vec![a_addr.clone()]) };
+    let (_d2, mut rx2) = device(&dn, second, values);
+    until(&mut rx2, "the welcome", |e| matches!(e, DeviceEvent::Homed { .. })).await;
+    live_tx.send(vec![a_addr.clone()]).unwrap();
+    let e = until(&mut events, "the end of the second replication", done).await;
+    assert!(
+        matches!(&e, ServerEvent::StatusCurrent { device, acked: 0, .. } if *device == owned_by_a[1]),
+        "current once no live server is missing: {e:?}"
+    );
+}

@@ -1,6 +1,6 @@
 //! The device side of device tracking (rules 1-7 and 10 of `devices/mod.rs`): one actor per
-//! device that says hello to the seeds, follows redirects and re-homes, heartbeats its owner's
-//! tracker, watches the owner's heartbeats with a phi-accrual detector, answers report
+//! device that says hello to the seeds, follows redirects and re-homes, answers its owner's
+//! heartbeats, watches them with a phi-accrual detector, answers report
 //! requests, and applies its seeded link faults to everything it sends and receives.
 
 use std::sync::Arc;
@@ -142,7 +142,6 @@ impl Device {
             observer: Arc::new(observer),
             owner: None,
             phi,
-            next_beat: Instant::now(),
             hello_next: Instant::now(),
             hello_target: None,
             seed_idx: 0,
@@ -181,7 +180,6 @@ struct DeviceActor {
     rng: ChaCha8Rng,
     owner: Option<(String, ActorRef<TrackerMsg>)>,
     phi: PhiDetector,
-    next_beat: Instant,
     hello_next: Instant,
     hello_target: Option<String>,
     seed_idx: usize,
@@ -252,13 +250,12 @@ impl DeviceActor {
     fn tick(&mut self, ctx: &mut Ctx<Self>) {
         let now = Instant::now();
         match self.owner.clone() {
-            Some((owner, tracker)) => {
-                if now >= self.next_beat {
-                    self.send_out(&tracker, TrackerMsg::Beat);
-                    self.next_beat = now + Duration::from_millis(self.cfg.heartbeat_ms);
-                }
+            Some((owner, _)) => {
                 if !self.phi.is_available(self.ms(), self.cfg.phi_threshold) {
-                    // Rule 5: back to the seeds.
+                    // Rule 5: back to the seeds, starting with the one after the failed owner.
+                    if let Some(i) = self.cfg.seeds.iter().position(|s| *s == owner) {
+                        self.seed_idx = i + 1;
+                    }
                     self.owner = None;
                     (self.observer)(DeviceEvent::OwnerFailed { device: self.cfg.name.clone(), owner });
                     self.hello_target = None;
@@ -271,10 +268,6 @@ impl DeviceActor {
         }
     }
 
-    fn is_owner(&self, addr: &str) -> bool {
-        self.owner.as_ref().is_some_and(|(o, _)| o == addr)
-    }
-
     fn process(&mut self, msg: DeviceMsg, ctx: &mut Ctx<Self>) {
         match msg {
             DeviceMsg::Welcome { owner, tracker } => {
@@ -282,7 +275,6 @@ impl DeviceActor {
                 self.phi.heartbeat(self.ms());
                 self.redirects = 0;
                 self.owner = Some((owner.clone(), tracker));
-                self.next_beat = Instant::now();
                 (self.observer)(DeviceEvent::Homed { device: self.cfg.name.clone(), owner });
             }
             DeviceMsg::Redirect { owner } => {
@@ -297,9 +289,13 @@ impl DeviceActor {
                 }
             }
             DeviceMsg::Heartbeat { owner } => {
-                if self.is_owner(&owner) {
-                    let now = self.ms();
-                    self.phi.heartbeat(now);
+                // Rule 5: every heartbeat of the owner is fed to the detector and answered.
+                if let Some((current, tracker)) = self.owner.clone() {
+                    if current == owner {
+                        let now = self.ms();
+                        self.phi.heartbeat(now);
+                        self.send_out(&tracker, TrackerMsg::Beat);
+                    }
                 }
             }
             DeviceMsg::Request { owner, req } => {

@@ -21,11 +21,12 @@
 //! 4. **Tracker.** The owner starts one tracker actor per device and answers `Welcome` with the
 //!    tracker's ref. A second `Hello` of the same incarnation gets the same tracker; a newer
 //!    incarnation replaces the tracker; an older one is ignored.
-//! 5. **Heartbeats, both ways.** The tracker sends `Heartbeat` and the device `Beat` every
-//!    `heartbeat_ms`; each side feeds the other's heartbeats to a phi-accrual detector
-//!    ([`crate::PhiDetector`]). A tracker whose device crosses `phi_threshold` stops
-//!    ([`ServerEvent::DeviceLost`]); a device whose owner crosses it reports
-//!    [`DeviceEvent::OwnerFailed`] and goes back to the seeds (rule 1).
+//! 5. **Heartbeats.** The tracker sends `Heartbeat` every `heartbeat_ms`; the device answers
+//!    each one from its owner with `Beat`. Each side feeds what it receives to a phi-accrual
+//!    detector ([`crate::PhiDetector`]), checked at every tick (a quarter of the period). A
+//!    tracker whose device crosses `phi_threshold` stops ([`ServerEvent::DeviceLost`]); a device
+//!    whose owner crosses it reports [`DeviceEvent::OwnerFailed`] and goes back to the seeds
+//!    (rule 1), starting with the seed after the failed owner.
 //! 6. **Reports.** The tracker asks `Request {req}`; the device answers `Report {req, values}`
 //!    with the values its report function makes; the tracker checks the length
 //!    (`report_len`), adds the sum to the device's total and asks `req + 1` at once. A request
@@ -37,9 +38,11 @@
 //!    reports, last report time) and sends the records it owns to every other live server every
 //!    `sync_ms`; records merge by (incarnation, reports) so every server converges. When a
 //!    tracker sums the first report of an incarnation it sends the record to every other live
-//!    server at once and waits for their acknowledgements; then the device's status is current
-//!    and known to every server: [`ServerEvent::StatusCurrent`] (its `ms` from the device's
-//!    start is the time to recover). A device that already had a report of this incarnation
+//!    server at once and waits for their acknowledgements, asking the live servers that did not
+//!    acknowledge within `replicate_timeout_ms` again (ten rounds at most, then
+//!    [`ServerEvent::StatusNotReplicated`]); once every server still live has acknowledged, the
+//!    device's status is current and known to every server: [`ServerEvent::StatusCurrent`] (its
+//!    `ms` from the device's start is the time to recover). A device that already had a report of this incarnation
 //!    summed says so in its `Hello` (`reported`), so a re-home is not counted as a recovery.
 //! 9. **Stand-down.** A server that learns from a record (rule 8) that another server tracks a
 //!    device it tracks stands its tracker down ([`ServerEvent::StoodDown`]) when the other

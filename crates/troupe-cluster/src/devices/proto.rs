@@ -194,12 +194,10 @@ pub enum TrackerMsg {
         /// The new owner to send the device to.
         rehome: Option<String>,
     },
-    /// Local: the first report's replication finished (rule 8): acks received of asked.
+    /// Local: one round of the first report's replication finished (rule 8).
     Replicated {
-        /// Servers that acknowledged.
-        acked: usize,
-        /// Servers asked.
-        asked: usize,
+        /// The servers asked that did not acknowledge in time.
+        missing: Vec<String>,
     },
     /// Local: the device said hello again (same incarnation); welcome it again.
     Rewelcome(ActorRef<DeviceMsg>),

@@ -96,8 +96,8 @@ pub enum ServerEvent {
         /// Its incarnation.
         incarnation: u64,
     },
-    /// An incarnation's first report was summed here and acknowledged by the other live
-    /// servers (rule 8): its status is current and known to every server.
+    /// An incarnation's first report was summed here and acknowledged by every other server
+    /// still live (rule 8): its status is current and known to every server.
     StatusCurrent {
         /// The device.
         device: String,
@@ -105,9 +105,21 @@ pub enum ServerEvent {
         incarnation: u64,
         /// From the incarnation's start to now, ms.
         ms: f64,
-        /// Servers that acknowledged.
+        /// Servers that acknowledged (every server asked that is still live).
         acked: usize,
-        /// Servers asked.
+        /// Servers asked in the first round.
+        asked: usize,
+    },
+    /// An incarnation's first report was not acknowledged by every live server within
+    /// ten rounds of `replicate_timeout_ms` (rule 8): its status never became current.
+    StatusNotReplicated {
+        /// The device.
+        device: String,
+        /// Its incarnation.
+        incarnation: u64,
+        /// The live servers that never acknowledged.
+        missing: Vec<String>,
+        /// Servers asked in the first round.
         asked: usize,
     },
     /// A tracked device crossed the phi threshold (rule 5).

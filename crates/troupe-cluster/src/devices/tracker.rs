@@ -32,6 +32,24 @@ pub(super) struct Tracker {
     asked_at: Instant,
     next_beat: Instant,
     first_done: bool,
+    /// The first report's replication while it is under way (rule 8).
+    replication: Option<Replication>,
+}
+
+/// Rounds of acknowledgement asks (each `replicate_timeout_ms` long) before a first report's
+/// replication is given up (rule 8).
+pub(super) const REPLICATE_TRIES: u32 = 10;
+
+struct Replication {
+    record: DeviceRecord,
+    /// Servers asked in the first round.
+    asked: usize,
+    /// Rounds asked so far.
+    tries: u32,
+    /// Servers asked in the current round.
+    round: usize,
+    /// Servers that acknowledged so far.
+    acked: usize,
 }
 
 impl Tracker {
@@ -53,6 +71,7 @@ impl Tracker {
             asked_at: now,
             next_beat: now,
             first_done: h.reported,
+            replication: None,
             shared,
         }
     }
@@ -71,17 +90,19 @@ impl Tracker {
 
     fn tick(&mut self, ctx: &mut Ctx<Self>) {
         let now = Instant::now();
+        // Rule 5: phi is checked at every tick (a quarter of the shorter period), not only
+        // when a heartbeat is due.
+        if !self.phi.is_available(self.ms(), self.shared.cfg.phi_threshold) {
+            (self.shared.observer)(ServerEvent::DeviceLost {
+                device: self.device.clone(),
+                incarnation: self.incarnation,
+            });
+            ctx.stop(ExitReason::Normal);
+            return;
+        }
         if now >= self.next_beat {
             let _ = self.reply_to.send(DeviceMsg::Heartbeat { owner: self.shared.me.clone() });
             self.next_beat = now + Duration::from_millis(self.shared.cfg.heartbeat_ms);
-            if !self.phi.is_available(self.ms(), self.shared.cfg.phi_threshold) {
-                (self.shared.observer)(ServerEvent::DeviceLost {
-                    device: self.device.clone(),
-                    incarnation: self.incarnation,
-                });
-                ctx.stop(ExitReason::Normal);
-                return;
-            }
         }
         if now.duration_since(self.asked_at) >= Duration::from_millis(self.shared.cfg.report_timeout_ms) {
             let _ = self.reply_to.send(DeviceMsg::Request { owner: self.shared.me.clone(), req: self.req });
@@ -124,7 +145,10 @@ impl Tracker {
         self.asked_at = Instant::now();
         if !self.first_done {
             self.first_done = true;
-            self.replicate(first, ctx);
+            let others = self.shared.others();
+            self.replication =
+                Some(Replication { record: first, asked: others.len(), tries: 1, round: others.len(), acked: 0 });
+            self.replicate(others, ctx);
         }
     }
 
@@ -140,30 +164,68 @@ impl Tracker {
         }
     }
 
-    /// Rule 8: the first report's record to every other live server, acknowledged.
-    fn replicate(&self, record: DeviceRecord, ctx: &mut Ctx<Self>) {
-        let others = self.shared.others();
+    /// Rule 8: the first report's record to the servers `to`, acknowledged; the tracker hears
+    /// back which did not acknowledge in time.
+    fn replicate(&self, to: Vec<String>, ctx: &mut Ctx<Self>) {
+        let Some(record) = self.replication.as_ref().map(|r| r.record.clone()) else { return };
         let (node, me) = (self.shared.node.clone(), self.shared.me.clone());
         let limit = Duration::from_millis(self.shared.cfg.replicate_timeout_ms);
         let asks = async move {
-            let asked = others.len();
-            let mut pending = Vec::with_capacity(asked);
-            for addr in others {
+            let mut pending = Vec::with_capacity(to.len());
+            for addr in to {
                 let desk = node.remote_ref::<DeskMsg>(&addr, DESK);
                 let (rec, from) = (vec![record.clone()], me.clone());
                 pending.push(tokio::spawn(async move {
-                    desk.ask(|ack| DeskMsg::Status { from, records: rec, ack: Some(ack) }, limit).await.is_ok()
+                    let ok =
+                        desk.ask(|ack| DeskMsg::Status { from, records: rec, ack: Some(ack) }, limit).await.is_ok();
+                    (addr, ok)
                 }));
             }
-            let mut acked = 0;
+            let mut missing = Vec::new();
             for p in pending {
-                if matches!(p.await, Ok(true)) {
-                    acked += 1;
+                match p.await {
+                    Ok((_, true)) => {}
+                    Ok((addr, false)) => missing.push(addr),
+                    Err(_) => {}
                 }
             }
-            (acked, asked)
+            missing
         };
-        let _ = ctx.pipe(asks, |(acked, asked)| TrackerMsg::Replicated { acked, asked });
+        let _ = ctx.pipe(asks, |missing| TrackerMsg::Replicated { missing });
+    }
+
+    /// Rule 8: the status is current once every server still live has acknowledged; the others
+    /// are asked again, up to [`REPLICATE_TRIES`] rounds in all.
+    fn replicated(&mut self, missing: Vec<String>, ctx: &mut Ctx<Self>) {
+        let Some(rep) = self.replication.as_mut() else { return };
+        rep.acked += rep.round.saturating_sub(missing.len());
+        let live = self.shared.others();
+        let still: Vec<String> = missing.into_iter().filter(|a| live.contains(a)).collect();
+        if still.is_empty() {
+            let (acked, asked) = (rep.acked, rep.asked);
+            self.replication = None;
+            let ms = (now_us() - self.started_us) as f64 / 1000.0;
+            (self.shared.observer)(ServerEvent::StatusCurrent {
+                device: self.device.clone(),
+                incarnation: self.incarnation,
+                ms,
+                acked,
+                asked,
+            });
+        } else if rep.tries < REPLICATE_TRIES {
+            rep.tries += 1;
+            rep.round = still.len();
+            self.replicate(still, ctx);
+        } else {
+            let asked = rep.asked;
+            self.replication = None;
+            (self.shared.observer)(ServerEvent::StatusNotReplicated {
+                device: self.device.clone(),
+                incarnation: self.incarnation,
+                missing: still,
+                asked,
+            });
+        }
     }
 }
 
@@ -200,16 +262,7 @@ impl Actor for Tracker {
                 (self.shared.observer)(ServerEvent::StoodDown { device: self.device.clone(), reason });
                 ctx.stop(ExitReason::Normal);
             }
-            TrackerMsg::Replicated { acked, asked } => {
-                let ms = (now_us() - self.started_us) as f64 / 1000.0;
-                (self.shared.observer)(ServerEvent::StatusCurrent {
-                    device: self.device.clone(),
-                    incarnation: self.incarnation,
-                    ms,
-                    acked,
-                    asked,
-                });
-            }
+            TrackerMsg::Replicated { missing } => self.replicated(missing, ctx),
             TrackerMsg::Rewelcome(reply_to) => {
                 self.reply_to = reply_to;
                 self.phi.heartbeat(self.ms());

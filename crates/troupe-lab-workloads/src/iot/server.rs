@@ -100,6 +100,12 @@ pub(super) async fn run(cfg: &IotConfig, name: &str, actions: &[FaultAction], em
                 json!({"target": device, "by": by, "ms": ms, "incarnation": incarnation, "acked": acked, "asked": asked}),
             );
         }
+        ServerEvent::StatusNotReplicated { device, incarnation, missing, asked } => {
+            count.fetch_add(1, Ordering::Relaxed);
+            eprintln!(
+                "troupe iot {by}: {device} (incarnation {incarnation}): its status never reached {missing:?} of the {asked} servers asked"
+            );
+        }
         ServerEvent::Refused { device, reason } => {
             count.fetch_add(1, Ordering::Relaxed);
             em2.emit("device_refused", json!({"target": device, "by": by, "reason": reason}));

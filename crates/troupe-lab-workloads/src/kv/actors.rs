@@ -17,7 +17,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 use troupe::{Actor, ActorRef, Ctx, ReplyTo};
-use troupe_remote::{send_with, Blob, Nested, RemoteMessage, SendOptions};
+use troupe_remote::{send_with, Nested, RemoteMessage, SendOptions, SharedBlob};
 
 use super::quorum::{Store, Version};
 
@@ -62,17 +62,17 @@ impl Lanes {
 #[derive(Serialize, Deserialize)]
 pub(crate) enum VnodeMsg {
     /// Store `value` at `version` if newer.
-    Put { req: u64, key: String, version: Version, value: Blob, reply: ActorRef<Reply> },
+    Put { req: u64, key: String, version: Version, value: SharedBlob, reply: ActorRef<Reply> },
     /// Answer with the object held for `key`.
     Get { req: u64, key: String, reply: ActorRef<Reply> },
     /// Answer with the payload.
-    Echo { req: u64, payload: Blob, reply: ActorRef<Reply> },
+    Echo { req: u64, payload: SharedBlob, reply: ActorRef<Reply> },
     /// Send this replica's digest to `peer`.
     AeTick { peer: ActorRef<VnodeMsg> },
     /// A peer's digest.
     Digest { entries: Vec<(String, Version)>, from: ActorRef<VnodeMsg> },
     /// Entries newer than the receiver's.
-    Repair { entries: Vec<(String, Version, Blob)> },
+    Repair { entries: Vec<(String, Version, SharedBlob)> },
     /// Keys a peer wants.
     Pull { keys: Vec<String>, from: ActorRef<VnodeMsg> },
 }
@@ -83,9 +83,9 @@ pub(crate) enum Reply {
     /// A put was handled.
     Ack { req: u64 },
     /// What a replica holds for a get.
-    Value { req: u64, obj: Option<(Version, Blob)> },
+    Value { req: u64, obj: Option<(Version, SharedBlob)> },
     /// An echo.
-    Echo { req: u64, payload: Blob },
+    Echo { req: u64, payload: SharedBlob },
 }
 
 impl Reply {
@@ -171,17 +171,17 @@ pub(crate) struct Vnode {
 }
 
 impl Vnode {
-    fn put(&mut self, key: &str, version: Version, value: Vec<u8>) -> bool {
+    fn put(&mut self, key: &str, version: Version, value: SharedBlob) -> bool {
         let before = self.store.len();
-        let applied = self.store.put(key, version, Arc::new(value));
+        let applied = self.store.put(key, version, value);
         if self.store.len() > before {
             self.counters.objects.fetch_add(1, Ordering::AcqRel);
         }
         applied
     }
 
-    fn entries(&self, keys: &[String]) -> Vec<(String, Version, Blob)> {
-        keys.iter().filter_map(|k| self.store.get(k).map(|(v, b)| (k.clone(), *v, Blob(b.as_ref().clone())))).collect()
+    fn entries(&self, keys: &[String]) -> Vec<(String, Version, SharedBlob)> {
+        keys.iter().filter_map(|k| self.store.get(k).map(|(v, b)| (k.clone(), *v, b.clone()))).collect()
     }
 }
 
@@ -191,11 +191,11 @@ impl Actor for Vnode {
     async fn handle(&mut self, msg: VnodeMsg, ctx: &mut Ctx<Self>) {
         match msg {
             VnodeMsg::Put { req, key, version, value, reply } => {
-                self.put(&key, version, value.0);
+                self.put(&key, version, value);
                 let _ = send_with(&reply, Reply::Ack { req }, &self.lanes.requests(req));
             }
             VnodeMsg::Get { req, key, reply } => {
-                let obj = self.store.get(&key).map(|(v, b)| (*v, Blob(b.as_ref().clone())));
+                let obj = self.store.get(&key).map(|(v, b)| (*v, b.clone())); // shared, not copied
                 let _ = send_with(&reply, Reply::Value { req, obj }, &self.lanes.requests(req));
             }
             VnodeMsg::Echo { req, payload, reply } => {
@@ -219,7 +219,7 @@ impl Actor for Vnode {
             }
             VnodeMsg::Repair { entries } => {
                 for (k, v, b) in entries {
-                    if self.put(&k, v, b.0) {
+                    if self.put(&k, v, b) {
                         self.counters.repairs_applied.fetch_add(1, Ordering::AcqRel);
                     }
                 }

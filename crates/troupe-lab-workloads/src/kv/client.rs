@@ -19,7 +19,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use tokio::sync::mpsc;
 use troupe::ActorRef;
-use troupe_remote::{send_with, Blob};
+use troupe_remote::{send_with, SharedBlob};
 
 use super::actors::{Lanes, Reply, ReplySink, VnodeMsg};
 use super::config::KvConfig;
@@ -48,14 +48,15 @@ pub(crate) async fn run_clients(
     replicas: &[Vec<ActorRef<VnodeMsg>>],
 ) -> (Vec<OpRow>, Duration) {
     let counter = Arc::new(AtomicU64::new(1));
-    let payload = Arc::new(vec![0xa5_u8; cfg.object_bytes as usize]);
+    // Contract rule 6: one buffer, shared by every put and echo (cloning it copies nothing).
+    let payload = SharedBlob::from(vec![0xa5_u8; cfg.object_bytes as usize]);
     let replicas = Arc::new(replicas.to_vec());
     let window = Duration::from_secs(cfg.duration_s);
     let start = Instant::now();
     let tasks: Vec<_> = (0..cfg.concurrency)
         .map(|client| {
             let (cfg, ring, replicas, counter, payload) =
-                (cfg.clone(), ring.clone(), Arc::clone(&replicas), Arc::clone(&counter), Arc::clone(&payload));
+                (cfg.clone(), ring.clone(), Arc::clone(&replicas), Arc::clone(&counter), payload.clone());
             tokio::spawn(async move {
                 let (tx, mut rx) = mpsc::unbounded_channel();
                 let sink = troupe::spawn(ReplySink { tx });
@@ -80,8 +81,7 @@ pub(crate) async fn run_clients(
                     let t0 = Instant::now();
                     let ok = match op {
                         "echo" => {
-                            let m =
-                                VnodeMsg::Echo { req, payload: Blob(payload.as_ref().clone()), reply: sink.clone() };
+                            let m = VnodeMsg::Echo { req, payload: payload.clone(), reply: sink.clone() };
                             let sent = reps.first().is_some_and(|r| send_with(r, m, &opts).is_ok());
                             sent && wait(&mut rx, req, limit, 1, |_| true).await
                         }
@@ -93,7 +93,7 @@ pub(crate) async fn run_clients(
                                     req,
                                     key: key.clone(),
                                     version,
-                                    value: Blob(payload.as_ref().clone()),
+                                    value: payload.clone(),
                                     reply: sink.clone(),
                                 };
                                 if send_with(r, m, &opts).is_err() {
@@ -118,7 +118,7 @@ pub(crate) async fn run_clients(
                                 limit,
                                 |rep| match rep {
                                     Reply::Value { obj, .. } => {
-                                        matches!(q.reply(obj.map(|(v, b)| (v, Arc::new(b.0)))), Outcome::Done(_))
+                                        matches!(q.reply(obj), Outcome::Done(_))
                                     }
                                     _ => false,
                                 },

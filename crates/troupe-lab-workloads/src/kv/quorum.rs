@@ -3,8 +3,9 @@
 //! rules (`peers/erlang/kv`).
 //!
 //! Rules:
-//! 1. Placement: a key belongs to vnode `stable_hash(key) % vnodes`; a vnode's N replicas are
-//!    the first N distinct nodes clockwise from `vnode-<i>` on a [`HashRing`] of the node names.
+//! 1. Placement: a key belongs to vnode `stable_hash(key) % vnodes`; vnode v's N replicas are
+//!    nodes `v % nodes`, `(v + 1) % nodes`, ... (the first preferred), so every node is the
+//!    preferred replica of an equal share of the vnodes (as the Erlang peer's `V rem 3`).
 //! 2. A version is (counter, writer), ordered by counter then writer; a replica applies a put
 //!    only if its version is newer than the one it holds (so replays and repairs are idempotent).
 //! 3. A put is sent to all N replicas and succeeds once W have acked; it fails once so many
@@ -16,10 +17,10 @@
 //!    where the sender is newer (or it lacks); both sides then apply by rule 2.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use troupe_cluster::{stable_hash, HashRing};
+use troupe_cluster::stable_hash;
+use troupe_remote::SharedBlob;
 
 /// A version (rule 2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -30,8 +31,9 @@ pub struct Version {
     pub writer: u64,
 }
 
-/// A stored object.
-pub type Object = (Version, Arc<Vec<u8>>);
+/// A stored object: its bytes are shared (reference-counted), so storing, answering a get and
+/// repairing copy nothing.
+pub type Object = (Version, SharedBlob);
 
 /// The ring: vnodes and their replica nodes (rule 1).
 #[derive(Debug, Clone)]
@@ -49,14 +51,10 @@ impl Ring {
     /// assert_eq!(ring.replicas(ring.vnode_of(b"k7")).len(), 3);
     /// ```
     pub fn new(nodes: usize, vnodes: u64, n: usize) -> Ring {
-        let names: Vec<String> = (0..nodes).map(|i| format!("node-{i}")).collect();
-        let hr = HashRing::with_nodes(16, names.iter().map(String::as_str));
         let replicas = (0..vnodes.max(1))
-            .map(|v| {
-                hr.nodes_for(format!("vnode-{v}").as_bytes(), n)
-                    .into_iter()
-                    .filter_map(|name| names.iter().position(|x| x == name))
-                    .collect()
+            .map(|v| match nodes {
+                0 => Vec::new(),
+                _ => (0..n.min(nodes)).map(|j| (v as usize + j) % nodes).collect(),
             })
             .collect();
         Ring { vnodes: vnodes.max(1), replicas }
@@ -95,7 +93,7 @@ pub struct Diff {
 
 impl Store {
     /// Applies a put if it is newer (rule 2); whether it was applied.
-    pub fn put(&mut self, key: &str, version: Version, value: Arc<Vec<u8>>) -> bool {
+    pub fn put(&mut self, key: &str, version: Version, value: SharedBlob) -> bool {
         match self.objects.get(key) {
             Some((have, _)) if *have >= version => false,
             _ => {

@@ -8,8 +8,8 @@
 //!    connection in both directions (control, data lanes, acks, gossip; B dials A back at A's
 //!    advertised address) runs through the relay and pays rtt/2 each way.
 //! 2. Set-up, outside the measurement: connect, look up B's control actor, build the partners,
-//!    then one unrecorded warm-up message with the full payload per pair, one pair after
-//!    another, so every lane is open and has carried a message of the run's size.
+//!    then one unrecorded warm-up message with the full payload per pair, all sent at once and
+//!    every ack awaited, so every lane is open and has carried a message of the run's size.
 //! 3. Measurement: all pairs start together; a pair's sender sends its share of `messages` in
 //!    turn: take t0, send `Data` with the payload (one `SharedBlob` for all), wait for its ack, record
 //!    the microseconds since t0. The window runs from the start to the last ack.
@@ -204,19 +204,23 @@ async fn measure(cfg: &LatencyConfig, em: &Emitter, node: &Node, rb: &str) -> st
     };
     let limit = ack_limit(cfg);
     let payload = SharedBlob::from(vec![0xa5_u8; cfg.payload_bytes as usize]);
+    // Rule 2: the warm-up messages, full size, not recorded: every pair's at once, then every
+    // ack awaited (as the Erlang peer does).
     let mut pairs = Vec::new();
     for (i, partner) in parts.partners.into_iter().enumerate() {
         let i = i as u64;
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::unbounded_channel();
         let sink = troupe::spawn(AckSink { tx });
-        // Rule 2: the warm-up message, full size, not recorded.
         let warm = Data { pair: i, seq: u64::MAX, payload: payload.clone(), ack: sink.clone() };
         send_with(&partner, warm, &pair_options(cfg, i)).map_err(|e| format!("pair {i}: warm-up send refused: {e}"))?;
-        match tokio::time::timeout(START_LIMIT, rx.recv()).await {
+        pairs.push((i, partner, sink, rx));
+    }
+    let warm_deadline = tokio::time::Instant::now() + START_LIMIT;
+    for (i, _, _, rx) in &mut pairs {
+        match tokio::time::timeout_at(warm_deadline, rx.recv()).await {
             Ok(Some(_)) => {}
             _ => return Err(format!("pair {i}: no ack for the warm-up message")),
         }
-        pairs.push((i, partner, sink, rx));
     }
     let start = Instant::now();
     let tasks: Vec<_> = pairs

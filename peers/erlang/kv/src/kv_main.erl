@@ -135,34 +135,48 @@ client(Cfg, I, Nodes, Counter, Bin, End, Seq, Acc) ->
                      echo -> <<"echo">>;
                      kv -> case rand:uniform(100) =< RP of true -> <<"get">>; false -> <<"put">> end
                  end,
-            Limit = limit(Cfg),
             T0 = erlang:monotonic_time(microsecond),
+            %% Contract rule 7: one limit for the whole operation, from just before its first send.
+            Deadline = erlang:monotonic_time(millisecond) + limit(Cfg),
             Ok = case Op of
                      <<"echo">> ->
                          gen_server:cast(hd(Reps), {echo, self(), Req, Bin}),
-                         collect(Req, 1, Limit, none);
+                         collect(Req, 1, Deadline, none);
                      <<"put">> ->
                          Ver = {atomics:add_get(Counter, 1, 1), I},
                          [gen_server:cast(Rp, {put, self(), Req, Key, Ver, Bin}) || Rp <- Reps],
-                         collect(Req, W, Limit, none);
+                         collect(Req, W, Deadline, none);
                      <<"get">> ->
                          [gen_server:cast(Rp, {get, self(), Req, Key}) || Rp <- Reps],
-                         collect(Req, R, Limit, not_found)
+                         collect(Req, R, Deadline, not_found)
                  end,
             L = erlang:monotonic_time(microsecond) - T0,
+            flush_late(),
             client(Cfg, I, Nodes, Counter, Bin, End, Seq + 1, [{I, Seq, Op, L, Ok =/= false} | Acc])
     end.
 
-%% Waits for N replies of Req; for a get, keeps the newest object (rule 2).
-collect(_Req, 0, _Limit, Newest) -> {true, Newest};
-collect(Req, N, Limit, Newest) ->
+%% Waits for N replies of Req until Deadline (monotonic ms); for a get, keeps the newest
+%% object (rule 2).
+collect(_Req, 0, _Deadline, Newest) -> {true, Newest};
+collect(Req, N, Deadline, Newest) ->
+    Left = max(0, Deadline - erlang:monotonic_time(millisecond)),
     receive
-        {kv_reply, Req, {value, not_found}} -> collect(Req, N - 1, Limit, Newest);
+        {kv_reply, Req, {value, not_found}} -> collect(Req, N - 1, Deadline, Newest);
         {kv_reply, Req, {value, {V, _} = Obj}} ->
             case Newest of
-                {Have, _} when Have >= V -> collect(Req, N - 1, Limit, Newest);
-                _ -> collect(Req, N - 1, Limit, Obj)
+                {Have, _} when Have >= V -> collect(Req, N - 1, Deadline, Newest);
+                _ -> collect(Req, N - 1, Deadline, Obj)
             end;
-        {kv_reply, Req, _} -> collect(Req, N - 1, Limit, Newest)
-    after Limit -> false
+        {kv_reply, Req, _} -> collect(Req, N - 1, Deadline, Newest)
+    after Left -> false
+    end.
+
+%% Contract rule 5: the replies that came after an operation's quorum (or after it failed) are
+%% discarded once it is over, outside its latency, so they never pile up in the client's
+%% mailbox. One operation at a time: every reply waiting now is late. Bounded by the messages
+%% already in the mailbox (at most N - 1 per operation).
+flush_late() ->
+    receive
+        {kv_reply, _, _} -> flush_late()
+    after 0 -> ok
     end.

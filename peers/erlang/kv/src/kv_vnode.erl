@@ -27,8 +27,9 @@ init([]) -> {ok, #{}}.
 handle_call(_, _, S) -> {reply, error, S}.
 
 handle_cast({put, From, Req, Key, Ver, Bin}, S) ->
-    From ! {kv_reply, Req, ack},
-    {noreply, put_new(Key, Ver, Bin, S)};
+    S2 = put_new(Key, Ver, Bin, S),
+    From ! {kv_reply, Req, ack},  % contract rule 4: applied, then acknowledged
+    {noreply, S2};
 handle_cast({get, From, Req, Key}, S) ->
     From ! {kv_reply, Req, {value, maps:get(Key, S, not_found)}},
     {noreply, S};

@@ -115,7 +115,7 @@ final class Collector {
         }
         try {
             old.process.waitFor(10, TimeUnit.SECONDS); // its port must be free again
-            o.start("server", s);
+            o.start("server", s, true);
             node.events.emit("restarted", ",\"target\":\"" + Protocol.serverName(s) + "\",\"attempt\":"
                     + restarts.incrementAndGet(s));
         } catch (Exception e) {
@@ -152,10 +152,13 @@ final class Collector {
             long count = 0;
             for (int s = 0; s < now.length; s++) {
                 if (now[s] < 0) {
-                    continue;
+                    continue; // no answer: adds nothing, keeps its last known total
                 }
-                long base = last[s] < 0 ? 0 : last[s];
-                count += now[s] >= base ? now[s] - base : now[s];
+                if (last[s] >= 0) {
+                    // Contract rule 11: a total that went down (a restarted server) counts whole;
+                    // a server's first answer only sets its baseline.
+                    count += now[s] >= last[s] ? now[s] - last[s] : now[s];
+                }
                 last[s] = now[s];
             }
             node.events.emit("throughput", ",\"second\":" + sec + ",\"count\":" + count);

@@ -21,10 +21,12 @@ import troupe.peers.akka.iot.Protocol.ToGateway;
 import troupe.peers.akka.iot.Protocol.ToOwner;
 
 final class Device extends AbstractBehavior<ToDevice> {
-    /** A Hello with no answer within this is sent to the next seed. */
-    static final long HELLO_TIMEOUT_MS = 1000;
-    /** Redirects followed in a row before the device starts over from the next seed. */
-    static final int MAX_HOPS = 8;
+    /**
+     * Redirects followed at once in a row; the next one is followed when the last Hello's
+     * heartbeat_ms timer runs out (contract rule 3: two servers with different views cannot
+     * make a device spin). A Hello with no answer within heartbeat_ms goes to the next seed.
+     */
+    static final int MAX_HOPS = 3;
 
     private record HelloTimeout(long attempt) implements ToDevice {}
 
@@ -46,6 +48,8 @@ final class Device extends AbstractBehavior<ToDevice> {
     private PhiAccrualFailureDetector fd;
     private int seed;
     private int hops;
+    /** The server a redirect named while the device waits out its Hello timer (-1: none). */
+    private int pending = -1;
     private long helloAttempt;
     private boolean marked;
 
@@ -60,7 +64,7 @@ final class Device extends AbstractBehavior<ToDevice> {
         this.timers = timers;
         this.link = new Link(ds.cfg, spec.device(), spec.incarnation());
         this.name = Protocol.deviceName(spec.device());
-        long tick = Math.max(10, Math.min(250, ds.cfg.heartbeatMs() / 4));
+        long tick = Math.max(5, ds.cfg.heartbeatMs() / 4); // contract rule 4: phi checked every heartbeat_ms / 4
         timers.startTimerAtFixedRate(Tick.INSTANCE, Duration.ofMillis(tick));
         this.seed = spec.device() % spec.seeds().size();
         hello(seed);
@@ -119,7 +123,8 @@ final class Device extends AbstractBehavior<ToDevice> {
         } else if (m instanceof Protocol.Redirect r) {
             if (owner == null) {
                 if (++hops > MAX_HOPS) {
-                    seek(seed + 1);
+                    hops = 0;
+                    pending = r.server(); // said when the running Hello timer fires
                 } else {
                     hello(r.server());
                 }
@@ -175,7 +180,11 @@ final class Device extends AbstractBehavior<ToDevice> {
 
     private Behavior<ToDevice> onHelloTimeout(HelloTimeout t) {
         if (owner == null && t.attempt() == helloAttempt) {
-            seek(seed + 1);
+            if (pending >= 0) {
+                hello(pending);
+            } else {
+                seek(seed + 1);
+            }
         }
         return this;
     }
@@ -186,14 +195,16 @@ final class Device extends AbstractBehavior<ToDevice> {
         ownerServer = -1;
         fd = null;
         hops = 0;
+        pending = -1;
         seed = Math.floorMod(from, spec.seeds().size());
         hello(seed);
     }
 
     private void hello(int server) {
         helloAttempt++;
+        pending = -1;
         send(spec.seeds().get(server), new Protocol.Hello(spec.device(), spec.incarnation(), spec.startUs(), fresh,
                 Protocol.VERSION, getContext().getSelf()));
-        timers.startSingleTimer("hello", new HelloTimeout(helloAttempt), Duration.ofMillis(HELLO_TIMEOUT_MS));
+        timers.startSingleTimer("hello", new HelloTimeout(helloAttempt), Duration.ofMillis(ds.cfg.heartbeatMs()));
     }
 }

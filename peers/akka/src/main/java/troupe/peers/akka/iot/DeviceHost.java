@@ -1,7 +1,8 @@
 // Owns the devices of one device process: the guardian of its actor system. It starts every
 // device (device k lives in process k % device_processes), carries out the schedule's device
 // kills (stop the device's actor at once: its owner loses it; `fault_injected`) and restarts a
-// killed device restart_s later as a new incarnation with a new start time (`restarted`).
+// killed device restart_s later as a new incarnation with a new start time (`restarted`), unless
+// that falls after the window's end.
 // A kill whose device is already down is skipped and counted.
 package troupe.peers.akka.iot;
 
@@ -77,6 +78,10 @@ final class DeviceHost extends AbstractBehavior<DeviceHost.Command> {
     }
 
     private Behavior<Command> onRestart(Restart r) {
+        long startUs = ds.node.windowStartUs;
+        if (startUs >= 0 && EventWriter.nowMicros() >= startUs + ds.cfg.durationS() * 1_000_000L) {
+            return this; // contract rule 9: a restart after the window's end is not carried out
+        }
         long inc = incarnation.getOrDefault(r.device(), 0L) + 1;
         start(r.device(), inc);
         ds.node.events.emit("restarted", ",\"target\":\"" + Protocol.deviceName(r.device())

@@ -2,7 +2,7 @@
 // keeps the hash ring over the live servers from Akka Cluster membership events, answers a
 // device's Hello (redirect, reject, or start its Owner), stands owners down when the ring moves
 // their device or Distributed Data shows a newer incarnation elsewhere, answers the collector's
-// GetTotals, and says `ready` once this server is Up in the cluster.
+// GetTotals, and says `ready` once this server and every other one are Up in the cluster.
 package troupe.peers.akka.iot;
 
 import akka.actor.Address;
@@ -32,8 +32,8 @@ import troupe.peers.akka.iot.Protocol.ToGateway;
 import troupe.peers.akka.iot.Protocol.ToOwner;
 
 final class Gateway extends AbstractBehavior<ToGateway> {
-    /** Virtual nodes per server on the hash ring. */
-    static final int VIRTUAL_NODES = 100;
+    /** Virtual nodes per server on the hash ring (iot contract rule 2, as Troupe's). */
+    static final int VIRTUAL_NODES = 128;
 
     private record ClusterChanged(ClusterEvent.ClusterDomainEvent event) implements ToGateway {}
 
@@ -119,9 +119,12 @@ final class Gateway extends AbstractBehavior<ToGateway> {
             unreachable.remove(r.member().address());
         }
         rebuildRing();
-        if (!saidReady && up.containsKey(selfAddress)) {
+        // Contract rule 11: ready once this server is Up together with every other server.
+        if (!saidReady && up.containsKey(selfAddress) && up.size() >= st.cfg.servers()) {
             saidReady = true;
-            st.node.events.emit("ready", ",\"what\":\"servers\",\"count\":1");
+            if (!st.restarted) {
+                st.node.events.emit("ready", ",\"what\":\"servers\",\"count\":1");
+            }
             Node.sayReady();
         }
         return this;

@@ -24,15 +24,15 @@ record IotConfig(int servers, int deviceProcesses, int devices, int durationS, i
     }
 
     /**
-     * A fresh heartbeat watcher: Akka's PhiAccrualFailureDetector with threshold phi_threshold and
-     * Akka Cluster's default proportions scaled to heartbeat_ms (the cluster's defaults are a 1 s
-     * interval, 3 s acceptable pause, 100 ms minimum deviation, 1000 samples; here the pause is
-     * 3 x heartbeat_ms, the minimum deviation heartbeat_ms / 5, the first estimate heartbeat_ms).
+     * A fresh heartbeat watcher (iot contract rule 4, the same parameters as Troupe's): Akka's
+     * PhiAccrualFailureDetector with threshold phi_threshold, a window of 100 intervals, a
+     * minimum deviation of heartbeat_ms / 2, an acceptable pause of 2 x heartbeat_ms and a first
+     * estimate of heartbeat_ms.
      */
     PhiAccrualFailureDetector newDetector() {
-        return new PhiAccrualFailureDetector(phiThreshold, 1000,
-                FiniteDuration.create(Math.max(1, heartbeatMs / 5), TimeUnit.MILLISECONDS),
-                FiniteDuration.create(3 * heartbeatMs, TimeUnit.MILLISECONDS),
+        return new PhiAccrualFailureDetector(phiThreshold, 100,
+                FiniteDuration.create(Math.max(1, heartbeatMs / 2), TimeUnit.MILLISECONDS),
+                FiniteDuration.create(2 * heartbeatMs, TimeUnit.MILLISECONDS),
                 FiniteDuration.create(heartbeatMs, TimeUnit.MILLISECONDS),
                 FailureDetector$.MODULE$.defaultClock());
     }

@@ -28,6 +28,8 @@ import troupe.peers.akka.common.Schedule;
 
 final class Node {
     static final String AKKA_VERSION = "2.6.21";
+    /** Set (to 1) in the environment of a server restarted by the schedule. */
+    static final String ENV_RESTARTED = "TROUPE_IOT_RESTARTED";
     /** The servers' actor system name (one Akka Cluster). */
     static final String SERVER_SYSTEM = "iot";
 

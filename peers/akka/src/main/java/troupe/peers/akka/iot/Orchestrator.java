@@ -88,14 +88,26 @@ final class Orchestrator {
         return b.toString();
     }
 
-    /** Starts child `role idx` (role = server | devices). */
+    /** Starts child `role idx` (role = server | devices) for the first time. */
     Child start(String role, int idx) throws IOException {
+        return start(role, idx, false);
+    }
+
+    /**
+     * Starts child `role idx`; a restarted one is told so (environment {@link Node#ENV_RESTARTED}),
+     * so that it does not say `ready` again (contract rule 11: once per server, at its first start).
+     */
+    Child start(String role, int idx, boolean restarted) throws IOException {
         String name = (role.equals("server") ? "server-" : "devices-") + idx;
         List<String> cmd = new ArrayList<>();
         cmd.add(java);
         cmd.addAll(jvmArgs);
         cmd.addAll(List.of("-cp", classPath, Main.class.getName(), role, Integer.toString(idx), portList()));
-        Process p = new ProcessBuilder(cmd)
+        ProcessBuilder pb = new ProcessBuilder(cmd);
+        if (restarted) {
+            pb.environment().put(Node.ENV_RESTARTED, "1");
+        }
+        Process p = pb
                 .redirectInput(ProcessBuilder.Redirect.PIPE)
                 .redirectOutput(ProcessBuilder.Redirect.PIPE)
                 .redirectError(ProcessBuilder.Redirect.INHERIT)

@@ -77,7 +77,8 @@ final class Owner extends AbstractBehavior<ToOwner> {
         fd.heartbeat(); // start monitoring: a device that never acks is declared failed
         long n = st.cfg.reportLen();
         this.expectedSum = n * (n + 1) / 2;
-        long tickMs = Math.max(10, Math.min(250, Math.min(hb, st.cfg.reportTimeoutMs()) / 4));
+        // Contract rules 4-5: phi and the re-ask checked every quarter of the shorter period.
+        long tickMs = Math.max(5, Math.min(hb, st.cfg.reportTimeoutMs()) / 4);
         this.tickNanos = tickMs * 1_000_000L;
         timers.startTimerAtFixedRate(Tick.INSTANCE, Duration.ofMillis(tickMs));
         long now = System.nanoTime();
@@ -176,9 +177,9 @@ final class Owner extends AbstractBehavior<ToOwner> {
         }
         if (s.rsp() instanceof Replicator.UpdateSuccess) {
             reconnectedDone = true;
-            long ms = Math.max(0, (EventWriter.nowMicros() - spec.startUs()) / 1000);
+            double ms = Math.max(0, EventWriter.nowMicros() - spec.startUs()) / 1000.0;
             st.node.events.emit("reconnected", ",\"target\":\"" + key + "\",\"by\":\"server-" + st.server
-                    + "\",\"ms\":" + ms);
+                    + "\",\"ms\":" + String.format(java.util.Locale.ROOT, "%.3f", ms));
         } else if (writeAllTries < MAX_WRITE_ALL) {
             store(true); // not every server acknowledged in time: ask again
         } else {

@@ -11,6 +11,8 @@ final class ServerState {
     final IotConfig cfg;
     final int server;
     final int[] ports;
+    /** Whether this process is a restart of the server (it does not say `ready` again). */
+    final boolean restarted = "1".equals(System.getenv(Node.ENV_RESTARTED));
     /** Servers on this server's hash ring (Up and reachable), kept by the gateway. */
     volatile int liveServers = 1;
     private final LongAdder reports = new LongAdder();
