@@ -250,19 +250,18 @@ impl DeviceActor {
     fn tick(&mut self, ctx: &mut Ctx<Self>) {
         let now = Instant::now();
         match self.owner.clone() {
-            Some((owner, _)) => {
-                if !self.phi.is_available(self.ms(), self.cfg.phi_threshold) {
-                    // Rule 5: back to the seeds, starting with the one after the failed owner.
-                    if let Some(i) = self.cfg.seeds.iter().position(|s| *s == owner) {
-                        self.seed_idx = i + 1;
-                    }
-                    self.owner = None;
-                    (self.observer)(DeviceEvent::OwnerFailed { device: self.cfg.name.clone(), owner });
-                    self.hello_target = None;
-                    self.redirects = 0;
-                    self.hello(ctx);
+            Some((owner, _)) if !self.phi.is_available(self.ms(), self.cfg.phi_threshold) => {
+                // Rule 5: back to the seeds, starting with the one after the failed owner.
+                if let Some(i) = self.cfg.seeds.iter().position(|s| *s == owner) {
+                    self.seed_idx = i + 1;
                 }
+                self.owner = None;
+                (self.observer)(DeviceEvent::OwnerFailed { device: self.cfg.name.clone(), owner });
+                self.hello_target = None;
+                self.redirects = 0;
+                self.hello(ctx);
             }
+            Some(_) => {}
             None if now >= self.hello_next => self.hello(ctx),
             None => {}
         }
