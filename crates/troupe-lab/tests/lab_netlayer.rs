@@ -79,7 +79,7 @@ fn rule_3_namespaces_reach_each_other_through_the_hub_and_are_removed_on_drop() 
     // The host's own namespace has no route into the run's addresses.
     let host = Command::new("ip").args(["route", "get", "10.232.1.2"]).output().unwrap();
     let route = String::from_utf8_lossy(&host.stdout);
-    assert!(!route.contains("tl-"), "the host got a route into the run: {route}");
+    assert!(!route.contains("tlab-"), "the host got a route into the run: {route}");
     let all: Vec<String> =
         std::iter::once(f.coordinator.netns.clone()).chain(f.nodes.iter().map(|n| n.netns.clone())).collect();
     drop(_l);

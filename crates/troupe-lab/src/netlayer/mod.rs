@@ -13,8 +13,8 @@
 //!    [`crate::nodes::NodeCmd`]s (rule 5). A peer takes it for a workload when its program folder
 //!    `peers/<rt>/<workload>/` has a file `features` with a line `netns` (it implements rule 4);
 //!    otherwise the run is refused naming the runtime and the workload ([`peer_supports`]).
-//! 3. **Topology** ([`ns::Topology`]): per run, a hub `tl-<tag>-h`, a coordinator `tl-<tag>-c`
-//!    and one namespace `tl-<tag>-<i>` per network node i, in [`crate::config::Spec::net_nodes`]'s
+//! 3. **Topology** ([`ns::Topology`]): per run, a hub `tlab-<tag>-h`, a coordinator `tlab-<tag>-c`
+//!    and one namespace `tlab-<tag>-<i>` per network node i, in [`crate::config::Spec::net_nodes`]'s
 //!    order. Each is joined to the hub by a veth pair: the coordinator is `10.232.0.2/24`, node i
 //!    `10.232.<i+1>.2/24`, the hub's side of each `.1`, the default route through it; the hub
 //!    forwards between them. Loopback is up in each. Nothing is attached to the host's own
@@ -111,8 +111,8 @@ pub struct NodePlace {
 ///
 /// ```
 /// use troupe_lab::netlayer::NetFile;
-/// let f: NetFile = serde_json::from_str(r#"{"coordinator": {"netns": "tl-1-0-c", "addr": "10.232.0.2"},
-///   "nodes": [{"index": 0, "name": "server-0", "netns": "tl-1-0-0", "addr": "10.232.1.2"}]}"#).unwrap();
+/// let f: NetFile = serde_json::from_str(r#"{"coordinator": {"netns": "tlab-1-0-c", "addr": "10.232.0.2"},
+///   "nodes": [{"index": 0, "name": "server-0", "netns": "tlab-1-0-0", "addr": "10.232.1.2"}]}"#).unwrap();
 /// assert_eq!(f.node("server-0").unwrap().addr, "10.232.1.2");
 /// assert!(f.node("server-1").is_none());
 /// ```

@@ -8,7 +8,7 @@ use super::{NetFile, NodePlace, Place};
 /// The most network nodes a run can have (one /24 each in 10.232.0.0/16, the coordinator's is 0).
 pub const MAX_NODES: usize = 254;
 /// The prefix of every namespace the layer makes.
-const PREFIX: &str = "tl-";
+const PREFIX: &str = "tlab-";
 
 static SEQ: AtomicU32 = AtomicU32::new(0);
 
@@ -161,12 +161,16 @@ impl Drop for Topology {
     }
 }
 
-/// Removes the namespaces of lab processes that no longer live (rule 3): `tl-<pid hex>-...`.
+/// Removes the namespaces of lab processes that no longer live (rule 3): `tlab-<pid hex>-<seq>-...` only.
 fn sweep_stale() {
     let Ok(list) = run("ip", &["netns", "list"]) else { return };
     for ns in list.lines().filter_map(|l| l.split_whitespace().next()) {
         let Some(rest) = ns.strip_prefix(PREFIX) else { continue };
-        let Some(pid) = rest.split('-').next().and_then(|p| u32::from_str_radix(p, 16).ok()) else { continue };
+        let mut parts = rest.split('-');
+        let Some(pid) = parts.next().and_then(|p| u32::from_str_radix(p, 16).ok()) else { continue };
+        if !parts.next().is_some_and(|seq| !seq.is_empty() && seq.bytes().all(|b| b.is_ascii_digit())) {
+            continue;
+        }
         if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
             let _ = ip(&["netns", "del", ns]);
         }
