@@ -186,8 +186,19 @@ fn rule_8_a_chain_step_hands_off_unless_the_actor_was_released_from_a_slot() {
         let (tx, tasks) = mpsc::channel();
         let plain = troupe::spawn(Link { sink: sink.clone(), tasks: tx });
         plain.send(LinkMsg::Start).unwrap();
-        let (second, third) = forwards(&plain, &tasks, &sunk).await;
-        assert_ne!(second, third, "an unmarked actor hands off after a chain step");
+        // On a loaded machine a `Forward` can reach the link through tokio in the link's own
+        // carrier (the driver's carrier descheduled before its slot took it, or the sweeper
+        // parked the sink): three tries, of which an actor that never hands off passes none.
+        let mut tries = Vec::new();
+        // Bounded: three tries.
+        for _ in 0..3 {
+            let (second, third) = forwards(&plain, &tasks, &sunk).await;
+            tries.push((second, third));
+            if second != third {
+                break;
+            }
+        }
+        assert!(tries.iter().any(|(a, b)| a != b), "an unmarked actor no longer hands off after a chain step: {tries:?}");
 
         // Marked: woken into a driver's slot and then released (the driver had more work).
         // After the same chain steps it waits in its own carrier, where each message finds it.
