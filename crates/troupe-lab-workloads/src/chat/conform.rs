@@ -79,9 +79,9 @@ pub fn rules() -> Vec<Rule> {
     vec![
         Rule {
             id: "chat.1",
-            text: "a chat sends each post to each member once, the poster included, and nothing else: no client \
-                   process receives more than its share of the ceiling (its clients x K x 1000 / send_interval_ms) over \
-                   the window, within one send tick (throughput test)",
+            text: "a chat sends a post to each member at most once: no client process receives more than its \
+                   share of the ceiling (its clients x K x 1000 / send_interval_ms) over the window, within one send \
+                   tick (throughput test; a slow machine reads below it, so a shortfall is not judged)",
             check: posts_reach_every_member,
         },
         Rule { id: "chat.2", text: "discovery maps a topic to the chat that registered last, forgets it on its Down", check: not_observable },
