@@ -36,8 +36,9 @@ pub const MS_OUTLIERS: f64 = 0.1;
 /// The fault kinds that crash a chat.
 const CRASHING: &[&str] = &["kill", "error"];
 
-/// The chat scenarios: kills with `lookup = retry`, a kill/error mix with `lookup = park`, both
-/// in one process; and the distributed deployment (one server and two client processes), where
+/// The chat scenarios: kills with `lookup = retry`, a kill/error mix with `lookup = park`, kills
+/// with a single attempt per rejoin (`retry_max = 1`, so clients give up), all in one process;
+/// and the distributed deployment (one server and two client processes), where
 /// the injector's placement shows, with one fault per chat 4 s before the window's end (Akka
 /// tells remote watchers after 3 s). Every chat fails at the same instants (`aligned`), every
 /// client reconnecting at once; clients post every 50 ms, so one send tick is small against the
@@ -60,6 +61,13 @@ pub fn scenarios() -> Vec<Scenario> {
     vec![
         Scenario::new("kill-retry", &with(&[("deployment", "single"), ("msg_type", "kill"), ("lookup", "retry")])),
         Scenario::new("mixed-park", &with(&[("deployment", "single"), ("msg_type", "random"), ("lookup", "park")])),
+        // One attempt only: a client whose first lookup after a kill finds its chat restarting
+        // gives up (rule 4's `gave_up`); whether any does depends on the race, so chat.4b may be
+        // n/a here.
+        Scenario::new(
+            "give-up",
+            &with(&[("deployment", "single"), ("msg_type", "kill"), ("lookup", "retry"), ("retry_max", "1")]),
+        ),
         Scenario::new(
             "distributed",
             &with(&[
