@@ -261,4 +261,6 @@ for p in $(grep -o '"pid":[0-9]*' "$kev" | grep -o '[0-9]*$'); do
 done
 echo "akka smoke: a killed node JVM fails the distributed run (failed_nodes), nothing outlives it"
 "$HERE/iot/smoke.sh" # the IoT peer: a clean run and a run with device kills
+# The behaviour contract, checked on short runs (docs/lab.md, "Checking conformance").
+"$HERE/../lib/conform.sh" chat akka
 echo "akka smoke: passed"

@@ -173,3 +173,5 @@ TROUPE_PA_ORCH=127.0.0.1:1 TROUPE_CONFIG="$work/dist.json" TROUPE_SCHEDULE="$wor
   && fail "a client group outside the config exited 0"
 grep -q 'client group 9 does not exist' "$work/orphan.err" || fail "no error line for a client group outside the config"
 echo "smoke protoactor chat: ok"
+# The behaviour contract, checked on short runs (docs/lab.md, "Checking conformance").
+"$here/../lib/conform.sh" chat protoactor

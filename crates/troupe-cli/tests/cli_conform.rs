@@ -77,7 +77,7 @@ fn what_cannot_be_checked_is_refused_before_anything_runs() {
     let o = lab.run(&["lab", "conform", "chta"], &[]);
     assert_usage_error(&o, &["did you mean `chat`?"]);
     let o = lab.run(&["lab", "conform", "chat", "--runtimes", "troupe", "--scenario", "kill"], &[]);
-    assert_usage_error(&o, &["scenario = kill", "scenarios: kill-retry, mixed-park, distributed"]);
+    assert_usage_error(&o, &["scenario = kill", "scenarios: kill-retry, mixed-park, give-up, distributed"]);
     let o = lab.run(&["lab", "conform", "chat", "--runtimes", "troupe,nope"], &[]);
     assert_usage_error(&o, &["runtime \"nope\" has no chat program", "runtimes with one: troupe"]);
     assert!(!lab.out.exists(), "nothing is written when the check is refused");

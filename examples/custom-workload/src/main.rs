@@ -33,7 +33,7 @@ fn cross_rules(_: &Config) -> Vec<CrossIssue> {
 }
 static SCHEMA: Schema = Schema { workload: "echo", keys: KEYS, cross_check: cross_rules };
 
-/// The workload: a unit struct implementing the five roles.
+/// The workload: a unit struct implementing the six roles.
 struct EchoWorkload;
 
 impl Spec for EchoWorkload {

@@ -90,7 +90,13 @@ pub(super) fn conform(
     let mut bar = crate::progress::Bar::new(&runs);
     let result = driver::run(&plan, &out, &ctx, &stop, &mut bar);
     bar.finish();
-    let o = result?;
+    let o = match result {
+        Err(e) if stop.is_set() => {
+            eprintln!("troupe lab: interrupted: {e}");
+            return Ok(code::INTERRUPTED);
+        }
+        r => r?,
+    };
     for line in o.table() {
         say!("{line}");
     }

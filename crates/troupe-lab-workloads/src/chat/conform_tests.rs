@@ -127,12 +127,19 @@ fn the_base_trace_passes_every_rule_or_is_na() {
 }
 
 #[test]
-fn rule_1_a_client_process_above_its_share_of_the_ceiling_fails() {
-    // 2 clients x 2 members x 10 posts/s = 40/s; 3 s of 40, 35, 40 is below it.
+fn rule_1_a_client_process_receiving_more_than_its_chats_can_post_fails() {
+    // 2 clients x 2 members x 10 posts/s = 40/s, for the 4.5 s since the process's first event
+    // plus one send tick: 184 broadcasts at most; the window's 40, 35, 40 are below.
     let over =
-        edit(&base(), r#""second":0"#, Some(line(S + 1_000_100, "chat", "throughput", r#""second":0,"count":60"#)));
-    assert_fail(judge("chat.1", &over), &["node chat received 45.0 msg/s", "ev=throughput second=2"]);
-    // Below the share is a reading of a slow machine, not a breach.
+        edit(&base(), r#""second":0"#, Some(line(S + 1_000_100, "chat", "throughput", r#""second":0,"count":150"#)));
+    assert_fail(
+        judge("chat.1", &over),
+        &["node chat received 225 broadcasts", "4.500 s", "184 with one send tick", "ev=throughput second=2"],
+    );
+    // A stalled second followed by the catch-up is within the bound; so is a shortfall.
+    let catch_up =
+        edit(&base(), r#""second":0"#, Some(line(S + 1_000_100, "chat", "throughput", r#""second":0,"count":100"#)));
+    assert_eq!(judge("chat.1", &catch_up), Verdict::Pass);
     let short =
         edit(&base(), r#""second":0"#, Some(line(S + 1_000_100, "chat", "throughput", r#""second":0,"count":20"#)));
     assert_eq!(judge("chat.1", &short), Verdict::Pass);
@@ -182,6 +189,14 @@ fn rule_5b_a_restart_before_its_fault_or_none_at_all_fails() {
     assert_fail(judge("chat.5b", &early), &["restart 1 precedes its fault", "ts_us=11100000 ev=restarted"]);
     let none = edit(&base(), "restarted", None);
     assert_fail(judge("chat.5b", &none), &["ev=fault_injected id=f-0", "never followed by a restart"]);
+    // A second fault that hit the incarnation already dead (one restart for two faults) passes.
+    let twice = with_line(
+        &base(),
+        line(S + 1_200_900, "chat", "fault_injected", r#""id":"f-1","target":"chat-0","kind":"kill""#),
+    );
+    assert_eq!(judge("chat.5b", &twice), Verdict::Pass);
+    let unprovoked = with_line(&base(), line(S + 1_500_000, "chat", "restarted", r#""target":"chat-0","attempt":2"#));
+    assert_fail(judge("chat.5b", &unprovoked), &["restart 2 with no crashing fault before it", "attempt=2"]);
 }
 
 #[test]
@@ -191,19 +206,20 @@ fn rule_6a_a_fault_neither_injected_nor_skipped_fails() {
 }
 
 #[test]
-fn rule_6b_an_early_fault_or_one_on_the_wrong_chat_fails() {
+fn rule_6b_an_early_fault_or_one_on_the_wrong_chat_fails_a_late_one_does_not() {
     let early = edit(
         &base(),
         "fault_injected",
         Some(line(S + 1_100_000, "chat", "fault_injected", r#""id":"f-0","target":"chat-0","kind":"kill""#)),
     );
     assert_fail(judge("chat.6b", &early), &["ev=fault_injected id=f-0", "100 ms before its instant"]);
+    // Late is what a loaded machine does: not judged.
     let late = edit(
         &base(),
         "fault_injected",
         Some(line(S + 2_500_000, "chat", "fault_injected", r#""id":"f-0","target":"chat-0","kind":"kill""#)),
     );
-    assert_fail(judge("chat.6b", &late), &["1300 ms late"]);
+    assert_eq!(judge("chat.6b", &late), Verdict::Pass);
     let wrong = edit(
         &base(),
         "fault_injected",
@@ -254,6 +270,28 @@ fn rule_7a_a_joined_client_without_its_detection_fails() {
         None,
     );
     assert_fail(judge("chat.7a", &missed), &["client c1, joined to chat-0", "ev=fault_injected id=f-0"]);
+    // A detection late enough to come after the chat's next fault still counts (a stalled
+    // process); a fault in the window's last second is due none.
+    let late = edit(
+        &base(),
+        r#""fault_detected","id":null,"target":"chat-0","by":"c1""#,
+        Some(line(S + 2_500_000, "chat", "fault_detected", r#""target":"chat-0","by":"c1""#)),
+    );
+    assert_eq!(
+        judge(
+            "chat.7a",
+            &with_line(
+                &late,
+                line(S + 2_400_000, "chat", "fault_injected", r#""id":"f-1","target":"chat-0","kind":"kill""#)
+            )
+        ),
+        Verdict::Pass
+    );
+    let last_second = with_line(
+        &base(),
+        line(S + 2_100_000, "chat", "fault_injected", r#""id":"f-1","target":"chat-0","kind":"kill""#),
+    );
+    assert_eq!(judge("chat.7a", &last_second), Verdict::Pass);
 }
 
 #[test]
@@ -285,7 +323,7 @@ fn rule_8a_a_detection_before_its_fault_fails() {
 }
 
 #[test]
-fn rule_8b_reconnection_times_not_from_the_detection_fail_one_outlier_does_not() {
+fn rule_8b_reconnection_times_not_from_the_detection_fail_a_few_outliers_do_not() {
     // Ten clients of one chat rejoining 20 ms after detecting; `ms_of(i)` is what client i says.
     let trace = |ms_of: &dyn Fn(usize) -> f64| -> Vec<String> {
         let mut l = base();
@@ -297,9 +335,9 @@ fn rule_8b_reconnection_times_not_from_the_detection_fail_one_outlier_does_not()
         l
     };
     assert_eq!(judge("chat.8b", &trace(&|_| 20.0)), Verdict::Pass);
-    // One of twelve 47 ms off (a thread kept from stamping on a loaded machine) passes.
-    assert_eq!(judge("chat.8b", &trace(&|i| if i == 5 { 67.0 } else { 20.0 })), Verdict::Pass);
-    // Every one measured from another origin fails, naming the worst.
+    // Five of twelve off (threads kept from stamping during a stall) pass.
+    assert_eq!(judge("chat.8b", &trace(&|i| if i < 7 { 1800.0 } else { 20.0 })), Verdict::Pass);
+    // Most measured from another origin fail, naming the worst.
     assert_fail(
         judge("chat.8b", &trace(&|i| if i == 5 { 120.0 } else { 70.0 })),
         &["10 of 12 rejoins", "by 100.0 ms", "by=c5 ms=120]", "ev=fault_detected target=chat-0 by=c5"],
