@@ -1,0 +1,182 @@
+// Owns the measured JVM's end of the link to the injector's own JVM (injector = "node", the
+// default; docs/scp.md, "Where the injector runs"), laid out as Troupe's (crates/troupe-lab-
+// workloads/src/scp/link.rs): the measured actor system is reachable over Akka remoting (provider
+// remote, Artery TCP on 127.0.0.1, a free port), it runs an actor `scp-targets` that answers the
+// injector, and it starts the injector JVM (`Main injector`, InjectorNode) with that actor's
+// address in its environment.
+//
+// Rules:
+//  1. `Ready` from the injector is answered with the window start (microseconds since the Unix
+//     epoch) once the window opens, so both JVMs time actions from the same instant; the measured
+//     JVM emits ready {what: "injector", count: 1, pid}. Its warm-up starts only once the
+//     injector said Ready (or its JVM ended), however slowly a loaded machine starts a JVM.
+//  2. `Pick {group, slot}` is answered with the first live slot of the group at or after `slot`
+//     (wrapping) and its server's ActorRef, or slot -1 when none is live; a pick that no restart
+//     will follow (recovery = false) marks the slot dead, as the in-process injector does.
+//  3. `Done` carries the injector's counts; the measured JVM then reaps the process. An injector
+//     that never says `Done` (it crashed or hung) is an error, is killed, and every action it did
+//     not report counts as skipped. The injector JVM holds the read end of a pipe from this JVM
+//     on stdin and halts when it closes, so it never outlives the run.
+package troupe.peers.akka.scp;
+
+import akka.actor.typed.ActorRef;
+import akka.actor.typed.ActorRefResolver;
+import akka.actor.typed.ActorSystem;
+import akka.actor.typed.Behavior;
+import akka.actor.typed.Props;
+import akka.actor.typed.javadsl.Behaviors;
+import com.typesafe.config.Config;
+import com.typesafe.config.ConfigFactory;
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import troupe.peers.akka.common.EventWriter;
+
+final class InjectorLink {
+    /** The serialized address of the measured JVM's `scp-targets` actor, for the injector JVM. */
+    static final String ENV_TARGETS = "TROUPE_AKKA_SCP_TARGETS";
+
+    sealed interface Command permits Ready, Pick, Done, OpenWindow {}
+
+    /** Rule 1: the injector is connected (its OS pid). */
+    record Ready(long pid, ActorRef<Window> replyTo) implements Command, Wire {}
+
+    /** Rule 1: the window start, µs since the Unix epoch. */
+    record Window(long startUs) implements Wire {}
+
+    /** Rule 2. */
+    record Pick(int group, int slot, ActorRef<Victim> replyTo) implements Command, Wire {}
+
+    /** Rule 2's answer: the slot chosen (-1: none live) and its server (null when none). */
+    record Victim(int slot, ActorRef<Server.Command> server) implements Wire {}
+
+    /** Rule 3: the injector's counts. */
+    record Done(long injected, long skipped, long afterWindow, long errors, ActorRef<DoneAck> replyTo)
+            implements Command, Wire {}
+
+    /** Rule 3: the counts were recorded. */
+    enum DoneAck implements Wire { INSTANCE }
+
+    /** The window opened (from this JVM's main thread; never crosses JVMs). */
+    record OpenWindow(long startUs) implements Command {}
+
+    /**
+     * This JVM's actor system settings in node mode: Akka's defaults plus remoting (provider
+     * remote, Artery TCP on 127.0.0.1, a free port), the SCP messages marked {@link Wire}
+     * serialized with Akka's jackson-cbor, and remoting's lifecycle lines and its warning about
+     * using remoting without Akka Cluster off (nothing here watches or deploys across JVMs).
+     */
+    static Config remoteConfig() {
+        return ConfigFactory.parseString(String.join("\n",
+                        "akka.actor.provider = remote",
+                        "akka.remote.artery.canonical.hostname = \"127.0.0.1\"",
+                        "akka.remote.artery.canonical.port = 0",
+                        "akka.remote.log-remote-lifecycle-events = off",
+                        "akka.remote.warn-about-direct-use = off",
+                        "akka.actor.serialization-bindings { \"troupe.peers.akka.scp.Wire\" = jackson-cbor }"))
+                .withFallback(ConfigFactory.load());
+    }
+
+    private final Process process;
+    private final ActorRef<Command> actor;
+    private final CompletableFuture<Done> done;
+
+    private InjectorLink(Process process, ActorRef<Command> actor, CompletableFuture<Done> done) {
+        this.process = process;
+        this.actor = actor;
+        this.done = done;
+    }
+
+    /** Starts the targets actor in {@code system} and the injector JVM. */
+    static InjectorLink start(ActorSystem<?> system, Targets targets, ScpConfig cfg, EventWriter events,
+                              CompletableFuture<Void> ready) throws IOException {
+        CompletableFuture<Done> done = new CompletableFuture<>();
+        ActorRef<Command> actor = system.systemActorOf(behavior(targets, cfg, events, done, ready),
+                "scp-targets", Props.empty());
+        String java = ProcessHandle.current().info().command().orElse("java");
+        List<String> cmd = new ArrayList<>();
+        cmd.add(java);
+        cmd.addAll(ManagementFactory.getRuntimeMXBean().getInputArguments());
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName(), "injector"));
+        ProcessBuilder pb = new ProcessBuilder(cmd)
+                .redirectInput(ProcessBuilder.Redirect.PIPE)
+                .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                .redirectError(ProcessBuilder.Redirect.INHERIT);
+        pb.environment().put(ENV_TARGETS, ActorRefResolver.get(system).toSerializationFormat(actor));
+        Process p = pb.start();
+        p.onExit().thenRun(() -> ready.complete(null)); // an injector that died never says Ready
+        return new InjectorLink(p, actor, done);
+    }
+
+    private static Behavior<Command> behavior(Targets targets, ScpConfig cfg, EventWriter events,
+                                              CompletableFuture<Done> done,
+                                              CompletableFuture<Void> ready) {
+        return Behaviors.setup(ctx -> {
+            long[] startUs = {-1};
+            List<ActorRef<Window>> waiting = new ArrayList<>();
+            Injector.Victims victims = Injector.local(targets, cfg.recovery());
+            return Behaviors.receive(Command.class)
+                    .onMessage(Ready.class, r -> {
+                        events.emit("ready", ",\"what\":\"injector\",\"count\":1,\"pid\":" + r.pid());
+                        ready.complete(null);
+                        if (startUs[0] >= 0) {
+                            r.replyTo().tell(new Window(startUs[0]));
+                        } else {
+                            waiting.add(r.replyTo());
+                        }
+                        return Behaviors.same();
+                    })
+                    .onMessage(OpenWindow.class, o -> {
+                        startUs[0] = o.startUs();
+                        waiting.forEach(w -> w.tell(new Window(o.startUs())));
+                        waiting.clear();
+                        return Behaviors.same();
+                    })
+                    .onMessage(Pick.class, p -> {
+                        Injector.Victim v = victims.pick(p.group(), p.slot());
+                        p.replyTo().tell(v == null ? new Victim(-1, null) : new Victim(v.slot(), v.server()));
+                        return Behaviors.same();
+                    })
+                    .onMessage(Done.class, d -> {
+                        done.complete(d);
+                        d.replyTo().tell(DoneAck.INSTANCE);
+                        return Behaviors.same();
+                    })
+                    .build();
+        });
+    }
+
+    /** Rule 1: the window opened at {@code startNanos} on this JVM's System.nanoTime clock. */
+    void openWindow(long startNanos) {
+        long startUs = EventWriter.nowMicros() - (System.nanoTime() - startNanos) / 1000;
+        actor.tell(new OpenWindow(startUs));
+    }
+
+    /**
+     * Rule 3: waits up to {@code graceMs} for `Done` (or the process's end), then reaps the
+     * process, killing it when it is still running 5 s later or never reported; returns the
+     * report, or null when the injector did not finish cleanly.
+     */
+    Done finish(long graceMs, boolean interrupted) throws InterruptedException {
+        Done d = null;
+        if (!interrupted) {
+            try {
+                d = CompletableFuture.anyOf(done, process.onExit())
+                        .thenApply(x -> done.getNow(null))
+                        .get(graceMs, TimeUnit.MILLISECONDS);
+            } catch (TimeoutException | java.util.concurrent.ExecutionException e) {
+                d = null;
+            }
+        }
+        boolean exited = d != null && process.waitFor(5, TimeUnit.SECONDS);
+        if (!exited) {
+            process.destroyForcibly();
+            process.waitFor(10, TimeUnit.SECONDS);
+        }
+        return d != null && exited && process.exitValue() == 0 ? d : null;
+    }
+}

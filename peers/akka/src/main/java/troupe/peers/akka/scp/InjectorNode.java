@@ -1,0 +1,135 @@
+// Owns the injector's own JVM (injector = "node"; `Main injector`, started by InjectorLink): an
+// actor system of its own reaching the measured one over Akka remoting (Artery TCP on
+// 127.0.0.1), the same Injector loop on a plain thread, and its own event stream, node
+// `injector`, appended to the same TROUPE_EVENTS file.
+//
+// Rules:
+//  1. It reads the same config and schedule as the measured JVM, writes run_started (role
+//     injector), says Ready and times every action from the window start the answer carries.
+//  2. Per action it asks the measured JVM to pick the victim (InjectorLink rule 2), emits
+//     `fault_injected` (stamped here, before the kill is sent) and sends the server a Stop across
+//     the wire, which makes it throw as in the in-process injector.
+//  3. After the last action it says Done with its counts, writes run_finished
+//     {dropped_events, errors, killed, not_killed} (skipped faults are counted once, in the
+//     measured JVM's run_finished), terminates its actor system and exits 0. It halts when the
+//     measured JVM's end of its stdin closes, and every wait is bounded by the run's length.
+package troupe.peers.akka.scp;
+
+import akka.actor.typed.ActorRef;
+import akka.actor.typed.ActorRefResolver;
+import akka.actor.typed.ActorSystem;
+import akka.actor.typed.javadsl.AskPattern;
+import akka.actor.typed.javadsl.Behaviors;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import troupe.peers.akka.common.EventWriter;
+import troupe.peers.akka.common.Schedule;
+
+final class InjectorNode {
+    /** The node name in the events. */
+    static final String NODE = "injector";
+
+    private static volatile boolean finishing;
+
+    private InjectorNode() {}
+
+    static int run() throws Exception {
+        String targetsPath = System.getenv(InjectorLink.ENV_TARGETS);
+        String configPath = System.getenv("TROUPE_CONFIG");
+        String eventsTarget = System.getenv("TROUPE_EVENTS");
+        String schedulePath = System.getenv("TROUPE_SCHEDULE");
+        String runId = System.getenv().getOrDefault("TROUPE_RUN_ID", "run");
+        if (targetsPath == null || configPath == null || eventsTarget == null) {
+            System.err.println("scp injector: " + InjectorLink.ENV_TARGETS + ", TROUPE_CONFIG and "
+                    + "TROUPE_EVENTS must be set; this JVM is started by the Akka SCP peer");
+            return 2;
+        }
+        dieWithParent();
+        ObjectMapper json = new ObjectMapper();
+        JsonNode rawConfig = json.readTree(Path.of(configPath).toFile());
+        ScpConfig cfg = ScpConfig.parse(rawConfig);
+        AtomicLong errors = new AtomicLong();
+        List<Schedule.Action> schedule = schedulePath == null || schedulePath.isEmpty()
+                ? List.of() : Schedule.read(Path.of(schedulePath), errors);
+        EventWriter events = EventWriter.open(eventsTarget, runId, "akka", NODE);
+        events.emit("run_started", ",\"workload\":\"scp\",\"role\":\"injector\",\"config\":"
+                + json.writeValueAsString(rawConfig));
+        ActorSystem<Void> system = ActorSystem.create(Behaviors.empty(), "scp-injector",
+                InjectorLink.remoteConfig());
+        long killed = 0;
+        long notKilled = schedule.size();
+        try {
+            ActorRef<InjectorLink.Command> targets =
+                    ActorRefResolver.get(system).resolveActorRef(targetsPath);
+            // Rule 1: bounded by set-up, warm-up and a margin, as the measured JVM's own wait.
+            Duration setup = Duration.ofSeconds(Main.SETUP_TIMEOUT_S + cfg.warmupS() + 30);
+            long startUs = InjectorNode.<InjectorLink.Window>ask(system, targets,
+                    r -> new InjectorLink.Ready(ProcessHandle.current().pid(), r), setup).startUs();
+            long startNanos = System.nanoTime() - (EventWriter.nowMicros() - startUs) * 1000L;
+            Injector injector = new Injector(schedule, cfg, remote(system, targets), events,
+                    CompletableFuture.completedFuture(startNanos), new CompletableFuture<>(), errors);
+            injector.run(); // rule 2
+            long injected = injector.injected.get();
+            killed = injected;
+            notKilled = schedule.size() - injected;
+            long skipped = injector.skipped.get();
+            long afterWindow = injector.afterWindow.get();
+            InjectorNode.<InjectorLink.DoneAck>ask(system, targets,
+                    r -> new InjectorLink.Done(injected, skipped, afterWindow, errors.get(), r),
+                    Duration.ofSeconds(10));
+        } catch (Exception e) {
+            errors.incrementAndGet();
+            System.err.println("scp injector: " + e);
+        }
+        finishing = true;
+        long k = killed;
+        long n = notKilled;
+        boolean ok = events.finish("run_finished", dropped -> ",\"dropped_events\":" + dropped
+                + ",\"errors\":" + errors.get() + ",\"killed\":" + k + ",\"not_killed\":" + n, 10_000);
+        system.terminate();
+        system.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
+        return ok && errors.get() == 0 ? 0 : 1;
+    }
+
+    /** Rule 2: picks across the wire; each pick bounded by 5 s. */
+    private static Injector.Victims remote(ActorSystem<?> system, ActorRef<InjectorLink.Command> targets) {
+        return (group, slot) -> {
+            InjectorLink.Victim v = InjectorNode.<InjectorLink.Victim>ask(system, targets,
+                    r -> new InjectorLink.Pick(group, slot, r), Duration.ofSeconds(5));
+            return v.slot() < 0 ? null : new Injector.Victim(v.slot(), v.server());
+        };
+    }
+
+    private static <T> T ask(ActorSystem<?> system, ActorRef<InjectorLink.Command> to,
+                             akka.japi.function.Function<ActorRef<T>, InjectorLink.Command> msg,
+                             Duration limit) throws Exception {
+        return AskPattern.ask(to, msg, limit, system.scheduler()).toCompletableFuture()
+                .get(limit.toMillis() + 1000, TimeUnit.MILLISECONDS);
+    }
+
+    /** Rule 3: halts this JVM when the measured JVM's end of stdin closes (it is gone). */
+    private static void dieWithParent() {
+        Thread t = new Thread(() -> {
+            try {
+                while (System.in.read() != -1) {
+                    // the measured JVM never writes; EOF means it is gone
+                }
+            } catch (IOException e) {
+                // same as EOF
+            }
+            if (!finishing) {
+                System.err.println("scp injector: the measured JVM went away; halting");
+                Runtime.getRuntime().halt(3);
+            }
+        }, "parent-watch");
+        t.setDaemon(true);
+        t.start();
+    }
+}
