@@ -2,8 +2,9 @@
 // default; docs/scp.md, "Where the injector runs"), laid out as Troupe's (crates/troupe-lab-
 // workloads/src/scp/link.rs): the measured actor system is reachable over Akka remoting (provider
 // remote, Artery TCP on 127.0.0.1, a free port), it runs an actor `scp-targets` that answers the
-// injector, and it starts the injector JVM (`Main injector`, InjectorNode) with that actor's
-// address in its environment.
+// injector, and it starts the injector JVM (`Main injector`, InjectorNode) before its own actor
+// system, so the two JVMs start side by side, then writes that actor's address as one line to
+// the injector's stdin.
 //
 // Rules:
 //  1. `Ready` from the injector is answered with the window start (microseconds since the Unix
@@ -37,9 +38,6 @@ import java.util.concurrent.TimeoutException;
 import troupe.peers.akka.common.EventWriter;
 
 final class InjectorLink {
-    /** The serialized address of the measured JVM's `scp-targets` actor, for the injector JVM. */
-    static final String ENV_TARGETS = "TROUPE_AKKA_SCP_TARGETS";
-
     sealed interface Command permits Ready, Pick, Done, OpenWindow {}
 
     /** Rule 1: the injector is connected (its OS pid). */
@@ -82,21 +80,20 @@ final class InjectorLink {
     }
 
     private final Process process;
-    private final ActorRef<Command> actor;
-    private final CompletableFuture<Done> done;
+    private final CompletableFuture<Void> ready;
+    private final CompletableFuture<Done> done = new CompletableFuture<>();
+    private volatile ActorRef<Command> actor;
 
-    private InjectorLink(Process process, ActorRef<Command> actor, CompletableFuture<Done> done) {
+    private InjectorLink(Process process, CompletableFuture<Void> ready) {
         this.process = process;
-        this.actor = actor;
-        this.done = done;
+        this.ready = ready;
     }
 
-    /** Starts the targets actor in {@code system} and the injector JVM. */
-    static InjectorLink start(ActorSystem<?> system, Targets targets, ScpConfig cfg, EventWriter events,
-                              CompletableFuture<Void> ready) throws IOException {
-        CompletableFuture<Done> done = new CompletableFuture<>();
-        ActorRef<Command> actor = system.systemActorOf(behavior(targets, cfg, events, done, ready),
-                "scp-targets", Props.empty());
+    /**
+     * Starts the injector JVM; {@code ready} completes when it says Ready or when it ends (an
+     * injector that died never will).
+     */
+    static InjectorLink launch(CompletableFuture<Void> ready) throws IOException {
         String java = ProcessHandle.current().info().command().orElse("java");
         List<String> cmd = new ArrayList<>();
         cmd.add(java);
@@ -106,10 +103,20 @@ final class InjectorLink {
                 .redirectInput(ProcessBuilder.Redirect.PIPE)
                 .redirectOutput(ProcessBuilder.Redirect.DISCARD)
                 .redirectError(ProcessBuilder.Redirect.INHERIT);
-        pb.environment().put(ENV_TARGETS, ActorRefResolver.get(system).toSerializationFormat(actor));
         Process p = pb.start();
-        p.onExit().thenRun(() -> ready.complete(null)); // an injector that died never says Ready
-        return new InjectorLink(p, actor, done);
+        p.onExit().thenRun(() -> ready.complete(null));
+        return new InjectorLink(p, ready);
+    }
+
+    /** Starts the targets actor in {@code system} and hands its address to the injector JVM. */
+    void attach(ActorSystem<?> system, Targets targets, ScpConfig cfg, EventWriter events) throws IOException {
+        ActorRef<Command> a = system.systemActorOf(behavior(targets, cfg, events, done, ready),
+                "scp-targets", Props.empty());
+        actor = a;
+        var in = process.getOutputStream();
+        in.write((ActorRefResolver.get(system).toSerializationFormat(a) + "\n")
+                .getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        in.flush();
     }
 
     private static Behavior<Command> behavior(Targets targets, ScpConfig cfg, EventWriter events,
@@ -117,11 +124,16 @@ final class InjectorLink {
                                               CompletableFuture<Void> ready) {
         return Behaviors.setup(ctx -> {
             long[] startUs = {-1};
+            boolean[] said = {false};
             List<ActorRef<Window>> waiting = new ArrayList<>();
             Injector.Victims victims = Injector.local(targets, cfg.recovery());
             return Behaviors.receive(Command.class)
                     .onMessage(Ready.class, r -> {
-                        events.emit("ready", ",\"what\":\"injector\",\"count\":1,\"pid\":" + r.pid());
+                        // The injector repeats Ready until answered; the event is written once.
+                        if (!said[0]) {
+                            said[0] = true;
+                            events.emit("ready", ",\"what\":\"injector\",\"count\":1,\"pid\":" + r.pid());
+                        }
                         ready.complete(null);
                         if (startUs[0] >= 0) {
                             r.replyTo().tell(new Window(startUs[0]));
@@ -153,7 +165,10 @@ final class InjectorLink {
     /** Rule 1: the window opened at {@code startNanos} on this JVM's System.nanoTime clock. */
     void openWindow(long startNanos) {
         long startUs = EventWriter.nowMicros() - (System.nanoTime() - startNanos) / 1000;
-        actor.tell(new OpenWindow(startUs));
+        ActorRef<Command> a = actor;
+        if (a != null) {
+            a.tell(new OpenWindow(startUs));
+        }
     }
 
     /**

@@ -5,7 +5,10 @@
 //
 // Rules:
 //  1. It reads the same config and schedule as the measured JVM, writes run_started (role
-//     injector), says Ready and times every action from the window start the answer carries.
+//     injector) and starts its actor system while the measured JVM starts its own; it then reads
+//     the measured JVM's `scp-targets` address, one line on stdin, says Ready (again every 2 s
+//     until answered: a message sent before the other JVM's remoting is up may be lost) and
+//     times every action from the window start the answer carries.
 //  2. Per action it asks the measured JVM to pick the victim (InjectorLink rule 2), emits
 //     `fault_injected` (stamped here, before the kill is sent) and sends the server a Stop across
 //     the wire, which makes it throw as in the in-process injector.
@@ -22,7 +25,10 @@ import akka.actor.typed.javadsl.AskPattern;
 import akka.actor.typed.javadsl.Behaviors;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.BufferedReader;
 import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -41,17 +47,16 @@ final class InjectorNode {
     private InjectorNode() {}
 
     static int run() throws Exception {
-        String targetsPath = System.getenv(InjectorLink.ENV_TARGETS);
         String configPath = System.getenv("TROUPE_CONFIG");
         String eventsTarget = System.getenv("TROUPE_EVENTS");
         String schedulePath = System.getenv("TROUPE_SCHEDULE");
         String runId = System.getenv().getOrDefault("TROUPE_RUN_ID", "run");
-        if (targetsPath == null || configPath == null || eventsTarget == null) {
-            System.err.println("scp injector: " + InjectorLink.ENV_TARGETS + ", TROUPE_CONFIG and "
-                    + "TROUPE_EVENTS must be set; this JVM is started by the Akka SCP peer");
+        if (configPath == null || eventsTarget == null) {
+            System.err.println("scp injector: TROUPE_CONFIG and TROUPE_EVENTS must be set; this JVM "
+                    + "is started by the Akka SCP peer");
             return 2;
         }
-        dieWithParent();
+        CompletableFuture<String> address = dieWithParent();
         ObjectMapper json = new ObjectMapper();
         JsonNode rawConfig = json.readTree(Path.of(configPath).toFile());
         ScpConfig cfg = ScpConfig.parse(rawConfig);
@@ -66,12 +71,22 @@ final class InjectorNode {
         long killed = 0;
         long notKilled = schedule.size();
         try {
-            ActorRef<InjectorLink.Command> targets =
-                    ActorRefResolver.get(system).resolveActorRef(targetsPath);
-            // Rule 1: bounded by set-up, warm-up and a margin, as the measured JVM's own wait.
-            Duration setup = Duration.ofSeconds(Main.SETUP_TIMEOUT_S + cfg.warmupS() + 30);
-            long startUs = InjectorNode.<InjectorLink.Window>ask(system, targets,
-                    r -> new InjectorLink.Ready(ProcessHandle.current().pid(), r), setup).startUs();
+            // Rule 1, bounded by set-up, warm-up and a margin, as the measured JVM's own wait.
+            long setupNanos = System.nanoTime() + (Main.SETUP_TIMEOUT_S + cfg.warmupS() + 30) * 1_000_000_000L;
+            ActorRef<InjectorLink.Command> targets = ActorRefResolver.get(system)
+                    .resolveActorRef(address.get(Main.SETUP_TIMEOUT_S, TimeUnit.SECONDS));
+            long startUs = -1;
+            while (startUs < 0) {
+                try {
+                    startUs = InjectorNode.<InjectorLink.Window>ask(system, targets,
+                            r -> new InjectorLink.Ready(ProcessHandle.current().pid(), r),
+                            Duration.ofSeconds(2)).startUs();
+                } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+                    if (System.nanoTime() > setupNanos) {
+                        throw new IllegalStateException("the measured JVM never answered Ready", e);
+                    }
+                }
+            }
             long startNanos = System.nanoTime() - (EventWriter.nowMicros() - startUs) * 1000L;
             Injector injector = new Injector(schedule, cfg, remote(system, targets), events,
                     CompletableFuture.completedFuture(startNanos), new CompletableFuture<>(), errors);
@@ -114,12 +129,21 @@ final class InjectorNode {
                 .get(limit.toMillis() + 1000, TimeUnit.MILLISECONDS);
     }
 
-    /** Rule 3: halts this JVM when the measured JVM's end of stdin closes (it is gone). */
-    private static void dieWithParent() {
+    /**
+     * Rules 1 and 3: the first line on stdin is the measured JVM's `scp-targets` address; the
+     * JVM halts when the measured JVM's end of stdin closes (it is gone).
+     */
+    private static CompletableFuture<String> dieWithParent() {
+        CompletableFuture<String> address = new CompletableFuture<>();
         Thread t = new Thread(() -> {
             try {
-                while (System.in.read() != -1) {
-                    // the measured JVM never writes; EOF means it is gone
+                BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+                String line = in.readLine();
+                if (line != null) {
+                    address.complete(line.trim());
+                }
+                while (in.read() != -1) {
+                    // nothing more is written; EOF means the measured JVM is gone
                 }
             } catch (IOException e) {
                 // same as EOF
@@ -131,5 +155,6 @@ final class InjectorNode {
         }, "parent-watch");
         t.setDaemon(true);
         t.start();
+        return address;
     }
 }

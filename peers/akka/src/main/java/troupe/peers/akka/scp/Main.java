@@ -79,24 +79,33 @@ public final class Main {
                 ? new CompletableFuture<>() : CompletableFuture.completedFuture(null);
         Behavior<Head.Command> head = Head.create(cfg, events, targets, windowStart, finished,
                 injectorReady);
-        ActorSystem<Head.Command> system = cfg.injectorNode()
-                ? ActorSystem.create(head, "scp", InjectorLink.remoteConfig())
-                : ActorSystem.create(head, "scp");
-        Injector injector = null;
-        Thread injectorThread = null;
         InjectorLink link = null;
         if (cfg.injectorNode()) {
-            // The injector's JVM connects during set-up and warm-up (InjectorLink).
+            // The injector's JVM starts beside this one's actor system (InjectorLink).
             try {
-                link = InjectorLink.start(system, targets, cfg, events, injectorReady);
-                InjectorLink l = link;
-                windowStart.thenAccept(l::openWindow);
+                link = InjectorLink.launch(injectorReady);
             } catch (Exception e) {
                 errors.incrementAndGet();
                 System.err.println("scp: cannot start the injector's JVM: " + e);
                 injectorReady.complete(null);
             }
-        } else {
+        }
+        ActorSystem<Head.Command> system = cfg.injectorNode()
+                ? ActorSystem.create(head, "scp", InjectorLink.remoteConfig())
+                : ActorSystem.create(head, "scp");
+        Injector injector = null;
+        Thread injectorThread = null;
+        if (link != null) {
+            try {
+                link.attach(system, targets, cfg, events);
+                InjectorLink l = link;
+                windowStart.thenAccept(l::openWindow);
+            } catch (Exception e) {
+                // Counted once, when the link finds no report from the injector (below).
+                System.err.println("scp: cannot reach the injector's JVM: " + e);
+                injectorReady.complete(null);
+            }
+        } else if (!cfg.injectorNode()) {
             injector = new Injector(schedule, cfg, Injector.local(targets, cfg.recovery()), events,
                     windowStart, finished, errors);
             injectorThread = new Thread(injector, "scp-injector");
