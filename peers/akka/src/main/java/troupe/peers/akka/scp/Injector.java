@@ -5,8 +5,8 @@
 // target are skipped and counted; the schedule is the lab's, so every runtime in a comparison
 // suffers the same faults at the same offsets. Where the thread runs is the config key
 // `injector` (docs/scp.md, "Where the injector runs"): in the measured JVM (in_process, picking
-// from the Targets table directly) or in its own JVM (node, InjectorNode: picking by asking the
-// measured JVM over Akka remoting, and killing across it).
+// from the Targets table directly) or in its own JVM (node, InjectorNode: picking from its own
+// table of live slots, and killing across Akka remoting).
 package troupe.peers.akka.scp;
 
 import akka.actor.typed.ActorRef;

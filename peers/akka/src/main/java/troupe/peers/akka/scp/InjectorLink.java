@@ -7,17 +7,23 @@
 // the injector's stdin.
 //
 // Rules:
-//  1. `Ready` from the injector is answered with the window start (microseconds since the Unix
-//     epoch) once the window opens, so both JVMs time actions from the same instant; the measured
-//     JVM emits ready {what: "injector", count: 1, pid}. Its warm-up starts only once the
-//     injector said Ready (or its JVM ended), however slowly a loaded machine starts a JVM.
-//  2. `Pick {group, slot}` is answered with the first live slot of the group at or after `slot`
-//     (wrapping) and its server's ActorRef, or slot -1 when none is live; a pick that no restart
-//     will follow (recovery = false) marks the slot dead, as the in-process injector does.
-//  3. `Done` carries the injector's counts; the measured JVM then reaps the process. An injector
-//     that never says `Done` (it crashed or hung) is an error, is killed, and every action it did
-//     not report counts as skipped. The injector JVM holds the read end of a pipe from this JVM
-//     on stdin and halts when it closes, so it never outlives the run.
+//  1. `Ready` from the injector is answered at once with `Hello` (the injector repeats Ready until
+//     answered: one sent before this JVM's remoting is up may be lost); the measured JVM emits
+//     ready {what: "injector", count: 1, pid} once. Its warm-up starts only once the injector
+//     said Ready (or its JVM ended), however slowly a loaded machine starts a JVM.
+//  2. `AwaitWindow` is answered with the window start (microseconds since the Unix epoch) once
+//     the window opens, so both JVMs time actions from the same instant.
+//  3. The injector addresses the servers by their paths in this actor system
+//     (`/user/sup-<group>/server-<slot>`: a supervised server restarts in place, so the path
+//     keeps naming it) and keeps its own table of live slots, as the in-process injector does:
+//     a slot is dead once a kill that no restart follows (recovery = false) was sent to it. So a
+//     kill is one message across the wire and no round trip: on a loaded 2-core machine a
+//     request/answer through Akka remoting took milliseconds (median 7.6 ms at a load average
+//     of 16), too slow for a schedule of hundreds of kills a second.
+//  4. `Done` carries the injector's counts; the measured JVM then reaps the process. An injector
+//     that never says `Done` (it crashed or hung) is an error, is killed, and every action
+//     counts as skipped. The injector JVM holds the read end of a pipe from this JVM on stdin
+//     and halts when it closes, so it never outlives the run.
 package troupe.peers.akka.scp;
 
 import akka.actor.typed.ActorRef;
@@ -38,25 +44,25 @@ import java.util.concurrent.TimeoutException;
 import troupe.peers.akka.common.EventWriter;
 
 final class InjectorLink {
-    sealed interface Command permits Ready, Pick, Done, OpenWindow {}
+    sealed interface Command permits Ready, AwaitWindow, Done, OpenWindow {}
 
     /** Rule 1: the injector is connected (its OS pid). */
-    record Ready(long pid, ActorRef<Window> replyTo) implements Command, Wire {}
+    record Ready(long pid, ActorRef<Hello> replyTo) implements Command, Wire {}
 
-    /** Rule 1: the window start, µs since the Unix epoch. */
-    record Window(long startUs) implements Wire {}
+    /** Rule 1's answer. */
+    enum Hello implements Wire { INSTANCE }
 
     /** Rule 2. */
-    record Pick(int group, int slot, ActorRef<Victim> replyTo) implements Command, Wire {}
+    record AwaitWindow(ActorRef<Window> replyTo) implements Command, Wire {}
 
-    /** Rule 2's answer: the slot chosen (-1: none live) and its server (null when none). */
-    record Victim(int slot, ActorRef<Server.Command> server) implements Wire {}
+    /** Rule 2's answer: the window start, µs since the Unix epoch. */
+    record Window(long startUs) implements Wire {}
 
-    /** Rule 3: the injector's counts. */
+    /** Rule 4: the injector's counts. */
     record Done(long injected, long skipped, long afterWindow, long errors, ActorRef<DoneAck> replyTo)
             implements Command, Wire {}
 
-    /** Rule 3: the counts were recorded. */
+    /** Rule 4: the counts were recorded. */
     enum DoneAck implements Wire { INSTANCE }
 
     /** The window opened (from this JVM's main thread; never crosses JVMs). */
@@ -109,9 +115,8 @@ final class InjectorLink {
     }
 
     /** Starts the targets actor in {@code system} and hands its address to the injector JVM. */
-    void attach(ActorSystem<?> system, Targets targets, ScpConfig cfg, EventWriter events) throws IOException {
-        ActorRef<Command> a = system.systemActorOf(behavior(targets, cfg, events, done, ready),
-                "scp-targets", Props.empty());
+    void attach(ActorSystem<?> system, EventWriter events) throws IOException {
+        ActorRef<Command> a = system.systemActorOf(behavior(events, done, ready), "scp-targets", Props.empty());
         actor = a;
         var in = process.getOutputStream();
         in.write((ActorRefResolver.get(system).toSerializationFormat(a) + "\n")
@@ -119,26 +124,27 @@ final class InjectorLink {
         in.flush();
     }
 
-    private static Behavior<Command> behavior(Targets targets, ScpConfig cfg, EventWriter events,
-                                              CompletableFuture<Done> done,
+    private static Behavior<Command> behavior(EventWriter events, CompletableFuture<Done> done,
                                               CompletableFuture<Void> ready) {
         return Behaviors.setup(ctx -> {
             long[] startUs = {-1};
             boolean[] said = {false};
             List<ActorRef<Window>> waiting = new ArrayList<>();
-            Injector.Victims victims = Injector.local(targets, cfg.recovery());
             return Behaviors.receive(Command.class)
                     .onMessage(Ready.class, r -> {
-                        // The injector repeats Ready until answered; the event is written once.
                         if (!said[0]) {
                             said[0] = true;
                             events.emit("ready", ",\"what\":\"injector\",\"count\":1,\"pid\":" + r.pid());
                         }
                         ready.complete(null);
+                        r.replyTo().tell(Hello.INSTANCE);
+                        return Behaviors.same();
+                    })
+                    .onMessage(AwaitWindow.class, w -> {
                         if (startUs[0] >= 0) {
-                            r.replyTo().tell(new Window(startUs[0]));
+                            w.replyTo().tell(new Window(startUs[0]));
                         } else {
-                            waiting.add(r.replyTo());
+                            waiting.add(w.replyTo());
                         }
                         return Behaviors.same();
                     })
@@ -146,11 +152,6 @@ final class InjectorLink {
                         startUs[0] = o.startUs();
                         waiting.forEach(w -> w.tell(new Window(o.startUs())));
                         waiting.clear();
-                        return Behaviors.same();
-                    })
-                    .onMessage(Pick.class, p -> {
-                        Injector.Victim v = victims.pick(p.group(), p.slot());
-                        p.replyTo().tell(v == null ? new Victim(-1, null) : new Victim(v.slot(), v.server()));
                         return Behaviors.same();
                     })
                     .onMessage(Done.class, d -> {
@@ -162,7 +163,7 @@ final class InjectorLink {
         });
     }
 
-    /** Rule 1: the window opened at {@code startNanos} on this JVM's System.nanoTime clock. */
+    /** Rule 2: the window opened at {@code startNanos} on this JVM's System.nanoTime clock. */
     void openWindow(long startNanos) {
         long startUs = EventWriter.nowMicros() - (System.nanoTime() - startNanos) / 1000;
         ActorRef<Command> a = actor;
@@ -172,7 +173,7 @@ final class InjectorLink {
     }
 
     /**
-     * Rule 3: waits up to {@code graceMs} for `Done` (or the process's end), then reaps the
+     * Rule 4: waits up to {@code graceMs} for `Done` (or the process's end), then reaps the
      * process, killing it when it is still running 5 s later or never reported; returns the
      * report, or null when the injector did not finish cleanly.
      */

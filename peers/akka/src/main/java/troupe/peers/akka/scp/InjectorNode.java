@@ -7,11 +7,12 @@
 //  1. It reads the same config and schedule as the measured JVM, writes run_started (role
 //     injector) and starts its actor system while the measured JVM starts its own; it then reads
 //     the measured JVM's `scp-targets` address, one line on stdin, says Ready (again every 2 s
-//     until answered: a message sent before the other JVM's remoting is up may be lost) and
-//     times every action from the window start the answer carries.
-//  2. Per action it asks the measured JVM to pick the victim (InjectorLink rule 2), emits
-//     `fault_injected` (stamped here, before the kill is sent) and sends the server a Stop across
-//     the wire, which makes it throw as in the in-process injector.
+//     until answered, InjectorLink rule 1), and times every action from the window start
+//     (InjectorLink rule 2).
+//  2. Per action, at its instant, it picks the victim from its own table of live slots (the next
+//     live slot, wrapping; InjectorLink rule 3), emits `fault_injected` (stamped here, before the
+//     kill is sent) and sends the server a Stop across the wire, which makes it throw as in the
+//     in-process injector.
 //  3. After the last action it says Done with its counts, writes run_finished
 //     {dropped_events, errors, killed, not_killed} (skipped faults are counted once, in the
 //     measured JVM's run_finished), terminates its actor system and exits 0. It halts when the
@@ -75,20 +76,22 @@ final class InjectorNode {
             long setupNanos = System.nanoTime() + (Main.SETUP_TIMEOUT_S + cfg.warmupS() + 30) * 1_000_000_000L;
             ActorRef<InjectorLink.Command> targets = ActorRefResolver.get(system)
                     .resolveActorRef(address.get(Main.SETUP_TIMEOUT_S, TimeUnit.SECONDS));
-            long startUs = -1;
-            while (startUs < 0) {
+            for (boolean hello = false; !hello; ) {
                 try {
-                    startUs = InjectorNode.<InjectorLink.Window>ask(system, targets,
-                            r -> new InjectorLink.Ready(ProcessHandle.current().pid(), r),
-                            Duration.ofSeconds(2)).startUs();
+                    InjectorNode.<InjectorLink.Hello>ask(system, targets,
+                            r -> new InjectorLink.Ready(ProcessHandle.current().pid(), r), Duration.ofSeconds(2));
+                    hello = true;
                 } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
                     if (System.nanoTime() > setupNanos) {
                         throw new IllegalStateException("the measured JVM never answered Ready", e);
                     }
                 }
             }
+            Duration untilWindow = Duration.ofNanos(Math.max(0, setupNanos - System.nanoTime()));
+            long startUs = InjectorNode.<InjectorLink.Window>ask(system, targets, InjectorLink.AwaitWindow::new,
+                    untilWindow).startUs();
             long startNanos = System.nanoTime() - (EventWriter.nowMicros() - startUs) * 1000L;
-            Injector injector = new Injector(schedule, cfg, remote(system, targets), events,
+            Injector injector = new Injector(schedule, cfg, remote(system, targets, cfg), events,
                     CompletableFuture.completedFuture(startNanos), new CompletableFuture<>(), errors);
             injector.run(); // rule 2
             long injected = injector.injected.get();
@@ -113,12 +116,34 @@ final class InjectorNode {
         return ok && errors.get() == 0 ? 0 : 1;
     }
 
-    /** Rule 2: picks across the wire; each pick bounded by 5 s. */
-    private static Injector.Victims remote(ActorSystem<?> system, ActorRef<InjectorLink.Command> targets) {
+    /**
+     * Rule 2: the servers by their paths in the measured actor system, and this JVM's own table
+     * of live slots (InjectorLink rule 3).
+     */
+    private static Injector.Victims remote(ActorSystem<?> system, ActorRef<InjectorLink.Command> targets,
+                                           ScpConfig cfg) {
+        ActorRefResolver resolver = ActorRefResolver.get(system);
+        String sub = targets.path().address().toString();
+        int perGroup = cfg.perGroup();
+        java.util.BitSet dead = new java.util.BitSet(cfg.pairs());
+        @SuppressWarnings("unchecked")
+        ActorRef<Server.Command>[] refs = new ActorRef[cfg.pairs()];
         return (group, slot) -> {
-            InjectorLink.Victim v = InjectorNode.<InjectorLink.Victim>ask(system, targets,
-                    r -> new InjectorLink.Pick(group, slot, r), Duration.ofSeconds(5));
-            return v.slot() < 0 ? null : new Injector.Victim(v.slot(), v.server());
+            for (int k = 0; k < perGroup; k++) {
+                int s = (slot + k) % perGroup;
+                int i = group * perGroup + s;
+                if (dead.get(i)) {
+                    continue;
+                }
+                if (!cfg.recovery()) {
+                    dead.set(i); // no restart follows this kill
+                }
+                if (refs[i] == null) {
+                    refs[i] = resolver.resolveActorRef(sub + "/user/sup-" + group + "/server-" + s);
+                }
+                return new Injector.Victim(s, refs[i]);
+            }
+            return null;
         };
     }
 

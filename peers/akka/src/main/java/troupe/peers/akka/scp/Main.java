@@ -97,7 +97,7 @@ public final class Main {
         Thread injectorThread = null;
         if (link != null) {
             try {
-                link.attach(system, targets, cfg, events);
+                link.attach(system, events);
                 InjectorLink l = link;
                 windowStart.thenAccept(l::openWindow);
             } catch (Exception e) {
