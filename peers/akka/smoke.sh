@@ -76,7 +76,7 @@ check_common() { # name, duration
     local ev="$WORK/$1.events.jsonl"
     grep -q -v '^{"ts_us":[0-9]*,"run":"smoke-'"$1"'","rt":"akka","node":"[^"]*","ev":"' "$ev" &&
         fail "scp $1: a line without the common fields: $(grep -v '"rt":"akka"' "$ev" | head -1)"
-    [ "$(count_ev "$1" run_started)" = 1 ] || fail "scp $1: run_started count"
+    [ "$(grep -c '"node":"akka-scp","ev":"run_started"' "$ev")" = 1 ] || fail "scp $1: run_started count"
     grep -q '"ev":"ready","what":"pairs","count":' "$ev" || fail "scp $1: no ready event"
     local s
     for ((s = 0; s < $2; s++)); do
@@ -116,6 +116,47 @@ grep -q '"ev":"fault_injected","id":"p2","target":"g0/s1"' "$WORK/norecover.even
 grep -q '"skipped_faults":1,"faults_after_window":1' "$WORK/norecover.events.jsonl" || fail "norecover: skipped/after-window counts"
 grep -q '"ev":"throughput","second":2,"count":0' "$WORK/norecover.events.jsonl" || fail "norecover: throughput did not drop to 0"
 echo "akka smoke: scp ok (recovery and no-recovery runs)"
+# --- scp: where the injector runs (injector = "node" | "in_process") ----------------------
+# The same short run in each mode: fault_injected must come from the injector's own JVM (node
+# "injector", a separate OS process reaching the system over Akka remoting, gone after the run,
+# with its own run_started and run_finished) or from the measured JVM (node "akka-scp"); an
+# unknown mode is refused with exit 2.
+for mode in node in_process; do
+    name="inj${mode//_/}"
+    scp_run "$name" '{"pairs":4,"supervisors":2,"delay_ms":50,"payload_bytes":10,"recovery":true,"duration_s":2,"warmup_s":0,"seed":7,"injector":"'"$mode"'"}' \
+'{"at_ms":200,"id":"i1","kind":"kill","group":0,"slot":1,"restart":true}
+{"at_ms":700,"id":"i2","kind":"kill","group":1,"slot":0,"restart":true}'
+    check_common "$name" 2
+    iev="$WORK/$name.events.jsonl"
+    want=akka-scp
+    [ "$mode" = node ] && want=injector
+    [ "$(count_ev "$name" fault_injected)" = 2 ] || fail "scp injector=$mode: expected 2 fault_injected lines"
+    [ "$(grep '"ev":"fault_injected"' "$iev" | grep -c "\"node\":\"$want\",")" = 2 ] ||
+        fail "scp injector=$mode: fault_injected not from node $want: $(grep '"ev":"fault_injected"' "$iev")"
+    grep -q '"ev":"restarted","target":"g1/s0","attempt":1' "$iev" || fail "scp injector=$mode: g1/s0 not restarted"
+    if [ "$mode" = node ]; then
+        grep -q '"node":"injector","ev":"run_started","workload":"scp","role":"injector"' "$iev" ||
+            fail "scp injector=node: no run_started from the injector JVM"
+        grep -q '"node":"injector","ev":"run_finished","dropped_events":0,"errors":0,"killed":2,"not_killed":0}' "$iev" ||
+            fail "scp injector=node: no clean run_finished from the injector JVM"
+        ipid="$(grep -o '"ev":"ready","what":"injector","count":1,"pid":[0-9]*' "$iev" | grep -o '[0-9]*$')" ||
+            fail "scp injector=node: no ready {what: injector, pid}"
+        if kill -0 "$ipid" 2>/dev/null; then
+            kill -9 "$ipid"
+            fail "scp injector=node: the injector JVM $ipid outlived the run"
+        fi
+    elif grep -q '"node":"injector"' "$iev"; then
+        fail "scp injector=in_process: lines from an injector JVM"
+    fi
+    echo "akka smoke: scp injector=$mode ok (fault_injected from node $want)"
+done
+printf '%s\n' '{"pairs":4,"supervisors":2,"injector":"thread"}' >"$WORK/badinj.config.json"
+rc=0
+TROUPE_CONFIG="$WORK/badinj.config.json" TROUPE_EVENTS="$WORK/badinj.events.jsonl" "$HERE/scp/run" 2>"$WORK/badinj.err" || rc=$?
+[ "$rc" = 2 ] || fail "scp injector=thread: exit $rc, expected 2"
+grep -q 'config key injector="thread": expected "node" or "in_process"' "$WORK/badinj.err" ||
+    fail "scp injector=thread: no message naming the key: $(cat "$WORK/badinj.err")"
+# --- end of scp injector block ---------------------------------------------------------------
 
 # --- chat (single process) ----------------------------------------------------------------
 # Every key of the chat table (docs/chat.md) with its default, except the small sizes and times.

@@ -152,6 +152,45 @@ rc=$?
 set -e
 [[ $rc -eq 2 ]] || fail "scp: bad config gave exit $rc, expected 2"
 grep -q 'supervisors' "$tmp/bad.err" || fail "scp: bad config error does not name the key"
+# --- SCP: where the injector runs (injector = "node" | "in_process") ---------------
+# The same short run in each mode: fault_injected must come from the injector's own node
+# (node "injector", a separate OS process that is gone after the run, with its own
+# run_started and run_finished) or from the SUB's VM (node "erlang-scp"); an unknown mode
+# is refused with exit 2.
+inj_sched='{"at_ms":200,"id":"i1","kind":"kill","group":0,"slot":1,"restart":true}
+{"at_ms":700,"id":"i2","kind":"kill","group":1,"slot":0,"restart":true}'
+for mode in node in_process; do
+    name=inj${mode//_/}
+    run_scp "$name" '{"pairs":8,"supervisors":2,"delay_ms":50,"payload_bytes":10,"recovery":true,"duration_s":2,"warmup_s":0,"injector":"'"$mode"'"}' "$inj_sched" ||
+        { cat "$tmp/$name.err" >&2; fail "scp injector=$mode exited non-zero"; }
+    ev=$tmp/$name.events.jsonl
+    want=erlang-scp
+    [[ $mode == node ]] && want=injector
+    [[ $(count_ev "$name" fault_injected) -eq 2 ]] || fail "scp injector=$mode: expected 2 fault_injected lines"
+    [[ $(grep '"ev":"fault_injected"' "$ev" | grep -c "\"node\":\"$want\",") -eq 2 ]] ||
+        fail "scp injector=$mode: fault_injected not from node $want: $(grep '"ev":"fault_injected"' "$ev")"
+    grep '"node":"erlang-scp"' "$ev" | tail -1 | grep -q '"ev":"run_finished","dropped_events":0,"errors":0,"skipped_faults":0}$' ||
+        fail "scp injector=$mode: the SUB's last line is not a clean run_finished"
+    if [[ $mode == node ]]; then
+        grep -q '"node":"injector","ev":"run_started","workload":"scp","role":"injector"' "$ev" || fail "scp injector=node: no run_started from the injector node"
+        grep -q '"node":"injector","ev":"run_finished","dropped_events":0,"errors":0,"killed":2,"not_killed":0}' "$ev" ||
+            fail "scp injector=node: no clean run_finished from the injector node"
+        pid=$(grep -o '"ev":"ready","what":"injector","count":1,"pid":[0-9]*' "$ev" | grep -o '[0-9]*$') ||
+            fail "scp injector=node: no ready {what: injector, pid}"
+        gone "$pid" || fail "scp injector=node: the injector node (OS process $pid) outlived the run"
+    else
+        grep -q '"node":"injector"' "$ev" && fail "scp injector=in_process: lines from an injector node"
+    fi
+    step "scp injector=$mode ok: fault_injected from node $want"
+done
+printf '{"pairs":4,"supervisors":2,"injector":"thread"}\n' >"$tmp/badinj.json"
+set +e
+TROUPE_CONFIG="$tmp/badinj.json" TROUPE_EVENTS="$tmp/badinj.events" "$here/scp/run" 2>"$tmp/badinj.err"
+rc=$?
+set -e
+[[ $rc -eq 2 ]] || fail "scp: injector=thread gave exit $rc, expected 2"
+grep -q 'config key injector = "thread": must be "node" or "in_process"' "$tmp/badinj.err" || fail "scp: the injector refusal does not name the key"
+# --- end of SCP injector block ---------------------------------------------------
 # --- latency: a refused transport, then a short run through the lab's relay ------
 "$here/latency/build"
 lat='{"pairs":2,"payload_bytes":524288,"messages":10,"rtt_ms":2,"transport":"one_connection","parallelism":4,"seed":1}'

@@ -23,8 +23,8 @@ fn injector_pid(events: &str) -> Option<u64> {
 
 #[test]
 fn end_to_end_short_scp_run_on_troupe() {
-    // The injector as its own OS process (the default), then on a thread of the SUB.
-    for (mode, injector_node) in [("process", "injector"), ("thread", "sub")] {
+    // The injector on its own node, an OS process (the default), then as an actor of the SUB.
+    for (mode, injector_node) in [("node", "injector"), ("in_process", "sub")] {
         end_to_end(mode, injector_node);
     }
 }
@@ -69,10 +69,14 @@ fn end_to_end(mode: &str, injector_node: &str) {
     let nodes: std::collections::BTreeSet<&str> = evs.iter().map(|e| e["node"].as_str().unwrap()).collect();
     assert_eq!(count("run_finished"), nodes.len(), "one run_finished per node {nodes:?}");
     assert!(evs.iter().filter(|e| e["ev"] == "fault_injected").all(|e| e["node"] == injector_node), "{mode}");
-    if mode == "process" {
+    assert_eq!(m["config"]["injector"], mode);
+    if mode == "node" {
         assert_eq!(nodes.len(), 2, "{nodes:?}");
         let pid = injector_pid(&events).expect("the SUB reports the injector's pid");
         assert!(!alive(pid), "the injector process {pid} outlived the run");
+    } else {
+        assert_eq!(nodes.len(), 1, "no injector process: {nodes:?}");
+        assert!(injector_pid(&events).is_none(), "no injector process to report");
     }
     // 16 pairs at 5%: 4 kills/s, 12 over the window, each one restarted.
     let planned = read(&out.join("schedule.jsonl")).lines().count();
@@ -82,7 +86,7 @@ fn end_to_end(mode: &str, injector_node: &str) {
     assert!(restarted >= planned - 1 && restarted <= planned, "restarts {restarted}");
     // 16 pairs at 200 ms: ceiling 80/s; kills cost at most one exchange each.
     let total: i64 = evs.iter().filter(|e| e["ev"] == "throughput").map(|e| e["count"].as_i64().unwrap()).sum();
-    assert!((3 * 80 - 12 - 6..=3 * 80 + 16).contains(&total), "total {total}");
+    assert!((3 * 80 - 12 - 6..=3 * 80 + 16).contains(&total), "{mode}: total {total}");
     assert!(evs.iter().all(|e| e["run"] == "run1" && e["rt"] == "troupe"));
     // The report rebuilt from the folder carries the same numbers.
     let before = read(&out.join("scp.csv"));

@@ -118,6 +118,37 @@ fn resolved_config_round_trips_through_json() {
 }
 
 #[test]
+fn injector_defaults_to_node_and_takes_in_process() {
+    let scp = |set: Option<&str>| {
+        let mut b = troupe_lab_workloads::registry().builder("scp").unwrap();
+        if let Some(s) = set {
+            b.apply_set(s);
+        }
+        b.build()
+    };
+    let default = scp(None).unwrap();
+    assert_eq!(default.str("injector"), "node");
+    assert!(ScpConfig::from_config(&default).injector_node);
+    let inside = scp(Some("injector=in_process")).unwrap();
+    assert!(!ScpConfig::from_config(&inside).injector_node);
+    assert_eq!(inside.to_json()["injector"], "in_process", "config.json records it");
+    // Typed input takes only today's words, and says which they are.
+    let mut b = troupe_lab_workloads::registry().builder("scp").unwrap();
+    b.apply_set("injector=thread");
+    let bad = issues(&b);
+    assert!(bad[0].key == "injector" && bad[0].problem.contains("in_process"), "{bad:?}");
+}
+
+#[test]
+fn injector_words_recorded_before_the_rename_read_back_in_todays_words() {
+    for (old, new) in [("process", "node"), ("thread", "in_process")] {
+        let mut b = troupe_lab_workloads::registry().builder("scp").unwrap();
+        b.apply_json(&serde_json::json!({"injector": old, "pairs": 64, "supervisors": 8}));
+        assert_eq!(b.build().unwrap().str("injector"), new, "{old}");
+    }
+}
+
+#[test]
 fn an_unknown_toml_key_is_refused_with_the_closest_key() {
     let mut b = troupe_lab_workloads::registry().builder("scp").unwrap();
     b.apply_toml("pairs = 64\nsupervisor = 4\nfailure_rte = 5\n[pattern_opts]\nx = 1\n", "lab.toml");

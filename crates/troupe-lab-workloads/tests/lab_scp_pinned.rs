@@ -2,7 +2,8 @@
 //! the lab before the move (commit 5b41050, `troupe lab run scp --set duration_s=12 --set
 //! warmup_s=0 --set pairs=64 --set supervisors=8 --set pattern=P --set failure_rate=5 --set
 //! seed=7 --set injector=thread`), and today's lab must give the same schedules byte for byte
-//! and rebuild the same `scp.csv` from the same recorded run.
+//! and rebuild the same `scp.csv` from the same recorded run. (`injector = "thread"` is
+//! `in_process` today; the recorded manifest keeps the old word, which still reads back.)
 
 use std::path::PathBuf;
 
@@ -14,7 +15,8 @@ fn fixture(name: &str) -> PathBuf {
 
 fn config(pattern: &str) -> troupe_lab::config::Config {
     let mut b = troupe_lab_workloads::registry().builder("scp").unwrap();
-    for s in ["duration_s=12", "warmup_s=0", "pairs=64", "supervisors=8", "failure_rate=5", "seed=7", "injector=thread"]
+    for s in
+        ["duration_s=12", "warmup_s=0", "pairs=64", "supervisors=8", "failure_rate=5", "seed=7", "injector=in_process"]
     {
         b.apply_set(s);
     }

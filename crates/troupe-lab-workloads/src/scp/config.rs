@@ -6,8 +6,8 @@ use troupe_lab::{bool_key, choice_key, float_key, int_key};
 
 /// The failure patterns of workloads.md §1.
 pub const PATTERNS: &[&str] = &["none", "uniform", "burst", "random", "progressive"];
-/// Where the Troupe SUB's injector runs (Troupe only; peers ignore the key).
-pub const INJECTOR_MODES: &[&str] = &["process", "thread"];
+/// Where the fault injector runs, on every runtime (docs/scp.md, "Where the injector runs").
+pub const INJECTOR_MODES: &[&str] = &["node", "in_process"];
 /// How `failure_rate` is read: per exchange stream (Erlang injector) or per pair (Scala injector).
 pub const FAILURE_BASES: &[&str] = &["exchanges", "pairs"];
 
@@ -43,9 +43,10 @@ static KEYS: &[KeySpec] = &[
     choice_key!(
         "injector",
         INJECTOR_MODES,
-        "process",
-        "Troupe SUB only (peers ignore it): the fault injector runs as its own OS process, a \
-         separate node (process, workloads.md §1), or on a thread of the SUB (thread)"
+        "node",
+        "where the fault injector runs, on every runtime: its own OS process, a separate node \
+         reaching the system over the runtime's distribution (node, as seed 001 ran it), or \
+         inside the measured process (in_process)"
     ),
     SEED,
 ];
@@ -153,8 +154,9 @@ pub struct ScpConfig {
     pub warmup_s: u64,
     /// PRNG seed.
     pub seed: u64,
-    /// The injector runs as its own OS process (`true`) or on a thread of the SUB.
-    pub injector_process: bool,
+    /// The injector runs on its own node, a separate OS process (`true`), or inside the
+    /// measured process (`false`).
+    pub injector_node: bool,
 }
 
 impl ScpConfig {
@@ -174,7 +176,7 @@ impl ScpConfig {
             duration_s: c.int("duration_s") as u64,
             warmup_s: c.int("warmup_s") as u64,
             seed: c.int("seed") as u64,
-            injector_process: c.str("injector") == "process",
+            injector_node: c.str("injector") == "node",
         }
     }
 
@@ -202,6 +204,18 @@ impl ScpConfig {
         } else {
             self.pairs as f64 * self.failure_rate / 100.0
         }
+    }
+}
+
+/// Today's word for an `injector` value recorded before the key applied to every runtime:
+/// it was Troupe's alone then, `process` (the injector as its own OS process, now `node`) or
+/// `thread` (inside the SUB's process, now `in_process`); the peers of such records ran their
+/// injector inside the measured process whatever the key said.
+pub fn recorded_value(key: &str, value: &Value) -> Option<Value> {
+    match (key, value) {
+        ("injector", Value::Str(s)) if s == "process" => Some(Value::Str("node".into())),
+        ("injector", Value::Str(s)) if s == "thread" => Some(Value::Str("in_process".into())),
+        _ => None,
     }
 }
 

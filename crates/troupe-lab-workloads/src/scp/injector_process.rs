@@ -1,6 +1,7 @@
-//! The SCP fault injector as its own OS process (`troupe lab exec scp-injector`), started by the
-//! Troupe SUB (see `link.rs`): a separate Troupe node on loopback, so its timing shares nothing
-//! with the measured system but the machine. It reads the same schedule, config and events
+//! The SCP fault injector as its own OS process (`troupe lab exec scp-injector`,
+//! `injector = "node"`, the default), started by the Troupe SUB (see `link.rs`): a separate
+//! Troupe node on loopback, so its timing shares nothing with the measured system but the
+//! machine (and the lab's CPU and memory sampling, which follows the SUB's whole process tree). It reads the same schedule, config and events
 //! destination as the SUB (TROUPE_SCHEDULE, TROUPE_CONFIG, TROUPE_EVENTS, TROUPE_RUN_ID), and the
 //! SUB's node from TROUPE_INJECTOR_NODE / TROUPE_INJECTOR_SECRET.
 //!

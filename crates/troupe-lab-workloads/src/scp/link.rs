@@ -8,8 +8,10 @@
 //!
 //! Rules:
 //! 1. `Ready` from the injector is answered with the window start (microseconds since the Unix
-//!    epoch) once the window opens, so both processes time actions from the same instant.
-//! 2. `Pick {group, slot}` answers rule 1 of `injector.rs` (the next live slot in index order,
+//!    epoch) once the window opens, so both processes time actions from the same instant. The
+//!    SUB starts its warm-up only once the injector said `Ready` (or its process ended, or a
+//!    minute passed), as the Erlang and Akka peers do, so no action waits for a late start.
+//! 2. `Pick {group, slot}` answers rule 2 of `injector.rs` (the next live slot in index order,
 //!    wrapping; none when no server of the group is alive) with the slot and a ref to its
 //!    server; the SUB counts the picks it answered with a server as kills carried out.
 //! 3. `Done` ends the injector's work; the SUB then reaps the process. An injector that never
@@ -74,6 +76,7 @@ impl RemoteMessage for ServerMsg {
 
 #[derive(Default)]
 struct State {
+    ready: bool,
     start_us: Option<i64>,
     waiting: Option<ReplyTo<i64>>,
     picked: u64,
@@ -83,6 +86,7 @@ struct State {
 struct TargetsActor {
     targets: Targets,
     state: Arc<Mutex<State>>,
+    ready: Arc<Notify>,
     done: Arc<Notify>,
     emitter: Emitter,
 }
@@ -95,6 +99,8 @@ impl Actor for TargetsActor {
             TargetMsg::Ready(pid, reply) => {
                 self.emitter.emit("ready", json!({"what": "injector", "count": 1, "pid": pid}));
                 let mut s = lock(&self.state);
+                s.ready = true;
+                self.ready.notify_one();
                 match s.start_us {
                     Some(t) => reply.send(t),
                     None => s.waiting = Some(reply),
@@ -116,7 +122,7 @@ impl Actor for TargetsActor {
     }
 }
 
-/// Rule 2 (rule 1 of `injector.rs`).
+/// Rule 2 (rule 2 of `injector.rs`).
 fn pick(targets: &Targets, group: u32, slot: u32) -> Option<(u32, ActorRef<ServerMsg>)> {
     let slots = targets.get(group as usize)?;
     (0..slots.len()).find_map(|k| {
@@ -130,6 +136,7 @@ pub(crate) struct Link {
     node: Node,
     child: NodeProc,
     state: Arc<Mutex<State>>,
+    ready: Arc<Notify>,
     done: Arc<Notify>,
 }
 
@@ -144,14 +151,39 @@ impl Link {
         };
         let node = Node::start(cfg).await.map_err(|e| format!("cannot start the SUB's node: {e}"))?;
         let state = Arc::new(Mutex::new(State::default()));
-        let done = Arc::new(Notify::new());
-        let actor = troupe::spawn(TargetsActor { targets, state: state.clone(), done: done.clone(), emitter });
+        let (ready, done) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+        let actor = troupe::spawn(TargetsActor {
+            targets,
+            state: state.clone(),
+            ready: ready.clone(),
+            done: done.clone(),
+            emitter,
+        });
         node.export(TARGETS, &actor).map_err(|e| format!("cannot export {TARGETS}: {e}"))?;
         let child = NodeCmd::new("the injector process", "scp-injector")
             .env(ENV_ADDR, node.addr())
             .env(ENV_SECRET, &secret)
             .start()?;
-        Ok(Link { node, child, state, done })
+        Ok(Link { node, child, state, ready, done })
+    }
+
+    /// Rule 1: waits up to `limit` for the injector's `Ready`; `false` when it did not come (the
+    /// process ended first, or the limit passed).
+    pub(crate) async fn wait_ready(&mut self, limit: Duration) -> bool {
+        let (state, ready) = (self.state.clone(), self.ready.clone());
+        let said = async move {
+            loop {
+                let notified = ready.notified();
+                if lock(&state).ready {
+                    return true;
+                }
+                notified.await;
+            }
+        };
+        tokio::select! {
+            ok = tokio::time::timeout(limit, said) => ok.unwrap_or(false),
+            _ = self.child.wait() => lock(&self.state).ready,
+        }
     }
 
     /// Rule 1: the window opened at `start_us`.

@@ -1,6 +1,7 @@
 //! SCP, supervised communicating processes (workloads.md §1, seed 001) as a lab workload: its
 //! keys ([`config`]), its fault schedule ([`schedule`]), the Troupe system under test
-//! (`sub`, with its injector process), its statistics ([`analysis`]) and its run, sweep and
+//! (`sub`, with its injector: its own process and node, `injector_process` over `link`, or an
+//! actor inside the SUB, `injector`), its statistics ([`analysis`]) and its run, sweep and
 //! comparison reports.
 
 pub mod analysis;
@@ -24,7 +25,7 @@ use std::time::Duration;
 use crate::SutError;
 use analysis::RunStats;
 use config::ScpConfig;
-use troupe_lab::config::{Config, Schema};
+use troupe_lab::config::{Config, Schema, Value};
 use troupe_lab::error::Result;
 use troupe_lab::events::Event;
 use troupe_lab::manifest::Manifest;
@@ -57,6 +58,10 @@ impl Spec for Scp {
 
     fn point_keys(&self) -> &'static [&'static str] {
         &["pattern", "failure_rate"]
+    }
+
+    fn recorded_value(&self, key: &str, value: &Value) -> Option<Value> {
+        config::recorded_value(key, value)
     }
 
     fn net_nodes(&self, _: &Config) -> std::result::Result<Vec<String>, String> {

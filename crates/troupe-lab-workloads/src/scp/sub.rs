@@ -132,11 +132,24 @@ async fn drive(
         }
     };
     let targets: injector::Targets = Arc::new(targets);
-    // The injector process connects during the warm-up (link.rs).
+    // injector = "node": its process, a separate node, runs in every run (a 0% baseline too,
+    // so the baseline has the processes of the runs it normalises); the warm-up starts once it
+    // is connected (link.rs rule 1).
     let mut link = None;
-    if scp.injector_process && !actions.is_empty() {
+    let mut interrupted = false;
+    if scp.injector_node {
         match link::Link::start(targets.clone(), em.clone()).await {
-            Ok(l) => link = Some(l),
+            Ok(mut l) => {
+                tokio::select! {
+                    ok = l.wait_ready(Duration::from_secs(60)) => if !ok {
+                        eprintln!("troupe scp: the injector process did not say Ready within 60 s (or ended)");
+                        shared.errors.fetch_add(1, Ordering::Relaxed);
+                    },
+                    _ = sigterm.recv() => interrupted = true,
+                    _ = sigint.recv() => interrupted = true,
+                }
+                link = Some(l);
+            }
             Err(e) => {
                 eprintln!("troupe scp: {e}");
                 shared.errors.fetch_add(1, Ordering::Relaxed);
@@ -145,11 +158,12 @@ async fn drive(
     }
     em.emit("ready", json!({"what": "pairs", "count": scp.pairs}));
 
-    let mut interrupted = false;
-    tokio::select! {
-        _ = tokio::time::sleep(Duration::from_secs(scp.warmup_s)) => {}
-        _ = sigterm.recv() => interrupted = true,
-        _ = sigint.recv() => interrupted = true,
+    if !interrupted {
+        tokio::select! {
+            _ = tokio::time::sleep(Duration::from_secs(scp.warmup_s)) => {}
+            _ = sigterm.recv() => interrupted = true,
+            _ = sigint.recv() => interrupted = true,
+        }
     }
     let mut tally = injector::Tally { killed: 0, skipped: actions.len() as u64 };
     if !interrupted {
@@ -169,18 +183,10 @@ async fn drive(
                 l.open_window(troupe_lab::events::writer::now_us());
                 Injection::Process(l)
             }
-            None if scp.injector_process => Injection::None,
+            None if scp.injector_node || actions.is_empty() => Injection::None,
             None => {
-                let (stop_tx, stop_rx) = oneshot::channel();
-                let main = tokio::runtime::Handle::current();
-                match injector::spawn(actions.clone(), targets.clone(), start, em.clone(), main, stop_rx) {
-                    Ok(h) => Injection::Thread(h, stop_tx),
-                    Err(e) => {
-                        eprintln!("troupe scp: cannot start the injector thread: {e}");
-                        shared.errors.fetch_add(1, Ordering::Relaxed);
-                        Injection::None
-                    }
-                }
+                let start = tokio::time::Instant::from_std(start);
+                Injection::InProcess(injector::start(actions.clone(), targets.clone(), start, em.clone()))
             }
         };
         tokio::select! {
@@ -205,10 +211,10 @@ async fn drive(
 
 /// Where the window's faults come from.
 enum Injection {
-    /// The injector process (`link.rs`).
+    /// The injector process (`link.rs`), `injector = "node"`.
     Process(link::Link),
-    /// The injector thread (`injector.rs`) and the channel that stops it early.
-    Thread(std::thread::JoinHandle<injector::Tally>, oneshot::Sender<()>),
+    /// The injector actor (`injector.rs`), `injector = "in_process"`.
+    InProcess(injector::InProcess),
     /// No actions to carry out (or the injector could not start: already counted as an error).
     None,
 }
@@ -233,25 +239,8 @@ impl Injection {
                     ))
                 }
             }
-            Injection::Thread(h, stop_tx) => {
-                // Dropping `stop_tx` would also stop it, so it lives until the join.
-                let mut stop_tx = Some(stop_tx);
-                if interrupted {
-                    if let Some(t) = stop_tx.take() {
-                        let _ = t.send(());
-                    }
-                }
-                let joined = tokio::task::spawn_blocking(move || {
-                    let r = h.join();
-                    drop(stop_tx);
-                    r
-                })
-                .await;
-                match joined {
-                    Ok(Ok(t)) => Ok(t),
-                    _ => Err("the injector thread panicked".into()),
-                }
-            }
+            // Every action is due before the window ends; the grace lets the last ones land.
+            Injection::InProcess(a) => a.finish(interrupted, Duration::from_secs(10)).await,
         }
     }
 }

@@ -252,6 +252,14 @@ pub trait Spec: Sync {
     fn network_layer(&self) -> bool {
         false
     }
+
+    /// Today's value for a `value` of `key` that an older lab recorded under a word the schema
+    /// no longer has (a renamed choice), so recorded run folders keep loading. Only
+    /// [`ConfigBuilder::apply_json`] (a recorded resolved config) asks; typed input (TOML,
+    /// `--set`) is never translated. The default: nothing was renamed.
+    fn recorded_value(&self, _key: &str, _value: &Value) -> Option<Value> {
+        None
+    }
 }
 
 impl fmt::Debug for dyn Spec {
@@ -438,7 +446,8 @@ impl ConfigBuilder {
         self
     }
 
-    /// Applies a JSON object of keys (a recorded resolved config).
+    /// Applies a JSON object of keys (a recorded resolved config); a value the workload renamed
+    /// since it was recorded is read in today's words ([`Spec::recorded_value`]).
     pub fn apply_json(&mut self, obj: &serde_json::Value) -> &mut Self {
         let Some(map) = obj.as_object() else {
             self.issue("config", obj.to_string(), "expected a JSON object".into());
@@ -459,6 +468,7 @@ impl ConfigBuilder {
                     continue;
                 }
             };
+            let val = self.workload.recorded_value(k, &val).unwrap_or(val);
             self.put(k, val);
         }
         self

@@ -14,7 +14,7 @@
 %% The parts of the config the SUB itself uses; defaults from workloads.md §1.
 -define(DEFAULTS, [{pairs, 1024}, {supervisors, 32}, {delay_ms, 200},
                    {payload_bytes, 500}, {recovery, true}, {duration_s, 60},
-                   {warmup_s, 5}]).
+                   {warmup_s, 5}, {injector, <<"node">>}]).
 
 %% load_config(Path) -> {ok, Config :: map(), Raw :: json object} | {error, Msg}.
 load_config(Path) ->
@@ -40,7 +40,11 @@ value(K, V) when K =:= delay_ms; K =:= payload_bytes ->
 value(recovery, V) when is_boolean(V) -> V;
 value(recovery, V) -> bad(recovery, V, "true or false");
 value(warmup_s, V) when is_number(V), V >= 0 -> V;
-value(warmup_s, V) -> bad(warmup_s, V, "a number >= 0").
+value(warmup_s, V) -> bad(warmup_s, V, "a number >= 0");
+%% Where the injector runs (scp_injector, scp_injector_node).
+value(injector, <<"node">>) -> node;
+value(injector, <<"in_process">>) -> in_process;
+value(injector, V) -> bad(injector, V, "\"node\" or \"in_process\"").
 
 int_at_least(_K, V, Min) when is_integer(V), V >= Min -> V;
 int_at_least(K, V, Min) -> bad(K, V, "an integer >= " ++ integer_to_list(Min)).

@@ -1,6 +1,8 @@
 // Owns the top of the SCP supervision tree: the actor system's guardian, which supervises the
 // aggregator and the `supervisors` sub-supervisors (each restarted on failure: one_for_one).
-// When every sub-supervisor reports its pairs spawned, it tells the aggregator setup is done.
+// When every sub-supervisor reports its pairs spawned and the injector is ready (at once for the
+// in-process injector; once its JVM said Ready with injector = "node"), it tells the aggregator
+// setup is done, so the warm-up and the window never start before the injector can act.
 package troupe.peers.akka.scp;
 
 import akka.actor.typed.ActorRef;
@@ -20,7 +22,8 @@ final class Head {
 
     static Behavior<Command> create(ScpConfig cfg, EventWriter events, Targets targets,
                                     CompletableFuture<Long> windowStart,
-                                    CompletableFuture<Void> finished) {
+                                    CompletableFuture<Void> finished,
+                                    CompletableFuture<Void> injectorReady) {
         return Behaviors.setup(ctx -> {
             ActorRef<Aggregator.Command> aggregator = ctx.spawn(
                     Behaviors.supervise(Aggregator.create(cfg, events, windowStart, finished))
@@ -39,7 +42,8 @@ final class Head {
                         if (!seen[r.group()]) {
                             seen[r.group()] = true;
                             if (++readyGroups[0] == cfg.supervisors()) {
-                                aggregator.tell(new Aggregator.SetupDone(cfg.pairs()));
+                                injectorReady.whenComplete((v, e) ->
+                                        aggregator.tell(new Aggregator.SetupDone(cfg.pairs())));
                             }
                         }
                         return Behaviors.same();

@@ -1,11 +1,15 @@
-// Owns the SCP fault injector: a plain thread in the same JVM, outside the actor system's
-// dispatcher, that replays the lab's schedule.jsonl against the servers. Each action, at
-// `at_ms` after the measurement window opens, sends a Stop to the server of (group, slot) (or
-// the next live slot, wrapping), which makes that server throw, and emits `fault_injected`.
-// Actions with no live target are skipped and counted; the schedule is the lab's, so every
-// runtime in a comparison suffers the same faults at the same offsets.
+// Owns the SCP fault injector's loop: a plain thread, outside any actor system's dispatcher,
+// that replays the lab's schedule.jsonl against the servers. Each action, at `at_ms` after the
+// measurement window opens, picks the server of (group, slot) (or the next live slot, wrapping),
+// emits `fault_injected` and sends that server a Stop, which makes it throw. Actions with no live
+// target are skipped and counted; the schedule is the lab's, so every runtime in a comparison
+// suffers the same faults at the same offsets. Where the thread runs is the config key
+// `injector` (docs/scp.md, "Where the injector runs"): in the measured JVM (in_process, picking
+// from the Targets table directly) or in its own JVM (node, InjectorNode: picking from its own
+// table of live slots, and killing across Akka remoting).
 package troupe.peers.akka.scp;
 
+import akka.actor.typed.ActorRef;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -16,9 +20,37 @@ import troupe.peers.akka.common.Json;
 import troupe.peers.akka.common.Schedule.Action;
 
 final class Injector implements Runnable {
+    /** How the injector finds its victim. */
+    interface Victims {
+        /**
+         * The first live slot of {@code group} at or after {@code slot} (wrapping) and its server,
+         * or null when none is live; a kill that no restart follows marks the slot dead.
+         */
+        Victim pick(int group, int slot) throws Exception;
+    }
+
+    /** A slot picked for a kill and its server. */
+    record Victim(int slot, ActorRef<Server.Command> server) {}
+
+    /** In the measured JVM: the Targets table itself. */
+    static Victims local(Targets targets, boolean recovery) {
+        return (group, slot) -> {
+            int s = targets.nextLive(group, slot);
+            if (s < 0) {
+                return null;
+            }
+            if (!recovery) {
+                // The kill is certain and no restart follows: the slot is gone from now on, so a
+                // second action in the same burst picks another live slot, as with Erlang's kill.
+                targets.dead(group, s);
+            }
+            return new Victim(s, targets.ref(group, s));
+        };
+    }
+
     private final List<Action> actions;
     private final ScpConfig cfg;
-    private final Targets targets;
+    private final Victims victims;
     private final EventWriter events;
     private final CompletableFuture<Long> windowStart;
     private final CompletableFuture<Void> finished;
@@ -27,12 +59,12 @@ final class Injector implements Runnable {
     final AtomicLong injected = new AtomicLong();
     final AtomicLong afterWindow = new AtomicLong();
 
-    Injector(List<Action> actions, ScpConfig cfg, Targets targets, EventWriter events,
+    Injector(List<Action> actions, ScpConfig cfg, Victims victims, EventWriter events,
              CompletableFuture<Long> windowStart, CompletableFuture<Void> finished,
              AtomicLong errors) {
         this.actions = actions;
         this.cfg = cfg;
-        this.targets = targets;
+        this.victims = victims;
         this.events = events;
         this.windowStart = windowStart;
         this.finished = finished;
@@ -78,29 +110,33 @@ final class Injector implements Runnable {
             skipped.incrementAndGet();
             return;
         }
-        if (a.group() < 0 || a.group() >= targets.groups || a.slot() < 0
-                || a.slot() >= targets.perGroup) {
+        if (a.group() < 0 || a.group() >= cfg.supervisors() || a.slot() < 0
+                || a.slot() >= cfg.perGroup()) {
             errors.incrementAndGet();
             System.err.println("injector: target g" + a.group() + "/s" + a.slot() + " (id "
-                    + a.id() + ") is outside " + targets.groups + " groups x "
-                    + targets.perGroup + " slots; skipped");
+                    + a.id() + ") is outside " + cfg.supervisors() + " groups x "
+                    + cfg.perGroup() + " slots; skipped");
             skipped.incrementAndGet();
             return;
         }
-        int slot = targets.nextLive(a.group(), a.slot());
-        if (slot < 0) {
+        Victim v;
+        try {
+            v = victims.pick(a.group(), a.slot());
+        } catch (Exception e) {
+            errors.incrementAndGet();
+            System.err.println("injector: picking the target of " + a.id() + " failed: " + e);
             skipped.incrementAndGet();
             return;
         }
-        if (!cfg.recovery()) {
-            // The kill is certain and no restart follows: the slot is gone from now on, so a
-            // second action in the same burst picks another live slot, as with Erlang's kill.
-            targets.dead(a.group(), slot);
+        if (v == null) {
+            skipped.incrementAndGet();
+            return;
         }
-        // Event first, so its timestamp precedes the `restarted` the kill causes.
+        // Event first (stamped by this process), so its timestamp is the kill-sent instant and
+        // precedes the `restarted` the kill causes.
         events.emit("fault_injected", ",\"id\":" + Json.quote(a.id()) + ",\"target\":\"g"
-                + a.group() + "/s" + slot + "\",\"kind\":\"kill\"");
+                + a.group() + "/s" + v.slot() + "\",\"kind\":\"kill\"");
         injected.incrementAndGet();
-        targets.ref(a.group(), slot).tell(Server.Stop.INSTANCE);
+        v.server().tell(Server.Stop.INSTANCE);
     }
 }

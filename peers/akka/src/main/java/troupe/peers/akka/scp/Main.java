@@ -1,10 +1,13 @@
 // Owns the SCP peer process (workloads.md §1, the peer-program contract in the lab's briefs):
 // reads TROUPE_CONFIG / TROUPE_SCHEDULE / TROUPE_EVENTS / TROUPE_RUN_ID, starts the event writer,
-// the actor system (guardian = head supervisor) and the injector thread, waits for the
-// aggregator to close the measurement window, then stops everything and emits run_finished.
+// the actor system (guardian = head supervisor) and the injector (injector = "node", the
+// default: its own JVM, InjectorLink / InjectorNode; "in_process": a thread of this JVM), waits
+// for the aggregator to close the measurement window, then stops everything and emits
+// run_finished. `Main injector` is the injector's JVM (InjectorNode).
 package troupe.peers.akka.scp;
 
 import akka.actor.typed.ActorSystem;
+import akka.actor.typed.Behavior;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.nio.file.Path;
@@ -24,6 +27,14 @@ public final class Main {
     private Main() {}
 
     public static void main(String[] args) throws Exception {
+        if (args.length == 1 && args[0].equals("injector")) {
+            System.exit(InjectorNode.run());
+        }
+        if (args.length > 0) {
+            System.err.println("scp: unexpected arguments " + String.join(" ", args)
+                    + " (the peer takes none; `injector` is the injector's own JVM)");
+            System.exit(2);
+        }
         System.exit(run());
     }
 
@@ -53,7 +64,8 @@ public final class Main {
         if (schedulePath == null || schedulePath.isEmpty()) {
             System.err.println("scp: TROUPE_SCHEDULE not set: running without faults");
         } else {
-            schedule = Schedule.read(Path.of(schedulePath), errors);
+            // With injector = "node" the injector's JVM reads it too and counts its errors.
+            schedule = Schedule.read(Path.of(schedulePath), cfg.injectorNode() ? new AtomicLong() : errors);
         }
 
         EventWriter events = EventWriter.open(eventsTarget, runId, "akka", node);
@@ -63,13 +75,43 @@ public final class Main {
         Targets targets = new Targets(cfg.supervisors(), cfg.perGroup());
         CompletableFuture<Long> windowStart = new CompletableFuture<>();
         CompletableFuture<Void> finished = new CompletableFuture<>();
-        ActorSystem<Head.Command> system = ActorSystem.create(
-                Head.create(cfg, events, targets, windowStart, finished), "scp");
-        Injector injector = new Injector(schedule, cfg, targets, events, windowStart, finished,
-                errors);
-        Thread injectorThread = new Thread(injector, "scp-injector");
-        injectorThread.setDaemon(true);
-        injectorThread.start();
+        CompletableFuture<Void> injectorReady = cfg.injectorNode()
+                ? new CompletableFuture<>() : CompletableFuture.completedFuture(null);
+        Behavior<Head.Command> head = Head.create(cfg, events, targets, windowStart, finished,
+                injectorReady);
+        InjectorLink link = null;
+        if (cfg.injectorNode()) {
+            // The injector's JVM starts beside this one's actor system (InjectorLink).
+            try {
+                link = InjectorLink.launch(injectorReady);
+            } catch (Exception e) {
+                errors.incrementAndGet();
+                System.err.println("scp: cannot start the injector's JVM: " + e);
+                injectorReady.complete(null);
+            }
+        }
+        ActorSystem<Head.Command> system = cfg.injectorNode()
+                ? ActorSystem.create(head, "scp", InjectorLink.remoteConfig())
+                : ActorSystem.create(head, "scp");
+        Injector injector = null;
+        Thread injectorThread = null;
+        if (link != null) {
+            try {
+                link.attach(system, events);
+                InjectorLink l = link;
+                windowStart.thenAccept(l::openWindow);
+            } catch (Exception e) {
+                // Counted once, when the link finds no report from the injector (below).
+                System.err.println("scp: cannot reach the injector's JVM: " + e);
+                injectorReady.complete(null);
+            }
+        } else if (!cfg.injectorNode()) {
+            injector = new Injector(schedule, cfg, Injector.local(targets, cfg.recovery()), events,
+                    windowStart, finished, errors);
+            injectorThread = new Thread(injector, "scp-injector");
+            injectorThread.setDaemon(true);
+            injectorThread.start();
+        }
 
         int exit = 0;
         try {
@@ -80,8 +122,29 @@ public final class Main {
                     + "stuck); giving up");
             exit = 1;
         }
-        injectorThread.interrupt();
-        injectorThread.join(5_000);
+        long injected = 0;
+        long skipped = schedule.size();
+        long afterWindow = 0;
+        if (injectorThread != null) {
+            injectorThread.interrupt();
+            injectorThread.join(5_000);
+            injected = injector.injected.get();
+            skipped = injector.skipped.get();
+            afterWindow = injector.afterWindow.get();
+        } else if (link != null) {
+            // Every action is due before the window ends; the grace lets the last ones land.
+            InjectorLink.Done d = link.finish(10_000, exit != 0);
+            if (d != null) {
+                injected = d.injected();
+                skipped = d.skipped();
+                afterWindow = d.afterWindow();
+            } else {
+                errors.incrementAndGet();
+                skipped = schedule.size();
+                System.err.println("scp: the injector's JVM did not finish its schedule (its messages are "
+                        + "above); every action counts as skipped");
+            }
+        }
         system.terminate();
         try {
             system.getWhenTerminated().toCompletableFuture().get(30, TimeUnit.SECONDS);
@@ -90,13 +153,13 @@ public final class Main {
             System.err.println("scp: actor system did not terminate within 30 s");
         }
         System.err.printf("scp: faults injected %d, skipped %d, scheduled after the window %d, "
-                        + "errors %d%n", injector.injected.get(), injector.skipped.get(),
-                injector.afterWindow.get(), errors.get());
-        long skipped = injector.skipped.get();
-        long afterWindow = injector.afterWindow.get();
+                        + "errors %d, injector %s%n", injected, skipped, afterWindow, errors.get(),
+                cfg.injectorNode() ? "node" : "in_process");
+        long skippedFaults = skipped;
+        long afterWindowFaults = afterWindow;
         boolean ok = events.finish("run_finished", dropped -> ",\"dropped_events\":" + dropped
-                + ",\"errors\":" + errors.get() + ",\"skipped_faults\":" + skipped
-                + ",\"faults_after_window\":" + afterWindow, 10_000);
+                + ",\"errors\":" + errors.get() + ",\"skipped_faults\":" + skippedFaults
+                + ",\"faults_after_window\":" + afterWindowFaults, 10_000);
         if (!ok) {
             System.err.println("scp: the event writer failed; " + Json.quote(eventsTarget)
                     + " may be incomplete");

@@ -7,7 +7,7 @@ package troupe.peers.akka.scp;
 import com.fasterxml.jackson.databind.JsonNode;
 
 record ScpConfig(int pairs, int supervisors, long delayMs, int payloadBytes, boolean recovery,
-                 int durationS, int warmupS) {
+                 int durationS, int warmupS, boolean injectorNode) {
 
     int perGroup() {
         return pairs / supervisors;
@@ -28,7 +28,25 @@ record ScpConfig(int pairs, int supervisors, long delayMs, int payloadBytes, boo
         boolean recovery = bool(root, "recovery", true);
         int duration = (int) integer(root, "duration_s", 60, 1, 86_400);
         int warmup = (int) integer(root, "warmup_s", 5, 0, 86_400);
-        return new ScpConfig(pairs, supervisors, delayMs, payload, recovery, duration, warmup);
+        boolean injectorNode = injector(root);
+        return new ScpConfig(pairs, supervisors, delayMs, payload, recovery, duration, warmup,
+                injectorNode);
+    }
+
+    /** Where the injector runs: its own JVM ("node", the default) or this one ("in_process"). */
+    private static boolean injector(JsonNode root) {
+        JsonNode v = root.get("injector");
+        if (v == null || v.isNull()) {
+            return true;
+        }
+        if (v.isTextual() && v.asText().equals("node")) {
+            return true;
+        }
+        if (v.isTextual() && v.asText().equals("in_process")) {
+            return false;
+        }
+        throw new IllegalArgumentException("config key injector=" + v
+                + ": expected \"node\" or \"in_process\"");
     }
 
     private static long integer(JsonNode root, String key, long dflt, long min, long max) {

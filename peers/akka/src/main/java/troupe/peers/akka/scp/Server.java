@@ -21,7 +21,7 @@ final class Server {
     record Pong(byte[] payload, ActorRef<Client.Command> from) implements Command {}
 
     /** The injector's kill: the server fails on it. */
-    enum Stop implements Command { INSTANCE }
+    enum Stop implements Command, Wire { INSTANCE }
 
     /**
      * The failure a killed server throws. Stackless: it is an injected fault, not a bug, and,
