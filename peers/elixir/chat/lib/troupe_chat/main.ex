@@ -49,8 +49,8 @@ defmodule TroupeChat.Main do
       die(2, "deployment=distributed needs a distributed node: start the peer with peers/elixir/chat/run")
     end
 
-    if String.contains?(events_path, "://") do
-      die(2, "TROUPE_EVENTS=#{events_path}: only a file path is implemented")
+    if String.contains?(events_path, "://") and not String.starts_with?(events_path, "amqp://") do
+      die(2, "TROUPE_EVENTS=#{events_path}: only a file path or an amqp:// URL is implemented")
     end
 
     actions =
@@ -72,6 +72,7 @@ defmodule TroupeChat.Main do
 
     case Events.start(events_path, run_id, @rt, if(single, do: @node, else: "discovery")) do
       {:ok, _} -> :ok
+      {:error, reason} when is_binary(reason) -> die(1, "events: #{reason}")
       {:error, reason} -> die(1, "events: #{inspect(reason)}")
     end
 

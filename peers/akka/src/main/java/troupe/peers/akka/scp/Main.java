@@ -98,7 +98,7 @@ public final class Main {
                 + ",\"errors\":" + errors.get() + ",\"skipped_faults\":" + skipped
                 + ",\"faults_after_window\":" + afterWindow, 10_000);
         if (!ok) {
-            System.err.println("scp: the event writer failed; " + Json.quote(eventsTarget)
+            System.err.println("scp: the event writer failed; " + Json.quote(EventWriter.redact(eventsTarget))
                     + " may be incomplete");
             return 1;
         }
