@@ -1,7 +1,7 @@
 //! The SCP workload's keys (workloads.md §1) with their embedded defaults and cross-key rules,
 //! and the typed view of a validated SCP config that the schedule, the SUB and the statistics use.
 
-use troupe_lab::config::{cross, Config, CrossIssue, KeySpec, Schema, Value, SEED, WARMUP};
+use troupe_lab::config::{cross, events_issue, Config, CrossIssue, KeySpec, Schema, Value, EVENTS, SEED, WARMUP};
 use troupe_lab::{bool_key, choice_key, float_key, int_key};
 
 /// The failure patterns of workloads.md §1.
@@ -47,6 +47,7 @@ static KEYS: &[KeySpec] = &[
         "Troupe SUB only (peers ignore it): the fault injector runs as its own OS process, a \
          separate node (process, workloads.md §1), or on a thread of the SUB (thread)"
     ),
+    EVENTS,
     SEED,
 ];
 
@@ -80,6 +81,7 @@ fn cross_check(c: &Config) -> Vec<CrossIssue> {
             ),
         ));
     }
+    out.extend(events_issue(c));
     out
 }
 
