@@ -262,3 +262,4 @@ done
 echo "akka smoke: a killed node JVM fails the distributed run (failed_nodes), nothing outlives it"
 "$HERE/iot/smoke.sh" # the IoT peer: a clean run and a run with device kills
 echo "akka smoke: passed"
+bash "$(dirname "${BASH_SOURCE[0]}")/../lib/amqp-smoke.sh" akka chat  # the same run through RabbitMQ and through a file

@@ -145,3 +145,4 @@ TROUPE_CONFIG="$work/bad.json" TROUPE_EVENTS="$work/bad.jsonl" TROUPE_RUN_ID=smo
 [ "$rc" = 2 ] || fail "a malformed config exited $rc, not 2"
 grep -q "chats_per_sup" "$work/bad.err" || fail "the refusal does not name the bad key"
 echo "smoke elixir chat: ok (single: $(wc -l < "$ev") event lines, $det detections, $rec reconnections; park: $prec reconnections; distributed: 4 nodes, $ddet detections, $drec reconnections)"
+bash "$(dirname "${BASH_SOURCE[0]}")/../lib/amqp-smoke.sh" elixir chat  # the same run through RabbitMQ and through a file

@@ -173,3 +173,4 @@ TROUPE_PA_ORCH=127.0.0.1:1 TROUPE_CONFIG="$work/dist.json" TROUPE_SCHEDULE="$wor
   && fail "a client group outside the config exited 0"
 grep -q 'client group 9 does not exist' "$work/orphan.err" || fail "no error line for a client group outside the config"
 echo "smoke protoactor chat: ok"
+bash "$(dirname "${BASH_SOURCE[0]}")/../lib/amqp-smoke.sh" protoactor chat  # the same run through RabbitMQ and through a file
