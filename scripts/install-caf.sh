@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # install-caf.sh: installs the toolchain the CAF (C++ Actor Framework) peer programs need:
-# Debian's libcaf-dev (CAF 0.17), cmake and g++. Idempotent: when every package is already
-# installed it only checks and exits, without touching the network.
+# Debian's libcaf-dev (CAF 0.17), cmake and g++, and librabbitmq-dev (rabbitmq-c, RabbitMQ's C
+# client: the energy peer publishes amqp:// events with it). Idempotent: when every package is
+# already installed it only checks and exits, without touching the network.
 set -euo pipefail
 
-pkgs=(libcaf-dev cmake g++ make pkg-config)
+pkgs=(libcaf-dev librabbitmq-dev cmake g++ make pkg-config)
 missing=()
 for p in "${pkgs[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

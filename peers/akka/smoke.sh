@@ -305,3 +305,4 @@ echo "akka smoke: a killed node JVM fails the distributed run (failed_nodes), no
 # The behaviour contract, checked on short runs (docs/lab.md, "Checking conformance").
 "$HERE/../lib/conform.sh" chat akka
 echo "akka smoke: passed"
+bash "$(dirname "${BASH_SOURCE[0]}")/../lib/amqp-smoke.sh" akka chat  # the same run through RabbitMQ and through a file

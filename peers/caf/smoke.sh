@@ -7,3 +7,4 @@ set -euo pipefail
 lib="$(dirname "${BASH_SOURCE[0]}")/../lib"
 bash "$lib/micro-smoke.sh" caf
 bash "$lib/energy-smoke.sh" caf
+bash "$(dirname "${BASH_SOURCE[0]}")/../lib/amqp-smoke.sh" caf energy  # the same run through RabbitMQ and through a file

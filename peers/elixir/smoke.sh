@@ -147,3 +147,4 @@ grep -q "chats_per_sup" "$work/bad.err" || fail "the refusal does not name the b
 echo "smoke elixir chat: ok (single: $(wc -l < "$ev") event lines, $det detections, $rec reconnections; park: $prec reconnections; distributed: 4 nodes, $ddet detections, $drec reconnections)"
 # The behaviour contract, checked on short runs (docs/lab.md, "Checking conformance").
 "$here/../lib/conform.sh" chat elixir
+bash "$(dirname "${BASH_SOURCE[0]}")/../lib/amqp-smoke.sh" elixir chat  # the same run through RabbitMQ and through a file

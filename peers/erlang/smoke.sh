@@ -250,3 +250,4 @@ step "kv ok: $(grep -c '"ev":"op"' "$ev") operations"
 # --- energy: the 4 workloads x native/distributed, small sizes (shared checker) --
 bash "$here/../lib/energy-smoke.sh" erlang
 step "all Erlang smoke checks passed"
+bash "$(dirname "${BASH_SOURCE[0]}")/../lib/amqp-smoke.sh" erlang scp  # the same run through RabbitMQ and through a file

@@ -175,3 +175,4 @@ grep -q 'client group 9 does not exist' "$work/orphan.err" || fail "no error lin
 echo "smoke protoactor chat: ok"
 # The behaviour contract, checked on short runs (docs/lab.md, "Checking conformance").
 "$here/../lib/conform.sh" chat protoactor
+bash "$(dirname "${BASH_SOURCE[0]}")/../lib/amqp-smoke.sh" protoactor chat  # the same run through RabbitMQ and through a file

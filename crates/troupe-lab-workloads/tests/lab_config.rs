@@ -112,7 +112,7 @@ fn resolved_config_round_trips_through_json() {
     assert_eq!(b2.build().unwrap(), c);
     let keys: Vec<String> = c.to_json().as_object().unwrap().keys().cloned().collect();
     assert!(
-        keys.contains(&"failure_basis".to_string()) && keys.contains(&"injector".to_string()) && keys.len() == 14,
+        keys.contains(&"failure_basis".to_string()) && keys.contains(&"injector".to_string()) && keys.len() == 15,
         "{keys:?}"
     );
 }
@@ -161,4 +161,19 @@ fn an_unknown_toml_key_is_refused_with_the_closest_key() {
     let table = list.iter().find(|i| i.key == "pattern_opts").unwrap();
     assert!(table.problem.contains("unknown key") && table.problem.contains("known keys:"), "{}", table.problem);
     assert!(!list.iter().any(|i| i.key == "pairs"), "a good key is no problem: {list:#?}");
+}
+
+#[test]
+fn chat_scp_and_energy_take_file_or_an_amqp_url_as_events() {
+    for w in ["chat", "scp", "energy"] {
+        let mut b = troupe_lab_workloads::registry().builder(w).unwrap();
+        assert_eq!(b.build().unwrap().str("events"), "file", "{w}: the default");
+        b.apply_set("events=ftp://u:secret@h/");
+        let e = b.build().unwrap_err().to_string();
+        assert!(e.contains("events") && e.contains("amqp://") && e.contains("ftp://u:***@h/"), "{w}: {e}");
+        assert!(!e.contains("secret"), "{w}: the password is shown: {e}");
+        let mut b = troupe_lab_workloads::registry().builder(w).unwrap();
+        b.apply_set("events=amqp://guest:guest@127.0.0.1:5672/%2f");
+        assert_eq!(b.build().unwrap().str("events"), "amqp://guest:guest@127.0.0.1:5672/%2f", "{w}");
+    }
 }

@@ -2,7 +2,7 @@
 # erlc-build.sh: the one build routine behind every peers/erlang/<workload>/build.
 #
 # Compiles <workload>/src/*.erl plus the shared modules in peers/erlang/common
-# (not the *_tests.erl ones) into <workload>/_build/ebin with erlc, warnings as
+# and common/amqp (not the *_tests.erl ones) into <workload>/_build/ebin with erlc, warnings as
 # errors. Cached: a stamp file records the source list; when no source (or this
 # script) is newer than the stamp and the list is unchanged, it exits at once.
 # A missing toolchain exits 3 with the install command, per the peer contract.
@@ -26,7 +26,7 @@ exec 9>"$dir/_build/.lock"
 if command -v flock >/dev/null 2>&1; then
     flock -w 300 9 || { echo "erlc-build: waited 300 s for $dir/_build/.lock; is another build stuck?" >&2; exit 1; }
 fi
-mapfile -t srcs < <(ls "$dir"/src/*.erl "$common"/*.erl | grep -v '_tests\.erl$' | sort)
+mapfile -t srcs < <(ls "$dir"/src/*.erl "$common"/*.erl "$common"/amqp/*.erl | grep -v '_tests\.erl$' | sort)
 list=$(printf '%s\n' "${srcs[@]}")
 
 if [[ -f $stamp ]] && [[ "$(cat "$stamp")" == "$list" ]] &&

@@ -4,6 +4,7 @@ go 1.22
 
 require (
 	github.com/asynkron/protoactor-go v0.0.0-20240822202345-3c0e61ca19c9
+	github.com/rabbitmq/amqp091-go v1.16.0
 	google.golang.org/protobuf v1.33.0
 )
 

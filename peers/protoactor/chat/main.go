@@ -104,7 +104,7 @@ type emitter struct {
 }
 
 func newEmitter(path, run, node string) (*emitter, error) {
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	f, err := openSink(path, run) // a file, or RabbitMQ for amqp:// (amqp.go)
 	if err != nil {
 		return nil, err
 	}
@@ -150,7 +150,7 @@ func (e *emitter) emit(ev, fields string) {
 // loop writes queued lines. Several processes of one run append to the same file, so every
 // write(2) carries whole lines only (O_APPEND keeps each write in one piece): lines gather in
 // buf and go out when it passes 60 KiB, every 250 ms, and at the end.
-func (e *emitter) loop(f *os.File) {
+func (e *emitter) loop(f eventSink) {
 	buf := make([]byte, 0, 1<<16)
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
@@ -792,8 +792,8 @@ func main() {
 	if cfg.Lookup != "retry" && cfg.Lookup != "park" {
 		fatal(2, "config %s: lookup=%q: expected \"retry\" or \"park\"", cfgPath, cfg.Lookup)
 	}
-	if strings.Contains(eventsPath, "://") {
-		fatal(2, "TROUPE_EVENTS=%s: only a file path is implemented", eventsPath)
+	if strings.Contains(eventsPath, "://") && !strings.HasPrefix(eventsPath, "amqp://") {
+		fatal(2, "TROUPE_EVENTS=%s: only a file path or an amqp:// URL is implemented", redactURL(eventsPath))
 	}
 	if cfg.NumSupervisor < 1 || cfg.ChatsPerSup < 1 || cfg.ClientsPerServer < 1 || cfg.TestDurationSecs < 1 ||
 		cfg.SendIntervalMs < 1 || cfg.RetryDelayMs < 1 || cfg.RetryMax < 1 || cfg.WarmupS < 0 || cfg.ClientsPerProcess < 1 {

@@ -1,8 +1,8 @@
 //! The chat workload's keys (workloads.md §2, seed 000 table 4.1) with their embedded defaults,
 //! ranges and cross-key rules, and the typed view of a validated chat config.
 
-use troupe_lab::config::{cross, Config, CrossIssue, KeySpec, Schema, SEED, WARMUP};
-use troupe_lab::{choice_key, int_key, text_key};
+use troupe_lab::config::{cross, events_issue, Config, CrossIssue, KeySpec, Schema, EVENTS, SEED, WARMUP};
+use troupe_lab::{choice_key, int_key};
 
 /// What a run measures (seed 000 §4.2.1).
 pub const TEST_TYPES: &[&str] = &["throughput", "reconnection_time", "detection_time"];
@@ -99,12 +99,7 @@ static KEYS: &[KeySpec] = &[
         "random: each chat's first fault at a seeded offset in [0, fault_pause_ms); aligned: \
          every chat fails at the same instants"
     ),
-    text_key!(
-        "events",
-        "file",
-        "event transport: file (the run folder, default) or amqp://USER:PASS@127.0.0.1:PORT/VHOST \
-         (through a RabbitMQ exchange troupe.events, consumed by the lab)"
-    ),
+    EVENTS,
     SEED,
 ];
 
@@ -132,10 +127,7 @@ fn cross_check(c: &Config) -> Vec<CrossIssue> {
             format!("gives {faults} faults in the window; at most {MAX_FAULTS} are supported (raise fault_pause_ms)"),
         ));
     }
-    let ev = c.str("events");
-    if ev != "file" && !ev.starts_with("amqp://") {
-        out.push(cross(&["events"], "events", format!("{ev:?}"), "not allowed; allowed: file, or an amqp://... URL"));
-    }
+    out.extend(events_issue(c));
     out
 }
 

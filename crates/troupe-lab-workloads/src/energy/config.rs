@@ -5,7 +5,7 @@
 //! trips), 5 repetitions; a `troupe lab compare energy --runtimes troupe,erlang,caf` finishes
 //! in about a minute on a 2-core VM. The seed's sweeps are given in docs/energy.md.
 
-use troupe_lab::config::{cross, Config, CrossIssue, KeySpec, Schema, SEED};
+use troupe_lab::config::{cross, events_issue, Config, CrossIssue, KeySpec, Schema, EVENTS, SEED};
 use troupe_lab::{choice_key, float_key, int_key};
 
 /// The four programs.
@@ -59,6 +59,7 @@ static KEYS: &[KeySpec] = &[
         troupe_lab::meter::DEFAULT_WATTS_PER_CORE,
         "the estimate's power per busy core, W (default: AMD EPYC 9654, 360 W TDP / 96 cores)"
     ),
+    EVENTS,
 ];
 
 fn cross_check(c: &Config) -> Vec<CrossIssue> {
@@ -72,6 +73,7 @@ fn cross_check(c: &Config) -> Vec<CrossIssue> {
             format!("{} round trips per repetition; at most {MAX_ROUND_TRIPS}", t.round_trips()),
         ));
     }
+    out.extend(events_issue(c));
     out
 }
 

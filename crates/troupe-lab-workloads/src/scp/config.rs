@@ -1,7 +1,7 @@
 //! The SCP workload's keys (workloads.md §1) with their embedded defaults and cross-key rules,
 //! and the typed view of a validated SCP config that the schedule, the SUB and the statistics use.
 
-use troupe_lab::config::{cross, Config, CrossIssue, KeySpec, Schema, Value, SEED, WARMUP};
+use troupe_lab::config::{cross, events_issue, Config, CrossIssue, KeySpec, Schema, Value, EVENTS, SEED, WARMUP};
 use troupe_lab::{bool_key, choice_key, float_key, int_key};
 
 /// The failure patterns of workloads.md §1.
@@ -48,6 +48,7 @@ static KEYS: &[KeySpec] = &[
          reaching the system over the runtime's distribution (node, as seed 001 ran it), or \
          inside the measured process (in_process)"
     ),
+    EVENTS,
     SEED,
 ];
 
@@ -81,6 +82,7 @@ fn cross_check(c: &Config) -> Vec<CrossIssue> {
             ),
         ));
     }
+    out.extend(events_issue(c));
     out
 }
 

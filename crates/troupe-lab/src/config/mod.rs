@@ -180,6 +180,26 @@ pub const WARMUP: KeySpec = crate::int_key!(
     "warm-up before the measurement window (after set-up), excluded from statistics, s"
 );
 
+/// The `events` key of the workloads whose events may travel through RabbitMQ: `file` (the run
+/// folder) or an `amqp://` URL, which makes the lab collect the run's events from the broker
+/// ([`crate::run`] rule 7, events.md "Transport"). Checked by [`events_issue`].
+pub const EVENTS: KeySpec = crate::text_key!(
+    "events",
+    "file",
+    "event transport: file (the run folder, default) or amqp://USER:PASS@127.0.0.1:PORT/VHOST \
+     (through a RabbitMQ exchange troupe.events, consumed by the lab)"
+);
+
+/// The rule of [`EVENTS`], for a workload's cross-key rules: `None` for `file` or an `amqp://`
+/// URL, else the issue (the value shown with its password hidden).
+pub fn events_issue(c: &Config) -> Option<CrossIssue> {
+    let ev = c.str("events");
+    (ev != "file" && !ev.starts_with("amqp://")).then(|| {
+        let shown = format!("{:?}", crate::events::amqp::redact(ev));
+        cross(&["events"], "events", shown, "not allowed; allowed: file, or an amqp://... URL")
+    })
+}
+
 /// A cross-key problem with the keys it read.
 pub type CrossIssue = (Vec<&'static str>, ConfigIssue);
 

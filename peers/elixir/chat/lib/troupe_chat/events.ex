@@ -12,6 +12,14 @@ defmodule TroupeChat.Events do
      writes at least every `@flush_ms` and at exit.
   4. `finish/1` writes `run_finished` after every line already handed over and closes the file;
      lines emitted after that are ignored, so `run_finished` is the last line.
+  5. `TROUPE_EVENTS` may be a file path or an `amqp://` URL. For `amqp://` the writer owns the
+     connection (`:troupe_amqp`, the Erlang peers' own AMQP 0-9-1 publisher in
+     `peers/erlang/common/amqp`, compiled into this app): each line is one message to the
+     exchange `troupe.events`, routing key = the run id, published in order by this one process.
+     `start/4` fails naming the URL (password hidden) when the broker cannot be reached;
+     `finish/1` returns `:ok` only once the broker confirmed every line, `run_finished`
+     included, and `{:error, reason}` when a line was refused, unroutable or not confirmed in
+     30 s, or the connection was lost.
 
   The sink's settings are in `:persistent_term` (read by every emitting process, written once).
   """
@@ -27,7 +35,7 @@ defmodule TroupeChat.Events do
   @dropped 2
   @stopped 3
 
-  @doc "Starts the writer appending to `path`; every line carries `run`, `rt` and `node`."
+  @doc "Starts the writer appending to `path` (or publishing to an `amqp://` URL); every line carries `run`, `rt` and `node`."
   def start(path, run, rt, node) do
     head =
       IO.iodata_to_binary([
@@ -41,7 +49,7 @@ defmodule TroupeChat.Events do
 
     counters = :counters.new(3, [:write_concurrency])
 
-    with {:ok, pid} <- GenServer.start(__MODULE__, {path, counters}) do
+    with {:ok, pid} <- GenServer.start(__MODULE__, {path, run, counters}) do
       :persistent_term.put(__MODULE__, {pid, head, counters})
       {:ok, pid}
     end
@@ -105,19 +113,33 @@ defmodule TroupeChat.Events do
   # The writer
 
   @impl true
-  def init({path, counters}) do
+  def init({path, run, counters}) do
     # The writer stands for the other runtimes' writer thread: at the BEAM's normal priority it
     # would get one time slice in 50,000 when every client is runnable (a detection burst) and
     # the bounded buffer would overflow; at high priority it keeps up, as an OS thread does.
     Process.flag(:priority, :high)
 
-    case :file.open(String.to_charlist(path), [:append, :binary, :raw]) do
-      {:ok, fd} ->
+    case open_sink(path, run) do
+      {:ok, sink} ->
         Process.send_after(self(), :flush, @flush_ms)
-        {:ok, %{fd: fd, counters: counters, buf: [], size: 0, error: nil}}
+        {:ok, %{sink: sink, counters: counters, buf: [], size: 0, error: nil}}
 
       {:error, reason} ->
-        {:stop, "cannot open #{path}: #{:file.format_error(reason)}"}
+        {:stop, reason}
+    end
+  end
+
+  defp open_sink("amqp://" <> _ = url, run) do
+    case :troupe_amqp.open(String.to_charlist(url), String.to_charlist(run)) do
+      {:ok, conn} -> {:ok, {:amqp, conn}}
+      {:error, text} -> {:error, List.to_string(text)}
+    end
+  end
+
+  defp open_sink(path, _run) do
+    case :file.open(String.to_charlist(path), [:append, :binary, :raw]) do
+      {:ok, fd} -> {:ok, {:file, fd}}
+      {:error, reason} -> {:error, "cannot open #{path}: #{:file.format_error(reason)}"}
     end
   end
 
@@ -130,7 +152,7 @@ defmodule TroupeChat.Events do
 
   def handle_info(:flush, s) do
     Process.send_after(self(), :flush, @flush_ms)
-    {:noreply, flush(s)}
+    {:noreply, s |> flush() |> poll()}
   end
 
   @impl true
@@ -139,11 +161,12 @@ defmodule TroupeChat.Events do
     dropped = :counters.get(s.counters, @dropped)
     last = line(head, "run_finished", render([{"dropped_events", dropped} | fields]))
     s = flush(%{s | buf: [s.buf | last]})
-    closed = :file.close(s.fd)
+    closed = close(s.sink)
 
     reply =
       cond do
         s.error != nil -> {:error, s.error}
+        match?({:error, why} when is_binary(why), closed) -> closed
         closed != :ok -> {:error, inspect(closed)}
         true -> :ok
       end
@@ -165,9 +188,48 @@ defmodule TroupeChat.Events do
   defp flush(%{size: 0, buf: []} = s), do: s
 
   defp flush(s) do
-    case :file.write(s.fd, s.buf) do
-      :ok -> %{s | buf: [], size: 0}
-      {:error, reason} -> %{s | buf: [], size: 0, error: s.error || :file.format_error(reason)}
+    case s.sink do
+      {:file, fd} ->
+        case :file.write(fd, s.buf) do
+          :ok -> %{s | buf: [], size: 0}
+          {:error, reason} -> %{s | buf: [], size: 0, error: s.error || :file.format_error(reason)}
+        end
+
+      {:amqp, conn} ->
+        case :troupe_amqp.publish_iodata(conn, s.buf) do
+          {:ok, conn} ->
+            %{s | sink: {:amqp, conn}, buf: [], size: 0}
+
+          {:error, why, conn} ->
+            %{s | sink: {:amqp, conn}, buf: [], size: 0, error: s.error || amqp_error(conn, why)}
+        end
     end
   end
+
+  # While idle, take the broker's confirms (and notice a broker that went away).
+  defp poll(%{sink: {:amqp, conn}} = s) do
+    conn = :troupe_amqp.poll(conn)
+
+    case :troupe_amqp.error_text(conn) do
+      :none -> %{s | sink: {:amqp, conn}}
+      why -> %{s | sink: {:amqp, conn}, error: s.error || amqp_error(conn, why)}
+    end
+  end
+
+  defp poll(s), do: s
+
+  defp close({:file, fd}), do: :file.close(fd)
+
+  defp close({:amqp, conn}) do
+    reply =
+      case :troupe_amqp.confirm(conn, 30_000) do
+        {:ok, _} -> :ok
+        {:error, why, conn} -> {:error, amqp_error(conn, why)}
+      end
+
+    :troupe_amqp.close(conn)
+    reply
+  end
+
+  defp amqp_error(conn, why), do: "amqp publisher to #{:troupe_amqp.url(conn)}: #{why}"
 end

@@ -51,8 +51,8 @@ defmodule TroupeChat.Main do
 
     placement = if single, do: :loopback, else: placement!(cfg)
 
-    if String.contains?(events_path, "://") do
-      die(2, "TROUPE_EVENTS=#{events_path}: only a file path is implemented")
+    if String.contains?(events_path, "://") and not String.starts_with?(events_path, "amqp://") do
+      die(2, "TROUPE_EVENTS=#{events_path}: only a file path or an amqp:// URL is implemented")
     end
 
     actions =
@@ -74,6 +74,7 @@ defmodule TroupeChat.Main do
 
     case Events.start(events_path, run_id, @rt, if(single, do: @node, else: "discovery")) do
       {:ok, _} -> :ok
+      {:error, reason} when is_binary(reason) -> die(1, "events: #{reason}")
       {:error, reason} -> die(1, "events: #{inspect(reason)}")
     end
 

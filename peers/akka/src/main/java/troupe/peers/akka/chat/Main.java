@@ -232,7 +232,7 @@ public final class Main {
                 + ",\"errors\":" + errors + ",\"skipped_faults\":" + skipped
                 + ",\"faults_after_window\":" + afterWindow + extra, 10_000);
         if (!ok) {
-            System.err.println("akka chat: the event writer failed; " + Json.quote(target)
+            System.err.println("akka chat: the event writer failed; " + Json.quote(EventWriter.redact(target))
                     + " may be incomplete");
         }
         return ok;

@@ -45,8 +45,9 @@ public final class EventWriter {
     }
 
     /**
-     * Opens the destination named by {@code target} (TROUPE_EVENTS): a file path (appended to)
-     * or {@code tcp://HOST:PORT}.
+     * Opens the destination named by {@code target} (TROUPE_EVENTS): a file path (appended to),
+     * {@code tcp://HOST:PORT}, or {@code amqp://...} (one message per line to RabbitMQ, see
+     * {@link AmqpLines}; every line is confirmed by the broker before {@link #finish} returns true).
      */
     public static EventWriter open(String target, String run, String rt, String node)
             throws IOException {
@@ -60,15 +61,34 @@ public final class EventWriter {
             @SuppressWarnings("resource")
             Socket s = new Socket(hp.substring(0, colon), Integer.parseInt(hp.substring(colon + 1)));
             w = new OutputStreamWriter(s.getOutputStream(), StandardCharsets.UTF_8);
+        } else if (target.startsWith("amqp://")) {
+            return new EventWriter(AmqpLines.connect(target, run), run, rt, node);
         } else if (target.contains("://")) {
-            throw new IOException("TROUPE_EVENTS " + target
-                    + ": only a file path or tcp://HOST:PORT is supported by the Akka peer");
+            throw new IOException("TROUPE_EVENTS " + redact(target)
+                    + ": only a file path, tcp://HOST:PORT or amqp://... is supported by the Akka peer");
         } else {
             // Several processes of one run (the chat's node JVMs) append to the same file: each
             // write(2) must carry whole lines only, which O_APPEND then keeps in one piece.
             return new EventWriter(new WholeLines(new FileOutputStream(target, true)), run, rt, node);
         }
         return new EventWriter(new BufferedWriter(w, 1 << 16), run, rt, node);
+    }
+
+    /** {@code target} with the password of a URL's user replaced by ***, for messages. */
+    public static String redact(String target) {
+        int scheme = target.indexOf("://");
+        if (scheme < 0) {
+            return target;
+        }
+        int hostEnd = target.indexOf('/', scheme + 3);
+        String auth = target.substring(scheme + 3, hostEnd < 0 ? target.length() : hostEnd);
+        int at = auth.lastIndexOf('@');
+        int colon = at < 0 ? -1 : auth.indexOf(':');
+        if (colon < 0 || colon > at) {
+            return target;
+        }
+        return target.substring(0, scheme + 3) + auth.substring(0, colon) + ":***"
+                + target.substring(scheme + 3 + at);
     }
 
     /** Microseconds since the Unix epoch, wall clock. */

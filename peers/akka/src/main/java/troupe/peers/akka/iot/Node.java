@@ -78,7 +78,7 @@ final class Node {
         boolean ok = events.finish("run_finished", d -> ",\"dropped_events\":" + d + ",\"errors\":" + err
                 + ",\"skipped_faults\":" + skip + extra, 10_000);
         if (!ok) {
-            System.err.println("akka iot: the event writer failed; " + eventsTarget + " may be incomplete");
+            System.err.println("akka iot: the event writer failed; " + EventWriter.redact(eventsTarget) + " may be incomplete");
         }
         return ok;
     }

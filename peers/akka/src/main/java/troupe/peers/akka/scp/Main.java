@@ -161,7 +161,7 @@ public final class Main {
                 + ",\"errors\":" + errors.get() + ",\"skipped_faults\":" + skippedFaults
                 + ",\"faults_after_window\":" + afterWindowFaults, 10_000);
         if (!ok) {
-            System.err.println("scp: the event writer failed; " + Json.quote(eventsTarget)
+            System.err.println("scp: the event writer failed; " + Json.quote(EventWriter.redact(eventsTarget))
                     + " may be incomplete");
             return 1;
         }
