@@ -12,7 +12,10 @@
 #   6. an unknown workload, an unknown mode, an out-of-range, missing or non-integer number each
 #      exit 2 with one stderr line naming the key, and write no events;
 #   7. a far process killed mid-run (the one announced as "far ... is OS process N") makes the
-#      run fail promptly: exit 1, run_finished with errors >= 1 last, nothing left running.
+#      run fail promptly: exit 1, run_finished with errors >= 1 last, nothing left running;
+#   8. the prime count is seed 002's trial division: pi(range) for ranges at its edges (2, the
+#      square 4 and the prime squares 121 and 10201, which a divisor bound below floor(sqrt(n))
+#      would count as primes), besides pi(10000) = 1229 of rule 3.
 # Shared by the peers' smoke.sh scripts. Exits non-zero on the first failure.
 set -euo pipefail
 rt="${1:?usage: energy-smoke.sh RUNTIME}"
@@ -105,6 +108,7 @@ bad_cases=(
     'mode|{"workload":"prime","mode":"cluster",'"$good"'}'
     'msgs|{"workload":"ping_pong","mode":"native","clients":1,"msgs":0,"servers":1,"range":10,"reps":1}'
     'range|{"workload":"prime","mode":"native","clients":1,"msgs":1,"servers":1,"reps":1}'
+    'range|{"workload":"prime","mode":"native","clients":1,"msgs":1,"servers":1,"range":1000000001,"reps":1}'
     'clients|{"workload":"ping_pong","mode":"native","clients":"2","msgs":1,"servers":1,"range":10,"reps":1}'
 )
 for c in "${bad_cases[@]}"; do
@@ -118,7 +122,17 @@ for c in "${bad_cases[@]}"; do
     [[ $(wc -l <"$err") -eq 1 ]] || fail "bad $key: expected one stderr line, got: $(cat "$err")"
     [[ ! -s $ev ]] || fail "bad $key: events were written"
 done
-step "ok: bad workload, mode, msgs, range, clients refused with exit 2"
+step "ok: bad workload, mode, msgs, range (missing, above 10^9), clients refused with exit 2"
+
+# Rule 8: the seed's trial division, pinned at its edges (docs/energy.md, "Seed programs").
+for pair in 2:1 4:2 121:30 10201:1252; do
+    range=${pair%%:*} want=${pair#*:}
+    run_case "pi-$range" '{"workload":"prime","mode":"native","clients":1,"msgs":1,"servers":1,"range":'"$range"',"reps":1,"seed":1,"sample_ms":100}' ||
+        { cat "$err" >&2; fail "pi-$range exited non-zero"; }
+    res=$(field "$(grep '"ev":"work"' "$ev")" result)
+    [[ $res == "$want" ]] || fail "prime range $range: result ${res:-none}, expected pi($range) = $want"
+done
+step "ok: pi(2) = 1, pi(4) = 2, pi(121) = 30, pi(10201) = 1252"
 
 # Rule 7: a lost far process fails the run (not a hang), and the run still cleans up.
 name=lost-far

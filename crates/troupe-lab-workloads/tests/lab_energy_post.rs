@@ -9,7 +9,7 @@ use troupe_lab::events::parse_line;
 use troupe_lab::workload::RunAnalysis;
 use troupe_lab_workloads::energy::analysis::EnergyStats;
 use troupe_lab_workloads::energy::post::{csv, filter_group, postprocess, quantile, read_csv, Row, HEADER, KEEP};
-use troupe_lab_workloads::energy::primes::{count_sieve, count_trial};
+use troupe_lab_workloads::energy::primes::{count_sieve, count_trial, find_primes, is_prime};
 
 fn row(rt: &str, param: &str, uj: f64, s: f64) -> Row {
     Row {
@@ -133,11 +133,30 @@ fn config_refusals_name_the_key_and_what_is_allowed() {
 
 #[test]
 fn prime_counts_agree() {
-    for n in [2, 3, 10, 100, 1000, 7919, 100_000] {
+    for n in [2, 3, 4, 10, 100, 121, 1000, 7919, 10_201, 100_000] {
         assert_eq!(count_trial(n), count_sieve(n), "range {n}");
     }
     assert_eq!(count_sieve(2), 1);
     assert_eq!(count_sieve(100_000), 9_592);
+}
+
+/// primes.rs rule 1: the seed's `is_prime`: below 2 not prime, 2 prime, and the divisor bound is
+/// floor(sqrt(n)) inclusive, so the squares of primes (4, 9, 121, 10,201) are found composite.
+#[test]
+fn rule_1_trial_division_is_the_seeds_is_prime() {
+    for n in [i32::MIN, -7, 0, 1] {
+        assert!(!is_prime(n), "{n}");
+    }
+    for n in [2, 3, 5, 7, 11, 101, 7919, 2_147_483_647] {
+        assert!(is_prime(n), "{n}");
+    }
+    for n in [4, 9, 25, 49, 121, 10_201, 46_340 * 46_340] {
+        assert!(!is_prime(n), "{n}");
+    }
+    // The counts the peers' smoke tests pin for each runtime's program (peers/lib/energy-smoke.sh).
+    for (range, pi) in [(2, 1), (4, 2), (121, 30), (10_000, 1_229), (10_201, 1_252)] {
+        assert_eq!(find_primes(range), pi, "pi({range})");
+    }
 }
 
 fn ev(v: serde_json::Value) -> troupe_lab::events::Event {

@@ -1,16 +1,25 @@
 //! The energy programs' typed actors and messages (spec §4), the same in one process and
 //! across nodes: every message is a [`RemoteMessage`].
 //!
+//! The shapes follow seed 002's CAF programs (`ping_pong.cpp`, `ping_pong_lb.cpp`,
+//! `ping_pong_lb_prime.cpp`, `prime_calculation.cpp`): a ping is (client, ping) answered by a
+//! bare pong; a prime request is (client, range) answered by the bare count; docs/energy.md,
+//! "Seed programs", lists what differs and why.
+//!
 //! Rules:
-//! 1. A client sends `Ping` carrying its own ref, waits for `Pong`, and repeats until it has
-//!    received `msgs` pongs; then it counts itself done (the last client done tells the main
-//!    task, which stamps the end of the repetition's interval).
-//! 2. The load balancer forwards each `Ping` to the next server, round-robin; the server answers
-//!    the client directly (not through the load balancer).
-//! 3. A server's `Pong` carries 0, or in `ping_pong_lb_prime` the count of primes <= range,
-//!    computed by trial division for every request; the client checks it against pi(range)
-//!    and counts a wrong answer.
-//! 4. The prime actor answers `Count` with the count of primes <= range by trial division.
+//! 1. A client sends `Ping` carrying its own ref (in `ping_pong_lb_prime`: `Prime` carrying its
+//!    ref and the range), waits for the answer, and repeats until it has received `msgs`
+//!    answers; then it counts itself done (the last client done tells the main task, which
+//!    stamps the end of the repetition's interval).
+//! 2. The load balancer forwards each request, unchanged, to the next server, round-robin (index
+//!    `(next + 1) % servers`); the server answers the client directly (not through the load
+//!    balancer).
+//! 3. A server answers `Ping` with `Pong`, and `Prime(client, range)` with `Primes(n)`, n the
+//!    count of primes <= the range the request carries, computed by the seed's trial division
+//!    (`primes::find_primes`) for every request; the client checks n against pi(range) and
+//!    counts a wrong answer.
+//! 4. The prime actor answers `Count` with the count of primes <= range by the same trial
+//!    division.
 //! 5. The node process's control actor builds a repetition's servers (`Setup`, answered with the
 //!    entry: the server, the load balancer or the prime actor) and stops them (`Teardown`,
 //!    answered once every one of them has ended).
@@ -23,15 +32,17 @@ use tokio::sync::Notify;
 use troupe::{Actor, ActorRef, Ctx, ReplyTo};
 use troupe_remote::{Nested, RemoteMessage};
 
-use super::primes::count_trial;
+use super::primes::{count_trial, find_primes};
 
 /// What a client understands.
 #[derive(Clone, Serialize, Deserialize)]
 pub(crate) enum ClientMsg {
     /// Start the round trips.
     Go,
-    /// A server's answer (rule 3).
-    Pong(u64),
+    /// A server's answer to `Ping` (rule 3).
+    Pong,
+    /// A server's answer to `Prime`: the count of primes <= the range (rule 3).
+    Primes(i32),
 }
 
 /// What a server, the load balancer and the prime actor understand.
@@ -39,6 +50,8 @@ pub(crate) enum ClientMsg {
 pub(crate) enum WorkMsg {
     /// A client's ping (rules 1-2).
     Ping(ActorRef<ClientMsg>),
+    /// A client's prime request: its ref and the range, the seed's `int` (rules 1-3).
+    Prime(ActorRef<ClientMsg>, i32),
     /// Count the primes <= range (rule 4).
     Count(u64, ReplyTo<u64>),
 }
@@ -46,8 +59,8 @@ pub(crate) enum WorkMsg {
 /// What the node process's control actor understands (rule 5).
 #[derive(Serialize, Deserialize)]
 pub(crate) enum ControlMsg {
-    /// Build the servers of a repetition: (workload, servers, range); answered with the entry.
-    Setup(String, u64, u64, ReplyTo<Entry>),
+    /// Build the servers of a repetition: (workload, servers); answered with the entry.
+    Setup(String, u64, ReplyTo<Entry>),
     /// Stop the repetition's servers; answered once done.
     Teardown(ReplyTo<()>),
     /// End the node process.
@@ -59,11 +72,11 @@ pub(crate) enum ControlMsg {
 pub(crate) struct Entry(pub(crate) ActorRef<WorkMsg>);
 
 impl RemoteMessage for ClientMsg {
-    const TAG: &'static str = "troupe.lab.energy.client.v1";
+    const TAG: &'static str = "troupe.lab.energy.client.v2";
 }
 
 impl RemoteMessage for WorkMsg {
-    const TAG: &'static str = "troupe.lab.energy.work.v1";
+    const TAG: &'static str = "troupe.lab.energy.work.v2";
     fn nested(n: &mut Nested) {
         n.add::<ClientMsg>();
         n.add::<u64>();
@@ -71,7 +84,7 @@ impl RemoteMessage for WorkMsg {
 }
 
 impl RemoteMessage for ControlMsg {
-    const TAG: &'static str = "troupe.lab.energy.control.v1";
+    const TAG: &'static str = "troupe.lab.energy.control.v2";
     fn nested(n: &mut Nested) {
         n.add::<Entry>();
         n.add::<()>();
@@ -79,18 +92,15 @@ impl RemoteMessage for ControlMsg {
 }
 
 impl RemoteMessage for Entry {
-    const TAG: &'static str = "troupe.lab.energy.entry.v1";
+    const TAG: &'static str = "troupe.lab.energy.entry.v2";
     fn nested(n: &mut Nested) {
         n.add::<WorkMsg>();
     }
 }
 
-/// A server: answers pings (rule 3) and counts (rule 4; the prime actor is a server asked
-/// `Count`).
-pub(crate) struct Server {
-    /// 0: answer 0; else count primes <= range per ping.
-    pub(crate) range: u64,
-}
+/// A server: answers pings and prime requests (rule 3) and counts (rule 4; the prime actor is
+/// a server asked `Count`).
+pub(crate) struct Server;
 
 impl Actor for Server {
     type Msg = WorkMsg;
@@ -98,8 +108,10 @@ impl Actor for Server {
     async fn handle(&mut self, msg: WorkMsg, _: &mut Ctx<Self>) {
         match msg {
             WorkMsg::Ping(client) => {
-                let answer = if self.range > 0 { count_trial(self.range) } else { 0 };
-                let _ = client.send(ClientMsg::Pong(answer));
+                let _ = client.send(ClientMsg::Pong);
+            }
+            WorkMsg::Prime(client, range) => {
+                let _ = client.send(ClientMsg::Primes(find_primes(range)));
             }
             WorkMsg::Count(range, reply) => reply.send(count_trial(range)),
         }
@@ -132,18 +144,17 @@ pub(crate) struct Servers {
 
 impl Servers {
     /// Spawns what `workload` needs (rules 2-4).
-    pub(crate) fn spawn(workload: &str, servers: u64, range: u64) -> Servers {
+    pub(crate) fn spawn(workload: &str, servers: u64) -> Servers {
         match workload {
             "ping_pong_lb" | "ping_pong_lb_prime" => {
-                let r = if workload == "ping_pong_lb_prime" { range } else { 0 };
-                let all: Vec<_> = (0..servers.max(1)).map(|_| troupe::spawn(Server { range: r })).collect();
+                let all: Vec<_> = (0..servers.max(1)).map(|_| troupe::spawn(Server)).collect();
                 let entry = troupe::spawn(Balancer { servers: all.clone(), next: 0 });
                 let mut all = all;
                 all.push(entry.clone());
                 Servers { entry, all }
             }
             _ => {
-                let s = troupe::spawn(Server { range: 0 });
+                let s = troupe::spawn(Server);
                 Servers { entry: s.clone(), all: vec![s] }
             }
         }
@@ -186,11 +197,11 @@ impl Actor for Control {
 
     async fn handle(&mut self, msg: ControlMsg, _: &mut Ctx<Self>) {
         match msg {
-            ControlMsg::Setup(workload, servers, range, reply) => {
+            ControlMsg::Setup(workload, servers, reply) => {
                 if let Some(old) = self.current.take() {
                     let _ = old.stop().await;
                 }
-                let s = Servers::spawn(&workload, servers, range);
+                let s = Servers::spawn(&workload, servers);
                 reply.send(Entry(s.entry.clone()));
                 self.current = Some(s);
             }
@@ -229,13 +240,47 @@ impl Done {
     }
 }
 
+/// What a client asks for (rule 1).
+#[derive(Clone, Copy)]
+pub(crate) enum Ask {
+    /// `Ping`, answered by `Pong`.
+    Ping,
+    /// `Prime` with this range, answered by `Primes(expect)` (rule 3).
+    Prime {
+        /// The range every request carries.
+        range: i32,
+        /// The answer every reply must carry.
+        expect: i32,
+    },
+}
+
 /// A client (rule 1).
 pub(crate) struct Client {
     pub(crate) entry: ActorRef<WorkMsg>,
     pub(crate) left: u64,
     pub(crate) done: Arc<Done>,
-    /// The answer every pong must carry (rule 3).
-    pub(crate) expect: u64,
+    pub(crate) ask: Ask,
+}
+
+impl Client {
+    fn request(&self, ctx: &Ctx<Self>) {
+        let msg = match self.ask {
+            Ask::Ping => WorkMsg::Ping(ctx.myself()),
+            Ask::Prime { range, .. } => WorkMsg::Prime(ctx.myself(), range),
+        };
+        let _ = self.entry.send(msg);
+    }
+
+    fn answered(&mut self, ctx: &Ctx<Self>) {
+        self.done.pongs.fetch_add(1, Ordering::Relaxed);
+        self.left = self.left.saturating_sub(1);
+        if self.left > 0 {
+            self.request(ctx);
+        } else if self.done.running.fetch_sub(1, Ordering::AcqRel) == 1 {
+            // The main task stamps `end_us` when it learns this (contract rule 4).
+            self.done.all_done.notify_one();
+        }
+    }
 }
 
 impl Actor for Client {
@@ -243,21 +288,13 @@ impl Actor for Client {
 
     async fn handle(&mut self, msg: ClientMsg, ctx: &mut Ctx<Self>) {
         match msg {
-            ClientMsg::Go => {
-                let _ = self.entry.send(WorkMsg::Ping(ctx.myself()));
-            }
-            ClientMsg::Pong(answer) => {
-                self.done.pongs.fetch_add(1, Ordering::Relaxed);
-                if answer != self.expect {
+            ClientMsg::Go => self.request(ctx),
+            ClientMsg::Pong => self.answered(ctx),
+            ClientMsg::Primes(n) => {
+                if !matches!(self.ask, Ask::Prime { expect, .. } if expect == n) {
                     self.done.wrong.fetch_add(1, Ordering::Relaxed);
                 }
-                self.left = self.left.saturating_sub(1);
-                if self.left > 0 {
-                    let _ = self.entry.send(WorkMsg::Ping(ctx.myself()));
-                } else if self.done.running.fetch_sub(1, Ordering::AcqRel) == 1 {
-                    // The main task stamps `end_us` when it learns this (contract rule 4).
-                    self.done.all_done.notify_one();
-                }
+                self.answered(ctx);
             }
         }
     }

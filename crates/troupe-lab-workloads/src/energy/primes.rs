@@ -1,26 +1,65 @@
 //! Counting primes: by trial division (what every runtime's program does, spec §4), and by a
 //! sieve (what the lab uses to check a program's answer without repeating its work).
+//!
+//! Rules:
+//! 1. The trial division is seed 002's CAF program (`is_prime` and `find_primes` of its
+//!    `prime_calculation.cpp` and `ping_pong_lb_prime.cpp`), step for step: 32-bit signed
+//!    integers (the C++ `int`), n < 2 is not prime, 2 is, and any other n is tested against every
+//!    divisor 2..=floor(sqrt(n)), the bound computed once per n with a floating-point square
+//!    root; the first divisor found ends the test.
+//! 2. The sieve is independent of it and is used only to check answers.
 
-/// The number of primes <= `range` by trial division by every d = 2, 3, 4, ... while d x d <= n:
-/// the seed's brute force, which the Erlang and CAF peers do too, and the work the `prime`
-/// program and each `ping_pong_lb_prime` server do.
+/// The number of primes <= `range` by the seed's trial division (rule 1): the work the `prime`
+/// program and each `ping_pong_lb_prime` request do.
 ///
 /// ```
-/// assert_eq!(troupe_lab_workloads::energy::primes::count_trial(100), 25);
+/// assert_eq!(troupe_lab_workloads::energy::primes::find_primes(100), 25);
 /// ```
-pub fn count_trial(range: u64) -> u64 {
-    (2..=range).filter(|&n| is_prime(n)).count() as u64
+pub fn find_primes(range: i32) -> i32 {
+    let mut prime_count = 0;
+    for n in 2..=range {
+        if is_prime(n) {
+            prime_count += 1;
+        }
+    }
+    prime_count
 }
 
-fn is_prime(n: u64) -> bool {
-    let mut d = 2;
-    while d * d <= n {
-        if n % d == 0 {
+/// The seed's `is_prime` (rule 1).
+///
+/// ```
+/// use troupe_lab_workloads::energy::primes::is_prime;
+/// assert!(is_prime(2) && is_prime(3) && !is_prime(4) && !is_prime(121) && !is_prime(1));
+/// ```
+pub fn is_prime(n: i32) -> bool {
+    if n < 2 {
+        return false;
+    }
+    if n == 2 {
+        return true;
+    }
+    let max = f64::from(n).sqrt() as i32;
+    let mut i = 2;
+    while i <= max {
+        if n % i == 0 {
             return false;
         }
-        d += 1;
+        i += 1;
     }
-    n >= 2
+    true
+}
+
+/// [`find_primes`] for the lab's `range` key (at most 10^9, so it fits the seed's `int`).
+///
+/// # Panics
+/// When `range` exceeds `i32::MAX`, which the `range` key never allows.
+///
+/// ```
+/// assert_eq!(troupe_lab_workloads::energy::primes::count_trial(10_000), 1_229);
+/// ```
+pub fn count_trial(range: u64) -> u64 {
+    let range = i32::try_from(range).expect("range fits the seed's 32-bit int (the range key stops at 10^9)");
+    find_primes(range) as u64
 }
 
 /// The number of primes <= `range` by the sieve of Eratosthenes (one bit of memory per odd

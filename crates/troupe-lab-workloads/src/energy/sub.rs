@@ -28,7 +28,7 @@ use tokio::sync::Notify;
 use troupe::ActorRef;
 use troupe_remote::{Node, NodeConfig};
 
-use super::actors::{stop_all, Client, ClientMsg, Control, ControlMsg, Done, Servers, WorkMsg};
+use super::actors::{stop_all, Ask, Client, ClientMsg, Control, ControlMsg, Done, Servers, WorkMsg};
 use super::config::EnergyConfig;
 use super::primes::count_sieve;
 use crate::SutError;
@@ -84,10 +84,10 @@ enum Place {
 
 impl Place {
     async fn setup(&mut self, cfg: &EnergyConfig) -> std::result::Result<ActorRef<WorkMsg>, String> {
-        let (servers, range) = (cfg.servers, cfg.range);
+        let servers = cfg.servers;
         match self {
             Place::Here(cur) => {
-                let s = Servers::spawn(&cfg.workload, servers, range);
+                let s = Servers::spawn(&cfg.workload, servers);
                 let entry = s.entry.clone();
                 *cur = Some(s);
                 Ok(entry)
@@ -95,7 +95,7 @@ impl Place {
             Place::Node { control, .. } => {
                 let w = cfg.workload.clone();
                 control
-                    .ask(|r| ControlMsg::Setup(w, servers, range, r), START_LIMIT)
+                    .ask(|r| ControlMsg::Setup(w, servers, r), START_LIMIT)
                     .await
                     .map(|e| e.0)
                     .map_err(|e| format!("the node process did not set up the servers: {e}"))
@@ -169,9 +169,16 @@ async fn one_rep(cfg: &EnergyConfig, entry: &ActorRef<WorkMsg>) -> std::result::
         return Ok((start_us, now_us(), n, 0));
     }
     let done = Done::new(cfg.clients);
-    let expect = if cfg.workload == "ping_pong_lb_prime" { count_sieve(cfg.range) } else { 0 };
+    let ask = if cfg.workload == "ping_pong_lb_prime" {
+        // The range key stops at 10^9, so both fit the seed's 32-bit int.
+        let range = i32::try_from(cfg.range).map_err(|_| format!("range {} does not fit an i32", cfg.range))?;
+        let expect = i32::try_from(count_sieve(cfg.range)).map_err(|_| "pi(range) does not fit an i32".to_string())?;
+        Ask::Prime { range, expect }
+    } else {
+        Ask::Ping
+    };
     let clients: Vec<ActorRef<ClientMsg>> = (0..cfg.clients)
-        .map(|_| troupe::spawn(Client { entry: entry.clone(), left: cfg.msgs, done: Arc::clone(&done), expect }))
+        .map(|_| troupe::spawn(Client { entry: entry.clone(), left: cfg.msgs, done: Arc::clone(&done), ask }))
         .collect();
     let start_us = now_us();
     for c in &clients {

@@ -1,40 +1,52 @@
 // actors.cpp: the behaviours of the CAF energy actors (rules in actors.hpp): dynamically typed,
-// event-based actors, atoms and built-in element types, as CAF's own examples are written.
+// event-based actors, atoms and built-in element types, as the seed's programs are written.
 #include "actors.hpp"
+
+#include <cmath>
 
 namespace energy {
 
 using caf::actor;
 using caf::behavior;
 
-int64_t count_primes(int64_t range) {
-  int64_t count = 0;
-  for (int64_t n = 2; n <= range; ++n) {
-    bool prime = true;
-    for (int64_t d = 2; d * d <= n; ++d) {
-      if (n % d == 0) {
-        prime = false;
-        break;
-      }
-    }
-    if (prime)
-      ++count;
+bool is_prime(int n) {
+  if (n < 2)
+    return false;
+  if (n == 2)
+    return true;
+  int max = static_cast<int>(std::sqrt(n));
+  for (int i = 2; i <= max; ++i) {
+    if (n % i == 0)
+      return false;
   }
-  return count;
+  return true;
+}
+
+int find_primes(int range) {
+  int prime_count = 0;
+  // The config keeps range <= 10^9, so ++n never overflows.
+  for (int n = 2; n <= range; ++n) {
+    if (is_prime(n))
+      ++prime_count;
+  }
+  return prime_count;
 }
 
 behavior prime_actor(caf::event_based_actor*) {
   return {
-    [](count_atom, int64_t range) { return count_primes(range); },
+    [](int range) -> int { return find_primes(range); },
   };
 }
 
-behavior server_actor(caf::event_based_actor* self) {
+behavior ping_server_actor(caf::event_based_actor* self) {
   return {
-    [=](ping_atom, const actor& client) { self->send(client, pong_atom::value); },
-    [=](prime_atom, const actor& client, int64_t range) {
-      self->send(client, primes_atom::value, count_primes(range));
-    },
+    [=](const actor& client, ping_atom) { self->send(client, pong_atom::value); },
+  };
+}
+
+behavior prime_server_actor(caf::event_based_actor* self) {
+  return {
+    [=](const actor& client, int prime_range) { self->send(client, find_primes(prime_range)); },
   };
 }
 
@@ -42,27 +54,29 @@ behavior lb_actor(caf::stateful_actor<lb_state>* self, std::vector<actor> server
   for (auto& s : servers)
     self->link_to(s);
   self->state.servers = std::move(servers);
-  auto next = [self]() -> const actor& {
-    auto& st = self->state;
-    const actor& s = st.servers[st.next];
-    st.next = (st.next + 1) % st.servers.size();
-    return s;
-  };
   return {
-    [=](ping_atom a, const actor& client) { self->send(next(), a, client); },
-    [=](prime_atom a, const actor& client, int64_t range) { self->send(next(), a, client, range); },
+    [=](const actor& client, ping_atom a) {
+      auto& st = self->state;
+      self->send(st.servers[st.server_index], client, a);
+      st.server_index = (st.server_index + 1) % st.servers.size();
+    },
+    [=](const actor& client, int n) {
+      auto& st = self->state;
+      self->send(st.servers[st.server_index], client, n);
+      st.server_index = (st.server_index + 1) % st.servers.size();
+    },
   };
 }
 
 behavior client_actor(caf::stateful_actor<client_state>* self, actor target, actor main,
-                      int64_t msgs, bool prime, int64_t range, int64_t expected) {
+                      int64_t msgs, bool prime, int range, int expected) {
   self->state.left = msgs;
   auto ask = [=] {
     auto me = caf::actor_cast<actor>(self);
     if (prime)
-      self->send(target, prime_atom::value, me, range);
+      self->send(target, me, range);
     else
-      self->send(target, ping_atom::value, me);
+      self->send(target, me, ping_atom::value);
   };
   auto got = [=] {
     auto& st = self->state;
@@ -77,8 +91,8 @@ behavior client_actor(caf::stateful_actor<client_state>* self, actor target, act
   return {
     [=](go_atom) { ask(); },
     [=](pong_atom) { got(); },
-    [=](primes_atom, int64_t n) {
-      if (n != expected)
+    [=](int found_primes) {
+      if (found_primes != expected)
         ++self->state.wrong;
       got();
     },
@@ -88,11 +102,11 @@ behavior client_actor(caf::stateful_actor<client_state>* self, actor target, act
 behavior host_actor(caf::event_based_actor* self) {
   return {
     [=](spawn_atom, prime_atom) { return self->spawn(prime_actor); },
-    [=](spawn_atom, server_atom) { return self->spawn(server_actor); },
-    [=](spawn_atom, lb_atom, int64_t n) {
+    [=](spawn_atom, server_atom) { return self->spawn(ping_server_actor); },
+    [=](spawn_atom, lb_atom, int64_t n, bool prime) {
       std::vector<actor> servers;
       for (int64_t k = 0; k < n; ++k)
-        servers.push_back(self->spawn(server_actor));
+        servers.push_back(prime ? self->spawn(prime_server_actor) : self->spawn(ping_server_actor));
       return self->spawn(lb_actor, std::move(servers));
     },
   };

@@ -96,6 +96,16 @@ int64_t int_at_least(const config& c, const std::string& key, int64_t min) {
   return std::stoll(*v);
 }
 
+// range is counted in the seed's C++ int (actors.hpp rule 1).
+int64_t int_in(const config& c, const std::string& key, int64_t min, int64_t max) {
+  auto v = find(c, key);
+  if (v == nullptr || !is_int(*v) || std::stoll(*v) < min || std::stoll(*v) > max)
+    bad(key, v,
+        "an integer from " + std::to_string(min) + " to " + std::to_string(max)
+          + " (the lab's range key; the seed's programs count in a 32-bit int)");
+  return std::stoll(*v);
+}
+
 template <class E, size_t N>
 E one_of(const config& c, const std::string& key, const char* const (&names)[N],
          const E (&values)[N]) {
@@ -158,7 +168,7 @@ config parse_config(const std::string& text) {
   c.clients = int_at_least(c, "clients", 1);
   c.msgs = int_at_least(c, "msgs", 1);
   c.servers = int_at_least(c, "servers", 1);
-  c.range = int_at_least(c, "range", 2);
+  c.range = int_in(c, "range", 2, 1000000000);
   c.reps = int_at_least(c, "reps", 1);
   return c;
 }

@@ -5,7 +5,8 @@
 //   1. The file holds one flat JSON object: values are strings, integers (or other numbers,
 //      true/false/null, kept as written); a nested object or array is refused.
 //   2. workload is "prime" | "ping_pong" | "ping_pong_lb" | "ping_pong_lb_prime"; mode is
-//      "native" | "distributed"; clients, msgs, servers, reps are integers >= 1; range >= 2.
+//      "native" | "distributed"; clients, msgs, servers, reps are integers >= 1; range is an
+//      integer from 2 to 10^9, the lab's bound (the seed's programs count primes in a C++ int).
 //      seed and sample_ms belong to the lab and are not read.
 //   3. A bad input throws config_error whose text names the key, the value and what is
 //      allowed; main prints it as one stderr line and exits 2.

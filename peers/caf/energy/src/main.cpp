@@ -62,7 +62,7 @@ int run(const config& c, event_log& log) {
     caf::actor host = distributed ? far.start(sys) : sys.spawn(host_actor);
     // The answer every ping_pong_lb_prime reply must carry, computed once, outside every
     // measured interval.
-    int64_t expected = c.work == workload::ping_pong_lb_prime ? count_primes(c.range) : -1;
+    int expected = c.work == workload::ping_pong_lb_prime ? find_primes(static_cast<int>(c.range)) : -1;
     int64_t errors = 0;
     for (int64_t r = 0; r < c.reps; ++r) {
       auto res = run_rep(sys, host, c, expected);

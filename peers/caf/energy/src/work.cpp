@@ -45,11 +45,12 @@ void stop(caf::scoped_actor& self, const actor& a) {
 
 rep_result prime_rep(caf::scoped_actor& self, const actor& host, const config& c) {
   auto p = ask_spawn(self, host, spawn_atom::value, prime_atom::value);
-  int64_t count = -1;
+  int count = -1;
   std::string why = "no answer within the rep limit";
+  auto range = static_cast<int>(c.range); // at most 10^9 (config.hpp rule 2)
   auto t0 = now_us();
-  self->request(p, rep_limit, count_atom::value, c.range)
-    .receive([&](int64_t n) { count = n; }, [&](caf::error& e) { why = caf::to_string(e); });
+  self->request(p, rep_limit, range)
+    .receive([&](int n) { count = n; }, [&](caf::error& e) { why = caf::to_string(e); });
   auto t1 = now_us();
   if (count < 0)
     throw rep_error("the prime actor did not answer: " + why);
@@ -58,16 +59,17 @@ rep_result prime_rep(caf::scoped_actor& self, const actor& host, const config& c
 }
 
 rep_result ping_rep(caf::actor_system& sys, caf::scoped_actor& self, const actor& host,
-                    const config& c, int64_t expected) {
+                    const config& c, int expected) {
   bool prime = c.work == workload::ping_pong_lb_prime;
   auto target = c.work == workload::ping_pong
                   ? ask_spawn(self, host, spawn_atom::value, server_atom::value)
-                  : ask_spawn(self, host, spawn_atom::value, lb_atom::value, c.servers);
+                  : ask_spawn(self, host, spawn_atom::value, lb_atom::value, c.servers, prime);
   auto main = caf::actor_cast<actor>(self);
   std::vector<actor> clients;
   clients.reserve(static_cast<size_t>(c.clients));
   for (int64_t k = 0; k < c.clients; ++k)
-    clients.push_back(sys.spawn(client_actor, target, main, c.msgs, prime, c.range, expected));
+    clients.push_back(sys.spawn(client_actor, target, main, c.msgs, prime,
+                                static_cast<int>(c.range), expected));
   auto deadline = std::chrono::steady_clock::now() + rep_limit;
   auto t0 = now_us();
   for (auto& cl : clients)
@@ -101,7 +103,7 @@ rep_result ping_rep(caf::actor_system& sys, caf::scoped_actor& self, const actor
 
 } // namespace
 
-rep_result run_rep(caf::actor_system& sys, const actor& host, const config& c, int64_t expected) {
+rep_result run_rep(caf::actor_system& sys, const actor& host, const config& c, int expected) {
   caf::scoped_actor self{sys};
   if (c.work == workload::prime)
     return prime_rep(self, host, c);

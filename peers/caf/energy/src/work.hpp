@@ -35,6 +35,6 @@ struct rep_result {
 
 /// Runs one repetition of `c`'s workload against `host` (rules 1-4). Throws rep_error.
 rep_result run_rep(caf::actor_system& sys, const caf::actor& host, const config& c,
-                   int64_t expected);
+                   int expected);
 
 } // namespace energy

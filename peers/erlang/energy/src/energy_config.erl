@@ -4,7 +4,8 @@
 %% It owns the keys and their allowed values:
 %%   workload  "prime" | "ping_pong" | "ping_pong_lb" | "ping_pong_lb_prime"
 %%   mode      "native" | "distributed"
-%%   clients, msgs, servers, reps: integers >= 1;  range: integer >= 2.
+%%   clients, msgs, servers, reps: integers >= 1;  range: integer 2..10^9 (the
+%%   lab's bound; the seed's find_primes/1 holds a list of the whole range).
 %% `seed` and `sample_ms` are the lab's; the programs ignore them (and accept
 %% them missing). Every other key is carried into run_started unchanged.
 %% A bad or missing value is refused with one message naming the key, the value
@@ -15,6 +16,7 @@
 
 -define(WORKLOADS, [<<"prime">>, <<"ping_pong">>, <<"ping_pong_lb">>, <<"ping_pong_lb_prime">>]).
 -define(MODES, [<<"native">>, <<"distributed">>]).
+-define(MAX_RANGE, 1000000000).
 
 %% load(Path) -> {ok, Config :: map(), Raw :: json object} | {error, Msg :: string()}.
 %% Config has the atoms workload and mode and the integers clients, msgs,
@@ -36,8 +38,9 @@ check(Raw) ->
     Workload = one_of(workload, Get(workload), ?WORKLOADS),
     Mode = one_of(mode, Get(mode), ?MODES),
     Ints = [{K, int_at_least(K, Get(K), Min)}
-            || {K, Min} <- [{clients, 1}, {msgs, 1}, {servers, 1}, {range, 2}, {reps, 1}]],
-    maps:from_list([{workload, Workload}, {mode, Mode} | Ints]).
+            || {K, Min} <- [{clients, 1}, {msgs, 1}, {servers, 1}, {reps, 1}]],
+    Range = int_in(range, Get(range), 2, ?MAX_RANGE),
+    maps:from_list([{workload, Workload}, {mode, Mode}, {range, Range} | Ints]).
 
 one_of(K, V, Allowed) ->
     case lists:member(V, Allowed) of
@@ -46,6 +49,10 @@ one_of(K, V, Allowed) ->
             Names = lists:join(", ", [[$", A, $"] || A <- Allowed]),
             bad(K, V, "one of " ++ binary_to_list(iolist_to_binary(Names)))
     end.
+
+int_in(_K, V, Min, Max) when is_integer(V), V >= Min, V =< Max -> V;
+int_in(K, V, Min, Max) ->
+    bad(K, V, lists:flatten(io_lib:format("an integer from ~b to ~b (the lab's range key)", [Min, Max]))).
 
 int_at_least(_K, V, Min) when is_integer(V), V >= Min -> V;
 int_at_least(K, V, Min) -> bad(K, V, "an integer >= " ++ integer_to_list(Min)).

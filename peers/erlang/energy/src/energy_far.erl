@@ -34,6 +34,9 @@ start() ->
         {ok, Peer, Far} ->
             unlink(Peer),
             pong = net_adm:ping(Far),
+            %% The distributed clients address the far entry through `global`
+            %% (energy_work rule 5): both nodes' name tables agree from here on.
+            ok = global:sync(),
             Os = erpc:call(Far, os, getpid, [], 10000),
             persistent_term:put(?KEY, {Peer, Far, Os}),
             io:format(standard_error, "energy: far node ~s is OS process ~s~n", [Far, Os]),

@@ -76,7 +76,7 @@ run() ->
     %% The answer every ping_pong_lb_prime reply must carry, computed once,
     %% outside every measured interval.
     Expected = case Workload of
-                   ping_pong_lb_prime -> energy_work:count_primes(Range);
+                   ping_pong_lb_prime -> energy_work:find_primes(Range);
                    _ -> none
                end,
     Errors = lists:foldl(

@@ -1,5 +1,8 @@
 %% energy_work: the four energy workloads as plain Erlang processes, and one
 %% measured repetition of each (the energy peer contract, spec workloads.md §4).
+%% The actors, their messages and the prime count are seed 002's Erlang programs
+%% (src/native/*_erl and src/distributed/*_erl of the seed's repository;
+%% docs/energy.md, "Seed programs", lists every difference and its reason).
 %%
 %% Rules this module keeps (checked by peers/lib/energy-smoke.sh):
 %%  1. Everything a repetition needs (the prime actor, the server(s), the load
@@ -8,16 +11,24 @@
 %%     end_us when the last client has reported its last pong (or the prime
 %%     count has arrived). The result is the number of pongs the clients got
 %%     (clients * msgs) or pi(range).
-%%  3. prime: one process counts primes <= range by trial division (every
-%%     divisor d = 2, 3, ... while d * d =< n); no messages during the count.
-%%  4. ping_pong: one server; each client sends {ping, Self}, waits for `pong`,
+%%  3. prime: the seed's find_primes/1: lists:foldl over lists:seq(2, Range),
+%%     and is_prime/1 tests N with lists:any over lists:seq(2, trunc(sqrt(N)))
+%%     (the whole divisor list is built for every N, the first divisor found
+%%     stops the test); no messages during the count.
+%%  4. ping_pong: one server; each client sends {Self, ping}, waits for `pong`,
 %%     `msgs` times. ping_pong_lb: `servers` servers behind one load balancer
-%%     that forwards each request, unchanged, to the next server in turn; the
-%%     server replies to the client DIRECTLY (not via the load balancer).
-%%     ping_pong_lb_prime: the request is {prime, Self, Range} and the server
-%%     answers {primes, pi(Range)}, counted per request; a wrong count is an error.
+%%     that forwards each request, unchanged, to
+%%     lists:nth((Index rem length(Servers)) + 1, Servers), Index counting up
+%%     from 0; the server replies to the client DIRECTLY (not via the load
+%%     balancer). ping_pong_lb_prime: the request is {Self, Range} and the
+%%     server answers with the bare integer find_primes(Range), counted per
+%%     request; an answer other than pi(Range) is counted as wrong.
 %%  5. The prime actor, servers and load balancer run on `Far`: this node in
-%%     native mode, the far node in distributed mode. Clients run here.
+%%     native mode, the far node in distributed mode. Clients run here. In
+%%     native mode clients send to the entry's pid; in distributed mode the
+%%     entry (the server or the load balancer) is registered with `global` and
+%%     every request goes through global:send/2, as in the seed's distributed
+%%     clients.
 %%  6. After end_us every actor of the repetition is stopped and its exit
 %%     awaited (10 s, then killed), so repetitions never share actors.
 %%  7. Bounded: a repetition fails after ?REP_TIMEOUT_MS, or at once when the
@@ -27,9 +38,9 @@
 %%     measured); they are bounded by the main process killing them.
 -module(energy_work).
 
--export([rep/3, count_primes/1]).
+-export([rep/3, find_primes/1]).
 %% Process entry points (spawned locally and on the far node).
--export([prime_actor/0, server/0, lb/1, client/4]).
+-export([prime_actor/0, ping_server/0, prime_server/0, load_balancer/2, client/4]).
 
 -define(REP_TIMEOUT_MS, 3600 * 1000).
 -define(STOP_TIMEOUT_MS, 10000).
@@ -51,16 +62,22 @@ rep(#{workload := prime, range := Range}, Far, _Expected) ->
     stop_all([{P, Mon}]),
     {T0, T1, Count, 0};
 rep(#{workload := W, clients := C, msgs := M, servers := S, range := Range}, Far, Expected) ->
-    NServers = case W of ping_pong -> 1; _ -> S end,
-    Servers = [spawn_mon(Far, server, []) || _ <- lists:seq(1, NServers)],
-    {Target, Actors} = case W of
-                           ping_pong ->
-                               [{Srv, _}] = Servers,
-                               {Srv, Servers};
-                           _ ->
-                               {Lb, _} = LbM = spawn_mon(Far, lb, [[P || {P, _} <- Servers]]),
-                               {Lb, [LbM | Servers]}
-                       end,
+    {ServerFun, NServers} = case W of
+                                ping_pong -> {ping_server, 1};
+                                ping_pong_lb -> {ping_server, S};
+                                ping_pong_lb_prime -> {prime_server, S}
+                            end,
+    Servers = [spawn_mon(Far, ServerFun, []) || _ <- lists:seq(1, NServers)],
+    {Entry, Actors} = case W of
+                          ping_pong ->
+                              [{Srv, _}] = Servers,
+                              {Srv, Servers};
+                          _ ->
+                              {Lb, _} = LbM = spawn_mon(Far, load_balancer,
+                                                        [[P || {P, _} <- Servers], 0]),
+                              {Lb, [LbM | Servers]}
+                      end,
+    Target = target(Entry, Far),
     Req = case W of ping_pong_lb_prime -> {prime, Range, Expected}; _ -> ping end,
     Main = self(),
     Clients = [spawn_monitor(?MODULE, client, [Main, Target, M, Req]) || _ <- lists:seq(1, C)],
@@ -75,6 +92,18 @@ rep(#{workload := W, clients := C, msgs := M, servers := S, range := Range}, Far
     stop_all(Clients, no_stop),
     stop_all(Actors),
     {T0, T1, Pongs, Wrong}.
+
+%% How clients address the entry (rule 5): its pid on this node; through a
+%% global name when it runs on the far node. The name is new for every
+%% repetition, so a name whose previous holder is still being cleaned up by
+%% `global` is never reused.
+target(Entry, Far) when Far =:= node() -> {pid, Entry};
+target(Entry, _Far) ->
+    Name = {energy_entry, erlang:unique_integer([positive])},
+    case global:register_name(Name, Entry) of
+        yes -> {global, Name};
+        no -> fail("cannot register the far entry ~p with global", [Entry])
+    end.
 
 spawn_mon(Far, F, A) ->
     P = spawn(Far, ?MODULE, F, A),
@@ -112,42 +141,48 @@ stop_all(Actors, Msg) ->
                   end, Actors).
 
 %%--------------------------------------------------------------------
-%% The actors
+%% The actors (the seed's server, load_balancer and client functions, less
+%% their verbose printing and their `done` notices to a main process: rule 6
+%% stops them instead)
 %%--------------------------------------------------------------------
 
 %% prime (rule 3): answers {count, From, Range} with {primes, Self, pi(Range)}.
 prime_actor() ->
     receive
         {count, From, Range} ->
-            From ! {primes, self(), count_primes(Range)},
+            From ! {primes, self(), find_primes(Range)},
             prime_actor();
         stop -> ok
     end.
 
-%% A server (rule 4): replies to the client named in the request.
-server() ->
+%% The ping_pong and ping_pong_lb server (rule 4): pong to the client named in
+%% the request.
+ping_server() ->
     receive
-        {ping, From} ->
+        {From, ping} ->
             From ! pong,
-            server();
-        {prime, From, Range} ->
-            From ! {primes, count_primes(Range)},
-            server();
+            ping_server();
         stop -> ok
     end.
 
-%% The round-robin load balancer (rule 4): forwards each request unchanged.
-lb(Servers) -> lb(Servers, Servers).
-
-lb([], All) -> lb(All, All);
-lb([S | Rest], All) ->
+%% The ping_pong_lb_prime server (rule 4): the number of primes up to the
+%% range in the request, counted for every request.
+prime_server() ->
     receive
-        {ping, _} = Req ->
-            S ! Req,
-            lb(Rest, All);
-        {prime, _, _} = Req ->
-            S ! Req,
-            lb(Rest, All);
+        {From, PrimeRange} ->
+            From ! find_primes(PrimeRange),
+            prime_server();
+        stop -> ok
+    end.
+
+%% The round-robin load balancer (rule 4): forwards each request unchanged to
+%% the server at position (Index rem length(Servers)) + 1.
+load_balancer(Servers, Index) ->
+    receive
+        {From, Msg} ->
+            Server = lists:nth((Index rem length(Servers)) + 1, Servers),
+            Server ! {From, Msg},
+            load_balancer(Servers, Index + 1);
         stop -> ok
     end.
 
@@ -156,44 +191,67 @@ lb([S | Rest], All) ->
 %% and exits.
 client(Main, Target, Msgs, Req) ->
     receive go -> ok end,
-    {Pongs, Wrong} = case Req of
-                         ping -> ping_loop(Target, Msgs, 0);
-                         {prime, Range, Expected} -> prime_loop(Target, Range, Expected, Msgs, 0, 0)
+    {Pongs, Wrong} = case {Req, Target} of
+                         {ping, {pid, P}} -> ping_loop(P, Msgs, 0);
+                         {ping, {global, Name}} -> global_ping_loop(Name, Msgs, 0);
+                         {{prime, Range, Expected}, {pid, P}} ->
+                             prime_loop(P, Range, Expected, Msgs, 0, 0);
+                         {{prime, Range, Expected}, {global, Name}} ->
+                             global_prime_loop(Name, Range, Expected, Msgs, 0, 0)
                      end,
     Main ! {done, self(), Pongs, Wrong}.
 
-ping_loop(_Target, 0, Got) -> {Got, 0};
-ping_loop(Target, N, Got) ->
-    Target ! {ping, self()},
+%% The seed's native clients: send to the pid.
+ping_loop(_Server, 0, Got) -> {Got, 0};
+ping_loop(Server, N, Got) ->
+    Server ! {self(), ping},
     receive
-        pong -> ping_loop(Target, N - 1, Got + 1)
+        pong -> ping_loop(Server, N - 1, Got + 1)
     end.
 
-prime_loop(_Target, _Range, _Expected, 0, Got, Wrong) -> {Got, Wrong};
-prime_loop(Target, Range, Expected, N, Got, Wrong) ->
-    Target ! {prime, self(), Range},
+prime_loop(_Lb, _Range, _Expected, 0, Got, Wrong) -> {Got, Wrong};
+prime_loop(Lb, Range, Expected, N, Got, Wrong) ->
+    Lb ! {self(), Range},
     receive
-        {primes, Expected} -> prime_loop(Target, Range, Expected, N - 1, Got + 1, Wrong);
-        {primes, _} -> prime_loop(Target, Range, Expected, N - 1, Got + 1, Wrong + 1)
+        Expected -> prime_loop(Lb, Range, Expected, N - 1, Got + 1, Wrong);
+        Other when is_integer(Other) -> prime_loop(Lb, Range, Expected, N - 1, Got + 1, Wrong + 1)
+    end.
+
+%% The seed's distributed clients: every request through global:send/2.
+global_ping_loop(_Name, 0, Got) -> {Got, 0};
+global_ping_loop(Name, N, Got) ->
+    global:send(Name, {self(), ping}),
+    receive
+        pong -> global_ping_loop(Name, N - 1, Got + 1)
+    end.
+
+global_prime_loop(_Name, _Range, _Expected, 0, Got, Wrong) -> {Got, Wrong};
+global_prime_loop(Name, Range, Expected, N, Got, Wrong) ->
+    global:send(Name, {self(), Range}),
+    receive
+        Expected -> global_prime_loop(Name, Range, Expected, N - 1, Got + 1, Wrong);
+        Other when is_integer(Other) ->
+            global_prime_loop(Name, Range, Expected, N - 1, Got + 1, Wrong + 1)
     end.
 
 %%--------------------------------------------------------------------
-%% Trial division (rule 3)
+%% Counting primes (rule 3): the seed's brute force, list for list
 %%--------------------------------------------------------------------
 
-%% count_primes(Range) -> the number of primes =< Range.
-count_primes(Range) -> count_primes(2, Range, 0).
+%% find_primes(Max) -> the number of primes =< Max.
+find_primes(Max) ->
+    lists:foldl(fun(N, Acc) ->
+                        case is_prime(N) of
+                            true -> Acc + 1;
+                            false -> Acc
+                        end
+                end, 0, lists:seq(2, Max)).
 
-count_primes(N, Range, Acc) when N > Range -> Acc;
-count_primes(N, Range, Acc) ->
-    case is_prime(N, 2) of
-        true -> count_primes(N + 1, Range, Acc + 1);
-        false -> count_primes(N + 1, Range, Acc)
-    end.
-
-is_prime(N, D) when D * D > N -> true;
-is_prime(N, D) when N rem D =:= 0 -> false;
-is_prime(N, D) -> is_prime(N, D + 1).
+is_prime(N) when N < 2 -> false;
+is_prime(2) -> true;
+is_prime(N) ->
+    Max = trunc(math:sqrt(N)),
+    not lists:any(fun(X) -> N rem X =:= 0 end, lists:seq(2, Max)).
 
 now_us() -> os:system_time(microsecond).
 
