@@ -198,7 +198,10 @@ fn rule_8_a_chain_step_hands_off_unless_the_actor_was_released_from_a_slot() {
                 break;
             }
         }
-        assert!(tries.iter().any(|(a, b)| a != b), "an unmarked actor no longer hands off after a chain step: {tries:?}");
+        assert!(
+            tries.iter().any(|(a, b)| a != b),
+            "an unmarked actor no longer hands off after a chain step: {tries:?}"
+        );
 
         // Marked: woken into a driver's slot and then released (the driver had more work).
         // After the same chain steps it waits in its own carrier, where each message finds it.

@@ -306,7 +306,7 @@ mod tests {
 
     #[tokio::test]
     async fn contract_rule_5_a_repetitions_servers_have_ended_when_stop_returns() {
-        let s = Servers::spawn("ping_pong_lb_prime", 3, 100);
+        let s = Servers::spawn("ping_pong_lb_prime", 3);
         assert!(s.all.iter().all(ActorRef::is_alive));
         s.stop().await.unwrap();
         assert!(s.all.iter().all(|a| !a.is_alive()), "an actor outlived the repetition's teardown");
