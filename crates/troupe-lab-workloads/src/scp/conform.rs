@@ -1,8 +1,7 @@
 //! The SCP behaviour contract as checks of a run's trace (`troupe lab conform scp`), and the
-//! short scenarios they run on. docs/scp.md's "Behaviour contract" is written elsewhere; until
-//! it is reconciled with these, the rule texts here are the contract the checks state, from
-//! docs/scp.md, events.md and the programs (`crates/troupe-lab-workloads/src/scp`,
-//! `peers/erlang/scp`, `peers/akka/.../scp`).
+//! short scenarios they run on. docs/scp.md's "Behaviour contract" marks each of its rules with
+//! the checks here that observe it (`*Conformance:* scp.<n>`); a rule no event shows says so
+//! there.
 //!
 //! Rules of this module:
 //! 1. Each [`Rule`] is `scp.<n>`; every rule here is observable from events.
