@@ -84,9 +84,12 @@ fn end_to_end(mode: &str, injector_node: &str) {
     assert_eq!(count("fault_injected"), planned);
     let restarted = count("restarted");
     assert!(restarted >= planned - 1 && restarted <= planned, "restarts {restarted}");
-    // 16 pairs at 200 ms: ceiling 80/s; kills cost at most one exchange each.
+    // 16 pairs at 200 ms: a ceiling of 80/s, 240 over the window. A kill costs about one
+    // exchange; on a loaded 2-core machine late timers cost more (221 was seen beside a
+    // release build), so the floor is 85% of the ceiling. Servers left dead would lose about
+    // 90 (12 kills, half the window each at 5 exchanges/s), far below it.
     let total: i64 = evs.iter().filter(|e| e["ev"] == "throughput").map(|e| e["count"].as_i64().unwrap()).sum();
-    assert!((3 * 80 - 12 - 6..=3 * 80 + 16).contains(&total), "{mode}: total {total}");
+    assert!((3 * 80 * 85 / 100..=3 * 80 + 16).contains(&total), "{mode}: total {total}");
     assert!(evs.iter().all(|e| e["run"] == "run1" && e["rt"] == "troupe"));
     // The report rebuilt from the folder carries the same numbers.
     let before = read(&out.join("scp.csv"));
