@@ -20,7 +20,9 @@
 #    (crates/troupe-cli/tests/deploy_kubernetes.rs) fail instead of skipping;
 # 4. a short cargo-fuzz run of the wire decoders (frame, handshake) when a nightly toolchain is
 #    present (cargo-fuzz needs one); the stable fuzz smoke test runs in step 3 regardless;
-# 5. each peer's smoke test: builds and briefly runs every workload of that runtime.
+# 5. each peer's smoke test: builds and briefly runs every workload of that runtime, and checks
+#    it against each workload's behaviour contract (peers/lib/conform.sh); then Troupe against
+#    every workload's contract; then, as root, chat on four runtimes at the lab's network layer.
 #
 # TROUPE_TEST_PEERS=0 skips the peers (steps 2 and 5) for a quick local loop, and says so loudly
 # at the start and at the end. Under CI (CI=true; .ci/run clears them too) every inherited
@@ -116,6 +118,11 @@ fi
 for rt in "${peers[@]}"; do
     echo "== peer $rt: smoke"
     bash "peers/$rt/smoke.sh" || failed+=("$rt (smoke)")
+done
+# Troupe against every workload's behaviour contract (each peer's smoke test checks its own).
+for w in chat scp iot energy latency kv; do
+    echo "== conform $w: troupe (peers/lib/conform.sh)"
+    bash peers/lib/conform.sh "$w" troupe || failed+=("conform $w troupe")
 done
 # One network for every runtime: chat on Troupe and the three chat peers at the lab's network
 # layer, under a cut server group and under 2% loss (needs root, and the chat peers).

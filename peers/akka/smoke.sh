@@ -303,6 +303,8 @@ done
 echo "akka smoke: a killed node JVM fails the distributed run (failed_nodes), nothing outlives it"
 "$HERE/iot/smoke.sh" # the IoT peer: a clean run and a run with device kills
 # The behaviour contract, checked on short runs (docs/lab.md, "Checking conformance").
-"$HERE/../lib/conform.sh" chat akka
+for w in chat scp iot; do
+    "$HERE/../lib/conform.sh" "$w" akka
+done
 echo "akka smoke: passed"
 bash "$(dirname "${BASH_SOURCE[0]}")/../lib/amqp-smoke.sh" akka chat  # the same run through RabbitMQ and through a file

@@ -7,4 +7,6 @@ set -euo pipefail
 lib="$(dirname "${BASH_SOURCE[0]}")/../lib"
 bash "$lib/micro-smoke.sh" caf
 bash "$lib/energy-smoke.sh" caf
+# The behaviour contract, checked on short runs (docs/lab.md, "Checking conformance").
+bash "$lib/conform.sh" energy caf
 bash "$(dirname "${BASH_SOURCE[0]}")/../lib/amqp-smoke.sh" caf energy  # the same run through RabbitMQ and through a file

@@ -249,5 +249,9 @@ step "kv ok: $(grep -c '"ev":"op"' "$ev") operations"
 
 # --- energy: the 4 workloads x native/distributed, small sizes (shared checker) --
 bash "$here/../lib/energy-smoke.sh" erlang
+# The behaviour contracts, checked on short runs (docs/lab.md, "Checking conformance").
+for w in scp energy latency kv; do
+    bash "$here/../lib/conform.sh" "$w" erlang
+done
 step "all Erlang smoke checks passed"
 bash "$(dirname "${BASH_SOURCE[0]}")/../lib/amqp-smoke.sh" erlang scp  # the same run through RabbitMQ and through a file
