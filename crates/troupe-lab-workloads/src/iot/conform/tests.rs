@@ -326,3 +326,23 @@ fn network_fault_lines_are_not_kills() {
     assert_eq!(kill_accounting(&cfg(), &v, &s), PASS);
     assert_eq!(restarts(&cfg(), &v, &s), PASS);
 }
+
+#[test]
+fn rule_11_a_few_samples_stamped_late_pass_but_a_systematic_origin_fails() {
+    // Three more devices restarted and reported current, 10 ms after their restart.
+    let with = |ms: [f64; 3]| {
+        let mut v = good();
+        for (i, ms) in ms.into_iter().enumerate() {
+            let (d, at) = (format!("device-{}", 10 + i), S + 3_000_000 + 100_000 * i as i64);
+            v.push(line(at, "devices-0", "restarted", json!({"target": d, "attempt": 1})));
+            v.push(line(at + 10_000, "server-0", "reconnected", json!({"target": d, "by": "server-0", "ms": ms})));
+        }
+        sorted(v)
+    };
+    assert_eq!(mttr(&with([10.0, 10.1, 9.9]), true), PASS);
+    // One of four stamped 150 ms late (a stalled thread): still the restart's origin.
+    assert_eq!(mttr(&with([160.0, 10.1, 9.9]), true), PASS);
+    // Three of four from another origin (the kill, 1 s earlier): a failure naming the worst.
+    let e = err(mttr(&with([1010.0, 1010.0, 1200.0]), true));
+    assert!(e.contains("3 of 4 MTTR samples") && e.contains("ms=1200"), "{e}");
+}
