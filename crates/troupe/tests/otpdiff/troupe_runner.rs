@@ -14,6 +14,21 @@ use troupe::{Actor, ActorError, AnyRef, Ctx, ExitReason, ExitSignal};
 
 use super::scenario::{fails_text, step_text, Child, Outcome, Scenario, Step};
 
+/// How many times the runner looks for a settled tree before it prints what it has.
+const SETTLE_TRIES: usize = 20_000;
+
+/// Between two looks at an unsettled tree (try `left` of [`SETTLE_TRIES`]): a yield for the
+/// first thousand (a restart usually completes within a few), then 1 ms, so a loaded machine
+/// gets about 19 s before an unsettled tree is printed (10,000 yields alone once printed a
+/// nested supervisor mid-restart on a loaded CI machine).
+async fn settle_pause(left: usize) {
+    if left > SETTLE_TRIES - 1_000 {
+        tokio::task::yield_now().await;
+    } else {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
 type Log = Arc<Mutex<Vec<String>>>;
 
 /// Start counts and the start numbers that fail or ignore, per id, shared by every incarnation.
@@ -226,12 +241,12 @@ impl Run {
     /// As the escript: asks `which_children` until settled, then prints the log and the
     /// children; false when the supervisor died.
     async fn settle_and_print(&mut self, sup: &SupervisorRef) -> bool {
-        for n in (0..=10_000).rev() {
+        for n in (0..=SETTLE_TRIES).rev() {
             match sup.which_children().await {
                 Ok(kids) => {
                     let (settled, text) = self.look(&kids).await;
                     if !settled && n > 0 {
-                        tokio::task::yield_now().await;
+                        settle_pause(n).await;
                         continue;
                     }
                     self.print_log();
@@ -314,13 +329,13 @@ async fn run_simple_on_troupe(sc: &Scenario, (restart, shutdown): (&str, &str)) 
         // Settle and print, as the escript does.
         if alive {
             alive = false;
-            for n in (0..=10_000).rev() {
+            for n in (0..=SETTLE_TRIES).rev() {
                 match sup.which_children().await {
                     Ok(kids) => {
                         let unsettled =
                             kids.iter().any(|k| k.restarting || k.actor.as_ref().is_some_and(|a| !a.is_alive()));
                         if unsettled && n > 0 {
-                            tokio::task::yield_now().await;
+                            settle_pause(n).await;
                             continue;
                         }
                         run.print_log();
