@@ -18,9 +18,8 @@
 #    non-zero with an error naming that URL, password hidden.
 # 4. For erlang and elixir, the EUnit tests of the shared publisher (troupe_amqp_tests).
 #
-# The troupe binary is TROUPE_EXE when set, else the workspace's debug build, brought up to
-# date with cargo (a stale binary could lack a key), else `troupe` on PATH. Without RabbitMQ installed the check prints a loud
-# SKIPPED line and exits 0, unless TROUPE_TEST_REQUIRE_RABBITMQ=1 (scripts/test.sh sets it),
+# The troupe binary is found by peers/lib/troupe-bin.sh. Without RabbitMQ installed the check
+# prints a loud SKIPPED line and exits 0, unless TROUPE_TEST_REQUIRE_RABBITMQ=1 (scripts/test.sh sets it),
 # when that is a failure. Every wait is bounded (timeouts on each run and on the broker).
 set -euo pipefail
 
@@ -55,18 +54,10 @@ if [[ ! -x /usr/lib/rabbitmq/bin/rabbitmq-server ]] && ! command -v rabbitmq-ser
     exit 0
 fi
 
-# The troupe binary, as peers/lib/conform.sh finds it: a stale release build could lack the
-# events key of this workload, so the workspace's debug build is brought up to date with cargo.
-troupe_bin=${TROUPE_EXE:-}
-if [[ -z $troupe_bin ]] && command -v cargo >/dev/null 2>&1; then
-    target_dir=${CARGO_TARGET_DIR:-$root/target}
-    [[ $target_dir == /* ]] || target_dir=$root/$target_dir
-    (cd "$root" && cargo build --quiet -p troupe-cli --bin troupe) || fail "cargo build -p troupe-cli failed"
-    troupe_bin=$target_dir/debug/troupe
-fi
-[[ -n $troupe_bin ]] || troupe_bin=$(command -v troupe || true)
-[[ -n $troupe_bin ]] || fail "no troupe binary (set TROUPE_EXE, or install cargo)"
-[[ -x $troupe_bin ]] || fail "$troupe_bin is not an executable troupe binary"
+# The troupe binary (peers/lib/troupe-bin.sh: a stale release build could lack this workload's
+# events key, so the workspace's debug build is brought up to date).
+. "$here/troupe-bin.sh"
+troupe_bin=$(find_troupe_bin "$root") || fail "no usable troupe binary (reason above)"
 
 tmp=$(mktemp -d)
 broker=$tmp/broker
