@@ -19,6 +19,15 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "smoke: FAIL: $*" >&2; exit 1; }
 step() { echo "smoke: $*" >&2; }
+# refused NAME WORKLOAD PATTERN WHAT [VAR=VALUE ...]: WORKLOAD's program, given $tmp/NAME.json
+# (and the extra environment), exits 2 before starting anything, naming PATTERN on stderr.
+refused() {
+    local name=$1 w=$2 pattern=$3 what=$4 rc=0
+    shift 4
+    env "$@" TROUPE_CONFIG="$tmp/$name.json" TROUPE_EVENTS="$tmp/$name.events" "$here/$w/run" 2>"$tmp/$name.err" || rc=$?
+    [[ $rc -eq 2 ]] || fail "$w: $what gave exit $rc, expected 2"
+    grep -q -- "$pattern" "$tmp/$name.err" || fail "$w: the refusal of $what does not name the key"
+}
 
 # --- build (exit 3 with the install hint passes through) -------------------
 "$here/scp/build"
@@ -146,12 +155,7 @@ step "scp no-recovery run ok"
 
 # bad input is refused before anything starts, with exit 2
 printf '{"pairs":10,"supervisors":3}\n' >"$tmp/bad.json"
-set +e
-TROUPE_CONFIG="$tmp/bad.json" TROUPE_EVENTS="$tmp/bad.events" "$here/scp/run" 2>"$tmp/bad.err"
-rc=$?
-set -e
-[[ $rc -eq 2 ]] || fail "scp: bad config gave exit $rc, expected 2"
-grep -q 'supervisors' "$tmp/bad.err" || fail "scp: bad config error does not name the key"
+refused bad scp 'supervisors' "a bad config"
 # --- SCP: where the injector runs (injector = "node" | "in_process") ---------------
 # The same short run in each mode: fault_injected must come from the injector's own node
 # (node "injector", a separate OS process that is gone after the run, with its own
@@ -184,24 +188,13 @@ for mode in node in_process; do
     step "scp injector=$mode ok: fault_injected from node $want"
 done
 printf '{"pairs":4,"supervisors":2,"injector":"thread"}\n' >"$tmp/badinj.json"
-set +e
-TROUPE_CONFIG="$tmp/badinj.json" TROUPE_EVENTS="$tmp/badinj.events" "$here/scp/run" 2>"$tmp/badinj.err"
-rc=$?
-set -e
-[[ $rc -eq 2 ]] || fail "scp: injector=thread gave exit $rc, expected 2"
-grep -q 'config key injector = "thread": must be "node" or "in_process"' "$tmp/badinj.err" || fail "scp: the injector refusal does not name the key"
+refused badinj scp 'config key injector = "thread": must be "node" or "in_process"' "injector=thread"
 # --- end of SCP injector block ---------------------------------------------------
 # --- latency: a refused transport, then a short run through the lab's relay ------
 "$here/latency/build"
 lat='{"pairs":2,"payload_bytes":524288,"messages":10,"rtt_ms":2,"transport":"one_connection","parallelism":4,"seed":1}'
 printf '%s\n' "${lat/one_connection/parallel_random}" >"$tmp/lat-bad.json"
-set +e
-TROUPE_CONFIG="$tmp/lat-bad.json" TROUPE_EVENTS="$tmp/lat-bad.events" TROUPE_EXE=/bin/true \
-    "$here/latency/run" 2>"$tmp/lat-bad.err"
-rc=$?
-set -e
-[[ $rc -eq 2 ]] || fail "latency: transport=parallel_random gave exit $rc, expected 2"
-grep -q 'config key transport = "parallel_random"' "$tmp/lat-bad.err" || fail "latency: the refusal does not name the key"
+refused lat-bad latency 'config key transport = "parallel_random"' "transport=parallel_random" TROUPE_EXE=/bin/true
 # The relay is the troupe binary: TROUPE_EXE, else `troupe` on PATH, else one under ./target
 # (release first), else it is built here (cargo build -p troupe-cli); never skipped.
 root=$(cd "$here/../.." && pwd)
@@ -231,12 +224,7 @@ step "latency ok ($troupe_bin): $(grep -o '"ev":"window","elapsed_us":[0-9]*' "$
 "$here/kv/build"
 kv='{"service":"kv","object_bytes":65536,"concurrency":2,"duration_s":1,"vnodes":8,"n":3,"r":2,"w":2,"parallelism":4,"transport":"one_connection","keys":20,"read_pct":50,"seed":1}'
 printf '%s\n' "${kv/one_connection/channels}" >"$tmp/kv-bad.json"
-set +e
-TROUPE_CONFIG="$tmp/kv-bad.json" TROUPE_EVENTS="$tmp/kv-bad.events" "$here/kv/run" 2>"$tmp/kv-bad.err"
-rc=$?
-set -e
-[[ $rc -eq 2 ]] || fail "kv: transport=channels gave exit $rc, expected 2"
-grep -q 'config key transport = "channels"' "$tmp/kv-bad.err" || fail "kv: the refusal does not name the key"
+refused kv-bad kv 'config key transport = "channels"' "transport=channels"
 printf '%s\n' "$kv" >"$tmp/kv.json"
 TROUPE_CONFIG="$tmp/kv.json" TROUPE_EVENTS="$tmp/kv.events.jsonl" TROUPE_RUN_ID=smoke-kv \
     "$here/kv/run" 2>"$tmp/kv.err" || { cat "$tmp/kv.err" >&2; fail "kv exited non-zero"; }
