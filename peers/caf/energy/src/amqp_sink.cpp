@@ -99,19 +99,19 @@ amqp_sink::amqp_sink(const std::string& url, const std::string& run_id)
                                   info.user, info.password);
   if (r.reply_type != AMQP_RESPONSE_NORMAL)
     throw fail_connect("login: " + reply_text(r));
+  // The broker's answer to the method just sent; `what` names the step in the error.
+  auto answered = [&](const std::string& what) {
+    amqp_rpc_reply_t reply = amqp_get_rpc_reply(state(conn_));
+    if (reply.reply_type != AMQP_RESPONSE_NORMAL)
+      throw fail_connect(what + ": " + reply_text(reply));
+  };
   amqp_channel_open(state(conn_), kChannel);
-  r = amqp_get_rpc_reply(state(conn_));
-  if (r.reply_type != AMQP_RESPONSE_NORMAL)
-    throw fail_connect("opening a channel: " + reply_text(r));
+  answered("opening a channel");
   amqp_exchange_declare(state(conn_), kChannel, amqp_cstring_bytes(kExchange),
                         amqp_cstring_bytes("topic"), 0, 0, 0, 0, amqp_empty_table);
-  r = amqp_get_rpc_reply(state(conn_));
-  if (r.reply_type != AMQP_RESPONSE_NORMAL)
-    throw fail_connect("declaring the exchange troupe.events: " + reply_text(r));
+  answered("declaring the exchange troupe.events");
   amqp_confirm_select(state(conn_), kChannel);
-  r = amqp_get_rpc_reply(state(conn_));
-  if (r.reply_type != AMQP_RESPONSE_NORMAL)
-    throw fail_connect("turning publisher confirms on: " + reply_text(r));
+  answered("turning publisher confirms on");
 }
 
 amqp_sink::~amqp_sink() {
