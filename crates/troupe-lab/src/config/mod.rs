@@ -543,12 +543,16 @@ impl ConfigBuilder {
 
     /// Runs the cross-key rules and returns the config, or every problem found.
     pub fn build(&self) -> Result<Config> {
-        let cfg = Config {
+        let mut cfg = Config {
             workload: self.workload,
             values: self.values.clone(),
             order: self.schema.keys,
             net_faults: self.net.clone(),
         };
+        // The nemesis's network kinds need the network-fault machinery (crate::nemesis rule 4).
+        if cfg.net_faults.is_none() && crate::nemesis::Nemesis::of(&cfg).is_some_and(|n| n.needs_network()) {
+            cfg.net_faults = Some(NetFaults::default());
+        }
         let mut issues = self.issues.clone();
         for (keys, issue) in (self.schema.cross_check)(&cfg) {
             if keys.iter().all(|k| !self.bad.contains(*k)) {

@@ -17,6 +17,8 @@
 //!    partitions heals when both have ended.
 //! 3. A process that starts late (a restarted server) applies what is still due: partitions
 //!    whose heal time has passed are skipped, those under way are cut at once.
+//! 5. A `drop` line with a `duration_ms` (the nemesis's `loss`) sets its drop percentage (with
+//!    the rule's delay) at `at_ms` and goes back to the rule (or to no rule) when it ends.
 //! 4. The process reports the frames its node dropped and delayed by fault injection
 //!    (`counts`) in its `run_finished` (`net_dropped_frames`, `net_delayed_frames`); the lab
 //!    sums them into `summary.json`.
@@ -67,6 +69,12 @@ pub fn counts(node: &Node) -> (u64, u64) {
 pub enum Step {
     /// Set the drop and delay rule (once; both lines share it).
     Rule,
+    /// Drop this percentage of frames (a timed loss, rule 5), or go back to the rule's own
+    /// (`None`).
+    Loss {
+        /// The percentage, or `None` for the rule's.
+        pct: Option<f64>,
+    },
     /// Cut (`on`) or heal the links to these node indices.
     Cut {
         /// The node indices.
@@ -95,6 +103,15 @@ pub fn plan(actions: &[FaultAction], me: u32, n_nodes: usize, elapsed_ms: i64, s
     let mut steps: Vec<(u64, u8, Step, Option<FaultAction>)> = Vec::new();
     for a in actions {
         match a.kind.as_str() {
+            // Rule 5: a loss with a duration (a nemesis's) is on for that long only.
+            DROP if a.duration_ms.is_some() => {
+                let end = a.at_ms + a.duration_ms.unwrap_or(0);
+                if i64::try_from(end).unwrap_or(i64::MAX) <= elapsed_ms {
+                    continue;
+                }
+                steps.push((a.at_ms, 2, Step::Loss { pct: Some(a.drop_pct.unwrap_or(0.0)) }, Some(a.clone())));
+                steps.push((end, 0, Step::Loss { pct: None }, None));
+            }
             DROP => {
                 rule.drop = a.drop_pct.unwrap_or(0.0) / 100.0;
                 steps.push((a.at_ms, 2, Step::Rule, Some(a.clone())));
@@ -196,6 +213,15 @@ pub fn spawn(
                     rule_set = true;
                 }
                 Step::Rule => {}
+                Step::Loss { pct } => {
+                    let mut r = plan.rule.clone();
+                    if let Some(p) = pct {
+                        r.drop = p / 100.0;
+                    } else if !rule_set {
+                        r = FaultConfig { seed: r.seed, ..Default::default() };
+                    }
+                    node.set_faults(None, None, r);
+                }
                 Step::Cut { peers, on: true } => {
                     for p in peers {
                         if let Some(addr) = links.cut(p, || me.addr_of(&node, p)) {
@@ -249,7 +275,7 @@ mod tests {
             .iter()
             .filter_map(|(at, s, _)| match s {
                 Step::Cut { peers, on } => Some((*at, peers.clone(), *on)),
-                Step::Rule => None,
+                Step::Rule | Step::Loss { .. } => None,
             })
             .collect()
     }

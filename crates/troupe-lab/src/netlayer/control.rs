@@ -35,7 +35,13 @@ fn plan(actions: &[FaultAction]) -> Vec<(u64, Step)> {
     let mut out: Vec<(u64, Step)> = Vec::new();
     for a in actions {
         match a.kind.as_str() {
-            DROP => out.push((a.at_ms, Step::Loss { id: a.id.clone(), pct: a.drop_pct.unwrap_or(0.0) })),
+            DROP => {
+                out.push((a.at_ms, Step::Loss { id: a.id.clone(), pct: a.drop_pct.unwrap_or(0.0) }));
+                // A loss with a duration (a nemesis's) is removed when it ends, as a cut is.
+                if let Some(d) = a.duration_ms {
+                    out.push((a.at_ms + d, Step::Heal { k: a.id.clone() }));
+                }
+            }
             DELAY => out.push((a.at_ms, Step::Delay { id: a.id.clone(), ms: a.delay_ms.unwrap_or([0, 0]) })),
             PARTITION => {
                 let k = a.id.rsplit_once('-').map(|(k, _)| k.to_string()).unwrap_or_else(|| a.id.clone());
@@ -240,7 +246,8 @@ fn carry_out(
                 }
             }
             Step::Loss { id, pct } => match nft::add_loss(&hub, *pct, topo.has_relay()) {
-                Ok(_) => {
+                Ok(handles) => {
+                    cuts.push((id.clone(), handles));
                     w.line("fault_injected", json!({"id": id, "target": super::NODE, "kind": DROP, "drop_pct": pct}));
                     o.injected.push(id.clone());
                 }

@@ -37,7 +37,8 @@
 //!    forwarded packet is counted (`seen`, from the window start); loss drops a packet with probability `drop_pct` %
 //!    (`numgen random mod 10000 < drop_pct x 100`, counted `lost`); a partition drops every
 //!    packet between its side's nodes and the other network nodes, both ways (counted `cut`;
-//!    the coordinator is never cut, as in the runtime layer), and is removed at its heal time.
+//!    the coordinator is never cut, as in the runtime layer), and is removed at its heal time;
+//!    a loss line with a `duration_ms` (the nemesis's `loss`, [`crate::nemesis`]) likewise.
 //! 7. **Timing** ([`control`]): steps are timed from the window start, the `start_us` of the first
 //!    `ready {what: "window"}` line in the run's events, at `start_us + at_ms`; a partition whose
 //!    heal time has passed by then is not applied. Each line carried out gets a
