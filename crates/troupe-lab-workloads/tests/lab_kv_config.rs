@@ -35,6 +35,7 @@ fn defaults_are_the_issues_quick_point() {
             keys: 100,
             read_pct: 50,
             seed: 1,
+            nemesis: None,
         }
     );
 }
@@ -123,4 +124,33 @@ fn a_run_with_errors_is_incomplete() {
     let cfg = build(&[]).unwrap();
     let st = KvStats::compute(&cfg, &events(1));
     assert!(st.completeness_problem(&cfg).unwrap().contains("errors"));
+}
+
+#[test]
+fn a_nemesis_clock_an_unknown_or_repeated_kind_and_an_echo_nemesis_are_refused_naming_the_key() {
+    for (set, why) in [
+        (&["nemesis=clock"][..], "clock source"),
+        (&["nemesis=kill,flood"][..], "unknown kind \"flood\""),
+        (&["nemesis=kill,kill"][..], "given twice"),
+        (&["nemesis=kill", "service=echo"][..], "use service = \"kv\""),
+    ] {
+        let e = build(set).expect_err(why).to_string();
+        assert!(e.contains("nemesis") && e.contains(why), "{set:?}: {e}");
+    }
+    assert!(build(&["nemesis=partition, kill,pause ,loss"]).is_ok());
+}
+
+#[test]
+fn a_nemesis_with_network_kinds_brings_the_network_layer_and_its_lines_end_before_the_window() {
+    let cfg = build(&["nemesis=partition,kill", "nemesis_interval_ms=1000", "duration_s=10"]).unwrap();
+    let nf = cfg.net_faults().expect("partition needs the network-fault machinery");
+    assert_eq!(nf.layer, troupe_lab::netfaults::Layer::Network);
+    assert_eq!(nf.drop_pct, 0.0);
+    let lines = troupe_lab::workload::Faults::schedule(&troupe_lab_workloads::kv::Kv, &cfg);
+    assert!(!lines.is_empty());
+    assert!(lines.iter().all(|a| a.id.starts_with("nem-") && a.at_ms + a.duration_ms.unwrap() <= 9_000), "{lines:?}");
+    assert!(lines.iter().any(|a| a.kind == "kill") && lines.iter().any(|a| a.kind == "partition"));
+    // Kills and pauses alone need no network layer.
+    assert!(build(&["nemesis=kill,pause"]).unwrap().net_faults().is_none());
+    assert!(troupe_lab::workload::Faults::schedule(&troupe_lab_workloads::kv::Kv, &build(&[]).unwrap()).is_empty());
 }

@@ -203,6 +203,11 @@ impl NodeProc {
         Ok(())
     }
 
+    /// Its process id, while it runs (for signals: the nemesis's SIGSTOP and SIGCONT).
+    pub fn id(&self) -> Option<u32> {
+        self.child.id()
+    }
+
     /// How it ended, if it has (without waiting).
     pub fn try_wait(&mut self) -> std::io::Result<Option<ExitStatus>> {
         self.child.try_wait()

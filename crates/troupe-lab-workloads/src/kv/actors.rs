@@ -10,6 +10,17 @@
 //! 3. Ring gossip, on its own channel: each node's control actor sends `RingGossip` (its ring
 //!    epoch and member list) to the other nodes' control actors; receivers count it.
 //! 4. A client's reply sink hands every reply to its client task.
+//! 5. Recovery (a node process started again after a kill, docs/kv.md "Nemesis runs"): its
+//!    replicas start empty and `recovering`; they answer `Put` and `Get` with `Refused` (a
+//!    client counts that replica as failed, so a quorum never rests on a replica that lost its
+//!    memory) and ask each peer replica for its whole store (`SyncReq`, on every `AeTick` until
+//!    answered); a peer that is not recovering itself answers `SyncAll` with every entry; once
+//!    every peer has answered, the replica serves. Without this a restarted replica would answer
+//!    reads empty and break the quorum intersection (R + W > N) that rules out stale reads.
+//! 6. Planted bugs (tests only, `TROUPE_KV_PLANTED_BUG`): `ack_without_store`, a replica acks
+//!    a put without storing it, so the history checker must find lost acknowledged writes;
+//!    `serve_while_recovering`, a restarted replica serves at once, empty (rule 5 switched off),
+//!    which lets a quorum miss an acknowledged write after a kill.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -75,6 +86,10 @@ pub(crate) enum VnodeMsg {
     Repair { entries: Vec<(String, Version, SharedBlob)> },
     /// Keys a peer wants.
     Pull { keys: Vec<String>, from: ActorRef<VnodeMsg> },
+    /// A recovering replica of node `node` asks for every entry (rule 5).
+    SyncReq { node: u64, from: ActorRef<VnodeMsg> },
+    /// Every entry of the replica of node `node` (rule 5).
+    SyncAll { node: u64, entries: Vec<(String, Version, SharedBlob)> },
 }
 
 /// A replica's answer to a client (rule 1).
@@ -86,12 +101,14 @@ pub(crate) enum Reply {
     Value { req: u64, obj: Option<(Version, SharedBlob)> },
     /// An echo.
     Echo { req: u64, payload: SharedBlob },
+    /// The replica is recovering and did nothing (rule 5).
+    Refused { req: u64 },
 }
 
 impl Reply {
     pub(crate) fn req(&self) -> u64 {
         match self {
-            Reply::Ack { req } | Reply::Value { req, .. } | Reply::Echo { req, .. } => *req,
+            Reply::Ack { req } | Reply::Value { req, .. } | Reply::Echo { req, .. } | Reply::Refused { req } => *req,
         }
     }
 }
@@ -163,12 +180,21 @@ impl Counters {
     }
 }
 
-/// A vnode replica (rules 1, 2).
+/// A vnode replica (rules 1, 2, 5, 6).
 pub(crate) struct Vnode {
     pub(crate) store: Store,
     pub(crate) lanes: Lanes,
     pub(crate) counters: Arc<Counters>,
+    /// This replica's node index.
+    pub(crate) node: u64,
+    /// While recovering: the peer nodes that have not answered `SyncAll` yet (rule 5).
+    pub(crate) recovering: Option<std::collections::BTreeSet<u64>>,
+    /// Rule 6.
+    pub(crate) planted_bug: bool,
 }
+
+/// The planted bug's environment variable (rule 6; tests only).
+pub(crate) const ENV_PLANTED_BUG: &str = "TROUPE_KV_PLANTED_BUG";
 
 impl Vnode {
     fn put(&mut self, key: &str, version: Version, value: SharedBlob) -> bool {
@@ -190,8 +216,13 @@ impl Actor for Vnode {
 
     async fn handle(&mut self, msg: VnodeMsg, ctx: &mut Ctx<Self>) {
         match msg {
+            VnodeMsg::Put { req, reply, .. } | VnodeMsg::Get { req, reply, .. } if self.recovering.is_some() => {
+                let _ = send_with(&reply, Reply::Refused { req }, &self.lanes.requests(req));
+            }
             VnodeMsg::Put { req, key, version, value, reply } => {
-                self.put(&key, version, value);
+                if !self.planted_bug {
+                    self.put(&key, version, value);
+                }
                 let _ = send_with(&reply, Reply::Ack { req }, &self.lanes.requests(req));
             }
             VnodeMsg::Get { req, key, reply } => {
@@ -200,6 +231,29 @@ impl Actor for Vnode {
             }
             VnodeMsg::Echo { req, payload, reply } => {
                 let _ = send_with(&reply, Reply::Echo { req, payload }, &self.lanes.requests(req));
+            }
+            VnodeMsg::AeTick { peer } if self.recovering.is_some() => {
+                let _ = send_with(&peer, VnodeMsg::SyncReq { node: self.node, from: ctx.myself() }, &self.lanes.ae());
+            }
+            VnodeMsg::SyncReq { from, .. } => {
+                if self.recovering.is_none() {
+                    let keys: Vec<String> = self.store.digest().into_iter().map(|(k, _)| k).collect();
+                    let r = VnodeMsg::SyncAll { node: self.node, entries: self.entries(&keys) };
+                    let _ = send_with(&from, r, &self.lanes.ae());
+                }
+            }
+            VnodeMsg::SyncAll { node, entries } => {
+                for (k, v, b) in entries {
+                    if self.put(&k, v, b) {
+                        self.counters.repairs_applied.fetch_add(1, Ordering::AcqRel);
+                    }
+                }
+                if let Some(waiting) = self.recovering.as_mut() {
+                    waiting.remove(&node);
+                    if waiting.is_empty() {
+                        self.recovering = None;
+                    }
+                }
             }
             VnodeMsg::AeTick { peer } => {
                 self.counters.digests_sent.fetch_add(1, Ordering::AcqRel);

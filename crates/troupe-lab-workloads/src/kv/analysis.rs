@@ -11,6 +11,13 @@
 //! 4. `summary.json`: `ops_per_s`, `latency_ms.{p50,p99,mean,max}`, `ops`, `failed_ops`,
 //!    `concurrency`, `object_bytes`, `service`, `transport`, plus `window_s`, `gets`, `puts`,
 //!    `echoes` and the nodes' anti-entropy and gossip counts when recorded.
+//! 5. History check (service kv, when the op events carry their history fields and the run has
+//!    its `converged` event): the history and final reads go to the checker ([`super::check`]);
+//!    its verdict's keys join `summary.json` (`troupe_lab::history` rule 3: `ok`, `failed`,
+//!    `indeterminate`, `lost_acknowledged`, `anomalies`, `converged_ms`, `checker`,
+//!    `counterexample`), and a failed check makes the run `failed` with its counterexample.
+//! 6. Degraded: a nemesis fault planned and not carried out or not healed
+//!    (`troupe_lab::nemesis::missed`).
 
 use std::collections::BTreeSet;
 
@@ -50,12 +57,23 @@ pub struct KvStats {
     pub window_s: Option<f64>,
     /// The nodes' counts, as recorded.
     pub nodes: Option<Value>,
+    /// The history (rule 5).
+    pub history: Vec<troupe_lab::history::Op>,
+    /// The checker's verdict (rule 5), when the run was checked.
+    pub verdict: Option<troupe_lab::history::Verdict>,
+    /// The nemesis's faults not carried out (rule 6).
+    pub missed: Vec<String>,
     problems: Vec<String>,
 }
 
 impl KvStats {
     /// Computes the statistics of a run from its config and events.
     pub fn compute(cfg: &Config, events: &[Event]) -> KvStats {
+        Self::compute_with(cfg, events, &[])
+    }
+
+    /// [`KvStats::compute`] with the run's schedule (rule 6).
+    pub fn compute_with(cfg: &Config, events: &[Event], actions: &[troupe_lab::schedule::FaultAction]) -> KvStats {
         let c = KvConfig::from_config(cfg);
         let mut problems = Vec::new();
         if !events.iter().any(|e| e.ev == "run_started") {
@@ -94,7 +112,24 @@ impl KvStats {
         let mut ms: Vec<f64> = ops.iter().filter(|o| o.ok).map(|o| o.latency_us as f64 / 1000.0).collect();
         let dist_ms = Dist::of(&mut ms);
         let nodes = events.iter().find(|e| e.ev == "nodes").map(Event::own_fields);
-        KvStats { cfg: c, ops, dist_ms, window_s, nodes, problems }
+        let history = history_of(events);
+        let converged = events.iter().find(|e| e.ev == "converged");
+        let verdict = (c.service == "kv" && converged.is_some() && !history.is_empty()).then(|| {
+            let finals = events
+                .iter()
+                .filter(|e| e.ev == "final_read")
+                .map(|e| {
+                    (
+                        e.str("key").to_string(),
+                        super::check::Final { value: e.raw.get("value").and_then(Value::as_u64) },
+                    )
+                })
+                .collect();
+            let ms = converged.and_then(|e| e.raw.get("ms")).and_then(Value::as_u64);
+            super::check::check(&history, &finals, ms)
+        });
+        let missed = troupe_lab::nemesis::missed(actions, events);
+        KvStats { cfg: c, ops, dist_ms, window_s, nodes, history, verdict, missed, problems }
     }
 
     /// Operations that failed.
@@ -123,9 +158,40 @@ impl KvStats {
     }
 }
 
+/// The history in the op events (rule 5): the operations that carry their history fields.
+fn history_of(events: &[Event]) -> Vec<troupe_lab::history::Op> {
+    use troupe_lab::history::{Op as HOp, Outcome};
+    events
+        .iter()
+        .filter(|e| e.ev == "op" && e.raw.get("outcome").is_some())
+        .map(|e| HOp {
+            process: e.int("client") as u64,
+            index: e.int("seq") as u64,
+            f: e.str("op").to_string(),
+            key: e.str("key").to_string(),
+            value: e.raw.get("value").cloned().unwrap_or(Value::Null),
+            invoke_us: e.int("invoke_us"),
+            complete_us: e.int("complete_us"),
+            outcome: match e.str("outcome") {
+                "ok" => Outcome::Ok,
+                "fail" => Outcome::Fail,
+                _ => Outcome::Info,
+            },
+        })
+        .collect()
+}
+
 impl RunAnalysis for KvStats {
     fn completeness_problem(&self, _cfg: &Config) -> Option<String> {
-        (!self.problems.is_empty()).then(|| self.problems.join("; "))
+        let mut p = self.problems.clone();
+        if let Some(c) = self.verdict.as_ref().and_then(|v| v.counterexample.as_ref()) {
+            p.push(format!("the history checker failed: {c}"));
+        }
+        (!p.is_empty()).then(|| p.join("; "))
+    }
+
+    fn degradations(&self, _cfg: &Config) -> Vec<String> {
+        self.missed.clone()
     }
 
     fn summary_rows(&self) -> Vec<(String, String)> {
@@ -136,11 +202,14 @@ impl RunAnalysis for KvStats {
         ];
         rows.extend(Dist::latency_rows(self.dist_ms.as_ref(), &["p50", "p99", "mean"]));
         rows.push(("throughput".into(), self.ops_per_s().map_or("-".to_string(), |x| format!("{x:.3} ops/s"))));
+        if let Some(v) = &self.verdict {
+            rows.extend(v.summary_rows());
+        }
         rows
     }
 
     fn summary_json(&self) -> Value {
-        json!({
+        let mut s = json!({
             "ops_per_s": num(self.ops_per_s()),
             "latency_ms": Dist::latency_json(self.dist_ms.as_ref()),
             "ops": self.ops.len(),
@@ -154,7 +223,14 @@ impl RunAnalysis for KvStats {
             "echoes": self.count("echo"),
             "window_s": num(self.window_s),
             "nodes": self.nodes.clone().unwrap_or(Value::Null),
-        })
+        });
+        // Rule 5: the verdict's keys (its `ops` is the same count).
+        if let (Some(v), Value::Object(m)) = (&self.verdict, &mut s) {
+            if let Value::Object(vm) = v.summary_json() {
+                m.extend(vm);
+            }
+        }
+        s
     }
 
     fn headline(&self) -> String {

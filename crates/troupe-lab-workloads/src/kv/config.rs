@@ -52,11 +52,24 @@ static KEYS: &[KeySpec] = &[
     int_key!("keys", 1, 100_000, 100, "the key space the clients pick keys from uniformly"),
     int_key!("read_pct", 0, 100, 50, "percent of kv operations that are gets (the rest are puts)"),
     SEED,
+    troupe_lab::nemesis::NEMESIS,
+    troupe_lab::nemesis::NEMESIS_INTERVAL_MS,
 ];
+
+/// The nemesis kinds the kv program carries out (docs/kv.md "Nemesis runs").
+pub const NEMESIS_KINDS: &[&str] = &["partition", "kill", "pause", "loss"];
 
 fn cross_check(c: &Config) -> Vec<CrossIssue> {
     let k = KvConfig::from_config(c);
-    let mut out = Vec::new();
+    let mut out = troupe_lab::nemesis::cross_check(c, NEMESIS_KINDS);
+    if k.nemesis.is_some() && k.service != "kv" {
+        out.push(cross(
+            &["nemesis", "service"],
+            "nemesis",
+            format!("{:?} with service {}", c.str("nemesis"), k.service),
+            "a nemesis run checks the store's history: use service = \"kv\"",
+        ));
+    }
     if k.r + k.w <= k.n {
         out.push(cross(
             &["r", "w", "n"],
@@ -97,6 +110,8 @@ pub struct KvConfig {
     pub read_pct: u64,
     /// The run's seed.
     pub seed: u64,
+    /// The nemesis, when the run has one.
+    pub nemesis: Option<troupe_lab::nemesis::Nemesis>,
 }
 
 impl KvConfig {
@@ -116,6 +131,13 @@ impl KvConfig {
             keys: c.int("keys").max(1) as u64,
             read_pct: c.int("read_pct").max(0) as u64,
             seed: c.int("seed").max(0) as u64,
+            nemesis: troupe_lab::nemesis::Nemesis::of(c),
         }
+    }
+
+    /// Whether refs between processes name their actors (node.rs rule 6): a killed node's
+    /// replacement has other actor ids.
+    pub fn by_name(&self) -> bool {
+        self.nemesis.as_ref().is_some_and(|n| n.has("kill"))
     }
 }

@@ -232,6 +232,7 @@ mod tests {
             keys: 10,
             read_pct: 50,
             seed: 1,
+            nemesis: None,
         }
     }
 

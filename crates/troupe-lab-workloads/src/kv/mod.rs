@@ -14,7 +14,9 @@ pub mod quorum;
 pub mod report;
 
 mod actors;
+pub mod check;
 mod node;
+mod settle;
 mod sub;
 
 use std::path::Path;
@@ -59,11 +61,17 @@ impl Spec for Kv {
     fn net_nodes(&self, _cfg: &Config) -> std::result::Result<Vec<String>, String> {
         Ok(node::net_nodes())
     }
+
+    fn network_layer(&self) -> bool {
+        true
+    }
 }
 
+/// The kv workload's own faults are its nemesis's (docs/kv.md "Nemesis runs"), over the window.
 impl Faults for Kv {
-    fn schedule(&self, _: &Config) -> Vec<FaultAction> {
-        Vec::new()
+    fn schedule(&self, cfg: &Config) -> Vec<FaultAction> {
+        let c = KvConfig::from_config(cfg);
+        troupe_lab::nemesis::schedule(cfg, config::NODES as u32, c.duration_s * 1000)
     }
 }
 
@@ -84,8 +92,8 @@ impl System for Kv {
 impl Checker for Kv {
     type Analysis = KvStats;
 
-    fn check(&self, cfg: &Config, events: &[Event], _: &[FaultAction], _: Option<f64>) -> Self::Analysis {
-        KvStats::compute(cfg, events)
+    fn check(&self, cfg: &Config, events: &[Event], actions: &[FaultAction], _: Option<f64>) -> Self::Analysis {
+        KvStats::compute_with(cfg, events, actions)
     }
 }
 

@@ -19,6 +19,11 @@
 //!    stops, removes every rule and heals every link, and answers `calm`, so the orchestrator's
 //!    count requests after the window are not faulted. Its `run_finished` carries the frames its
 //!    node dropped and delayed. Without network lines it writes no events, as before.
+//! 6. Nemesis (docs/kv.md "Nemesis runs"): a node process started again after a kill gets the
+//!    port it had (`TROUPE_KV_PORT`), listens there, and its replicas recover (actors.rs rule 5).
+//!    With `kill` in the nemesis every ref between processes names its actor (`kv-vnode-<v>`,
+//!    `kv-control`) rather than its id, so it reaches the new process; the address a node
+//!    listens on is its network namespace's at the network layer, loopback otherwise.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -30,7 +35,7 @@ use troupe::ActorRef;
 use troupe_remote::{send_with, ChannelConfig, Node, NodeConfig};
 
 use super::actors::{
-    Control, ControlMsg, Counters, Lanes, RingGossip, Vnode, VnodeMsg, ANTI_ENTROPY, GOSSIP, REQUESTS,
+    Control, ControlMsg, Counters, Lanes, RingGossip, Vnode, VnodeMsg, ANTI_ENTROPY, ENV_PLANTED_BUG, GOSSIP, REQUESTS,
 };
 use super::config::{KvConfig, NODES};
 use super::quorum::{Ring, Store};
@@ -44,6 +49,8 @@ use troupe_lab::schedule::FaultAction;
 pub(super) const ENV_SECRET: &str = "TROUPE_KV_SECRET";
 /// A node process's index.
 pub(super) const ENV_INDEX: &str = "TROUPE_KV_INDEX";
+/// Set for a node process started again after a kill: the port it listened on (rule 6).
+pub(super) const ENV_PORT: &str = "TROUPE_KV_PORT";
 /// How long a child process may take to start and answer.
 pub(super) const START_LIMIT: Duration = Duration::from_secs(60);
 
@@ -89,7 +96,13 @@ pub(super) async fn node_process(cfg: &KvConfig, actions: &[FaultAction]) -> Res
     let index: usize = nodes::env(ENV_INDEX, "kv")?
         .parse()
         .map_err(|_| SutError::Environment(format!("{ENV_INDEX} is not a node index")))?;
-    let listen = format!("127.0.0.1:{}", nodes::free_port().map_err(SutError::Process)?);
+    // A node started again after a kill listens where it did before (its peers' refs name it).
+    let port = match std::env::var(ENV_PORT) {
+        Ok(p) => p.parse::<u16>().map_err(|_| SutError::Environment(format!("{ENV_PORT} is not a port")))?,
+        Err(_) => nodes::free_port().map_err(SutError::Process)?,
+    };
+    let restarted = std::env::var_os(ENV_PORT).is_some();
+    let listen = format!("{}:{port}", troupe_lab::netlayer::host());
     let node = Node::start(node_config(&format!("kv-{index}"), &secret, cfg, &listen))
         .await
         .map_err(|e| SutError::Node(format!("cannot start kv node {index}: {e}")))?;
@@ -97,8 +110,20 @@ pub(super) async fn node_process(cfg: &KvConfig, actions: &[FaultAction]) -> Res
     let lanes = Lanes { channels: cfg.transport == "channels" };
     let counters = Arc::new(Counters::default());
     let mut local: BTreeMap<u64, ActorRef<VnodeMsg>> = BTreeMap::new();
+    let bug = std::env::var(ENV_PLANTED_BUG).unwrap_or_default();
+    let planted_bug = bug == "ack_without_store";
+    let recover = restarted && bug != "serve_while_recovering";
     for v in ring.vnodes_of(index) {
-        let a = troupe::spawn(Vnode { store: Store::default(), lanes: lanes.clone(), counters: Arc::clone(&counters) });
+        // actors.rs rule 5: a restarted replica serves once every peer replica sent its store.
+        let peers = ring.replicas(v).iter().filter(|j| **j != index).map(|j| *j as u64).collect();
+        let a = troupe::spawn(Vnode {
+            store: Store::default(),
+            lanes: lanes.clone(),
+            counters: Arc::clone(&counters),
+            node: index as u64,
+            recovering: recover.then_some(peers),
+            planted_bug,
+        });
         node.export(&vnode_name(v), &a).map_err(|e| SutError::Node(format!("cannot export vnode {v}: {e}")))?;
         local.insert(v, a);
     }
@@ -115,7 +140,7 @@ pub(super) async fn node_process(cfg: &KvConfig, actions: &[FaultAction]) -> Res
     if addrs.len() != NODES {
         return Err(SutError::Setup(format!("kv node: expected {NODES} peer addresses, got {peers_line:?}")).into());
     }
-    let wiring = wire(&node, &ring, index, &addrs, &local).await.map_err(SutError::Setup)?;
+    let wiring = wire(&node, &ring, index, &addrs, &local, cfg.by_name()).await.map_err(SutError::Setup)?;
     println!("ready");
     let ae = tokio::spawn(ae_loop(local.clone(), wiring.ae_peers));
     let gossip = tokio::spawn(gossip_loop(index as u64, addrs.clone(), wiring.controls, lanes));
@@ -213,6 +238,7 @@ async fn wire(
     index: usize,
     addrs: &[String],
     local: &BTreeMap<u64, ActorRef<VnodeMsg>>,
+    by_name: bool,
 ) -> std::result::Result<Wiring, String> {
     let mut controls = Vec::new();
     for (j, a) in addrs.iter().enumerate() {
@@ -221,7 +247,7 @@ async fn wire(
         }
         node.connect(a).await.map_err(|e| format!("kv node {index}: cannot reach node {j} at {a}: {e}"))?;
         let c = node.lookup(a, CONTROL).await.map_err(|e| format!("kv node {index}: no control on node {j}: {e}"))?;
-        controls.push(c);
+        controls.push(if by_name { node.remote_ref(a, CONTROL) } else { c });
     }
     let mut ae_peers = BTreeMap::new();
     for v in local.keys() {
@@ -231,7 +257,7 @@ async fn wire(
                 .lookup(&addrs[j], &vnode_name(*v))
                 .await
                 .map_err(|e| format!("kv node {index}: no vnode {v} on node {j}: {e}"))?;
-            peers.push(r);
+            peers.push(if by_name { node.remote_ref(&addrs[j], &vnode_name(*v)) } else { r });
         }
         ae_peers.insert(*v, peers);
     }

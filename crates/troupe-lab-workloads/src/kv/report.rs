@@ -48,7 +48,19 @@ pub fn write_run_outputs(dir: &Path, m: &Manifest, _cfg: &Config, st: &KvStats) 
     ));
     p.h2("Results");
     p.kv(&st.summary_rows());
-    page_footer(&mut p, m, &["manifest.json", "config.json", "events.jsonl", "kv.csv", "summary.json", "stderr.txt"]);
+    let mut files = vec!["manifest.json", "config.json", "events.jsonl", "kv.csv", "summary.json", "stderr.txt"];
+    if !st.history.is_empty() {
+        troupe_lab::history::write(dir, &st.history)?;
+        files.push("history.jsonl");
+    }
+    if let Some(c) = st.verdict.as_ref().and_then(|v| v.counterexample.as_ref()) {
+        p.h2("Counterexample");
+        p.p(c);
+    }
+    if let Some(n) = &st.cfg.nemesis {
+        p.p(&format!("Nemesis: {} every {} ms (schedule.jsonl).", n.kinds.join(", "), n.interval_ms));
+    }
+    page_footer(&mut p, m, &files);
     write(dir, "report.html", &p.finish())
 }
 
