@@ -225,6 +225,8 @@ step "latency ok ($troupe_bin): $(grep -o '"ev":"window","elapsed_us":[0-9]*' "$
 kv='{"service":"kv","object_bytes":65536,"concurrency":2,"duration_s":1,"vnodes":8,"n":3,"r":2,"w":2,"parallelism":4,"transport":"one_connection","keys":20,"read_pct":50,"seed":1}'
 printf '%s\n' "${kv/one_connection/channels}" >"$tmp/kv-bad.json"
 refused kv-bad kv 'config key transport = "channels"' "transport=channels"
+printf '%s\n' "${kv/\"seed\":1/\"seed\":1,\"nemesis\":\"kill\"}" >"$tmp/kv-nem.json"
+refused kv-nem kv 'config key nemesis = "kill"' "nemesis=kill"
 printf '%s\n' "$kv" >"$tmp/kv.json"
 TROUPE_CONFIG="$tmp/kv.json" TROUPE_EVENTS="$tmp/kv.events.jsonl" TROUPE_RUN_ID=smoke-kv \
     "$here/kv/run" 2>"$tmp/kv.err" || { cat "$tmp/kv.err" >&2; fail "kv exited non-zero"; }

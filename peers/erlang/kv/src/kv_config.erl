@@ -4,7 +4,8 @@
 %% duration_s 1..120; vnodes 3..1024; n 3; r, w 1..3 with r + w > n; keys
 %% 1..100000; read_pct 0..100; seed >= 0; transport "one_connection" only
 %% (Distributed Erlang has one connection per node pair); parallelism is
-%% Troupe's and ignored. A bad value is refused with one message naming the key.
+%% Troupe's and ignored; nemesis must be empty (no history is recorded here). A
+%% bad value is refused with one message naming the key.
 -module(kv_config).
 
 -export([load/1]).
@@ -27,6 +28,12 @@ check(Raw) ->
         <<"one_connection">> -> ok;
         T -> bad(transport, T, "\"one_connection\" (Distributed Erlang has one connection per "
                                "node pair; channels is Troupe's)")
+    end,
+    case Get(nemesis) of
+        undefined -> ok;
+        <<>> -> ok;
+        Nem -> bad(nemesis, Nem, "empty (this peer records no history and carries out no "
+                                 "nemesis yet: nemesis runs of kv are Troupe's only)")
     end,
     Service = case Get(service) of
                   <<"kv">> -> kv;
