@@ -41,6 +41,10 @@ pub struct FaultAction {
     /// side's nodes still reach each other.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<Vec<u32>>,
+    /// `partition` lines of a bridge (the nemesis's): nodes outside the side that stay
+    /// connected to it and to the rest, so only the side and the rest are cut from each other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bridge: Option<Vec<u32>>,
 }
 
 /// Renders a schedule as JSON Lines.

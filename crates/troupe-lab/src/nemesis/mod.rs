@@ -17,11 +17,14 @@
 //!    the window's end, so the last fault is healed before the final reads. The kinds take
 //!    turns in the order given; every random choice (which node, which side) comes from one
 //!    PRNG seeded by the config's seed, so every runtime in a comparison meets the same faults.
-//! 3. Lines: `partition` cuts a side from the other nodes, alternating between the two shapes
-//!    seed 004 and Jepsen use: `halves` (a random half of the nodes, rounded down) and
-//!    `majority` (a random minority: at most (n-1)/2 nodes); for 3 nodes both cut one node off.
-//!    The lines are `partition` lines of the network schema ([`crate::netfaults`] rule 4: one
-//!    per node of the side, ids `nem-part-K-N`), carried out by the run's network layer.
+//! 3. Lines: `partition` cuts a side from the other nodes, taking Jepsen's three shapes in
+//!    turn: `halves` (a random half of the nodes, rounded down), `majority` (a random minority:
+//!    at most (n-1)/2 nodes) and, with 3 nodes or more, `bridge` (one random node stays
+//!    connected to everyone; the others split in two halves that cannot reach each other; the
+//!    side is the smaller half). For 3 nodes the first two cut one node off, the bridge cuts
+//!    two nodes from each other only. The lines are `partition` lines of the network schema
+//!    ([`crate::netfaults`] rule 4: one per node of the side, ids `nem-part-K-N`; a bridge's
+//!    lines carry `bridge: [node]`), carried out by the run's network layer.
 //!    `loss` is a `drop` line (`nem-loss-K`, [`LOSS_PCT`] % of the packets between the nodes)
 //!    with a `duration_ms`, removed when it ends. `kill` is a `kill` line (`nem-kill-K`, group =
 //!    the node, `restart: true`, `duration_ms` = how long the node stays dead before it is
@@ -170,9 +173,17 @@ pub fn lines(n: &Nemesis, nodes: u32, window_ms: u64, seed: u64) -> Vec<FaultAct
             "partition" => {
                 let mut all: Vec<u32> = (0..nodes).collect();
                 all.shuffle(&mut rng);
-                let size = if partitions % 2 == 0 { nodes / 2 } else { (nodes - 1) / 2 }.max(1);
+                // Shapes in turn: halves, a minority, a bridge (the first node of the shuffle
+                // reaches both sides; needs 3 nodes).
+                let shape = partitions % if nodes >= 3 { 3 } else { 2 };
                 partitions += 1;
-                let mut side: Vec<u32> = all[..size as usize].to_vec();
+                let (bridge, rest) = if shape == 2 { (Some(vec![all[0]]), &all[1..]) } else { (None, &all[..]) };
+                let size = match shape {
+                    0 => nodes / 2,
+                    _ => (rest.len() as u32 - u32::from(shape == 1)) / 2,
+                }
+                .max(1);
+                let mut side: Vec<u32> = rest[..size as usize].to_vec();
                 side.sort_unstable();
                 for &g in &side {
                     out.push(FaultAction {
@@ -180,6 +191,7 @@ pub fn lines(n: &Nemesis, nodes: u32, window_ms: u64, seed: u64) -> Vec<FaultAct
                         kind: "partition".into(),
                         group: g,
                         nodes: Some(side.clone()),
+                        bridge: bridge.clone(),
                         ..base.clone()
                     });
                 }
@@ -266,11 +278,24 @@ mod tests {
             sides.entry(a.at_ms).or_default().push(a.group);
         }
         assert_eq!(sides.len(), 8);
-        assert!(sides.values().all(|s| s.len() == 3), "7 nodes: halves and minorities are 3 ({sides:?})");
+        let sizes: Vec<usize> = sides.values().map(Vec::len).collect();
+        // 7 nodes: halves 3, a minority 3, a bridge's smaller half of 6 is 3.
+        assert_eq!(sizes, [3; 8], "{sides:?}");
+        let bridges: Vec<&FaultAction> = l.iter().filter(|a| a.bridge.is_some()).collect();
+        assert!(!bridges.is_empty(), "every third partition is a bridge");
+        for b in bridges {
+            let (side, br) = (b.nodes.clone().unwrap(), b.bridge.clone().unwrap());
+            assert_eq!(br.len(), 1);
+            assert!(!side.contains(&br[0]), "the bridge node is not on the side: {b:?}");
+        }
         let l3 = lines(&nem(&["partition"], 1000), 4, 10_000, 9);
         let first: Vec<u32> = l3.iter().filter(|a| a.at_ms == 1000).map(|a| a.group).collect();
         let second: Vec<u32> = l3.iter().filter(|a| a.at_ms == 2000).map(|a| a.group).collect();
         assert_eq!((first.len(), second.len()), (2, 1), "halves of 4, then a minority of 4");
+        let l3 = lines(&nem(&["partition"], 1000), 3, 10_000, 9);
+        let third: Vec<&FaultAction> = l3.iter().filter(|a| a.at_ms == 3000).collect();
+        assert_eq!(third.len(), 1, "a bridge of 3 nodes: one node cut from one other");
+        assert_eq!(third[0].bridge.as_ref().map(Vec::len), Some(1));
     }
 
     #[test]

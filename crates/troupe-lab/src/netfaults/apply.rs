@@ -8,9 +8,10 @@
 //!    `troupe-remote`'s fault injection spares them), from the window start plus `at_ms`; each
 //!    process emits `fault_injected {id, target: <its node>, kind}` once per line. Decisions
 //!    come from a generator seeded by the config's seed and the node index.
-//! 2. A partition line for node n with side S, at process `me`: if `me` is n, it cuts its links
-//!    to every node not in S whose address it knows and emits `fault_injected {id, target: n,
-//!    kind: "partition", duration_ms}`; if `me` is not in S, it cuts its link to n when it knows
+//! 2. A partition line for node n with side S (and bridge B, empty but for the nemesis's
+//!    bridges), at process `me`: if `me` is n, it cuts its links to every node in neither S
+//!    nor B whose address it knows and emits `fault_injected {id, target: n,
+//!    kind: "partition", duration_ms}`; if `me` is in neither S nor B, it cuts its link to n when it knows
 //!    n's address (told, or a peer of that name); either way the link is healed `duration_ms` later. A cut drops every frame
 //!    to and from the peer at this node (`troupe-remote` fault rule 3), so one side knowing the
 //!    other's address is enough to separate them. Links are counted: a link cut by two
@@ -128,9 +129,11 @@ pub fn plan(actions: &[FaultAction], me: u32, n_nodes: usize, elapsed_ms: i64, s
                 if i64::try_from(end).unwrap_or(i64::MAX) <= elapsed_ms {
                     continue;
                 }
+                // A bridge's nodes stay connected to both sides (the nemesis's bridge).
+                let bridge = a.bridge.clone().unwrap_or_default();
                 let (peers, announce): (Vec<u32>, bool) = if a.group == me {
-                    ((0..n_nodes as u32).filter(|j| !side.contains(j)).collect(), true)
-                } else if !side.contains(&me) {
+                    ((0..n_nodes as u32).filter(|j| !side.contains(j) && !bridge.contains(j)).collect(), true)
+                } else if !side.contains(&me) && !bridge.contains(&me) {
                     (vec![a.group], false)
                 } else {
                     continue;
@@ -303,6 +306,31 @@ mod tests {
         assert_eq!(cuts(&other), [(100, vec![1], true), (150, vec![1], false)]);
         assert!(other.steps.iter().all(|s| s.2.is_none()), "only the cut node announces");
         assert!(plan(&actions, 2, 4, 0, 0).steps.is_empty(), "node 2 is on the cut side with node 1");
+    }
+
+    #[test]
+    fn rule2_a_bridge_node_keeps_both_links_and_only_the_side_and_the_rest_are_cut() {
+        let bridged = FaultAction { bridge: Some(vec![0]), ..part(100, 50, 1, &[1]) };
+        let acts = [bridged];
+        assert_eq!(cuts(&plan(&acts, 1, 3, -1, 1)), [(100, vec![2], true), (150, vec![2], false)]);
+        assert_eq!(cuts(&plan(&acts, 2, 3, -1, 1)), [(100, vec![1], true), (150, vec![1], false)]);
+        assert!(cuts(&plan(&acts, 0, 3, -1, 1)).is_empty(), "the bridge cuts nothing");
+    }
+
+    #[test]
+    fn rule5_a_timed_loss_is_set_at_its_start_and_lifted_at_its_end() {
+        let loss = FaultAction {
+            at_ms: 200,
+            id: "nem-loss-0".into(),
+            kind: DROP.into(),
+            drop_pct: Some(25.0),
+            duration_ms: Some(100),
+            ..Default::default()
+        };
+        let p = plan(&[loss], 0, 3, -1, 1);
+        let steps: Vec<(u64, Step)> = p.steps.iter().map(|(at, s, _)| (*at, s.clone())).collect();
+        assert_eq!(steps, [(200, Step::Loss { pct: Some(25.0) }), (300, Step::Loss { pct: None })]);
+        assert_eq!(p.rule.drop, 0.0, "the standing rule does not drop");
     }
 
     #[test]

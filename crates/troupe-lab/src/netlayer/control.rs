@@ -25,7 +25,7 @@ const SLICE: Duration = Duration::from_millis(50);
 enum Step {
     Loss { id: String, pct: f64 },
     Delay { id: String, ms: [u64; 2] },
-    Cut { k: String, ids: Vec<(String, u32)>, side: Vec<u32>, heal_at_ms: u64 },
+    Cut { k: String, ids: Vec<(String, u32)>, side: Vec<u32>, bridge: Vec<u32>, heal_at_ms: u64 },
     Heal { k: String },
 }
 
@@ -56,7 +56,13 @@ fn plan(actions: &[FaultAction]) -> Vec<(u64, Step)> {
                         let side = a.nodes.clone().unwrap_or_else(|| vec![a.group]);
                         out.push((
                             a.at_ms,
-                            Step::Cut { k: k.clone(), ids: vec![(a.id.clone(), a.group)], side, heal_at_ms },
+                            Step::Cut {
+                                k: k.clone(),
+                                ids: vec![(a.id.clone(), a.group)],
+                                side,
+                                bridge: a.bridge.clone().unwrap_or_default(),
+                                heal_at_ms,
+                            },
                         ));
                         out.push((heal_at_ms, Step::Heal { k }));
                     }
@@ -253,14 +259,16 @@ fn carry_out(
                 }
                 Err(e) => o.errors.push(format!("{id}: {e}")),
             },
-            Step::Cut { k, ids, side, heal_at_ms } => {
+            Step::Cut { k, ids, side, bridge, heal_at_ms } => {
                 if now_us() >= start_us + (*heal_at_ms as i64) * 1000 {
                     o.errors.push(format!("{k}: its heal time passed before it could be applied"));
                     continue;
                 }
                 let s: Vec<&str> = side.iter().filter_map(|i| topo.addr_of(*i)).collect();
-                let rest: Vec<&str> =
-                    (0..topo.len() as u32).filter(|i| !side.contains(i)).filter_map(|i| topo.addr_of(i)).collect();
+                let rest: Vec<&str> = (0..topo.len() as u32)
+                    .filter(|i| !side.contains(i) && !bridge.contains(i))
+                    .filter_map(|i| topo.addr_of(i))
+                    .collect();
                 match nft::add_cut(&hub, &s, &rest, topo.has_relay()) {
                     Ok(handles) => {
                         cuts.push((k.clone(), handles));
@@ -339,7 +347,7 @@ mod tests {
         assert_eq!(p.len(), 3, "{p:?}");
         assert!(matches!(&p[0], (0, Step::Loss { .. })));
         match &p[1] {
-            (500, Step::Cut { k, ids, side, heal_at_ms: 800 }) => {
+            (500, Step::Cut { k, ids, side, heal_at_ms: 800, .. }) => {
                 assert_eq!(k, "net-part-0");
                 assert_eq!(ids.len(), 2);
                 assert_eq!(side, &vec![1, 2]);
