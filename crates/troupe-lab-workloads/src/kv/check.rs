@@ -77,6 +77,18 @@ pub fn check(ops: &[Op], finals: &BTreeMap<String, Final>, converged_ms: Option<
             .filter_map(|p| version(&p.value).map(|w| (p.complete_us, w, p.process)))
             .collect();
         acked.sort_unstable();
+        // The newest version (and its writer) among the first i + 1 acknowledged, by completion.
+        let newest: Vec<(u64, u64)> = acked
+            .iter()
+            .scan(None::<(u64, u64)>, |m, (_, w, by)| {
+                let n = match *m {
+                    Some((mw, mb)) if mw >= *w => (mw, mb),
+                    _ => (*w, *by),
+                };
+                *m = Some(n);
+                Some(n)
+            })
+            .collect();
         let mut last_read: HashMap<u64, u64> = HashMap::new();
         let mut gets: Vec<&Op> = ops.iter().copied().filter(|o| o.f == "get" && o.outcome == Outcome::Ok).collect();
         gets.sort_by_key(|g| (g.invoke_us, g.process, g.index));
@@ -93,11 +105,8 @@ pub fn check(ops: &[Op], finals: &BTreeMap<String, Final>, converged_ms: Option<
             }
             // The newest version acknowledged before the get began, and whose it was.
             let before = acked.partition_point(|(t, _, _)| *t < g.invoke_us);
-            if let Some((_, w, writer)) = acked[..before].iter().max_by_key(|(_, w, _)| *w) {
+            if let Some((w, _)) = before.checked_sub(1).map(|i| &newest[i]) {
                 if read.is_none_or(|r| r < *w) {
-                    if *writer == g.process {
-                        v.count("read_your_writes");
-                    }
                     v.broken("stale_read", || {
                         format!("{} but version {w} of {key} was acknowledged before it began", g.describe())
                     });
@@ -113,9 +122,32 @@ pub fn check(ops: &[Op], finals: &BTreeMap<String, Final>, converged_ms: Option<
                 *e = (*e).max(r);
             }
         }
+        // 2, the reader's own: a client runs one operation at a time, so in its own order each
+        // of its gets follows every put it made before.
+        let mut mine: Vec<&Op> = ops.to_vec();
+        mine.sort_by_key(|o| (o.process, o.index));
+        let mut own: Option<(u64, u64)> = None; // (process, newest version it put and saw acked)
+        for o in mine {
+            if own.is_some_and(|(p, _)| p != o.process) {
+                own = None;
+            }
+            match (o.f.as_str(), o.outcome, version(&o.value)) {
+                ("put", Outcome::Ok, Some(w)) => {
+                    own = Some((o.process, own.map_or(w, |(_, x)| x.max(w))));
+                }
+                ("get", Outcome::Ok, read) => {
+                    if own.is_some_and(|(_, w)| read.is_none_or(|r| r < w)) {
+                        v.count("read_your_writes");
+                    }
+                }
+                _ => {}
+            }
+        }
         // Expected: lost updates between overlapping puts.
         let mut sorted: Vec<&Op> = puts.iter().copied().filter(|p| p.outcome != Outcome::Fail).collect();
         sorted.sort_by_key(|p| p.invoke_us);
+        // A put that overlaps p began at most the longest put's duration before p did.
+        let longest = sorted.iter().map(|q| q.complete_us - q.invoke_us).max().unwrap_or(0);
         for (i, p) in sorted.iter().enumerate() {
             if p.outcome != Outcome::Ok {
                 continue;
@@ -124,7 +156,7 @@ pub fn check(ops: &[Op], finals: &BTreeMap<String, Final>, converged_ms: Option<
             let overlaps = |q: &&Op| q.invoke_us < p.complete_us && p.invoke_us < q.complete_us;
             let newer = |q: &&Op| version(&q.value).is_some_and(|x| x > w);
             let after = sorted[i + 1..].iter().take_while(|q| q.invoke_us < p.complete_us);
-            let before = sorted[..i].iter().rev().take(4096);
+            let before = sorted[..i].iter().rev().take_while(|q| q.invoke_us >= p.invoke_us - longest);
             if after.chain(before).any(|q| overlaps(q) && newer(q)) {
                 v.count("lost_update");
             }
