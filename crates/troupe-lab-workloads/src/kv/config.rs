@@ -35,7 +35,7 @@ static KEYS: &[KeySpec] = &[
         "bytes of each object put (and of each echo request), 1 .. 8 MiB"
     ),
     int_key!("concurrency", 1, 256, 8, "client actors, each with one request outstanding at a time"),
-    int_key!("duration_s", 1, 120, 5, "length of the measured window, s"),
+    int_key!("duration_s", 1, 3_600, 5, "length of the measured window, s (nemesis runs: minutes)"),
     int_key!("vnodes", 3, 1024, 64, "virtual nodes (ring partitions); each has a replica actor on each of its N nodes"),
     int_key!("n", 3, 3, 3, "replicas per key (fixed: 3, one per node process)"),
     int_key!("r", 1, 3, 2, "replies a get waits for (r + w > n)"),

@@ -1,7 +1,7 @@
 %% kv_config: reads and checks the config the lab hands the Erlang kv peer
 %% (TROUPE_CONFIG, docs/kv.md). Keys and allowed values as the Troupe program:
 %% service "kv" | "echo"; object_bytes 1..8388608; concurrency 1..256;
-%% duration_s 1..120; vnodes 3..1024; n 3; r, w 1..3 with r + w > n; keys
+%% duration_s 1..3600; vnodes 3..1024; n 3; r, w 1..3 with r + w > n; keys
 %% 1..100000; read_pct 0..100; seed >= 0; transport "one_connection" only
 %% (Distributed Erlang has one connection per node pair); parallelism is
 %% Troupe's and ignored; nemesis must be empty (no history is recorded here). A
@@ -47,7 +47,7 @@ check(Raw) ->
     #{service => Service,
       object_bytes => int_in(object_bytes, Get(object_bytes), 1, 8388608),
       concurrency => int_in(concurrency, Get(concurrency), 1, 256),
-      duration_s => int_in(duration_s, Get(duration_s), 1, 120),
+      duration_s => int_in(duration_s, Get(duration_s), 1, 3600),
       vnodes => int_in(vnodes, Get(vnodes), 3, 1024),
       n => N, r => R, w => W,
       keys => int_in(keys, Get(keys), 1, 100000),
