@@ -127,6 +127,21 @@ fn a_run_with_errors_is_incomplete() {
 }
 
 #[test]
+fn the_network_layers_errors_degrade_a_run_naming_the_fault_not_carried_out_rather_than_fail_it() {
+    let cfg = build(&["nemesis=partition", "nemesis_interval_ms=1000", "duration_s=10"]).unwrap();
+    let actions = troupe_lab::workload::Faults::schedule(&troupe_lab_workloads::kv::Kv, &cfg);
+    let mut evs = events(0);
+    let mut net = line("run_finished", json!({"errors": 1, "dropped_events": 0}));
+    net.node = troupe_lab::netlayer::NODE.to_string();
+    evs.push(net);
+    let st = KvStats::compute_with(&cfg, &evs, &actions);
+    assert_eq!(st.completeness_problem(&cfg), None);
+    let d = st.degradations(&cfg);
+    assert_eq!(d.len(), actions.len(), "every partition line was not carried out: {d:?}");
+    assert!(d[0].contains("nem-part-0-") && d[0].contains("not carried out"), "{d:?}");
+}
+
+#[test]
 fn a_nemesis_clock_an_unknown_or_repeated_kind_and_an_echo_nemesis_are_refused_naming_the_key() {
     for (set, why) in [
         (&["nemesis=clock"][..], "clock source"),
