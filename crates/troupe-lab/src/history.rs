@@ -92,7 +92,7 @@ pub fn to_jsonl(ops: &[Op]) -> String {
         };
         lines.push((o.complete_us, 1, base(ty, &o.value, o.complete_us)));
     }
-    lines.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    lines.sort_by_key(|l| (l.0, l.1));
     let mut s = String::new();
     for (_, _, l) in lines {
         s.push_str(&l);

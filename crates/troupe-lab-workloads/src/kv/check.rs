@@ -135,10 +135,8 @@ pub fn check(ops: &[Op], finals: &BTreeMap<String, Final>, converged_ms: Option<
                 ("put", Outcome::Ok, Some(w)) => {
                     own = Some((o.process, own.map_or(w, |(_, x)| x.max(w))));
                 }
-                ("get", Outcome::Ok, read) => {
-                    if own.is_some_and(|(_, w)| read.is_none_or(|r| r < w)) {
-                        v.count("read_your_writes");
-                    }
+                ("get", Outcome::Ok, read) if own.is_some_and(|(_, w)| read.is_none_or(|r| r < w)) => {
+                    v.count("read_your_writes");
                 }
                 _ => {}
             }
