@@ -38,7 +38,9 @@ pub type Round = Vec<Option<Status>>;
 
 /// The identity of a converged table (rule 2): every member's address, incarnation, status
 /// and reachability.
-fn view(s: &Status) -> Vec<(String, u64, MemberStatus, bool)> {
+type View = Vec<(String, u64, MemberStatus, bool)>;
+
+fn view(s: &Status) -> View {
     s.members.iter().map(|m| (m.addr.clone(), m.uid, m.status, m.reachable)).collect()
 }
 
@@ -46,7 +48,7 @@ fn view(s: &Status) -> Vec<(String, u64, MemberStatus, bool)> {
 fn check_round(v: &mut Verdict, r: usize, round: &Round) {
     let converged: Vec<(usize, &Status)> =
         round.iter().enumerate().filter_map(|(i, s)| s.as_ref().filter(|s| s.converged).map(|s| (i, s))).collect();
-    let mut by_view: BTreeMap<Vec<(String, u64, MemberStatus, bool)>, Vec<(usize, &Status)>> = BTreeMap::new();
+    let mut by_view: BTreeMap<View, Vec<(usize, &Status)>> = BTreeMap::new();
     for &(i, s) in &converged {
         by_view.entry(view(s)).or_default().push((i, s));
         if let Some(l) = &s.leader {

@@ -106,7 +106,7 @@ async fn run(cfg: &CrdtConfig, actions: &[FaultAction], em: &Emitter, procs: Pro
                     None => em.emit("final", json!({"replica": i, "error": "no answer"})),
                 };
             }
-            let ms = agree.then(|| waited.as_secs_f64() * 1000.0);
+            let ms = agree.then_some(waited.as_secs_f64() * 1000.0);
             em.emit("converged", json!({"ms": ms}));
             return Ok(());
         }
