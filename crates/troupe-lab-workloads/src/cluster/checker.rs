@@ -22,7 +22,10 @@
 //! 4. Expected, counted and not failing: `concurrent_leaders`, rounds in which nodes with
 //!    different converged tables reported different leaders (each side of a partition has
 //!    one, as in Akka, until downing resolves it); `new_incarnation`, members that appear
-//!    with a later incarnation than first seen (a restart or a rejoin).
+//!    with a later incarnation than first seen (a restart or a rejoin); `no_member`, rounds in
+//!    which some node answered and none was a member (phase `member`): the cluster was gone
+//!    for the time of that round (every node downed or rejoining), which the final round alone
+//!    would not show.
 //!
 //! Not checkable from what troupe-cluster exposes: which leader *acted* (moved a member to up
 //! or removed it) — the table reports who the leader is, not what it did — so "two leaders
@@ -75,6 +78,9 @@ fn check_round(v: &mut Verdict, r: usize, round: &Round) {
                 format!("round {r}: nodes with the same converged table report different leaders: {}", each.join(", "))
             });
         }
+    }
+    if round.iter().any(Option::is_some) && round.iter().flatten().all(|s| s.phase != "member") {
+        v.count("no_member");
     }
     let leaders: BTreeSet<&String> = converged.iter().filter_map(|(_, s)| s.leader.as_ref()).collect();
     if by_view.len() > 1 && leaders.len() > 1 {
@@ -247,6 +253,19 @@ mod tests {
         }
         let v = check(&[], &[r, healthy(3)], 3, Some(1.0));
         assert!(v.counterexample.as_deref().unwrap().starts_with("leader_not_member"), "{v:?}");
+    }
+
+    #[test]
+    fn rule4_a_round_in_which_no_node_is_a_member_is_counted() {
+        let mut gone = healthy(3);
+        for s in gone.iter_mut().flatten() {
+            s.phase = "joining".into();
+            s.converged = false;
+        }
+        gone[1] = None;
+        let v = check(&[], &[healthy(3), gone, healthy(3)], 3, Some(1.0));
+        assert!(v.pass(), "{v:?}");
+        assert_eq!(v.anomalies.get("no_member"), Some(&1));
     }
 
     #[test]

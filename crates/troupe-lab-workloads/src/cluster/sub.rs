@@ -45,7 +45,13 @@ pub(super) fn exec(role: &str) -> Result<i32> {
     };
     let cfg = ClusterRunConfig::from_config(&cfg_value);
     if role == "cluster-node" {
-        let opts = Opts { workload: "cluster", downing: cfg.downing(), replicator: false, events: true };
+        let opts = Opts {
+            workload: "cluster",
+            downing: cfg.downing(),
+            replicator: false,
+            events: true,
+            ready_when_member: false,
+        };
         return subprocess::block_on(node_process(opts))?;
     }
     let actions = match std::env::var_os("TROUPE_SCHEDULE") {

@@ -46,8 +46,13 @@ use troupe_lab::subprocess;
 pub(super) const POLL: Duration = Duration::from_millis(200);
 
 /// The node processes' options.
-pub(super) const OPTS: Opts =
-    Opts { workload: "crdt", downing: troupe_cluster::Downing::Off, replicator: true, events: false };
+pub(super) const OPTS: Opts = Opts {
+    workload: "crdt",
+    downing: troupe_cluster::Downing::Off,
+    replicator: true,
+    events: false,
+    ready_when_member: true,
+};
 
 /// Runs one role; the exit code.
 pub(super) fn exec(role: &str) -> Result<i32> {

@@ -44,6 +44,8 @@ pub(crate) struct Opts {
     pub(crate) replicator: bool,
     /// Whether the node prints its cluster events.
     pub(crate) events: bool,
+    /// Whether `ready` waits until the node is a member (`node.rs` rule 1).
+    pub(crate) ready_when_member: bool,
 }
 
 /// The network nodes of a run of `n` node processes (rule 1).

@@ -6,8 +6,12 @@
 //! 1. Start-up: the first stdout line is `pid P` (the process's own id, which the orchestrator
 //!    signals for `pause`, whatever wrapper started it); the node listens on and advertises
 //!    its address from [`super::ENV_ADDRS`] (entry [`super::ENV_INDEX`]), joins through every
-//!    address of the run as seeds, and prints `ready` once it sees itself a member (joining or
-//!    up), within [`super::START_LIMIT`]; otherwise it exits 1 saying so on stderr.
+//!    address of the run as seeds, and prints `ready`: once it sees itself a member (joining or
+//!    up), within [`super::START_LIMIT`] (otherwise it exits 1 saying so on stderr), when the
+//!    workload serves clients on it (`crdt`: a node that is not a member yet would count a
+//!    majority among itself alone); at once when the workload observes the join itself
+//!    (`cluster`: the checker reads it from the tables, and a join that hangs must not hold up
+//!    the nemesis).
 //! 2. Commands, each answered by one line `r ID ...` and handled concurrently (an answer may
 //!    overtake an earlier command's):
 //!    - `status ID`: `r ID ok {json}`, the membership table (`troupe_cluster::Status`);
@@ -93,15 +97,14 @@ pub(crate) async fn node_process(opts: Opts) -> Result<i32> {
     } else {
         None
     };
-    let joined = cluster.wait_status(|s| s.phase == "member", START_LIMIT).await;
-    if let Err(s) = joined {
-        eprintln!(
-            "troupe {workload}-node {index}: not a member within {} s (phase {})",
-            START_LIMIT.as_secs(),
-            s.phase
-        );
-        node.shutdown();
-        return Ok(1);
+    if opts.ready_when_member {
+        let joined = cluster.wait_status(|s| s.phase == "member", START_LIMIT).await;
+        if let Err(s) = joined {
+            let limit = START_LIMIT.as_secs();
+            eprintln!("troupe {workload}-node {index}: not a member within {limit} s (phase {})", s.phase);
+            node.shutdown();
+            return Ok(1);
+        }
     }
     let bug = |var: &str, word: &str| std::env::var(var).is_ok_and(|v| v == word);
     let served = Arc::new(Served {
