@@ -5,18 +5,21 @@
 //!
 //! ```
 //! let reg = troupe_lab_workloads::registry();
-//! assert_eq!(reg.names(), ["scp", "chat", "energy", "iot", "overlay-scale", "latency", "kv"]);
+//! assert_eq!(reg.names(), ["scp", "chat", "energy", "iot", "overlay-scale", "latency", "kv", "crdt", "cluster"]);
 //! let cfg = reg.builder("chat").unwrap().build().unwrap();
 //! assert_eq!(cfg.spec().name(), "chat");
 //! ```
 
 pub mod chat;
+pub mod cluster;
 mod common;
+pub mod crdt;
 pub mod energy;
 mod error;
 pub mod iot;
 pub mod kv;
 pub mod latency;
+mod nodeset;
 pub mod overlay_scale;
 pub mod scp;
 
@@ -33,5 +36,7 @@ pub fn registry() -> Registry {
         &overlay_scale::OverlayScale,
         &latency::Latency,
         &kv::Kv,
+        &crdt::Crdt,
+        &cluster::ClusterWorkload,
     ])
 }
