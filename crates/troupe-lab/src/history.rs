@@ -144,7 +144,14 @@ impl Verdict {
 
     /// Counts one anomaly of `kind` (an expected one: it does not fail the checker).
     pub fn count(&mut self, kind: &str) {
-        *self.anomalies.entry(kind.to_string()).or_default() += 1;
+        self.count_n(kind, 1);
+    }
+
+    /// Counts `n` anomalies of `kind` (expected ones).
+    pub fn count_n(&mut self, kind: &str, n: u64) {
+        if n > 0 {
+            *self.anomalies.entry(kind.to_string()).or_default() += n;
+        }
     }
 
     /// Counts one anomaly of `kind` that breaks a guarantee: the first one's evidence becomes

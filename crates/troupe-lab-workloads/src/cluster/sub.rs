@@ -118,7 +118,8 @@ async fn run(
         let done = round.iter().all(|s| s.as_ref().is_some_and(|s| nodeset::all_up(s, n))) && lists.len() == 1;
         if done || last_chance {
             poller.mark_final();
-            em.emit("converged", json!({"ms": done.then_some(waited.as_secs_f64() * 1000.0)}));
+            // Measured to the end of the round that showed it (the round's reads included).
+            em.emit("converged", json!({"ms": done.then_some(healed.elapsed().as_secs_f64() * 1000.0)}));
             return Ok(());
         }
         // Membership converges by the nodes' own gossip timers: polled, bounded by `limit`.

@@ -82,7 +82,7 @@ pub fn check(ops: &[Op], finals: &[Final], nodes: u32, converged_ms: Option<f64>
         });
     }
     if value > sum_ok {
-        *v.anomalies.entry("indeterminate_applied".into()).or_default() += (value - sum_ok).min(sum_info);
+        v.count_n("indeterminate_applied", (value - sum_ok).min(sum_info));
     }
     // Rules 4-5.
     let mut adds: BTreeMap<String, Vec<&Op>> = BTreeMap::new();
@@ -104,7 +104,7 @@ pub fn check(ops: &[Op], finals: &[Final], nodes: u32, converged_ms: Option<f64>
             continue;
         }
         if os.iter().any(|o| o.outcome == Outcome::Info) {
-            *v.anomalies.entry("indeterminate_applied".into()).or_default() += 1;
+            v.count("indeterminate_applied");
         } else {
             v.broken("phantom_add", || match os.first() {
                 Some(o) => format!("{e:?} is in the final set although its add failed: {}", o.describe()),

@@ -12,6 +12,9 @@
 //!    as an error line (the run is then degraded: [`super::missed`]). It returns when the last step is done.
 //! 3. A paused process is continued, and a killed one started again, before [`run`] returns,
 //!    whatever happened to the other steps: the final reads meet every node running.
+//! 4. Steps run in order; a fault whose heal time has already passed when its turn comes (a
+//!    restart before it was slow) is not started, but reported as a `nemesis_error` (the run
+//!    is degraded), so a late step never makes the later ones fire all at once.
 
 use std::future::Future;
 use std::time::Duration;
@@ -113,8 +116,24 @@ pub async fn run<T: Target + Send>(
     let mut errors = Vec::new();
     // Faults under way, so rule 3 can end them if their heal step failed or was not reached.
     let mut open: Vec<&Step> = Vec::new();
+    let mut skipped: Vec<&str> = Vec::new();
     for s in steps {
         tokio::time::sleep_until(start + Duration::from_millis(s.at_ms)).await;
+        if skipped.contains(&s.id.as_str()) {
+            continue;
+        }
+        // Rule 4: a fault whose heal time has passed (an earlier step ran late) is not started.
+        let heal_at = steps.iter().find(|h| h.id == s.id && h.act.heals()).map_or(s.at_ms, |h| h.at_ms);
+        if !s.act.heals() && tokio::time::Instant::now() >= start + Duration::from_millis(heal_at) {
+            let line = format!(
+                "nemesis {}: its heal time passed before it could be started (a step before it ran late)",
+                s.id
+            );
+            em.emit("nemesis_error", json!({"id": s.id, "message": line}));
+            errors.push(line);
+            skipped.push(&s.id);
+            continue;
+        }
         let done = match s.act {
             Act::Kill => target.kill(s.node).await,
             Act::Restart => target.restart(s.node).await,
