@@ -5,18 +5,11 @@
 //! view.
 
 mod support;
-use support::lab::{ctx, json, read, sets, TempLab};
+use support::lab::{ctx, json, read, run_with_env, TempLab};
 
+/// Runs `cluster` with `kv` and `env`; the output, the run folder's summary and the folder.
 fn run(name: &str, kv: &[&str], env: &[(&str, &str)]) -> (std::process::Output, serde_json::Value, TempLab) {
-    let lab = TempLab::new(name);
-    let mut c = lab.troupe(&["lab", "run", "cluster"]);
-    c.args(sets(kv));
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    let o = c.output().expect("troupe runs");
-    let s = json(&lab.out.join("summary.json"));
-    (o, s, lab)
+    run_with_env("cluster", name, kv, env)
 }
 
 #[test]

@@ -6,19 +6,11 @@
 //! network layer (root needed) passes too; a clock fault is refused naming the key.
 
 mod support;
-use support::lab::{assert_usage_error, ctx, json, read, sets, TempLab};
+use support::lab::{assert_usage_error, ctx, json, read, run_with_env, TempLab};
 
-/// Runs `crdt` with `kv` and `env`; the output and the run folder's summary.
+/// Runs `crdt` with `kv` and `env`; the output, the run folder's summary and the folder.
 fn run(name: &str, kv: &[&str], env: &[(&str, &str)]) -> (std::process::Output, serde_json::Value, TempLab) {
-    let lab = TempLab::new(name);
-    let mut c = lab.troupe(&["lab", "run", "crdt"]);
-    c.args(sets(kv));
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    let o = c.output().expect("troupe runs");
-    let s = json(&lab.out.join("summary.json"));
-    (o, s, lab)
+    run_with_env("crdt", name, kv, env)
 }
 
 #[test]

@@ -168,6 +168,16 @@ impl Verdict {
         self.counterexample.is_none()
     }
 
+    /// Rule 3 for a workload's `completeness_problem`: its own problems, else the failed
+    /// checker's counterexample (`the history checker failed: ...`), else none.
+    pub fn run_problem(&self, problems: &[String]) -> Option<String> {
+        let mut p = problems.to_vec();
+        if let Some(c) = &self.counterexample {
+            p.push(format!("the history checker failed: {c}"));
+        }
+        (!p.is_empty()).then(|| p.join("; "))
+    }
+
     /// The `summary.json` keys (rule 3).
     pub fn summary_json(&self) -> Value {
         let mut v = json!({

@@ -58,6 +58,15 @@ pub fn to_jsonl(actions: &[FaultAction]) -> String {
     s
 }
 
+/// The schedule a workload's program was started with: the file `TROUPE_SCHEDULE` names, or
+/// none when it is not set (a program started by hand).
+pub fn from_env() -> Result<Vec<FaultAction>> {
+    match std::env::var_os("TROUPE_SCHEDULE") {
+        Some(path) => read(Path::new(&path)),
+        None => Ok(Vec::new()),
+    }
+}
+
 /// Writes a schedule file.
 pub fn write(path: &Path, actions: &[FaultAction]) -> Result<()> {
     let mut f = std::fs::File::create(path).map_err(|e| Error::io(path, e))?;

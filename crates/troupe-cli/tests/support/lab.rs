@@ -76,6 +76,21 @@ impl TempLab {
     }
 }
 
+/// `troupe lab run WORKLOAD --set KV... --out` in a fresh folder called `name`, with the extra
+/// environment `env` (the nemesis tests' planted bugs): the output, the run's `summary.json`
+/// and the folder.
+pub(crate) fn run_with_env(workload: &str, name: &str, kv: &[&str], env: &[(&str, &str)]) -> (Output, Value, TempLab) {
+    let lab = TempLab::new(name);
+    let mut c = lab.troupe(&["lab", "run", workload]);
+    c.args(sets(kv));
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let o = c.output().expect("troupe runs");
+    let s = json(&lab.out.join("summary.json"));
+    (o, s, lab)
+}
+
 /// Bytes as text (lossy).
 pub(crate) fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()

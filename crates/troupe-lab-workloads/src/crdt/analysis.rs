@@ -111,10 +111,7 @@ impl CrdtAnalysis {
 
 impl RunAnalysis for CrdtAnalysis {
     fn completeness_problem(&self, _cfg: &Config) -> Option<String> {
-        if !self.problems.is_empty() {
-            return Some(self.problems.join("; "));
-        }
-        self.verdict.counterexample.as_ref().map(|c| format!("checker: {c}"))
+        self.verdict.run_problem(&self.problems)
     }
 
     fn degradations(&self, _cfg: &Config) -> Vec<String> {

@@ -64,10 +64,7 @@ pub(super) fn exec(role: &str) -> Result<i32> {
         return subprocess::block_on(node_process(OPTS))?;
     }
     let cfg = CrdtConfig::from_config(&cfg_value);
-    let actions = match std::env::var_os("TROUPE_SCHEDULE") {
-        Some(path) => troupe_lab::schedule::read(std::path::Path::new(&path))?,
-        None => Vec::new(),
-    };
+    let actions = troupe_lab::schedule::from_env()?;
     subprocess::run_events("crdt", &cfg_value, "client", |em| async move {
         (experiment(&cfg, &actions, &em).await, json!({}))
     })

@@ -186,11 +186,10 @@ fn history_of(events: &[Event]) -> Vec<troupe_lab::history::Op> {
 
 impl RunAnalysis for KvStats {
     fn completeness_problem(&self, _cfg: &Config) -> Option<String> {
-        let mut p = self.problems.clone();
-        if let Some(c) = self.verdict.as_ref().and_then(|v| v.counterexample.as_ref()) {
-            p.push(format!("the history checker failed: {c}"));
+        match &self.verdict {
+            Some(v) => v.run_problem(&self.problems),
+            None => (!self.problems.is_empty()).then(|| self.problems.join("; ")),
         }
-        (!p.is_empty()).then(|| p.join("; "))
     }
 
     fn degradations(&self, _cfg: &Config) -> Vec<String> {

@@ -58,10 +58,7 @@ pub(super) fn exec(role: &str) -> Result<i32> {
         Err(code) => return Ok(code),
     };
     let cfg = KvConfig::from_config(&cfg_value);
-    let actions = match std::env::var_os("TROUPE_SCHEDULE") {
-        Some(path) => troupe_lab::schedule::read(std::path::Path::new(&path))?,
-        None => Vec::new(),
-    };
+    let actions = troupe_lab::schedule::from_env()?;
     if role == "kv-node" {
         return subprocess::block_on(super::node::node_process(&cfg, &actions))?;
     }
