@@ -14,7 +14,7 @@ fn run(name: &str, kv: &[&str], env: &[(&str, &str)]) -> (std::process::Output, 
 
 #[test]
 fn a_short_run_under_kills_and_pauses_converges_and_passes_the_checker() {
-    let (o, s, lab) = run("clean", &["duration_s=4", "nemesis=kill,pause", "nemesis_interval_ms=1000"], &[]);
+    let (o, s, lab) = run("clean", &["duration_s=7", "nemesis=kill,pause", "nemesis_interval_ms=2000"], &[]);
     let err = std::fs::read_to_string(lab.out.join("stderr.txt")).unwrap_or_default();
     let c = format!("{}\n{s}\n{err}", ctx(&o));
     assert_eq!(o.status.code(), Some(0), "{c}");

@@ -15,7 +15,7 @@ fn run(name: &str, kv: &[&str], env: &[(&str, &str)]) -> (std::process::Output, 
 
 #[test]
 fn a_short_run_under_kills_and_pauses_passes_the_checker_and_writes_the_history() {
-    let (o, s, lab) = run("clean", &["duration_s=4", "nemesis=kill,pause", "nemesis_interval_ms=1000"], &[]);
+    let (o, s, lab) = run("clean", &["duration_s=7", "nemesis=kill,pause", "nemesis_interval_ms=2000"], &[]);
     let err = std::fs::read_to_string(lab.out.join("stderr.txt")).unwrap_or_default();
     let c = format!("{}\n{s}\n{err}", ctx(&o));
     assert_eq!(o.status.code(), Some(0), "{c}");
@@ -53,7 +53,7 @@ fn a_short_run_under_partitions_and_loss_at_the_network_layer_passes_the_checker
         eprintln!("\n*** SKIPPED crdt under partitions: {why} ***\n");
         return;
     }
-    let (o, s, lab) = run("partition", &["duration_s=4", "nemesis=partition,loss", "nemesis_interval_ms=1000"], &[]);
+    let (o, s, lab) = run("partition", &["duration_s=7", "nemesis=partition,loss", "nemesis_interval_ms=2000"], &[]);
     let c = format!("{}\n{s}", ctx(&o));
     assert_eq!(json(&lab.out.join("manifest.json"))["status"], "ok", "{c}");
     assert_eq!(s["checker"], "pass", "{c}");

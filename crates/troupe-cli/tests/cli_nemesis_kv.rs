@@ -8,7 +8,7 @@ mod support;
 use support::lab::{events, json_lines, manifest, sets, summary, text, TempLab};
 
 const QUICK: &[&str] =
-    &["duration_s=5", "concurrency=2", "object_bytes=64", "vnodes=8", "keys=20", "nemesis_interval_ms=1000"];
+    &["duration_s=7", "concurrency=2", "object_bytes=64", "vnodes=8", "keys=20", "nemesis_interval_ms=2000"];
 
 /// Runs kv with `QUICK`, `extra` and the environment `env`; the folder, its manifest, summary
 /// and events, and the context for messages.
