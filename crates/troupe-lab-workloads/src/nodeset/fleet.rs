@@ -9,12 +9,11 @@
 //!    not reach a node (none was running: killed and not yet started again); [`Answer::Lost`]
 //!    when it was written and no answer can come (the process was killed or ended), or none
 //!    came within the caller's limit. A caller never waits longer than its limit.
-//! 2. A kill sends SIGKILL to the node's own process id and to the child the driver started,
-//!    reaps it, and ends every command waiting on it with [`Answer::Lost`]. A start again runs
-//!    the same command with the same environment and address, and is done when the new
-//!    process printed `ready` ([`super::START_LIMIT`]). Commands that arrive meanwhile wait
-//!    for it and go to the new process.
-//! 3. Pause and continue are SIGSTOP and SIGCONT to the node's own process id (its `pid` line).
+//! 2. A kill sends SIGKILL to the node process, reaps it, and ends every command waiting on it
+//!    with [`Answer::Lost`]. A start again runs the same command with the same environment and
+//!    address, and is done when the new process printed `ready` ([`super::START_LIMIT`]).
+//!    Commands that arrive meanwhile wait for it and go to the new process.
+//! 3. Pause and continue are SIGSTOP and SIGCONT to the node's process id (`NodeProc::id`).
 //! 4. Event lines (`e {json}`) go, with the node's index and the time they were read, to the
 //!    fleet's event channel when one was asked for.
 
@@ -183,14 +182,11 @@ impl Target for Procs {
     }
 }
 
-/// Starts node `i`: its `pid` line, then `ready` (rule 2).
+/// Starts node `i` and waits for its `ready` (rule 2); the process and its id (`ip netns exec`
+/// replaces itself with the node, so the child's id is the node's).
 async fn spawn(starter: &Starter, i: u32) -> Result<(NodeProc, u32), String> {
     let mut p = starter(i).stdin().stdout().start()?;
-    let first = p.line("report its process id", START_LIMIT).await?;
-    let pid = first
-        .strip_prefix("pid ")
-        .and_then(|s| s.trim().parse::<u32>().ok())
-        .ok_or(format!("{} printed {first:?}, expected `pid P`", p.name()))?;
+    let pid = p.id().ok_or_else(|| format!("{} ended as it started", p.name()))?;
     p.expect("ready", START_LIMIT).await?;
     Ok((p, pid))
 }
@@ -288,10 +284,7 @@ impl Driver {
                     let _ = reply.send(Err(format!("node-{} is not running", self.i)));
                     return;
                 };
-                let pid = self.pids[self.i as usize].swap(0, Ordering::Relaxed);
-                if pid != 0 {
-                    let _ = signal(pid, Signal::SIGKILL);
-                }
+                self.pids[self.i as usize].store(0, Ordering::Relaxed);
                 let ended = p.kill().await;
                 self.lose_pending("killed");
                 let _ = reply.send(match ended {

@@ -3,15 +3,13 @@
 //! `troupe_crdt::Replicator` when the workload asks for one, driven by line commands on stdin.
 //!
 //! Rules:
-//! 1. Start-up: the first stdout line is `pid P` (the process's own id, which the orchestrator
-//!    signals for `pause`, whatever wrapper started it); the node listens on and advertises
-//!    its address from [`super::ENV_ADDRS`] (entry [`super::ENV_INDEX`]), joins through every
-//!    address of the run as seeds, and prints `ready`: once it sees itself a member (joining or
-//!    up), within [`super::START_LIMIT`] (otherwise it exits 1 saying so on stderr), when the
-//!    workload serves clients on it (`crdt`: a node that is not a member yet would count a
-//!    majority among itself alone); at once when the workload observes the join itself
-//!    (`cluster`: the checker reads it from the tables, and a join that hangs must not hold up
-//!    the nemesis).
+//! 1. Start-up: the node listens on and advertises its address from [`super::ENV_ADDRS`]
+//!    (entry [`super::ENV_INDEX`]), joins through every address of the run as seeds, and prints
+//!    `ready`: once it sees itself a member (joining or up), within [`super::START_LIMIT`]
+//!    (otherwise it exits 1 saying so on stderr), when the workload serves clients on it
+//!    (`crdt`: a node that is not a member yet would count a majority among itself alone); at
+//!    once when the workload observes the join itself (`cluster`: the checker reads it from the
+//!    tables, and a join that hangs must not hold up the nemesis).
 //! 2. Commands, each answered by one line `r ID ...` and handled concurrently (an answer may
 //!    overtake an earlier command's):
 //!    - `status ID`: `r ID ok {json}`, the membership table (`troupe_cluster::Status`);
@@ -80,7 +78,6 @@ pub(crate) async fn node_process(opts: Opts) -> Result<i32> {
     let Some(me) = addrs.get(index).cloned() else {
         return Err(SutError::Environment(format!("{ENV_ADDRS} has no address for node {index}")).into());
     };
-    println!("pid {}", std::process::id());
     let mut ncfg = NodeConfig::new(&format!("node-{index}"), &secret);
     ncfg.listen = me.clone();
     ncfg.advertise = Some(me.clone());
