@@ -13,7 +13,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::{cfg, NodeProc, SECRET};
+use common::{cfg, NodeProc, StderrLog, SECRET};
 use serde::{Deserialize, Serialize};
 use troupe::remote_api::{WireRef, WireReply};
 use troupe_remote::frame::{kind, write_frame, DataHeader, Target};
@@ -242,17 +242,19 @@ fn sigterm_and_sigint_stop_a_node_whose_stdin_is_an_open_pipe() {
 /// one forged a log line.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn peer_names_with_newlines_cannot_forge_log_or_stdout_lines() {
-    let (mut b, mut stderr) = NodeProc::start_piped_stderr("b", "", None);
+    let (mut b, stderr) = NodeProc::start_piped_stderr("b", "", None);
+    let log = StderrLog::new(stderr);
     let e = raw_session(&b.addr, "evil\nWARN forged: node x is down", "127.0.0.1:9\nforged").await.unwrap_err();
     assert!(e.to_string().contains("refused"), "{e}");
     let a = Node::start(cfg("a")).await.unwrap();
     a.connect(&b.addr).await.unwrap();
     a.shutdown();
+    // The refusal is logged after the dialler hears it: wait for the line, then stop the node.
+    let seen = log.wait_for(&["evil\\nWARN forged"], T);
     b.cmd("quit");
     assert!(b.wait_exit(T).is_some());
-    let mut text = String::new();
-    let _ = stderr.read_to_string(&mut text);
-    assert!(text.contains("evil\\nWARN forged"), "the refusal is logged, escaped:\n{text}");
+    let text = log.finish();
+    assert!(seen, "the refusal is logged, escaped:\n{text}");
     assert!(!text.lines().any(|l| l.starts_with("WARN forged")), "a forged line got out:\n{text}");
 }
 

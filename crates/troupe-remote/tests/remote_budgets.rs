@@ -19,7 +19,7 @@ use std::io::Read;
 use std::time::{Duration, Instant};
 
 use common::attacker::Attacker;
-use common::{cfg, NodeProc};
+use common::{cfg, NodeProc, StderrLog};
 use serde::Serialize;
 use troupe::remote_api::WireReply;
 use troupe_remote::causal::{Clock, Stamp};
@@ -261,18 +261,19 @@ async fn causal_rule_5_held_causal_bytes_past_the_session_budget_close_it_and_ar
 /// Rule 5 of `causal_wire.rs`, per label: the reason names the label's budget.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn causal_rule_5_held_causal_bytes_past_the_label_budget_close_the_session() {
-    let (mut b, mut stderr) =
+    let (mut b, stderr) =
         NodeProc::start_piped_stderr("b", "services = [\"echo\"]\nmax_causal_held_bytes_per_label = 4194304", None);
+    let log = StderrLog::new(stderr);
     let x = Attacker::connect(&b.addr, "x").await;
     causal_flood(&b.addr, &x, "chat", 0, 16, 1 << 20).await;
     assert!(closed_by_node(&x).await);
     let s = wait_stats(&mut b, |s| stat(s, "causal_held_bytes") == 0 && stat(s, "limit_closes") >= 1);
     assert!(stat(&s, "limit_closes") >= 1, "{s}");
+    let seen = log.wait_for(&["max_causal_held_bytes_per_label"], T);
     b.cmd("quit");
     assert!(b.wait_exit(T).is_some());
-    let mut text = String::new();
-    let _ = stderr.read_to_string(&mut text);
-    assert!(text.contains("max_causal_held_bytes_per_label"), "the reason is logged:\n{text}");
+    let text = log.finish();
+    assert!(seen, "the reason is logged:\n{text}");
 }
 
 /// Rule 5 of `causal_wire.rs`, per node: sessions each under their own budget push the node

@@ -15,6 +15,52 @@ pub const SECRET: &str = "test-secret";
 
 static N: AtomicU32 = AtomicU32::new(0);
 
+/// A node's piped stderr, read by a thread into a buffer the test can wait on: a log line is
+/// written after the peer hears its refusal, so a test waits for the line, not for the reply.
+pub struct StderrLog {
+    text: std::sync::Arc<std::sync::Mutex<String>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl StderrLog {
+    /// Starts reading `stderr` until the node closes it.
+    pub fn new(stderr: std::process::ChildStderr) -> StderrLog {
+        let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = text.clone();
+        let reader = std::thread::spawn(move || {
+            let mut r = BufReader::new(stderr);
+            let mut line = String::new();
+            while matches!(r.read_line(&mut line), Ok(n) if n > 0) {
+                sink.lock().unwrap().push_str(&line);
+                line.clear();
+            }
+        });
+        StderrLog { text, reader: Some(reader) }
+    }
+
+    /// Waits (bounded by `limit`) until every one of `needles` has been written; true if so.
+    pub fn wait_for(&self, needles: &[&str], limit: Duration) -> bool {
+        let end = Instant::now() + limit;
+        loop {
+            if needles.iter().all(|n| self.text.lock().unwrap().contains(n)) {
+                return true;
+            }
+            if Instant::now() >= end {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Everything written, once the node has closed stderr (it has exited).
+    pub fn finish(mut self) -> String {
+        if let Some(r) = self.reader.take() {
+            let _ = r.join();
+        }
+        self.text.lock().unwrap().clone()
+    }
+}
+
 /// A `troupe-node` child process.
 pub struct NodeProc {
     pub child: Child,
