@@ -310,6 +310,10 @@ pub enum Target {
     Name(String),
 }
 
+/// A data-frame body as [`DataHeader::read_ext`] parses it: the header, its extensions
+/// (rule 7), the payload and the reply numbers.
+pub type DataParts<'a> = (DataHeader, HeaderExt<'a>, &'a [u8], Vec<u64>);
+
 /// The fixed header of a data frame. The body is the header, the payload, then a trailer of
 /// the pending-reply numbers created while encoding the payload (`[u64 LE]*n`, then `u8 n`), so
 /// the payload can be encoded straight into the frame and a refusal can fail those replies.
@@ -361,7 +365,7 @@ impl DataHeader {
 
     /// Parses a data-frame body into its header, extensions (rule 7), payload and reply
     /// numbers.
-    pub fn read_ext(body: &[u8]) -> Result<(DataHeader, HeaderExt<'_>, &[u8], Vec<u64>), Error> {
+    pub fn read_ext(body: &[u8]) -> Result<DataParts<'_>, Error> {
         let mut r = Reader(body);
         let first = r.u8()?;
         let target = match first & !EXT_TARGET_FLAG {
