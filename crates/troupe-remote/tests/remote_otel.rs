@@ -309,6 +309,8 @@ async fn a_peer_that_does_not_advertise_trace_context_never_receives_it() {
     b.export("sink", &troupe::spawn(Sink(tx))).unwrap();
     let (proxy, seen) = stripping_proxy(b.addr()).await;
     let a = Node::start(cfg("a")).await.unwrap();
+    // Up first: frames queued while no session is up carry no context anyway (rule 2).
+    a.connect(&proxy).await.unwrap();
     let sink = a.remote_ref::<Note>(&proxy, "sink");
     let span = tracing::info_span!("test.tell");
     span.set_parent(remote_parent(0x99, 0x88)).unwrap();
@@ -330,6 +332,7 @@ async fn a_peer_that_does_not_advertise_trace_context_never_receives_it() {
         assert_eq!(body[0] & EXT_TARGET_FLAG, 0);
     }
     // The same sends straight to b, which advertises it, do carry it (b's span shows it).
+    a.connect(&b.addr()).await.unwrap();
     let direct = a.remote_ref::<Note>(&b.addr(), "sink");
     let span = tracing::info_span!("test.tell.direct");
     span.set_parent(remote_parent(0x77, 0x88)).unwrap();
