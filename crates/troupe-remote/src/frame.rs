@@ -18,6 +18,18 @@
 //!    front of the buffer before the rest of it is read, and once complete it is handed out as
 //!    the buffer itself (owned bytes; what was read after it moves to a new buffer), so what
 //!    it carries can be kept without a copy (`blob.rs`, `SharedBlob`).
+//! 7. A data or reply header may carry an extension block ([`HeaderExt`]: W3C trace context,
+//!    feature `otel`), flagged in the header itself: bit 7 of a data frame's target-kind byte
+//!    ([`EXT_TARGET_FLAG`]), bit 63 of a reply frame's reply number ([`EXT_REPLY_FLAG`]). The
+//!    block follows the fixed header: `[u8 n]`, then `n` entries `[u8 key][u16 LE len][len
+//!    bytes]`; keys this build does not know are skipped, and an entry longer than the body is
+//!    a malformed frame (closing the connection, as any). Without the flag the layout is the one
+//!    nodes spoke before the block existed, so frames without it decode everywhere. A node only
+//!    sends the block to a peer whose handshake `Welcome` advertised it (rule 9 of
+//!    [`crate::handshake`]); a build without `otel` never advertises it, and builds from before
+//!    the block, which would refuse the flag as an unknown target kind, never receive it. What
+//!    an entry holds is checked by its user (`otel.rs`), never here: a bad value is dropped
+//!    there and counted, the message is still delivered.
 
 use crate::error::{Error, ErrorKind};
 
@@ -211,6 +223,84 @@ impl FrameBuf {
     }
 }
 
+/// Rule 7: set in a data frame's target-kind byte when a header extension block follows the
+/// fixed header.
+pub const EXT_TARGET_FLAG: u8 = 0x80;
+/// Rule 7: set in a reply frame's reply number when a header extension block follows the
+/// fixed header (reply numbers are a node's counter from 1; they never reach this bit).
+pub const EXT_REPLY_FLAG: u64 = 1 << 63;
+
+/// Rule 7: the extension keys.
+pub mod ext {
+    /// W3C `traceparent` (ASCII, `00-<32 hex>-<16 hex>-<2 hex>`).
+    pub const TRACEPARENT: u8 = 1;
+    /// W3C `tracestate` (ASCII, comma-separated `key=value` list).
+    pub const TRACESTATE: u8 = 2;
+}
+
+/// Rule 7: the optional extensions of a data or reply header, as raw bytes (their meaning is
+/// checked by their user, `otel.rs`). The default is no extension at all, written as no block.
+///
+/// ```
+/// use troupe_remote::frame::{DataHeader, HeaderExt, Target};
+/// let tp = b"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+/// let ext = HeaderExt { traceparent: Some(tp), tracestate: None };
+/// let h = DataHeader { target: Target::Name("echo".into()), tag: 7, ack_seq: 0 };
+/// let mut body = Vec::new();
+/// h.write_ext(&ext, &mut body).unwrap();
+/// body.extend_from_slice(b"payload");
+/// body.push(0); // no reply handles
+/// let (back, got, payload, replies) = DataHeader::read_ext(&body).unwrap();
+/// assert_eq!((back, got, payload, replies.len()), (h, ext, &b"payload"[..], 0));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HeaderExt<'a> {
+    /// The W3C `traceparent` value ([`ext::TRACEPARENT`]).
+    pub traceparent: Option<&'a [u8]>,
+    /// The W3C `tracestate` value ([`ext::TRACESTATE`]).
+    pub tracestate: Option<&'a [u8]>,
+}
+
+impl<'a> HeaderExt<'a> {
+    /// True when there is nothing to write (no block, no flag).
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.traceparent.is_none() && self.tracestate.is_none()
+    }
+
+    /// Appends the block (`[u8 n]`, then the entries).
+    fn write(&self, out: &mut Vec<u8>) -> Result<(), Error> {
+        let entries = [(ext::TRACEPARENT, self.traceparent), (ext::TRACESTATE, self.tracestate)];
+        let n = entries.iter().filter(|(_, v)| v.is_some()).count();
+        out.push(n as u8);
+        for (key, v) in entries {
+            let Some(v) = v else { continue };
+            let len = u16::try_from(v.len())
+                .map_err(|_| Error::malformed("a header extension is longer than 65535 bytes; leave it out"))?;
+            out.push(key);
+            out.extend_from_slice(&len.to_le_bytes());
+            out.extend_from_slice(v);
+        }
+        Ok(())
+    }
+
+    /// Reads a block; unknown keys are skipped, a repeated key keeps its last value.
+    fn read(r: &mut Reader<'a>) -> Result<Self, Error> {
+        let mut e = HeaderExt::default();
+        for _ in 0..r.u8()? {
+            let key = r.u8()?;
+            let len = r.u16()? as usize;
+            let v = r.take(len).map_err(|_| Error::malformed("a header extension is longer than its frame"))?;
+            match key {
+                ext::TRACEPARENT => e.traceparent = Some(v),
+                ext::TRACESTATE => e.tracestate = Some(v),
+                _ => {}
+            }
+        }
+        Ok(e)
+    }
+}
+
 /// Where a data frame goes.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum Target {
@@ -219,6 +309,10 @@ pub enum Target {
     /// An actor by its registered name there.
     Name(String),
 }
+
+/// A data-frame body as [`DataHeader::read_ext`] parses it: the header, its extensions
+/// (rule 7), the payload and the reply numbers.
+pub type DataParts<'a> = (DataHeader, HeaderExt<'a>, &'a [u8], Vec<u64>);
 
 /// The fixed header of a data frame. The body is the header, the payload, then a trailer of
 /// the pending-reply numbers created while encoding the payload (`[u64 LE]*n`, then `u8 n`), so
@@ -236,27 +330,45 @@ pub struct DataHeader {
 impl DataHeader {
     /// Appends the header.
     pub fn write(&self, out: &mut Vec<u8>) -> Result<(), Error> {
+        self.write_ext(&HeaderExt::default(), out)
+    }
+
+    /// Appends the header with extensions (rule 7); with none it is [`DataHeader::write`].
+    pub fn write_ext(&self, ext: &HeaderExt<'_>, out: &mut Vec<u8>) -> Result<(), Error> {
+        let flag = if ext.is_empty() { 0 } else { EXT_TARGET_FLAG };
         match &self.target {
             Target::Id(id) => {
-                out.push(0);
+                out.push(flag);
                 out.extend_from_slice(&id.to_le_bytes());
             }
             Target::Name(n) => {
                 let len = u16::try_from(n.len()).map_err(|_| Error::malformed("actor name longer than 65535 bytes"))?;
-                out.push(1);
+                out.push(1 | flag);
                 out.extend_from_slice(&len.to_le_bytes());
                 out.extend_from_slice(n.as_bytes());
             }
         }
         out.extend_from_slice(&self.tag.to_le_bytes());
         out.extend_from_slice(&self.ack_seq.to_le_bytes());
+        if flag != 0 {
+            ext.write(out)?;
+        }
         Ok(())
     }
 
-    /// Parses a data-frame body into its header, payload and reply numbers.
+    /// Parses a data-frame body into its header, payload and reply numbers (extensions, if
+    /// any, are skipped: [`DataHeader::read_ext`]).
     pub fn read(body: &[u8]) -> Result<(DataHeader, &[u8], Vec<u64>), Error> {
+        let (h, _, payload, replies) = Self::read_ext(body)?;
+        Ok((h, payload, replies))
+    }
+
+    /// Parses a data-frame body into its header, extensions (rule 7), payload and reply
+    /// numbers.
+    pub fn read_ext(body: &[u8]) -> Result<DataParts<'_>, Error> {
         let mut r = Reader(body);
-        let target = match r.u8()? {
+        let first = r.u8()?;
+        let target = match first & !EXT_TARGET_FLAG {
             0 => Target::Id(r.u64()?),
             1 => {
                 let len = r.u16()? as usize;
@@ -268,6 +380,7 @@ impl DataHeader {
         };
         let tag = r.u64()?;
         let ack_seq = r.u64()?;
+        let ext = if first & EXT_TARGET_FLAG != 0 { HeaderExt::read(&mut r)? } else { HeaderExt::default() };
         let rest = r.0;
         let (&n, rest) = rest.split_last().ok_or_else(|| Error::malformed("data frame without its trailer"))?;
         let n = n as usize;
@@ -277,14 +390,39 @@ impl DataHeader {
         let (payload, trailer) = rest.split_at(rest.len() - 8 * n);
         let mut t = Reader(trailer);
         let replies = (0..n).map(|_| t.u64()).collect::<Result<Vec<_>, _>>()?;
-        Ok((DataHeader { target, tag, ack_seq }, payload, replies))
+        Ok((DataHeader { target, tag, ack_seq }, ext, payload, replies))
     }
 }
 
-/// The fixed header of a reply frame: `[u64 reply id][u64 tag]`, then the payload.
+/// The fixed header of a reply frame: `[u64 reply id][u64 tag]`, then the payload
+/// (extensions, if any, are skipped: [`read_reply_ext`]).
 pub fn read_reply(body: &[u8]) -> Result<(u64, u64, &[u8]), Error> {
+    let (id, tag, _, payload) = read_reply_ext(body)?;
+    Ok((id, tag, payload))
+}
+
+/// Appends a reply frame's header: `[u64 reply id][u64 tag]`, then the extension block when
+/// `ext` has any (rule 7, flagged by [`EXT_REPLY_FLAG`] in the reply number).
+pub fn write_reply_header(out: &mut Vec<u8>, id: u64, tag: u64, ext: &HeaderExt<'_>) -> Result<(), Error> {
+    if id & EXT_REPLY_FLAG != 0 {
+        return Err(Error::malformed("a reply number has its top bit set, which marks header extensions"));
+    }
+    let flag = if ext.is_empty() { 0 } else { EXT_REPLY_FLAG };
+    out.extend_from_slice(&(id | flag).to_le_bytes());
+    out.extend_from_slice(&tag.to_le_bytes());
+    if flag != 0 {
+        ext.write(out)?;
+    }
+    Ok(())
+}
+
+/// A reply frame's header as `(reply id, tag, extensions, payload)` (rule 7).
+pub fn read_reply_ext(body: &[u8]) -> Result<(u64, u64, HeaderExt<'_>, &[u8]), Error> {
     let mut r = Reader(body);
-    Ok((r.u64()?, r.u64()?, r.0))
+    let id = r.u64()?;
+    let tag = r.u64()?;
+    let ext = if id & EXT_REPLY_FLAG != 0 { HeaderExt::read(&mut r)? } else { HeaderExt::default() };
+    Ok((id & !EXT_REPLY_FLAG, tag, ext, r.0))
 }
 
 struct Reader<'a>(&'a [u8]);
@@ -419,5 +557,93 @@ mod tests {
                 assert!(DataHeader::read(&b[..cut]).is_err(), "cut at {cut}");
             }
         }
+    }
+
+    const TP: &[u8] = b"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+
+    fn data_body(h: &DataHeader, ext: &HeaderExt<'_>) -> Vec<u8> {
+        let mut b = Vec::new();
+        h.write_ext(ext, &mut b).unwrap();
+        b.extend_from_slice(b"payload");
+        b.extend_from_slice(&5u64.to_le_bytes());
+        b.push(1);
+        b
+    }
+
+    #[test]
+    fn rule_7_a_data_header_round_trips_with_and_without_extensions() {
+        let both = HeaderExt { traceparent: Some(TP), tracestate: Some(b"k=v,x=y") };
+        let only_tp = HeaderExt { traceparent: Some(TP), tracestate: None };
+        for target in [Target::Id(42), Target::Name("echo".into())] {
+            let h = DataHeader { target, tag: 9, ack_seq: 3 };
+            for ext in [HeaderExt::default(), only_tp, both] {
+                let b = data_body(&h, &ext);
+                let (h2, e2, p, replies) = DataHeader::read_ext(&b).unwrap();
+                assert_eq!((&h2, e2, p, replies), (&h, ext, &b"payload"[..], vec![5]));
+                // The extension-blind reader sees the same message.
+                let (h3, p3, r3) = DataHeader::read(&b).unwrap();
+                assert_eq!((h3, p3, r3), (h.clone(), &b"payload"[..], vec![5]));
+                let header_len = b.len() - b"payload".len() - 9;
+                for cut in 0..header_len {
+                    assert!(DataHeader::read_ext(&b[..cut]).is_err(), "cut at {cut} of {ext:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rule_7_without_extensions_the_layout_is_the_one_from_before_the_block() {
+        // A no-otel encoder's frame, byte for byte: target kind 1, name, tag, ack sequence.
+        let h = DataHeader { target: Target::Name("ab".into()), tag: 0x0102, ack_seq: 7 };
+        let mut legacy = vec![1, 2, 0, b'a', b'b'];
+        legacy.extend_from_slice(&0x0102u64.to_le_bytes());
+        legacy.extend_from_slice(&7u64.to_le_bytes());
+        let mut b = Vec::new();
+        h.write_ext(&HeaderExt::default(), &mut b).unwrap();
+        assert_eq!(b, legacy, "no extension, no flag, no block");
+        let mut r = Vec::new();
+        write_reply_header(&mut r, 9, 4, &HeaderExt::default()).unwrap();
+        assert_eq!(r, [9u64.to_le_bytes(), 4u64.to_le_bytes()].concat());
+        // And such frames decode on this build, with no extension.
+        legacy.extend_from_slice(b"p\0");
+        let (h2, e, p, _) = DataHeader::read_ext(&legacy).unwrap();
+        assert_eq!((h2, e, p), (h, HeaderExt::default(), &b"p"[..]));
+    }
+
+    #[test]
+    fn rule_7_a_reply_header_round_trips_and_its_flag_is_not_part_of_the_number() {
+        for ext in [HeaderExt::default(), HeaderExt { traceparent: Some(TP), tracestate: Some(b"a=b") }] {
+            let mut b = Vec::new();
+            write_reply_header(&mut b, 77, 5, &ext).unwrap();
+            b.extend_from_slice(b"answer");
+            assert_eq!(read_reply_ext(&b).unwrap(), (77, 5, ext, &b"answer"[..]));
+            assert_eq!(read_reply(&b).unwrap(), (77, 5, &b"answer"[..]));
+        }
+        let mut b = Vec::new();
+        assert!(write_reply_header(&mut b, EXT_REPLY_FLAG | 1, 5, &HeaderExt::default()).is_err());
+    }
+
+    #[test]
+    fn rule_7_unknown_keys_are_skipped_and_an_entry_past_the_body_is_malformed() {
+        let h = DataHeader { target: Target::Id(1), tag: 2, ack_seq: 0 };
+        let mut b = vec![EXT_TARGET_FLAG];
+        b.extend_from_slice(&1u64.to_le_bytes());
+        b.extend_from_slice(&2u64.to_le_bytes());
+        b.extend_from_slice(&0u64.to_le_bytes());
+        b.extend_from_slice(&[2, 200, 3, 0, b'x', b'y', b'z', ext::TRACEPARENT, TP.len() as u8, 0]);
+        b.extend_from_slice(TP);
+        b.extend_from_slice(b"p\0");
+        let (h2, e, p, _) = DataHeader::read_ext(&b).unwrap();
+        assert_eq!((h2, e.traceparent, e.tracestate, p), (h, Some(TP), None, &b"p"[..]));
+        // An entry that claims more bytes than the body has.
+        let mut bad = b[..25].to_vec();
+        bad.extend_from_slice(&[1, ext::TRACEPARENT, 0xff, 0xff, b'0']);
+        let e = DataHeader::read_ext(&bad).unwrap_err().to_string();
+        assert!(e.contains("longer than its frame"), "{e}");
+        // A flagged reply with a truncated block.
+        let mut r = (7u64 | EXT_REPLY_FLAG).to_le_bytes().to_vec();
+        r.extend_from_slice(&1u64.to_le_bytes());
+        r.push(3);
+        assert!(read_reply_ext(&r).is_err());
     }
 }

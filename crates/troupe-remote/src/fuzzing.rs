@@ -15,7 +15,7 @@ use troupe::{Actor, Ctx, ExitReason};
 
 use crate::causal::{Clock, Stamp};
 use crate::codec::{self, tag_hash};
-use crate::frame::{kind, read_reply, write_frame, DataHeader, FrameBuf, Target};
+use crate::frame::{kind, read_reply_ext, write_frame, DataHeader, FrameBuf, HeaderExt, Target};
 use crate::handshake::{self, Identity};
 use crate::proto::{Challenge, Control, GlobalEntry, Hello, Proof, Refuse, RefuseReason};
 
@@ -53,8 +53,8 @@ fn parse_body(k: u8, body: &[u8]) {
         kind::CHALLENGE => drop(codec::decode::<Challenge>(body)),
         kind::PROOF => drop(codec::decode::<Proof>(body)),
         kind::REFUSE => drop(codec::decode::<Refuse>(body)),
-        kind::DATA => drop(DataHeader::read(body)),
-        kind::REPLY => drop(read_reply(body)),
+        kind::DATA => drop(DataHeader::read_ext(body)),
+        kind::REPLY => drop(read_reply_ext(body)),
         kind::CONTROL => drop(codec::decode::<Control>(body)),
         kind::CAUSAL => drop(crate::node::causal_wire::read(body)),
         _ => {}
@@ -301,9 +301,17 @@ fn causal(c: &mut Choices<'_>, peer: &str, me: &str) -> Option<Vec<u8>> {
     };
     let header = DataHeader { target: target(c), tag, ack_seq: if c.below(8) == 0 { c.number() } else { 0 } };
     let payload = c.bytes(64);
+    // `frame.rs` rule 7: sometimes a trace context, well-formed or not.
+    let traceparent = match c.below(4) {
+        0 => Some(b"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01".to_vec()),
+        1 => Some(c.bytes(64)),
+        _ => None,
+    };
+    let tracestate = if c.below(4) == 0 { Some(c.bytes(32)) } else { None };
+    let ext = HeaderExt { traceparent: traceparent.as_deref(), tracestate: tracestate.as_deref() };
     let mut out = Vec::new();
     write_prefix(&label, &stamp, &mut out).ok()?;
-    header.write(&mut out).ok()?;
+    header.write_ext(&ext, &mut out).ok()?;
     out.extend_from_slice(&payload);
     out.push(0);
     Some(out)

@@ -29,6 +29,12 @@
 //!    check, and a mismatch (another node's certificate, or one without a CN) is refused with
 //!    both names, so holding one node's certificate and the secret does not make a node
 //!    another (issue 36: node "c" was accepted presenting node b's certificate).
+//! 9. The acceptor's `Welcome` may advertise optional features it accepts on this connection
+//!    ([`Features`]: a flags byte; empty, as every build without such a feature sends it, means
+//!    none). The dialler, which is the one that sends data on the connection (rule 1 of the
+//!    node), uses a feature only when it was advertised; bytes after the flags are ignored,
+//!    room for later features. Builds from before this rule ignore the body, so it costs them
+//!    nothing. Only the feature `otel` advertises anything ([`Features::TRACE_CONTEXT`]).
 
 use std::time::Duration;
 
@@ -62,6 +68,50 @@ pub struct Accepted {
     pub channel: String,
     /// The lane.
     pub lane: u16,
+}
+
+/// Rule 9: what an acceptor accepts beyond the base protocol, advertised in its `Welcome`.
+///
+/// ```
+/// use troupe_remote::handshake::Features;
+/// let f = Features { trace_context: true };
+/// assert_eq!(Features::from_welcome(&f.to_welcome()), f);
+/// assert_eq!(Features::from_welcome(&[]), Features::default(), "an empty Welcome: none");
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Features {
+    /// W3C trace context in data and reply headers (`frame.rs` rule 7, feature `otel`).
+    pub trace_context: bool,
+}
+
+impl Features {
+    /// The flag of [`Features::trace_context`].
+    pub const TRACE_CONTEXT: u8 = 1;
+
+    /// What this build accepts: trace context with the feature `otel`, else nothing.
+    #[must_use]
+    pub const fn ours() -> Features {
+        Features { trace_context: cfg!(feature = "otel") }
+    }
+
+    /// The `Welcome` body advertising these features: empty when there are none, as before
+    /// rule 9 existed.
+    #[must_use]
+    pub fn to_welcome(self) -> Vec<u8> {
+        let flags = if self.trace_context { Self::TRACE_CONTEXT } else { 0 };
+        if flags == 0 {
+            Vec::new()
+        } else {
+            vec![flags]
+        }
+    }
+
+    /// The features a `Welcome` body advertises (unknown flags and later bytes are ignored).
+    #[must_use]
+    pub fn from_welcome(body: &[u8]) -> Features {
+        let flags = body.first().copied().unwrap_or(0);
+        Features { trace_context: flags & Self::TRACE_CONTEXT != 0 }
+    }
 }
 
 type HmacSha256 = Hmac<Sha256>;
@@ -231,6 +281,19 @@ pub async fn dial_bound<S: AsyncRead + AsyncWrite + Unpin>(
     deadline: Duration,
     cert: Option<&str>,
 ) -> Result<(Identity, FrameBuf), Error> {
+    dial_features(s, me, channel, lane, secret, deadline, cert).await.map(|(id, fb, _)| (id, fb))
+}
+
+/// [`dial_bound`] that also returns the [`Features`] the acceptor advertised (rule 9).
+pub async fn dial_features<S: AsyncRead + AsyncWrite + Unpin>(
+    s: &mut S,
+    me: &Identity,
+    channel: &str,
+    lane: u16,
+    secret: &[u8],
+    deadline: Duration,
+    cert: Option<&str>,
+) -> Result<(Identity, FrameBuf, Features), Error> {
     let fut = async {
         let n_d = nonce();
         let hello = Hello {
@@ -269,12 +332,12 @@ pub async fn dial_bound<S: AsyncRead + AsyncWrite + Unpin>(
         let proof = mac(secret, "troupe/1 dialler", &ch.nonce, &n_d, &me.name, &ch.name).finalize().into_bytes();
         send(s, kind::PROOF, &Proof { proof: proof.into() }).await?;
         let (k, body) = recv(s, &mut fb).await?;
-        match k {
-            kind::WELCOME => {}
+        let features = match k {
+            kind::WELCOME => Features::from_welcome(&body),
             kind::REFUSE => return Err(refused(&body)),
             k => return Err(unexpected(k)),
-        }
-        Ok((Identity { name: ch.name, listen: ch.listen, incarnation: ch.incarnation }, fb))
+        };
+        Ok((Identity { name: ch.name, listen: ch.listen, incarnation: ch.incarnation }, fb, features))
     };
     tokio::time::timeout(deadline, fut)
         .await
@@ -360,7 +423,10 @@ pub async fn accept_bound<S: AsyncRead + AsyncWrite + Unpin>(
             .into());
         }
         let mut out = Vec::new();
-        write_frame(&mut out, kind::WELCOME, |_| Ok(()))?;
+        write_frame(&mut out, kind::WELCOME, |b| {
+            b.extend_from_slice(&Features::ours().to_welcome()); // rule 9
+            Ok(())
+        })?;
         s.write_all(&out).await.map_err(Error::io)?;
         let peer = Identity { name: hello.name, listen: hello.listen, incarnation: hello.incarnation };
         Ok((Accepted { peer, channel: hello.channel, lane: hello.lane }, fb))
@@ -399,6 +465,22 @@ mod tests {
         let (a, b) = pair(b"one", b"two").await;
         assert!(matches!(a.unwrap_err().kind, ErrorKind::Auth(_)));
         assert!(b.is_err());
+    }
+
+    #[tokio::test]
+    async fn rule_9_the_dialler_learns_what_the_acceptor_advertises() {
+        let (mut a, mut b) = tokio::io::duplex(1 << 16);
+        let d = Duration::from_secs(2);
+        let (ia, ib) = (id("a"), id("b"));
+        let (x, y) =
+            tokio::join!(dial_features(&mut a, &ia, "default", 0, b"s", d, None), accept(&mut b, &ib, b"s", d));
+        y.unwrap();
+        let (who, _, features) = x.unwrap();
+        assert_eq!((who, features), (id("b"), Features::ours()));
+        assert_eq!(Features::ours().trace_context, cfg!(feature = "otel"));
+        // A build without the feature sends the empty Welcome of before rule 9.
+        assert!(Features::default().to_welcome().is_empty());
+        assert_eq!(Features::from_welcome(&[Features::TRACE_CONTEXT | 0x80, 9, 9]), Features { trace_context: true });
     }
 
     #[tokio::test]

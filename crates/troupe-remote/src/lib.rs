@@ -11,6 +11,8 @@
 //! - Wire: see [`frame`] and [`handshake`]; codec: [`codec`] (bincode, chosen by measurement).
 //! - Faults: [`Node::set_faults`], [`Node::partition`], [`Node::heal`].
 //! - Optional mutual TLS under the handshake: [`TlsConfig`] (`[tls]` in a node's TOML).
+//! - Feature `otel`: W3C trace context across remote sends, asks and replies, and a
+//!   `troupe.remote.receive` span parented on it (`otel` module).
 //!
 //! ```
 //! # #[tokio::main] async fn main() {
@@ -56,6 +58,8 @@ pub mod fuzzing;
 pub mod handshake;
 pub mod logging;
 mod node;
+#[cfg(feature = "otel")]
+pub mod otel;
 pub mod proto;
 pub mod services;
 mod tls;

@@ -5,7 +5,7 @@
 
 use proptest::prelude::*;
 use troupe_remote::codec;
-use troupe_remote::frame::{kind, write_frame, DataHeader, Target};
+use troupe_remote::frame::{kind, write_frame, write_reply_header, DataHeader, HeaderExt, Target};
 use troupe_remote::fuzzing;
 use troupe_remote::proto::{Control, Hello, MAGIC, VERSION};
 
@@ -41,6 +41,27 @@ fn valid_session() -> Vec<u8> {
     write_frame(&mut out, kind::REPLY, |b| {
         b.extend_from_slice(&7u64.to_le_bytes());
         b.extend_from_slice(&1u64.to_le_bytes());
+        b.extend_from_slice(b"answer");
+        Ok(())
+    })
+    .unwrap();
+    // Header extensions (`frame.rs` rule 7): a trace context on a data frame and a reply.
+    let tp = b"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let ext = HeaderExt { traceparent: Some(tp), tracestate: Some(b"k=v") };
+    let h = DataHeader {
+        target: Target::Name("counter".into()),
+        tag: troupe_remote::tag_hash("troupe.svc.counter.v1"),
+        ack_seq: 0,
+    };
+    write_frame(&mut out, kind::DATA, |b| {
+        h.write_ext(&ext, b)?;
+        b.extend_from_slice(&[0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0]);
+        b.push(0);
+        Ok(())
+    })
+    .unwrap();
+    write_frame(&mut out, kind::REPLY, |b| {
+        write_reply_header(b, 8, 1, &ext)?;
         b.extend_from_slice(b"answer");
         Ok(())
     })

@@ -156,7 +156,12 @@ fn is_me(node: &NodeInner, id: &Identity) -> bool {
     id.incarnation == node.shared.me.incarnation && id.listen == node.shared.me.listen
 }
 
-async fn dial(node: &NodeInner, addr: &str, channel: &str, lane: u16) -> Result<(Identity, Stream), Error> {
+async fn dial(
+    node: &NodeInner,
+    addr: &str,
+    channel: &str,
+    lane: u16,
+) -> Result<(Identity, Stream, handshake::Features), Error> {
     let limit = Duration::from_millis(node.cfg.connect_timeout_ms);
     let sock = match tokio::time::timeout(limit, TcpStream::connect(addr)).await {
         Ok(Ok(s)) => s,
@@ -183,23 +188,28 @@ async fn dial(node: &NodeInner, addr: &str, channel: &str, lane: u16) -> Result<
         }
     };
     let cert = stream.peer_cert_name();
-    let (id, _) =
-        handshake::dial_bound(&mut stream, &node.shared.me, channel, lane, &node.secret, hs, cert.as_deref()).await?;
+    let (id, _, features) =
+        handshake::dial_features(&mut stream, &node.shared.me, channel, lane, &node.secret, hs, cert.as_deref())
+            .await?;
     if is_me(node, &id) {
         return Err(ErrorKind::Unreachable(format!("{addr}{SELF_DIAL}")).into());
     }
-    Ok((id, stream))
+    Ok((id, stream, features))
 }
 
 async fn connect_once(node: &Arc<NodeInner>, peer: &Arc<Peer>) -> Result<(), Error> {
     if node.shared.faults.is_partitioned(&peer.addr) {
         return Err(ErrorKind::Unreachable(format!("{} (partitioned by fault injection)", peer.addr)).into());
     }
-    let (ident, control) = dial(node, &peer.addr, "control", 0).await?;
+    let (ident, control, features) = dial(node, &peer.addr, "control", 0).await?;
+    // `otel.rs`: trace context goes to this session only if its Welcome advertised it.
+    #[cfg(feature = "otel")]
+    peer.trace_context.store(features.trace_context, Ordering::Relaxed);
+    let _ = features;
     let mut streams = vec![(peer.control_lane().clone(), control)];
     for ch in peer.channels.iter().skip(1) {
         for lane in &ch.lanes {
-            let (id2, s) = dial(node, &peer.addr, &ch.name, lane.index).await?;
+            let (id2, s, _) = dial(node, &peer.addr, &ch.name, lane.index).await?;
             if id2.incarnation != ident.incarnation {
                 return Err(ErrorKind::Handshake("the peer restarted while we connected".into()).into());
             }

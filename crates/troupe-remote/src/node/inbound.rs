@@ -36,7 +36,7 @@ use troupe::ActorId;
 
 use crate::codec;
 use crate::error::{Error, ErrorKind};
-use crate::frame::{kind, read_reply, DataHeader, Target};
+use crate::frame::{kind, read_reply_ext, DataHeader, HeaderExt, Target};
 use crate::logging::Esc;
 use crate::node::causal_wire;
 use crate::node::peer::{Arrival, Peer, Reorder};
@@ -74,8 +74,8 @@ pub(crate) fn dispatch(
             };
             let r = node.causal.receive(&label, stamp, held, budgets, |h| {
                 // Parsed when it arrived, with no ack sequence (causal_wire rule 2).
-                if let Ok((dh, payload, replies)) = DataHeader::read(&h.body) {
-                    handle(node, &h.peer, dh, payload, replies);
+                if let Ok((dh, ext, payload, replies)) = DataHeader::read_ext(&h.body) {
+                    handle(node, &h.peer, dh, &ext, payload, replies);
                 }
             });
             match r {
@@ -88,9 +88,13 @@ pub(crate) fn dispatch(
             }
         }
         kind::REPLY => {
-            let (id, _tag, payload) = read_reply(body)?;
+            let (id, tag, ext, payload) = read_reply_ext(body)?;
             let pending = node.pending.lock().remove(&id);
             if let Some((_, p)) = pending {
+                // `otel.rs` rule 3: the asker's side of the trace.
+                #[cfg(feature = "otel")]
+                let _span = crate::otel::receive(node, peer, crate::otel::Received::Reply(id), tag, &ext);
+                let _ = (tag, &ext);
                 let r = refs::decoding_from(peer.index, || {
                     remote_api::with_serde_hook(&node.shared.hook, || p.deliver(payload))
                 });
@@ -109,9 +113,9 @@ pub(crate) fn dispatch(
 }
 
 fn data(node: &Arc<NodeInner>, peer: &Arc<Peer>, ctx: &mut InCtx, body: &[u8]) -> Result<(), Error> {
-    let (h, payload, replies) = DataHeader::read(body)?;
+    let (h, ext, payload, replies) = DataHeader::read_ext(body)?;
     if h.ack_seq == 0 {
-        handle(node, peer, h, payload, replies);
+        handle(node, peer, h, &ext, payload, replies);
         return Ok(());
     }
     ctx.acks.push(h.ack_seq);
@@ -131,7 +135,7 @@ fn data(node: &Arc<NodeInner>, peer: &Arc<Peer>, ctx: &mut InCtx, body: &[u8]) -
             stats.duplicates_dropped.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         }
-        Arrival::Deliver => handle(node, peer, h, payload, replies),
+        Arrival::Deliver => handle(node, peer, h, &ext, payload, replies),
         Arrival::Held { skipped } => {
             stats.held_for_order.fetch_add(1, Ordering::Relaxed);
             if skipped {
@@ -160,8 +164,8 @@ fn data(node: &Arc<NodeInner>, peer: &Arc<Peer>, ctx: &mut InCtx, body: &[u8]) -
         };
         let Some(held) = next else { return Ok(()) };
         // It parsed when it arrived.
-        let (h, payload, replies) = DataHeader::read(&held)?;
-        handle(node, peer, h, payload, replies);
+        let (h, ext, payload, replies) = DataHeader::read_ext(&held)?;
+        handle(node, peer, h, &ext, payload, replies);
     }
 }
 
@@ -184,8 +188,19 @@ fn held_limit(node: &Arc<NodeInner>, peer: &Arc<Peer>, session: usize, all: usiz
     limit_close(node, peer, why)
 }
 
-/// Rule 2: hands a data frame to its actor, or refuses it.
-fn handle(node: &Arc<NodeInner>, peer: &Arc<Peer>, h: DataHeader, payload: &[u8], replies: Vec<u64>) {
+/// Rule 2: hands a data frame to its actor, or refuses it; with a trace context in `ext`,
+/// inside a receive span parented on it (`otel.rs` rule 3).
+fn handle(
+    node: &Arc<NodeInner>,
+    peer: &Arc<Peer>,
+    h: DataHeader,
+    ext: &HeaderExt<'_>,
+    payload: &[u8],
+    replies: Vec<u64>,
+) {
+    #[cfg(feature = "otel")]
+    let _span = crate::otel::receive(node, peer, crate::otel::Received::Data(&h.target), h.tag, ext);
+    let _ = ext;
     let refuse = |reason: RefuseReason| {
         node.shared.stats.refused_in.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(peer = %Esc(&peer.addr), target = ?h.target, "refused: {reason:?}");

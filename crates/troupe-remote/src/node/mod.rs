@@ -157,6 +157,7 @@ pub(crate) struct Stats {
     pub(crate) connections_refused: AtomicU64,
     pub(crate) reply_bytes: AtomicU64,
     pub(crate) partial_frame_bytes: AtomicU64,
+    pub(crate) trace_context_dropped: AtomicU64,
 }
 
 /// A snapshot of a node's counters.
@@ -242,6 +243,9 @@ pub struct StatsSnapshot {
     /// Bytes counted now for large frames being received, over all peers (rule 11,
     /// `max_partial_frame_bytes_per_peer`).
     pub partial_frame_bytes: u64,
+    /// W3C trace contexts received in a frame header and ignored because they were malformed
+    /// or oversized (feature `otel`, `otel.rs`; the message itself was delivered).
+    pub trace_context_dropped: u64,
     /// Times freed memory was handed back to the operating system after a large session
     /// ended (`node/trim.rs`; process-wide).
     pub trims: u64,
@@ -872,6 +876,7 @@ impl Node {
             connections_refused: l(&s.connections_refused),
             reply_bytes: l(&s.reply_bytes),
             partial_frame_bytes: l(&s.partial_frame_bytes),
+            trace_context_dropped: l(&s.trace_context_dropped),
             trims: trim::trims(),
             log_lines_suppressed: crate::logging::lines_suppressed(),
             log_lines_dropped: crate::logging::lines_dropped(),

@@ -227,6 +227,9 @@ pub(crate) struct Peer {
     pub(crate) keep: AtomicBool,
     /// A session with it has been up at least once (a known member: rule 7 of `node/mod.rs`).
     pub(crate) ever_up: AtomicBool,
+    /// Its current session's `Welcome` advertised W3C trace context (`otel.rs`).
+    #[cfg(feature = "otel")]
+    pub(crate) trace_context: AtomicBool,
 }
 
 impl Peer {
@@ -256,6 +259,8 @@ impl Peer {
             partial_bytes: std::sync::atomic::AtomicUsize::new(0),
             keep: AtomicBool::new(false),
             ever_up: AtomicBool::new(false),
+            #[cfg(feature = "otel")]
+            trace_context: AtomicBool::new(false),
         }
     }
 

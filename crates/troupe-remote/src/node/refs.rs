@@ -26,7 +26,7 @@ use troupe::{
 };
 
 use crate::codec::{self, tag_hash};
-use crate::frame::{kind, DataHeader, Target};
+use crate::frame::{kind, write_reply_header, DataHeader, HeaderExt, Target};
 use crate::logging::Esc;
 use crate::node::peer::{Peer, SendFail, Size, Status, Watcher};
 use crate::node::NodeInner;
@@ -138,9 +138,16 @@ impl RemoteActor {
         let lane = self.peer.pick_lane(channel, opts.partition_key, sender, self.key());
         let peer = &self.peer;
         let size = Size::of(msg);
+        // `otel.rs` rules 1 and 2: taken here, before any lane lock.
+        #[cfg(feature = "otel")]
+        let trace = crate::otel::Outgoing::for_peer(peer);
+        #[cfg(feature = "otel")]
+        let ext = trace.as_ref().map(crate::otel::Outgoing::ext).unwrap_or_default();
+        #[cfg(not(feature = "otel"))]
+        let ext = HeaderExt::default();
         let Some(label) = &opts.causal else {
             return peer.send_frame(lane, kind::DATA, opts.ack, size, |b, seq| {
-                encode_data(peer, &self.target, self.tag, seq, msg, b)
+                encode_data(peer, &self.target, self.tag, seq, &ext, msg, b)
             });
         };
         if opts.ack {
@@ -153,7 +160,7 @@ impl RemoteActor {
         node.causal.send(label, &peer.addr, |stamp| {
             peer.send_frame(lane, kind::CAUSAL, false, size, |b, seq| {
                 crate::node::causal_wire::write_prefix(label, stamp, b)?;
-                encode_data(peer, &self.target, self.tag, seq, msg, b)
+                encode_data(peer, &self.target, self.tag, seq, &ext, msg, b)
             })
         })
     }
@@ -186,16 +193,18 @@ fn wire_peer(node: &Arc<NodeInner>, addr: &str) -> Result<Arc<Peer>, String> {
     })
 }
 
-/// Writes a data frame body: header, payload, then the reply trailer (`[u64]*n`, `u8 n`).
+/// Writes a data frame body: header (with `ext`, `frame.rs` rule 7), payload, then the reply
+/// trailer (`[u64]*n`, `u8 n`).
 fn encode_data<M: RemoteMessage>(
     peer: &Peer,
     target: &Target,
     tag: u64,
     seq: u64,
+    ext: &HeaderExt<'_>,
     msg: &M,
     b: &mut Vec<u8>,
 ) -> Result<(), crate::Error> {
-    DataHeader { target: target.clone(), tag, ack_seq: seq }.write(b)?;
+    DataHeader { target: target.clone(), tag, ack_seq: seq }.write_ext(ext, b)?;
     CURRENT_PEER.with(|c| c.set(peer.index));
     let r = remote_api::with_serde_hook(&peer.shared.hook, || codec::encode_into(msg, b));
     let replies = REPLIES.with(|r| std::mem::take(&mut *r.borrow_mut()));
@@ -432,6 +441,9 @@ pub(crate) struct ReplySink {
     pub(crate) tag: u64,
     /// The node, for its reply budget (rule 10 of `node/mod.rs`).
     pub(crate) node: Weak<NodeInner>,
+    /// The trace context current when the handle was decoded (`otel.rs` rule 4).
+    #[cfg(feature = "otel")]
+    pub(crate) trace: Option<crate::otel::Outgoing>,
 }
 
 /// A reply frame's bytes beyond its body: the frame header, the reply number and the tag.
@@ -459,9 +471,16 @@ pub(crate) fn reply_through<R: RemoteMessage>(sink: ReplySink) -> ReplyTo<R> {
             }
         }
         let lane = peer.pick_lane(1, Some(sink.id), 0, 0);
+        // `otel.rs` rule 4: the context current now, else the one the handle arrived in.
+        #[cfg(feature = "otel")]
+        let trace = crate::otel::Outgoing::for_peer(peer)
+            .or_else(|| sink.trace.clone().filter(|_| crate::otel::Outgoing::takes(peer)));
+        #[cfg(feature = "otel")]
+        let ext = trace.as_ref().map(crate::otel::Outgoing::ext).unwrap_or_default();
+        #[cfg(not(feature = "otel"))]
+        let ext = HeaderExt::default();
         let res = peer.send_frame(lane, kind::REPLY, false, size, |b, _| {
-            b.extend_from_slice(&sink.id.to_le_bytes());
-            b.extend_from_slice(&sink.tag.to_le_bytes());
+            write_reply_header(b, sink.id, sink.tag, &ext)?;
             CURRENT_PEER.with(|c| c.set(peer.index));
             let r2 = remote_api::with_serde_hook(&peer.shared.hook, || codec::encode_into(&r, b));
             REPLIES.with(|r| r.borrow_mut().clear());
@@ -543,6 +562,13 @@ impl SerdeHook for NodeHook {
         }
         let node = self.node()?;
         let peer = wire_peer(&node, &w.node)?;
-        Ok((e.make_reply)(ReplySink { peer, id: w.id, tag: w.tag, node: self.node.clone() }))
+        Ok((e.make_reply)(ReplySink {
+            peer,
+            id: w.id,
+            tag: w.tag,
+            node: self.node.clone(),
+            #[cfg(feature = "otel")]
+            trace: crate::otel::Outgoing::current(),
+        }))
     }
 }
