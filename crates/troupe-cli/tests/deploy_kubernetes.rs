@@ -248,12 +248,18 @@ fn the_manifests_agree_with_each_other_and_with_the_node_configuration() {
         .collect();
     assert_eq!(named.get("troupe"), Some(&port), "containerPort `troupe` must be the Service's port");
     assert_eq!(port_of(&svc_ports[0]["targetPort"], &named, "Service targetPort"), port);
-    for probe in ["readinessProbe", "livenessProbe"] {
+    // The probes and the scrape go to the [observe] endpoint (checked against node.toml below).
+    let observe_port = *named.get("observe").expect("a containerPort named `observe`");
+    for (probe, path) in [("readinessProbe", "/health/ready"), ("livenessProbe", "/health/live")] {
         let p = c.get(probe).unwrap_or_else(|| panic!("no {probe}"));
-        if let Some(t) = p.get("tcpSocket") {
-            assert_eq!(port_of(&t["port"], &named, probe), port);
-        }
+        let h = p.get("httpGet").unwrap_or_else(|| panic!("{probe} is not an httpGet"));
+        assert_eq!(h["path"].as_str(), Some(path), "{probe}");
+        assert_eq!(port_of(&h["port"], &named, probe), observe_port, "{probe}");
     }
+    let notes = at(sts, "spec.template.metadata.annotations");
+    assert_eq!(notes["prometheus.io/scrape"].as_str(), Some("true"));
+    assert_eq!(notes["prometheus.io/port"].as_str(), Some(observe_port.to_string().as_str()));
+    assert_eq!(notes["prometheus.io/path"].as_str(), Some("/metrics"));
     for k in ["requests", "limits"] {
         let r = &c["resources"][k];
         assert!(r.get("cpu").is_some() && r.get("memory").is_some(), "resources.{k} needs cpu and memory");
@@ -335,12 +341,17 @@ fn the_manifests_agree_with_each_other_and_with_the_node_configuration() {
     // that starts the cluster when no other answers; the others join through seed_dns.
     assert_eq!(cluster.seeds.first(), cfg.advertise.as_ref(), "the first seed must be pod 0's advertised address");
 
+    // Its [observe] table: valid, on every interface, on the probes' port.
+    let observe = cfg.observe.as_ref().expect("node.toml has an [observe] section");
+    let listen = troupe_cluster::observe::listen_of(observe).unwrap_or_else(|e| panic!("node.toml {e}"));
+    assert_eq!(host_port(&listen), ("0.0.0.0", observe_port), "[observe] listen vs the probes' port");
+
     // The image: non-root, the same user the pod asks for, the port exposed.
     let uid = user.split(':').next().unwrap();
     assert!(!user.is_empty() && uid != "0" && uid != "root", "the image runs as root");
     let run_as = at(sts, "spec.template.spec.securityContext.runAsUser").as_u64().unwrap();
     assert_eq!(uid.parse::<u64>().ok(), Some(run_as), "USER {user} vs runAsUser {run_as}");
-    assert!(expose.contains(&port));
+    assert!(expose.contains(&port) && expose.contains(&observe_port), "EXPOSE {expose:?}");
 }
 
 #[test]

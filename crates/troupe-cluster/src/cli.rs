@@ -45,7 +45,53 @@ impl Actor for EchoActor {
     }
 }
 
-struct ClusterCommands(Option<Cluster>, Option<OverlayCommands>);
+/// What `troupe node` runs beside the node: the cluster, the overlay, the `[observe]`
+/// endpoint (kept here so it lives as long as the node).
+struct ClusterCommands(Option<Cluster>, Option<OverlayCommands>, #[allow(dead_code)] Option<Observer>);
+
+#[cfg(feature = "observe")]
+type Observer = troupe_observe::Endpoint;
+#[cfg(not(feature = "observe"))]
+type Observer = std::convert::Infallible;
+
+/// `[observe]`'s `listen` (rule 1 of `crate::observe`).
+#[cfg(feature = "observe")]
+fn observe_listen(table: &toml::Table) -> Result<String, troupe_remote::Error> {
+    crate::observe::listen_of(table).map_err(troupe_remote::Error::config)
+}
+
+#[cfg(not(feature = "observe"))]
+fn observe_listen(_: &toml::Table) -> Result<String, troupe_remote::Error> {
+    Err(troupe_remote::Error::config(
+        "[observe] needs a build with troupe-cluster's `observe` feature (the `troupe` binary has it)",
+    ))
+}
+
+/// Starts the endpoint and says where on stdout (`observe listening on ADDR`).
+#[cfg(feature = "observe")]
+async fn start_observe(
+    listen: &str,
+    node: &Node,
+    cluster: Option<Cluster>,
+    lines: &EventLines,
+) -> Result<Observer, troupe_remote::Error> {
+    let ep = crate::observe::start(listen, node, cluster).await.map_err(|e| match e {
+        troupe_observe::Error::Bind { .. } => troupe_remote::Error::from(troupe_remote::ErrorKind::Io(e.to_string())),
+        other => troupe_remote::Error::config(other.to_string()),
+    })?;
+    lines.line(&format!("observe listening on {}", ep.addr()));
+    Ok(ep)
+}
+
+#[cfg(not(feature = "observe"))]
+async fn start_observe(
+    _: &str,
+    _: &Node,
+    _: Option<Cluster>,
+    _: &EventLines,
+) -> Result<Observer, troupe_remote::Error> {
+    unreachable!("observe_listen refuses [observe] without the feature")
+}
 
 impl ClusterCommands {
     async fn answer(&self, line: &str) -> Option<String> {
@@ -124,13 +170,18 @@ pub fn node_main(config_path: &Path) -> Result<(), troupe_remote::Error> {
         o.check_node(&cfg.peers, cfg.cluster.is_some()).map_err(bad)?;
     }
     let ccfg = cfg.cluster.as_ref().map(ClusterConfig::from_table).transpose().map_err(bad)?;
-    if ocfg.is_none() && ccfg.is_none() {
+    let observe = cfg.observe.as_ref().map(observe_listen).transpose()?;
+    if ocfg.is_none() && ccfg.is_none() && observe.is_none() {
         return troupe_remote::cli::node_main(config_path);
     }
     let setup: Setup = Box::new(move |node: Node, _cfg: NodeConfig, lines: EventLines| {
         Box::pin(async move {
             let cluster = match ccfg {
                 Some(ccfg) => Some(start_cluster(&node, ccfg, lines.clone()).await?),
+                None => None,
+            };
+            let endpoint = match observe {
+                Some(listen) => Some(start_observe(&listen, &node, cluster.clone(), &lines).await?),
                 None => None,
             };
             let overlay = match ocfg {
@@ -140,7 +191,7 @@ pub fn node_main(config_path: &Path) -> Result<(), troupe_remote::Error> {
                 }
                 None => None,
             };
-            Ok(Arc::new(ClusterCommands(cluster, overlay)) as Arc<dyn Extension>)
+            Ok(Arc::new(ClusterCommands(cluster, overlay, endpoint)) as Arc<dyn Extension>)
         })
     });
     troupe_remote::cli::node_main_with(config_path, Some(setup))

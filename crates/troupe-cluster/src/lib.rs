@@ -21,6 +21,8 @@ mod engine;
 mod error;
 mod gossip;
 mod member;
+#[cfg(feature = "observe")]
+pub mod observe;
 pub mod overlay;
 mod phi;
 mod receptionist;

@@ -57,7 +57,12 @@ pub struct EventLines(std::sync::mpsc::SyncSender<String>);
 impl EventLines {
     /// Queues `event {json}`; dropped (and counted in the log) when stdout is not keeping up.
     pub fn event(&self, json: &str) {
-        if self.0.try_send(format!("event {json}")).is_err() {
+        self.line(&format!("event {json}"));
+    }
+
+    /// Queues one line as it is; dropped (and counted in the log) when stdout is not keeping up.
+    pub fn line(&self, text: &str) {
+        if self.0.try_send(text.to_owned()).is_err() {
             crate::warn_limited!("stdout is not keeping up: an event line was dropped");
         }
     }

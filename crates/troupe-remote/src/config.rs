@@ -125,6 +125,10 @@ pub struct NodeConfig {
     /// nodes this one connects to and how messages travel; see docs/cluster.md). A node
     /// started without the overlay layer ignores it.
     pub overlay: Option<toml::Table>,
+    /// The `[observe]` section: `listen = "host:port"` for the node's operator endpoint
+    /// (Prometheus `/metrics`, `/health/live`, `/health/ready`; see docs/operating.md), read by
+    /// `troupe node`. Off when absent.
+    pub observe: Option<toml::Table>,
     /// Most peers a node keeps in its table (connected or not; at most 65,534). When it is full,
     /// the least recently seen unconnected peer nobody refers to is reclaimed; when none can
     /// be, a new peer from the network is refused (`peers_refused`).
@@ -199,6 +203,7 @@ impl Default for NodeConfig {
             tls: None,
             cluster: None,
             overlay: None,
+            observe: None,
             max_peers: 1024,
             peer_idle_ms: 60_000,
             max_held_bytes_per_session: 64 << 20,
