@@ -116,10 +116,14 @@ pub struct SamplerOptions {
     pub scrape: Option<SocketAddr>,
 }
 
+/// What the sampler thread hands back when stopped: the tree's CPU ms, the failed scrapes,
+/// and the energy counter.
+type Ended = (f64, u64, Option<Counter>);
+
 /// A running sampler; [`Sampler::finish`] stops it.
 pub struct Sampler {
     stop: mpsc::Sender<()>,
-    thread: JoinHandle<std::result::Result<(f64, u64, Option<Counter>), String>>,
+    thread: JoinHandle<std::result::Result<Ended, String>>,
     out: PathBuf,
     rusage0: f64,
 }
