@@ -24,10 +24,13 @@ use support::lab::{assert_usage_error, sets, troupe, TempLab};
 /// The plot line's colour in the page (crates/troupe-lab/src/watch/page.html).
 const LINE_RGB: [u8; 3] = [0x0b, 0x6b, 0xcb];
 
-/// The browser, or why there is none.
+/// The browser: TROUPE_CHROMIUM (which must be a file), else `chromium` or `chromium-browser`
+/// on PATH.
 fn chromium() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("TROUPE_CHROMIUM") {
-        return Some(PathBuf::from(p));
+        let p = PathBuf::from(p);
+        assert!(p.is_file(), "TROUPE_CHROMIUM={} is not a file; unset it to look for chromium on PATH", p.display());
+        return Some(p);
     }
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path).flat_map(|d| ["chromium", "chromium-browser"].map(|n| d.join(n))).find(|p| p.is_file())
