@@ -17,7 +17,10 @@
 #    (crates/troupe-remote/tests/remote_netns.rs) fails instead of skipping when it cannot create
 #    its namespaces or veth pair; kubectl (scripts/install-kubectl.sh: Debian's kubernetes-client
 #    when it is missing) with TROUPE_TEST_REQUIRE_KUBECTL=1 makes the manifests' kubectl checks
-#    (crates/troupe-cli/tests/deploy_kubernetes.rs) fail instead of skipping;
+#    (crates/troupe-cli/tests/deploy_kubernetes.rs) fail instead of skipping; Chromium
+#    (scripts/install-chromium.sh: Debian's chromium when it is missing) with
+#    TROUPE_TEST_REQUIRE_CHROMIUM=1 makes the headless-browser test of `troupe lab run --watch`
+#    (crates/troupe-cli/tests/cli_watch.rs) fail instead of skipping;
 # 4. a short cargo-fuzz run of the wire decoders (frame, handshake) when a nightly toolchain is
 #    present (cargo-fuzz needs one); the stable fuzz smoke test runs in step 3 regardless;
 # 5. each peer's smoke test: builds and briefly runs every workload of that runtime, and checks
@@ -82,6 +85,9 @@ export TROUPE_TEST_REQUIRE_RABBITMQ=1
 echo "== kubectl (the Kubernetes manifests' offline kubectl checks)"
 bash scripts/install-kubectl.sh
 export TROUPE_TEST_REQUIRE_KUBECTL=1
+echo "== Chromium (the headless-browser test of the lab's live view, --watch)"
+bash scripts/install-chromium.sh
+export TROUPE_TEST_REQUIRE_CHROMIUM=1
 if [ "$(id -u)" = "0" ]; then
     echo "== nftables (the lab's network layer: namespaces and nftables rules)"
     bash scripts/install-nftables.sh

@@ -7,7 +7,8 @@
 //! The lab measures every runtime the same way: each run's system under test is a child
 //! process given `TROUPE_CONFIG`, `TROUPE_SCHEDULE`, `TROUPE_EVENTS` and `TROUPE_RUN_ID`
 //! (`common.md`, the peer-program contract), and everything reported is computed from the
-//! events it wrote (`events.md`).
+//! events it wrote (`events.md`). It is also given `TROUPE_OBSERVE_LISTEN`, where a program that
+//! serves its own Prometheus metrics puts them for the meter to read ([`meter::prom`]).
 
 pub mod analysis;
 pub mod child;
@@ -37,6 +38,7 @@ pub mod stats;
 pub mod subprocess;
 pub mod sweep;
 pub mod testkit;
+pub mod watch;
 pub mod workload;
 
 pub use error::{did_you_mean, Error, ErrorKind, Result};

@@ -1,6 +1,7 @@
 //! One lab run end to end: prepare the run folder (config, schedule, manifest), build and start
 //! the runtime's SUB as a child process with the environment contract (TROUPE_CONFIG,
-//! TROUPE_SCHEDULE, TROUPE_EVENTS, TROUPE_RUN_ID), wait for it under a deadline, check and merge
+//! TROUPE_SCHEDULE, TROUPE_EVENTS, TROUPE_RUN_ID, and TROUPE_OBSERVE_LISTEN from the meter:
+//! rule 5 of [`crate::meter::sampler`]), wait for it under a deadline, check and merge
 //! its events, then write statistics, CSV, report and the final manifest.
 //!
 //! Rules:
@@ -402,13 +403,17 @@ pub fn execute(req: &RunRequest, mut p: Prepared, stop: &Stop) -> Result<Execute
         )
     });
     let window = req.workload.expected_duration(&req.config);
-    let ending = match crate::meter::sampler::run_child(&spec, window + req.deadline_slack, stop, &dir, &req.config) {
-        Ok(e) => e,
-        Err(e) => {
-            finish_failed(manifest, &dir, e.to_string(), stop.is_set())?;
-            return Err(e);
-        }
-    };
+    // The runtime's metrics are read on the lab's loopback, which a child in a namespace is not
+    // on (rule 5 of crate::meter::sampler).
+    let observe = net.is_none();
+    let ending =
+        match crate::meter::sampler::run_child(&spec, window + req.deadline_slack, stop, &dir, &req.config, observe) {
+            Ok(e) => e,
+            Err(e) => {
+                finish_failed(manifest, &dir, e.to_string(), stop.is_set())?;
+                return Err(e);
+            }
+        };
     let mut failure = ending.failure();
     manifest.interrupted = matches!(ending, Ending::Interrupted);
     // The layer's counters are read and its namespaces removed once the program has ended.

@@ -183,7 +183,7 @@ fn process_tree_sums_descendants_only() {
 }
 
 fn sample(ts_us: i64, cpu_ms: f64, busy: f64, uj: Option<f64>) -> Sample {
-    Sample { ts_us, cpu_ms, rss_bytes: 1_000, procs: 1, host_busy_ms: busy, energy_uj: uj, error: None, last: false }
+    Sample { ts_us, cpu_ms, rss_bytes: 1_000, procs: 1, host_busy_ms: busy, energy_uj: uj, ..Sample::default() }
 }
 
 #[test]
@@ -298,6 +298,7 @@ fn the_sampler_follows_a_real_child_tree() {
         out: out.clone(),
         counter: None,
         spawned_us: Some(troupe_lab::events::writer::now_us()),
+        scrape: None,
     })
     .unwrap();
     // Wait (bounded) until the samples show the grandchild's CPU time.

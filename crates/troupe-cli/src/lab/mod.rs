@@ -44,6 +44,12 @@ enum LabCommand {
         /// The runtime: troupe, or a peer with peers/<runtime>/<workload>.
         #[arg(long, default_value = "troupe")]
         runtime: String,
+        /// Serve a live view of the run while it goes (throughput per second, faults shaded) at
+        /// ADDR: IP:PORT or PORT [default with no value: 127.0.0.1:0, a free loopback port].
+        /// The URL is printed on stderr as `watch: http://...`; the server stops with the run.
+        #[arg(long, value_name = "ADDR", num_args = 0..=1, require_equals = true,
+              default_missing_value = troupe_lab::watch::DEFAULT_ADDR)]
+        watch: Option<String>,
     },
     /// A grid of runs: --set key=v1,v2,... makes an axis. Resumable: run it again with the same
     /// --out to finish an interrupted sweep.
@@ -165,8 +171,8 @@ enum LabCommand {
         sets: Vec<String>,
     },
     /// A Troupe program of a workload (`scp`, `chat`, or a helper role such as `scp-injector`),
-    /// started by the lab as a child process (environment
-    /// contract: TROUPE_CONFIG, TROUPE_SCHEDULE, TROUPE_EVENTS, TROUPE_RUN_ID).
+    /// started by the lab as a child process (environment contract: TROUPE_CONFIG,
+    /// TROUPE_SCHEDULE, TROUPE_EVENTS, TROUPE_RUN_ID, TROUPE_OBSERVE_LISTEN).
     #[command(hide = true)]
     Exec {
         /// The workload: scp, chat, overlay-scale, ... (an unknown name lists them all; `troupe lab
@@ -191,8 +197,8 @@ fn dispatch(args: LabArgs) -> anyhow::Result<i32> {
     // The binary assembles the lab: the core is handed the built-in workloads.
     let reg = troupe_lab_workloads::registry();
     match args.command {
-        LabCommand::Run { workload, config, sets, out, runtime } => {
-            run::run(reg.get(&workload)?, config.as_deref(), &sets, out, &runtime)
+        LabCommand::Run { workload, config, sets, out, runtime, watch } => {
+            run::run(reg.get(&workload)?, config.as_deref(), &sets, out, &runtime, watch.as_deref())
         }
         LabCommand::Sweep { workload, config, sets, out, runtimes, reps } => {
             sweep::sweep(reg.get(&workload)?, config.as_deref(), sets, out, runtimes, reps)

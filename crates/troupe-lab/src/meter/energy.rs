@@ -64,8 +64,7 @@ pub fn value_at(samples: &[Sample], t: i64, f: impl Fn(&Sample) -> f64) -> f64 {
 ///
 /// ```
 /// use troupe_lab::meter::{energy::energy_over, sampler::Sample, Source};
-/// let s = |ts_us, cpu_ms| Sample { ts_us, cpu_ms, rss_bytes: 0, procs: 1, host_busy_ms: 0.0,
-///     energy_uj: None, error: None, last: false };
+/// let s = |ts_us, cpu_ms| Sample { ts_us, cpu_ms, procs: 1, ..Sample::default() };
 /// let e = energy_over(&[s(0, 0.0), s(1_000_000, 1000.0)], Source::Estimate, 0, 1_000_000, 4.0).unwrap();
 /// assert!((e.uj - 4_000_000.0).abs() < 1e-6); // one CPU second at 4 W
 /// ```

@@ -23,6 +23,7 @@ pub mod charts;
 pub mod energy;
 pub mod perf;
 pub mod procfs;
+pub mod prom;
 pub mod rapl;
 pub mod sampler;
 

@@ -19,8 +19,20 @@
 //!    with CPU and RSS; no other source stands in (rule 5 of [`super`]).
 //! 4. Every run gets the sampler, whatever the workload; its interval is the config's
 //!    `sample_ms` when the workload has that key, else [`DEFAULT_SAMPLE_MS`].
+//! 5. The runtime's own metrics: [`run_child`] gives the child
+//!    `TROUPE_OBSERVE_LISTEN=127.0.0.1:PORT` (a port free when it was picked) unless the child
+//!    runs in a network namespace, where the lab's loopback cannot reach it. Every sample but
+//!    the first zero line (rule 2) and the last one GETs `http://127.0.0.1:PORT/metrics`
+//!    (within [`prom::TIMEOUT`], at most [`prom::MAX_BYTES`]) and writes its `troupe_*` series
+//!    as `runtime: {"<name>{<labels>}": value, ...}`, at most [`prom::MAX_SERIES`] of them
+//!    (`runtime_series_dropped` counts the rest). A runtime that serves nothing gets no
+//!    `runtime` key; a scrape that fails otherwise never fails the run: the sample says why in
+//!    `runtime_scrape_error`, and `runtime_scrape_errors` counts the failures so far (the last
+//!    sample holds the run's total).
 
+use std::collections::BTreeMap;
 use std::io::Write;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
@@ -29,7 +41,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{procfs, Counter, ProbePaths, Source};
+use super::{procfs, prom, Counter, ProbePaths, Source};
 use crate::child::{self, ChildSpec, Ending, Stop};
 use crate::config::Config;
 use crate::error::{Error, Result};
@@ -44,8 +56,8 @@ pub const FILE: &str = "resources.jsonl";
 /// The file describing the meter of a run (source, probe findings, interval, power figure).
 pub const METER_FILE: &str = "meter.json";
 
-/// One sample (rule 1).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One sample (rules 1 and 5).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Sample {
     /// Wall-clock µs since the epoch.
     pub ts_us: i64,
@@ -67,6 +79,23 @@ pub struct Sample {
     /// The sample taken after the child was reaped.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub last: bool,
+    /// The runtime's `troupe_*` series read at this sample (rule 5): a number, or `"NaN"`,
+    /// `"+Inf"`, `"-Inf"`; absent when nothing served them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<BTreeMap<String, serde_json::Value>>,
+    /// `troupe_*` series left out of `runtime` past [`prom::MAX_SERIES`].
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub runtime_series_dropped: u64,
+    /// Why this sample's scrape failed (rule 5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_scrape_error: Option<String>,
+    /// Failed scrapes so far in the run (rule 5).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub runtime_scrape_errors: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// What the sampler thread needs.
@@ -83,12 +112,18 @@ pub struct SamplerOptions {
     pub counter: Option<Counter>,
     /// Wall-clock µs just before the child was spawned (rule 2), when known.
     pub spawned_us: Option<i64>,
+    /// Where the child serves its metrics (rule 5), when it was told to.
+    pub scrape: Option<SocketAddr>,
 }
+
+/// What the sampler thread hands back when stopped: the tree's CPU ms, the failed scrapes,
+/// and the energy counter.
+type Ended = (f64, u64, Option<Counter>);
 
 /// A running sampler; [`Sampler::finish`] stops it.
 pub struct Sampler {
     stop: mpsc::Sender<()>,
-    thread: JoinHandle<std::result::Result<(f64, Option<Counter>), String>>,
+    thread: JoinHandle<std::result::Result<Ended, String>>,
     out: PathBuf,
     rusage0: f64,
 }
@@ -97,6 +132,27 @@ struct State {
     ticks: f64,
     page: u64,
     cpu_ms: f64,
+    scrape: Option<SocketAddr>,
+    scrape_errors: u64,
+}
+
+impl State {
+    /// Rule 5: the runtime's series into `s`, or why not.
+    fn scrape_into(&mut self, s: &mut Sample) {
+        let Some(addr) = self.scrape else { return };
+        match prom::scrape(addr, prom::TIMEOUT) {
+            Ok(r) => {
+                s.runtime = Some(r.series);
+                s.runtime_series_dropped = r.dropped;
+            }
+            Err(prom::ScrapeError::NotServing(_)) => {}
+            Err(prom::ScrapeError::Failed(why)) => {
+                self.scrape_errors += 1;
+                s.runtime_scrape_error = Some(why);
+            }
+        }
+        s.runtime_scrape_errors = self.scrape_errors;
+    }
 }
 
 fn host_busy(ticks: f64) -> f64 {
@@ -123,17 +179,19 @@ impl Sampler {
         let mut file = std::fs::File::create(&opts.out).map_err(|e| Error::io(&opts.out, e))?;
         let rusage0 = procfs::children_cpu_ms();
         let mut pc = opts.counter;
-        let mut st = State { ticks: procfs::clock_ticks(), page: procfs::page_size(), cpu_ms: 0.0 };
+        let mut st = State {
+            ticks: procfs::clock_ticks(),
+            page: procfs::page_size(),
+            cpu_ms: 0.0,
+            scrape: opts.scrape,
+            scrape_errors: 0,
+        };
         if let Some(t) = opts.spawned_us {
             let zero = Sample {
                 ts_us: t,
-                cpu_ms: 0.0,
-                rss_bytes: 0,
-                procs: 0,
                 host_busy_ms: host_busy(st.ticks),
                 energy_uj: pc.as_ref().map(|_| 0.0),
-                error: None,
-                last: false,
+                ..Sample::default()
             };
             write_line(&mut file, &zero).map_err(|e| Error::other(format!("{}: {e}", opts.out.display())))?;
         }
@@ -142,7 +200,7 @@ impl Sampler {
             let Some(u) = procfs::tree_usage(&root, pid, st.ticks, st.page) else { return Ok(()) };
             st.cpu_ms = st.cpu_ms.max(u.cpu_ms);
             let (energy_uj, error) = energy(pc);
-            let s = Sample {
+            let mut s = Sample {
                 ts_us: now_us(),
                 cpu_ms: st.cpu_ms,
                 rss_bytes: u.rss_bytes,
@@ -150,8 +208,9 @@ impl Sampler {
                 host_busy_ms: host_busy(st.ticks),
                 energy_uj,
                 error,
-                last: false,
+                ..Sample::default()
             };
+            st.scrape_into(&mut s);
             write_line(file, &s)
         };
         take(&mut st, &mut pc, &mut file).map_err(|e| Error::other(format!("{}: {e}", opts.out.display())))?;
@@ -163,7 +222,7 @@ impl Sampler {
                 while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(opts.interval) {
                     take(&mut st, &mut pc, &mut file)?;
                 }
-                Ok((st.cpu_ms, pc))
+                Ok((st.cpu_ms, st.scrape_errors, pc))
             })
             .map_err(|e| Error::other(format!("cannot start the sampler thread: {e}")))?;
         Ok(Sampler { stop: tx, thread, out: opts.out, rusage0 })
@@ -172,7 +231,7 @@ impl Sampler {
     /// Stops the thread and appends the last sample (rule 2). Call after the child was reaped.
     pub fn finish(self) -> Result<()> {
         let _ = self.stop.send(());
-        let (cpu_ms, mut pc) = self
+        let (cpu_ms, scrape_errors, mut pc) = self
             .thread
             .join()
             .map_err(|_| Error::other("the sampler thread panicked"))?
@@ -188,6 +247,8 @@ impl Sampler {
             energy_uj,
             error,
             last: true,
+            runtime_scrape_errors: scrape_errors,
+            ..Sample::default()
         };
         let mut f = std::fs::OpenOptions::new().append(true).open(&self.out).map_err(|e| Error::io(&self.out, e))?;
         write_line(&mut f, &s).map_err(|e| Error::other(format!("{}: {e}", self.out.display())))
@@ -233,11 +294,32 @@ pub fn settings(cfg: &Config) -> (Duration, String, f64) {
     (Duration::from_millis(ms), asked, watts)
 }
 
+/// A loopback address whose port was free when asked (rule 5): the kernel picks it, the
+/// listener is closed, and the child binds it again. `None` when no port could be had.
+pub fn free_loopback_addr() -> Option<SocketAddr> {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).ok()
+}
+
 /// Runs a run's child with the meter beside it (rule 4): probes the sources, writes
 /// `meter.json`, starts the sampler when the child starts, and finishes it when the child has
 /// been reaped. A source asked for by name that does not work fails before the child starts.
-pub fn run_child(spec: &ChildSpec, deadline: Duration, stop: &Stop, dir: &Path, cfg: &Config) -> Result<Ending> {
+/// With `observe` the child also gets [`prom::ENV_LISTEN`] and the sampler reads what it
+/// serves there (rule 5); the caller leaves it off when the child cannot be reached on the
+/// lab's loopback (a network namespace).
+pub fn run_child(
+    spec: &ChildSpec,
+    deadline: Duration,
+    stop: &Stop,
+    dir: &Path,
+    cfg: &Config,
+    observe: bool,
+) -> Result<Ending> {
     let (interval, asked, watts) = settings(cfg);
+    let scrape = if observe { free_loopback_addr() } else { None };
+    let mut spec = spec.clone();
+    if let Some(addr) = scrape {
+        spec.env.push((prom::ENV_LISTEN.into(), addr.to_string()));
+    }
     let probe = super::probe(&ProbePaths::default(), || std::thread::sleep(Duration::from_millis(200)));
     let probe = super::choose(probe, &asked).map_err(|e| Error::other(e.to_string()))?;
     let info = json!({
@@ -247,12 +329,13 @@ pub fn run_child(spec: &ChildSpec, deadline: Duration, stop: &Stop, dir: &Path, 
         "watts_per_core": watts,
         "asked": asked,
         "findings": probe.findings,
+        "runtime_metrics": scrape.map(|a| format!("http://{a}/metrics")),
     });
     let meter_path = dir.join(METER_FILE);
     std::fs::write(&meter_path, format!("{info:#}\n")).map_err(|e| Error::io(&meter_path, e))?;
     let mut counter = probe.counter;
     let mut sampler: Option<Result<Sampler>> = None;
-    let ending = child::run_observed(spec, deadline, stop, |pid, spawned_us| {
+    let ending = child::run_observed(&spec, deadline, stop, |pid, spawned_us| {
         sampler = Some(Sampler::start(SamplerOptions {
             pid,
             spawned_us: Some(spawned_us),
@@ -260,6 +343,7 @@ pub fn run_child(spec: &ChildSpec, deadline: Duration, stop: &Stop, dir: &Path, 
             proc_root: PathBuf::from("/proc"),
             out: dir.join(FILE),
             counter: counter.take(),
+            scrape,
         }));
     });
     if let Some(s) = sampler {
