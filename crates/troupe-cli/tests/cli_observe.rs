@@ -105,6 +105,58 @@ fn value(body: &str, series: &str) -> Option<f64> {
     body.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.trim().parse().ok())
 }
 
+/// The values of every series of family `name` whose labels contain `has`.
+fn values(body: &str, name: &str, has: &str) -> Vec<f64> {
+    body.lines()
+        .filter(|l| l.starts_with(&format!("{name}{{")) && l.contains(has))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse().ok())
+        .collect()
+}
+
+#[test]
+fn metrics_of_every_layer_after_traffic_and_a_kill() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = node(dir.path(), "a", &format!("[cluster]\n{PROFILE}"));
+    let seeds = format!("[cluster]\n{PROFILE}seeds = [\"{}\"]\n", a.addr);
+    let b = node(dir.path(), "b", &seeds);
+    let c = node(dir.path(), "c", &seeds);
+    for n in [&b, &c] {
+        wait(&a.lines, |l| l.contains("\"member_up\"") && l.contains(&n.addr), "b and c up on a");
+    }
+    // Traffic beyond the cluster's own gossip and heartbeats: a status ask over the wire.
+    let out = troupe().args(["cluster", "status", "--node", &b.addr, "--secret", SECRET]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let mut c = c;
+    let _ = c.child.kill();
+    let _ = c.child.wait();
+    // a sees c fail: unreachable, then downed and removed by keep-majority.
+    let gone = |_: u16, body: &str| {
+        value(body, "troupe_cluster_unreachable").unwrap_or(0.0) >= 1.0
+            || value(body, "troupe_cluster_members{status=\"down\"}").unwrap_or(0.0) >= 1.0
+            || value(body, "troupe_cluster_members{status=\"removed\"}").unwrap_or(0.0) >= 1.0
+    };
+    poll(&a.observe, "/metrics", gone, "c's failure in a's metrics");
+    for n in [&a, &b] {
+        let (code, body) = get(&n.observe, "/metrics");
+        assert_eq!(code, 200);
+        let v = |s: &str| value(&body, s).unwrap_or_else(|| panic!("no {s} in\n{body}"));
+        // The node.
+        assert!(v("troupe_node_frames_total{direction=\"in\"}") > 0.0);
+        assert!(v("troupe_node_frames_total{direction=\"out\"}") > 0.0);
+        assert!(v("troupe_node_bytes_total{direction=\"in\"}") > v("troupe_node_frames_total{direction=\"in\"}"));
+        assert!(v("troupe_node_connections_accepted_total") >= 1.0);
+        assert_eq!(v("troupe_node_refusals_total{reason=\"auth\"}"), 0.0);
+        // The cluster.
+        assert_eq!(v("troupe_cluster_self_up"), 1.0);
+        assert!(v("troupe_cluster_members{status=\"up\"}") >= 2.0);
+        assert!(v("troupe_cluster_gossip_rounds_total") > 0.0);
+        assert!(!values(&body, "troupe_cluster_phi", "member=").is_empty(), "phi of monitored members:\n{body}");
+        // The actors: the echo service at least, spawned and still running.
+        assert!(values(&body, "troupe_actors_spawned_total", "supervisor=").iter().sum::<f64>() >= 1.0, "{body}");
+    }
+    drop(c);
+}
+
 #[test]
 fn ready_turns_ready_only_once_the_node_is_an_up_member() {
     let dir = tempfile::tempdir().unwrap();
