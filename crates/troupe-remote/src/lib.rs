@@ -11,6 +11,10 @@
 //! - Wire: see [`frame`] and [`handshake`]; codec: [`codec`] (bincode, chosen by measurement).
 //! - Faults: [`Node::set_faults`], [`Node::partition`], [`Node::heal`].
 //! - Optional mutual TLS under the handshake: [`TlsConfig`] (`[tls]` in a node's TOML).
+//! - Observing: structured `tracing` events under the `troupe_remote` target (`node up`,
+//!   `node down`, refused connections; fields, not formatted strings) and, with the feature
+//!   `metrics`, the node's counters published through the `metrics` facade at scrape time
+//!   (`metrics` module).
 //!
 //! ```
 //! # #[tokio::main] async fn main() {
@@ -55,6 +59,8 @@ pub mod frame;
 pub mod fuzzing;
 pub mod handshake;
 pub mod logging;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 mod node;
 pub mod proto;
 pub mod services;
