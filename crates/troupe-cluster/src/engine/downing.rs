@@ -106,16 +106,38 @@ impl Engine {
                 .collect()
         };
         let (mine, other) = (side(false), side(true));
+        let list = |s: &BTreeSet<(u64, String)>| s.iter().map(|(_, a)| a.as_str()).collect::<Vec<_>>().join(",");
         if survives(self.cfg.downing, &mine, &other, self.cfg.quorum_size, self.cfg.down_if_alone) {
             if self.gossip.leader().as_deref() == Some(self.me.addr.as_str()) {
+                let mut downed = Vec::new();
                 for (_, addr) in &other {
-                    self.mark_down(addr);
+                    if self.mark_down(addr) {
+                        downed.push(addr.as_str());
+                    }
+                }
+                if !downed.is_empty() {
+                    tracing::warn!(
+                        node = %self.me.addr,
+                        strategy = self.cfg.downing.as_str(),
+                        side = "surviving",
+                        kept = %list(&mine),
+                        downed = %downed.join(","),
+                        "downing decision: this side survives; its leader downs the other side"
+                    );
                 }
                 self.leader_actions();
             }
         } else {
             let me = self.me.addr.clone();
             if self.gossip.member(&me).is_some_and(|m| m.status.is_live()) {
+                tracing::warn!(
+                    node = %me,
+                    strategy = self.cfg.downing.as_str(),
+                    side = "losing",
+                    kept = %list(&other),
+                    downed = %list(&mine),
+                    "downing decision: this side loses; this node downs itself"
+                );
                 self.mark_down(&me);
             }
         }
