@@ -49,6 +49,7 @@ use tokio::sync::watch;
 use troupe::{Actor, ActorRef, Ctx};
 use troupe_cluster::Cluster;
 use troupe_remote::codec;
+use troupe_remote::logging::Esc;
 
 use crate::error::{Error, ErrorKind};
 use crate::DeltaCrdt;
@@ -229,6 +230,12 @@ impl Replicator {
         }
     }
 
+    /// How many keys this replicator holds (typed, or still undecoded: rule 8).
+    #[must_use]
+    pub fn keys(&self) -> usize {
+        self.inner.store.lock().slots.len()
+    }
+
     /// What was sent, received and rejected so far.
     #[must_use]
     pub fn stats(&self) -> ReplicatorStats {
@@ -243,6 +250,10 @@ impl Replicator {
             states_received: g(&c.states_received),
             rejected_decode: g(&c.rejected_decode),
             rejected_kind: g(&c.rejected_kind),
+            deltas_acked: g(&c.deltas_acked),
+            states_acked: g(&c.states_acked),
+            sends_unanswered: g(&c.sends_unanswered),
+            sends_nacked: g(&c.sends_nacked),
         }
     }
 
@@ -316,8 +327,9 @@ impl Inner {
         Box::pin(async move {
             let k = key.clone();
             let ack = r.ask(|reply| CrdtMsg::Deltas { from, key: k, kind, first, last, items, reply }, wait).await;
-            let ok = matches!(ack, Ok(WireAck { ok: true }));
+            let ok = inner.answered(ack, &key, &peer, "deltas");
             if ok {
+                bump(&inner.stats.deltas_acked, 1);
                 if let Some(s) = inner.store.lock().slots.get_mut(&key) {
                     s.ack(&peer, first, last);
                 }
@@ -335,14 +347,46 @@ impl Inner {
         Box::pin(async move {
             let k = key.clone();
             let ack = r.ask(|reply| CrdtMsg::State { from, key: k, kind, seq, bytes, reply }, wait).await;
-            let ok = matches!(ack, Ok(WireAck { ok: true }));
+            let ok = inner.answered(ack, &key, &peer, "state");
             if ok {
+                bump(&inner.stats.states_acked, 1);
                 if let Some(s) = inner.store.lock().slots.get_mut(&key) {
                     s.ack(&peer, 0, seq);
                 }
             }
             ok
         })
+    }
+
+    /// What a send's answer says: true for a positive acknowledgement; a send without one
+    /// is counted and logged (rate-limited: a partition fails every send for a while).
+    fn answered(&self, ack: Result<WireAck, troupe::AskError>, key: &str, peer: &str, what: &'static str) -> bool {
+        match ack {
+            Ok(WireAck { ok: true }) => true,
+            Ok(WireAck { ok: false }) => {
+                bump(&self.stats.sends_nacked, 1);
+                troupe_remote::warn_limited!(
+                    key = %Esc(key),
+                    peer = %Esc(peer),
+                    what,
+                    reason = "rejected_by_peer",
+                    "replication send failed"
+                );
+                false
+            }
+            Err(e) => {
+                bump(&self.stats.sends_unanswered, 1);
+                troupe_remote::warn_limited!(
+                    key = %Esc(key),
+                    peer = %Esc(peer),
+                    what,
+                    reason = "no_answer",
+                    error = %e,
+                    "replication send failed"
+                );
+                false
+            }
+        }
     }
 
     /// Rule 4.
