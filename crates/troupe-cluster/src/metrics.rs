@@ -111,5 +111,8 @@ pub fn describe() {
     c("troupe_cluster_heartbeats_sent_total", "Failure-detector heartbeats sent.");
     c("troupe_cluster_refused_total", "Joins and gossip refused.");
     c("troupe_cluster_join_retries_total", "Join rounds no seed answered.");
-    describe_gauge!("troupe_cluster_phi", "Phi-accrual suspicion of each monitored member (compare with phi_threshold).");
+    describe_gauge!(
+        "troupe_cluster_phi",
+        "Phi-accrual suspicion of each monitored member (compare with phi_threshold)."
+    );
 }

@@ -57,9 +57,8 @@ async fn membership_reachability_and_downing_events_carry_their_fields() {
     assert!(up.target.starts_with("troupe_cluster"), "{}", up.target);
     assert_eq!(up.get("member_name"), Some("ce2"));
     assert_eq!(up.get("from"), Some("joining"));
-    let leader = cap
-        .wait_for("leader changed", LONG, |e| e.message() == "leader changed" && e.get("node") == Some(&a1))
-        .await;
+    let leader =
+        cap.wait_for("leader changed", LONG, |e| e.message() == "leader changed" && e.get("node") == Some(&a1)).await;
     assert_eq!(leader.get("from"), Some("none"));
     assert!([&a1, &a2, &a3].iter().any(|a| leader.get("to") == Some(a.as_str())), "{leader:?}");
 
@@ -68,7 +67,9 @@ async fn membership_reachability_and_downing_events_carry_their_fields() {
     v[2].0.partition(&a2);
     let verdict = cap
         .wait_for("reachability changed (someone judges ce3 unreachable)", LONG, |e| {
-            e.message() == "reachability changed" && e.get("subject") == Some(&a3) && e.get("reachable") == Some("false")
+            e.message() == "reachability changed"
+                && e.get("subject") == Some(&a3)
+                && e.get("reachable") == Some("false")
         })
         .await;
     assert_eq!(verdict.level, Level::WARN);

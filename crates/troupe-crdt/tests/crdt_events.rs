@@ -25,7 +25,10 @@ async fn rejected_payloads_and_failed_sends_name_the_key_the_peer_and_the_reason
     let to_b = m[0].node.remote_ref::<CrdtMsg>(&b, REPLICATOR_ACTOR);
     let send = |items: Vec<Vec<u8>>, kind: u64| {
         let from = a.clone();
-        to_b.ask(move |reply| CrdtMsg::Deltas { from, key: "ev-key".into(), kind, first: 1, last: 1, items, reply }, LONG)
+        to_b.ask(
+            move |reply| CrdtMsg::Deltas { from, key: "ev-key".into(), kind, first: 1, last: 1, items, reply },
+            LONG,
+        )
     };
     assert_eq!(send(vec![vec![0xff; 3]], tag_hash(&GCounter::kind())).await.unwrap(), WireAck { ok: false });
     let rejected = |reason: &'static str| {
@@ -50,7 +53,9 @@ async fn rejected_payloads_and_failed_sends_name_the_key_the_peer_and_the_reason
     let _ = m[0].r.update(&k, Consistency::All, Duration::from_millis(300), |c, me| c.increment(me, 1)).await;
     let failed = cap
         .wait_for("replication send failed", LONG, |e| {
-            e.message() == "replication send failed" && e.get("key") == Some("ev-key") && e.get("peer") == Some(b.as_str())
+            e.message() == "replication send failed"
+                && e.get("key") == Some("ev-key")
+                && e.get("peer") == Some(b.as_str())
         })
         .await;
     assert_eq!(failed.level, Level::WARN);

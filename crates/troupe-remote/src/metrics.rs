@@ -166,7 +166,11 @@ pub fn describe() {
     );
     count("troupe_node_held_for_order_total", "Acknowledged frames that arrived ahead of a missing one.");
     count("troupe_node_retransmits_total", "Acknowledged frames sent again.");
-    describe_gauge!("troupe_node_reply_bytes", Unit::Bytes, "Bytes of replies to remote askers queued or being written now.");
+    describe_gauge!(
+        "troupe_node_reply_bytes",
+        Unit::Bytes,
+        "Bytes of replies to remote askers queued or being written now."
+    );
     count("troupe_node_replies_dropped_total", "Replies dropped (asker's peer down, or past the reply budget).");
     count("troupe_node_limit_closes_total", "Sessions closed because their peer went past a budget.");
     count("troupe_node_log_lines_suppressed_total", "Warning lines suppressed by the log rate limit.");

@@ -47,8 +47,7 @@ pub struct TestRecorder {
 }
 
 fn series(key: &Key) -> Series {
-    let mut labels: Vec<(String, String)> =
-        key.labels().map(|l| (l.key().to_owned(), l.value().to_owned())).collect();
+    let mut labels: Vec<(String, String)> = key.labels().map(|l| (l.key().to_owned(), l.value().to_owned())).collect();
     labels.sort();
     (key.name().to_owned(), labels)
 }
