@@ -17,10 +17,10 @@ fn cfg(seeds: Vec<String>) -> ClusterConfig {
     ClusterConfig {
         seeds,
         heartbeat_interval_ms: 100,
-        acceptable_pause_ms: 500,
+        acceptable_pause_ms: 1000,
         min_std_dev_ms: 50,
         gossip_interval_ms: 100,
-        stable_after_ms: 1000,
+        stable_after_ms: 1500,
         join_retry_min_ms: 100,
         join_retry_max_ms: 500,
         downing: Downing::KeepMajority,

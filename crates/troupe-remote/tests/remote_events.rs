@@ -43,8 +43,12 @@ async fn node_up_and_node_down_carry_the_peer_and_the_cause() {
         .await;
     assert_eq!(down.get("peer_name"), Some("events-b"));
     assert_eq!(down.get("incarnation"), Some(inc.to_string().as_str()), "the same session's incarnation");
-    assert_eq!(down.get("cause"), Some("peer_closed"), "{down:?}");
-    assert_eq!(down.level, Level::INFO);
+    // Closed in order (FIN: INFO), or reset when b closed with a heartbeat unread (WARN).
+    match down.get("cause") {
+        Some("peer_closed") => assert_eq!(down.level, Level::INFO),
+        Some("io_error") => assert_eq!(down.level, Level::WARN),
+        other => panic!("cause {other:?}: {down:?}"),
+    }
     assert!(down.get("reason").is_some_and(|r| !r.is_empty()), "{down:?}");
 
     // b's own side of its shutdown: every session it had ends with cause `local`.

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use recorder::TestRecorder;
 use troupe_remote::services::Echo;
-use troupe_remote::{metrics as node_metrics, Blob, Node, NodeConfig};
+use troupe_remote::{metrics as node_metrics, Blob, Node, NodeConfig, NodeEvent};
 
 const T: Duration = Duration::from_secs(10);
 
@@ -86,7 +86,13 @@ async fn publish_reports_the_traffic_of_real_asks() {
     // a dials every lane of b's channels; b accepted them (and dialled back its own).
     let lanes = ra.gauge("troupe_node_connections", &[("direction", "out")]).unwrap();
     assert!(lanes >= 2.0, "control and at least one data lane: {lanes}");
-    assert_eq!(rb.gauge("troupe_node_connections", &[("direction", "in")]), Some(lanes), "b holds what a dialled");
+    // b counts a connection once its side of the handshake is done, which may be just after
+    // a's side: wait (bounded) for b to hold every connection a dialled.
+    let end = tokio::time::Instant::now() + T;
+    while scrape(&b).gauge("troupe_node_connections", &[("direction", "in")]) != Some(lanes) {
+        assert!(tokio::time::Instant::now() < end, "b never held the {lanes} connections a dialled");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert!(rb.counter("troupe_node_connections_accepted_total", &[]).unwrap() >= lanes as u64);
     assert_eq!(ra.counter("troupe_node_refusals_total", &[("reason", "auth")]), Some(0));
     assert_eq!(ra.counter("troupe_node_sessions_lost_total", &[]), Some(0));
@@ -95,14 +101,21 @@ async fn publish_reports_the_traffic_of_real_asks() {
     let again = scrape(&a);
     assert!(frames_in(&again) >= frames_in(&ra) && frames_in(&again) <= a.stats().frames_in);
 
-    // A session that ends shows on the other side.
-    b.shutdown();
-    let end = tokio::time::Instant::now() + T;
+    // A session that ends shows on the other side (counted before the event is sent).
     let mut events = a.subscribe();
-    while a.is_connected(&b.addr()) {
-        assert!(tokio::time::Instant::now() < end, "a never saw b go");
-        let _ = tokio::time::timeout(Duration::from_millis(200), events.recv()).await;
-    }
+    let b_addr = b.addr();
+    b.shutdown();
+    tokio::time::timeout(T, async {
+        loop {
+            match events.recv().await {
+                Ok(NodeEvent::NodeDown { addr, .. }) if addr == b_addr => return,
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(e) => panic!("a's events ended: {e}"),
+            }
+        }
+    })
+    .await
+    .expect("a saw b go down");
     let ra = scrape(&a);
     assert_eq!(ra.counter("troupe_node_sessions_lost_total", &[]), Some(1));
     assert_eq!(ra.gauge("troupe_node_peers", &[("state", "up")]), Some(0.0));
