@@ -1,5 +1,11 @@
 //! Heartbeats and reachability records (rule 5 of the engine): who this node monitors, its
 //! phi-accrual detectors, and its own verdicts in the gossip.
+//!
+//! A verdict that changes is a `tracing` event, `reachability changed` (target under
+//! `troupe_cluster`; WARN when the subject became unreachable, INFO when reachable again):
+//! `observer` (this node), `subject`, `reachable`, `phi` and `threshold` (`phi_threshold`).
+
+use troupe_remote::logging::Esc;
 
 use crate::gossip::Reach;
 use crate::member::MemberStatus;
@@ -42,7 +48,7 @@ impl Engine {
             self.detectors.remove(&a);
             if self.set_verdict(&a, false) {
                 let observer = self.me.addr.as_str();
-                tracing::info!(observer, subject = %a, reachable = true, "reachability changed: no longer monitored");
+                tracing::info!(observer, subject = %Esc(&a), reachable = true, "reachability changed: no longer monitored");
             }
         }
         self.hb_seq += 1;
@@ -76,9 +82,9 @@ impl Engine {
                 let threshold = self.cfg.phi_threshold;
                 let observer = self.me.addr.as_str();
                 if unreachable {
-                    tracing::warn!(observer, subject = %addr, reachable = false, phi, threshold, "reachability changed");
+                    tracing::warn!(observer, subject = %Esc(&addr), reachable = false, phi, threshold, "reachability changed");
                 } else {
-                    tracing::info!(observer, subject = %addr, reachable = true, phi, threshold, "reachability changed");
+                    tracing::info!(observer, subject = %Esc(&addr), reachable = true, phi, threshold, "reachability changed");
                 }
             }
         }

@@ -13,6 +13,11 @@
 //! 4. A surviving side's leader marks every member of the other side down. A losing node marks
 //!    itself down (each node of the losing side does the same), so the two sides never both
 //!    stay up.
+//!
+//! Each decision that downs someone is a WARN `tracing` event, `downing decision` (target
+//! under `troupe_cluster`): `node` (this node), `strategy`, `side` (`surviving`: this side's
+//! leader downs the other side; `losing`: this node downs itself), `kept` and `downed`
+//! (comma-separated addresses).
 
 use std::collections::BTreeSet;
 
@@ -106,7 +111,10 @@ impl Engine {
                 .collect()
         };
         let (mine, other) = (side(false), side(true));
-        let list = |s: &BTreeSet<(u64, String)>| s.iter().map(|(_, a)| a.as_str()).collect::<Vec<_>>().join(",");
+        let list = |s: &BTreeSet<(u64, String)>| {
+            let addrs: Vec<&str> = s.iter().map(|(_, a)| a.as_str()).collect();
+            troupe_remote::logging::esc(&addrs.join(","))
+        };
         if survives(self.cfg.downing, &mine, &other, self.cfg.quorum_size, self.cfg.down_if_alone) {
             if self.gossip.leader().as_deref() == Some(self.me.addr.as_str()) {
                 let mut downed = Vec::new();
@@ -121,7 +129,7 @@ impl Engine {
                         strategy = self.cfg.downing.as_str(),
                         side = "surviving",
                         kept = %list(&mine),
-                        downed = %downed.join(","),
+                        downed = %troupe_remote::logging::esc(&downed.join(",")),
                         "downing decision: this side survives; its leader downs the other side"
                     );
                 }

@@ -31,7 +31,7 @@ pub(super) struct View {
 fn trace_status(node: &str, addr: &str, name: &str, from: Option<MemberStatus>, to: MemberStatus) {
     tracing::info!(
         node,
-        member = addr,
+        member = %Esc(addr),
         member_name = %Esc(name),
         from = from.map_or("none", MemberStatus::as_str),
         to = to.as_str(),
@@ -89,21 +89,21 @@ impl Engine {
         let name_of = |a: &str| now.members.get(a).map(|(_, n, _)| n.clone()).unwrap_or_default();
         for a in now.unreachable.difference(&self.view.unreachable) {
             let observers = self.gossip.observers_of(a).join(",");
-            tracing::warn!(node = me, member = %a, member_name = %Esc(&name_of(a)), %observers, "member unreachable");
+            tracing::warn!(node = me, member = %Esc(a), observers = %Esc(&observers), member_name = %Esc(&name_of(a)), "member unreachable");
             out.push(Out::Event(ClusterEvent::Unreachable { addr: a.clone(), name: name_of(a) }));
         }
         for a in self.view.unreachable.difference(&now.unreachable) {
             // A member that went away is not "reachable again".
             if now.members.get(a).is_some_and(|(_, _, s)| s.is_live()) {
-                tracing::info!(node = me, member = %a, member_name = %Esc(&name_of(a)), "member reachable");
+                tracing::info!(node = me, member = %Esc(a), member_name = %Esc(&name_of(a)), "member reachable");
                 out.push(Out::Event(ClusterEvent::Reachable { addr: a.clone(), name: name_of(a) }));
             }
         }
         if now.leader != self.view.leader {
             tracing::info!(
                 node = me,
-                from = self.view.leader.as_deref().unwrap_or("none"),
-                to = now.leader.as_deref().unwrap_or("none"),
+                from = %Esc(self.view.leader.as_deref().unwrap_or("none")),
+                to = %Esc(now.leader.as_deref().unwrap_or("none")),
                 "leader changed"
             );
             out.push(Out::Event(ClusterEvent::LeaderChanged { leader: now.leader.clone() }));

@@ -27,7 +27,12 @@
 //!    reported as done.
 //! 7. A delta or state that fails to decode, or whose kind is not the key's, is rejected
 //!    whole (all items are decoded before any is merged), counted in [`ReplicatorStats`], and
-//!    answered with a negative acknowledgement, which never counts towards a level.
+//!    answered with a negative acknowledgement, which never counts towards a level. It is
+//!    logged as a WARN `tracing` event, `replicated payload rejected` (rate-limited; target
+//!    under `troupe_crdt`): `key`, `peer`, `reason` (`decode`, `kind`), `error`. A send
+//!    without a positive acknowledgement is counted (`sends_unanswered`, `sends_nacked`) and
+//!    logged the same way, `replication send failed`: `key`, `peer`, `what` (`deltas`,
+//!    `state`), `reason` (`no_answer`, `rejected_by_peer`), `error` for `no_answer`.
 //! 8. A key this node has not used keeps what it receives undecoded (the latest state per
 //!    sender, a bounded list of deltas); the first typed use decodes and joins it, under
 //!    rule 7.
