@@ -26,6 +26,19 @@ pub enum Downing {
     KeepOldest,
 }
 
+impl Downing {
+    /// Its name as the configuration spells it (`off`, `keep-majority`, ...).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Downing::Off => "off",
+            Downing::KeepMajority => "keep-majority",
+            Downing::StaticQuorum => "static-quorum",
+            Downing::KeepOldest => "keep-oldest",
+        }
+    }
+}
+
 /// The `[cluster]` section.
 ///
 /// ```

@@ -19,10 +19,11 @@ use std::time::{Duration, Instant};
 use parking_lot::RwLock;
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
 use troupe::{Actor, ActorRef, Ctx};
+use troupe_remote::logging::Esc;
 use troupe_remote::Node;
 
 use crate::config::ClusterConfig;
-use crate::engine::{Engine, Out};
+use crate::engine::{Engine, EngineStats, Out};
 use crate::error::{Error, ErrorKind};
 use crate::gossip::{Entry, Gossip};
 use crate::member::{MemberStatus, NodeId};
@@ -65,6 +66,13 @@ pub(crate) struct Shared {
     /// Bumped at every status change, convergence included (which raises no event).
     pub(crate) status_changed: watch::Sender<u64>,
     pub(crate) registry: parking_lot::Mutex<crate::receptionist::Registry>,
+    /// The engine's counters, copied after every step (read by [`Cluster::stats`]).
+    pub(crate) stats: parking_lot::Mutex<EngineStats>,
+    /// Phi of each monitored member as (address, name, phi), taken at every tick.
+    pub(crate) phi: parking_lot::Mutex<Vec<(String, String, f64)>>,
+    /// The phi series last published (`metrics.rs` rule 3).
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) phi_published: parking_lot::Mutex<std::collections::BTreeSet<(String, String)>>,
 }
 
 /// A node's membership in a cluster.
@@ -107,6 +115,9 @@ impl Cluster {
             published: watch::channel(0).0,
             status_changed: watch::channel(0).0,
             registry: parking_lot::Mutex::new(crate::receptionist::Registry::default()),
+            stats: parking_lot::Mutex::new(EngineStats::default()),
+            phi: parking_lot::Mutex::new(Vec::new()),
+            phi_published: parking_lot::Mutex::new(std::collections::BTreeSet::new()),
         });
         let inbox = troupe::spawn(Inbox(tx));
         node.export(CLUSTER_ACTOR, &inbox)?;
@@ -143,6 +154,44 @@ impl Cluster {
     #[must_use]
     pub fn status(&self) -> Status {
         self.shared.status.read().clone()
+    }
+
+    /// Whether this node is a member with status `Up` now (its current incarnation, not
+    /// stopped): what a readiness probe asks.
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() {
+    /// use std::time::Duration;
+    /// use troupe_cluster::{Cluster, ClusterConfig};
+    /// use troupe_remote::{Node, NodeConfig};
+    /// let node = Node::start(NodeConfig::new("solo", "s3cret")).await.unwrap();
+    /// let cluster = Cluster::start(&node, ClusterConfig::default()).await.unwrap();
+    /// cluster.wait_members(1, Duration::from_secs(10)).await.unwrap();
+    /// assert!(cluster.is_up());
+    /// node.shutdown();
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn is_up(&self) -> bool {
+        let me = self.me();
+        let s = self.shared.status.read();
+        s.phase == "member"
+            && s.members.iter().any(|m| m.addr == me.addr && m.uid == me.uid && m.status == MemberStatus::Up)
+    }
+
+    /// The membership engine's counters (gossip, heartbeats, refusals, join retries), as of
+    /// its last step.
+    #[must_use]
+    pub fn stats(&self) -> EngineStats {
+        self.shared.stats.lock().clone()
+    }
+
+    /// Phi of every member this node monitors, as (address, node name, phi), as of the last
+    /// tick (at most 100 ms old): the failure detector's suspicion, compared with
+    /// `phi_threshold`.
+    #[must_use]
+    pub fn phi(&self) -> Vec<(String, String, f64)> {
+        self.shared.phi.lock().clone()
     }
 
     /// The current replicated state.
@@ -239,17 +288,24 @@ async fn resolve(dns: &str) -> Vec<String> {
     }
 }
 
-fn log(ev: &ClusterEvent) {
+/// The events the engine does not log itself (membership, reachability and leader changes
+/// are logged where they are found, `engine/events.rs`), as structured `tracing` events.
+fn log(me: &str, ev: &ClusterEvent) {
     match ev {
         ClusterEvent::JoinRetry { tried, next_in_ms } => {
-            tracing::warn!("no seed answered (tried {}); retrying in {next_in_ms} ms", tried.join(", "));
+            tracing::warn!(node = me, tried = %tried.join(","), next_in_ms, "join retry: no seed answered");
         }
-        ClusterEvent::JoinRefused { seed, reason } => tracing::error!("join refused by {seed}: {reason}"),
-        ClusterEvent::Refused { from, reason } => tracing::warn!("refused {from}: {reason}"),
+        ClusterEvent::JoinRefused { seed, reason } => {
+            tracing::error!(node = me, seed = %Esc(seed), reason = %Esc(reason), "join refused");
+        }
+        ClusterEvent::Refused { from, reason } => {
+            tracing::warn!(node = me, from = %Esc(from), reason = %Esc(reason), "refused a join or gossip");
+        }
         ClusterEvent::NameConflict { name, winner, loser } => {
-            tracing::warn!("global name {name:?} held by {winner} and {loser}: {winner} keeps it");
+            tracing::warn!(node = me, name = %Esc(name), winner = %Esc(winner), loser = %Esc(loser), "global name conflict");
         }
-        other => tracing::info!("{other:?}"),
+        ClusterEvent::Stopped { reason } => tracing::info!(node = me, reason = %reason, "membership ended"),
+        _ => {}
     }
 }
 
@@ -289,8 +345,10 @@ async fn run(
                     }
                 }
                 engine.tick(now(), &mut out);
+                *shared.phi.lock() = engine.phis(now());
             }
         }
+        *shared.stats.lock() = engine.stats().clone();
         // Rule 2: publish, then report.
         let stopped = engine.stopped().is_some();
         let generation = engine.generation();
@@ -316,7 +374,7 @@ async fn run(
                     let _ = r.send(ClusterMsg::Wire(msg));
                 }
                 Out::Event(ev) => {
-                    log(&ev);
+                    log(&engine.me().addr, &ev);
                     if let ClusterEvent::NameConflict { name, loser, .. } = &ev {
                         if *loser == engine.me().addr {
                             let mut reg = shared.registry.lock();

@@ -194,6 +194,18 @@ impl Gossip {
         out
     }
 
+    /// The live members whose current verdict on the member at `addr` is "unreachable", by
+    /// address (what a `member unreachable` event names).
+    #[must_use]
+    pub fn observers_of(&self, addr: &str) -> Vec<String> {
+        let Some(subject) = self.members.get(addr) else { return Vec::new() };
+        self.reach
+            .iter()
+            .filter(|((obs, sub), r)| sub == addr && self.counts(obs, r, subject))
+            .map(|((obs, _), _)| obs.clone())
+            .collect()
+    }
+
     /// Published data of live members, current incarnation only (what still counts).
     pub fn live_owned(&self) -> impl Iterator<Item = (&String, &Owned)> {
         self.owned

@@ -11,6 +11,11 @@
 //!   the receptionist and global names (`receptionist.rs`).
 //! - [`cli`]: `troupe node` with a `[cluster]` section and `troupe cluster status`.
 //! - [`testproc`]: a harness for tests that run cluster nodes as OS processes.
+//!
+//! Observing: membership, reachability, leader and downing changes are structured `tracing`
+//! events under the `troupe_cluster` target (`engine/events.rs`, `engine/detect.rs`,
+//! `engine/downing.rs`); with the feature `metrics`, the `metrics` module publishes a member's
+//! view through the `metrics` facade at scrape time.
 
 pub mod bench;
 pub mod cli;
@@ -21,6 +26,8 @@ mod engine;
 mod error;
 mod gossip;
 mod member;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 #[cfg(feature = "observe")]
 pub mod observe;
 pub mod overlay;

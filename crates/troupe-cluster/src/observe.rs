@@ -49,16 +49,23 @@ pub async fn start(listen: &str, node: &Node, cluster: Option<Cluster>) -> Resul
     let addr = node.addr();
     let ready_cluster = cluster.clone();
     let publish_node = node.clone();
-    Endpoint::builder(listen)
+    let endpoint = Endpoint::builder(listen)
         .ready(move || readiness(&addr, ready_cluster.as_ref().map(Cluster::status).as_ref()))
         .refresh(move || publish(&publish_node, cluster.as_ref()))
         .start()
-        .await
+        .await?;
+    // The recorder is installed by now: the series get their help texts.
+    troupe_remote::metrics::describe();
+    crate::metrics::describe();
+    Ok(endpoint)
 }
 
 /// Rule 3.
 fn publish(node: &Node, cluster: Option<&Cluster>) {
-    let _ = (node, cluster);
+    troupe_remote::metrics::publish(node);
+    if let Some(c) = cluster {
+        crate::metrics::publish(c);
+    }
 }
 
 #[cfg(test)]

@@ -9,6 +9,9 @@
 //!   incarnation), so a restarted node never reuses the counters or dots of its previous life.
 //! - [`Replicator`] (`replicator/`): typed [`Key`]s, [`Consistency`] levels, delta
 //!   dissemination with acknowledgements, full-state gossip as the fallback, subscriptions.
+//! - Observing: rejected payloads and failed sends are structured `tracing` warnings under
+//!   the `troupe_crdt` target (rate-limited, naming the key and the peer); with the feature
+//!   `metrics`, the `metrics` module publishes the replicator's counters at scrape time.
 //!
 //! ```
 //! use troupe_crdt::{DeltaCrdt, GCounter};
@@ -32,6 +35,8 @@ mod counters;
 mod dots;
 mod error;
 mod map;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 mod register;
 mod replicator;
 mod sets;

@@ -446,7 +446,7 @@ pub fn control_frames(data: &[u8]) {
             for _ in 0..8 {
                 tokio::task::yield_now().await;
             }
-            crate::node::conn::peer_down(inner, &peer, None, "the fuzz input ended");
+            crate::node::conn::peer_down(inner, &peer, None, crate::node::conn::Cause::Local, "the fuzz input ended");
             for _ in 0..8 {
                 tokio::task::yield_now().await;
             }

@@ -13,6 +13,23 @@
 //! - Optional mutual TLS under the handshake: [`TlsConfig`] (`[tls]` in a node's TOML).
 //! - Feature `otel`: W3C trace context across remote sends, asks and replies, and a
 //!   `troupe.remote.receive` span parented on it (`otel` module).
+//! - Observing: structured `tracing` events (targets under `troupe_remote`; fields, not
+//!   formatted strings; every peer-supplied value escaped, `logging` rule 3) and, with the
+//!   feature `metrics`, the node's counters published through the `metrics` facade at scrape
+//!   time (`metrics` module). The events:
+//!   - `node up` (INFO): `peer_name`, `peer_addr`, `incarnation`, `channels` (comma-separated
+//!     channel names), `connections` (how many this node dialled);
+//!   - `node down` (INFO, WARN when `cause` is a failure): `peer_name`, `peer_addr`,
+//!     `incarnation`, `cause` (`peer_closed`, `local`, `restarted`, and the failures, at
+//!     WARN: `heartbeat_timeout`, the peer declared down, `io_error`, `limit`), `reason`
+//!     (words);
+//!   - `connect failed` (INFO): `peer_addr`, `error`; `connection accepted` (DEBUG): `from`,
+//!     `peer_name`, `peer_addr`, `incarnation`, `channel`, `lane`;
+//!   - `closing connection from ADDR: ...` (WARN, rate-limited, `logging` rule 2): `from`,
+//!     `reason` (`handshake_timeout`, `handshake`, `auth`, `tls`, `peer_table_full`,
+//!     `connection_budget`, `malformed`, `oversized`), `error` where there is one, `peer_addr`
+//!     and `peer_name` once known; `closing the session: a budget was exceeded` (WARN,
+//!     rate-limited): `peer_addr`, `reason = "limit"`, `error`.
 //!
 //! ```
 //! # #[tokio::main] async fn main() {
@@ -57,6 +74,8 @@ pub mod frame;
 pub mod fuzzing;
 pub mod handshake;
 pub mod logging;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 mod node;
 #[cfg(feature = "otel")]
 pub mod otel;

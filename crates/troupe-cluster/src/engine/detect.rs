@@ -1,5 +1,11 @@
 //! Heartbeats and reachability records (rule 5 of the engine): who this node monitors, its
 //! phi-accrual detectors, and its own verdicts in the gossip.
+//!
+//! A verdict that changes is a `tracing` event, `reachability changed` (target under
+//! `troupe_cluster`; WARN when the subject became unreachable, INFO when reachable again):
+//! `observer` (this node), `subject`, `reachable`, `phi` and `threshold` (`phi_threshold`).
+
+use troupe_remote::logging::Esc;
 
 use crate::gossip::Reach;
 use crate::member::MemberStatus;
@@ -40,7 +46,10 @@ impl Engine {
             .collect();
         for a in stale {
             self.detectors.remove(&a);
-            self.set_verdict(&a, false);
+            if self.set_verdict(&a, false) {
+                let observer = self.me.addr.as_str();
+                tracing::info!(observer, subject = %Esc(&a), reachable = true, "reachability changed: no longer monitored");
+            }
         }
         self.hb_seq += 1;
         for (addr, uid) in subjects {
@@ -68,24 +77,46 @@ impl Engine {
             .map(|(a, (_, d))| (a.clone(), !d.is_available(now as f64, self.cfg.phi_threshold)))
             .collect();
         for (addr, unreachable) in verdicts {
-            self.set_verdict(&addr, unreachable);
+            if self.set_verdict(&addr, unreachable) {
+                let phi = self.detectors.get(&addr).map_or(0.0, |(_, d)| d.phi(now as f64));
+                let threshold = self.cfg.phi_threshold;
+                let observer = self.me.addr.as_str();
+                if unreachable {
+                    tracing::warn!(observer, subject = %Esc(&addr), reachable = false, phi, threshold, "reachability changed");
+                } else {
+                    tracing::info!(observer, subject = %Esc(&addr), reachable = true, phi, threshold, "reachability changed");
+                }
+            }
         }
     }
 
-    /// Records this node's verdict on `subject` when it differs from the one it published.
-    fn set_verdict(&mut self, subject: &str, unreachable: bool) {
-        let Some(sub) = self.gossip.member(subject) else { return };
+    /// Phi of every member this node monitors at `now` (ms), as (address, name, phi).
+    pub(crate) fn phis(&self, now: u64) -> Vec<(String, String, f64)> {
+        self.detectors
+            .iter()
+            .map(|(a, (_, d))| {
+                let name = self.gossip.member(a).map(|m| m.id.name.clone()).unwrap_or_default();
+                (a.clone(), name, d.phi(now as f64))
+            })
+            .collect()
+    }
+
+    /// Records this node's verdict on `subject` when it differs from the one it published;
+    /// true when it did.
+    fn set_verdict(&mut self, subject: &str, unreachable: bool) -> bool {
+        let Some(sub) = self.gossip.member(subject) else { return false };
         let subject_uid = sub.id.uid;
         let key = (self.me.addr.clone(), subject.to_owned());
         let current = self.gossip.reach.get(&key);
         let mine = current.filter(|r| r.observer_uid == self.me.uid);
         let published = mine.is_some_and(|r| r.unreachable && r.subject_uid == subject_uid);
         if published == unreachable || (mine.is_none() && !unreachable) {
-            return;
+            return false;
         }
         let version = mine.map_or(1, |r| r.version + 1);
         gm!(self).reach.insert(key, Reach { observer_uid: self.me.uid, version, subject_uid, unreachable });
         gm!(self).touched(&self.me.addr);
         self.changed();
+        true
     }
 }

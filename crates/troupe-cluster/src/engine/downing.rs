@@ -13,6 +13,11 @@
 //! 4. A surviving side's leader marks every member of the other side down. A losing node marks
 //!    itself down (each node of the losing side does the same), so the two sides never both
 //!    stay up.
+//!
+//! Each decision that downs someone is a WARN `tracing` event, `downing decision` (target
+//! under `troupe_cluster`): `node` (this node), `strategy`, `side` (`surviving`: this side's
+//! leader downs the other side; `losing`: this node downs itself), `kept` and `downed`
+//! (comma-separated addresses).
 
 use std::collections::BTreeSet;
 
@@ -106,16 +111,41 @@ impl Engine {
                 .collect()
         };
         let (mine, other) = (side(false), side(true));
+        let list = |s: &BTreeSet<(u64, String)>| {
+            let addrs: Vec<&str> = s.iter().map(|(_, a)| a.as_str()).collect();
+            troupe_remote::logging::esc(&addrs.join(","))
+        };
         if survives(self.cfg.downing, &mine, &other, self.cfg.quorum_size, self.cfg.down_if_alone) {
             if self.gossip.leader().as_deref() == Some(self.me.addr.as_str()) {
+                let mut downed = Vec::new();
                 for (_, addr) in &other {
-                    self.mark_down(addr);
+                    if self.mark_down(addr) {
+                        downed.push(addr.as_str());
+                    }
+                }
+                if !downed.is_empty() {
+                    tracing::warn!(
+                        node = %self.me.addr,
+                        strategy = self.cfg.downing.as_str(),
+                        side = "surviving",
+                        kept = %list(&mine),
+                        downed = %troupe_remote::logging::esc(&downed.join(",")),
+                        "downing decision: this side survives; its leader downs the other side"
+                    );
                 }
                 self.leader_actions();
             }
         } else {
             let me = self.me.addr.clone();
             if self.gossip.member(&me).is_some_and(|m| m.status.is_live()) {
+                tracing::warn!(
+                    node = %me,
+                    strategy = self.cfg.downing.as_str(),
+                    side = "losing",
+                    kept = %list(&other),
+                    downed = %list(&mine),
+                    "downing decision: this side loses; this node downs itself"
+                );
                 self.mark_down(&me);
             }
         }

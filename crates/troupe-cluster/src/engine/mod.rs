@@ -81,6 +81,8 @@ pub struct EngineStats {
     pub heartbeats_out: u64,
     /// Join rounds without an answer.
     pub join_retries: u64,
+    /// Periodic gossip rounds run (rule 4: one every `gossip_interval_ms` while a member).
+    pub gossip_rounds: u64,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -252,6 +254,7 @@ impl Engine {
                 self.names_check(out);
                 if now >= self.next_gossip {
                     self.next_gossip = now + self.cfg.gossip_interval_ms;
+                    self.stats.gossip_rounds += 1;
                     self.gossip_round(out);
                 }
             }

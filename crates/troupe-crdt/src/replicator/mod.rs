@@ -27,7 +27,12 @@
 //!    reported as done.
 //! 7. A delta or state that fails to decode, or whose kind is not the key's, is rejected
 //!    whole (all items are decoded before any is merged), counted in [`ReplicatorStats`], and
-//!    answered with a negative acknowledgement, which never counts towards a level.
+//!    answered with a negative acknowledgement, which never counts towards a level. It is
+//!    logged as a WARN `tracing` event, `replicated payload rejected` (rate-limited; target
+//!    under `troupe_crdt`): `key`, `peer`, `reason` (`decode`, `kind`), `error`. A send
+//!    without a positive acknowledgement is counted (`sends_unanswered`, `sends_nacked`) and
+//!    logged the same way, `replication send failed`: `key`, `peer`, `what` (`deltas`,
+//!    `state`), `reason` (`no_answer`, `rejected_by_peer`), `error` for `no_answer`.
 //! 8. A key this node has not used keeps what it receives undecoded (the latest state per
 //!    sender, a bounded list of deltas); the first typed use decodes and joins it, under
 //!    rule 7.
@@ -49,6 +54,7 @@ use tokio::sync::watch;
 use troupe::{Actor, ActorRef, Ctx};
 use troupe_cluster::Cluster;
 use troupe_remote::codec;
+use troupe_remote::logging::Esc;
 
 use crate::error::{Error, ErrorKind};
 use crate::DeltaCrdt;
@@ -229,6 +235,12 @@ impl Replicator {
         }
     }
 
+    /// How many keys this replicator holds (typed, or still undecoded: rule 8).
+    #[must_use]
+    pub fn keys(&self) -> usize {
+        self.inner.store.lock().slots.len()
+    }
+
     /// What was sent, received and rejected so far.
     #[must_use]
     pub fn stats(&self) -> ReplicatorStats {
@@ -243,6 +255,10 @@ impl Replicator {
             states_received: g(&c.states_received),
             rejected_decode: g(&c.rejected_decode),
             rejected_kind: g(&c.rejected_kind),
+            deltas_acked: g(&c.deltas_acked),
+            states_acked: g(&c.states_acked),
+            sends_unanswered: g(&c.sends_unanswered),
+            sends_nacked: g(&c.sends_nacked),
         }
     }
 
@@ -316,8 +332,9 @@ impl Inner {
         Box::pin(async move {
             let k = key.clone();
             let ack = r.ask(|reply| CrdtMsg::Deltas { from, key: k, kind, first, last, items, reply }, wait).await;
-            let ok = matches!(ack, Ok(WireAck { ok: true }));
+            let ok = inner.answered(ack, &key, &peer, "deltas");
             if ok {
+                bump(&inner.stats.deltas_acked, 1);
                 if let Some(s) = inner.store.lock().slots.get_mut(&key) {
                     s.ack(&peer, first, last);
                 }
@@ -335,14 +352,46 @@ impl Inner {
         Box::pin(async move {
             let k = key.clone();
             let ack = r.ask(|reply| CrdtMsg::State { from, key: k, kind, seq, bytes, reply }, wait).await;
-            let ok = matches!(ack, Ok(WireAck { ok: true }));
+            let ok = inner.answered(ack, &key, &peer, "state");
             if ok {
+                bump(&inner.stats.states_acked, 1);
                 if let Some(s) = inner.store.lock().slots.get_mut(&key) {
                     s.ack(&peer, 0, seq);
                 }
             }
             ok
         })
+    }
+
+    /// What a send's answer says: true for a positive acknowledgement; a send without one
+    /// is counted and logged (rate-limited: a partition fails every send for a while).
+    fn answered(&self, ack: Result<WireAck, troupe::AskError>, key: &str, peer: &str, what: &'static str) -> bool {
+        match ack {
+            Ok(WireAck { ok: true }) => true,
+            Ok(WireAck { ok: false }) => {
+                bump(&self.stats.sends_nacked, 1);
+                troupe_remote::warn_limited!(
+                    key = %Esc(key),
+                    peer = %Esc(peer),
+                    what,
+                    reason = "rejected_by_peer",
+                    "replication send failed"
+                );
+                false
+            }
+            Err(e) => {
+                bump(&self.stats.sends_unanswered, 1);
+                troupe_remote::warn_limited!(
+                    key = %Esc(key),
+                    peer = %Esc(peer),
+                    what,
+                    reason = "no_answer",
+                    error = %e,
+                    "replication send failed"
+                );
+                false
+            }
+        }
     }
 
     /// Rule 4.

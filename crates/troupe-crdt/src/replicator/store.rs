@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use tokio::sync::watch;
+use troupe_remote::logging::Esc;
 use troupe_remote::{codec, tag_hash};
 
 use crate::error::{Error, ErrorKind};
@@ -130,6 +131,22 @@ pub(crate) struct Counters {
     pub(crate) states_received: AtomicU64,
     pub(crate) rejected_decode: AtomicU64,
     pub(crate) rejected_kind: AtomicU64,
+    pub(crate) deltas_acked: AtomicU64,
+    pub(crate) states_acked: AtomicU64,
+    pub(crate) sends_unanswered: AtomicU64,
+    pub(crate) sends_nacked: AtomicU64,
+}
+
+/// Rule 7: a payload rejected, counted and logged (rate-limited: a peer can send many).
+fn reject(stats: &Counters, key: &str, from: &str, reason: &'static str, error: &str) {
+    bump(if reason == "kind" { &stats.rejected_kind } else { &stats.rejected_decode }, 1);
+    troupe_remote::warn_limited!(
+        key = %Esc(key),
+        peer = %Esc(from),
+        reason,
+        error = %Esc(error),
+        "replicated payload rejected"
+    );
 }
 
 pub(crate) fn bump(c: &AtomicU64, n: u64) {
@@ -153,9 +170,10 @@ impl Store {
             }
             let value = T::default();
             let mut t = Typed { tx: watch::channel(value.clone()).0, value };
-            for (b, delta) in raw.states.values().map(|b| (b, false)).chain(raw.deltas.iter().map(|b| (b, true))) {
-                if t.merge_items(&[b], delta).is_err() {
-                    bump(&stats.rejected_decode, 1);
+            let held = raw.states.iter().map(|(from, b)| (from.as_str(), b, false));
+            for (from, b, delta) in held.chain(raw.deltas.iter().map(|b| ("(a held delta)", b, true))) {
+                if let Err(e) = t.merge_items(&[b], delta) {
+                    reject(stats, key, from, "decode", &e);
                 }
             }
             slot.data = Data::Typed(Box::new(t));
@@ -183,18 +201,18 @@ impl Store {
         match &mut slot.data {
             Data::Typed(t) => {
                 if slot.kind_hash != kind {
-                    bump(&stats.rejected_kind, 1);
+                    reject(stats, key, from, "kind", &format!("kind tag {kind:#x}; the key holds {}", slot.kind));
                     return false;
                 }
-                if t.merge_items(items, delta).is_err() {
-                    bump(&stats.rejected_decode, 1);
+                if let Err(e) = t.merge_items(items, delta) {
+                    reject(stats, key, from, "decode", &e);
                     return false;
                 }
                 true
             }
             Data::Raw(raw) => {
-                if raw.kind.is_some_and(|k| k != kind) {
-                    bump(&stats.rejected_kind, 1);
+                if let Some(k) = raw.kind.filter(|k| *k != kind) {
+                    reject(stats, key, from, "kind", &format!("kind tag {kind:#x}; the key holds tag {k:#x}"));
                     return false;
                 }
                 raw.kind = Some(kind);

@@ -97,6 +97,7 @@ impl Default for ReplicatorConfig {
 
 /// What a replicator sent, received and refused (rule 7).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ReplicatorStats {
     /// Delta messages sent.
     pub deltas_sent: u64,
@@ -114,6 +115,16 @@ pub struct ReplicatorStats {
     pub rejected_decode: u64,
     /// Payloads rejected because the key holds another kind.
     pub rejected_kind: u64,
+    /// Delta messages a peer acknowledged (positively).
+    pub deltas_acked: u64,
+    /// Full-state messages a peer acknowledged (positively).
+    pub states_acked: u64,
+    /// Delta and state messages that got no answer in time (the peer down or unreachable,
+    /// the acknowledgement late); resends and gossip make up for them.
+    pub sends_unanswered: u64,
+    /// Delta and state messages the peer rejected (rule 7 on its side: a negative
+    /// acknowledgement).
+    pub sends_nacked: u64,
 }
 
 /// The changes of one key ([`crate::Replicator::subscribe`]).

@@ -108,7 +108,7 @@ async fn connect_task(node: Arc<NodeInner>, peer: Arc<Peer>) {
             Ok(()) => return,
             Err(e) => e,
         };
-        tracing::info!(peer = %Esc(&peer.addr), "connect failed: {}", Esc(&e.to_string()));
+        tracing::info!(peer_addr = %Esc(&peer.addr), error = %Esc(&e.to_string()), "connect failed");
         let self_dial = matches!(&e.kind, ErrorKind::Unreachable(m) if m.ends_with(SELF_DIAL));
         {
             let mut s = peer.session.lock();
@@ -244,7 +244,15 @@ async fn connect_once(node: &Arc<NodeInner>, peer: &Arc<Peer>) -> Result<(), Err
     peer.up.store(true, Ordering::Release);
     peer.ever_up.store(true, Ordering::Relaxed);
     peer.status.send_replace(Status::Up);
-    tracing::info!(peer = %Esc(&peer.addr), name = %Esc(&ident.name), "node up");
+    let channels: Vec<&str> = peer.channels.iter().map(|c| &*c.name).collect();
+    tracing::info!(
+        peer_name = %Esc(&ident.name),
+        peer_addr = %Esc(&peer.addr),
+        incarnation = ident.incarnation,
+        channels = %channels.join(","),
+        connections = peer.channels.iter().map(|c| c.lanes.len()).sum::<usize>(),
+        "node up"
+    );
     node.emit(NodeEvent::NodeUp { name: ident.name, addr: peer.addr.clone() });
     let me = &node.shared.me.listen;
     let mine = node.globals.read().of_node(me);
@@ -281,7 +289,7 @@ async fn writer(node: Weak<NodeInner>, peer: Arc<Peer>, lane: Arc<Lane>, mut w: 
         for bytes in segs.chain(std::iter::once(&turn.out[..])).filter(|b| !b.is_empty()) {
             if let Err(e) = w.write_all(bytes).await {
                 if let Some(n) = node.upgrade() {
-                    peer_down(&n, &peer, Some(gen), &format!("write failed: {e}"));
+                    peer_down(&n, &peer, Some(gen), Cause::Io, &format!("write failed: {e}"));
                 }
                 return;
             }
@@ -302,15 +310,15 @@ async fn writer(node: Weak<NodeInner>, peer: Arc<Peer>, lane: Arc<Lane>, mut w: 
 
 async fn outbound_reader(node: Weak<NodeInner>, peer: Arc<Peer>, mut r: ReadHalf, gen: u64) {
     let mut buf = [0u8; 256];
-    let why = loop {
+    let (cause, why) = loop {
         match r.read(&mut buf).await {
-            Ok(0) => break "the peer closed the connection".to_owned(),
+            Ok(0) => break (Cause::PeerClosed, "the peer closed the connection".to_owned()),
             Ok(_) => {}
-            Err(e) => break format!("read failed: {e}"),
+            Err(e) => break (Cause::Io, format!("read failed: {e}")),
         }
     };
     if let Some(n) = node.upgrade() {
-        peer_down(&n, &peer, Some(gen), &why);
+        peer_down(&n, &peer, Some(gen), cause, &why);
     }
 }
 
@@ -325,7 +333,7 @@ async fn inbound_conn(node: Arc<NodeInner>, sock: TcpStream, from: SocketAddr) {
         Ok(Ok(0)) => {
             stats.handshake_failures.fetch_add(1, Ordering::Relaxed);
             stats.connections_closed.fetch_add(1, Ordering::Relaxed);
-            tracing::debug!("connection from {from} closed before its first byte (a health check?)");
+            tracing::debug!(%from, reason = "closed_before_handshake", "connection from {from} closed before its first byte (a health check?)");
             return;
         }
         Ok(_) => {}
@@ -333,6 +341,8 @@ async fn inbound_conn(node: Arc<NodeInner>, sock: TcpStream, from: SocketAddr) {
             stats.handshake_failures.fetch_add(1, Ordering::Relaxed);
             stats.connections_closed.fetch_add(1, Ordering::Relaxed);
             crate::warn_limited!(
+                %from,
+                reason = "handshake_timeout",
                 "closing connection from {from}: nothing received within the handshake deadline {hs:?}"
             );
             return;
@@ -352,7 +362,12 @@ async fn inbound_conn(node: Arc<NodeInner>, sock: TcpStream, from: SocketAddr) {
                 stats.tls_failures.fetch_add(1, Ordering::Relaxed);
                 stats.handshake_failures.fetch_add(1, Ordering::Relaxed);
                 stats.connections_closed.fetch_add(1, Ordering::Relaxed);
-                crate::warn_limited!("closing connection from {from}: TLS handshake failed: {}", Esc(&why));
+                crate::warn_limited!(
+                    %from,
+                    reason = "tls",
+                    error = %Esc(&why),
+                    "closing connection from {from}: TLS handshake failed"
+                );
                 return;
             }
         },
@@ -362,14 +377,22 @@ async fn inbound_conn(node: Arc<NodeInner>, sock: TcpStream, from: SocketAddr) {
         Ok(x) => x,
         Err(e) => {
             stats.handshake_failures.fetch_add(1, Ordering::Relaxed);
+            let mut reason = "handshake";
             if cert.is_some() && e.to_string().contains("TLS certificate") {
                 stats.tls_failures.fetch_add(1, Ordering::Relaxed);
+                reason = "tls";
             }
             if matches!(e.kind, ErrorKind::Auth(_)) {
                 stats.auth_failures.fetch_add(1, Ordering::Relaxed);
+                reason = "auth";
             }
             stats.connections_closed.fetch_add(1, Ordering::Relaxed);
-            crate::warn_limited!("closing connection from {from}: {}", Esc(&e.to_string()));
+            crate::warn_limited!(
+                %from,
+                reason,
+                error = %Esc(&e.to_string()),
+                "closing connection from {from}: handshake refused"
+            );
             return;
         }
     };
@@ -377,7 +400,7 @@ async fn inbound_conn(node: Arc<NodeInner>, sock: TcpStream, from: SocketAddr) {
         // Our own dial of an address that turned out to be ours (a seed list or DNS name that
         // includes this node): the dialling side reports it; this side just closes.
         stats.connections_closed.fetch_add(1, Ordering::Relaxed);
-        tracing::debug!("closing connection from {from}: it is this node itself");
+        tracing::debug!(%from, reason = "self", "closing connection from {from}: it is this node itself");
         return;
     }
     let peer = match node.accepted_peer(&acc.peer.listen) {
@@ -385,9 +408,11 @@ async fn inbound_conn(node: Arc<NodeInner>, sock: TcpStream, from: SocketAddr) {
         Err(_) => {
             stats.connections_closed.fetch_add(1, Ordering::Relaxed);
             crate::warn_limited!(
-                "closing connection from {from} (node {:?} at {:?}): the peer table is full (max_peers)",
-                Esc(&acc.peer.name),
-                Esc(&acc.peer.listen)
+                %from,
+                peer_name = %Esc(&acc.peer.name),
+                peer_addr = %Esc(&acc.peer.listen),
+                reason = "peer_table_full",
+                "closing connection from {from}: the peer table is full (max_peers)"
             );
             return;
         }
@@ -401,7 +426,9 @@ async fn inbound_conn(node: Arc<NodeInner>, sock: TcpStream, from: SocketAddr) {
         stats.connections_closed.fetch_add(1, Ordering::Relaxed);
         stats.connections_refused.fetch_add(1, Ordering::Relaxed);
         crate::warn_limited!(
-            peer = %Esc(&peer.addr),
+            %from,
+            peer_addr = %Esc(&peer.addr),
+            reason = "connection_budget",
             "closing connection from {from}: the peer already has {} connections to this node, \
              max_connections_per_peer",
             node.cfg.connection_budget()
@@ -413,9 +440,18 @@ async fn inbound_conn(node: Arc<NodeInner>, sock: TcpStream, from: SocketAddr) {
         (s.incarnation != 0 && s.incarnation != acc.peer.incarnation && peer.is_up()).then_some(s.generation)
     };
     if let Some(gen) = restarted {
-        peer_down(&node, &peer, Some(gen), "the peer restarted (new incarnation)");
+        peer_down(&node, &peer, Some(gen), Cause::Restarted, "the peer restarted (new incarnation)");
     }
     peer.seen();
+    tracing::debug!(
+        %from,
+        peer_name = %Esc(&acc.peer.name),
+        peer_addr = %Esc(&peer.addr),
+        incarnation = acc.peer.incarnation,
+        channel = %Esc(&acc.channel),
+        lane = acc.lane,
+        "connection accepted"
+    );
     let control = acc.channel == "control";
     if control {
         node.ensure_connected(&peer);
@@ -520,14 +556,14 @@ async fn inbound_reader(
         let room = fb.room(READ_CHUNK, max_frame);
         let res = read_spinning(&mut sock, room, spin).await;
         match res {
-            Ok(0) => break Ok("the peer closed the connection"),
+            Ok(0) => break Ok((Cause::PeerClosed, "the peer closed the connection")),
             Ok(n) => {
                 peer.shared.stats.bytes_in.fetch_add(n as u64, Ordering::Relaxed);
                 if !peer.shared.faults.active() || !peer.shared.faults.is_partitioned(&peer.addr) {
                     peer.seen();
                 }
             }
-            Err(_) => break Ok("read failed"),
+            Err(_) => break Ok((Cause::Io, "read failed")),
         }
     };
     peer.drop_held(&ctx.channel, ctx.lane);
@@ -543,21 +579,34 @@ async fn inbound_reader(
     match why {
         Err(e) => {
             // Bad input closes only this connection.
-            match e.kind {
-                ErrorKind::FrameTooLarge { .. } => stats.oversized_frames.fetch_add(1, Ordering::Relaxed),
+            let reason = match e.kind {
+                ErrorKind::FrameTooLarge { .. } => {
+                    stats.oversized_frames.fetch_add(1, Ordering::Relaxed);
+                    "oversized"
+                }
                 // Logged once, where the budget was checked (`inbound::limit_close`).
                 ErrorKind::LimitExceeded(_) => return,
-                _ => stats.malformed_frames.fetch_add(1, Ordering::Relaxed),
+                _ => {
+                    stats.malformed_frames.fetch_add(1, Ordering::Relaxed);
+                    "malformed"
+                }
             };
-            crate::warn_limited!(peer = %Esc(&peer.addr), "closing connection from {from}: {}", Esc(&e.to_string()));
+            crate::warn_limited!(
+                %from,
+                peer_addr = %Esc(&peer.addr),
+                channel = %Esc(&ctx.channel),
+                reason,
+                error = %Esc(&e.to_string()),
+                "closing connection from {from}: bad input"
+            );
         }
-        Ok(reason) if ctx.channel == "control" => {
+        Ok((cause, reason)) if ctx.channel == "control" => {
             let current = {
                 let s = peer.session.lock();
                 (s.incarnation == ctx.incarnation).then_some(s.generation)
             };
             if let Some(gen) = current {
-                peer_down(&n, &peer, Some(gen), reason);
+                peer_down(&n, &peer, Some(gen), cause, reason);
             }
         }
         Ok(_) => {}
@@ -696,15 +745,52 @@ impl Teardown {
     }
 }
 
+/// Why a session ended: the `cause` field of the `node down` event, a bounded set (the
+/// `reason` field says the rest in words).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Cause {
+    /// The peer closed the connection (it stopped, or closed the session itself).
+    PeerClosed,
+    /// This node ended it (`Node::disconnect`, `Node::shutdown`, the end of a fuzz input).
+    Local,
+    /// Nothing arrived from the peer for `heartbeat_timeout`: it is declared down.
+    HeartbeatTimeout,
+    /// A read or write on one of its connections failed.
+    Io,
+    /// The peer came back as a new incarnation.
+    Restarted,
+    /// The peer went past a budget (`inbound::limit_close`).
+    Limit,
+}
+
+impl Cause {
+    /// The `cause` field's value.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Cause::PeerClosed => "peer_closed",
+            Cause::Local => "local",
+            Cause::HeartbeatTimeout => "heartbeat_timeout",
+            Cause::Io => "io_error",
+            Cause::Restarted => "restarted",
+            Cause::Limit => "limit",
+        }
+    }
+
+    /// Whether the session ended by a failure (logged at WARN), not in order (INFO).
+    fn is_failure(self) -> bool {
+        matches!(self, Cause::HeartbeatTimeout | Cause::Io | Cause::Limit)
+    }
+}
+
 /// Declares `peer` down (when `gen` is its current session, or always with `None`).
-pub(crate) fn peer_down(node: &Arc<NodeInner>, peer: &Arc<Peer>, gen: Option<u64>, reason: &str) {
-    let (tasks, name, was_up) = {
+pub(crate) fn peer_down(node: &Arc<NodeInner>, peer: &Arc<Peer>, gen: Option<u64>, cause: Cause, reason: &str) {
+    let (tasks, name, incarnation, was_up) = {
         let mut s = peer.session.lock();
         if gen.is_some_and(|g| g != s.generation) {
             return;
         }
         s.generation += 1;
-        (std::mem::take(&mut s.tasks), s.name.clone(), peer.up.swap(false, Ordering::AcqRel))
+        (std::mem::take(&mut s.tasks), s.name.clone(), s.incarnation, peer.up.swap(false, Ordering::AcqRel))
     };
     for t in tasks {
         t.abort();
@@ -719,7 +805,12 @@ pub(crate) fn peer_down(node: &Arc<NodeInner>, peer: &Arc<Peer>, gen: Option<u64
     crate::node::trim::released(queued + held + causal, 0);
     if was_up {
         node.shared.stats.nodes_down.fetch_add(1, Ordering::Relaxed);
-        tracing::info!(peer = %Esc(&peer.addr), name = %Esc(&name), "node down: {}", Esc(reason));
+        let (addr, cause_str) = (Esc(&peer.addr), cause.as_str());
+        if cause.is_failure() {
+            tracing::warn!(peer_name = %Esc(&name), peer_addr = %addr, incarnation, cause = cause_str, reason = %Esc(reason), "node down");
+        } else {
+            tracing::info!(peer_name = %Esc(&name), peer_addr = %addr, incarnation, cause = cause_str, reason = %Esc(reason), "node down");
+        }
         node.emit(NodeEvent::NodeDown { name, addr: peer.addr.clone(), reason: reason.to_owned() });
     }
     if peer.keep.load(Ordering::Relaxed) && !node.closed.load(Ordering::Acquire) {
@@ -768,7 +859,7 @@ async fn maintenance(weak: Weak<NodeInner>) {
                 let gen = p.generation();
                 let why =
                     format!("nothing received for {} ms (heartbeat timeout {} ms)", silent / 1000, timeout / 1000);
-                peer_down(&node, &p, Some(gen), &why);
+                peer_down(&node, &p, Some(gen), Cause::HeartbeatTimeout, &why);
                 continue;
             }
             p.retransmit(ack);

@@ -390,8 +390,8 @@ fn control(node: &Arc<NodeInner>, peer: &Arc<Peer>, c: Control) -> Result<(), Er
 /// (rate-limited) and counted (`limit_closes`).
 pub(crate) fn limit_close(node: &Arc<NodeInner>, peer: &Arc<Peer>, why: String) -> Error {
     node.shared.stats.limit_closes.fetch_add(1, Ordering::Relaxed);
-    crate::warn_limited!(peer = %Esc(&peer.addr), "closing the session: {}", Esc(&why));
-    crate::node::conn::peer_down(node, peer, None, &why);
+    crate::warn_limited!(peer_addr = %Esc(&peer.addr), reason = "limit", error = %Esc(&why), "closing the session: a budget was exceeded");
+    crate::node::conn::peer_down(node, peer, None, crate::node::conn::Cause::Limit, &why);
     ErrorKind::LimitExceeded(why).into()
 }
 

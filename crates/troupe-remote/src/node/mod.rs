@@ -944,7 +944,7 @@ impl Node {
         peer.keep.store(false, Ordering::Relaxed);
         let was_up = peer.is_up();
         if was_up {
-            conn::peer_down(&self.inner, &peer, None, "disconnected by this node");
+            conn::peer_down(&self.inner, &peer, None, conn::Cause::Local, "disconnected by this node");
         }
         was_up
     }
@@ -960,7 +960,7 @@ impl Node {
         }
         for p in self.inner.all_peers() {
             p.keep.store(false, Ordering::Relaxed);
-            conn::peer_down(&self.inner, &p, None, "this node shut down");
+            conn::peer_down(&self.inner, &p, None, conn::Cause::Local, "this node shut down");
         }
         self.inner.exports.write().clear();
         self.inner.names.write().clear();
