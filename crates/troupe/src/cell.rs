@@ -78,11 +78,51 @@ pub(crate) enum Status {
 /// Actor state parked in an idle cell; activating it spawns its task again.
 pub(crate) trait Dormant<M>: Send {
     fn activate(self: Box<Self>, cell: Arc<Cell<M>>);
+    /// Dropped by a kill (rule 6), before the death: a parked state reports the end
+    /// (`reports.rs` rules 5 and 6); a handed activation's guard does when it is dropped.
+    fn drop_killed(self: Box<Self>) {}
+}
+
+/// A queued user message: the message alone, or with the `trace-context` feature also the span
+/// its sender was in (`reports.rs` rule 4). Without the feature [`seal`] and [`open`] are the
+/// identity, so the mailbox holds bare messages.
+#[cfg(not(feature = "trace-context"))]
+pub(crate) type Envelope<M> = M;
+
+/// A queued user message with the span its sender was in (`reports.rs` rule 4).
+#[cfg(feature = "trace-context")]
+pub(crate) struct Envelope<M> {
+    pub(crate) msg: M,
+    pub(crate) span: tracing::Span,
+}
+
+#[cfg(not(feature = "trace-context"))]
+#[inline(always)]
+fn seal<M>(msg: M) -> Envelope<M> {
+    msg
+}
+
+#[cfg(not(feature = "trace-context"))]
+#[inline(always)]
+fn open<M>(env: Envelope<M>) -> M {
+    env
+}
+
+#[cfg(feature = "trace-context")]
+#[inline]
+fn seal<M>(msg: M) -> Envelope<M> {
+    Envelope { msg, span: tracing::Span::current() }
+}
+
+#[cfg(feature = "trace-context")]
+#[inline]
+fn open<M>(env: Envelope<M>) -> M {
+    env.msg
 }
 
 /// What the activation loop gets from the mailbox.
 pub(crate) enum Item<M> {
-    Msg(M),
+    Msg(Envelope<M>),
     Sys(Sys),
     Killed,
     Empty,
@@ -104,7 +144,7 @@ pub(crate) struct Cell<M> {
 }
 
 struct Inner<M> {
-    queue: VecDeque<M>,
+    queue: VecDeque<Envelope<M>>,
     dormant: Option<Box<dyn Dormant<M>>>,
     waker: Option<Waker>,
     extra: Option<Box<Extra>>,
@@ -305,15 +345,21 @@ impl<M: Send + 'static> Cell<M> {
     }
 
     pub(crate) fn send(self: &Arc<Self>, msg: M) -> Result<(), SendError<M>> {
+        // Outside the lock: with `trace-context` this captures the sender's span.
+        let msg = seal(msg);
         let mut g = self.inner.lock();
         if g.status == Status::Dead || g.flag(F_CLOSING) || self.is_killed() {
-            return Err(SendError::new(SendErrorKind::Gone, Some(msg)));
+            drop(g);
+            return Err(SendError::new(SendErrorKind::Gone, Some(open(msg))));
         }
         let mut evicted = None;
         if let Some(cap) = g.config().capacity() {
             if g.queue.len() >= cap {
                 match g.config().overflow() {
-                    Overflow::Backpressure => return Err(SendError::new(SendErrorKind::Full, Some(msg))),
+                    Overflow::Backpressure => {
+                        drop(g);
+                        return Err(SendError::new(SendErrorKind::Full, Some(open(msg))));
+                    }
                     Overflow::DropNewest => {
                         g.extra().dropped += 1;
                         drop(g);
@@ -358,7 +404,11 @@ impl<M: Send + 'static> Cell<M> {
     /// When nothing is there: without `cx` the answer is `Ready(Empty)`; with `cx` the task
     /// waits (status `Waiting`, its waker stored) and the answer is `Pending`, unless the
     /// sweeper asked it to park (rule 4), which answers `Ready(Empty)`.
-    pub(crate) fn next_item(self: &Arc<Self>, batch: &mut VecDeque<M>, cx: Option<&Context<'_>>) -> Poll<Item<M>> {
+    pub(crate) fn next_item(
+        self: &Arc<Self>,
+        batch: &mut VecDeque<Envelope<M>>,
+        cx: Option<&Context<'_>>,
+    ) -> Poll<Item<M>> {
         if !batch.is_empty() {
             if self.is_killed() {
                 return Poll::Ready(Item::Killed);
@@ -429,7 +479,7 @@ impl<M: Send + 'static> Cell<M> {
         Poll::Pending
     }
 
-    fn serve_batch(&self, batch: &mut VecDeque<M>) -> Item<M> {
+    fn serve_batch(&self, batch: &mut VecDeque<Envelope<M>>) -> Item<M> {
         let m = batch.pop_front();
         self.batched.store(batch.len() as u32, Ordering::Relaxed);
         m.map_or(Item::Empty, Item::Msg)
@@ -657,7 +707,9 @@ impl<M: Send + 'static> Process for Cell<M> {
             Status::Idle => {
                 let d = g.dormant.take();
                 drop(g);
-                drop(d);
+                if let Some(d) = d {
+                    d.drop_killed();
+                }
                 self.die(ExitReason::Killed);
             }
             _ => {
