@@ -89,11 +89,13 @@ pub(crate) trait Dormant<M>: Send {
 #[cfg(not(feature = "trace-context"))]
 pub(crate) type Envelope<M> = M;
 
-/// A queued user message with the span its sender was in (`reports.rs` rule 4).
+/// A queued user message with the span its sender was in (`reports.rs` rule 4), boxed so a
+/// queue slot grows by one pointer only (an idle actor keeps its queue's capacity), and absent,
+/// allocating nothing, when the sender was in no span.
 #[cfg(feature = "trace-context")]
 pub(crate) struct Envelope<M> {
     pub(crate) msg: M,
-    pub(crate) span: tracing::Span,
+    pub(crate) span: Option<Box<tracing::Span>>,
 }
 
 #[cfg(not(feature = "trace-context"))]
@@ -111,7 +113,8 @@ fn open<M>(env: Envelope<M>) -> M {
 #[cfg(feature = "trace-context")]
 #[inline]
 fn seal<M>(msg: M) -> Envelope<M> {
-    Envelope { msg, span: tracing::Span::current() }
+    let span = tracing::Span::current();
+    Envelope { msg, span: (!span.is_none()).then(|| Box::new(span)) }
 }
 
 #[cfg(feature = "trace-context")]
@@ -806,5 +809,14 @@ mod tests {
     #[cfg(target_pointer_width = "64")]
     fn the_cell_stays_small() {
         assert_eq!(std::mem::size_of::<super::Cell<()>>(), 112);
+    }
+
+    /// `reports.rs` rule 4: without `trace-context` a queued message is the bare message, so
+    /// the mailbox costs what it did before the feature existed.
+    #[test]
+    #[cfg(not(feature = "trace-context"))]
+    fn without_trace_context_a_queued_message_is_the_bare_message() {
+        assert_eq!(std::any::type_name::<super::Envelope<u64>>(), "u64");
+        assert_eq!(std::mem::size_of::<super::Envelope<u64>>(), 8);
     }
 }

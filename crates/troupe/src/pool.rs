@@ -2,9 +2,12 @@
 //! message, round-robin, least-loaded, or by a consistent hash of a key.
 //!
 //! Rules (tests in `tests/pool_routing.rs`):
-//! 1. The workers are the children `worker-0` .. `worker-{size-1}` (template `worker`) of a `OneForOne` supervisor
+//! 1. The workers are the children `worker-0` .. `worker-{size-1}` of a `OneForOne` supervisor
 //!    (permanent; intensity and period settable): a dead worker is restarted, and the router
 //!    routes to the new incarnation (it holds a [`ChildRef`] per worker, not an `ActorRef`).
+//!    The supervisor is named by [`PoolSpec::name`] (default `pool`) and the workers are made
+//!    from the template `worker`, so their metrics are `{supervisor="/pool",child="worker"}`
+//!    however large the pool (`reports.rs` rule 5).
 //! 2. `RoundRobin` takes the workers in turn; `LeastLoaded` takes the worker with the fewest
 //!    messages waiting ([`ActorRef::mailbox_len`]), ties going round-robin. Both skip a worker
 //!    that is being restarted or whose mailbox refuses the message; the send fails only when no

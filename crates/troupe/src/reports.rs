@@ -5,7 +5,7 @@
 //! Rules (tests in `tests/core_reports.rs`, `tests/core_tracing.rs`, `tests/core_metrics.rs`,
 //! `tests/core_trace_context.rs`):
 //! 1. An actor that ends with `Panicked`, `Failed` or `Error` of its own (a handler panicked or
-//!    failed, `started` failed, or it stopped itself with such a reason) emits one `error`
+//!    failed, `started` failed, or it was stopped with such a reason) emits one `error`
 //!    event, "actor crashed", with its id (`actor`), its type (`actor_type`), its name (`name`:
 //!    `Spawn::name`, a supervised child's id, else the first name it is registered under, if
 //!    any; else ""), its place (`supervisor`, `child`, as in rule 5) and the `reason` (OTP's
@@ -38,9 +38,10 @@
 //!    to see which actor logged what). With the `trace-context` feature, `send` and `ask`
 //!    (every send to a local mailbox) capture the sender's current span, and the receiver
 //!    handles that message inside an `info` span `troupe.handle` (fields `actor`, `actor_type`)
-//!    whose parent is the sender's span (none when the sender was in no span: then its parent
-//!    is the current one, as for any span), so a trace crosses a local `ask`. Without the
-//!    feature a message travels alone, and nothing is captured.
+//!    whose parent is the sender's span, so a trace crosses a local `ask` (and goes on through
+//!    the sends a handler makes). A message sent outside any span gets a `troupe.handle` span
+//!    with the current span (the `actor` span, when enabled) as its parent. Without the
+//!    feature a message travels alone in the mailbox, and nothing is captured.
 //! 5. With the `metrics` feature, through the `metrics` facade (install any recorder, e.g. a
 //!    Prometheus exporter), every series carries the labels `supervisor` and `child`, both
 //!    bounded (they never name one incarnation, so restarts and dynamic children do not grow
@@ -73,20 +74,21 @@
 //!
 //!    A message costs one counter increment, plus a depth sample every 64th; the handles are
 //!    made once per activation.
-//! 6. Lifecycle events, target `troupe`, fields `actor` (id), `actor_type`, `supervisor` and
-//!    `child` (rule 5) unless said otherwise:
-//!    - "actor spawned" (`debug`): also `name` (`Spawn::name`, a supervised child's id, or "").
-//!    - "actor stopped" (`debug`): also `name` and `reason`, at every end that is not a rule 1
-//!      crash (a normal stop, a shutdown, a kill, an exit on a link's exit signal...).
+//! 6. Lifecycle events (target `troupe`):
+//!    - "actor spawned" (`debug`): `actor` (id), `actor_type`, `name` (`Spawn::name`, a
+//!      supervised child's id, or ""), `supervisor`, `child` (rule 5).
+//!    - "actor stopped" (`debug`): the same fields and `reason`, at every end that is not a
+//!      rule 1 crash (a normal stop, a shutdown, a kill, an exit on a link's exit signal...).
 //!    - "exit signal" (`debug`), when an actor takes an exit signal from its mailbox: `from`,
 //!      `to`, `reason`, `trapped` (whether it went to `on_exit`; untrapped, a `normal` one is
 //!      ignored and any other ends the actor).
-//!    - "down" (`debug`), when an actor takes a `Down`: `from` (the monitored actor), `to`,
-//!      `monitor` (its id), `reason`.
-//!    - "link", "unlink" (`trace`): `from` (the actor acting), `to`; a link to a dead actor has
-//!      `noproc=true`. "monitor", "demonitor" (`trace`): `from` (the watcher), `to` (the
-//!      watched), `monitor`. A link made at spawn (`Ctx::spawn_link`, a supervisor's child)
-//!      emits "link" too.
+//!    - "down" (`debug`), when an actor takes a `Down`: `from` (the monitored actor), `to` (the
+//!      watcher), `monitor` (its id, a number), `reason`.
+//!    - "link", "unlink" (`trace`): `from` (the actor acting), `to`; "link" also `noproc`
+//!      (true when `to` was already dead). A link made at spawn (`Ctx::spawn_link`, a
+//!      supervisor's child) emits "link" too, from the parent.
+//!    - "monitor", "demonitor" (`trace`): `from` (the watcher; absent from a demonitor through
+//!      `remote_api`), `to` (the watched), `monitor`.
 //!
 //!    A disabled event costs its level check only: fields are ids, `&str`s and `Display`
 //!    values formatted by the subscriber, nothing is built before the check.
@@ -225,11 +227,10 @@ pub(crate) fn ended(
 
 /// Rule 4: the span a message is handled in, child of the span its sender was in.
 #[cfg(feature = "trace-context")]
-pub(crate) fn handle_span(from: &tracing::Span, id: ActorId, actor_type: &'static str) -> tracing::Span {
-    if from.is_none() {
-        tracing::info_span!(target: "troupe", "troupe.handle", actor = %id, actor_type)
-    } else {
-        tracing::info_span!(target: "troupe", parent: from, "troupe.handle", actor = %id, actor_type)
+pub(crate) fn handle_span(from: Option<&tracing::Span>, id: ActorId, actor_type: &'static str) -> tracing::Span {
+    match from {
+        None => tracing::info_span!(target: "troupe", "troupe.handle", actor = %id, actor_type),
+        Some(from) => tracing::info_span!(target: "troupe", parent: from, "troupe.handle", actor = %id, actor_type),
     }
 }
 

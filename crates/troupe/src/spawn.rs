@@ -287,12 +287,12 @@ fn activation<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>) -> impl F
         // local) is dropped before the guard reports the death.
         let mut armed = armed;
         let (cell, state) = armed.take();
-        activate(cell, state, armed.at.clone()).await;
+        activate(cell, state, armed.at.as_deref()).await;
         armed.disarm();
     }
 }
 
-async fn activate<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>, at: Option<Arc<Placement>>) {
+async fn activate<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>, at: Option<&Placement>) {
     // system.rs rule 1: the actor's code runs with its system current.
     let system = state.ctx.system().cloned();
     let outcome = {
@@ -322,7 +322,7 @@ async fn activate<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>, at: O
         Outcome::Exit(reason) => (reason, false),
         Outcome::Linked(reason) => (reason, true),
     };
-    crate::reports::ended(cell.id, std::any::type_name::<A>(), || cell.name(), at.as_deref(), &reason, linked);
+    crate::reports::ended(cell.id, std::any::type_name::<A>(), || cell.name(), at, &reason, linked);
     cell.die(reason);
 }
 
@@ -378,7 +378,7 @@ async fn run<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> Outcom
                 #[cfg(feature = "trace-context")]
                 {
                     // reports.rs rule 4: handled in a span whose parent is the sender's.
-                    let span = crate::reports::handle_span(&m.span, cell.id, std::any::type_name::<A>());
+                    let span = crate::reports::handle_span(m.span.as_deref(), cell.id, std::any::type_name::<A>());
                     tracing::Instrument::instrument(st.actor.handle(m.msg, &mut st.ctx), span).await;
                 }
             }

@@ -158,6 +158,7 @@ async fn a_supervised_child_is_labelled_by_supervisor_path_and_child_id() {
 
 #[tokio::test]
 async fn an_unsupervised_actor_is_labelled_by_its_type_and_stops_by_reason() {
+    store(); // the recorder first: what happens before it is not recorded
     let ty = std::any::type_name::<Lonely>();
     let at = format!("supervisor=,child={ty}");
     let a = troupe::spawn(Lonely);
@@ -181,6 +182,7 @@ async fn an_unsupervised_actor_is_labelled_by_its_type_and_stops_by_reason() {
 
 #[tokio::test]
 async fn fifty_pool_workers_crashing_and_restarting_make_one_label_set() {
+    store(); // the recorder first: what happens before it is not recorded
     let pool =
         pool::start(PoolSpec::new(50, |_| Worker).name("p50").intensity(200, Duration::from_secs(60))).await.unwrap();
     for i in 0..50 {
@@ -210,6 +212,7 @@ async fn fifty_pool_workers_crashing_and_restarting_make_one_label_set() {
 
 #[tokio::test]
 async fn fifty_dynamic_children_crashing_and_restarting_make_one_label_set() {
+    store(); // the recorder first: what happens before it is not recorded
     let sup = supervisor::start_simple(
         SimpleSpec::new(|_: u32| Worker).name("s50").id("conn").intensity(200, Duration::from_secs(60)),
     )
@@ -243,6 +246,7 @@ async fn fifty_dynamic_children_crashing_and_restarting_make_one_label_set() {
 
 #[tokio::test]
 async fn a_child_supervisor_path_is_stable_across_its_restarts() {
+    store(); // the recorder first: what happens before it is not recorded
     let leaf = ChildSpec::worker("leaf", || Worker);
     let leaf_h = leaf.handle();
     let inner = ChildSpec::supervisor("inner", SupervisorSpec::new(Strategy::OneForOne).child(leaf));

@@ -37,12 +37,15 @@ impl Visit for Fields {
     }
 }
 
+/// An event's message and the ids of the spans it happened in, innermost first.
+type EventRec = (String, Vec<u64>);
+
 /// Keeps every span with its parent, and, for each event, the ids of the spans it happened in
 /// (innermost first).
 #[derive(Clone, Default)]
 struct Capture {
     spans: Arc<Mutex<Vec<SpanRec>>>,
-    events: Arc<Mutex<Vec<(String, Vec<u64>)>>>,
+    events: Arc<Mutex<Vec<EventRec>>>,
 }
 
 impl<S: Subscriber + for<'a> LookupSpan<'a>> Layer<S> for Capture {
