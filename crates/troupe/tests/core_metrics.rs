@@ -88,6 +88,17 @@ impl Actor for Lonely {
     }
 }
 
+/// Links itself to the actor it is given, without trapping exits.
+struct Follower;
+
+impl Actor for Follower {
+    type Msg = (troupe::AnyRef, ReplyTo<()>);
+    async fn handle(&mut self, (other, done): Self::Msg, ctx: &mut Ctx<Self>) {
+        ctx.link(&other).unwrap();
+        done.send(());
+    }
+}
+
 /// The one recorder of this binary.
 fn store() -> &'static Arc<Store> {
     static STORE: OnceLock<Arc<Store>> = OnceLock::new();
@@ -178,6 +189,16 @@ async fn an_unsupervised_actor_is_labelled_by_its_type_and_stops_by_reason() {
     assert_eq!(counter(&format!("troupe_actors_stopped_total{{{at},reason=killed}}")), 1);
     assert_eq!(counter(&format!("troupe_actors_stopped_total{{{at},reason=crashed}}")), 1);
     assert_eq!(counter(&format!("troupe_actor_crashes_total{{{at}}}")), 1);
+
+    // An actor taken down by a link's exit signal stopped `linked`: it did not crash.
+    let f = troupe::spawn(Follower);
+    let d = troupe::spawn(Lonely);
+    f.ask(|r| (d.any(), r), T).await.unwrap();
+    d.send(Msg::Crash).unwrap();
+    assert!(matches!(f.terminated().await, ExitReason::Panicked(_)));
+    let at = format!("supervisor=,child={}", std::any::type_name::<Follower>());
+    assert_eq!(counter(&format!("troupe_actors_stopped_total{{{at},reason=linked}}")), 1);
+    assert_eq!(counter(&format!("troupe_actor_crashes_total{{{at}}}")), 0);
 }
 
 #[tokio::test]
