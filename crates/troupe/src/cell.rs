@@ -78,11 +78,54 @@ pub(crate) enum Status {
 /// Actor state parked in an idle cell; activating it spawns its task again.
 pub(crate) trait Dormant<M>: Send {
     fn activate(self: Box<Self>, cell: Arc<Cell<M>>);
+    /// Dropped by a kill (rule 6), before the death: a parked state reports the end
+    /// (`reports.rs` rules 5 and 6); a handed activation's guard does when it is dropped.
+    fn drop_killed(self: Box<Self>) {}
+}
+
+/// A queued user message: the message alone, or with the `trace-context` feature also the span
+/// its sender was in (`reports.rs` rule 4). Without the feature [`seal`] and [`open`] are the
+/// identity, so the mailbox holds bare messages.
+#[cfg(not(feature = "trace-context"))]
+pub(crate) type Envelope<M> = M;
+
+/// A queued user message with the span its sender was in (`reports.rs` rule 4), boxed so a
+/// queue slot grows by one pointer only (an idle actor keeps its queue's capacity), and absent,
+/// allocating nothing, when the sender was in no span.
+#[cfg(feature = "trace-context")]
+pub(crate) struct Envelope<M> {
+    pub(crate) msg: M,
+    pub(crate) span: Option<Box<tracing::Span>>,
+}
+
+#[cfg(not(feature = "trace-context"))]
+#[inline(always)]
+fn seal<M>(msg: M) -> Envelope<M> {
+    msg
+}
+
+#[cfg(not(feature = "trace-context"))]
+#[inline(always)]
+fn open<M>(env: Envelope<M>) -> M {
+    env
+}
+
+#[cfg(feature = "trace-context")]
+#[inline]
+fn seal<M>(msg: M) -> Envelope<M> {
+    let span = tracing::Span::current();
+    Envelope { msg, span: (!span.is_none()).then(|| Box::new(span)) }
+}
+
+#[cfg(feature = "trace-context")]
+#[inline]
+fn open<M>(env: Envelope<M>) -> M {
+    env.msg
 }
 
 /// What the activation loop gets from the mailbox.
 pub(crate) enum Item<M> {
-    Msg(M),
+    Msg(Envelope<M>),
     Sys(Sys),
     Killed,
     Empty,
@@ -104,7 +147,7 @@ pub(crate) struct Cell<M> {
 }
 
 struct Inner<M> {
-    queue: VecDeque<M>,
+    queue: VecDeque<Envelope<M>>,
     dormant: Option<Box<dyn Dormant<M>>>,
     waker: Option<Waker>,
     extra: Option<Box<Extra>>,
@@ -305,15 +348,21 @@ impl<M: Send + 'static> Cell<M> {
     }
 
     pub(crate) fn send(self: &Arc<Self>, msg: M) -> Result<(), SendError<M>> {
+        // Outside the lock: with `trace-context` this captures the sender's span.
+        let msg = seal(msg);
         let mut g = self.inner.lock();
         if g.status == Status::Dead || g.flag(F_CLOSING) || self.is_killed() {
-            return Err(SendError::new(SendErrorKind::Gone, Some(msg)));
+            drop(g);
+            return Err(SendError::new(SendErrorKind::Gone, Some(open(msg))));
         }
         let mut evicted = None;
         if let Some(cap) = g.config().capacity() {
             if g.queue.len() >= cap {
                 match g.config().overflow() {
-                    Overflow::Backpressure => return Err(SendError::new(SendErrorKind::Full, Some(msg))),
+                    Overflow::Backpressure => {
+                        drop(g);
+                        return Err(SendError::new(SendErrorKind::Full, Some(open(msg))));
+                    }
                     Overflow::DropNewest => {
                         g.extra().dropped += 1;
                         drop(g);
@@ -358,7 +407,11 @@ impl<M: Send + 'static> Cell<M> {
     /// When nothing is there: without `cx` the answer is `Ready(Empty)`; with `cx` the task
     /// waits (status `Waiting`, its waker stored) and the answer is `Pending`, unless the
     /// sweeper asked it to park (rule 4), which answers `Ready(Empty)`.
-    pub(crate) fn next_item(self: &Arc<Self>, batch: &mut VecDeque<M>, cx: Option<&Context<'_>>) -> Poll<Item<M>> {
+    pub(crate) fn next_item(
+        self: &Arc<Self>,
+        batch: &mut VecDeque<Envelope<M>>,
+        cx: Option<&Context<'_>>,
+    ) -> Poll<Item<M>> {
         if !batch.is_empty() {
             if self.is_killed() {
                 return Poll::Ready(Item::Killed);
@@ -429,7 +482,7 @@ impl<M: Send + 'static> Cell<M> {
         Poll::Pending
     }
 
-    fn serve_batch(&self, batch: &mut VecDeque<M>) -> Item<M> {
+    fn serve_batch(&self, batch: &mut VecDeque<Envelope<M>>) -> Item<M> {
         let m = batch.pop_front();
         self.batched.store(batch.len() as u32, Ordering::Relaxed);
         m.map_or(Item::Empty, Item::Msg)
@@ -657,7 +710,9 @@ impl<M: Send + 'static> Process for Cell<M> {
             Status::Idle => {
                 let d = g.dormant.take();
                 drop(g);
-                drop(d);
+                if let Some(d) = d {
+                    d.drop_killed();
+                }
                 self.die(ExitReason::Killed);
             }
             _ => {
@@ -754,5 +809,14 @@ mod tests {
     #[cfg(target_pointer_width = "64")]
     fn the_cell_stays_small() {
         assert_eq!(std::mem::size_of::<super::Cell<()>>(), 112);
+    }
+
+    /// `reports.rs` rule 4: without `trace-context` a queued message is the bare message, so
+    /// the mailbox costs what it did before the feature existed.
+    #[test]
+    #[cfg(not(feature = "trace-context"))]
+    fn without_trace_context_a_queued_message_is_the_bare_message() {
+        assert_eq!(std::any::type_name::<super::Envelope<u64>>(), "u64");
+        assert_eq!(std::mem::size_of::<super::Envelope<u64>>(), 8);
     }
 }

@@ -13,6 +13,7 @@ use crate::any_ref::{AnyRef, Process};
 use crate::cell::{Cell, Sys};
 use crate::error::LinkError;
 use crate::precise;
+use crate::reports::Placement;
 use crate::spawn::{spawn_inner, Spawn};
 use crate::system::SystemInner;
 use crate::{Actor, ActorId, ActorRef, Down, ExitReason, ExitSignal, MonitorId};
@@ -34,6 +35,8 @@ struct CtxExtra {
     drain: Option<ExitReason>,
     /// The system it belongs to (`system.rs` rule 1); none for the default one.
     system: Option<Arc<SystemInner>>,
+    /// Where it sits under a supervisor (`reports.rs` rule 5); none when unsupervised.
+    placement: Option<Arc<Placement>>,
 }
 
 /// A timer started by [`Ctx::send_after`] or [`Ctx::interval`]; it dies with its actor.
@@ -75,10 +78,16 @@ impl<A: Actor> Ctx<A> {
         parent: Option<ActorId>,
         init_ack: Option<oneshot::Sender<()>>,
         system: Option<Arc<SystemInner>>,
+        placement: Option<Arc<Placement>>,
     ) -> Self {
-        let extra = (parent.is_some() || init_ack.is_some() || system.is_some())
-            .then(|| Box::new(CtxExtra { parent, init_ack, system, ..Default::default() }));
+        let extra = (parent.is_some() || init_ack.is_some() || system.is_some() || placement.is_some())
+            .then(|| Box::new(CtxExtra { parent, init_ack, system, placement, ..Default::default() }));
         Self { cell, trap_exit: false, extra }
+    }
+
+    /// Where this actor sits under a supervisor (`reports.rs` rule 5).
+    pub(crate) fn placement(&self) -> Option<&Arc<Placement>> {
+        self.extra.as_ref().and_then(|e| e.placement.as_ref())
     }
 
     pub(crate) fn system(&self) -> Option<&Arc<SystemInner>> {
@@ -156,7 +165,9 @@ impl<A: Actor> Ctx<A> {
     /// an `ExitSignal { reason: NoProc }` arrives; otherwise `Err(LinkError::NoProc)` (OTP).
     pub fn link(&mut self, other: &AnyRef) -> Result<(), LinkError> {
         let me = AnyRef(self.cell.clone());
-        if other.0.add_link(me) {
+        let linked = other.0.add_link(me);
+        tracing::trace!(target: "troupe", from = %self.id(), to = %other.id(), noproc = !linked, "link");
+        if linked {
             self.cell.add_link(other.clone());
             return Ok(());
         }
@@ -171,6 +182,7 @@ impl<A: Actor> Ctx<A> {
 
     /// Removes a link both ways (no signal is sent).
     pub fn unlink(&mut self, other: &AnyRef) {
+        tracing::trace!(target: "troupe", from = %self.id(), to = %other.id(), "unlink");
         other.0.remove_link(self.id());
         self.cell.remove_link(other.id());
     }
@@ -179,6 +191,7 @@ impl<A: Actor> Ctx<A> {
     /// that is already dead delivers `Down { reason: NoProc }` at once.
     pub fn monitor(&mut self, other: &AnyRef) -> MonitorId {
         let id = MonitorId::next();
+        tracing::trace!(target: "troupe", from = %self.id(), to = %other.id(), monitor = id.0, "monitor");
         if !other.0.add_monitor(id, AnyRef(self.cell.clone())) {
             let down = Down { id, actor: other.id(), reason: ExitReason::NoProc };
             self.cell.clone().push_sys(Sys::Down(down));
@@ -188,6 +201,7 @@ impl<A: Actor> Ctx<A> {
 
     /// Removes a monitor set with [`Ctx::monitor`]. A `Down` already queued may still arrive.
     pub fn demonitor(&mut self, other: &AnyRef, id: MonitorId) {
+        tracing::trace!(target: "troupe", from = %self.id(), to = %other.id(), monitor = id.0, "demonitor");
         other.0.remove_monitor(id);
     }
 

@@ -5,6 +5,9 @@
 //! 1. The workers are the children `worker-0` .. `worker-{size-1}` of a `OneForOne` supervisor
 //!    (permanent; intensity and period settable): a dead worker is restarted, and the router
 //!    routes to the new incarnation (it holds a [`ChildRef`] per worker, not an `ActorRef`).
+//!    The supervisor is named by [`PoolSpec::name`] (default `pool`) and the workers are made
+//!    from the template `worker`, so their metrics are `{supervisor="/pool",child="worker"}`
+//!    however large the pool (`reports.rs` rule 5).
 //! 2. `RoundRobin` takes the workers in turn; `LeastLoaded` takes the worker with the fewest
 //!    messages waiting ([`ActorRef::mailbox_len`]), ties going round-robin. Both skip a worker
 //!    that is being restarted or whose mailbox refuses the message; the send fails only when no
@@ -67,6 +70,7 @@ pub struct PoolSpec<A: Actor> {
     mailbox: MailboxConfig,
     intensity: u32,
     period: Duration,
+    name: String,
 }
 
 impl<A: Actor> PoolSpec<A> {
@@ -79,7 +83,16 @@ impl<A: Actor> PoolSpec<A> {
             mailbox: MailboxConfig::unbounded(),
             intensity: size.max(1) as u32,
             period: Duration::from_secs(5),
+            name: "pool".to_owned(),
         }
+    }
+
+    /// Names the pool's supervisor (default `pool`): its path `/name` is the `supervisor` label
+    /// of the workers' metrics, which are all labelled `child=worker` (`reports.rs` rule 5).
+    /// Must be non-empty and contain no `/`.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
     }
 
     /// How messages are routed (default `RoundRobin`).
@@ -125,11 +138,11 @@ pub async fn start<A: Actor>(spec: PoolSpec<A>) -> Result<Pool<A::Msg>, Supervis
     if spec.size == 0 {
         return Err(SupervisorError::InvalidSpec { field: "pool.size".into(), problem: "must be at least 1".into() });
     }
-    let mut sup = SupervisorSpec::new(Strategy::OneForOne).intensity(spec.intensity, spec.period);
+    let mut sup = SupervisorSpec::new(Strategy::OneForOne).intensity(spec.intensity, spec.period).name(spec.name);
     let mut workers = Vec::with_capacity(spec.size);
     for i in 0..spec.size {
         let factory = spec.factory.clone();
-        let w = ChildSpec::worker(format!("worker-{i}"), move || factory(i)).mailbox(spec.mailbox);
+        let w = ChildSpec::worker(format!("worker-{i}"), move || factory(i)).template("worker").mailbox(spec.mailbox);
         workers.push(w.handle());
         sup = sup.child(w);
     }

@@ -124,22 +124,28 @@ pub fn deliver_down(to: &AnyRef, down: Down) -> bool {
 
 /// Adds `other` (usually a remote actor's proxy) to `local`'s links; false when `local` is dead.
 pub fn add_link(local: &AnyRef, other: AnyRef) -> bool {
-    local.0.add_link(other)
+    let to = other.id();
+    let linked = local.0.add_link(other);
+    tracing::trace!(target: "troupe", from = %local.id(), %to, noproc = !linked, "link");
+    linked
 }
 
 /// Removes `other` from `local`'s links.
 pub fn remove_link(local: &AnyRef, other: ActorId) {
+    tracing::trace!(target: "troupe", from = %local.id(), to = %other, "unlink");
     local.0.remove_link(other);
 }
 
 /// Makes `watcher` (usually a remote watcher's proxy) monitor `local`; false when `local` is
 /// dead.
 pub fn add_monitor(local: &AnyRef, id: MonitorId, watcher: AnyRef) -> bool {
+    tracing::trace!(target: "troupe", from = %watcher.id(), to = %local.id(), monitor = id.0, "monitor");
     local.0.add_monitor(id, watcher)
 }
 
 /// Removes monitor `id` from `local`.
 pub fn remove_monitor(local: &AnyRef, id: MonitorId) {
+    tracing::trace!(target: "troupe", to = %local.id(), monitor = id.0, "demonitor");
     local.0.remove_monitor(id);
 }
 

@@ -1,30 +1,100 @@
-//! What the runtime tells about failures, modelled on OTP's crash and supervisor reports, as
-//! `tracing` events (target `troupe`), and the quieting of actor panics.
+//! What the runtime tells about actors and supervisors, modelled on OTP's crash and supervisor
+//! reports: `tracing` events (target `troupe`, values as fields), the `metrics` series of the
+//! `metrics` feature, and the quieting of actor panics.
 //!
-//! Rules (tests in `tests/core_reports.rs`):
-//! 1. An actor that ends with `Panicked`, `Failed` or `Error` emits one `error` event, "actor
-//!    crashed", with its id, its type, its name (`Spawn::name`, a supervised child's id, else the
-//!    first name it is registered under, if any), and the reason (OTP's crash report). Kills, stops and exit signals emit nothing.
-//! 2. Supervisors emit: "child terminated" (`error`) when a child exits abnormally, "child
-//!    restarted" (`info`) with its new id, "restart intensity exceeded" (`error`, the escalation),
-//!    "child failed to restart" (`warn`), "child did not stop in time" (`warn`), and "supervisor
-//!    shut down" (`info`) with its reason.
+//! Rules (tests in `tests/core_reports.rs`, `tests/core_tracing.rs`, `tests/core_metrics.rs`,
+//! `tests/core_trace_context.rs`):
+//! 1. An actor that ends with `Panicked`, `Failed` or `Error` of its own (a handler panicked or
+//!    failed, `started` failed, or it was stopped with such a reason) emits one `error`
+//!    event, "actor crashed", with its id (`actor`), its type (`actor_type`), its name (`name`:
+//!    `Spawn::name`, a supervised child's id, else the first name it is registered under, if
+//!    any; else ""), its place (`supervisor`, `child`, as in rule 5) and the `reason` (OTP's
+//!    crash report). Kills, stops and exits on a link's exit signal are not crashes: they emit
+//!    rule 6's "actor stopped".
+//! 2. Supervisors emit, each with `supervisor` (its path, rule 5), `supervisor_id` (its actor
+//!    id) and, where a child is concerned, `child` (the child's id):
+//!    - "child terminated" (`error`) when a child exits abnormally: `actor`, `strategy`, `reason`;
+//!    - "restarting children" (`debug`), the decision to restart: `strategy`, `reason` (the exit
+//!      reason that caused it), `restarts` (within the period, this one included), `intensity`,
+//!      `affected` (how many children the strategy stops and starts again);
+//!    - "child restarted" (`info`) for each child started again: `actor` (its new id),
+//!      `strategy`, `cause` (the child whose exit caused the restart), `reason`;
+//!    - "child not restarted" (`debug`) when its restart type says no: `restart`, `reason`;
+//!    - "restart intensity exceeded" (`error`), the escalation: `child`, `strategy`, `reason`,
+//!      `intensity`, `period_ms`; the supervisor then shuts down with `Shutdown`;
+//!    - "child failed to restart; trying again" (`warn`): `strategy`, `reason`;
+//!    - "child did not stop in time; killing it" (`warn`): `actor`, `timeout_ms`;
+//!    - "significant child exited; auto-shutdown" (`info`): `child`;
+//!    - "supervisor shut down" (`info`): `strategy`, `reason`.
+//!
+//!    `strategy` is `one_for_one`, `one_for_all`, `rest_for_one` or `simple_one_for_one`;
+//!    `restart` is `permanent`, `transient` or `temporary`.
 //! 3. A panic inside an actor does not go to the process's panic hook (no message and backtrace
 //!    on stderr per crash): while a tracing subscriber takes `error` events from `troupe`, the
 //!    crash report of rule 1 is all; otherwise one line goes to stderr ("troupe: actor <0.7>
 //!    panicked at src/x.rs:3:9: message"). Panics outside actors reach the previous hook as
 //!    before. The hook is installed once, at the first spawn.
 //! 4. Every poll of an actor runs in a `trace` span `actor` with its id (enable `troupe=trace`
-//!    to see which actor logged what).
+//!    to see which actor logged what). With the `trace-context` feature, `send` and `ask`
+//!    (every send to a local mailbox) capture the sender's current span, and the receiver
+//!    handles that message inside an `info` span `troupe.handle` (fields `actor`, `actor_type`)
+//!    whose parent is the sender's span, so a trace crosses a local `ask` (and goes on through
+//!    the sends a handler makes). A message sent outside any span gets a `troupe.handle` span
+//!    with the current span (the `actor` span, when enabled) as its parent. Without the
+//!    feature a message travels alone in the mailbox, and nothing is captured.
 //! 5. With the `metrics` feature, through the `metrics` facade (install any recorder, e.g. a
-//!    Prometheus exporter): `troupe_messages_handled_total{actor}` counts the messages each
-//!    actor type handled; `troupe_mailbox_depth{actor}` records the messages waiting, sampled at
-//!    an activation's first message and every 64th after; `troupe_actor_crashes_total{actor}`
-//!    counts rule 1's crashes; `troupe_restarts_total{child}` counts supervisor restarts by
-//!    child id. `actor` is the actor's Rust type name.
+//!    Prometheus exporter), every series carries the labels `supervisor` and `child`, both
+//!    bounded (they never name one incarnation, so restarts and dynamic children do not grow
+//!    the label set):
+//!    - `supervisor` is the path of the actor's supervisor: a top-level supervisor's path is `/`
+//!      followed by its name (`SupervisorSpec::name`; a pool's supervisor is named by
+//!      `PoolSpec::name`, default `pool`), `/` alone when it has none; a child supervisor's
+//!      path is its supervisor's path, `/`, and its `child` label (so `/app/pool`: stable
+//!      across restarts). An actor with no supervisor has `supervisor=""`.
+//!    - `child` is the label of the actor among its supervisor's children: its template id
+//!      (`WorkerSpec::template`; `SimpleSpec::id` for a simple supervisor's children, default
+//!      `child`; `worker` for a pool's workers; `child` for a child started with an empty id),
+//!      else its child id. An actor with no supervisor has its Rust type name
+//!      (`std::any::type_name`), e.g. `child="my_app::Session"`.
+//!
+//!    The series:
+//!    - `troupe_actors_spawned_total{supervisor,child}` (counter): actors spawned; each restart
+//!      of a child is a new actor and counts.
+//!    - `troupe_actors_stopped_total{supervisor,child,reason}` (counter): actors ended, by
+//!      `reason`: `normal`, `shutdown` (`Shutdown` and `ShutdownWith`), `killed`, `crashed`
+//!      (rule 1's crashes), `linked` (exited on a link's exit signal it did not trap),
+//!      `noproc`, `noconnection`.
+//!    - `troupe_messages_handled_total{supervisor,child}` (counter): user messages handled.
+//!    - `troupe_mailbox_depth{supervisor,child}` (histogram): messages waiting, sampled at an
+//!      activation's first message and every 64th after.
+//!    - `troupe_actor_crashes_total{supervisor,child}` (counter): rule 1's crashes.
+//!    - `troupe_restarts_total{supervisor,child}` (counter): children started again by a
+//!      supervisor's restart (`supervisor` is the restarting supervisor's path, `child` the
+//!      restarted child's label).
+//!
+//!    A message costs one counter increment, plus a depth sample every 64th; the handles are
+//!    made once per activation.
+//! 6. Lifecycle events (target `troupe`):
+//!    - "actor spawned" (`debug`): `actor` (id), `actor_type`, `name` (`Spawn::name`, a
+//!      supervised child's id, or ""), `supervisor`, `child` (rule 5).
+//!    - "actor stopped" (`debug`): the same fields and `reason`, at every end that is not a
+//!      rule 1 crash (a normal stop, a shutdown, a kill, an exit on a link's exit signal...).
+//!    - "exit signal" (`debug`), when an actor takes an exit signal from its mailbox: `from`,
+//!      `to`, `reason`, `trapped` (whether it went to `on_exit`; untrapped, a `normal` one is
+//!      ignored and any other ends the actor).
+//!    - "down" (`debug`), when an actor takes a `Down`: `from` (the monitored actor), `to` (the
+//!      watcher), `monitor` (its id, a number), `reason`.
+//!    - "link", "unlink" (`trace`): `from` (the actor acting), `to`; "link" also `noproc`
+//!      (true when `to` was already dead). A link made at spawn (`Ctx::spawn_link`, a
+//!      supervisor's child) emits "link" too, from the parent.
+//!    - "monitor", "demonitor" (`trace`): `from` (the watcher; absent from a demonitor through
+//!      `remote_api`), `to` (the watched), `monitor`.
+//!
+//!    A disabled event costs its level check only: fields are ids, `&str`s and `Display`
+//!    values formatted by the subscriber, nothing is built before the check.
 
 use std::cell::Cell;
-use std::sync::Once;
+use std::sync::{Arc, Once};
 
 use crate::{ActorId, ExitReason};
 
@@ -64,13 +134,121 @@ impl Drop for InActor {
     }
 }
 
-/// Rule 1.
-pub(crate) fn crashed(id: ActorId, actor_type: &str, name: Option<String>, reason: &ExitReason) {
-    if matches!(reason, ExitReason::Panicked(_) | ExitReason::Failed(_) | ExitReason::Error(_)) {
-        #[cfg(feature = "metrics")]
-        metrics::counter!("troupe_actor_crashes_total", "actor" => actor_type.to_owned()).increment(1);
-        tracing::error!(target: "troupe", actor = %id, actor_type, name = name.as_deref().unwrap_or(""), %reason, "actor crashed");
+/// Where a supervised actor sits (rule 5): its supervisor's path and its `child` label. Made
+/// by the supervisor at each start of the child, shared by the child's activations.
+#[derive(Debug)]
+pub(crate) struct Placement {
+    pub(crate) supervisor: Arc<str>,
+    pub(crate) child: Arc<str>,
+}
+
+/// Rule 5's `supervisor` and `child` of an actor.
+fn place<'a>(at: Option<&'a Placement>, actor_type: &'static str) -> (&'a str, &'a str) {
+    match at {
+        Some(p) => (&p.supervisor, &p.child),
+        None => ("", actor_type),
     }
+}
+
+/// Rule 5: the path of a top-level supervisor named `name` (`/` when unnamed).
+pub(crate) fn root_path(name: Option<&str>) -> Arc<str> {
+    format!("/{}", name.unwrap_or("")).into()
+}
+
+/// Rule 5: the path of the child supervisor labelled `child` under the supervisor at `parent`.
+pub(crate) fn child_path(parent: &str, child: &str) -> Arc<str> {
+    if parent.ends_with('/') {
+        format!("{parent}{child}").into()
+    } else {
+        format!("{parent}/{child}").into()
+    }
+}
+
+/// Rule 6: an actor was spawned (and rule 5's spawn counter).
+pub(crate) fn spawned(id: ActorId, actor_type: &'static str, name: Option<&str>, at: Option<&Placement>) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!("troupe_actors_spawned_total", labels(at, actor_type)).increment(1);
+    let (supervisor, child) = place(at, actor_type);
+    tracing::debug!(target: "troupe", actor = %id, actor_type, name = name.unwrap_or(""), supervisor, child,
+        "actor spawned");
+}
+
+/// Whether an actor's end is rule 1's crash: a crash reason of its own (not a link's).
+fn is_crash(reason: &ExitReason, linked: bool) -> bool {
+    !linked && matches!(reason, ExitReason::Panicked(_) | ExitReason::Failed(_) | ExitReason::Error(_))
+}
+
+/// Rule 5's bounded `reason` of `troupe_actors_stopped_total`.
+#[cfg(feature = "metrics")]
+fn reason_label(reason: &ExitReason, linked: bool) -> &'static str {
+    if linked {
+        return "linked";
+    }
+    match reason {
+        ExitReason::Normal => "normal",
+        ExitReason::Shutdown | ExitReason::ShutdownWith(_) => "shutdown",
+        ExitReason::Killed => "killed",
+        ExitReason::Panicked(_) | ExitReason::Failed(_) | ExitReason::Error(_) => "crashed",
+        ExitReason::NoProc => "noproc",
+        ExitReason::NoConnection => "noconnection",
+    }
+}
+
+/// An actor ends with `reason` (`linked`: it exited on a link's exit signal): rule 1's crash
+/// report or rule 6's "actor stopped", and rule 5's counters. Called once per actor, before it
+/// dies, while its names still answer `name`.
+pub(crate) fn ended(
+    id: ActorId,
+    actor_type: &'static str,
+    name: impl FnOnce() -> Option<String>,
+    at: Option<&Placement>,
+    reason: &ExitReason,
+    linked: bool,
+) {
+    let crash = is_crash(reason, linked);
+    #[cfg(feature = "metrics")]
+    {
+        if crash {
+            metrics::counter!("troupe_actor_crashes_total", labels(at, actor_type)).increment(1);
+        }
+        let mut l = labels(at, actor_type);
+        l.push(metrics::Label::from_static_parts("reason", reason_label(reason, linked)));
+        metrics::counter!("troupe_actors_stopped_total", l).increment(1);
+    }
+    let (supervisor, child) = place(at, actor_type);
+    if crash {
+        tracing::error!(target: "troupe", actor = %id, actor_type, name = name().as_deref().unwrap_or(""),
+            supervisor, child, %reason, "actor crashed");
+    } else {
+        tracing::debug!(target: "troupe", actor = %id, actor_type, name = name().as_deref().unwrap_or(""),
+            supervisor, child, %reason, "actor stopped");
+    }
+}
+
+/// Rule 4: the span a message is handled in, child of the span its sender was in.
+#[cfg(feature = "trace-context")]
+pub(crate) fn handle_span(from: Option<&tracing::Span>, id: ActorId, actor_type: &'static str) -> tracing::Span {
+    match from {
+        None => tracing::info_span!(target: "troupe", "troupe.handle", actor = %id, actor_type),
+        Some(from) => tracing::info_span!(target: "troupe", parent: from, "troupe.handle", actor = %id, actor_type),
+    }
+}
+
+/// Rule 5's `supervisor` and `child` labels (a third, `reason`, fits without growing).
+#[cfg(feature = "metrics")]
+fn labels(at: Option<&Placement>, actor_type: &'static str) -> Vec<metrics::Label> {
+    let mut v = Vec::with_capacity(3);
+    match at {
+        Some(p) => {
+            v.push(metrics::Label::new("supervisor", p.supervisor.clone()));
+            v.push(metrics::Label::new("child", p.child.clone()));
+        }
+        None => {
+            v.push(metrics::Label::from_static_parts("supervisor", ""));
+            v.push(metrics::Label::from_static_parts("child", actor_type));
+        }
+    }
+    v
 }
 
 /// Rule 5: an activation's meters, made once per activation.
@@ -83,10 +261,10 @@ pub(crate) struct Meter {
 
 #[cfg(feature = "metrics")]
 impl Meter {
-    pub(crate) fn new(actor: &'static str) -> Self {
+    pub(crate) fn new(at: Option<&Placement>, actor_type: &'static str) -> Self {
         Self {
-            handled: metrics::counter!("troupe_messages_handled_total", "actor" => actor),
-            depth: metrics::histogram!("troupe_mailbox_depth", "actor" => actor),
+            handled: metrics::counter!("troupe_messages_handled_total", labels(at, actor_type)),
+            depth: metrics::histogram!("troupe_mailbox_depth", labels(at, actor_type)),
             n: 0,
         }
     }
@@ -101,8 +279,9 @@ impl Meter {
     }
 }
 
-/// Rule 5: a supervisor restarted `child`.
+/// Rule 5: the supervisor at `supervisor` restarted its child labelled `child`.
 #[cfg(feature = "metrics")]
-pub(crate) fn restarted(child: &str) {
-    metrics::counter!("troupe_restarts_total", "child" => child.to_owned()).increment(1);
+pub(crate) fn restarted(supervisor: &Arc<str>, child: Arc<str>) {
+    let l = vec![metrics::Label::new("supervisor", supervisor.clone()), metrics::Label::new("child", child)];
+    metrics::counter!("troupe_restarts_total", l).increment(1);
 }

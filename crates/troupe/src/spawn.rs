@@ -21,6 +21,7 @@ use tokio::sync::oneshot;
 
 use crate::any_ref::AnyRef;
 use crate::cell::{Cell, Dormant, Item, Sys};
+use crate::reports::Placement;
 use crate::sched::{Activation, Runnable};
 use crate::{Actor, ActorRef, Ctx, ExitReason, MailboxConfig};
 
@@ -43,6 +44,8 @@ use crate::{Actor, ActorRef, Ctx, ExitReason, MailboxConfig};
 pub struct Spawn {
     mailbox: MailboxConfig,
     name: Option<Arc<str>>,
+    /// Set by a supervisor for its children (`reports.rs` rule 5).
+    placement: Option<Arc<Placement>>,
 }
 
 impl Spawn {
@@ -62,6 +65,12 @@ impl Spawn {
     /// actor a small allocation; supervised children are named by their child id.
     pub fn name(mut self, name: impl Into<Arc<str>>) -> Self {
         self.name = Some(name.into());
+        self
+    }
+
+    /// Places the actor under a supervisor (`reports.rs` rule 5).
+    pub(crate) fn placed(mut self, at: Arc<Placement>) -> Self {
+        self.placement = Some(at);
         self
     }
 }
@@ -103,6 +112,10 @@ pub(crate) fn spawn_inner<A: Actor>(
     let parent = link.as_ref().map(AnyRef::id);
     let top_level = link.is_none();
     let cell = Arc::new(Cell::new(opts.mailbox, link.into_iter().collect(), home));
+    crate::reports::spawned(cell.id, std::any::type_name::<A>(), opts.name.as_deref(), opts.placement.as_deref());
+    if let Some(parent) = parent {
+        tracing::trace!(target: "troupe", from = %parent, to = %cell.id, noproc = false, "link");
+    }
     if let Some(name) = opts.name {
         cell.set_name(name);
     }
@@ -113,7 +126,7 @@ pub(crate) fn spawn_inner<A: Actor>(
             crate::any_ref::Process::kill(cell.clone());
         }
     }
-    let ctx = Ctx::new(cell.clone(), parent, ack, system);
+    let ctx = Ctx::new(cell.clone(), parent, ack, system, opts.placement);
     let state = Box::new(State { actor, ctx, started: false });
     start_inline(cell.clone(), state);
     ActorRef::local(cell)
@@ -211,6 +224,8 @@ struct State<A: Actor> {
 enum Outcome {
     Parked,
     Exit(ExitReason),
+    /// It exits on a link's exit signal it did not trap (`reports.rs`: not a crash).
+    Linked(ExitReason),
 }
 
 impl<A: Actor> Dormant<A::Msg> for State<A> {
@@ -220,6 +235,14 @@ impl<A: Actor> Dormant<A::Msg> for State<A> {
         let home = cell.home.clone();
         crate::sched::schedule(&home, boxed(cell, self));
     }
+
+    /// A parked actor killed: its end is reported (`reports.rs` rules 5 and 6), then its state
+    /// is dropped.
+    fn drop_killed(self: Box<Self>) {
+        let cell = &self.ctx.cell;
+        let at = self.ctx.placement().map(|p| &**p);
+        crate::reports::ended(cell.id, std::any::type_name::<A>(), || cell.name(), at, &ExitReason::Killed, false);
+    }
 }
 
 /// Owns an activation's state until the activation takes it, and kills the actor if the
@@ -228,6 +251,8 @@ impl<A: Actor> Dormant<A::Msg> for State<A> {
 struct Armed<A: Actor> {
     cell: Option<Arc<Cell<A::Msg>>>,
     state: Option<Box<State<A>>>,
+    /// Where it sits, to report the end (`reports.rs` rules 5 and 6).
+    at: Option<Arc<Placement>>,
 }
 
 impl<A: Actor> Armed<A> {
@@ -247,24 +272,27 @@ impl<A: Actor> Drop for Armed<A> {
         if let Some(cell) = self.cell.take() {
             // The state goes first, as at any death (rule 7).
             drop(self.state.take());
-            cell.die(ExitReason::Killed);
+            let (id, reason) = (cell.id, ExitReason::Killed);
+            crate::reports::ended(id, std::any::type_name::<A>(), || cell.name(), self.at.as_deref(), &reason, false);
+            cell.die(reason);
         }
     }
 }
 
 fn activation<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>) -> impl Future<Output = ()> + Send {
-    let armed = Armed::<A> { cell: Some(cell), state: Some(state) };
+    let at = state.ctx.placement().cloned();
+    let armed = Armed::<A> { cell: Some(cell), state: Some(state), at };
     async move {
         // The first local, so when the future is dropped mid-way the running actor (a later
         // local) is dropped before the guard reports the death.
         let mut armed = armed;
         let (cell, state) = armed.take();
-        activate(cell, state).await;
+        activate(cell, state, armed.at.as_deref()).await;
         armed.disarm();
     }
 }
 
-async fn activate<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>) {
+async fn activate<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>, at: Option<&Placement>) {
     // system.rs rule 1: the actor's code runs with its system current.
     let system = state.ctx.system().cloned();
     let outcome = {
@@ -289,12 +317,13 @@ async fn activate<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>) {
         .await
         // The actor's state is dropped here, before anyone is told of its death.
     };
-    if let Outcome::Exit(reason) = outcome {
-        if reason.is_abnormal() {
-            crate::reports::crashed(cell.id, std::any::type_name::<A>(), cell.name(), &reason);
-        }
-        cell.die(reason);
-    }
+    let (reason, linked) = match outcome {
+        Outcome::Parked => return,
+        Outcome::Exit(reason) => (reason, false),
+        Outcome::Linked(reason) => (reason, true),
+    };
+    crate::reports::ended(cell.id, std::any::type_name::<A>(), || cell.name(), at, &reason, linked);
+    cell.die(reason);
 }
 
 async fn run<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> Outcome {
@@ -317,7 +346,7 @@ async fn run<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> Outcom
     let mut budget = crate::sched::POLL_BUDGET;
     let mut batch = std::collections::VecDeque::new();
     #[cfg(feature = "metrics")]
-    let mut meter = crate::reports::Meter::new(std::any::type_name::<A>());
+    let mut meter = crate::reports::Meter::new(st.ctx.placement().map(|p| &**p), std::any::type_name::<A>());
     loop {
         // A drain request's reason is kept in the ctx (so the task stays small): with one
         // pending, the actor stops when its mailbox is empty (cell.rs, rule 11), so it must not
@@ -344,7 +373,14 @@ async fn run<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> Outcom
                 handled = true;
                 #[cfg(feature = "metrics")]
                 meter.handled(|| cell.mailbox_len());
+                #[cfg(not(feature = "trace-context"))]
                 st.actor.handle(m, &mut st.ctx).await;
+                #[cfg(feature = "trace-context")]
+                {
+                    // reports.rs rule 4: handled in a span whose parent is the sender's.
+                    let span = crate::reports::handle_span(m.span.as_deref(), cell.id, std::any::type_name::<A>());
+                    tracing::Instrument::instrument(st.actor.handle(m.msg, &mut st.ctx), span).await;
+                }
             }
             Item::Sys(Sys::Stop(reason)) => return stop(st, reason).await,
             Item::Sys(Sys::Drain(reason)) => {
@@ -353,14 +389,19 @@ async fn run<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> Outcom
             }
             Item::Sys(Sys::Exit(sig)) => {
                 handled = true;
-                if st.ctx.traps_exit() {
+                let trapped = st.ctx.traps_exit();
+                tracing::debug!(target: "troupe", from = %sig.from, to = %cell.id, reason = %sig.reason, trapped,
+                    "exit signal");
+                if trapped {
                     st.actor.on_exit(sig, &mut st.ctx).await;
                 } else if sig.reason != ExitReason::Normal {
-                    return Outcome::Exit(sig.reason);
+                    return Outcome::Linked(sig.reason);
                 }
             }
             Item::Sys(Sys::Down(d)) => {
                 handled = true;
+                tracing::debug!(target: "troupe", from = %d.actor, to = %cell.id, monitor = d.id.0, reason = %d.reason,
+                    "down");
                 st.actor.on_down(d, &mut st.ctx).await;
             }
             Item::Killed => return Outcome::Exit(ExitReason::Killed),

@@ -12,12 +12,14 @@ use super::server::Supervisor;
 use super::spec::{ChildKind, Restart, Shutdown, SupervisorSpec};
 use super::SupervisorError;
 use crate::any_ref::AnyRef;
+use crate::reports::Placement;
 use crate::spawn::{spawn_acked, Spawn};
 use crate::{Actor, ExitReason, MailboxConfig};
 
 /// What a start gives: the child, `None` when it returned ignore, or why it failed.
 type StartFuture = Pin<Box<dyn Future<Output = Result<Option<AnyRef>, ExitReason>> + Send>>;
-type StartFn = Arc<dyn Fn(AnyRef) -> StartFuture + Send + Sync>;
+/// Starts the child under the supervisor `AnyRef`, placed as the `Placement` says.
+type StartFn = Arc<dyn Fn(AnyRef, Arc<Placement>) -> StartFuture + Send + Sync>;
 
 /// A child as its supervisor holds it: how to start it, when to restart it, how to stop it.
 #[derive(Clone)]
@@ -27,6 +29,8 @@ pub struct ChildSpec {
     pub(crate) shutdown: Shutdown,
     pub(crate) kind: ChildKind,
     pub(crate) significant: bool,
+    /// The id of the template it was made from (`WorkerSpec::template`): its `child` label.
+    pub(crate) template: Option<Arc<str>>,
     pub(crate) start: StartFn,
     nested: Option<Box<SupervisorSpec>>,
 }
@@ -71,6 +75,7 @@ impl ChildSpec {
             factory: Arc::new(factory),
             handle: ChildRef::new(),
             significant: false,
+            template: None,
             nested: None,
         }
     }
@@ -115,6 +120,18 @@ impl ChildSpec {
         self.significant
     }
 
+    /// The id of the template it was made from ([`WorkerSpec::template`]), if any.
+    #[must_use]
+    pub fn template(&self) -> Option<&str> {
+        self.template.as_deref()
+    }
+
+    /// Its `child` label in metrics and the last step of a child supervisor's path
+    /// (`reports.rs` rule 5): the template id, else the id.
+    pub(crate) fn label(&self) -> Arc<str> {
+        self.template.clone().unwrap_or_else(|| self.id.as_str().into())
+    }
+
     pub(crate) fn validate(&self) -> Result<(), SupervisorError> {
         if self.id.is_empty() {
             return Err(SupervisorError::InvalidSpec { field: "child.id".into(), problem: "must not be empty".into() });
@@ -123,6 +140,12 @@ impl ChildSpec {
             return Err(SupervisorError::InvalidSpec {
                 field: format!("child {:?} shutdown", self.id),
                 problem: "Timeout(0) would kill at once; use Shutdown::Brutal for that".into(),
+            });
+        }
+        if self.template.as_deref().is_some_and(|t| t.is_empty() || t.contains('/')) {
+            return Err(SupervisorError::InvalidSpec {
+                field: format!("child {:?} template", self.id),
+                problem: "must be non-empty and contain no '/' (it is a metrics label and a path step)".into(),
             });
         }
         if self.significant && self.restart == Restart::Permanent {
@@ -150,6 +173,7 @@ pub struct WorkerSpec<A: Actor> {
     factory: Arc<dyn Fn() -> Option<A> + Send + Sync>,
     handle: ChildRef<A::Msg>,
     significant: bool,
+    template: Option<Arc<str>>,
     nested: Option<Box<SupervisorSpec>>,
 }
 
@@ -174,6 +198,27 @@ impl<A: Actor> WorkerSpec<A> {
         self
     }
 
+    /// Marks the child as one of many made from one template (connections, sessions, a pool's
+    /// workers): its metrics are labelled `child=template` instead of its own id, so however
+    /// many such children come and go the label set stays one (`reports.rs` rule 5). Reports
+    /// still name the child by its id. Must be non-empty and contain no `/`.
+    ///
+    /// ```
+    /// use troupe::{Actor, Ctx};
+    /// use troupe::supervisor::{ChildSpec, SupervisorSpec, Strategy};
+    /// struct Conn;
+    /// impl Actor for Conn {
+    ///     type Msg = ();
+    ///     async fn handle(&mut self, _: (), _: &mut Ctx<Self>) {}
+    /// }
+    /// let spec: ChildSpec = ChildSpec::worker("conn-17", || Conn).template("conn").into();
+    /// assert_eq!((spec.id(), spec.template()), ("conn-17", Some("conn")));
+    /// ```
+    pub fn template(mut self, id: impl Into<String>) -> Self {
+        self.template = Some(id.into().into());
+        self
+    }
+
     /// Sets the child's mailbox.
     pub fn mailbox(mut self, mailbox: MailboxConfig) -> Self {
         self.mailbox = mailbox;
@@ -192,7 +237,7 @@ impl<A: Actor> From<WorkerSpec<A>> for ChildSpec {
         let (factory, handle, mailbox, id) = (w.factory, w.handle, w.mailbox, w.id.clone());
         // Children are named by their id (reports.rs), when they have one at this point.
         let label: Option<Arc<str>> = (!id.is_empty()).then(|| id.as_str().into());
-        let start: StartFn = Arc::new(move |sup: AnyRef| -> StartFuture {
+        let start: StartFn = Arc::new(move |sup: AnyRef, at: Arc<Placement>| -> StartFuture {
             let actor = match catch_unwind(AssertUnwindSafe(|| factory())) {
                 Ok(Some(a)) => a,
                 Ok(None) => return Box::pin(async { Ok(None) }),
@@ -201,7 +246,7 @@ impl<A: Actor> From<WorkerSpec<A>> for ChildSpec {
                     return Box::pin(async move { Err(reason) });
                 }
             };
-            let mut opts = Spawn::new().mailbox(mailbox);
+            let mut opts = Spawn::new().mailbox(mailbox).placed(at);
             if let Some(label) = &label {
                 opts = opts.name(label.clone());
             }
@@ -224,6 +269,7 @@ impl<A: Actor> From<WorkerSpec<A>> for ChildSpec {
             shutdown: w.shutdown,
             kind: w.kind,
             significant: w.significant,
+            template: w.template,
             start,
             nested: w.nested,
         }

@@ -3,6 +3,11 @@
 //! dynamic children, and [`ChildRef`] handles that follow a child across restarts.
 //! The rules are written out in `server.rs` and each is pinned by a test.
 //!
+//! Every supervisor has a path (`/app`, `/app/pool`: its name, or its parent's path and its
+//! child id; see [`SupervisorSpec::name`]) that its reports and its children's metrics carry,
+//! and every child a bounded `child` label (its id, or [`WorkerSpec::template`]); the events
+//! and series are listed in `reports.rs`.
+//!
 //! ```
 //! # #[tokio::main] async fn main() {
 //! use std::time::Duration;

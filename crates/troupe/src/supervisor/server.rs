@@ -47,6 +47,7 @@
 //!     shutdown timeout (OTP's `terminate_dynamic_children`).
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use tokio::time::Instant;
 
@@ -54,6 +55,7 @@ use super::child::{ChildCount, ChildInfo, ChildSpec};
 use super::spec::{ChildKind, Restart, SupervisorSpec};
 use super::SupervisorError;
 use crate::any_ref::AnyRef;
+use crate::reports::Placement;
 use crate::{Actor, ActorError, ActorId, Ctx, ExitReason, ExitSignal, ReplyTo};
 
 mod restart;
@@ -70,6 +72,10 @@ pub struct Supervisor {
     next_auto_id: u64,
     generation: u64,
     start_failure: Option<FailureSlot>,
+    /// Its path (`reports.rs` rule 5): from its spec's name, or, as a child, set in `started`.
+    path: Arc<str>,
+    /// The child whose exit caused the restart under way, and why (`reports.rs` rule 2).
+    cause: Option<(String, ExitReason)>,
 }
 
 /// Where a top-level supervisor reports which child failed to start.
@@ -106,13 +112,14 @@ pub(crate) enum Cmd {
     Count(ReplyTo<ChildCount>),
     GetSpec(String, ReplyTo<Result<ChildSpec, SupervisorError>>),
     DelayedRestart(u64),
-    /// Rule 9: retry the restart of this child.
-    TryAgain(String),
+    /// Rule 9: retry the restart of this child, whose start failed for this reason.
+    TryAgain(String, ExitReason),
 }
 
 impl Supervisor {
     pub(crate) fn new(mut spec: SupervisorSpec) -> Self {
         let children = std::mem::take(&mut spec.children).into_iter().map(Child::new).collect();
+        let path = crate::reports::root_path(spec.name.as_deref());
         Self {
             spec,
             children,
@@ -121,6 +128,17 @@ impl Supervisor {
             next_auto_id: 0,
             generation: 0,
             start_failure: None,
+            path,
+            cause: None,
+        }
+    }
+
+    /// Its strategy as reports name it (`reports.rs` rule 2).
+    pub(super) fn strategy_name(&self) -> &'static str {
+        if self.spec.simple {
+            "simple_one_for_one"
+        } else {
+            self.spec.strategy.as_str()
         }
     }
 
@@ -131,7 +149,8 @@ impl Supervisor {
     /// Starts child `i`: `Ok(None)` when its start returned ignore (rule 10).
     async fn start_one(&mut self, i: usize, me: &AnyRef) -> Result<Option<ActorId>, ExitReason> {
         let start = self.children[i].spec.start.clone();
-        let started = start(me.clone()).await?;
+        let at = Arc::new(Placement { supervisor: self.path.clone(), child: self.children[i].spec.label() });
+        let started = start(me.clone(), at).await?;
         let c = &mut self.children[i];
         c.pending = false;
         c.restarting = false;
@@ -169,6 +188,8 @@ impl Supervisor {
         if spec.id.is_empty() {
             self.next_auto_id += 1;
             spec.id = format!("child-{}", self.next_auto_id);
+            // reports.rs rule 5: generated ids share one label.
+            spec.template.get_or_insert_with(|| "child".into());
         }
         spec.validate()?;
         self.spec.check_significant(&spec)?;
@@ -228,6 +249,10 @@ impl Actor for Supervisor {
 
     async fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), ActorError> {
         ctx.trap_exit(true);
+        if let Some(at) = ctx.placement() {
+            // reports.rs rule 5: a child supervisor's path follows its place, across restarts.
+            self.path = crate::reports::child_path(&at.supervisor, &at.child);
+        }
         let me = AnyRef(ctx.cell.clone());
         let mut i = 0;
         while i < self.children.len() {
@@ -317,10 +342,10 @@ impl Actor for Supervisor {
                     self.start_pending(ctx).await;
                 }
             }
-            Cmd::TryAgain(id) => {
+            Cmd::TryAgain(id, reason) => {
                 if let Ok(i) = self.find(&id) {
                     if self.children[i].restarting {
-                        self.restart(ctx, i).await;
+                        self.restart(ctx, i, &reason).await;
                     }
                 }
             }
@@ -339,7 +364,8 @@ impl Actor for Supervisor {
     }
 
     async fn stopped(&mut self, reason: &ExitReason, ctx: &mut Ctx<Self>) {
-        tracing::info!(target: "troupe", supervisor = %ctx.id(), %reason, "supervisor shut down");
+        tracing::info!(target: "troupe", supervisor = &*self.path, supervisor_id = %ctx.id(),
+            strategy = self.strategy_name(), %reason, "supervisor shut down");
         if self.spec.simple {
             return self.stop_all_at_once(ctx).await;
         }

@@ -38,6 +38,7 @@ pub struct SimpleSpec<Arg, A: Actor> {
     restart: Restart,
     shutdown: Shutdown,
     mailbox: MailboxConfig,
+    id: String,
     sup: SupervisorSpec,
 }
 
@@ -57,8 +58,40 @@ impl<Arg: Clone + Send + Sync + 'static, A: Actor> SimpleSpec<Arg, A> {
             restart: Restart::Permanent,
             shutdown: Shutdown::Timeout(Duration::from_secs(5)),
             mailbox: MailboxConfig::unbounded(),
+            id: "child".to_owned(),
             sup,
         }
+    }
+
+    /// The template's id (default `child`): every child's `child` label in metrics, so the
+    /// label set stays one however many children come and go (`reports.rs` rule 5). Children
+    /// keep generated ids (`child-N`) in reports and `which_children`. Must be non-empty and
+    /// contain no `/`.
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() {
+    /// use troupe::{Actor, Ctx};
+    /// use troupe::supervisor::{self, SimpleSpec};
+    /// struct Conn;
+    /// impl Actor for Conn {
+    ///     type Msg = ();
+    ///     async fn handle(&mut self, _: (), _: &mut Ctx<Self>) {}
+    /// }
+    /// let err = supervisor::start_simple(SimpleSpec::new(|_: u16| Conn).id("conn/1")).await.err().unwrap();
+    /// assert!(err.to_string().contains("SimpleSpec::id"), "{err}");
+    /// let ok = supervisor::start_simple(SimpleSpec::new(|_: u16| Conn).name("conns").id("conn")).await.unwrap();
+    /// ok.stop().await;
+    /// # }
+    /// ```
+    pub fn id(mut self, id: impl Into<String>) -> Self {
+        self.id = id.into();
+        self
+    }
+
+    /// Names the supervisor: its path is `/name` (see [`SupervisorSpec::name`]).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.sup = self.sup.name(name);
+        self
     }
 
     /// The children's restart type.
@@ -102,12 +135,20 @@ impl<Arg: Clone + Send + Sync + 'static, A: Actor> SimpleSpec<Arg, A> {
 pub async fn start_simple<Arg: Clone + Send + Sync + 'static, A: Actor>(
     spec: SimpleSpec<Arg, A>,
 ) -> Result<SimpleSupervisorRef<Arg, A::Msg>, SupervisorError> {
-    let SimpleSpec { factory, restart, shutdown, mailbox, sup } = spec;
-    let probe = ChildSpec::worker_or_ignore("template", || None::<A>).restart(restart).shutdown(shutdown);
+    let SimpleSpec { factory, restart, shutdown, mailbox, id, sup } = spec;
+    if id.is_empty() || id.contains('/') {
+        return Err(SupervisorError::InvalidSpec {
+            field: "SimpleSpec::id".into(),
+            problem: format!("must be non-empty and contain no '/' (it is every child's metrics label), got {id:?}"),
+        });
+    }
+    let probe =
+        ChildSpec::worker_or_ignore("template", || None::<A>).restart(restart).shutdown(shutdown).template(id.clone());
     ChildSpec::from(probe).validate()?;
     let make: Make<Arg, A::Msg> = Arc::new(move |arg: Arg| {
         let f = factory.clone();
         let w = ChildSpec::worker_or_ignore("", move || f(arg.clone()))
+            .template(id.clone())
             .restart(restart)
             .shutdown(shutdown)
             .mailbox(mailbox);

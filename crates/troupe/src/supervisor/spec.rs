@@ -16,6 +16,18 @@ pub enum Strategy {
     RestForOne,
 }
 
+impl Strategy {
+    /// Its OTP name, as reports carry it (`one_for_one`, `one_for_all`, `rest_for_one`).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strategy::OneForOne => "one_for_one",
+            Strategy::OneForAll => "one_for_all",
+            Strategy::RestForOne => "rest_for_one",
+        }
+    }
+}
+
 /// When a child is restarted (OTP's restart types).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Restart {
@@ -25,6 +37,18 @@ pub enum Restart {
     Transient,
     /// Never restarted; its spec is removed when it exits.
     Temporary,
+}
+
+impl Restart {
+    /// Its OTP name, as reports carry it (`permanent`, `transient`, `temporary`).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Restart::Permanent => "permanent",
+            Restart::Transient => "transient",
+            Restart::Temporary => "temporary",
+        }
+    }
 }
 
 /// How a child is stopped when its supervisor terminates it.
@@ -109,6 +133,8 @@ pub struct SupervisorSpec {
     /// A `simple_one_for_one` supervisor (`simple.rs`): children leave for good when they are
     /// not restarted, and all stop at once.
     pub(crate) simple: bool,
+    /// A top-level supervisor's name: its path is `/name` (`reports.rs` rule 5).
+    pub(crate) name: Option<String>,
     pub(crate) children: Vec<ChildSpec>,
 }
 
@@ -124,8 +150,27 @@ impl SupervisorSpec {
             max_children: None,
             auto_shutdown: AutoShutdown::Never,
             simple: false,
+            name: None,
             children: Vec::new(),
         }
+    }
+
+    /// Names a top-level supervisor: its path, the `supervisor` label of its children's
+    /// metrics and the `supervisor` field of its reports, is `/name` (`/` when unnamed, shared
+    /// by every unnamed top-level supervisor). A child supervisor's path is its supervisor's
+    /// path and its child id (`/app/pool`), whatever its own spec's name. The name must not be
+    /// empty nor contain `/`.
+    ///
+    /// ```
+    /// use troupe::supervisor::{SupervisorSpec, Strategy};
+    /// let spec = SupervisorSpec::new(Strategy::OneForOne).name("app");
+    /// assert!(spec.validate().is_ok());
+    /// let err = SupervisorSpec::new(Strategy::OneForOne).name("a/b").validate().unwrap_err();
+    /// assert!(err.to_string().contains("name"));
+    /// ```
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
     }
 
     /// More than `intensity` restarts within `period` make the supervisor give up: it
@@ -180,6 +225,14 @@ impl SupervisorSpec {
     /// Checks every rule and names the first field that breaks one.
     pub fn validate(&self) -> Result<(), SupervisorError> {
         let bad = |field: &str, problem: String| Err(SupervisorError::InvalidSpec { field: field.to_owned(), problem });
+        if let Some(name) = &self.name {
+            if name.is_empty() || name.contains('/') {
+                return bad(
+                    "name",
+                    format!("must be non-empty and contain no '/' (it is one step of a supervisor path), got {name:?}"),
+                );
+            }
+        }
         if self.period.is_zero() {
             return bad("period", "must be greater than zero (restarts are counted over it)".into());
         }

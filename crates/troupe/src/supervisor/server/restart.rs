@@ -31,20 +31,22 @@ impl Supervisor {
         self.restarts.len() <= self.spec.intensity as usize
     }
 
-    pub(super) fn give_up(&mut self, ctx: &mut Ctx<Self>) {
+    pub(super) fn give_up(&mut self, ctx: &mut Ctx<Self>, child: &str, reason: &ExitReason) {
         // reports.rs rule 2 (OTP's `reached_max_restart_intensity`): the escalation.
-        tracing::error!(target: "troupe", supervisor = %ctx.id(), intensity = self.spec.intensity,
-            period = ?self.spec.period, "restart intensity exceeded; shutting down");
+        tracing::error!(target: "troupe", supervisor = &*self.path, supervisor_id = %ctx.id(), child,
+            strategy = self.strategy_name(), %reason, intensity = self.spec.intensity,
+            period_ms = self.spec.period.as_millis() as u64, "restart intensity exceeded");
         ctx.stop(ExitReason::Shutdown);
     }
 
     pub(super) async fn on_child_exit(&mut self, ctx: &mut Ctx<Self>, i: usize, reason: ExitReason) {
+        let strategy = self.strategy_name();
         let c = &mut self.children[i];
         if let Some(a) = c.actor.take() {
             if reason.is_abnormal() {
                 // reports.rs rule 2 (OTP's `child_terminated` supervisor report).
-                tracing::error!(target: "troupe", supervisor = %ctx.id(), child = %c.spec.id, actor = %a.id(),
-                    %reason, "child terminated");
+                tracing::error!(target: "troupe", supervisor = &*self.path, supervisor_id = %ctx.id(),
+                    child = %c.spec.id, actor = %a.id(), strategy, %reason, "child terminated");
             }
         }
         let restart = match c.spec.restart {
@@ -53,20 +55,22 @@ impl Supervisor {
             Restart::Temporary => false,
         };
         if !restart {
-            let significant = c.spec.significant;
+            tracing::debug!(target: "troupe", supervisor = &*self.path, supervisor_id = %ctx.id(),
+                child = %c.spec.id, restart = c.spec.restart.as_str(), %reason, "child not restarted");
+            let significant = c.spec.significant.then(|| c.spec.id.clone());
             if self.leaves_for_good(i) {
                 self.children.remove(i);
             }
-            if significant {
-                self.auto_shutdown(ctx);
+            if let Some(child) = significant {
+                self.auto_shutdown(ctx, &child);
             }
             return;
         }
-        self.restart(ctx, i).await;
+        self.restart(ctx, i, &reason).await;
     }
 
     /// Rule 12, after a significant child exited for good.
-    pub(super) fn auto_shutdown(&mut self, ctx: &mut Ctx<Self>) {
+    pub(super) fn auto_shutdown(&mut self, ctx: &mut Ctx<Self>, child: &str) {
         let shut = match self.spec.auto_shutdown {
             AutoShutdown::Never => false,
             AutoShutdown::AnySignificant => true,
@@ -75,17 +79,18 @@ impl Supervisor {
             }
         };
         if shut {
-            tracing::info!(supervisor = %ctx.id(), "a significant child exited; auto-shutdown");
+            tracing::info!(target: "troupe", supervisor = &*self.path, supervisor_id = %ctx.id(), child,
+                "significant child exited; auto-shutdown");
             ctx.stop(ExitReason::Shutdown);
         }
     }
 
     /// OTP's `restart/2` for child `i` (exited, or its restart failed): count it (rule 4), stop
     /// the rest of its strategy's group in reverse order (rule 5), start the group in order.
-    pub(super) async fn restart(&mut self, ctx: &mut Ctx<Self>, i: usize) {
+    pub(super) async fn restart(&mut self, ctx: &mut Ctx<Self>, i: usize, reason: &ExitReason) {
         let id = self.children[i].spec.id.clone();
         if !self.count_restart() {
-            return self.give_up(ctx);
+            return self.give_up(ctx, &id, reason);
         }
         // Rule 5: which children go down with it.
         let affected: Vec<usize> = match self.spec.strategy {
@@ -93,6 +98,10 @@ impl Supervisor {
             Strategy::OneForAll => (0..self.children.len()).collect(),
             Strategy::RestForOne => (i..self.children.len()).collect(),
         };
+        tracing::debug!(target: "troupe", supervisor = &*self.path, supervisor_id = %ctx.id(), child = id.as_str(),
+            strategy = self.strategy_name(), %reason, restarts = self.restarts.len(), intensity = self.spec.intensity,
+            affected = affected.len(), "restarting children");
+        self.cause = Some((id.clone(), reason.clone()));
         let others: Vec<usize> = affected.iter().copied().filter(|&j| j != i).collect();
         self.stop_children(ctx, &others).await;
         for &j in &affected {
@@ -144,9 +153,14 @@ impl Supervisor {
                 Ok(started) => {
                     if let Some(actor) = started {
                         #[cfg(feature = "metrics")]
-                        crate::reports::restarted(&self.children[i].spec.id);
-                        tracing::info!(target: "troupe", supervisor = %me.id(), child = %self.children[i].spec.id,
-                            %actor, "child restarted");
+                        crate::reports::restarted(&self.path, self.children[i].spec.label());
+                        let (cause, reason) = match &self.cause {
+                            Some((c, r)) => (c.as_str(), Some(r)),
+                            None => ("", None),
+                        };
+                        tracing::info!(target: "troupe", supervisor = &*self.path, supervisor_id = %me.id(),
+                            child = %self.children[i].spec.id, %actor, strategy = self.strategy_name(), cause,
+                            reason = reason.map(tracing::field::display), "child restarted");
                     }
                     if !self.forget_if_ignored_temporary(i, started) {
                         i += 1;
@@ -154,10 +168,10 @@ impl Supervisor {
                 }
                 Err(reason) => {
                     let id = self.children[i].spec.id.clone();
-                    tracing::warn!(target: "troupe", supervisor = %me.id(), child = %id, %reason,
-                        "child failed to restart; trying again");
+                    tracing::warn!(target: "troupe", supervisor = &*self.path, supervisor_id = %me.id(), child = %id,
+                        strategy = self.strategy_name(), %reason, "child failed to restart; trying again");
                     self.children[i].restarting = true;
-                    let _ = ctx.myself().send(SupervisorMsg(Cmd::TryAgain(id)));
+                    let _ = ctx.myself().send(SupervisorMsg(Cmd::TryAgain(id, reason)));
                     return;
                 }
             }

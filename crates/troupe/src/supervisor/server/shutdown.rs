@@ -10,7 +10,7 @@ use crate::{Ctx, ExitReason};
 
 impl Supervisor {
     /// Rule 6.
-    pub(super) async fn stop_child(ctx: &mut Ctx<Self>, actor: AnyRef, shutdown: Shutdown) {
+    pub(super) async fn stop_child(&self, ctx: &mut Ctx<Self>, child: &str, actor: AnyRef, shutdown: Shutdown) {
         ctx.unlink(&actor);
         match shutdown {
             Shutdown::Brutal => actor.kill(),
@@ -19,7 +19,7 @@ impl Supervisor {
                 if tokio::time::timeout(t, actor.terminated()).await.is_ok() {
                     return;
                 }
-                tracing::warn!(target: "troupe", child = %actor.id(), "child did not stop within {t:?}; killing it");
+                self.not_stopped_in_time(ctx, child, &actor, t);
                 actor.kill();
             }
             Shutdown::Infinity => actor.stop(ExitReason::Shutdown),
@@ -30,9 +30,12 @@ impl Supervisor {
     /// Rule 13: every child asked to stop (or killed) at once, then waited for together; those
     /// still alive at their shutdown timeout are killed.
     pub(super) async fn stop_all_at_once(&mut self, ctx: &mut Ctx<Self>) {
-        let kids: Vec<(AnyRef, Shutdown)> =
-            self.children.iter_mut().filter_map(|c| c.actor.take().map(|a| (a, c.spec.shutdown))).collect();
-        for (a, shutdown) in &kids {
+        let kids: Vec<(AnyRef, Shutdown, String)> = self
+            .children
+            .iter_mut()
+            .filter_map(|c| c.actor.take().map(|a| (a, c.spec.shutdown, c.spec.id.clone())))
+            .collect();
+        for (a, shutdown, _) in &kids {
             ctx.unlink(a);
             match shutdown {
                 Shutdown::Brutal => a.kill(),
@@ -40,10 +43,10 @@ impl Supervisor {
             }
         }
         let start = Instant::now();
-        for (a, shutdown) in kids {
+        for (a, shutdown, child) in kids {
             if let Shutdown::Timeout(t) = shutdown {
                 if tokio::time::timeout_at(start + t, a.terminated()).await.is_err() {
-                    tracing::warn!(target: "troupe", child = %a.id(), "child did not stop within {t:?}; killing it");
+                    self.not_stopped_in_time(ctx, &child, &a, t);
                     a.kill();
                 }
             }
@@ -55,8 +58,15 @@ impl Supervisor {
     pub(super) async fn stop_children(&mut self, ctx: &mut Ctx<Self>, indices: &[usize]) {
         for &i in indices.iter().rev() {
             if let Some(a) = self.children[i].actor.take() {
-                Self::stop_child(ctx, a, self.children[i].spec.shutdown).await;
+                let c = &self.children[i].spec;
+                self.stop_child(ctx, &c.id, a, c.shutdown).await;
             }
         }
+    }
+
+    /// `reports.rs` rule 2.
+    fn not_stopped_in_time(&self, ctx: &Ctx<Self>, child: &str, actor: &AnyRef, t: std::time::Duration) {
+        tracing::warn!(target: "troupe", supervisor = &*self.path, supervisor_id = %ctx.id(), child,
+            actor = %actor.id(), timeout_ms = t.as_millis() as u64, "child did not stop in time; killing it");
     }
 }
