@@ -171,6 +171,12 @@ pub fn node_main(config_path: &Path) -> Result<(), troupe_remote::Error> {
     }
     let ccfg = cfg.cluster.as_ref().map(ClusterConfig::from_table).transpose().map_err(bad)?;
     let observe = cfg.observe.as_ref().map(observe_listen).transpose()?;
+    #[cfg(feature = "observe")]
+    if observe.is_some() {
+        // Before the node and its services start: what they record from their first spawn on
+        // reaches the endpoint's recorder (a series recorded before a recorder exists is lost).
+        troupe_observe::install().map_err(troupe_remote::Error::config)?;
+    }
     if ocfg.is_none() && ccfg.is_none() && observe.is_none() {
         return troupe_remote::cli::node_main(config_path);
     }
