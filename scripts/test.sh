@@ -12,7 +12,9 @@
 #    tested against a real broker, and TROUPE_TEST_REQUIRE_RABBITMQ=1 makes a missing broker
 #    fail those tests instead of skipping them; then the Rust test suite (unit, integration,
 #    property and doc tests), then the `troupe` crate again with its `metrics` feature (its unit
-#    tests and tests/core_metrics.rs, which only builds with it); run as root, it also sets
+#    tests and tests/core_metrics*.rs, which only build with it), and the tests of the features
+#    no workspace member turns on (troupe's `trace-context`, troupe-remote's `otel`,
+#    troupe-crdt's `metrics`); run as root, it also sets
 #    TROUPE_TEST_REQUIRE_NETNS=1 so that the network-namespace test
 #    (crates/troupe-remote/tests/remote_netns.rs) fails instead of skipping when it cannot create
 #    its namespaces or veth pair; kubectl (scripts/install-kubectl.sh: Debian's kubernetes-client
@@ -109,7 +111,11 @@ fi
 cargo test --workspace --all-targets --quiet --no-fail-fast
 cargo test --workspace --doc --quiet
 echo "== cargo test -p troupe --features metrics (unit tests, tests/core_metrics.rs)"
-cargo test -p troupe --features metrics --lib --test core_metrics --quiet
+cargo test -p troupe --features metrics --lib --test core_metrics --test core_metrics_switch --quiet
+echo "== the features no workspace member turns on: trace-context, otel, troupe-crdt's metrics"
+cargo test -p troupe --features trace-context --test core_trace_context --quiet
+cargo test -p troupe-remote --features otel --lib --test remote_otel --quiet
+cargo test -p troupe-crdt --features metrics --test crdt_metrics --quiet
 
 echo "== fuzz (frame decoder, handshake)"
 if cargo +nightly --version >/dev/null 2>&1; then

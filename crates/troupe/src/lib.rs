@@ -73,6 +73,9 @@ pub use registry::{group_members, join_group, leave_group, register, unregister,
 pub use spawn::{spawn, spawn_with, Spawn};
 pub use system::System;
 
+#[cfg(feature = "metrics")]
+pub use reports::set_metrics_recording;
+
 /// The README's example compiles and runs as a doctest.
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]

@@ -92,6 +92,10 @@
 //!
 //!    A disabled event costs its level check only: fields are ids, `&str`s and `Display`
 //!    values formatted by the subscriber, nothing is built before the check.
+//! 7. With the `metrics` feature, rule 5's series are recorded from the start;
+//!    [`set_metrics_recording`]`(false)` stops recording them for the whole process (an
+//!    activation that began while it was on keeps its handles until it parks), so a binary
+//!    built with the feature can still measure the runtime as built without it.
 
 use std::cell::Cell;
 use std::sync::{Arc, Once};
@@ -164,10 +168,38 @@ pub(crate) fn child_path(parent: &str, child: &str) -> Arc<str> {
     }
 }
 
+/// Rule 7: whether rule 5's series are recorded (on until [`set_metrics_recording`] turns
+/// them off).
+#[cfg(feature = "metrics")]
+static RECORDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+#[cfg(feature = "metrics")]
+#[inline]
+fn recording() -> bool {
+    RECORDING.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Rule 7 (feature `metrics`): turns the recording of rule 5's series on or off for the whole
+/// process; it is on from the start. Off, a spawn, an end, an activation and a message cost
+/// what they cost without the feature plus one relaxed load, so a program built with the
+/// feature (the `troupe` binary, for its node endpoint) can measure the runtime as built
+/// without it: `troupe lab micro` turns it off.
+///
+/// ```
+/// troupe::set_metrics_recording(false);
+/// troupe::set_metrics_recording(true);
+/// ```
+#[cfg(feature = "metrics")]
+pub fn set_metrics_recording(on: bool) {
+    RECORDING.store(on, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Rule 6: an actor was spawned (and rule 5's spawn counter).
 pub(crate) fn spawned(id: ActorId, actor_type: &'static str, name: Option<&str>, at: Option<&Placement>) {
     #[cfg(feature = "metrics")]
-    metrics::counter!("troupe_actors_spawned_total", labels(at, actor_type)).increment(1);
+    if recording() {
+        metrics::counter!("troupe_actors_spawned_total", labels(at, actor_type)).increment(1);
+    }
     let (supervisor, child) = place(at, actor_type);
     tracing::debug!(target: "troupe", actor = %id, actor_type, name = name.unwrap_or(""), supervisor, child,
         "actor spawned");
@@ -207,7 +239,7 @@ pub(crate) fn ended(
 ) {
     let crash = is_crash(reason, linked);
     #[cfg(feature = "metrics")]
-    {
+    if recording() {
         if crash {
             metrics::counter!("troupe_actor_crashes_total", labels(at, actor_type)).increment(1);
         }
@@ -254,34 +286,42 @@ fn labels(at: Option<&Placement>, actor_type: &'static str) -> Vec<metrics::Labe
 /// Rule 5: an activation's meters, made once per activation.
 #[cfg(feature = "metrics")]
 pub(crate) struct Meter {
-    handled: metrics::Counter,
-    depth: metrics::Histogram,
+    /// `None` while recording is off (rule 7).
+    on: Option<(metrics::Counter, metrics::Histogram)>,
     n: u32,
 }
 
 #[cfg(feature = "metrics")]
 impl Meter {
     pub(crate) fn new(at: Option<&Placement>, actor_type: &'static str) -> Self {
-        Self {
-            handled: metrics::counter!("troupe_messages_handled_total", labels(at, actor_type)),
-            depth: metrics::histogram!("troupe_mailbox_depth", labels(at, actor_type)),
-            n: 0,
-        }
+        let on = recording().then(|| {
+            (
+                metrics::counter!("troupe_messages_handled_total", labels(at, actor_type)),
+                metrics::histogram!("troupe_mailbox_depth", labels(at, actor_type)),
+            )
+        });
+        Self { on, n: 0 }
     }
 
     /// One message taken; `depth` is asked for on the sampled ones.
+    #[inline]
     pub(crate) fn handled(&mut self, depth: impl FnOnce() -> usize) {
-        self.handled.increment(1);
-        if self.n % 64 == 0 {
-            self.depth.record(depth() as f64);
+        if let Some((handled, hist)) = &self.on {
+            handled.increment(1);
+            if self.n % 64 == 0 {
+                hist.record(depth() as f64);
+            }
+            self.n = self.n.wrapping_add(1);
         }
-        self.n = self.n.wrapping_add(1);
     }
 }
 
 /// Rule 5: the supervisor at `supervisor` restarted its child labelled `child`.
 #[cfg(feature = "metrics")]
 pub(crate) fn restarted(supervisor: &Arc<str>, child: Arc<str>) {
+    if !recording() {
+        return;
+    }
     let l = vec![metrics::Label::new("supervisor", supervisor.clone()), metrics::Label::new("child", child)];
     metrics::counter!("troupe_restarts_total", l).increment(1);
 }

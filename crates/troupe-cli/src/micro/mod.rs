@@ -18,6 +18,9 @@ use common::{micro_code, record};
 
 /// Runs `troupe lab micro` and returns its exit code.
 pub(crate) fn main(a: MicroArgs) -> i32 {
+    // The binary has the core's `metrics` feature (for `troupe node`'s endpoint); the
+    // benchmarks measure the runtime as a crate user builds it by default, without it.
+    troupe::set_metrics_recording(false);
     // A `memory` child gets this same command line, so it applies the same --threads.
     troupe_micro::set_worker_threads(a.threads);
     // SAFETY: `mi_collect` only returns mimalloc's free pages to the OS (the allocator this
