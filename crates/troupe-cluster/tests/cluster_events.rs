@@ -3,7 +3,7 @@
 //! partition raises the observer's reachability change and the member-unreachable event;
 //! with keep-majority, both sides log their downing decision naming the members.
 
-mod capture;
+use troupe_test_support::capture;
 
 use std::time::Duration;
 

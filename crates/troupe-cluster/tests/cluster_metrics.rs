@@ -3,7 +3,7 @@
 //! appears for monitored members only, and a member that leaves is counted out and its phi
 //! series set to 0. Run with `cargo test -p troupe-cluster --features metrics --test cluster_metrics`.
 
-mod recorder;
+use troupe_test_support::recorder;
 
 use std::time::{Duration, Instant};
 

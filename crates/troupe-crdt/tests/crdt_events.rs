@@ -3,7 +3,7 @@
 //! reason (`decode`, `kind`); a send nobody answers is a WARN naming the key, the peer and
 //! what was sent.
 
-mod capture;
+use troupe_test_support::capture;
 mod inproc;
 
 use std::time::Duration;

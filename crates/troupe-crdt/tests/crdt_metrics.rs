@@ -4,7 +4,7 @@
 //! `cargo test -p troupe-crdt --features metrics --test crdt_metrics`.
 
 mod inproc;
-mod recorder;
+use troupe_test_support::recorder;
 
 use std::time::{Duration, Instant};
 

@@ -3,7 +3,7 @@
 //! incarnation and channels; `node down` names the peer, a bounded `cause` and the reason; a
 //! refused handshake is a WARN naming where it came from and why.
 
-mod capture;
+use troupe_test_support::capture;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! traffic; a refused handshake shows under its reason. Run with
 //! `cargo test -p troupe-remote --features metrics --test remote_metrics`.
 
-mod recorder;
+use troupe_test_support::recorder;
 
 use std::time::Duration;
 

@@ -2,8 +2,6 @@
 //! name and labels, so a test can publish through the facade and read back what arrived.
 //! Install it for one call with `metrics::with_local_recorder(&rec, || ...)`.
 
-#![allow(dead_code, unreachable_pub)]
-
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

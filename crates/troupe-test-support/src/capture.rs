@@ -3,8 +3,6 @@
 //! [`install`] sets it as the global subscriber once per test binary; tests tell their events
 //! apart by the fields they carry (a node name unique to the test).
 
-#![allow(dead_code, unreachable_pub)]
-
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -18,8 +16,11 @@ use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 /// One captured event.
 #[derive(Clone, Debug)]
 pub struct Captured {
+    /// The event's target (its module path unless set).
     pub target: String,
+    /// Its level.
     pub level: Level,
+    /// Its fields, formatted, the message as `message`.
     pub fields: BTreeMap<String, String>,
 }
 
