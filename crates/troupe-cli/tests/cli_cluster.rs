@@ -1,13 +1,13 @@
 //! `troupe node` with a `[cluster]` section and `troupe cluster status|members`, as a user
 //! runs them: real processes on loopback, the printed table, the exit codes.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
-use std::sync::mpsc::{channel, Receiver};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 mod support;
 use support::lab::{text, troupe};
+use support::node::wait;
 
 const SECRET: &str = "cli-cluster-secret";
 
@@ -24,39 +24,11 @@ impl Drop for NodeProc {
     }
 }
 
-fn wait(lines: &Receiver<String>, pred: impl Fn(&str) -> bool, what: &str) -> String {
-    let end = Instant::now() + Duration::from_secs(60);
-    loop {
-        let left = end.saturating_duration_since(Instant::now());
-        match lines.recv_timeout(left) {
-            Ok(l) if pred(&l) => return l,
-            Ok(_) => {}
-            Err(_) => panic!("{what}: not seen within 60 s"),
-        }
-    }
-}
-
 fn node(dir: &std::path::Path, name: &str, cluster: &str) -> NodeProc {
     let path = dir.join(format!("{name}.toml"));
     let text = format!("name = \"{name}\"\nsecret = \"{SECRET}\"\nlisten = \"127.0.0.1:0\"\n[cluster]\n{cluster}\n");
     std::fs::write(&path, text).unwrap();
-    let mut child = troupe()
-        .args(["node", "--config"])
-        .arg(&path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let out = child.stdout.take().unwrap();
-    let (tx, rx) = channel();
-    std::thread::spawn(move || {
-        for l in BufReader::new(out).lines().map_while(Result::ok) {
-            if tx.send(l).is_err() {
-                return;
-            }
-        }
-    });
+    let (child, rx) = support::node::spawn(&path);
     let first = wait(&rx, |l| l.starts_with("listening on "), "listening");
     NodeProc { addr: first["listening on ".len()..].to_owned(), child, lines: rx }
 }

@@ -3,14 +3,15 @@
 //! kill, `/health/ready` turning ready only once the node is an `up` member, bad sections
 //! refused naming the key.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Stdio};
-use std::sync::mpsc::{channel, Receiver};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 mod support;
 use support::lab::{text, troupe};
+use support::node::wait;
 
 const SECRET: &str = "cli-observe-secret";
 const T: Duration = Duration::from_secs(60);
@@ -30,17 +31,6 @@ impl Drop for NodeProc {
     }
 }
 
-fn wait(lines: &Receiver<String>, pred: impl Fn(&str) -> bool, what: &str) -> String {
-    let end = Instant::now() + T;
-    loop {
-        match lines.recv_timeout(end.saturating_duration_since(Instant::now())) {
-            Ok(l) if pred(&l) => return l,
-            Ok(_) => {}
-            Err(_) => panic!("{what}: not seen within {T:?}"),
-        }
-    }
-}
-
 fn node(dir: &std::path::Path, name: &str, extra: &str) -> NodeProc {
     let path = dir.join(format!("{name}.toml"));
     let text = format!(
@@ -48,23 +38,7 @@ fn node(dir: &std::path::Path, name: &str, extra: &str) -> NodeProc {
          [observe]\nlisten = \"127.0.0.1:0\"\n"
     );
     std::fs::write(&path, text).unwrap();
-    let mut child = troupe()
-        .args(["node", "--config"])
-        .arg(&path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let out = child.stdout.take().unwrap();
-    let (tx, rx) = channel();
-    std::thread::spawn(move || {
-        for l in BufReader::new(out).lines().map_while(Result::ok) {
-            if tx.send(l).is_err() {
-                return;
-            }
-        }
-    });
+    let (child, rx) = support::node::spawn(&path);
     let addr = wait(&rx, |l| l.starts_with("listening on "), "listening")["listening on ".len()..].to_owned();
     let observe =
         wait(&rx, |l| l.starts_with("observe listening on "), "observe")["observe listening on ".len()..].to_owned();
