@@ -5,7 +5,7 @@
 
 mod support;
 
-use support::lab::{assert_success, json, json_lines, TempLab};
+use support::lab::{assert_success, json, json_lines, run_with_env, TempLab};
 
 #[test]
 fn a_troupe_runs_samples_carry_its_troupe_series() {
@@ -31,4 +31,16 @@ fn a_troupe_runs_samples_carry_its_troupe_series() {
     assert!(up(scraped.last().unwrap()) > up(scraped[0]), "the uptime series did not move: {scraped:#?}");
     // The zero line before the child started and the last after it was reaped read nothing.
     assert!(samples.first().unwrap().get("runtime").is_none() && samples.last().unwrap().get("runtime").is_none());
+}
+
+/// `TROUPE_LAB_RUNTIME_METRICS=off`: no child is given an address, no sample reads anything.
+#[test]
+fn with_runtime_metrics_off_no_sample_reads_the_runtime() {
+    let kv = ["duration_s=2", "warmup_s=1", "pairs=4", "supervisors=1"];
+    let (o, _, lab) = run_with_env("scp", "unobserved", &kv, &[("TROUPE_LAB_RUNTIME_METRICS", "off")]);
+    assert_success(&o);
+    assert!(json(&lab.out.join("meter.json"))["runtime_metrics"].is_null());
+    let samples = json_lines(&lab.out.join("resources.jsonl"));
+    assert!(samples.len() >= 2, "{samples:#?}");
+    assert!(samples.iter().all(|s| s.get("runtime").is_none() && s.get("runtime_scrape_error").is_none()));
 }

@@ -176,6 +176,9 @@ pub fn node_main(config_path: &Path) -> Result<(), troupe_remote::Error> {
         // Before the node and its services start: what they record from their first spawn on
         // reaches the endpoint's recorder (a series recorded before a recorder exists is lost).
         troupe_observe::install().map_err(troupe_remote::Error::config)?;
+    } else {
+        // Nobody will read them: the node runs as a build without the metrics feature does.
+        troupe::set_metrics_recording(false);
     }
     if ocfg.is_none() && ccfg.is_none() && observe.is_none() {
         return troupe_remote::cli::node_main(config_path);

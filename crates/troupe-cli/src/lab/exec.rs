@@ -13,6 +13,9 @@
 //!    processes a role starts (`scp-injector`, ...) do not try the same port.
 //! 3. An endpoint that cannot start (a bad or taken address, another metrics recorder) is one
 //!    line on stderr, and the role runs without it: the lab never fails a run for its metrics.
+//! 4. Without the variable (`TROUPE_LAB_RUNTIME_METRICS=off`, or a child in a network
+//!    namespace) the runtime records no metrics (`troupe::set_metrics_recording(false)`): the
+//!    program runs as a build without the metrics feature does.
 
 use std::sync::mpsc;
 use std::thread::JoinHandle;
@@ -37,7 +40,11 @@ struct Observer {
 impl Observer {
     /// Rules 1-3: `None` when not asked, or when the endpoint could not start.
     fn start(role: &str) -> Option<Observer> {
-        let listen = std::env::var(ENV_LISTEN).ok()?;
+        let Ok(listen) = std::env::var(ENV_LISTEN) else {
+            // Rule 4: nobody will read them.
+            troupe::set_metrics_recording(false);
+            return None;
+        };
         // Rule 2 (nothing else runs yet in this process: the role starts after this).
         std::env::remove_var(ENV_LISTEN);
         let (started_tx, started_rx) = mpsc::channel::<Result<(), String>>();

@@ -32,6 +32,16 @@ use serde_json::Value;
 /// The variable that tells a run's child where to serve its metrics: `127.0.0.1:PORT`.
 pub const ENV_LISTEN: &str = "TROUPE_OBSERVE_LISTEN";
 
+/// Set to `off` (or `0`) in the lab's own environment, the lab gives no run's child
+/// [`ENV_LISTEN`]: no runtime serves or records metrics and `resources.jsonl` has no `runtime`
+/// key (to measure what the recording costs, or to run a runtime exactly as it runs unobserved).
+pub const ENV_SWITCH: &str = "TROUPE_LAB_RUNTIME_METRICS";
+
+/// Whether [`ENV_SWITCH`] leaves the runtime's metrics on (anything but `off` or `0`).
+pub fn wanted() -> bool {
+    !matches!(std::env::var(ENV_SWITCH).as_deref(), Ok("off" | "0"))
+}
+
 /// How long one scrape may take, connect to last byte (rule 2).
 pub const TIMEOUT: Duration = Duration::from_millis(200);
 

@@ -304,8 +304,8 @@ pub fn free_loopback_addr() -> Option<SocketAddr> {
 /// `meter.json`, starts the sampler when the child starts, and finishes it when the child has
 /// been reaped. A source asked for by name that does not work fails before the child starts.
 /// With `observe` the child also gets [`prom::ENV_LISTEN`] and the sampler reads what it
-/// serves there (rule 5); the caller leaves it off when the child cannot be reached on the
-/// lab's loopback (a network namespace).
+/// serves there (rule 5), unless the lab runs with [`prom::ENV_SWITCH`]`=off`; the caller
+/// leaves it off when the child cannot be reached on the lab's loopback (a network namespace).
 pub fn run_child(
     spec: &ChildSpec,
     deadline: Duration,
@@ -315,7 +315,7 @@ pub fn run_child(
     observe: bool,
 ) -> Result<Ending> {
     let (interval, asked, watts) = settings(cfg);
-    let scrape = if observe { free_loopback_addr() } else { None };
+    let scrape = if observe && prom::wanted() { free_loopback_addr() } else { None };
     let mut spec = spec.clone();
     if let Some(addr) = scrape {
         spec.env.push((prom::ENV_LISTEN.into(), addr.to_string()));
