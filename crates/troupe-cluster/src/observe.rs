@@ -33,15 +33,28 @@ pub fn listen_of(table: &toml::Table) -> Result<String, String> {
     Ok(listen)
 }
 
-/// Rule 2: whether `addr`'s node is ready, judged from its cluster `status` (`None`: no
-/// cluster, ready once listening).
+/// Rule 2 as the cluster `status` of `addr`'s node shows it (`None`: no cluster, ready once
+/// listening): ready when a row of this address is `up`, else why not. [`start`] decides with
+/// [`Cluster::is_up`], which also checks the incarnation, and words a refusal with this.
 pub fn readiness(addr: &str, status: Option<&Status>) -> Result<(), String> {
     let Some(s) = status else { return Ok(()) };
-    match s.members.iter().find(|m| m.addr == addr) {
-        Some(m) if m.status == MemberStatus::Up => Ok(()),
+    let mine = || s.members.iter().filter(|m| m.addr == addr);
+    if mine().any(|m| m.status == MemberStatus::Up) {
+        return Ok(());
+    }
+    match mine().next() {
         Some(m) => Err(format!("this node is a cluster member with status {}, not up", m.status.as_str())),
         None => Err(format!("this node is not a cluster member yet (phase {})", s.phase)),
     }
+}
+
+/// Rule 2 for a running cluster: [`Cluster::is_up`] decides; [`readiness`] says why not.
+fn cluster_ready(addr: &str, c: &Cluster) -> Result<(), String> {
+    if c.is_up() {
+        return Ok(());
+    }
+    // Only an earlier incarnation's row of this address can be `up` here.
+    readiness(addr, Some(&c.status())).and(Err("this node's own incarnation is not up yet".to_owned()))
 }
 
 /// Starts the endpoint on `listen` for `node` (and its `cluster`).
@@ -50,7 +63,7 @@ pub async fn start(listen: &str, node: &Node, cluster: Option<Cluster>) -> Resul
     let ready_cluster = cluster.clone();
     let publish_node = node.clone();
     let endpoint = Endpoint::builder(listen)
-        .ready(move || readiness(&addr, ready_cluster.as_ref().map(Cluster::status).as_ref()))
+        .ready(move || ready_cluster.as_ref().map_or(Ok(()), |c| cluster_ready(&addr, c)))
         .refresh(move || publish(&publish_node, cluster.as_ref()))
         .start()
         .await?;

@@ -5,7 +5,7 @@
 
 use troupe_test_support::recorder;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use recorder::TestRecorder;
 use troupe_cluster::{metrics as cluster_metrics, Cluster, ClusterConfig, MemberStatus};
@@ -40,13 +40,9 @@ async fn three() -> Vec<(Node, Cluster)> {
     v
 }
 
-/// Polls `cond` (bounded by `LONG`) for a state the daemon reaches on its own timers.
+/// Waits (bounded by `LONG`) for a state the daemon reaches on its own timers.
 async fn eventually(what: &str, cond: impl Fn() -> bool) {
-    let end = Instant::now() + LONG;
-    while !cond() {
-        assert!(Instant::now() < end, "not within {LONG:?}: {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    troupe_test_support::wait::until(LONG, cond, || what.to_owned()).await;
 }
 
 fn scrape_into(rec: &TestRecorder, c: &Cluster) {

@@ -6,7 +6,9 @@
 mod inproc;
 use troupe_test_support::recorder;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use troupe_test_support::wait::until;
 
 use inproc::{members, LONG};
 use recorder::TestRecorder;
@@ -44,11 +46,8 @@ async fn publish_counts_deltas_acks_states_and_rejections() {
         m[0].r.update(&k, Consistency::All, LONG, |c, me| c.increment(me, 1)).await.unwrap();
     }
     // Full-state gossip runs every 100 ms: wait (bounded) until one was acknowledged.
-    let end = Instant::now() + LONG;
-    while m[0].r.stats().states_acked == 0 {
-        assert!(Instant::now() < end, "no full state acknowledged: {:?}", m[0].r.stats());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    until(LONG, || m[0].r.stats().states_acked > 0, || format!("no full state acknowledged: {:?}", m[0].r.stats()))
+        .await;
 
     let rec = scrape(&m[0].r);
     for (name, labels) in ALL {
@@ -88,11 +87,8 @@ async fn publish_counts_deltas_acks_states_and_rejections() {
     m[1].node.shutdown();
     let short = Duration::from_millis(300);
     let _ = m[0].r.update(&k, Consistency::All, short, |c, me| c.increment(me, 1)).await;
-    let end = Instant::now() + LONG;
-    while m[0].r.stats().sends_unanswered == 0 {
-        assert!(Instant::now() < end, "the unanswered send was not counted: {:?}", m[0].r.stats());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let counted = || m[0].r.stats().sends_unanswered > 0;
+    until(LONG, counted, || format!("the unanswered send was not counted: {:?}", m[0].r.stats())).await;
     let rec = scrape(&m[0].r);
     assert!(rec.counter("troupe_crdt_send_failures_total", &[("reason", "no_answer")]).unwrap() >= 1);
     m[0].node.shutdown();

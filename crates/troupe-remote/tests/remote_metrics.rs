@@ -4,6 +4,7 @@
 //! `cargo test -p troupe-remote --features metrics --test remote_metrics`.
 
 use troupe_test_support::recorder;
+use troupe_test_support::wait::until;
 
 use std::time::Duration;
 
@@ -88,11 +89,8 @@ async fn publish_reports_the_traffic_of_real_asks() {
     assert!(lanes >= 2.0, "control and at least one data lane: {lanes}");
     // b counts a connection once its side of the handshake is done, which may be just after
     // a's side: wait (bounded) for b to hold every connection a dialled.
-    let end = tokio::time::Instant::now() + T;
-    while scrape(&b).gauge("troupe_node_connections", &[("direction", "in")]) != Some(lanes) {
-        assert!(tokio::time::Instant::now() < end, "b never held the {lanes} connections a dialled");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let held = || scrape(&b).gauge("troupe_node_connections", &[("direction", "in")]) == Some(lanes);
+    until(T, held, || format!("b never held the {lanes} connections a dialled")).await;
     assert!(rb.counter("troupe_node_connections_accepted_total", &[]).unwrap() >= lanes as u64);
     assert_eq!(ra.counter("troupe_node_refusals_total", &[("reason", "auth")]), Some(0));
     assert_eq!(ra.counter("troupe_node_sessions_lost_total", &[]), Some(0));
@@ -129,11 +127,7 @@ async fn a_handshake_with_the_wrong_secret_counts_under_reason_auth() {
     assert!(a.connect(&b.addr()).await.is_err(), "the wrong secret was accepted");
     a.shutdown();
     // The refusal is counted when b has read the handshake: wait (bounded) for b's counter.
-    let end = tokio::time::Instant::now() + T;
-    while b.stats().auth_failures == 0 {
-        assert!(tokio::time::Instant::now() < end, "b never counted the refusal: {:?}", b.stats());
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    until(T, || b.stats().auth_failures > 0, || format!("b never counted the refusal: {:?}", b.stats())).await;
     let rb = scrape(&b);
     let auth = rb.counter("troupe_node_refusals_total", &[("reason", "auth")]).unwrap();
     let handshake = rb.counter("troupe_node_refusals_total", &[("reason", "handshake")]).unwrap();
