@@ -17,7 +17,9 @@
 //! `engine/downing.rs`); with the feature `metrics`, the `metrics` module publishes a member's
 //! view through the `metrics` facade at scrape time.
 
+#[cfg(feature = "bench")]
 pub mod bench;
+#[cfg(feature = "cli")]
 pub mod cli;
 mod config;
 mod daemon;
@@ -34,8 +36,10 @@ pub mod overlay;
 mod phi;
 mod receptionist;
 mod ring;
+#[cfg(feature = "sim")]
 pub mod sim;
 mod status;
+#[cfg(feature = "testproc")]
 pub mod testproc;
 mod wire;
 

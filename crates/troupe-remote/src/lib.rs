@@ -62,15 +62,18 @@
 //! # }
 //! ```
 
+#[cfg(feature = "bench")]
 pub mod bench;
 mod blob;
 pub mod causal;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod codec;
 mod config;
 mod error;
 mod fault;
 pub mod frame;
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod handshake;
 pub mod logging;
@@ -93,5 +96,7 @@ pub use error::{Error, ErrorKind};
 pub use fault::FaultConfig;
 pub use node::refs::{send_with, SendOptions};
 pub use node::{Node, NodeEvent, PeerInfo, StatsSnapshot};
-pub use tls::{dev_certs, dev_certs_with, toml_section, TlsConfig};
+#[cfg(feature = "tls-dev-certs")]
+pub use tls::{dev_certs, dev_certs_with};
+pub use tls::{toml_section, TlsConfig};
 pub use types::{register, Nested, RemoteMessage};

@@ -54,6 +54,7 @@ pub mod remote_api;
 mod reports;
 mod sched;
 mod spawn;
+#[cfg(feature = "stats")]
 pub mod stats;
 pub mod supervisor;
 mod sweeper;
