@@ -42,6 +42,7 @@
 
 mod child;
 mod child_ref;
+mod clock;
 mod server;
 mod simple;
 mod spec;
@@ -51,6 +52,7 @@ use std::time::Duration;
 
 pub use child::{ChildCount, ChildInfo, ChildSpec, WorkerSpec};
 pub use child_ref::ChildRef;
+pub use clock::{clock_second, until_next_clock_second};
 pub use server::{Supervisor, SupervisorMsg};
 pub use simple::{start_simple, SimpleSpec, SimpleSupervisorRef};
 pub use spec::{AutoShutdown, Backoff, ChildKind, IntensityWindow, Restart, Shutdown, Strategy, SupervisorSpec};
