@@ -30,7 +30,9 @@
 //!    the failed one keep running, the failed one is marked `restarting` and later ones stay
 //!    stopped; the supervisor sends itself a retry for the failed child behind the messages
 //!    already queued (so `which_children`, `terminate_child`, a stop... are served between
-//!    tries). The retry is a new restart of that child: counted (rule 4), then its strategy's
+//!    tries): a call that reached it while the restart ran is answered before the retry and
+//!    sees the child `restarting`, as OTP 25 does (its `try_again_restart` is a cast to itself,
+//!    queued behind that call). The retry is a new restart of that child: counted (rule 4), then its strategy's
 //!    group is stopped again and started again in order: for `OneForAll` that stops the
 //!    siblings already restarted and restarts the whole group. A retry for a child that is no
 //!    longer `restarting` (terminated, or restarted with its group meanwhile) does nothing.
