@@ -183,7 +183,7 @@ pub async fn start(spec: SupervisorSpec) -> Result<SupervisorRef, SupervisorErro
     spec.validate()?;
     let slot = server::FailureSlot::default();
     let (r, ack) = spawn_acked(Supervisor::with_failure_slot(spec, slot.clone()), Spawn::new(), None);
-    if ack.await.is_ok() {
+    if let Ok(Ok(())) = ack.await {
         return Ok(SupervisorRef(r));
     }
     let reason = r.terminated().await;
