@@ -146,7 +146,7 @@ impl std::error::Error for SupervisorError {}
 
 impl From<SupervisorError> for crate::ActorError {
     fn from(e: SupervisorError) -> Self {
-        Self(e.to_string())
+        Self::new(e.to_string())
     }
 }
 
