@@ -1,7 +1,8 @@
 //! Troupe: typed actors on tokio with Erlang/OTP supervision semantics.
 //!
 //! - [`Actor`]: async handlers, one message at a time, `started`/`stopped` hooks.
-//! - [`ActorRef`]: typed, cheap to clone; `send`, `ask` with a timeout, `kill`, `stop`.
+//! - [`ActorRef`]: typed, cheap to clone; `send`, `ask` with a timeout, `call` with the
+//!   system's default one, `kill`, `stop`; [`start`] waits for `started` and returns its error.
 //! - Links and monitors exactly as in OTP ([`Ctx::link`], [`Ctx::monitor`], [`Ctx::trap_exit`]).
 //! - [`supervisor`]: `one_for_one`, `one_for_all`, `rest_for_one`, `simple_one_for_one`,
 //!   dynamic children, `permanent`/`transient`/`temporary`, restart intensity, backoff, ordered
@@ -39,6 +40,7 @@
 mod actor;
 mod actor_ref;
 mod any_ref;
+mod call;
 mod cell;
 mod compute;
 mod ctx;
@@ -54,6 +56,7 @@ pub mod remote_api;
 mod reports;
 mod sched;
 mod spawn;
+mod start;
 #[cfg(feature = "stats")]
 pub mod stats;
 pub mod supervisor;
@@ -72,7 +75,8 @@ pub use id::{ActorId, MonitorId};
 pub use mailbox::{MailboxConfig, Overflow};
 pub use registry::{group_members, join_group, leave_group, register, unregister, whereis, whereis_any};
 pub use spawn::{spawn, spawn_with, Spawn};
-pub use system::System;
+pub use start::{start, start_with, StartError};
+pub use system::{System, DEFAULT_ASK_TIMEOUT};
 
 #[cfg(feature = "metrics")]
 pub use reports::set_metrics_recording;
