@@ -6,7 +6,7 @@
 //! `Replicator::start_in`), or the application calls [`System::attach`].
 //!
 //! Rules (tests in `tests/core_shutdown.rs`; the node, cluster and replicator in
-//! `troupe-cluster/tests/cluster_shutdown.rs`):
+//! `troupe-crdt/tests/replicator_shutdown.rs`):
 //! 1. [`System::shutdown`] runs the phases in [`Phase::ALL`] order, each once:
 //!    [`Phase::LeaveCluster`], [`Phase::StopActors`], [`Phase::StopReplicator`],
 //!    [`Phase::CloseNode`]. A service runs in the one phase it names ([`Service::phase`]).

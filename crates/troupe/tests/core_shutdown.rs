@@ -1,6 +1,6 @@
 //! Coordinated shutdown of a `System` and its services (`lifecycle.rs` rules 1-6), with
 //! services that only record when they stop; the node, cluster and replicator are tested in
-//! `troupe-cluster/tests/cluster_shutdown.rs`.
+//! `troupe-crdt/tests/replicator_shutdown.rs`.
 
 use std::sync::Arc;
 use std::time::Duration;
