@@ -85,7 +85,11 @@ async fn sees_it_leave(rx: &mut tokio::sync::broadcast::Receiver<ClusterEvent>, 
         }
     };
     let previous = tokio::time::timeout(LONG, wait).await.unwrap_or_else(|_| panic!("{who} saw {addr} removed"));
-    assert_eq!(previous, MemberStatus::Exiting, "{who}: removed after exiting, as a leaving member is");
+    // An observer may merge leaving -> exiting -> removed in one gossip: it saw leaving last.
+    assert!(
+        matches!(previous, MemberStatus::Leaving | MemberStatus::Exiting),
+        "{who}: removed after leaving or exiting, as a leaving member is, not after {previous:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
