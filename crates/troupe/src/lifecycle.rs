@@ -24,8 +24,8 @@
 //! 5. Shutdown is idempotent: only the first call runs the phases; a later (or concurrent)
 //!    call returns at once, with `first: false` and the first call's phases when they are done
 //!    (none while it is still running).
-//! 6. A service attached after shutdown began is stopped at once (in the background), as an
-//!    actor spawned then is killed (`system.rs` rule 4).
+//! 6. A service attached after shutdown began is stopped at once (in the background, on the
+//!    current tokio runtime), as an actor spawned then is killed (`system.rs` rule 4).
 
 use std::fmt;
 use std::future::Future;
@@ -217,8 +217,10 @@ impl System {
             }
         }
         tracing::warn!(service = service.name(), "attached after shutdown began; stopping it now");
-        let stop = service.stop();
-        tokio::spawn(stop);
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => drop(rt.spawn(service.stop())),
+            Err(_) => tracing::warn!(service = service.name(), "no tokio runtime here to stop it on; dropped instead"),
+        }
     }
 
     /// The names of the services attached, in attach order.
