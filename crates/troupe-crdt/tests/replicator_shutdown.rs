@@ -175,3 +175,23 @@ async fn a_phase_that_hangs_is_abandoned_at_its_bound_and_the_node_still_closes(
     assert_eq!(report.phase(Phase::CloseNode).unwrap().services, ["hang1"]);
     tokio::net::TcpListener::bind(&addr).await.expect("the node closed after the overrun");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leave_that_cannot_complete_is_abandoned_and_the_membership_still_ends() {
+    let mut v = members(2).await;
+    let cut_off = v.pop().unwrap();
+    let other = v.pop().unwrap();
+    // Nothing gets through between the two: the leave cannot converge.
+    cut_off.node.partition(&other.node.addr());
+    let bound = Duration::from_millis(500);
+    let sys = cut_off.sys.with_phase_timeout(Phase::LeaveCluster, bound);
+    let report = tokio::time::timeout(LONG, sys.shutdown()).await.expect("shutdown is bounded");
+    assert_eq!(report.timed_out(), [Phase::LeaveCluster], "{report:?}");
+    assert_eq!(report.phase(Phase::LeaveCluster).unwrap().overran, ["cluster"]);
+    // The daemon was told to stop anyway (cluster `lifecycle.rs` rule 3): it takes no commands.
+    let down = cut_off.cluster.down(&other.node.addr()).await;
+    assert!(down.is_err(), "the daemon has ended: {down:?}");
+    tokio::net::TcpListener::bind(&cut_off.node.addr()).await.expect("the node closed after the overrun");
+    // The other cannot leave gracefully either (its only peer is gone unannounced).
+    other.sys.with_phase_timeout(Phase::LeaveCluster, bound).shutdown().await;
+}
