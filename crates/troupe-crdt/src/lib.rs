@@ -137,3 +137,9 @@ impl<T: StateLattice> DeltaCrdt for T {
         self.pending().0.take().map(|b| *b)
     }
 }
+
+/// The lifecycle guide's example (it needs a node, a cluster and a replicator) compiles and
+/// runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/lifecycle.md")]
+struct LifecycleGuideDoctests;

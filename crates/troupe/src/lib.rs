@@ -8,7 +8,8 @@
 //!   dynamic children, `permanent`/`transient`/`temporary`, restart intensity, backoff, ordered
 //!   shutdown.
 //! - A registry of names and process groups ([`register`], [`whereis`], [`join_group`]).
-//! - [`System`]: a scope owning its actors and registry, with `shutdown().await`.
+//! - [`System`]: a scope owning its actors, registry and services (node, cluster,
+//!   replicator: [`lifecycle`]), with a coordinated, bounded `shutdown().await`.
 //! - Mailboxes unbounded, or bounded with backpressure or drop policies ([`MailboxConfig`]).
 //! - [`compute`] for CPU-heavy work that must not starve other actors.
 //! - [`testkit`]: probes, expectations, restarts, seeded unreliable delivery, a paused clock.
@@ -48,6 +49,7 @@ mod error;
 mod exit;
 mod id;
 mod keyed;
+pub mod lifecycle;
 mod mailbox;
 pub mod pool;
 mod precise;
@@ -72,6 +74,7 @@ pub use ctx::{Ctx, PipeRef, TimerRef};
 pub use error::{ActorError, AskError, LinkError, RegistryError, SendError, SendErrorKind};
 pub use exit::{Down, ExitReason, ExitSignal, Failure};
 pub use id::{ActorId, MonitorId};
+pub use lifecycle::{Phase, Service, ShutdownReport};
 pub use mailbox::{MailboxConfig, Overflow};
 pub use registry::{group_members, join_group, leave_group, register, unregister, whereis, whereis_any};
 pub use spawn::{spawn, spawn_with, Spawn};

@@ -7,12 +7,13 @@
 //!    children, a supervisor's children and a pool's workers belong to its system.
 //! 2. A system's actors see its registry through the free functions (`troupe::register`,
 //!    `whereis`, ...; `registry.rs` rule 4); two systems never share names.
-//! 3. `shutdown` stops the system's top-level actors (spawned without a link: `spawn`,
+//! 3. `shutdown` (coordinated: `lifecycle.rs`, whose phase `stop-actors` this rule is) stops the system's top-level actors (spawned without a link: `spawn`,
 //!    `supervisor::start`, `pool::start`, probes) one by one in reverse start order, each asked
 //!    to stop with `Shutdown` and killed if still alive after the shutdown timeout (a supervisor
 //!    stops its children first); then every other actor of the system still alive, all at
 //!    once, with the same timeout; then it forgets every name. It returns when all are dead.
-//! 4. Once shutdown has begun, an actor spawned in the system is killed at once.
+//! 4. Once shutdown has reached its `stop-actors` phase, an actor spawned in the system is
+//!    killed at once.
 //! 5. Dropping the `System` without `shutdown` kills every actor it still has (no `stopped`
 //!    hook runs), so nothing it started outlives it.
 //! 6. [`ActorRef::call`] made in a system (rule 1's sense) waits for a reply up to the system's
@@ -46,6 +47,8 @@ pub(crate) struct SystemInner {
     shutdown_timeout: Mutex<Duration>,
     /// What [`ActorRef::call`] waits for a reply (rule 6).
     ask_timeout: Mutex<Duration>,
+    /// Attached services and coordinated shutdown (`lifecycle.rs`).
+    pub(crate) lifecycle: crate::lifecycle::Lifecycle,
 }
 
 /// How long [`ActorRef::call`] waits for a reply when its system has not set another timeout
@@ -138,7 +141,7 @@ impl SystemInner {
 /// # }
 /// ```
 pub struct System {
-    inner: Arc<SystemInner>,
+    pub(crate) inner: Arc<SystemInner>,
 }
 
 impl Default for System {
@@ -165,6 +168,7 @@ impl System {
                 closed: AtomicBool::new(false),
                 shutdown_timeout: Mutex::new(Duration::from_secs(5)),
                 ask_timeout: Mutex::new(DEFAULT_ASK_TIMEOUT),
+                lifecycle: crate::lifecycle::Lifecycle::default(),
             }),
         }
     }
@@ -299,26 +303,46 @@ impl System {
         let roots = self.inner.roots.lock().iter().filter(|a| a.is_alive()).count();
         roots + self.inner.others.lock().iter().filter(|a| a.is_alive()).count()
     }
+}
 
-    /// Stops everything the system started (rule 3) and returns when all of it is dead.
-    pub async fn shutdown(&self) {
-        let inner = &self.inner;
-        inner.closed.store(true, Ordering::Release);
-        let timeout = *inner.shutdown_timeout.lock();
-        let roots = inner.roots.lock().clone();
+impl SystemInner {
+    /// Rule 3 (the `stop-actors` phase of `System::shutdown`): stops every actor and returns
+    /// when all are dead.
+    pub(crate) async fn stop_actors(&self) {
+        self.closed.store(true, Ordering::Release);
+        let timeout = *self.shutdown_timeout.lock();
+        let roots = self.roots.lock().clone();
         for actor in roots.iter().rev() {
             stop_within(std::slice::from_ref(actor), timeout).await;
         }
         loop {
-            let rest: Vec<AnyRef> = inner.others.lock().iter().filter(|a| a.is_alive()).cloned().collect();
+            let rest: Vec<AnyRef> = self.others.lock().iter().filter(|a| a.is_alive()).cloned().collect();
             if rest.is_empty() {
                 break;
             }
             stop_within(&rest, timeout).await;
         }
-        inner.roots.lock().clear();
-        inner.others.lock().clear();
-        inner.registry.clear();
+        self.roots.lock().clear();
+        self.others.lock().clear();
+    }
+
+    /// Kills every actor still alive, the last started first (rule 5, and the end of an
+    /// overrun `stop-actors` phase).
+    pub(crate) fn kill_actors(&self) {
+        self.closed.store(true, Ordering::Release);
+        let roots = std::mem::take(&mut *self.roots.lock());
+        for a in roots.iter().rev() {
+            a.kill();
+        }
+        let others = std::mem::take(&mut *self.others.lock());
+        for a in &others {
+            a.kill();
+        }
+    }
+
+    /// Forgets every name (the end of rule 3).
+    pub(crate) fn forget_names(&self) {
+        self.registry.clear();
     }
 }
 
@@ -341,15 +365,7 @@ async fn stop_within(actors: &[AnyRef], timeout: Duration) {
 impl Drop for System {
     /// Rule 5.
     fn drop(&mut self) {
-        self.inner.closed.store(true, Ordering::Release);
-        let roots = std::mem::take(&mut *self.inner.roots.lock());
-        for a in roots.iter().rev() {
-            a.kill();
-        }
-        let others = std::mem::take(&mut *self.inner.others.lock());
-        for a in &others {
-            a.kill();
-        }
+        self.inner.kill_actors();
         self.inner.registry.clear();
     }
 }

@@ -31,7 +31,7 @@ pub(crate) fn start_background(inner: &Arc<NodeInner>, listener: TcpListener) {
     let weak = Arc::downgrade(inner);
     let a = tokio::spawn(accept_loop(weak.clone(), listener));
     let m = tokio::spawn(maintenance(weak));
-    inner.tasks.lock().extend([a.abort_handle(), m.abort_handle()]);
+    inner.tasks.lock().extend([a, m]);
 }
 
 async fn accept_loop(weak: Weak<NodeInner>, listener: TcpListener) {
