@@ -61,6 +61,9 @@
 //! # }
 //! ```
 
+// `#[derive(RemoteMessage)]` names `::troupe_remote`; this lets the crate derive it too.
+extern crate self as troupe_remote;
+
 pub mod bench;
 mod blob;
 pub mod causal;

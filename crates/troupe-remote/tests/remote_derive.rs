@@ -97,6 +97,16 @@ fn std_types_have_stable_tags() {
     assert_eq!(tag_of::<ActorRef<Ping>>(), format!("troupe.ref<{}>", Ping::TAG));
 }
 
+#[test]
+fn types_converted_to_the_derive_keep_their_wire_tags() {
+    use troupe_remote::services::{Counter, Echo, Pong, PongReply, Put};
+    assert_eq!(tag_of::<Echo>(), "troupe.svc.echo.v1");
+    assert_eq!(tag_of::<Counter>(), "troupe.svc.counter.v1");
+    assert_eq!(tag_of::<Pong>(), "troupe.svc.pong.v1");
+    assert_eq!(tag_of::<PongReply>(), "troupe.svc.pong-reply.v1");
+    assert_eq!(tag_of::<Put>(), "troupe.svc.put.v1");
+}
+
 struct Directory {
     notes: Vec<ActorRef<Note>>,
 }
