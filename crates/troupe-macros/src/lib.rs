@@ -26,8 +26,37 @@ use proc_macro2::{TokenStream as Tokens, TokenTree};
 use quote::{format_ident, quote};
 use syn::{parse_macro_input, Data, DeriveInput, Fields, GenericParam, LitInt, LitStr, Type};
 
-/// Derives `troupe_remote::RemoteMessage` (see the trait's documentation in `troupe_remote`
-/// for the example and the rules).
+/// Derives `troupe_remote::RemoteMessage`: the tag from the module path, name and version, and
+/// `nested` from the fields (the crate's rules 1-4).
+///
+/// ```
+/// use serde::{Deserialize, Serialize};
+/// use troupe::{ActorRef, ReplyTo};
+/// use troupe_remote::{tag_of, RemoteField, RemoteMessage};
+///
+/// #[derive(Serialize, Deserialize)]
+/// struct Hint { exact: bool } // plain data: carries nothing
+/// impl RemoteField for Hint {}
+///
+/// #[derive(Serialize, Deserialize, RemoteMessage)]
+/// #[remote(tag = "myapp.lookup", version = 2)]
+/// enum Lookup {
+///     Find { key: String, hint: Hint, reply: ReplyTo<Option<String>> },
+///     Watch(Vec<ActorRef<Changed>>), // Changed is registered with Lookup
+///     Stop,
+/// }
+///
+/// #[derive(Serialize, Deserialize, RemoteMessage)]
+/// struct Changed(String);
+///
+/// #[derive(Serialize, Deserialize, RemoteMessage)]
+/// #[remote(tag = "myapp.envelope")]
+/// struct Envelope<B: Send + 'static>(B, ReplyTo<B>);
+///
+/// assert_eq!(Lookup::TAG, "myapp.lookup.v2");
+/// assert!(Changed::TAG.ends_with("::Changed.v1"));
+/// assert_eq!(tag_of::<Envelope<u32>>(), "myapp.envelope.v1<troupe.u32>");
+/// ```
 ///
 /// Attributes, all optional, in `#[remote(...)]` on the type:
 /// - `version = N` (default 1): bump it when the message's meaning changes; nodes that know

@@ -107,6 +107,27 @@ fn types_converted_to_the_derive_keep_their_wire_tags() {
     assert_eq!(tag_of::<Put>(), "troupe.svc.put.v1");
 }
 
+/// docs/distribution.md, evolving a message, rule 1: the codec is not self-describing, so a
+/// field added with `#[serde(default)]` does not make the old and new layouts readable by each
+/// other; that is why a changed layout needs a new version.
+#[test]
+fn a_defaulted_new_field_does_not_make_layouts_compatible() {
+    #[derive(Serialize, Deserialize, PartialEq, Debug)]
+    struct V1 {
+        a: u32,
+    }
+    #[derive(Serialize, Deserialize, PartialEq, Debug)]
+    struct V2 {
+        a: u32,
+        #[serde(default)]
+        b: u32,
+    }
+    let old = troupe_remote::codec::encode(&V1 { a: 7 }).unwrap();
+    assert!(troupe_remote::codec::decode::<V2>(&old).is_err(), "a new node cannot read the old layout");
+    let new = troupe_remote::codec::encode(&V2 { a: 7, b: 1 }).unwrap();
+    assert!(troupe_remote::codec::decode::<V1>(&new).is_err(), "an old node cannot read the new one");
+}
+
 struct Directory {
     notes: Vec<ActorRef<Note>>,
 }
