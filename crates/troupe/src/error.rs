@@ -70,16 +70,30 @@ pub enum AskError {
     Full,
     /// The actor dropped the reply handle without answering.
     NoReply,
+    /// The actor's node refused the request before the actor saw it: it does not know a
+    /// message type the request is or carries (`tag` names it): the reply type is not
+    /// registered there, or that node knows another version of the type.
+    UnknownType {
+        /// The type's tag, as the asker's node names it.
+        tag: &'static str,
+    },
 }
 
 impl fmt::Display for AskError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            AskError::Gone => "ask failed: the actor has stopped",
-            AskError::Timeout => "ask failed: no reply within the timeout; raise it or check the actor is not stuck",
-            AskError::Full => "ask failed: the actor's bounded mailbox is full; retry later",
-            AskError::NoReply => "ask failed: the actor dropped the reply handle without answering",
-        })
+        match self {
+            AskError::Gone => f.write_str("ask failed: the actor has stopped"),
+            AskError::Timeout => {
+                f.write_str("ask failed: no reply within the timeout; raise it or check the actor is not stuck")
+            }
+            AskError::Full => f.write_str("ask failed: the actor's bounded mailbox is full; retry later"),
+            AskError::NoReply => f.write_str("ask failed: the actor dropped the reply handle without answering"),
+            AskError::UnknownType { tag } => write!(
+                f,
+                "ask failed: the actor's node does not know the message type {tag:?}; register it there \
+                 (derive RemoteMessage on the message that carries it) or run the same version on both nodes"
+            ),
+        }
     }
 }
 

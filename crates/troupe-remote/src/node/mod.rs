@@ -776,7 +776,7 @@ impl Node {
         };
         let (id, found_tag, found_name) = found.ok_or_else(|| Error::new(ErrorKind::NoSuchName(name.to_owned())))?;
         if found_tag != tag {
-            return Err(ErrorKind::TypeMismatch { expected: M::TAG.to_owned(), found: found_name }.into());
+            return Err(ErrorKind::TypeMismatch { expected: types::tag_of::<M>().to_owned(), found: found_name }.into());
         }
         let actor = RemoteActor::new(&self.inner, peer, Target::Id(id), tag, opts);
         Ok(refs::remote_ref::<M>(Arc::new(actor)))
@@ -792,7 +792,13 @@ impl Node {
                 return Err(ErrorKind::NameTaken(format!("{name} (held on {})", e.node)).into());
             }
             let id = self.inner.export_anonymous(refs::export_parts(actor));
-            let entry = GlobalEntry { name: name.to_owned(), node: self.addr(), id, tag, tag_name: M::TAG.to_owned() };
+            let entry = GlobalEntry {
+                name: name.to_owned(),
+                node: self.addr(),
+                id,
+                tag,
+                tag_name: types::tag_of::<M>().to_owned(),
+            };
             g.insert(entry.clone());
             entry
         };
@@ -824,7 +830,7 @@ impl Node {
             return Ok(None);
         };
         if e.tag != tag {
-            return Err(ErrorKind::TypeMismatch { expected: M::TAG.to_owned(), found: e.tag_name }.into());
+            return Err(ErrorKind::TypeMismatch { expected: types::tag_of::<M>().to_owned(), found: e.tag_name }.into());
         }
         if e.node == self.addr() {
             let ex = self.inner.exports.read().get(&e.id).cloned();
