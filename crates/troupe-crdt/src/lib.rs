@@ -50,7 +50,7 @@ pub use map::ORMap;
 pub use register::LWWRegister;
 pub use replicator::{
     Changes, Consistency, CrdtMsg, Key, ReadReply, Replicator, ReplicatorConfig, ReplicatorStats, WireAck,
-    REPLICATOR_ACTOR,
+    REPLICATOR_ACTOR, RESTART_INTENSITY, RESTART_PERIOD,
 };
 pub use sets::{Flag, GSet, ORSet};
 

@@ -209,6 +209,29 @@ impl System {
         f()
     }
 
+    /// Runs `f` with no system current (rule 1): what it spawns belongs to the process-wide
+    /// default, which does not track its actors, so no system's shutdown stops it. For a
+    /// service that a system's lifecycle stops in its own phase (a replicator's supervisor,
+    /// stopped in `stop-replicator`, not with the application's actors in `stop-actors`).
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() {
+    /// use troupe::{Actor, Ctx, System};
+    /// struct Idle;
+    /// impl Actor for Idle { type Msg = (); async fn handle(&mut self, _: (), _: &mut Ctx<Self>) {} }
+    /// let sys = System::new();
+    /// let (inside, outside) = sys.run(async { (troupe::spawn(Idle), System::outside(|| troupe::spawn(Idle))) }).await;
+    /// sys.shutdown().await;
+    /// assert!(!inside.is_alive());
+    /// assert!(outside.is_alive(), "not the system's: its shutdown left it running");
+    /// outside.kill();
+    /// # }
+    /// ```
+    pub fn outside<R>(f: impl FnOnce() -> R) -> R {
+        let _out = Entered(CURRENT.with_borrow_mut(Option::take));
+        f()
+    }
+
     /// Runs `fut` with this system current at each poll (rule 1): the actors, supervisors and
     /// pools it starts, and the names it registers or looks up, are this system's. Tasks it
     /// spawns with `tokio::spawn` are not in it.

@@ -1,11 +1,14 @@
 //! A [`Replicator`] in a `troupe::System`'s lifecycle (`troupe::lifecycle`).
 //!
-//! Rules (tests in `troupe-crdt/tests/replicator_shutdown.rs`):
+//! Rules (tests in `troupe-crdt/tests/replicator_shutdown.rs` and `replicator_supervision.rs`):
 //! 1. [`Replicator::start_in`] attaches the replicator to the system; it stops in the phase
 //!    [`Phase::StopReplicator`]: after the cluster was left and the application's actors
 //!    stopped (they may write to it while they stop), before the node closes.
-//! 2. Stopping stops the timers, unexports the replicator and waits until both are done;
-//!    what it holds stays readable locally through the handle.
+//! 2. Stopping unexports the replicator, stops its supervisor (the inbox and the ticker,
+//!    `replicator/` rule 9: it is no actor of the system, so the phase `stop-actors` left it
+//!    running) and waits until it has ended; what it holds stays readable locally through the
+//!    handle. A replicator whose supervisor already gave up has ended: its stop returns at
+//!    once.
 
 use troupe::lifecycle::{Phase, Service, StopFuture};
 use troupe::System;

@@ -36,6 +36,19 @@
 //! 8. A key this node has not used keeps what it receives undecoded (the latest state per
 //!    sender, a bounded list of deltas); the first typed use decodes and joins it, under
 //!    rule 7.
+//! 9. The replicator's actors, the inbox (exported as [`REPLICATOR_ACTOR`] with
+//!    `Node::export_child`, so every message reaches the live incarnation) and the ticker
+//!    (rules 4 and 5), are permanent children of a `one_for_one` supervisor (path
+//!    `/troupe.crdt`) allowing [`RESTART_INTENSITY`] restarts in [`RESTART_PERIOD`]. The
+//!    replicas, marks and buffers live outside the actors, so a restarted child goes on with
+//!    the same data; a message that reaches the name while the inbox is being restarted is
+//!    refused as for an unknown name, and the sender's resend or gossip makes up for it. Each
+//!    restart is counted ([`ReplicatorStats::restarts`]) and logged as a WARN `tracing` event,
+//!    `replicator child restarted` (`child`: `inbox`, `ticker`; `restarts`). The supervisor
+//!    belongs to no `troupe::System` (a system's `stop-actors` phase does not stop it; the
+//!    replicator's own stop does, `lifecycle.rs`). When it gives up (more restarts than its
+//!    intensity), the replicator is unexported and ended: an ERROR event, `replicator
+//!    stopped after repeated crashes` (`reason`), says so; the data stays readable locally.
 
 mod lifecycle;
 mod store;
@@ -45,14 +58,15 @@ mod wire;
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use futures::stream::{FuturesUnordered, StreamExt};
 use parking_lot::Mutex;
 use tokio::sync::watch;
-use troupe::{Actor, ActorRef, Ctx};
+use troupe::supervisor::{self, ChildRef, ChildSpec, Strategy, SupervisorRef, SupervisorSpec};
+use troupe::{Actor, ActorError, ActorRef, Ctx, ExitReason, System};
 use troupe_cluster::Cluster;
 use troupe_remote::codec;
 use troupe_remote::logging::Esc;
@@ -73,10 +87,27 @@ struct Inner {
     store: Mutex<Store>,
     stats: Counters,
     refs: Mutex<HashMap<String, ActorRef<CrdtMsg>>>,
-    stop: watch::Sender<bool>,
-    /// Set when the timers have ended and the replicator is unexported (`lifecycle.rs`).
+    /// The supervisor of the inbox and the ticker (rule 9), set once at start.
+    sup: OnceLock<SupervisorRef>,
+    /// The inbox, followed across its restarts (rule 9), set once at start.
+    inbox: OnceLock<ChildRef<CrdtMsg>>,
+    /// Set by [`Replicator::stop`]: the supervisor's end is then no failure.
+    stopping: AtomicBool,
+    /// Whether the inbox and the ticker have started once (a later start is a restart).
+    inbox_started: AtomicBool,
+    ticker_started: AtomicBool,
+    /// Set by [`Replicator::debug_crash_inbox`]: the inbox panics at its next message.
+    crash_inbox: AtomicBool,
+    /// Set when the supervisor has ended and the replicator is unexported (`lifecycle.rs`).
     ended: watch::Sender<bool>,
 }
+
+/// How many restarts of its actors the replicator's supervisor allows in [`RESTART_PERIOD`]
+/// before it gives up (rule 9).
+pub const RESTART_INTENSITY: u32 = 10;
+
+/// The period over which [`RESTART_INTENSITY`] counts restarts (rule 9).
+pub const RESTART_PERIOD: Duration = Duration::from_secs(10);
 
 /// A node's replicator (module docs for its rules).
 ///
@@ -96,12 +127,22 @@ pub struct Replicator {
     inner: Arc<Inner>,
 }
 
+/// The exported actor (rule 9): it applies what peers send to the store in `Inner`.
 struct Inbox(Arc<Inner>);
 
 impl Actor for Inbox {
     type Msg = CrdtMsg;
+
+    async fn started(&mut self, _: &mut Ctx<Self>) -> Result<(), ActorError> {
+        self.0.incarnation("inbox", &self.0.inbox_started);
+        Ok(())
+    }
+
     async fn handle(&mut self, msg: CrdtMsg, _: &mut Ctx<Self>) {
         let i = &self.0;
+        if i.crash_inbox.swap(false, Ordering::AcqRel) {
+            panic!("replicator inbox: crash requested by Replicator::debug_crash_inbox");
+        }
         match msg {
             CrdtMsg::Deltas { from, key, kind, items, reply, .. } => {
                 let items: Vec<&[u8]> = items.iter().map(Vec::as_slice).collect();
@@ -120,8 +161,38 @@ impl Actor for Inbox {
     }
 }
 
+/// What the ticker is woken for (rules 4 and 5).
+#[derive(Clone, Copy)]
+enum Tick {
+    Resend,
+    Gossip,
+}
+
+/// The replicator's timers as an actor (rule 9): resends and gossip.
+struct Ticker(Arc<Inner>);
+
+impl Actor for Ticker {
+    type Msg = Tick;
+
+    async fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), ActorError> {
+        self.0.incarnation("ticker", &self.0.ticker_started);
+        let every = |ms: u64| Duration::from_millis(ms.max(1));
+        let _ = ctx.interval(every(self.0.cfg.resend_interval_ms), Tick::Resend);
+        let _ = ctx.interval(every(self.0.cfg.gossip_interval_ms), Tick::Gossip);
+        Ok(())
+    }
+
+    async fn handle(&mut self, tick: Tick, _: &mut Ctx<Self>) {
+        match tick {
+            Tick::Resend => self.0.resend(),
+            Tick::Gossip => self.0.gossip(),
+        }
+    }
+}
+
 impl Replicator {
-    /// Exports this node's replicator (`troupe.crdt`) and starts its timers.
+    /// Exports this node's replicator (`troupe.crdt`) and starts its supervisor, which starts
+    /// the inbox and the ticker (rule 9). Returns at once; needs a tokio runtime.
     pub fn start(cluster: &Cluster, cfg: ReplicatorConfig) -> Result<Replicator, Error> {
         let me = cluster.me();
         let inner = Arc::new(Inner {
@@ -132,13 +203,51 @@ impl Replicator {
             store: Mutex::new(Store::default()),
             stats: Counters::default(),
             refs: Mutex::new(HashMap::new()),
-            stop: watch::channel(false).0,
+            sup: OnceLock::new(),
+            inbox: OnceLock::new(),
+            stopping: AtomicBool::new(false),
+            inbox_started: AtomicBool::new(false),
+            ticker_started: AtomicBool::new(false),
+            crash_inbox: AtomicBool::new(false),
             ended: watch::channel(false).0,
         });
-        let inbox = troupe::spawn(Inbox(Arc::clone(&inner)));
-        cluster.node().export(REPLICATOR_ACTOR, &inbox).map_err(|e| Error::from(ErrorKind::Node(e.to_string())))?;
-        tokio::spawn(timers(Arc::clone(&inner), inbox));
+        let (i, t) = (Arc::clone(&inner), Arc::clone(&inner));
+        let inbox = ChildSpec::worker("inbox", move || Inbox(Arc::clone(&i)));
+        let ticker = ChildSpec::worker("ticker", move || Ticker(Arc::clone(&t)));
+        let handle = inbox.handle();
+        let spec = SupervisorSpec::new(Strategy::OneForOne)
+            .name(REPLICATOR_ACTOR)
+            .intensity(RESTART_INTENSITY, RESTART_PERIOD)
+            .child(inbox)
+            .child(ticker);
+        let node = cluster.node();
+        node.export_child(REPLICATOR_ACTOR, &handle).map_err(|e| Error::from(ErrorKind::Node(e.to_string())))?;
+        // Rule 9: in no system, so that only the replicator's own stop stops it.
+        let sup = match System::outside(|| supervisor::spawn(spec)) {
+            Ok(sup) => sup,
+            Err(e) => {
+                node.unexport(REPLICATOR_ACTOR);
+                return Err(ErrorKind::Node(e.to_string()).into());
+            }
+        };
+        let _ = inner.sup.set(sup.clone());
+        let _ = inner.inbox.set(handle);
+        tokio::spawn(watch_supervisor(Arc::clone(&inner), sup));
         Ok(Replicator { inner })
+    }
+
+    /// Makes the replicator's inbox panic at its next message, sends it one, and waits (up to
+    /// 5 s) for the incarnation its supervisor starts instead: for tests and drills of rule 9.
+    /// True when a new incarnation came; false when none did (the supervisor gave up, or the
+    /// replicator was stopped).
+    #[doc(hidden)]
+    pub async fn debug_crash_inbox(&self) -> bool {
+        const WAIT: Duration = Duration::from_secs(5);
+        let Some(inbox) = self.inner.inbox.get() else { return false };
+        let Ok(before) = inbox.current(WAIT).await else { return false };
+        self.inner.crash_inbox.store(true, Ordering::Release);
+        let _ = before.ask(|reply| CrdtMsg::Read { key: String::new(), reply }, WAIT).await;
+        inbox.current_after(before.id(), WAIT).await.is_ok()
     }
 
     /// This node's replica id (`ADDR#UID`), what mutators are given as `me`.
@@ -263,16 +372,55 @@ impl Replicator {
             states_acked: g(&c.states_acked),
             sends_unanswered: g(&c.sends_unanswered),
             sends_nacked: g(&c.sends_nacked),
+            restarts: g(&c.restarts),
         }
     }
 
-    /// Stops the timers and unexports the replicator.
+    /// Unexports the replicator and stops its supervisor, with the inbox and the ticker
+    /// (rule 9). What it holds stays readable locally.
     pub fn stop(&self) {
-        self.inner.stop.send_replace(true);
+        let i = &self.inner;
+        if i.stopping.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        i.cluster.node().unexport(REPLICATOR_ACTOR);
+        if let Some(sup) = i.sup.get() {
+            sup.any().stop(ExitReason::Shutdown);
+        }
     }
 }
 
+/// Rule 9: when the supervisor ends (stopped, or gave up), the replicator is unexported and
+/// ended.
+async fn watch_supervisor(inner: Arc<Inner>, sup: SupervisorRef) {
+    let reason = sup.terminated().await;
+    if !inner.stopping.swap(true, Ordering::AcqRel) {
+        inner.cluster.node().unexport(REPLICATOR_ACTOR);
+        tracing::error!(
+            target: "troupe_crdt::replicator",
+            node = %Esc(&inner.me),
+            reason = %reason,
+            "replicator stopped after repeated crashes; this node no longer replicates (start a new replicator)"
+        );
+    }
+    inner.ended.send_replace(true);
+}
+
 impl Inner {
+    /// Rule 9: counts and logs a start of `child` after its first.
+    fn incarnation(&self, child: &'static str, started: &AtomicBool) {
+        if started.swap(true, Ordering::AcqRel) {
+            let restarts = self.stats.restarts.fetch_add(1, Ordering::Relaxed) + 1;
+            tracing::warn!(
+                target: "troupe_crdt::replicator",
+                node = %Esc(&self.me),
+                child,
+                restarts,
+                "replicator child restarted"
+            );
+        }
+    }
+
     /// Live members other than this node, with whether they are reachable.
     fn peers(&self) -> Vec<(String, bool)> {
         let g = self.cluster.gossip();
@@ -453,26 +601,4 @@ impl Inner {
             tokio::spawn(s);
         }
     }
-}
-
-async fn timers(inner: Arc<Inner>, inbox: ActorRef<CrdtMsg>) {
-    let mut stop = inner.stop.subscribe();
-    let every = |ms: u64| {
-        let p = Duration::from_millis(ms.max(1));
-        tokio::time::interval_at(tokio::time::Instant::now() + p, p)
-    };
-    let mut resend = every(inner.cfg.resend_interval_ms);
-    let mut gossip = every(inner.cfg.gossip_interval_ms);
-    resend.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    gossip.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = stop.changed() => break,
-            _ = resend.tick() => inner.resend(),
-            _ = gossip.tick() => inner.gossip(),
-        }
-    }
-    inner.cluster.node().unexport(REPLICATOR_ACTOR);
-    inbox.stop();
-    inner.ended.send_replace(true);
 }

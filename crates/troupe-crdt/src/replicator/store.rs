@@ -135,6 +135,7 @@ pub(crate) struct Counters {
     pub(crate) states_acked: AtomicU64,
     pub(crate) sends_unanswered: AtomicU64,
     pub(crate) sends_nacked: AtomicU64,
+    pub(crate) restarts: AtomicU64,
 }
 
 /// Rule 7: a payload rejected, counted and logged (rate-limited: a peer can send many).

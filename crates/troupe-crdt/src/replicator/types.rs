@@ -125,6 +125,9 @@ pub struct ReplicatorStats {
     /// Delta and state messages the peer rejected (rule 7 on its side: a negative
     /// acknowledgement).
     pub sends_nacked: u64,
+    /// The replicator's actors (inbox, ticker) started again by its supervisor after a crash
+    /// (rule 9).
+    pub restarts: u64,
 }
 
 /// The changes of one key ([`crate::Replicator::subscribe`]).

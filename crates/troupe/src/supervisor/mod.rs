@@ -191,6 +191,34 @@ pub async fn start(spec: SupervisorSpec) -> Result<SupervisorRef, SupervisorErro
     Err(SupervisorError::StartFailed { child, reason })
 }
 
+/// Validates `spec` and spawns the supervisor without waiting for its children to start: for
+/// callers that cannot wait (a synchronous constructor). The children start in order right
+/// after, as with [`start`]; when one fails to start, the supervisor stops (see
+/// [`SupervisorRef::terminated`]) instead of this returning the error. Needs a tokio runtime.
+///
+/// ```
+/// # #[tokio::main] async fn main() {
+/// use std::time::Duration;
+/// use troupe::{Actor, Ctx, ReplyTo};
+/// use troupe::supervisor::{self, ChildSpec, Strategy, SupervisorSpec};
+/// struct Echo;
+/// impl Actor for Echo {
+///     type Msg = (u32, ReplyTo<u32>);
+///     async fn handle(&mut self, (n, r): Self::Msg, _: &mut Ctx<Self>) { r.send(n) }
+/// }
+/// let spec = ChildSpec::worker("echo", || Echo);
+/// let echo = spec.handle();
+/// let sup = supervisor::spawn(SupervisorSpec::new(Strategy::OneForOne).child(spec)).unwrap();
+/// // The child may not be up yet: `ask` on its handle waits for it.
+/// assert_eq!(echo.ask(|r| (7, r), Duration::from_secs(5)).await.unwrap(), 7);
+/// sup.stop().await;
+/// # }
+/// ```
+pub fn spawn(spec: SupervisorSpec) -> Result<SupervisorRef, SupervisorError> {
+    spec.validate()?;
+    Ok(SupervisorRef(crate::spawn::spawn_inner(Supervisor::new(spec), Spawn::new(), None, None)))
+}
+
 /// A handle to a running supervisor.
 #[derive(Clone, Debug)]
 pub struct SupervisorRef(ActorRef<SupervisorMsg>);
