@@ -1,25 +1,40 @@
-//! [`Cluster`]: the membership engine driven over a real [`Node`]. One task owns the engine;
-//! an exported actor (`troupe.cluster`) hands it what other members send; a timer ticks it;
-//! the handle reads the state it publishes after every step.
+//! [`Cluster`]: the membership engine driven over a real [`Node`]. One actor, the daemon,
+//! owns the engine; an exported actor, the inbox (`troupe.cluster`), hands it what other
+//! members send; a timer ticks it; the handle reads the state it publishes after every step.
 //!
 //! Rules:
-//! 1. Only the daemon task touches the engine; everything else talks to it through its
-//!    command queue, so the engine sees one message at a time, in arrival order.
+//! 1. Only the daemon actor touches the engine; everything else sends it commands, so the
+//!    engine sees one message at a time, in arrival order.
 //! 2. After every step the daemon publishes the state (a shared snapshot) before it reports
 //!    the step's events, so a subscriber that reacts to an event reads a state at least as new.
-//! 3. The tick is a fifth of the shorter of the heartbeat and gossip intervals (5 to 100 ms).
+//! 3. The tick is a fifth of the shorter of the heartbeat and gossip intervals (5 to 100 ms);
+//!    at most one tick waits in the daemon's mailbox.
 //! 4. While not a member, `seed_dns` is resolved again before each join round.
 //! 5. When the engine stops (left, downed without rejoin), or the daemon is told to stop
 //!    (`Cmd::Stop`: a `System`'s shutdown gave up waiting for the leave, `lifecycle.rs`), the
-//!    daemon unexports its actor and ends; the node itself keeps running.
+//!    daemon ends, the inbox is unexported and stopped; the node itself keeps running.
+//! 6. The daemon and the inbox are children of a `one_for_one` supervisor (path
+//!    `/troupe.cluster`) that belongs to no `troupe::System`: the inbox is permanent (it holds
+//!    nothing; exported with `Node::export_child`, it is reached across restarts), the daemon
+//!    temporary, never restarted (Akka's cluster core daemon): a new engine would rejoin as a
+//!    new incarnation and lose what this one knew. When the daemon ends otherwise than by
+//!    rule 5 (a panic, a kill), the membership is stopped: the status phase becomes
+//!    `stopped: the cluster daemon failed: REASON`, subscribers get [`ClusterEvent::Stopped`]
+//!    with that reason, an ERROR `tracing` event `cluster daemon failed` (`node`, `reason`)
+//!    is logged, the inbox is unexported, and every later command fails with
+//!    [`ErrorKind::DaemonFailed`] naming the reason. This node announces nothing to its peers
+//!    (the engine is gone): they see it become unreachable, and down it as their downing
+//!    rules say, as for a crashed node; the node keeps running.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
-use tokio::sync::{broadcast, mpsc, oneshot, watch};
-use troupe::{Actor, ActorRef, Ctx};
+use tokio::sync::{broadcast, oneshot, watch};
+use troupe::supervisor::{self, ChildRef, ChildSpec, Strategy, SupervisorRef, SupervisorSpec};
+use troupe::{Actor, ActorError, ActorRef, Ctx, ExitReason, System};
 use troupe_remote::logging::Esc;
 use troupe_remote::Node;
 
@@ -40,10 +55,14 @@ pub(crate) enum Cmd {
     Publish(BTreeMap<String, Vec<Entry>>, BTreeMap<String, Entry>),
     /// Rule 5: end now, left or not.
     Stop,
+    /// Rule 3.
+    Tick,
+    /// [`Cluster::debug_crash_daemon`]: panic (rule 6).
+    Crash,
 }
 
 /// The actor other members send to; it only forwards (rule 1).
-struct Inbox(mpsc::UnboundedSender<Cmd>);
+struct Inbox(Arc<Shared>);
 
 impl Actor for Inbox {
     type Msg = ClusterMsg;
@@ -52,14 +71,17 @@ impl Actor for Inbox {
             ClusterMsg::Wire(w) => Cmd::Wire(w),
             ClusterMsg::Status(r) => Cmd::Status(r),
         };
-        let _ = self.0.send(cmd);
+        let _ = self.0.cmd.send(cmd);
     }
 }
 
 pub(crate) struct Shared {
     pub(crate) node: Node,
     pub(crate) cfg: ClusterConfig,
-    pub(crate) cmd: mpsc::UnboundedSender<Cmd>,
+    /// The daemon (rules 1 and 6).
+    pub(crate) cmd: ChildRef<Cmd>,
+    /// Why the daemon failed, once it has (rule 6).
+    pub(crate) failed: parking_lot::Mutex<Option<String>>,
     pub(crate) events: broadcast::Sender<ClusterEvent>,
     pub(crate) gossip: RwLock<Arc<Gossip>>,
     pub(crate) status: RwLock<Status>,
@@ -103,14 +125,20 @@ impl Cluster {
     /// rule 1). Returns at once; see [`Cluster::subscribe`] and [`Cluster::wait_members`].
     pub async fn start(node: &Node, cfg: ClusterConfig) -> Result<Cluster, Error> {
         cfg.validate()?;
-        let (tx, rx) = mpsc::unbounded_channel();
         let me = NodeId::fresh(&node.addr(), node.name());
         let epoch = Instant::now();
         let engine = Engine::new(cfg.clone(), me.clone(), rand::random(), 0);
+        // Rule 6: a temporary child, started once; the slot hands it its engine.
+        let slot: Arc<parking_lot::Mutex<Option<Daemon>>> = Arc::default();
+        let daemon = {
+            let slot = Arc::clone(&slot);
+            ChildSpec::worker_or_ignore("daemon", move || slot.lock().take()).restart(supervisor::Restart::Temporary)
+        };
         let shared = Arc::new(Shared {
             node: node.clone(),
             cfg: cfg.clone(),
-            cmd: tx.clone(),
+            cmd: daemon.handle(),
+            failed: parking_lot::Mutex::new(None),
             events: broadcast::channel(4096).0,
             gossip: RwLock::new(engine.shared_gossip()),
             status: RwLock::new(engine.status()),
@@ -122,10 +150,56 @@ impl Cluster {
             phi: parking_lot::Mutex::new(Vec::new()),
             phi_published: parking_lot::Mutex::new(std::collections::BTreeSet::new()),
         });
-        let inbox = troupe::spawn(Inbox(tx));
-        node.export(CLUSTER_ACTOR, &inbox)?;
-        tokio::spawn(run(Arc::clone(&shared), engine, rx, epoch, inbox));
+        *slot.lock() = Some(Daemon {
+            shared: Arc::clone(&shared),
+            engine,
+            epoch,
+            refs: HashMap::new(),
+            last_dns: None,
+            published: None,
+            tick_queued: Arc::new(AtomicBool::new(false)),
+        });
+        let inbox = {
+            let shared = Arc::clone(&shared);
+            ChildSpec::worker("inbox", move || Inbox(Arc::clone(&shared)))
+        };
+        let inbox_ref = inbox.handle();
+        let spec = SupervisorSpec::new(Strategy::OneForOne)
+            .name(CLUSTER_ACTOR)
+            .intensity(10, Duration::from_secs(10))
+            .child(daemon)
+            .child(inbox);
+        node.export_child(CLUSTER_ACTOR, &inbox_ref)?;
+        let sup = match System::outside(|| supervisor::spawn(spec)) {
+            Ok(sup) => sup,
+            Err(e) => {
+                node.unexport(CLUSTER_ACTOR);
+                return Err(ErrorKind::Node(e.to_string()).into());
+            }
+        };
+        let started = shared.cmd.current(Duration::from_secs(30)).await;
+        let Ok(daemon) = started else {
+            node.unexport(CLUSTER_ACTOR);
+            sup.stop().await;
+            return Err(ErrorKind::Stopped.into());
+        };
+        tokio::spawn(watch_daemon(Arc::clone(&shared), sup, daemon));
         Ok(Cluster { shared })
+    }
+
+    /// Makes the daemon panic at its next command, and sends it one: for tests and drills of
+    /// `daemon.rs` rule 6 (the membership stops; it is not restarted).
+    #[doc(hidden)]
+    pub fn debug_crash_daemon(&self) {
+        let _ = self.shared.cmd.send(Cmd::Crash);
+    }
+
+    /// The error a command gets once the daemon has ended (rule 6 names a failure).
+    pub(crate) fn stopped_error(&self) -> Error {
+        match self.shared.failed.lock().clone() {
+            Some(reason) => ErrorKind::DaemonFailed(reason).into(),
+            None => ErrorKind::Stopped.into(),
+        }
     }
 
     /// The node this membership runs on.
@@ -242,8 +316,8 @@ impl Cluster {
     /// Downs the member at `addr` (an operator's decision); false when it is not a live member.
     pub async fn down(&self, addr: &str) -> Result<bool, Error> {
         let (tx, rx) = oneshot::channel();
-        self.shared.cmd.send(Cmd::Down(addr.to_owned(), tx)).map_err(|_| Error::from(ErrorKind::Stopped))?;
-        rx.await.map_err(|_| ErrorKind::Stopped.into())
+        self.shared.cmd.send(Cmd::Down(addr.to_owned(), tx)).map_err(|_| self.stopped_error())?;
+        rx.await.map_err(|_| self.stopped_error())
     }
 
     /// Waits until this node sees `n` members up, all reachable, and the state converged.
@@ -312,39 +386,67 @@ fn log(me: &str, ev: &ClusterEvent) {
     }
 }
 
-async fn run(
+/// The daemon (rules 1 to 5): the engine and what it needs between steps.
+struct Daemon {
     shared: Arc<Shared>,
-    mut engine: Engine,
-    mut rx: mpsc::UnboundedReceiver<Cmd>,
+    engine: Engine,
     epoch: Instant,
-    inbox: ActorRef<ClusterMsg>,
-) {
-    let mut tick = tokio::time::interval(tick_period(&shared.cfg));
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut refs: HashMap<String, ActorRef<ClusterMsg>> = HashMap::new();
-    let mut last_dns: Option<Instant> = None;
-    // What was last published, and the engine's generation then (rule 2).
-    let mut published: Option<(u64, Arc<Gossip>)> = None;
-    let now = || epoch.elapsed().as_millis() as u64;
-    loop {
-        let mut out = Vec::new();
-        tokio::select! {
-            cmd = rx.recv() => {
-                let Some(cmd) = cmd else { break };
-                match cmd {
-                    Cmd::Wire(w) => engine.receive(w, now(), &mut out),
-                    Cmd::Status(r) => r.send(engine.status()),
-                    Cmd::Leave => engine.leave(now(), &mut out),
-                    Cmd::Down(addr, r) => { let _ = r.send(engine.down(&addr, now(), &mut out)); }
-                    Cmd::Publish(s, n) => engine.publish(s, n, now(), &mut out),
-                    Cmd::Stop => break,
+    refs: HashMap<String, ActorRef<ClusterMsg>>,
+    last_dns: Option<Instant>,
+    /// What was last published, and the engine's generation then (rule 2).
+    published: Option<(u64, Arc<Gossip>)>,
+    /// Rule 3: set while a tick waits in the mailbox.
+    tick_queued: Arc<AtomicBool>,
+}
+
+impl Actor for Daemon {
+    type Msg = Cmd;
+
+    /// Rule 3: the timer, a task that ends with the daemon (its sends fail).
+    async fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), ActorError> {
+        let (me, queued, period) = (ctx.myself(), Arc::clone(&self.tick_queued), tick_period(&self.shared.cfg));
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(period);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                if !queued.swap(true, Ordering::AcqRel) && me.send(Cmd::Tick).is_err() {
+                    break;
+                }
+                if !me.is_alive() {
+                    break;
                 }
             }
-            _ = tick.tick() => {
+        });
+        Ok(())
+    }
+
+    async fn handle(&mut self, cmd: Cmd, ctx: &mut Ctx<Self>) {
+        let epoch = self.epoch;
+        let now = || epoch.elapsed().as_millis() as u64;
+        let shared = Arc::clone(&self.shared);
+        let engine = &mut self.engine;
+        let mut out = Vec::new();
+        match cmd {
+            Cmd::Wire(w) => engine.receive(w, now(), &mut out),
+            Cmd::Status(r) => r.send(engine.status()),
+            Cmd::Leave => engine.leave(now(), &mut out),
+            Cmd::Down(addr, r) => {
+                let _ = r.send(engine.down(&addr, now(), &mut out));
+            }
+            Cmd::Publish(s, n) => engine.publish(s, n, now(), &mut out),
+            Cmd::Stop => {
+                ctx.stop(ExitReason::Normal);
+                return;
+            }
+            Cmd::Crash => panic!("cluster daemon: crash requested by Cluster::debug_crash_daemon"),
+            Cmd::Tick => {
+                self.tick_queued.store(false, Ordering::Release);
                 if let Some(dns) = shared.cfg.seed_dns.as_deref().filter(|_| !engine.is_member()) {
-                    let due = last_dns.is_none_or(|t| t.elapsed().as_millis() as u64 >= shared.cfg.join_retry_min_ms);
+                    let due =
+                        self.last_dns.is_none_or(|t| t.elapsed().as_millis() as u64 >= shared.cfg.join_retry_min_ms);
                     if due {
-                        last_dns = Some(Instant::now());
+                        self.last_dns = Some(Instant::now());
                         engine.set_dns_seeds(resolve(dns).await);
                     }
                 }
@@ -356,15 +458,15 @@ async fn run(
         // Rule 2: publish, then report.
         let stopped = engine.stopped().is_some();
         let generation = engine.generation();
-        if stopped || published.as_ref().is_none_or(|(at, _)| *at != generation) {
+        if stopped || self.published.as_ref().is_none_or(|(at, _)| *at != generation) {
             let snapshot = engine.shared_gossip();
             let services_changed =
-                published.as_ref().is_none_or(|(_, p)| p.owned != snapshot.owned || p.members != snapshot.members);
+                self.published.as_ref().is_none_or(|(_, p)| p.owned != snapshot.owned || p.members != snapshot.members);
             *shared.gossip.write() = Arc::clone(&snapshot);
             *shared.status.write() = engine.status();
             *shared.me.write() = engine.me().clone();
             shared.status_changed.send_modify(|v| *v += 1);
-            published = Some((generation, snapshot));
+            self.published = Some((generation, snapshot));
             if services_changed {
                 shared.published.send_modify(|v| *v += 1);
             }
@@ -372,7 +474,8 @@ async fn run(
         for o in out {
             match o {
                 Out::Send(to, msg) => {
-                    let r = refs
+                    let r = self
+                        .refs
                         .entry(to.clone())
                         .or_insert_with(|| shared.node.remote_ref::<ClusterMsg>(&to, CLUSTER_ACTOR));
                     let _ = r.send(ClusterMsg::Wire(msg));
@@ -392,15 +495,33 @@ async fn run(
             }
         }
         // Forget refs to members that are gone, so the table does not grow with churn.
-        if refs.len() > 2 * engine.gossip().members.len() + 16 {
+        if self.refs.len() > 2 * engine.gossip().members.len() + 16 {
             let g = engine.gossip();
-            refs.retain(|a, _| g.member(a).is_some_and(|m| m.status.is_live()));
+            self.refs.retain(|a, _| g.member(a).is_some_and(|m| m.status.is_live()));
         }
         if stopped {
-            break;
+            ctx.stop(ExitReason::Normal);
         }
     }
-    // Rule 5.
+}
+
+/// Rules 5 and 6: when the daemon ends, the inbox is unexported and stopped with the
+/// supervisor; an end other than rule 5's is a failure.
+async fn watch_daemon(shared: Arc<Shared>, sup: SupervisorRef, daemon: ActorRef<Cmd>) {
+    let reason = daemon.terminated().await;
     shared.node.unexport(CLUSTER_ACTOR);
-    inbox.stop();
+    if reason != ExitReason::Normal {
+        let why = format!("the cluster daemon failed: {reason}");
+        *shared.failed.lock() = Some(why.clone());
+        shared.status.write().phase = format!("stopped: {why}");
+        shared.status_changed.send_modify(|v| *v += 1);
+        let node = shared.me.read().addr.clone();
+        tracing::error!(
+            node = %node,
+            reason = %reason,
+            "cluster daemon failed; this node is no longer a member (its peers see it unreachable), start a new Cluster"
+        );
+        let _ = shared.events.send(ClusterEvent::Stopped { reason: why });
+    }
+    sup.stop().await;
 }

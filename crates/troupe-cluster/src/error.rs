@@ -24,6 +24,9 @@ pub enum ErrorKind {
     },
     /// The name is already registered in the cluster.
     NameTaken(String),
+    /// The cluster daemon failed (a panic; `daemon.rs` rule 6): the membership has stopped and
+    /// is not restarted; the text says why.
+    DaemonFailed(String),
 }
 
 /// The crate's error.
@@ -62,6 +65,10 @@ impl fmt::Display for Error {
                 write!(f, "type mismatch: asked for {expected}, but it accepts {found}")
             }
             ErrorKind::NameTaken(m) => write!(f, "name already registered in the cluster: {m}"),
+            ErrorKind::DaemonFailed(m) => write!(
+                f,
+                "the cluster membership has stopped: {m}; this node is no longer a member, start a new Cluster"
+            ),
         }
     }
 }
