@@ -122,7 +122,8 @@ impl<M: Send + 'static> ActorRef<M> {
     }
 
     /// Request/reply: builds the message around a [`ReplyTo`] and waits up to `timeout` for
-    /// the answer. Fails promptly with [`AskError::Gone`] when the actor is dead or dies.
+    /// the answer. Fails promptly with [`AskError::Gone`] when the actor is dead or dies, and with
+    /// [`AskError::Timeout`] (never `Gone`) when it is alive but did not answer in time.
     ///
     /// It may be awaited in any runtime, or outside one (e.g. `futures::executor::block_on` on a
     /// plain thread): then the timeout runs on the actor's home runtime's clock.
@@ -150,7 +151,7 @@ impl<M: Send + 'static> ActorRef<M> {
             Ok(Ok(r)) => Ok(r),
             Ok(Err(_)) if self.is_alive() => Err(AskError::NoReply),
             Ok(Err(_)) => Err(AskError::Gone),
-            Err(_) => Err(AskError::Timeout),
+            Err(_) => Err(AskError::Timeout(timeout)),
         }
     }
 

@@ -101,7 +101,7 @@ async fn ask_an_actor_that_dies_before_replying_fails_with_gone() {
 async fn ask_past_its_timeout_fails_with_timeout() {
     let r = troupe::spawn(recorder());
     let gate = block(&r).await;
-    assert_eq!(r.ask(RMsg::Get, Duration::from_millis(50)).await.unwrap_err(), AskError::Timeout);
+    assert_eq!(r.ask(RMsg::Get, Duration::from_millis(50)).await.unwrap_err(), AskError::Timeout(Duration::from_millis(50)));
     gate.notify_one();
 }
 
