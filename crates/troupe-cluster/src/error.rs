@@ -44,7 +44,10 @@ impl fmt::Display for ErrorKind {
             ErrorKind::Config(m) => write!(f, "invalid cluster configuration: {m}"),
             ErrorKind::Node(m) => write!(f, "{m}"),
             ErrorKind::Stopped => {
-                write!(f, "the cluster daemon has stopped (this node left or was downed); start a new Cluster to rejoin")
+                write!(
+                    f,
+                    "the cluster daemon has stopped (this node left or was downed); start a new Cluster to rejoin"
+                )
             }
             ErrorKind::Timeout(m) => write!(f, "timed out: {m}"),
             ErrorKind::TypeMismatch { expected, found } => {
@@ -60,12 +63,10 @@ impl fmt::Display for ErrorKind {
 
 /// The crate's error: its [`ErrorKind`] and, when another error caused it, that error as its
 /// `source()` (rule 1).
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{kind}")]
+#[derive(Debug, Clone)]
 pub struct Error {
     /// What went wrong.
     pub kind: ErrorKind,
-    #[source]
     source: Option<Arc<dyn StdError + Send + Sync + 'static>>,
 }
 
@@ -88,6 +89,20 @@ impl Error {
     #[must_use]
     pub fn kind(&self) -> &ErrorKind {
         &self.kind
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.kind.fmt(f)
+    }
+}
+
+/// By hand rather than with `thiserror`'s `#[source]`: that would hand out the `Arc` itself,
+/// which `downcast_ref::<io::Error>()` does not see through.
+impl StdError for Error {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.source.as_deref().map(|e| e as &(dyn StdError + 'static))
     }
 }
 

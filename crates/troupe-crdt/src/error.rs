@@ -63,12 +63,10 @@ impl fmt::Display for ErrorKind {
 
 /// The error of replicator operations: its [`ErrorKind`] and, when another error caused it,
 /// that error as its `source()` (rule 1).
-#[derive(Clone, Debug, thiserror::Error)]
-#[error("{kind}")]
+#[derive(Clone, Debug)]
 pub struct Error {
     /// What went wrong.
     pub kind: ErrorKind,
-    #[source]
     source: Option<Arc<dyn StdError + Send + Sync + 'static>>,
 }
 
@@ -87,6 +85,20 @@ impl Error {
     #[must_use]
     pub fn kind(&self) -> &ErrorKind {
         &self.kind
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.kind.fmt(f)
+    }
+}
+
+/// By hand rather than with `thiserror`'s `#[source]`: that would hand out the `Arc` itself,
+/// which `downcast_ref::<io::Error>()` does not see through.
+impl StdError for Error {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.source.as_deref().map(|e| e as &(dyn StdError + 'static))
     }
 }
 

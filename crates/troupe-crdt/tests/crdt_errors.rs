@@ -17,7 +17,9 @@ async fn rule_1_a_second_replicator_on_one_node_is_refused_with_the_node_error_a
     let node = Node::start(NodeConfig::new("solo", "crdt-errors")).await.unwrap();
     let cluster = Cluster::start(&node, ClusterConfig::default()).await.unwrap();
     let _first = Replicator::start(&cluster, ReplicatorConfig::default()).unwrap();
-    let Err(e) = Replicator::start(&cluster, ReplicatorConfig::default()) else { panic!("a second replicator started") };
+    let Err(e) = Replicator::start(&cluster, ReplicatorConfig::default()) else {
+        panic!("a second replicator started")
+    };
     assert!(matches!(&e.kind, ErrorKind::Node(what) if what.contains("cannot export")), "{e:?}");
     let cause = e.source().expect("a source").downcast_ref::<troupe_remote::Error>().expect("the node's error");
     assert!(matches!(cause.kind, troupe_remote::ErrorKind::NameTaken(_)), "{cause:?}");

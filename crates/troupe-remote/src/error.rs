@@ -106,19 +106,17 @@ impl fmt::Display for ErrorKind {
 /// let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
 /// let mut cfg = NodeConfig::new("a", "secret");
 /// cfg.listen = taken.local_addr().unwrap().to_string();
-/// let e = Node::start(cfg).await.unwrap_err();
+/// let Err(e) = Node::start(cfg).await else { panic!("bound a taken port") };
 /// assert!(matches!(e.kind, ErrorKind::Io(_)));
 /// let io = e.source().unwrap().downcast_ref::<std::io::Error>().unwrap();
 /// assert_eq!(io.kind(), std::io::ErrorKind::AddrInUse);
 /// println!("{}", troupe::error_chain(&e)); // i/o error: cannot listen on ...: Address in use ...
 /// # }
 /// ```
-#[derive(Clone, Debug, thiserror::Error)]
-#[error("{kind}")]
+#[derive(Clone, Debug)]
 pub struct Error {
     /// What went wrong.
     pub kind: ErrorKind,
-    #[source]
     source: Option<Arc<dyn StdError + Send + Sync + 'static>>,
 }
 
@@ -157,6 +155,20 @@ impl Error {
     #[must_use]
     pub fn kind(&self) -> &ErrorKind {
         &self.kind
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.kind.fmt(f)
+    }
+}
+
+/// By hand rather than with `thiserror`'s `#[source]`: that would hand out the `Arc` itself,
+/// which `downcast_ref::<io::Error>()` does not see through.
+impl StdError for Error {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.source.as_deref().map(|e| e as &(dyn StdError + 'static))
     }
 }
 

@@ -24,7 +24,7 @@ async fn rule_1_a_node_that_cannot_bind_keeps_the_addr_in_use_io_error_as_its_so
     let addr = taken.local_addr().unwrap().to_string();
     let mut c = cfg("a");
     c.listen = addr.clone();
-    let e = Node::start(c).await.unwrap_err();
+    let Err(e) = Node::start(c).await else { panic!("the node bound a taken address") };
     assert!(matches!(&e.kind, ErrorKind::Io(what) if what.contains(&addr)), "{e:?}");
     let text = e.to_string();
     assert!(text.contains(&format!("cannot listen on {addr}")) && text.contains("pick another `listen`"), "{text}");

@@ -275,8 +275,14 @@ struct Adapter<M, F> {
 
 impl<M: Send + 'static, N: Send + 'static, F: Fn(N) -> M + Send + Sync + 'static> DynSender<N> for Adapter<M, F> {
     fn send(&self, msg: N) -> Result<(), SendError<N>> {
-        if !self.target.is_alive() {
-            return Err(SendError::new(SendErrorKind::Gone, Some(msg)));
+        // Refused before the transformation, the message itself comes back (error.rs rule 3);
+        // only a target that stops or fills up between this check and the send keeps it.
+        let refusal = match &self.target.inner {
+            Inner::Local(c) => c.refusal(),
+            Inner::Dyn(_) => (!self.target.is_alive()).then_some(SendErrorKind::Gone),
+        };
+        if let Some(kind) = refusal {
+            return Err(SendError::new(kind, Some(msg)));
         }
         self.target.send((self.f)(msg)).map_err(|e| SendError::new(e.kind(), None))
     }

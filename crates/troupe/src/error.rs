@@ -6,9 +6,10 @@
 //!    `SupervisorError::Timeout`) carry the time waited, [`AskError::Gone`] means stopped.
 //! 2. [`ActorError`] keeps the error it was built from as its `source()`, so a supervisor's log
 //!    or [`error_chain`] still shows the `io::Error` (or any other) underneath.
-//! 3. A [`SendError`] hands the message back ([`SendError::into_inner`]) whenever it still
-//!    exists; only an adapter ([`crate::ActorRef::adapt`]) whose target refused the already
-//!    transformed message cannot.
+//! 3. A [`SendError`] hands the message back ([`SendError::into_inner`]). An adapter
+//!    ([`crate::ActorRef::adapt`]) checks its target before transforming the message, so its
+//!    refusals hand back the caller's message too; only a target that stops or fills up between
+//!    that check and the send leaves nothing to hand back (`None`).
 
 use std::error::Error as StdError;
 use std::fmt;
@@ -54,8 +55,9 @@ impl<M> SendError<M> {
         self.kind
     }
 
-    /// The message that was not delivered; `None` only when an adapter
-    /// ([`crate::ActorRef::adapt`]) had already transformed it before its target refused it.
+    /// The message that was not delivered; `None` only when an adapter's target
+    /// ([`crate::ActorRef::adapt`]) stopped or filled up between the adapter's check and its
+    /// send, after the message was transformed (rule 3).
     #[must_use]
     pub fn into_inner(self) -> Option<M> {
         self.msg

@@ -132,7 +132,10 @@ impl Replicator {
             stop: watch::channel(false).0,
         });
         let inbox = troupe::spawn(Inbox(Arc::clone(&inner)));
-        cluster.node().export(REPLICATOR_ACTOR, &inbox).map_err(|e| Error::node(format!("cannot export the replicator as {REPLICATOR_ACTOR:?}"), e))?;
+        cluster
+            .node()
+            .export(REPLICATOR_ACTOR, &inbox)
+            .map_err(|e| Error::node(format!("cannot export the replicator as {REPLICATOR_ACTOR:?}"), e))?;
         tokio::spawn(timers(Arc::clone(&inner), inbox));
         Ok(Replicator { inner })
     }
@@ -165,7 +168,10 @@ impl Replicator {
                 None => (value, None),
                 Some(d) => {
                     t.tx.send_replace(value.clone());
-                    let bytes = Arc::new(codec::encode(&d).map_err(|e| Error::node(format!("cannot encode the delta of {:?}", key.name()), e))?);
+                    let bytes = Arc::new(
+                        codec::encode(&d)
+                            .map_err(|e| Error::node(format!("cannot encode the delta of {:?}", key.name()), e))?,
+                    );
                     slot.seq += 1;
                     slot.buffer.push_back((slot.seq, Instant::now(), Arc::clone(&bytes)));
                     if slot.buffer.len() > i.cfg.delta_buffer.max(1) {

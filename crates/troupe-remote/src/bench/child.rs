@@ -35,7 +35,10 @@ impl ChildNode {
             .stderr(Stdio::inherit())
             .spawn()
             .map_err(|e| Error::io(format!("cannot start {}", launcher.program.display()), e))?;
-        let stdout = child.stdout.take().ok_or_else(|| Error::from(ErrorKind::Other("the child node has no stdout pipe".into())))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| Error::from(ErrorKind::Other("the child node has no stdout pipe".into())))?;
         let (tx, rx) = channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {

@@ -56,9 +56,7 @@ async fn samples(echo: &troupe::ActorRef<Echo>, p: &LatencyParams, spin: bool) -
     for _ in 0..p.samples {
         let b = payload.clone();
         let t = Instant::now();
-        echo.ask(|r| Echo(b, r), Duration::from_secs(10))
-            .await
-            .map_err(|e| Error::other("an echo ask", e))?;
+        echo.ask(|r| Echo(b, r), Duration::from_secs(10)).await.map_err(|e| Error::other("an echo ask", e))?;
         v.push(t.elapsed().as_secs_f64() * 1e6);
         if spin {
             let until = Instant::now() + Duration::from_micros(p.interval_us);
@@ -106,7 +104,10 @@ pub fn remote_latency(launcher: &Launcher, p: &LatencyParams) -> Result<Vec<Row>
         for mode in modes {
             let spin = *mode == "busy-poll";
             let rt = if spin {
-                tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| Error::io("cannot start a tokio runtime", e))?
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| Error::io("cannot start a tokio runtime", e))?
             } else {
                 runtime()?
             };

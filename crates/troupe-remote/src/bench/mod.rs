@@ -161,7 +161,10 @@ pub(crate) fn quantile(sorted: &[f64], q: f64) -> f64 {
 }
 
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Error> {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| Error::io("cannot start a tokio runtime", e))
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io("cannot start a tokio runtime", e))
 }
 
 pub(crate) const SECRET: &str = "troupe-bench";
