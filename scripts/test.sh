@@ -27,7 +27,8 @@
 #    present (cargo-fuzz needs one); the stable fuzz smoke test runs in step 3 regardless;
 # 5. each peer's smoke test: builds and briefly runs every workload of that runtime, and checks
 #    it against each workload's behaviour contract (peers/lib/conform.sh); then Troupe against
-#    every workload's contract; then, as root, chat on four runtimes at the lab's network layer.
+#    every workload's contract; then, as root, chat on four runtimes at the lab's network layer;
+#    a failed peer step's last 60 lines are printed again at the very end.
 #
 # TROUPE_TEST_PEERS=0 skips the peers (steps 2 and 5) for a quick local loop, and says so loudly
 # at the start and at the end. Under CI (CI=true; .ci/run clears them too) every inherited
@@ -73,9 +74,23 @@ echo "== cargo doc (warnings denied)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --all-features --quiet
 
 failed=()
+# Each peer step (install, smoke, conform, network layer) also goes to a log of its own, so
+# that a failed step's last lines are shown again at the end (the steps after it would
+# otherwise push them out of a CI log's tail).
+step_logs=$(mktemp -d)
+failed_logs=()
+peer_step() {   # NAME COMMAND...: runs COMMAND, output to the terminal and to a log; a failure is recorded
+    local name=$1 log
+    shift
+    log="$step_logs/${#failed_logs[@]}-$(printf '%s' "$name" | tr -c 'A-Za-z0-9' '_').log"
+    if ! "$@" 2>&1 | tee "$log"; then
+        failed+=("$name")
+        failed_logs+=("$log")
+    fi
+}
 for rt in "${peers[@]}"; do
     echo "== peer $rt: install toolchain"
-    bash "scripts/install-$rt.sh" || failed+=("$rt (install)")
+    peer_step "$rt (install)" bash "scripts/install-$rt.sh"
 done
 if [ ${#peers[@]} -gt 0 ]; then
     export TROUPE_TEST_REQUIRE_ERLANG=1
@@ -129,20 +144,24 @@ fi
 
 for rt in "${peers[@]}"; do
     echo "== peer $rt: smoke"
-    bash "peers/$rt/smoke.sh" || failed+=("$rt (smoke)")
+    peer_step "$rt (smoke)" bash "peers/$rt/smoke.sh"
 done
 # Troupe against every workload's behaviour contract (each peer's smoke test checks its own).
 for w in chat scp iot energy latency kv; do
     echo "== conform $w: troupe (peers/lib/conform.sh)"
-    bash peers/lib/conform.sh "$w" troupe || failed+=("conform $w troupe")
+    peer_step "conform $w troupe" bash peers/lib/conform.sh "$w" troupe
 done
 # One network for every runtime: chat on Troupe and the three chat peers at the lab's network
 # layer, under a cut server group and under 2% loss (needs root, and the chat peers).
 if [ "$(id -u)" = "0" ] && [ "${TROUPE_TEST_PEERS:-1}" != "0" ]; then
     echo "== network layer: chat compared on troupe,elixir,akka,protoactor (scripts/netlayer-compare.sh)"
-    bash scripts/netlayer-compare.sh "" troupe,elixir,akka,protoactor || failed+=("netlayer-compare")
+    peer_step "netlayer-compare" bash scripts/netlayer-compare.sh "" troupe,elixir,akka,protoactor
 fi
 if [ ${#failed[@]} -gt 0 ]; then
+    for i in "${!failed[@]}"; do
+        echo "==== failed: ${failed[$i]}: its last 60 lines again" >&2
+        tail -n 60 "${failed_logs[$i]}" >&2 || true
+    done
     echo "peer steps failed: ${failed[*]}" >&2
     exit 1
 fi

@@ -9,8 +9,9 @@
 //!    the step's events, so a subscriber that reacts to an event reads a state at least as new.
 //! 3. The tick is a fifth of the shorter of the heartbeat and gossip intervals (5 to 100 ms).
 //! 4. While not a member, `seed_dns` is resolved again before each join round.
-//! 5. When the engine stops (left, downed without rejoin), the daemon unexports its actor and
-//!    ends; the node itself keeps running.
+//! 5. When the engine stops (left, downed without rejoin), or the daemon is told to stop
+//!    (`Cmd::Stop`: a `System`'s shutdown gave up waiting for the leave, `lifecycle.rs`), the
+//!    daemon unexports its actor and ends; the node itself keeps running.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -37,6 +38,8 @@ pub(crate) enum Cmd {
     Leave,
     Down(String, oneshot::Sender<bool>),
     Publish(BTreeMap<String, Vec<Entry>>, BTreeMap<String, Entry>),
+    /// Rule 5: end now, left or not.
+    Stop,
 }
 
 /// The actor other members send to; it only forwards (rule 1).
@@ -334,6 +337,7 @@ async fn run(
                     Cmd::Leave => engine.leave(now(), &mut out),
                     Cmd::Down(addr, r) => { let _ = r.send(engine.down(&addr, now(), &mut out)); }
                     Cmd::Publish(s, n) => engine.publish(s, n, now(), &mut out),
+                    Cmd::Stop => break,
                 }
             }
             _ = tick.tick() => {

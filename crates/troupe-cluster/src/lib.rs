@@ -9,6 +9,8 @@
 //!   deterministic simulator [`sim`] runs hundreds of engines in one process from a seed.
 //! - [`Cluster`] (`daemon.rs`): an engine driven over a `troupe_remote::Node`, with events,
 //!   the receptionist and global names (`receptionist.rs`).
+//! - `lifecycle.rs`: a [`Cluster`] as a `troupe::Service` of a `troupe::System`, left
+//!   gracefully when the system shuts down ([`Cluster::start_in`]).
 //! - [`cli`]: `troupe node` with a `[cluster]` section and `troupe cluster status`.
 //! - [`testproc`]: a harness for tests that run cluster nodes as OS processes.
 //!
@@ -17,7 +19,9 @@
 //! `engine/downing.rs`); with the feature `metrics`, the `metrics` module publishes a member's
 //! view through the `metrics` facade at scrape time.
 
+#[cfg(feature = "bench")]
 pub mod bench;
+#[cfg(feature = "cli")]
 pub mod cli;
 mod config;
 mod daemon;
@@ -25,6 +29,7 @@ pub mod devices;
 mod engine;
 mod error;
 mod gossip;
+mod lifecycle;
 mod member;
 #[cfg(feature = "metrics")]
 pub mod metrics;
@@ -34,8 +39,10 @@ pub mod overlay;
 mod phi;
 mod receptionist;
 mod ring;
+#[cfg(feature = "sim")]
 pub mod sim;
 mod status;
+#[cfg(feature = "testproc")]
 pub mod testproc;
 mod wire;
 

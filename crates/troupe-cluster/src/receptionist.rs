@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::marker::PhantomData;
 
 use troupe::ActorRef;
-use troupe_remote::{tag_hash, RemoteMessage};
+use troupe_remote::RemoteMessage;
 
 use crate::daemon::{Cluster, Cmd};
 use crate::error::{Error, ErrorKind};
@@ -116,7 +116,12 @@ impl Cluster {
         let export = format!("troupe.{what}.{}", reg.seq);
         self.shared.node.export(&export, actor)?;
         reg.locals.insert(export.clone(), Box::new(actor.clone()));
-        Ok(Entry { export, tag: tag_hash(M::TAG), tag_name: M::TAG.to_owned(), seq: reg.seq })
+        Ok(Entry {
+            export,
+            tag: troupe_remote::register::<M>(),
+            tag_name: troupe_remote::tag_of::<M>().to_owned(),
+            seq: reg.seq,
+        })
     }
 
     /// Registers `actor` under `key`, cluster-wide (rule 1).
@@ -153,7 +158,7 @@ impl Cluster {
 
     pub(crate) fn entries<M: RemoteMessage>(&self, key: &ServiceKey<M>) -> Vec<(String, Entry)> {
         let g = self.gossip();
-        let tag = tag_hash(M::TAG);
+        let tag = troupe_remote::register::<M>();
         let mut out = Vec::new();
         for (owner, o) in g.live_owned() {
             if let Some(list) = o.services.get(&key.name) {
@@ -216,8 +221,12 @@ impl Cluster {
     /// when it accepts another message type.
     pub fn whereis_name<M: RemoteMessage>(&self, name: &str) -> Result<Option<ActorRef<M>>, Error> {
         let Some((owner, e)) = self.name_holder(name) else { return Ok(None) };
-        if e.tag != tag_hash(M::TAG) {
-            return Err(ErrorKind::TypeMismatch { expected: M::TAG.to_owned(), found: e.tag_name }.into());
+        if e.tag != troupe_remote::register::<M>() {
+            return Err(ErrorKind::TypeMismatch {
+                expected: troupe_remote::tag_of::<M>().to_owned(),
+                found: e.tag_name,
+            }
+            .into());
         }
         Ok(self.refs::<M>(vec![(owner, e)]).pop())
     }

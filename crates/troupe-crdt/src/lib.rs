@@ -29,7 +29,9 @@ use std::fmt::Debug;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
+#[cfg(feature = "bench")]
 pub mod bench;
+#[cfg(feature = "cli")]
 pub mod cli;
 mod counters;
 mod dots;
@@ -135,3 +137,9 @@ impl<T: StateLattice> DeltaCrdt for T {
         self.pending().0.take().map(|b| *b)
     }
 }
+
+/// The lifecycle guide's example (it needs a node, a cluster and a replicator) compiles and
+/// runs as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/lifecycle.md")]
+struct LifecycleGuideDoctests;

@@ -34,7 +34,9 @@
 //!    none). The dialler, which is the one that sends data on the connection (rule 1 of the
 //!    node), uses a feature only when it was advertised; bytes after the flags are ignored,
 //!    room for later features. Builds from before this rule ignore the body, so it costs them
-//!    nothing. Only the feature `otel` advertises anything ([`Features::TRACE_CONTEXT`]).
+//!    nothing. The feature `otel` advertises trace context ([`Features::TRACE_CONTEXT`]);
+//!    every build since the derive advertises typed refusals ([`Features::TYPED_REFUSALS`]:
+//!    it decodes `RefuseReason::UnknownType`).
 
 use std::time::Duration;
 
@@ -74,7 +76,7 @@ pub struct Accepted {
 ///
 /// ```
 /// use troupe_remote::handshake::Features;
-/// let f = Features { trace_context: true };
+/// let f = Features { trace_context: true, typed_refusals: true };
 /// assert_eq!(Features::from_welcome(&f.to_welcome()), f);
 /// assert_eq!(Features::from_welcome(&[]), Features::default(), "an empty Welcome: none");
 /// ```
@@ -82,23 +84,29 @@ pub struct Accepted {
 pub struct Features {
     /// W3C trace context in data and reply headers (`frame.rs` rule 7, feature `otel`).
     pub trace_context: bool,
+    /// `RefuseReason::UnknownType` in a `Refused` control message (older builds could not
+    /// decode it, and would close the connection).
+    pub typed_refusals: bool,
 }
 
 impl Features {
     /// The flag of [`Features::trace_context`].
     pub const TRACE_CONTEXT: u8 = 1;
+    /// The flag of [`Features::typed_refusals`].
+    pub const TYPED_REFUSALS: u8 = 2;
 
-    /// What this build accepts: trace context with the feature `otel`, else nothing.
+    /// What this build accepts: trace context with the feature `otel`, and typed refusals.
     #[must_use]
     pub const fn ours() -> Features {
-        Features { trace_context: cfg!(feature = "otel") }
+        Features { trace_context: cfg!(feature = "otel"), typed_refusals: true }
     }
 
     /// The `Welcome` body advertising these features: empty when there are none, as before
     /// rule 9 existed.
     #[must_use]
     pub fn to_welcome(self) -> Vec<u8> {
-        let flags = if self.trace_context { Self::TRACE_CONTEXT } else { 0 };
+        let flags = if self.trace_context { Self::TRACE_CONTEXT } else { 0 }
+            | if self.typed_refusals { Self::TYPED_REFUSALS } else { 0 };
         if flags == 0 {
             Vec::new()
         } else {
@@ -110,7 +118,7 @@ impl Features {
     #[must_use]
     pub fn from_welcome(body: &[u8]) -> Features {
         let flags = body.first().copied().unwrap_or(0);
-        Features { trace_context: flags & Self::TRACE_CONTEXT != 0 }
+        Features { trace_context: flags & Self::TRACE_CONTEXT != 0, typed_refusals: flags & Self::TYPED_REFUSALS != 0 }
     }
 }
 
@@ -478,9 +486,13 @@ mod tests {
         let (who, _, features) = x.unwrap();
         assert_eq!((who, features), (id("b"), Features::ours()));
         assert_eq!(Features::ours().trace_context, cfg!(feature = "otel"));
-        // A build without the feature sends the empty Welcome of before rule 9.
+        assert!(Features::ours().typed_refusals);
+        // Nothing to advertise: the empty Welcome of before rule 9.
         assert!(Features::default().to_welcome().is_empty());
-        assert_eq!(Features::from_welcome(&[Features::TRACE_CONTEXT | 0x80, 9, 9]), Features { trace_context: true });
+        assert_eq!(
+            Features::from_welcome(&[Features::TRACE_CONTEXT | 0x80, 9, 9]),
+            Features { trace_context: true, typed_refusals: false }
+        );
     }
 
     #[tokio::test]

@@ -6,8 +6,10 @@
 //!   actors by name, forge refs to remote actors ([`Node::remote_ref`]) or look them up with a
 //!   type check ([`Node::lookup`]). A remote `ActorRef<M>` is the same type as a local one;
 //!   local sends never serialise.
-//! - Messages that cross nodes implement [`RemoteMessage`] (serde plus a stable tag);
-//!   `ActorRef` and `ReplyTo` inside them travel too, so `ask` works across nodes.
+//! - Messages that cross nodes implement [`RemoteMessage`] (serde plus a stable tag), usually
+//!   with `#[derive(RemoteMessage)]`; `ActorRef` and `ReplyTo` inside them travel too, so
+//!   `ask` works across nodes, and std types (`Option`, `Vec`, `Result`, numbers, strings,
+//!   tuples) are replies as they are.
 //! - Wire: see [`frame`] and [`handshake`]; codec: [`codec`] (bincode, chosen by measurement).
 //! - Faults: [`Node::set_faults`], [`Node::partition`], [`Node::heal`].
 //! - Optional mutual TLS under the handshake: [`TlsConfig`] (`[tls]` in a node's TOML).
@@ -36,14 +38,11 @@
 //! use std::time::Duration;
 //! use serde::{Deserialize, Serialize};
 //! use troupe::{Actor, Ctx, ReplyTo};
-//! use troupe_remote::{Nested, Node, NodeConfig, RemoteMessage};
+//! use troupe_remote::{Node, NodeConfig, RemoteMessage};
 //!
-//! #[derive(Serialize, Deserialize)]
+//! #[derive(Serialize, Deserialize, RemoteMessage)]
+//! #[remote(tag = "doc.hello")] // the tag is doc.hello.v1
 //! struct Hello(String, ReplyTo<String>);
-//! impl RemoteMessage for Hello {
-//!     const TAG: &'static str = "doc.hello.v1";
-//!     fn nested(n: &mut Nested) { n.add::<String>(); }
-//! }
 //! struct Greeter;
 //! impl Actor for Greeter {
 //!     type Msg = Hello;
@@ -62,15 +61,21 @@
 //! # }
 //! ```
 
+// `#[derive(RemoteMessage)]` names `::troupe_remote`; this lets the crate derive it too.
+extern crate self as troupe_remote;
+
+#[cfg(feature = "bench")]
 pub mod bench;
 mod blob;
 pub mod causal;
+#[cfg(feature = "cli")]
 pub mod cli;
 pub mod codec;
 mod config;
 mod error;
 mod fault;
 pub mod frame;
+#[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod handshake;
 pub mod logging;
@@ -93,5 +98,8 @@ pub use error::{Error, ErrorKind};
 pub use fault::FaultConfig;
 pub use node::refs::{send_with, SendOptions};
 pub use node::{Node, NodeEvent, PeerInfo, StatsSnapshot};
-pub use tls::{dev_certs, dev_certs_with, toml_section, TlsConfig};
-pub use types::{register, Nested, RemoteMessage};
+#[cfg(feature = "tls-dev-certs")]
+pub use tls::{dev_certs, dev_certs_with};
+pub use tls::{toml_section, TlsConfig};
+pub use troupe_macros::RemoteMessage;
+pub use types::{register, tag_of, Nested, RemoteField, RemoteMessage};

@@ -188,6 +188,7 @@ impl Write for NonBlockingStderr {
     }
 }
 
+#[cfg(feature = "cli")]
 impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for NonBlockingStderr {
     type Writer = NonBlockingStderr;
     fn make_writer(&'a self) -> Self::Writer {

@@ -80,6 +80,13 @@ pub enum RefuseReason {
     Undecodable(String),
     /// The actor's mailbox refused it (full).
     Full,
+    /// The message is, or carries, a type this node does not know (not registered, or
+    /// another version): its tag hash (`types.rs` rule 3). Sent only to a peer whose `Welcome`
+    /// advertised [`crate::handshake::Features::typed_refusals`]; others get `Undecodable`.
+    UnknownType {
+        /// The tag hash of the unknown type.
+        tag: u64,
+    },
 }
 
 /// One global-name entry: `name` is actor `id` on the node at `node`, accepting `tag`.

@@ -11,18 +11,12 @@ use serde::{Deserialize, Serialize};
 use troupe::{Actor, ActorRef, Ctx, ReplyTo};
 
 use crate::error::{Error, ErrorKind};
-use crate::{Blob, Nested, Node, RemoteMessage};
+use crate::{Blob, Node, RemoteMessage};
 
 /// Ask the echo service: the answer is the payload.
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, RemoteMessage)]
+#[remote(tag = "troupe.svc.echo")]
 pub struct Echo(pub Blob, pub ReplyTo<Blob>);
-
-impl RemoteMessage for Echo {
-    const TAG: &'static str = "troupe.svc.echo.v1";
-    fn nested(n: &mut Nested) {
-        n.add::<Blob>();
-    }
-}
 
 struct EchoActor;
 
@@ -34,19 +28,13 @@ impl Actor for EchoActor {
 }
 
 /// The counter service's messages.
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, RemoteMessage)]
+#[remote(tag = "troupe.svc.counter")]
 pub enum Counter {
     /// Adds to the count.
     Add(u64),
     /// Answers the count.
     Get(ReplyTo<u64>),
-}
-
-impl RemoteMessage for Counter {
-    const TAG: &'static str = "troupe.svc.counter.v1";
-    fn nested(n: &mut Nested) {
-        n.add::<u64>();
-    }
 }
 
 struct CounterActor(u64);
@@ -62,7 +50,8 @@ impl Actor for CounterActor {
 }
 
 /// The pong service's messages.
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, RemoteMessage)]
+#[remote(tag = "troupe.svc.pong")]
 pub enum Pong {
     /// From now on answer to this ref.
     Hello(ActorRef<PongReply>),
@@ -71,19 +60,9 @@ pub enum Pong {
 }
 
 /// What the pong service answers.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, RemoteMessage)]
+#[remote(tag = "troupe.svc.pong-reply")]
 pub struct PongReply(pub u64);
-
-impl RemoteMessage for Pong {
-    const TAG: &'static str = "troupe.svc.pong.v1";
-    fn nested(n: &mut Nested) {
-        n.add::<PongReply>();
-    }
-}
-
-impl RemoteMessage for PongReply {
-    const TAG: &'static str = "troupe.svc.pong-reply.v1";
-}
 
 struct PongActor(Option<ActorRef<PongReply>>);
 
@@ -102,15 +81,9 @@ impl Actor for PongActor {
 }
 
 /// The ack service: store nothing, answer `()`.
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, RemoteMessage)]
+#[remote(tag = "troupe.svc.put")]
 pub struct Put(pub Blob, pub ReplyTo<()>);
-
-impl RemoteMessage for Put {
-    const TAG: &'static str = "troupe.svc.put.v1";
-    fn nested(n: &mut Nested) {
-        n.add::<()>();
-    }
-}
 
 struct AckActor;
 

@@ -213,12 +213,14 @@ pub(crate) fn subject_common_name(cert: &[u8]) -> Option<String> {
 /// assert!(troupe_remote::dev_certs_with(&dir, &["a"], &["127.0.0.1"], true).is_ok());
 /// # std::fs::remove_dir_all(&dir).unwrap();
 /// ```
+#[cfg(feature = "tls-dev-certs")]
 pub fn dev_certs(dir: &Path, names: &[&str], hosts: &[&str]) -> Result<Vec<TlsConfig>, Error> {
     dev_certs_with(dir, names, hosts, false)
 }
 
 /// [`dev_certs`], replacing files that are already there when `replace` is true
 /// (`troupe node --dev-certs DIR --force`); a symbolic link is refused either way.
+#[cfg(feature = "tls-dev-certs")]
 pub fn dev_certs_with(dir: &Path, names: &[&str], hosts: &[&str], replace: bool) -> Result<Vec<TlsConfig>, Error> {
     use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
     let place = |what: &str| format!("dev certificates in {}: {what}", dir.display());

@@ -1,17 +1,26 @@
 //! Message types that cross nodes: [`RemoteMessage`] gives each a stable tag, and a
 //! process-wide registry maps each Rust type to the functions that export, rebuild and decode
-//! refs and replies of that type.
+//! refs and replies of that type. [`RemoteField`] finds, from a message's fields, the types
+//! it carries; `#[derive(RemoteMessage)]` (crate `troupe-macros`) writes both for a type.
 //!
 //! Rules:
-//! 1. A type travels as `tag_hash(TAG)`; the receiver compares it with the tag of the type it
-//!    expects and refuses a mismatch (never a misdecode).
+//! 1. A type travels as `tag_hash(tag)` ([`RemoteMessage::tag`]); the receiver compares it with
+//!    the tag of the type it expects and refuses a mismatch (never a misdecode).
 //! 2. A type is registered the first time a ref of it is forged, looked up or exported, or
 //!    explicitly with [`register`]; registering also registers the types its messages carry
 //!    (refs and reply types, from [`RemoteMessage::nested`]).
 //! 3. Refs and `ReplyTo` inside a message decode only for registered types; otherwise the
-//!    (de)serialisation fails with an error naming the type and the fix.
+//!    decoding node refuses the message naming the type's tag, and an `ask` carrying it
+//!    fails at the asker with `AskError::UnknownType` (`node/inbound.rs` rule 8).
+//! 4. A generic type's tag is computed from its parameters' tags (`troupe.option<troupe.u64>`),
+//!    once per type: the registry keeps it, and [`tag_of`] reads it from there.
+//! 5. Derived tags are `BASE.vN` (`troupe-macros` rule 1): a node that knows only another
+//!    version of a type refuses it as it refuses any unknown type (rule 3).
+
+mod builtin;
 
 use std::any::{Any, TypeId};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
@@ -24,7 +33,34 @@ use crate::codec::tag_hash;
 use crate::node::refs::{self, Export, PendingReply, RemoteActor, ReplySink};
 use crate::proto::RefuseReason;
 
-/// A message type that can cross nodes.
+/// A message type that can cross nodes: serde plus a stable tag, and the types it carries.
+///
+/// Derive it (`#[derive(RemoteMessage)]`, re-exported from `troupe-macros`): the tag is the
+/// type's module path and name with a version, and `nested` comes from the fields.
+///
+/// ```
+/// use serde::{Deserialize, Serialize};
+/// use troupe::{ActorRef, ReplyTo};
+/// use troupe_remote::RemoteMessage;
+///
+/// #[derive(Serialize, Deserialize, RemoteMessage)]
+/// #[remote(version = 2)] // bump when the meaning changes
+/// enum Counter {
+///     Add(u64),
+///     Get(ReplyTo<Option<u64>>), // std replies work as they are
+///     Subscribe(ActorRef<Tick>),  // registered from the field: nothing to list
+/// }
+///
+/// #[derive(Serialize, Deserialize, RemoteMessage)]
+/// #[remote(tag = "example.tick")] // stays the same if the type moves
+/// struct Tick(u64);
+///
+/// assert!(Counter::TAG.ends_with("::Counter.v2"));
+/// assert_eq!(Tick::TAG, "example.tick.v1");
+/// assert_eq!(troupe_remote::tag_of::<Option<u64>>(), "troupe.option<troupe.u64>");
+/// ```
+///
+/// By hand (the tags of existing types stay as they were):
 ///
 /// ```
 /// use serde::{Deserialize, Serialize};
@@ -41,11 +77,36 @@ use crate::proto::RefuseReason;
 /// ```
 pub trait RemoteMessage: Serialize + DeserializeOwned + Send + 'static {
     /// A stable name for the type, the same in every build (change it when the type changes).
+    /// For a generic type it is the stem that [`RemoteMessage::tag`] extends with the
+    /// parameters' tags; read a type's tag with [`RemoteMessage::tag`] or [`tag_of`].
     const TAG: &'static str;
+
+    /// The type's full tag: [`RemoteMessage::TAG`], unless the type is generic (rule 4).
+    fn tag() -> Cow<'static, str> {
+        Cow::Borrowed(Self::TAG)
+    }
 
     /// Registers the types this message carries as refs (`ActorRef<N>`) or replies
     /// (`ReplyTo<R>`), so they can be rebuilt on arrival.
     fn nested(_: &mut Nested) {}
+}
+
+/// A type that can be a field of a derived [`RemoteMessage`]: it registers the message types
+/// it carries (the `M` of an `ActorRef<M>` and the `R` of a `ReplyTo<R>`, wherever they sit).
+///
+/// Implemented for refs and reply handles, for std containers, tuples and maps of fields,
+/// for plain data (numbers, strings, `Bytes`, `Duration`, ...; they carry nothing) and, by the
+/// derive, for every derived message. A plain serde type of your own that holds no ref or
+/// reply handle opts in with an empty impl:
+///
+/// ```
+/// #[derive(serde::Serialize, serde::Deserialize)]
+/// struct Point { x: f64, y: f64 }
+/// impl troupe_remote::RemoteField for Point {}
+/// ```
+pub trait RemoteField {
+    /// Registers what a value of this type carries (nothing, by default).
+    fn register_carried(_: &mut Nested) {}
 }
 
 /// Collects the nested types of a [`RemoteMessage`].
@@ -56,19 +117,6 @@ impl Nested {
     pub fn add<T: RemoteMessage>(&mut self) {
         register::<T>();
     }
-}
-
-macro_rules! builtin {
-    ($($t:ty => $tag:literal),* $(,)?) => {
-        $(impl RemoteMessage for $t { const TAG: &'static str = $tag; })*
-    };
-}
-
-builtin! {
-    () => "troupe.unit", bool => "troupe.bool", u8 => "troupe.u8", u16 => "troupe.u16",
-    u32 => "troupe.u32", u64 => "troupe.u64", i32 => "troupe.i32", i64 => "troupe.i64",
-    f64 => "troupe.f64", String => "troupe.string", Vec<u8> => "troupe.bytes",
-    crate::Blob => "troupe.blob",
 }
 
 type PendingFn = fn(Box<dyn Any + Send>) -> Option<Box<dyn PendingReply>>;
@@ -93,15 +141,35 @@ pub(crate) struct TypeEntry {
 
 static TYPES: LazyLock<RwLock<HashMap<TypeId, &'static TypeEntry>>> = LazyLock::new(Default::default);
 
-/// Rule 2: registers `M` (and what it carries). Idempotent and cheap after the first call.
+/// Rule 2: registers `M` (and what it carries) and returns its tag hash. Idempotent and cheap
+/// after the first call.
 pub fn register<M: RemoteMessage>() -> u64 {
+    registered::<M>().tag
+}
+
+/// Rule 4: `M`'s full tag (registering `M` first).
+///
+/// ```
+/// assert_eq!(troupe_remote::tag_of::<Vec<u8>>(), "troupe.bytes");
+/// assert_eq!(troupe_remote::tag_of::<Result<String, (u8, bool)>>(), "troupe.result<troupe.string,troupe.tuple<troupe.u8,troupe.bool>>");
+/// ```
+pub fn tag_of<M: RemoteMessage>() -> &'static str {
+    registered::<M>().tag_name
+}
+
+pub(crate) fn registered<M: RemoteMessage>() -> &'static TypeEntry {
     let id = TypeId::of::<M>();
     if let Some(e) = TYPES.read().get(&id) {
-        return e.tag;
+        return e;
     }
+    let tag_name: &'static str = match M::tag() {
+        Cow::Borrowed(t) => t,
+        // Rule 4: once per type (a race may compute it twice; one copy is kept).
+        Cow::Owned(t) => Box::leak(t.into_boxed_str()),
+    };
     let entry: &'static TypeEntry = Box::leak(Box::new(TypeEntry {
-        tag: tag_hash(M::TAG),
-        tag_name: M::TAG,
+        tag: tag_hash(tag_name),
+        tag_name,
         make_ref: |a| Box::new(refs::remote_ref::<M>(a)),
         export: |r| r.downcast_ref::<ActorRef<M>>().map(refs::export_parts::<M>),
         local_clone: |t| t.downcast_ref::<ActorRef<M>>().map(|r| Box::new(r.clone()) as Box<dyn Any + Send>),
@@ -112,19 +180,44 @@ pub fn register<M: RemoteMessage>() -> u64 {
         },
         make_reply: |sink| Box::new(refs::reply_through::<M>(sink)),
     }));
-    let fresh = TYPES.write().insert(id, entry).is_none();
+    let (entry, fresh) = {
+        let mut g = TYPES.write();
+        match g.get(&id) {
+            Some(e) => (*e, false),
+            None => {
+                g.insert(id, entry);
+                (entry, true)
+            }
+        }
+    };
     if fresh {
         M::nested(&mut Nested(()));
     }
-    entry.tag
+    entry
 }
 
 pub(crate) fn entry(id: TypeId) -> Result<&'static TypeEntry, String> {
     TYPES.read().get(&id).copied().ok_or_else(|| {
-        "a ref or reply handle of a message type that is not registered for remote use; list it in the \
-         enclosing message's RemoteMessage::nested or call troupe_remote::register::<T>() at start-up"
+        "a ref or reply handle of a message type that is not registered for remote use; derive \
+         RemoteMessage for the enclosing message, list the type in its RemoteMessage::nested or call \
+         troupe_remote::register::<T>() at start-up"
             .to_owned()
     })
+}
+
+thread_local! {
+    /// Rule 3: the tag of a type the message being decoded carries and this node does not know.
+    static UNKNOWN: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Rule 3: the decoder met a ref or reply handle of type `tag` it cannot rebuild.
+pub(crate) fn unknown(tag: u64) {
+    UNKNOWN.with(|u| u.set(Some(tag)));
+}
+
+/// The name this node knows tag hash `tag` by, if any.
+pub(crate) fn static_tag_name(tag: u64) -> Option<&'static str> {
+    TYPES.read().values().find(|e| e.tag == tag).map(|e| e.tag_name)
 }
 
 pub(crate) fn tag_name_of(tag: u64) -> String {
@@ -134,7 +227,11 @@ pub(crate) fn tag_name_of(tag: u64) -> String {
 /// Decodes `payload` as `M` and sends it to `target` (an `ActorRef<M>`).
 pub(crate) fn deliver<M: RemoteMessage>(target: &(dyn Any + Send + Sync), payload: &[u8]) -> Result<(), RefuseReason> {
     let r = target.downcast_ref::<ActorRef<M>>().ok_or(RefuseReason::NoActor)?;
-    let msg: M = crate::codec::decode(payload).map_err(|e| RefuseReason::Undecodable(e.to_string()))?;
+    UNKNOWN.with(|u| u.set(None));
+    let msg: M = crate::codec::decode(payload).map_err(|e| match UNKNOWN.with(|u| u.take()) {
+        Some(tag) => RefuseReason::UnknownType { tag },
+        None => RefuseReason::Undecodable(e.to_string()),
+    })?;
     r.send(msg).map_err(|e| match e.kind() {
         troupe::SendErrorKind::Full => RefuseReason::Full,
         _ => RefuseReason::NoActor,

@@ -148,7 +148,7 @@ impl<M: Send + 'static> ActorRef<M> {
             tokio::time::timeout(timeout, rx)
         };
         match wait.await {
-            Ok(Ok(r)) => Ok(r),
+            Ok(Ok(r)) => r,
             Ok(Err(_)) if self.is_alive() => Err(AskError::NoReply),
             Ok(Err(_)) => Err(AskError::Gone),
             Err(_) => Err(AskError::Timeout(timeout)),
@@ -299,12 +299,13 @@ impl<M: Send + 'static, N: Send + 'static, F: Fn(N) -> M + Send + Sync + 'static
 pub struct ReplyTo<R>(Mutex<Option<ReplyInner<R>>>);
 
 pub(crate) enum ReplyInner<R> {
-    Local(oneshot::Sender<R>),
+    /// An error instead of the answer: the transport refused the request (`ReplyTo::fail`).
+    Local(oneshot::Sender<Result<R, AskError>>),
     Fn(Box<dyn FnOnce(R) + Send>),
 }
 
 impl<R> ReplyTo<R> {
-    pub(crate) fn local(tx: oneshot::Sender<R>) -> Self {
+    pub(crate) fn local(tx: oneshot::Sender<Result<R, AskError>>) -> Self {
         Self(Mutex::new(Some(ReplyInner::Local(tx))))
     }
 
@@ -317,10 +318,18 @@ impl<R> ReplyTo<R> {
     pub fn send(self, reply: R) {
         match self.0.into_inner() {
             Some(ReplyInner::Local(tx)) => {
-                let _ = tx.send(reply);
+                let _ = tx.send(Ok(reply));
             }
             Some(ReplyInner::Fn(f)) => f(reply),
             None => {}
+        }
+    }
+
+    /// Fails the ask with `err` instead of answering it (a local asker gets it from `ask`; a
+    /// handle that answers another node is dropped, and that node's ask fails there).
+    pub(crate) fn fail(self, err: AskError) {
+        if let Some(ReplyInner::Local(tx)) = self.0.into_inner() {
+            let _ = tx.send(Err(err));
         }
     }
 

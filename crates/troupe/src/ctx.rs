@@ -6,7 +6,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::oneshot;
 use tokio::task::AbortHandle;
 
 use crate::any_ref::{AnyRef, Process};
@@ -30,7 +29,7 @@ struct CtxExtra {
     timers: Vec<AbortHandle>,
     stop: Option<ExitReason>,
     parent: Option<ActorId>,
-    init_ack: Option<oneshot::Sender<()>>,
+    init_ack: Option<crate::spawn::InitAck>,
     /// A drain request being served (`cell.rs` rule 11): the reason to stop with.
     drain: Option<ExitReason>,
     /// The system it belongs to (`system.rs` rule 1); none for the default one.
@@ -76,7 +75,7 @@ impl<A: Actor> Ctx<A> {
     pub(crate) fn new(
         cell: Arc<Cell<A::Msg>>,
         parent: Option<ActorId>,
-        init_ack: Option<oneshot::Sender<()>>,
+        init_ack: Option<crate::spawn::InitAck>,
         system: Option<Arc<SystemInner>>,
         placement: Option<Arc<Placement>>,
     ) -> Self {
@@ -145,7 +144,7 @@ impl<A: Actor> Ctx<A> {
         self.extra.as_mut().and_then(|e| e.stop.take())
     }
 
-    pub(crate) fn take_init_ack(&mut self) -> Option<oneshot::Sender<()>> {
+    pub(crate) fn take_init_ack(&mut self) -> Option<crate::spawn::InitAck> {
         self.extra.as_mut().and_then(|e| e.init_ack.take())
     }
 

@@ -92,6 +92,17 @@ pub enum AskError {
     /// The actor dropped the reply handle without answering.
     #[error("ask failed: the actor dropped the reply handle without answering; check its handler replies")]
     NoReply,
+    /// The actor's node refused the request before the actor saw it: it does not know a
+    /// message type the request is or carries (`tag` names it): the reply type is not
+    /// registered there, or that node knows another version of the type.
+    #[error(
+        "ask failed: the actor's node does not know the message type {tag:?}; register it there \
+         (derive RemoteMessage on the message that carries it) or run the same version on both nodes"
+    )]
+    UnknownType {
+        /// The type's tag, as the asker's node names it.
+        tag: &'static str,
+    },
 }
 
 /// An error an actor returns from `started` to refuse to start, or from a [`crate::TryActor`]'s

@@ -1,13 +1,15 @@
 //! Troupe: typed actors on tokio with Erlang/OTP supervision semantics.
 //!
 //! - [`Actor`]: async handlers, one message at a time, `started`/`stopped` hooks.
-//! - [`ActorRef`]: typed, cheap to clone; `send`, `ask` with a timeout, `kill`, `stop`.
+//! - [`ActorRef`]: typed, cheap to clone; `send`, `ask` with a timeout, `call` with the
+//!   system's default one, `kill`, `stop`; [`start`] waits for `started` and returns its error.
 //! - Links and monitors exactly as in OTP ([`Ctx::link`], [`Ctx::monitor`], [`Ctx::trap_exit`]).
 //! - [`supervisor`]: `one_for_one`, `one_for_all`, `rest_for_one`, `simple_one_for_one`,
 //!   dynamic children, `permanent`/`transient`/`temporary`, restart intensity, backoff, ordered
 //!   shutdown.
 //! - A registry of names and process groups ([`register`], [`whereis`], [`join_group`]).
-//! - [`System`]: a scope owning its actors and registry, with `shutdown().await`.
+//! - [`System`]: a scope owning its actors, registry and services (node, cluster,
+//!   replicator: [`lifecycle`]), with a coordinated, bounded `shutdown().await`.
 //! - Mailboxes unbounded, or bounded with backpressure or drop policies ([`MailboxConfig`]).
 //! - [`compute`] for CPU-heavy work that must not starve other actors.
 //! - [`testkit`]: probes, expectations, restarts, seeded unreliable delivery, a paused clock.
@@ -39,6 +41,7 @@
 mod actor;
 mod actor_ref;
 mod any_ref;
+mod call;
 mod cell;
 mod compute;
 mod ctx;
@@ -46,6 +49,7 @@ mod error;
 mod exit;
 mod id;
 mod keyed;
+pub mod lifecycle;
 mod mailbox;
 pub mod pool;
 mod precise;
@@ -54,6 +58,8 @@ pub mod remote_api;
 mod reports;
 mod sched;
 mod spawn;
+mod start;
+#[cfg(feature = "stats")]
 pub mod stats;
 pub mod supervisor;
 mod sweeper;
@@ -68,10 +74,12 @@ pub use ctx::{Ctx, PipeRef, TimerRef};
 pub use error::{error_chain, ActorError, AskError, LinkError, RegistryError, SendError, SendErrorKind};
 pub use exit::{Down, ExitReason, ExitSignal, Failure};
 pub use id::{ActorId, MonitorId};
+pub use lifecycle::{Phase, Service, ShutdownReport};
 pub use mailbox::{MailboxConfig, Overflow};
 pub use registry::{group_members, join_group, leave_group, register, unregister, whereis, whereis_any};
 pub use spawn::{spawn, spawn_with, Spawn};
-pub use system::System;
+pub use start::{start, start_with, StartError};
+pub use system::{System, DEFAULT_ASK_TIMEOUT};
 
 #[cfg(feature = "metrics")]
 pub use reports::set_metrics_recording;

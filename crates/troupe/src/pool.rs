@@ -200,7 +200,7 @@ impl<M: Send + 'static> Pool<M> {
         };
         sent.map_err(|e| if e.kind() == SendErrorKind::Full { AskError::Full } else { AskError::Gone })?;
         match tokio::time::timeout_at(deadline, rx).await {
-            Ok(Ok(r)) => Ok(r),
+            Ok(Ok(r)) => r,
             Ok(Err(_)) => Err(AskError::Gone),
             Err(_) => Err(AskError::Timeout(timeout)),
         }

@@ -219,6 +219,13 @@ impl Drop for Pop {
     }
 }
 
+/// Fails an `ask` with `err` instead of answering it: the asker's `ask` returns `err` (a
+/// transport uses it when the actor's node refused the request). A handle that answers
+/// another node is dropped.
+pub fn fail_reply<R>(reply: ReplyTo<R>, err: crate::AskError) {
+    reply.fail(err);
+}
+
 /// Runs `f` with `hook` installed for refs and reply handles (de)serialised on this thread.
 pub fn with_serde_hook<T>(hook: &Arc<dyn SerdeHook>, f: impl FnOnce() -> T) -> T {
     HOOKS.with(|h| h.borrow_mut().push(hook.clone()));

@@ -23,7 +23,7 @@ use crate::any_ref::AnyRef;
 use crate::cell::{Cell, Dormant, Item, Sys};
 use crate::reports::Placement;
 use crate::sched::{Activation, Runnable};
-use crate::{Actor, ActorRef, Ctx, ExitReason, MailboxConfig};
+use crate::{Actor, ActorError, ActorRef, Ctx, ExitReason, MailboxConfig};
 
 /// Options for spawning an actor.
 ///
@@ -68,6 +68,11 @@ impl Spawn {
         self
     }
 
+    /// The name set with [`Spawn::name`].
+    pub(crate) fn name_str(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
     /// Places the actor under a supervisor (`reports.rs` rule 5).
     pub(crate) fn placed(mut self, at: Arc<Placement>) -> Self {
         self.placement = Some(at);
@@ -90,13 +95,17 @@ pub fn spawn_with<A: Actor>(actor: A, opts: Spawn) -> ActorRef<A::Msg> {
     spawn_inner(actor, opts, None, None)
 }
 
-/// Spawns `actor`, linked to `link` when given, and returns a receiver told when `started`
-/// has completed (dropped without a value when it failed). Supervisors start children this way.
+/// Told how `started` ended: `Ok` once it completed, the actor's error when it returned one;
+/// dropped without a value when it panicked or was killed first.
+pub(crate) type InitAck = oneshot::Sender<Result<(), ActorError>>;
+
+/// Spawns `actor`, linked to `link` when given, and returns a receiver told how `started`
+/// ended ([`InitAck`]). Supervisors start children this way, and [`crate::start`] actors.
 pub(crate) fn spawn_acked<A: Actor>(
     actor: A,
     opts: Spawn,
     link: Option<AnyRef>,
-) -> (ActorRef<A::Msg>, oneshot::Receiver<()>) {
+) -> (ActorRef<A::Msg>, oneshot::Receiver<Result<(), ActorError>>) {
     let (tx, rx) = oneshot::channel();
     (spawn_inner(actor, opts, link, Some(tx)), rx)
 }
@@ -105,7 +114,7 @@ pub(crate) fn spawn_inner<A: Actor>(
     actor: A,
     opts: Spawn,
     link: Option<AnyRef>,
-    ack: Option<oneshot::Sender<()>>,
+    ack: Option<InitAck>,
 ) -> ActorRef<A::Msg> {
     crate::reports::install_hook();
     let home = home_runtime();
@@ -331,10 +340,14 @@ async fn run<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> Outcom
         st.started = true;
         let ack = st.ctx.take_init_ack();
         if let Err(e) = st.actor.started(&mut st.ctx).await {
-            return Outcome::Exit(ExitReason::Error(crate::error_chain(&e)));
+            let reason = ExitReason::Error(crate::error_chain(&e));
+            if let Some(ack) = ack {
+                let _ = ack.send(Err(e));
+            }
+            return Outcome::Exit(reason);
         }
         if let Some(ack) = ack {
-            let _ = ack.send(());
+            let _ = ack.send(Ok(()));
         }
         if let Some(reason) = st.ctx.take_stop() {
             return stop(st, reason).await;

@@ -7,14 +7,19 @@
 //!    children, a supervisor's children and a pool's workers belong to its system.
 //! 2. A system's actors see its registry through the free functions (`troupe::register`,
 //!    `whereis`, ...; `registry.rs` rule 4); two systems never share names.
-//! 3. `shutdown` stops the system's top-level actors (spawned without a link: `spawn`,
+//! 3. `shutdown` (coordinated: `lifecycle.rs`, whose phase `stop-actors` this rule is) stops the system's top-level actors (spawned without a link: `spawn`,
 //!    `supervisor::start`, `pool::start`, probes) one by one in reverse start order, each asked
 //!    to stop with `Shutdown` and killed if still alive after the shutdown timeout (a supervisor
 //!    stops its children first); then every other actor of the system still alive, all at
 //!    once, with the same timeout; then it forgets every name. It returns when all are dead.
-//! 4. Once shutdown has begun, an actor spawned in the system is killed at once.
+//! 4. Once shutdown has reached its `stop-actors` phase, an actor spawned in the system is
+//!    killed at once.
 //! 5. Dropping the `System` without `shutdown` kills every actor it still has (no `stopped`
 //!    hook runs), so nothing it started outlives it.
+//! 6. [`ActorRef::call`] made in a system (rule 1's sense) waits for a reply up to the system's
+//!    ask timeout ([`System::with_ask_timeout`]; [`DEFAULT_ASK_TIMEOUT`], 5 s, unless set), then
+//!    fails with `AskError::Timeout`; outside any system it waits the default.
+//!    [`ActorRef::ask`] always takes its own timeout.
 //!
 //! Actors belong to their home runtime too (`cell.rs` rule 9): when it shuts down they die with
 //! `Killed`, whatever their system.
@@ -30,7 +35,7 @@ use parking_lot::Mutex;
 
 use crate::registry::Registry;
 use crate::spawn::Spawn;
-use crate::{Actor, ActorId, ActorRef, AnyRef, ExitReason, RegistryError};
+use crate::{Actor, ActorId, ActorRef, AnyRef, ExitReason, RegistryError, StartError};
 
 pub(crate) struct SystemInner {
     registry: Arc<Registry>,
@@ -40,6 +45,19 @@ pub(crate) struct SystemInner {
     others: Mutex<Vec<AnyRef>>,
     closed: AtomicBool,
     shutdown_timeout: Mutex<Duration>,
+    /// What [`ActorRef::call`] waits for a reply (rule 6).
+    ask_timeout: Mutex<Duration>,
+    /// Attached services and coordinated shutdown (`lifecycle.rs`).
+    pub(crate) lifecycle: crate::lifecycle::Lifecycle,
+}
+
+/// How long [`ActorRef::call`] waits for a reply when its system has not set another timeout
+/// ([`System::with_ask_timeout`]), or outside any system: 5 s, as OTP's `gen_server:call/2`.
+pub const DEFAULT_ASK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The default timeout of the current system (rule 6).
+pub(crate) fn current_ask_timeout() -> Duration {
+    CURRENT.with_borrow(|c| c.as_ref().map_or(DEFAULT_ASK_TIMEOUT, |s| *s.ask_timeout.lock()))
 }
 
 thread_local! {
@@ -123,7 +141,7 @@ impl SystemInner {
 /// # }
 /// ```
 pub struct System {
-    inner: Arc<SystemInner>,
+    pub(crate) inner: Arc<SystemInner>,
 }
 
 impl Default for System {
@@ -149,6 +167,8 @@ impl System {
                 others: Mutex::new(Vec::new()),
                 closed: AtomicBool::new(false),
                 shutdown_timeout: Mutex::new(Duration::from_secs(5)),
+                ask_timeout: Mutex::new(DEFAULT_ASK_TIMEOUT),
+                lifecycle: crate::lifecycle::Lifecycle::default(),
             }),
         }
     }
@@ -159,6 +179,28 @@ impl System {
     pub fn with_shutdown_timeout(self, timeout: Duration) -> Self {
         *self.inner.shutdown_timeout.lock() = timeout;
         self
+    }
+
+    /// The default timeout of [`ActorRef::call`] made in this system (rule 6); without it,
+    /// [`DEFAULT_ASK_TIMEOUT`] (5 s). [`ActorRef::ask`] still takes an explicit one.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use troupe::System;
+    /// let sys = System::new().with_ask_timeout(Duration::from_millis(250));
+    /// assert_eq!(sys.ask_timeout(), Duration::from_millis(250));
+    /// assert_eq!(System::new().ask_timeout(), troupe::DEFAULT_ASK_TIMEOUT);
+    /// ```
+    #[must_use]
+    pub fn with_ask_timeout(self, timeout: Duration) -> Self {
+        *self.inner.ask_timeout.lock() = timeout;
+        self
+    }
+
+    /// The default timeout of [`ActorRef::call`] in this system.
+    #[must_use]
+    pub fn ask_timeout(&self) -> Duration {
+        *self.inner.ask_timeout.lock()
     }
 
     /// Runs `f` with this system current: what it spawns or registers goes to this system.
@@ -187,6 +229,35 @@ impl System {
     /// Spawns `actor` in this system with options ([`crate::spawn_with`]).
     pub fn spawn_with<A: Actor>(&self, actor: A, opts: Spawn) -> ActorRef<A::Msg> {
         self.enter(|| crate::spawn_with(actor, opts))
+    }
+
+    /// Starts `actor` in this system and waits for its `started` hook ([`crate::start`]):
+    /// its ref, or the [`StartError`] saying why it failed.
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() {
+    /// use troupe::{Actor, ActorError, Ctx, System};
+    /// struct Refuses;
+    /// impl Actor for Refuses {
+    ///     type Msg = ();
+    ///     async fn started(&mut self, _: &mut Ctx<Self>) -> Result<(), ActorError> {
+    ///         Err(ActorError::new("port 80 is taken"))
+    ///     }
+    ///     async fn handle(&mut self, _: (), _: &mut Ctx<Self>) {}
+    /// }
+    /// let sys = System::new();
+    /// let err = sys.start(Refuses).await.unwrap_err();
+    /// assert!(err.to_string().contains("port 80 is taken"), "{err}");
+    /// assert_eq!(sys.alive(), 0);
+    /// # }
+    /// ```
+    pub async fn start<A: Actor>(&self, actor: A) -> Result<ActorRef<A::Msg>, StartError> {
+        self.run(crate::start(actor)).await
+    }
+
+    /// [`System::start`] with options ([`crate::start_with`]).
+    pub async fn start_with<A: Actor>(&self, actor: A, opts: Spawn) -> Result<ActorRef<A::Msg>, StartError> {
+        self.run(crate::start_with(actor, opts)).await
     }
 
     /// Registers `actor` under `name` in this system's registry ([`crate::register`]).
@@ -232,26 +303,46 @@ impl System {
         let roots = self.inner.roots.lock().iter().filter(|a| a.is_alive()).count();
         roots + self.inner.others.lock().iter().filter(|a| a.is_alive()).count()
     }
+}
 
-    /// Stops everything the system started (rule 3) and returns when all of it is dead.
-    pub async fn shutdown(&self) {
-        let inner = &self.inner;
-        inner.closed.store(true, Ordering::Release);
-        let timeout = *inner.shutdown_timeout.lock();
-        let roots = inner.roots.lock().clone();
+impl SystemInner {
+    /// Rule 3 (the `stop-actors` phase of `System::shutdown`): stops every actor and returns
+    /// when all are dead.
+    pub(crate) async fn stop_actors(&self) {
+        self.closed.store(true, Ordering::Release);
+        let timeout = *self.shutdown_timeout.lock();
+        let roots = self.roots.lock().clone();
         for actor in roots.iter().rev() {
             stop_within(std::slice::from_ref(actor), timeout).await;
         }
         loop {
-            let rest: Vec<AnyRef> = inner.others.lock().iter().filter(|a| a.is_alive()).cloned().collect();
+            let rest: Vec<AnyRef> = self.others.lock().iter().filter(|a| a.is_alive()).cloned().collect();
             if rest.is_empty() {
                 break;
             }
             stop_within(&rest, timeout).await;
         }
-        inner.roots.lock().clear();
-        inner.others.lock().clear();
-        inner.registry.clear();
+        self.roots.lock().clear();
+        self.others.lock().clear();
+    }
+
+    /// Kills every actor still alive, the last started first (rule 5, and the end of an
+    /// overrun `stop-actors` phase).
+    pub(crate) fn kill_actors(&self) {
+        self.closed.store(true, Ordering::Release);
+        let roots = std::mem::take(&mut *self.roots.lock());
+        for a in roots.iter().rev() {
+            a.kill();
+        }
+        let others = std::mem::take(&mut *self.others.lock());
+        for a in &others {
+            a.kill();
+        }
+    }
+
+    /// Forgets every name (the end of rule 3).
+    pub(crate) fn forget_names(&self) {
+        self.registry.clear();
     }
 }
 
@@ -274,15 +365,7 @@ async fn stop_within(actors: &[AnyRef], timeout: Duration) {
 impl Drop for System {
     /// Rule 5.
     fn drop(&mut self) {
-        self.inner.closed.store(true, Ordering::Release);
-        let roots = std::mem::take(&mut *self.inner.roots.lock());
-        for a in roots.iter().rev() {
-            a.kill();
-        }
-        let others = std::mem::take(&mut *self.inner.others.lock());
-        for a in &others {
-            a.kill();
-        }
+        self.inner.kill_actors();
         self.inner.registry.clear();
     }
 }

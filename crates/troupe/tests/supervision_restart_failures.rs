@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::tree::Builder;
 use common::{log, T};
-use troupe::supervisor::{Restart, Strategy, SupervisorError, SupervisorSpec};
+use troupe::supervisor::{ChildSpec, Restart, Strategy, SupervisorError, SupervisorSpec};
 
 /// OTP: when a child fails to restart under `one_for_all`, the siblings already restarted are
 /// stopped again and the whole group restarts; Troupe used to retry only the failed child.
@@ -131,4 +131,75 @@ async fn retries_count_against_the_intensity() {
     assert_eq!(tree.sup.terminated().await, troupe::ExitReason::Shutdown);
     let failures = lg.lock().iter().filter(|l| *l == "b:failed").count();
     assert_eq!(failures, 3, "restarts 1-3 are allowed (each fails); the 4th exceeds intensity 3");
+}
+
+/// A worker whose start number `gated` waits for `gate` and then fails (OTP's `init` returning
+/// `{stop, failed}`); its other starts succeed. `waiting` says the gated start has begun.
+struct Gated {
+    n: usize,
+    gated: usize,
+    gate: Arc<tokio::sync::Notify>,
+    waiting: Arc<AtomicBool>,
+}
+
+impl troupe::Actor for Gated {
+    type Msg = ();
+
+    async fn started(&mut self, _: &mut troupe::Ctx<Self>) -> Result<(), troupe::ActorError> {
+        if self.n != self.gated {
+            return Ok(());
+        }
+        let open = self.gate.notified();
+        self.waiting.store(true, Ordering::SeqCst);
+        let _ = tokio::time::timeout(T, open).await;
+        Err(troupe::ActorError::new("failed"))
+    }
+
+    async fn handle(&mut self, _: (), _: &mut troupe::Ctx<Self>) {}
+}
+
+/// Rule 9, the order: the retry goes behind the messages already queued when the restart
+/// failed, as OTP's `try_again_restart` cast does. A `which_children` that reached the
+/// supervisor while its `one_for_all` restart was under way is answered first, and sees the
+/// failed child `restarting` and the one after it stopped (OTP 25 answers the same:
+/// `tests/otpdiff`, scenario `a_call_queued_during_a_failed_restart_is_answered_before_the_retry`);
+/// the retry then restarts the group.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_queued_during_a_failed_restart_is_answered_before_the_retry() {
+    let lg = log();
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let waiting = Arc::new(AtomicBool::new(false));
+    let starts = Arc::new(AtomicUsize::new(0));
+    let (g, w, s) = (gate.clone(), waiting.clone(), starts.clone());
+    let b = ChildSpec::worker("b", move || Gated {
+        n: s.fetch_add(1, Ordering::SeqCst) + 1,
+        gated: 2,
+        gate: g.clone(),
+        waiting: w.clone(),
+    });
+    let (la, lc) = (lg.clone(), lg.clone());
+    let a = ChildSpec::worker("a", move || common::Probe::new("a", &la));
+    let a_handle = a.handle();
+    let spec = SupervisorSpec::new(Strategy::OneForAll)
+        .intensity(10, Duration::from_secs(60))
+        .child(a)
+        .child(b)
+        .child(ChildSpec::worker("c", move || common::Probe::new("c", &lc)));
+    let sup = troupe::supervisor::start(spec).await.unwrap();
+    let first_a = a_handle.get().unwrap();
+    first_a.kill();
+    first_a.terminated().await;
+    common::wait_until("b's second start to wait", T, || waiting.load(Ordering::SeqCst)).await;
+    let asker = sup.clone();
+    let call = tokio::spawn(async move { asker.which_children().await });
+    common::wait_until("the call to be queued", T, || sup.actor().mailbox_len() > 0).await;
+    gate.notify_one();
+    let seen = call.await.unwrap().unwrap();
+    let state: Vec<(&str, bool, bool)> =
+        seen.iter().map(|k| (k.id.as_str(), k.actor.is_some(), k.restarting)).collect();
+    assert_eq!(state, [("a", true, false), ("b", false, true), ("c", false, false)], "answered before the retry");
+    common::wait_until("the retry to restart the group", T, || starts.load(Ordering::SeqCst) >= 3).await;
+    let kids = sup.which_children().await.unwrap();
+    assert!(kids.iter().all(|k| k.actor.is_some() && !k.restarting), "all running after the retry: {kids:?}");
+    sup.stop().await;
 }

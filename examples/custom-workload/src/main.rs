@@ -98,12 +98,8 @@ impl System for EchoWorkload {
                     old.kill();
                     em.emit("fault_injected", json!({"id": f.id, "target": "echo", "kind": "kill"}));
                     old.terminated().await;
-                    // Bounded wait for the supervisor's new incarnation.
-                    let deadline = Instant::now() + Duration::from_secs(5);
-                    while echo.get().is_none_or(|r| r.id() == old.id()) && Instant::now() < deadline {
-                        tokio::task::yield_now().await;
-                    }
-                    if echo.get().is_some_and(|r| r.id() != old.id()) {
+                    // Wait (bounded) for the supervisor's new incarnation.
+                    if echo.current_after(old.id(), Duration::from_secs(5)).await.is_ok() {
                         em.emit("restarted", json!({"target": "echo", "attempt": 1}));
                     }
                 }

@@ -41,15 +41,9 @@ fn worker(name: &'static str) -> (ChildSpec, ChildRef<Job>) {
     (spec.into(), handle)
 }
 
-/// Waits until the handle points at a live incarnation again.
+/// The child's live incarnation, waiting (up to 5 s) while its supervisor restarts it.
 async fn current(handle: &ChildRef<Job>) -> troupe::ActorRef<Job> {
-    for _ in 0..10_000 {
-        if let Some(r) = handle.get() {
-            return r;
-        }
-        tokio::task::yield_now().await;
-    }
-    panic!("the child was not restarted");
+    handle.current(Duration::from_secs(5)).await.expect("the child was not restarted within 5 s")
 }
 
 #[tokio::main]

@@ -14,12 +14,14 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use troupe::{Actor, ActorRef, Ctx, Down, ReplyTo};
-use troupe_remote::{Nested, Node, NodeConfig, RemoteMessage, TlsConfig};
+use troupe_remote::{Node, NodeConfig, RemoteMessage, TlsConfig};
 
 const SECRET: &str = "example-secret"; // every node of a cluster shares it
 
-/// What the greeter accepts.
-#[derive(Serialize, Deserialize)]
+/// What the greeter accepts. The derive finds the reply type (`String`) and the type of the
+/// refs sent inside (`Note`) from the fields; the tag stays `example.greet.v1`.
+#[derive(Serialize, Deserialize, RemoteMessage)]
+#[remote(tag = "example.greet")]
 enum Greet {
     /// Answer through the reply handle.
     Hello(String, ReplyTo<String>),
@@ -28,20 +30,9 @@ enum Greet {
 }
 
 /// What subscribers receive.
-#[derive(Serialize, Deserialize, Debug)]
+#[derive(Serialize, Deserialize, Debug, RemoteMessage)]
+#[remote(tag = "example.note")]
 struct Note(String);
-
-impl RemoteMessage for Greet {
-    const TAG: &'static str = "example.greet.v1";
-    fn nested(n: &mut Nested) {
-        n.add::<String>(); // the reply type
-        n.add::<Note>(); // the type of refs sent inside
-    }
-}
-
-impl RemoteMessage for Note {
-    const TAG: &'static str = "example.note.v1";
-}
 
 struct Greeter;
 

@@ -31,6 +31,13 @@
 %%   step terminate ID | step restart ID | step delete ID
 %%   step start_child ID RESTART SHUTDOWN FAILS
 %%   step stop
+%%   step crash_which ID REASON                  a crash, then one which_children call that reaches
+%%                                               the supervisor during its restart (the restart's
+%%                                               first failing start waits until the call is
+%%                                               queued), printed as answered: "=> ok now ..."
+%%   step tick                                   waits until the monotonic clock (the intensity
+%%                                               clock) begins a whole second: the mark
+%%   step at MS                                  waits until MS milliseconds after the mark
 %%   end
 %% Output, per scenario: "scenario NAME", then for the start and each step a line
 %% "START|<step> => RESULT", the children's lifecycle events since the previous line
@@ -50,6 +57,7 @@ main([File]) ->
     ets:new(otpdiff_starts, [named_table, public, set]),
     ets:new(otpdiff_fails, [named_table, public, set]),
     ets:new(otpdiff_names, [named_table, public, set]),
+    ets:new(otpdiff_gate, [named_table, public, set]),
     process_flag(trap_exit, true),
     run_all([L || L <- Lines, L =/= ""]),
     halt(0);
@@ -70,6 +78,7 @@ run_scenario(Lines) ->
     ets:delete_all_objects(otpdiff_log),
     ets:delete_all_objects(otpdiff_starts),
     ets:delete_all_objects(otpdiff_fails),
+    ets:delete_all_objects(otpdiff_gate),
     {Name, Sup, Children, Steps} = parse(Lines, undefined, undefined, [], []),
     io:format("scenario ~s~n", [Name]),
     put(simple, element(1, Sup) =:= simple),
@@ -161,6 +170,31 @@ step(["crash", Id, Reason], Pid, _Mon) ->
             receive {'DOWN', CM, process, C, _} -> ok end,
             "ok"
     end;
+step(["crash_which", Id, Reason], Pid, Mon) ->
+    %% The next failing start waits (the gate) until this which_children call is in the
+    %% supervisor's mailbox: the call reaches the supervisor while its restart is under way.
+    ets:insert(otpdiff_gate, {armed}),
+    R = step(["crash", Id, Reason], Pid, Mon),
+    Me = self(),
+    Helper = spawn(fun() -> Me ! {now, self(), catch supervisor:which_children(Pid)} end),
+    release_gate(Pid, Helper, 10000),
+    ets:delete(otpdiff_gate, armed),
+    Now = receive
+        {now, Helper, Kids} when is_list(Kids) -> lists:flatten(describe(Kids));
+        {now, Helper, _} -> "dead"
+    end,
+    R ++ " now " ++ Now;
+step(["tick"], _Pid, _) ->
+    %% Until just after the VM's monotonic clock (OTP's intensity clock) begins a whole second.
+    put(mark, wait_second(erlang:monotonic_time(second)) * 1000),
+    "ok";
+step(["at", Ms], _Pid, _) ->
+    Wait = get(mark) + list_to_integer(Ms) - erlang:monotonic_time(millisecond),
+    case Wait > 0 of
+        true -> timer:sleep(Wait);
+        false -> ok
+    end,
+    "ok";
 step(["terminate", Id], Pid, _) ->
     case simple(Pid) of
         true ->
@@ -179,6 +213,26 @@ step(["start_child" | C], Pid, _) -> result(supervisor:start_child(Pid, child_sp
 step(["stop"], Pid, _) ->
     ok = gen_server:stop(Pid, shutdown, infinity),
     "stopped".
+
+wait_second(S) ->
+    case erlang:monotonic_time(second) of
+        S -> timer:sleep(1), wait_second(S);
+        S1 -> S1
+    end.
+
+%% Lets the gated start go once it waits and the helper's call is queued (or after N ms).
+release_gate(Pid, Helper, N) ->
+    Queued = case process_info(Pid, messages) of
+        {messages, Msgs} -> lists:any(fun({'$gen_call', {From, _}, which_children}) -> From =:= Helper;
+                                         (_) -> false end, Msgs);
+        undefined -> true
+    end,
+    case ets:lookup(otpdiff_gate, waiting) of
+        [{waiting, G}] when Queued -> G ! go, ets:delete(otpdiff_gate, waiting);
+        [{waiting, G}] when N =< 0 -> G ! go, ets:delete(otpdiff_gate, waiting);
+        _ when N =< 0 -> ok;
+        _ -> timer:sleep(1), release_gate(Pid, Helper, N - 1)
+    end.
 
 reason("normal") -> normal;
 reason("shutdown") -> shutdown;
@@ -297,7 +351,16 @@ init({child, Id}) ->
     N = ets:update_counter(otpdiff_starts, Id, 1, {Id, 0}),
     [{_, Fails}] = ets:lookup(otpdiff_fails, Id),
     case lists:keyfind(N, 1, Fails) of
-        {N, fail} -> log(Id ++ ":failed"), {stop, failed};
+        {N, fail} ->
+            %% Armed by `crash_which`: the first failing start waits for the runner's go.
+            case ets:take(otpdiff_gate, armed) of
+                [_] ->
+                    ets:insert(otpdiff_gate, {waiting, self()}),
+                    receive go -> ok after 10000 -> ok end;
+                [] -> ok
+            end,
+            log(Id ++ ":failed"),
+            {stop, failed};
         {N, ignore} -> log(Id ++ ":ignored"), ignore;
         false -> log(Id ++ ":started"), {ok, Id}
     end.

@@ -11,6 +11,7 @@
 pub mod hyparview;
 pub mod live;
 pub mod plumtree;
+#[cfg(feature = "sim")]
 pub mod sim;
 
 use serde::{Deserialize, Serialize};

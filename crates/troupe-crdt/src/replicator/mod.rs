@@ -37,6 +37,7 @@
 //!    sender, a bounded list of deltas); the first typed use decodes and joins it, under
 //!    rule 7.
 
+mod lifecycle;
 mod store;
 mod types;
 mod wire;
@@ -73,6 +74,8 @@ struct Inner {
     stats: Counters,
     refs: Mutex<HashMap<String, ActorRef<CrdtMsg>>>,
     stop: watch::Sender<bool>,
+    /// Set when the timers have ended and the replicator is unexported (`lifecycle.rs`).
+    ended: watch::Sender<bool>,
 }
 
 /// A node's replicator (module docs for its rules).
@@ -130,6 +133,7 @@ impl Replicator {
             stats: Counters::default(),
             refs: Mutex::new(HashMap::new()),
             stop: watch::channel(false).0,
+            ended: watch::channel(false).0,
         });
         let inbox = troupe::spawn(Inbox(Arc::clone(&inner)));
         cluster
@@ -476,4 +480,5 @@ async fn timers(inner: Arc<Inner>, inbox: ActorRef<CrdtMsg>) {
     }
     inner.cluster.node().unexport(REPLICATOR_ACTOR);
     inbox.stop();
+    inner.ended.send_replace(true);
 }

@@ -31,7 +31,7 @@ pub(crate) fn start_background(inner: &Arc<NodeInner>, listener: TcpListener) {
     let weak = Arc::downgrade(inner);
     let a = tokio::spawn(accept_loop(weak.clone(), listener));
     let m = tokio::spawn(maintenance(weak));
-    inner.tasks.lock().extend([a.abort_handle(), m.abort_handle()]);
+    inner.tasks.lock().extend([a, m]);
 }
 
 async fn accept_loop(weak: Weak<NodeInner>, listener: TcpListener) {
@@ -209,6 +209,7 @@ async fn connect_once(node: &Arc<NodeInner>, peer: &Arc<Peer>) -> Result<(), Err
     // `otel.rs`: trace context goes to this session only if its Welcome advertised it.
     #[cfg(feature = "otel")]
     peer.trace_context.store(features.trace_context, Ordering::Relaxed);
+    peer.typed_refusals.store(features.typed_refusals, Ordering::Relaxed);
     let _ = features;
     let mut streams = vec![(peer.control_lane().clone(), control)];
     for ch in peer.channels.iter().skip(1) {

@@ -27,12 +27,18 @@
 //! 7. Global names a peer announces are budgeted the same way: per peer
 //!    (`max_globals_per_peer`) and over all peers (`max_globals`; this node's own names do
 //!    not count). A name past either closes the session; its names are dropped with it.
+//! 8. A refused message's reply handles fail at the asker with a typed `AskError` (never a
+//!    silent drop): `UnknownType` naming the type when the receiver did not know the type the
+//!    message is (a tag mismatch: another type or version) or carries (`types.rs` rule 3),
+//!    `Gone` for no actor, `Full` for a full mailbox, `NoReply` when the payload did not
+//!    decode. The receiver names an unknown carried type (`RefuseReason::UnknownType`) only to
+//!    peers that advertised it (`handshake.rs` rule 9); older peers get `Undecodable`.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use troupe::remote_api;
-use troupe::ActorId;
+use troupe::{ActorId, AskError};
 
 use crate::codec;
 use crate::error::{Error, ErrorKind};
@@ -202,6 +208,12 @@ fn handle(
     let _span = crate::otel::receive(node, peer, crate::otel::Received::Data(&h.target), h.tag, ext);
     let _ = ext;
     let refuse = |reason: RefuseReason| {
+        let reason = match reason {
+            RefuseReason::UnknownType { tag } if !peer.typed_refusals.load(Ordering::Relaxed) => {
+                RefuseReason::Undecodable(format!("the message carries type {}, unknown here", types::tag_name_of(tag)))
+            }
+            r => r,
+        };
         node.shared.stats.refused_in.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(peer = %Esc(&peer.addr), target = ?h.target, "refused: {reason:?}");
         peer.control(&Control::Refused { target: h.target.clone(), tag: h.tag, replies: replies.clone(), reason });
@@ -228,15 +240,34 @@ fn control(node: &Arc<NodeInner>, peer: &Arc<Peer>, c: Control) -> Result<(), Er
         Control::Ack { channel, lane, seqs } => peer.acked(&channel, lane, &seqs),
         Control::Refused { target, tag, replies, reason } => {
             node.shared.stats.refused_by_peer.fetch_add(1, Ordering::Relaxed);
-            {
+            // Rule 8.
+            let err = match &reason {
+                RefuseReason::TypeMismatch { .. } => {
+                    types::static_tag_name(tag).map(|tag| AskError::UnknownType { tag })
+                }
+                RefuseReason::UnknownType { tag } => {
+                    types::static_tag_name(*tag).map(|tag| AskError::UnknownType { tag })
+                }
+                RefuseReason::NoActor => Some(AskError::Gone),
+                RefuseReason::Full => Some(AskError::Full),
+                RefuseReason::Undecodable(_) => None,
+            };
+            let failed: Vec<_> = {
                 let mut p = node.pending.lock();
-                for r in &replies {
-                    p.remove(r);
+                replies.iter().filter_map(|r| p.remove(r)).collect()
+            };
+            for (_, p) in failed {
+                match err {
+                    Some(e) => p.fail(e),
+                    None => drop(p),
                 }
             }
             let reason = match reason {
                 RefuseReason::TypeMismatch { found } => {
                     format!("type mismatch: sent {} but the actor accepts {found}", types::tag_name_of(tag))
+                }
+                RefuseReason::UnknownType { tag } => {
+                    format!("the actor's node does not know type {} the message carries", types::tag_name_of(tag))
                 }
                 r => format!("{r:?}"),
             };

@@ -60,6 +60,7 @@ pub(crate) mod conn;
 pub(crate) mod globals;
 pub(crate) mod inbound;
 pub(crate) mod lane;
+pub(crate) mod lifecycle;
 pub(crate) mod peer;
 pub(crate) mod refs;
 pub(crate) mod stream;
@@ -73,7 +74,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Mutex, RwLock};
 use serde::Serialize;
 use tokio::sync::{broadcast, oneshot};
-use tokio::task::AbortHandle;
+use tokio::task::JoinHandle;
 use troupe::remote_api::SerdeHook;
 use troupe::ActorRef;
 
@@ -349,7 +350,11 @@ pub(crate) struct NodeInner {
     pub(crate) lookups: Mutex<HashMap<u64, oneshot::Sender<Option<Found>>>>,
     pub(crate) globals: RwLock<globals::Globals>,
     pub(crate) events: broadcast::Sender<NodeEvent>,
-    pub(crate) tasks: Mutex<Vec<AbortHandle>>,
+    /// The accept loop and the maintenance task: aborted by `close`, awaited by
+    /// [`Node::shutdown_and_wait`] (`lifecycle.rs`).
+    pub(crate) tasks: Mutex<Vec<JoinHandle<()>>>,
+    /// Names that follow a supervised child across restarts (`lifecycle.rs`, rule 4).
+    pub(crate) followed: RwLock<HashMap<String, Arc<dyn lifecycle::Follow>>>,
     pub(crate) closed: AtomicBool,
     /// Causal delivery's orders, one per label (`causal_wire.rs`).
     pub(crate) causal: causal_wire::CausalState,
@@ -533,10 +538,16 @@ impl NodeInner {
         }
     }
 
-    pub(crate) fn resolve_local(&self, t: &Target) -> Option<(u64, Arc<Export>)> {
+    pub(crate) fn resolve_local(self: &Arc<Self>, t: &Target) -> Option<(u64, Arc<Export>)> {
         let id = match t {
             Target::Id(id) => *id,
-            Target::Name(n) => *self.names.read().get(n)?,
+            Target::Name(n) => {
+                let followed = self.followed.read().get(n).cloned();
+                if let Some(f) = followed {
+                    return self.follow(f.as_ref());
+                }
+                *self.names.read().get(n)?
+            }
         };
         self.exports.read().get(&id).cloned().map(|e| (id, e))
     }
@@ -559,7 +570,9 @@ pub(crate) fn canonical(addr: &str) -> String {
     addr.parse::<std::net::SocketAddr>().map_or_else(|_| addr.to_owned(), |a| a.to_string())
 }
 
-/// A running node. Cheap to clone; [`Node::shutdown`] stops it.
+/// A running node. Cheap to clone; [`Node::shutdown`] stops it, and so does dropping its last
+/// handle (`lifecycle.rs` rule 2). [`Node::start_in`] hands it to a [`troupe::System`], whose
+/// shutdown closes it last.
 ///
 /// ```
 /// # #[tokio::main] async fn main() {
@@ -575,6 +588,8 @@ pub(crate) fn canonical(addr: &str) -> String {
 #[derive(Clone)]
 pub struct Node {
     pub(crate) inner: Arc<NodeInner>,
+    /// Closes the node when the last handle goes (`lifecycle.rs` rule 2).
+    _guard: Arc<lifecycle::Guard>,
 }
 
 /// A connected peer as [`Node::connect`] reports it.
@@ -632,6 +647,7 @@ impl Node {
                 globals: RwLock::new(globals::Globals::default()),
                 events: broadcast::channel(1024).0,
                 tasks: Mutex::new(Vec::new()),
+                followed: RwLock::new(HashMap::new()),
                 closed: AtomicBool::new(false),
                 causal,
                 next: AtomicU64::new(1),
@@ -643,7 +659,8 @@ impl Node {
             peer.keep.store(true, Ordering::Relaxed);
             inner.ensure_connected(&peer);
         }
-        Ok(Node { inner })
+        let _guard = Arc::new(lifecycle::Guard(Arc::downgrade(&inner)));
+        Ok(Node { inner, _guard })
     }
 
     /// This node's name.
@@ -694,6 +711,9 @@ impl Node {
         types::register::<M>();
         let ex = refs::export_parts(actor);
         let mut names = self.inner.names.write();
+        if self.inner.followed.read().contains_key(name) {
+            return Err(ErrorKind::NameTaken(name.to_owned()).into());
+        }
         if let Some(old) = names.get(name) {
             if self.inner.exports.read().get(old).is_some_and(|e| e.any.is_alive()) {
                 return Err(ErrorKind::NameTaken(name.to_owned()).into());
@@ -704,9 +724,10 @@ impl Node {
         Ok(())
     }
 
-    /// Removes a name given with [`Node::export`].
+    /// Removes a name given with [`Node::export`] or [`Node::export_child`].
     pub fn unexport(&self, name: &str) -> bool {
-        self.inner.names.write().remove(name).is_some()
+        let followed = self.inner.followed.write().remove(name).is_some();
+        self.inner.names.write().remove(name).is_some() || followed
     }
 
     /// Forges a ref to the actor named `name` on the node at `addr`, accepting `M`, without
@@ -757,7 +778,7 @@ impl Node {
         };
         let (id, found_tag, found_name) = found.ok_or_else(|| Error::new(ErrorKind::NoSuchName(name.to_owned())))?;
         if found_tag != tag {
-            return Err(ErrorKind::TypeMismatch { expected: M::TAG.to_owned(), found: found_name }.into());
+            return Err(ErrorKind::TypeMismatch { expected: types::tag_of::<M>().to_owned(), found: found_name }.into());
         }
         let actor = RemoteActor::new(&self.inner, peer, Target::Id(id), tag, opts);
         Ok(refs::remote_ref::<M>(Arc::new(actor)))
@@ -773,7 +794,13 @@ impl Node {
                 return Err(ErrorKind::NameTaken(format!("{name} (held on {})", e.node)).into());
             }
             let id = self.inner.export_anonymous(refs::export_parts(actor));
-            let entry = GlobalEntry { name: name.to_owned(), node: self.addr(), id, tag, tag_name: M::TAG.to_owned() };
+            let entry = GlobalEntry {
+                name: name.to_owned(),
+                node: self.addr(),
+                id,
+                tag,
+                tag_name: types::tag_of::<M>().to_owned(),
+            };
             g.insert(entry.clone());
             entry
         };
@@ -805,7 +832,7 @@ impl Node {
             return Ok(None);
         };
         if e.tag != tag {
-            return Err(ErrorKind::TypeMismatch { expected: M::TAG.to_owned(), found: e.tag_name }.into());
+            return Err(ErrorKind::TypeMismatch { expected: types::tag_of::<M>().to_owned(), found: e.tag_name }.into());
         }
         if e.node == self.addr() {
             let ex = self.inner.exports.read().get(&e.id).cloned();
@@ -952,20 +979,10 @@ impl Node {
     }
 
     /// Stops listening, closes every connection (peers see this node go down) and fails what
-    /// waits on them.
+    /// waits on them. Returns at once; the listener and tasks end as soon as the runtime next
+    /// runs them: [`Node::shutdown_and_wait`] waits for that.
     pub fn shutdown(&self) {
-        if self.inner.closed.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        for t in self.inner.tasks.lock().drain(..) {
-            t.abort();
-        }
-        for p in self.inner.all_peers() {
-            p.keep.store(false, Ordering::Relaxed);
-            conn::peer_down(&self.inner, &p, None, conn::Cause::Local, "this node shut down");
-        }
-        self.inner.exports.write().clear();
-        self.inner.names.write().clear();
+        self.inner.close();
     }
 }
 

@@ -230,6 +230,8 @@ pub(crate) struct Peer {
     /// Its current session's `Welcome` advertised W3C trace context (`otel.rs`).
     #[cfg(feature = "otel")]
     pub(crate) trace_context: AtomicBool,
+    /// The peer decodes `RefuseReason::UnknownType` (`handshake.rs` rule 9).
+    pub(crate) typed_refusals: AtomicBool,
 }
 
 impl Peer {
@@ -261,6 +263,7 @@ impl Peer {
             ever_up: AtomicBool::new(false),
             #[cfg(feature = "otel")]
             trace_context: AtomicBool::new(false),
+            typed_refusals: AtomicBool::new(false),
         }
     }
 

@@ -401,11 +401,12 @@ pub(crate) struct Export {
 }
 
 pub(crate) fn export_parts<M: RemoteMessage>(r: &ActorRef<M>) -> Export {
+    let e = types::registered::<M>();
     Export {
         any: r.any(),
         adapter: remote_api::dyn_sender_any(r).is_some() || r.id().node() != 0,
-        tag: tag_hash(M::TAG),
-        tag_name: M::TAG,
+        tag: e.tag,
+        tag_name: e.tag_name,
         typed: Box::new(r.clone()),
         deliver: types::deliver::<M>,
     }
@@ -414,6 +415,8 @@ pub(crate) fn export_parts<M: RemoteMessage>(r: &ActorRef<M>) -> Export {
 /// An answer a local asker waits for from another node.
 pub(crate) trait PendingReply: Send {
     fn deliver(self: Box<Self>, payload: &[u8]) -> Result<(), String>;
+    /// The request was refused: the asker's `ask` returns `err`.
+    fn fail(self: Box<Self>, err: troupe::AskError);
     fn is_closed(&self) -> bool;
 }
 
@@ -424,6 +427,9 @@ impl<R: RemoteMessage> PendingReply for Pending<R> {
         let r: R = codec::decode(payload).map_err(|e| e.to_string())?;
         self.0.send(r);
         Ok(())
+    }
+    fn fail(self: Box<Self>, err: troupe::AskError) {
+        remote_api::fail_reply(self.0, err);
     }
     fn is_closed(&self) -> bool {
         self.0.is_closed()
@@ -518,8 +524,9 @@ impl SerdeHook for NodeHook {
     }
 
     fn decode_ref(&self, w: WireRef, ty: TypeId) -> Result<Box<dyn Any + Send>, String> {
-        let e = types::entry(ty)?;
+        let e = types::entry(ty).inspect_err(|_| types::unknown(w.tag))?;
         if w.tag != e.tag {
+            types::unknown(w.tag);
             return Err(format!(
                 "a ref for message type {} arrived where {} was expected",
                 types::tag_name_of(w.tag),
@@ -552,8 +559,9 @@ impl SerdeHook for NodeHook {
     }
 
     fn decode_reply(&self, w: WireReply, ty: TypeId) -> Result<Box<dyn Any + Send>, String> {
-        let e = types::entry(ty)?;
+        let e = types::entry(ty).inspect_err(|_| types::unknown(w.tag))?;
         if w.tag != e.tag {
+            types::unknown(w.tag);
             return Err(format!(
                 "a reply handle for {} arrived where {} was expected",
                 types::tag_name_of(w.tag),

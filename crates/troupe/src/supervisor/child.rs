@@ -255,11 +255,11 @@ impl<A: Actor> From<WorkerSpec<A>> for ChildSpec {
             let handle = handle.clone();
             Box::pin(async move {
                 match ack.await {
-                    Ok(()) => {
+                    Ok(Ok(())) => {
                         handle.set(child.clone());
                         Ok(Some(child.any()))
                     }
-                    Err(_) => Err(child.terminated().await),
+                    Ok(Err(_)) | Err(_) => Err(child.terminated().await),
                 }
             })
         });

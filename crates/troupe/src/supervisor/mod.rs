@@ -42,6 +42,7 @@
 
 mod child;
 mod child_ref;
+mod clock;
 mod server;
 mod simple;
 mod spec;
@@ -51,6 +52,7 @@ use std::time::Duration;
 
 pub use child::{ChildCount, ChildInfo, ChildSpec, WorkerSpec};
 pub use child_ref::ChildRef;
+pub use clock::{clock_second, until_next_clock_second};
 pub use server::{Supervisor, SupervisorMsg};
 pub use simple::{start_simple, SimpleSpec, SimpleSupervisorRef};
 pub use spec::{AutoShutdown, Backoff, ChildKind, IntensityWindow, Restart, Shutdown, Strategy, SupervisorSpec};
@@ -194,7 +196,7 @@ pub async fn start(spec: SupervisorSpec) -> Result<SupervisorRef, SupervisorErro
     spec.validate()?;
     let slot = server::FailureSlot::default();
     let (r, ack) = spawn_acked(Supervisor::with_failure_slot(spec, slot.clone()), Spawn::new(), None);
-    if ack.await.is_ok() {
+    if let Ok(Ok(())) = ack.await {
         return Ok(SupervisorRef::from_ref(r));
     }
     let reason = r.terminated().await;

@@ -12,9 +12,12 @@
 //! 4. A restart is counted first: more than `intensity` restarts within `period` make the
 //!    supervisor stop all children in reverse order and exit with `Shutdown`, which its own
 //!    supervisor sees as an exit of its child. "Within" is OTP's rule by default: times in whole
-//!    monotonic seconds since the supervisor started, a restart at second `r` counting while
-//!    `now - r <= period` (so between `period` and `period + 1 s`); or, with
-//!    `IntensityWindow::Exact`, a restart counting while at most `period` old.
+//!    seconds of one monotonic clock shared by the whole process (`clock.rs`; OTP's
+//!    `erlang:monotonic_time(second)`, the VM's clock, not the supervisor's start), a restart
+//!    in second `r` counting while `now - r <= period` (so between `period` and `period + 1 s`:
+//!    with period 1, restarts at x.9 s and (x+2).1 s, 1.2 s apart, do not count together, while
+//!    restarts at x.1 s and (x+1).7 s, 1.6 s apart, do); or, with `IntensityWindow::Exact`, a
+//!    restart counting while at most `period` old.
 //! 5. `OneForAll` stops every other running child, `RestForOne` every child started after the
 //!    exited one, in reverse order; then those children restart in order (temporary ones that
 //!    were stopped this way are removed instead).
@@ -27,7 +30,9 @@
 //!    the failed one keep running, the failed one is marked `restarting` and later ones stay
 //!    stopped; the supervisor sends itself a retry for the failed child behind the messages
 //!    already queued (so `which_children`, `terminate_child`, a stop... are served between
-//!    tries). The retry is a new restart of that child: counted (rule 4), then its strategy's
+//!    tries): a call that reached it while the restart ran is answered before the retry and
+//!    sees the child `restarting`, as OTP 25 does (its `try_again_restart` is a cast to itself,
+//!    queued behind that call). The retry is a new restart of that child: counted (rule 4), then its strategy's
 //!    group is stopped again and started again in order: for `OneForAll` that stops the
 //!    siblings already restarted and restarts the whole group. A retry for a child that is no
 //!    longer `restarting` (terminated, or restarted with its group meanwhile) does nothing.
@@ -67,8 +72,6 @@ pub struct Supervisor {
     spec: SupervisorSpec,
     children: Vec<Child>,
     restarts: VecDeque<Instant>,
-    /// Whole seconds for `IntensityWindow::WholeSeconds` count from here.
-    origin: Instant,
     next_auto_id: u64,
     generation: u64,
     start_failure: Option<FailureSlot>,
@@ -124,7 +127,6 @@ impl Supervisor {
             spec,
             children,
             restarts: VecDeque::new(),
-            origin: Instant::now(),
             next_auto_id: 0,
             generation: 0,
             start_failure: None,

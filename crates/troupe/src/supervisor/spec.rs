@@ -78,8 +78,9 @@ pub struct Backoff {
 /// How restarts are counted against the intensity over the period.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum IntensityWindow {
-    /// OTP's rule, the default: restart times are kept in whole seconds of the monotonic clock
-    /// (counted from the supervisor's start; OTP's `erlang:monotonic_time(second)`), and a
+    /// OTP's rule, the default: restart times are kept in whole seconds of a monotonic clock
+    /// shared by the whole process ([`super::clock_second`]; OTP's
+    /// `erlang:monotonic_time(second)`, not counted from the supervisor's start), and a
     /// restart still counts while `now_s - then_s <= period_s`. So a restart counts for at least
     /// `period` and less than `period + 1 s`. `period` must be a whole number of seconds.
     #[default]

@@ -30,6 +30,10 @@ pub fn edge_cases() -> Vec<Scenario> {
         steps,
     };
     use Step::*;
+    let period = |mut sc: Scenario, period: u64| {
+        sc.period = period;
+        sc
+    };
     let auto = |mut sc: Scenario, auto: &'static str| {
         sc.auto = auto;
         sc
@@ -72,6 +76,57 @@ pub fn edge_cases() -> Vec<Scenario> {
             vec![c("a", "permanent", "5000"), c("b", "permanent", "brutal"), c("c", "permanent", "infinity")],
             f(&[("b", &[2])]),
             vec![Crash("a".into(), "boom"), Stop],
+        ),
+        // Rule 9: a call queued while the one_for_all restart runs is answered before the retry
+        // that the failed start queues (OTP's `try_again_restart` cast goes behind it).
+        s(
+            "a_call_queued_during_a_failed_restart_is_answered_before_the_retry",
+            "one_for_all",
+            10,
+            vec![c("a", "permanent", "5000"), c("b", "permanent", "brutal"), c("c", "permanent", "infinity")],
+            f(&[("b", &[2])]),
+            vec![CrashWhich("a".into(), "boom"), Stop],
+        ),
+        s(
+            "rest_for_one_a_call_queued_during_a_failed_restart",
+            "rest_for_one",
+            10,
+            vec![c("a", "permanent", "5000"), c("b", "permanent", "brutal"), c("c", "permanent", "infinity")],
+            f(&[("c", &[2])]),
+            vec![CrashWhich("b".into(), "killed"), Stop],
+        ),
+        s(
+            "one_for_one_a_call_queued_during_a_failed_restart",
+            "one_for_one",
+            10,
+            vec![c("a", "permanent", "5000"), c("b", "transient", "brutal")],
+            f(&[("b", &[2])]),
+            vec![CrashWhich("b".into(), "boom"), Stop],
+        ),
+        // Rule 4: whole seconds of the monotonic clock, not of the supervisor's start. Restarts
+        // at x.7 s and (x+2).3 s (seconds x and x+2) do not count together; at x.3 s and
+        // (x+1).7 s (seconds x and x+1) they do, and intensity 1 is exceeded.
+        period(
+            s(
+                "whole_seconds_of_the_clock_a_pair_two_seconds_apart_on_the_clock",
+                "one_for_one",
+                1,
+                vec![c("a", "permanent", "5000")],
+                f(&[]),
+                vec![Tick, At(700), Crash("a".into(), "boom"), At(2300), Crash("a".into(), "boom"), Stop],
+            ),
+            1,
+        ),
+        period(
+            s(
+                "whole_seconds_of_the_clock_a_pair_in_adjacent_seconds",
+                "one_for_one",
+                1,
+                vec![c("a", "permanent", "5000")],
+                f(&[]),
+                vec![Tick, At(300), Crash("a".into(), "boom"), At(1700), Crash("a".into(), "boom"), Stop],
+            ),
+            1,
         ),
         s(
             "rest_for_one_restart_failure",

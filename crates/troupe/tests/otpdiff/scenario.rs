@@ -28,6 +28,14 @@ pub enum Step {
     /// A simple supervisor's `start_child` with this name as its argument.
     StartSimple(String),
     Crash(String, &'static str),
+    /// A crash, then one `which_children` that reaches the supervisor while its restart is
+    /// under way (the restart's first failing start waits until the call is queued), printed as
+    /// answered: whether a failed restart's retry goes behind a call already queued.
+    CrashWhich(String, &'static str),
+    /// Waits until the supervisors' clock (OTP: the monotonic clock) begins a whole second.
+    Tick,
+    /// Waits until this many milliseconds after the last `Tick`.
+    At(u64),
     Terminate(String),
     Restart(String),
     Delete(String),
@@ -244,6 +252,9 @@ pub fn fails_text(sc: &Scenario, id: &str) -> String {
 pub fn step_text(s: &Step, child: &dyn Fn(&Child) -> String, fails: &dyn Fn(&str) -> String) -> String {
     match s {
         Step::Crash(id, r) => format!("crash {id} {r}"),
+        Step::CrashWhich(id, r) => format!("crash_which {id} {r}"),
+        Step::Tick => "tick".into(),
+        Step::At(ms) => format!("at {ms}"),
         Step::Terminate(id) => format!("terminate {id}"),
         Step::Restart(id) => format!("restart {id}"),
         Step::Delete(id) => format!("delete {id}"),

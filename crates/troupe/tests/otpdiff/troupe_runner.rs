@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use tokio::time::Instant;
 use troupe::supervisor::{
     self, AutoShutdown, ChildInfo, ChildKind, ChildRef, ChildSpec, Restart, Shutdown, SimpleSpec, Strategy,
     SupervisorError, SupervisorMsg, SupervisorRef, SupervisorSpec,
@@ -36,6 +37,47 @@ type Log = Arc<Mutex<Vec<String>>>;
 struct Starts {
     counts: Mutex<HashMap<String, Arc<AtomicUsize>>>,
     fails: HashMap<String, Vec<(usize, Outcome)>>,
+    gate: Gate,
+}
+
+/// `crash_which`'s gate: once armed, the next failing start waits until the runner lets it go.
+#[derive(Clone, Default)]
+struct Gate(Arc<Mutex<GateState>>);
+
+#[derive(Default)]
+struct GateState {
+    armed: bool,
+    waiting: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Gate {
+    fn arm(&self) {
+        self.0.lock().armed = true;
+    }
+
+    /// For a failing start: when armed, disarms it and gives what to wait on.
+    fn enter(&self) -> Option<tokio::sync::oneshot::Receiver<()>> {
+        let mut g = self.0.lock();
+        if !std::mem::take(&mut g.armed) {
+            return None;
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        g.waiting = Some(tx);
+        Some(rx)
+    }
+
+    fn is_waiting(&self) -> bool {
+        self.0.lock().waiting.is_some()
+    }
+
+    /// Lets the waiting start go (if any) and disarms the gate.
+    fn release(&self) {
+        let mut g = self.0.lock();
+        g.armed = false;
+        if let Some(tx) = g.waiting.take() {
+            let _ = tx.send(());
+        }
+    }
 }
 
 impl Starts {
@@ -56,6 +98,7 @@ struct OtpChild {
     fail: bool,
     /// A simple supervisor's children register their name here (its children have no id).
     names: Option<Names>,
+    gate: Gate,
 }
 
 type Names = Arc<Mutex<HashMap<troupe::ActorId, String>>>;
@@ -71,6 +114,9 @@ impl Actor for OtpChild {
             names.lock().insert(ctx.id(), self.id.clone());
         }
         if self.fail {
+            if let Some(go) = self.gate.enter() {
+                let _ = tokio::time::timeout(Duration::from_secs(10), go).await;
+            }
             self.log.lock().push(format!("{}:failed", self.id));
             return Err(ActorError::new("failed"));
         }
@@ -150,9 +196,13 @@ fn child_spec(c: &Child, log: &Log, starts: &Arc<Starts>, sups: &Sups, period: u
             log.lock().push(format!("{id}:ignored"));
             None
         }
-        outcome => {
-            Some(OtpChild { id: id.clone(), log: log.clone(), fail: outcome == Some(Outcome::Fail), names: None })
-        }
+        outcome => Some(OtpChild {
+            id: id.clone(),
+            log: log.clone(),
+            fail: outcome == Some(Outcome::Fail),
+            names: None,
+            gate: starts.gate.clone(),
+        }),
     });
     w.restart(restart).shutdown(shutdown).significant(significant).into()
 }
@@ -288,7 +338,7 @@ fn error_text(e: &SupervisorError) -> &'static str {
 async fn run_simple_on_troupe(sc: &Scenario, (restart, shutdown): (&str, &str)) -> String {
     let log: Log = Arc::default();
     let names: Names = Arc::default();
-    let starts = Arc::new(Starts { counts: Mutex::default(), fails: sc.fails.clone() });
+    let starts = Arc::new(Starts { counts: Mutex::default(), fails: sc.fails.clone(), gate: Gate::default() });
     let mut run = Run { out: format!("scenario {}\n", sc.name), log: log.clone(), sups: Sups::default() };
     let (l, n) = (log.clone(), names.clone());
     let spec = SimpleSpec::new_or_ignore(move |name: String| match starts.next(&name) {
@@ -296,9 +346,13 @@ async fn run_simple_on_troupe(sc: &Scenario, (restart, shutdown): (&str, &str)) 
             l.lock().push(format!("{name}:ignored"));
             None
         }
-        outcome => {
-            Some(OtpChild { id: name, log: l.clone(), fail: outcome == Some(Outcome::Fail), names: Some(n.clone()) })
-        }
+        outcome => Some(OtpChild {
+            id: name,
+            log: l.clone(),
+            fail: outcome == Some(Outcome::Fail),
+            names: Some(n.clone()),
+            gate: Gate::default(),
+        }),
     })
     .restart(match restart {
         "permanent" => Restart::Permanent,
@@ -411,7 +465,7 @@ pub async fn run_on_troupe(sc: &Scenario) -> String {
         return run_simple_on_troupe(sc, template).await;
     }
     let log: Log = Arc::default();
-    let starts = Arc::new(Starts { counts: Mutex::default(), fails: sc.fails.clone() });
+    let starts = Arc::new(Starts { counts: Mutex::default(), fails: sc.fails.clone(), gate: Gate::default() });
     let sups = Sups::default();
     let mut run = Run { out: format!("scenario {}\n", sc.name), log: log.clone(), sups: sups.clone() };
     let auto = match sc.auto {
@@ -436,9 +490,11 @@ pub async fn run_on_troupe(sc: &Scenario) -> String {
     };
     run.line("START => ok");
     run.settle_and_print(&sup).await;
+    let mut mark: Option<Instant> = None;
     let child_line = |c: &Child| format!("{} {} {} {}", c.id, c.restart, c.shutdown, fails_text(sc, &c.id));
     for step in &sc.steps {
         let text = step_text(step, &child_line, &|id| fails_text(sc, id));
+        let mut now = String::new();
         let res: &str = match step {
             Step::Crash(id, reason) => match run.running(&sup, id).await {
                 None => "not_running",
@@ -451,6 +507,44 @@ pub async fn run_on_troupe(sc: &Scenario) -> String {
                     "ok"
                 }
             },
+            Step::CrashWhich(id, reason) => match run.running(&sup, id).await {
+                None => "not_running",
+                Some(a) => {
+                    starts.gate.arm();
+                    match reason_of(reason) {
+                        ExitReason::Killed => a.kill(),
+                        r => a.stop(r),
+                    }
+                    a.terminated().await;
+                    let asker = sup.clone();
+                    let call = tokio::spawn(async move { asker.which_children().await });
+                    // The gated start goes once the call is queued (bounded, as the escript).
+                    for _ in 0..10_000 {
+                        if starts.gate.is_waiting() && sup.actor().mailbox_len() > 0 {
+                            break;
+                        }
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                    starts.gate.release();
+                    now = match call.await.unwrap() {
+                        Ok(kids) => run.look(&kids).await.1,
+                        Err(_) => "dead".into(),
+                    };
+                    "ok"
+                }
+            },
+            Step::Tick => {
+                let now = Instant::now();
+                let boundary = now + supervisor::until_next_clock_second(now);
+                tokio::time::sleep_until(boundary).await;
+                mark = Some(boundary);
+                "ok"
+            }
+            Step::At(ms) => {
+                let mark = mark.expect("`at` follows a `tick`");
+                tokio::time::sleep_until(mark + Duration::from_millis(*ms)).await;
+                "ok"
+            }
             Step::Terminate(id) => match sup.terminate_child(id).await {
                 Ok(()) => "ok",
                 Err(e) => error_text(&e),
@@ -470,7 +564,10 @@ pub async fn run_on_troupe(sc: &Scenario) -> String {
             }
             Step::StartSimple(_) => panic!("{}: start_child NAME is for simple_one_for_one", sc.name),
         };
-        run.line(format!("{text} => {res}"));
+        match step {
+            Step::CrashWhich(..) if res == "ok" => run.line(format!("{text} => ok now {now}")),
+            _ => run.line(format!("{text} => {res}")),
+        }
         if !run.settle_and_print(&sup).await {
             return run.out;
         }

@@ -198,6 +198,12 @@ impl OverlayConfig {
             LiveKind::Hyparview if self.shuffle_interval_ms == 0 => {
                 bad("shuffle_interval_ms must be at least 1".into())
             }
+            LiveKind::Amqp if !cfg!(feature = "amqp") => {
+                bad("kind = \"amqp\": this build of troupe-cluster has no AMQP client; turn on its `amqp` \
+                 feature (features = [\"amqp\"]; the `troupe` binary has it)"
+                    .into())
+            }
+            #[cfg(feature = "amqp")]
             LiveKind::Amqp if !self.amqp_url.starts_with("amqp://") => bad(format!(
                 "kind = \"amqp\" needs amqp_url = \"amqp://user:password@host:port/vhost\" (got {:?}; \
                  start a private broker with `bash scripts/rabbitmq.sh start DIR`)",

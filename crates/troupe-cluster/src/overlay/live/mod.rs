@@ -30,7 +30,9 @@
 //! # Ok(()) }
 //! ```
 
+#[cfg(feature = "amqp")]
 pub mod amqp;
+#[cfg(feature = "cli")]
 pub mod cli;
 mod config;
 mod driver;
@@ -75,6 +77,7 @@ impl Overlay {
         let kind = cfg.kind()?;
         let (tx, rx) = mpsc::unbounded_channel();
         let events = broadcast::channel(1024).0;
+        #[cfg(feature = "amqp")]
         if kind == LiveKind::Amqp {
             let link = amqp::connect(&cfg.amqp_url, &node.addr()).await?;
             tokio::spawn(amqp::run(node.clone(), link, rx));

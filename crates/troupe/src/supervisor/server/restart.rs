@@ -9,6 +9,7 @@ use tokio::time::Instant;
 
 use super::{Cmd, Supervisor, SupervisorMsg};
 use crate::any_ref::AnyRef;
+use crate::supervisor::clock::clock_second;
 use crate::supervisor::spec::{AutoShutdown, IntensityWindow, Restart, Strategy};
 use crate::{Ctx, ExitReason};
 
@@ -17,13 +18,11 @@ impl Supervisor {
     pub(super) fn count_restart(&mut self) -> bool {
         let now = Instant::now();
         self.restarts.push_back(now);
-        let (origin, period) = (self.origin, self.spec.period);
+        let period = self.spec.period;
         let expired = |t: Instant| match self.spec.window {
             IntensityWindow::Exact => now.duration_since(t) > period,
-            IntensityWindow::WholeSeconds => {
-                let secs = |i: Instant| i.duration_since(origin).as_secs();
-                secs(now) - secs(t) > period.as_secs()
-            }
+            // Whole seconds of the process-wide clock (OTP's `erlang:monotonic_time(second)`).
+            IntensityWindow::WholeSeconds => clock_second(now) - clock_second(t) > period.as_secs() as i64,
         };
         while self.restarts.front().is_some_and(|t| expired(*t)) {
             self.restarts.pop_front();
