@@ -55,7 +55,7 @@ fn secret(t: &Target) -> Result<String, i32> {
     match troupe_remote::NodeConfig::from_file(path) {
         Ok(c) => Ok(c.secret),
         Err(e) => {
-            eprintln!("troupe cluster: {e}");
+            eprintln!("troupe cluster: {}", troupe::error_chain(&e));
             Err(if matches!(e.kind, troupe_remote::ErrorKind::Io(_)) { code::FILES } else { code::USAGE })
         }
     }
@@ -84,7 +84,7 @@ pub(crate) fn main(args: ClusterArgs) -> i32 {
             0
         }
         Err(e) => {
-            eprintln!("troupe cluster: {e}");
+            eprintln!("troupe cluster: {}", troupe::error_chain(&e));
             code::FAILED
         }
     }

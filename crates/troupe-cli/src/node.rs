@@ -15,7 +15,7 @@ pub(crate) fn main(config: &Path) -> i32 {
     match troupe_cluster::cli::node_main(config) {
         Ok(()) => 0,
         Err(e) => {
-            eprintln!("troupe node: {e}");
+            eprintln!("troupe node: {}", troupe::error_chain(&e));
             match &e.kind {
                 troupe_remote::ErrorKind::Config(_) => code::USAGE,
                 troupe_remote::ErrorKind::Io(_) => code::FILES,
@@ -38,7 +38,7 @@ pub(crate) fn dev_certs(dir: &Path, names: &[String], hosts: &[String], force: b
             0
         }
         Err(e) => {
-            eprintln!("troupe node: {e}");
+            eprintln!("troupe node: {}", troupe::error_chain(&e));
             match &e.kind {
                 troupe_remote::ErrorKind::Config(_) => code::USAGE,
                 _ => code::FILES,

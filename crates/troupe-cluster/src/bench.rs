@@ -43,8 +43,12 @@ fn fast_lines() -> String {
     )
 }
 
-fn err(e: impl std::fmt::Display) -> Error {
-    ErrorKind::Node(e.to_string()).into()
+fn err(e: impl std::error::Error + Send + Sync + 'static) -> Error {
+    Error::node("the benchmark", e)
+}
+
+fn bad(what: &str) -> Error {
+    ErrorKind::Node(format!("the benchmark: {what}")).into()
 }
 
 fn row(bench: &str, metric: &str, value: f64, unit: &str, params: Value) -> Row {
@@ -104,7 +108,7 @@ pub fn join(launcher: &Launcher, nodes: usize, reps: u32) -> Result<Vec<Row>, Er
 
 fn detect_once(launcher: &Launcher, nodes: usize, lines: &str) -> Result<f64, Error> {
     let (mut cluster, _) = form(launcher, nodes, lines)?;
-    let mut victim = cluster.pop().ok_or_else(|| err("no nodes"))?;
+    let mut victim = cluster.pop().ok_or_else(|| bad("no nodes"))?;
     let addr = victim.addr.clone();
     let t0 = Instant::now();
     victim.sigkill().map_err(err)?;
@@ -177,14 +181,14 @@ pub fn converge(sim_nodes: usize, seed: u64) -> Result<Vec<Row>, Error> {
     let wall = Instant::now();
     let cluster = ClusterConfig { gossip_interval_ms: 1000, ..ClusterConfig::default() };
     let mut sim = Sim::new(SimConfig { nodes: sim_nodes, seed, cluster, tick_ms: 20, ..SimConfig::default() });
-    let formed = sim.run_until(600_000, Sim::all_up).ok_or_else(|| err("the simulated cluster did not form"))?;
+    let formed = sim.run_until(600_000, Sim::all_up).ok_or_else(|| bad("the simulated cluster did not form"))?;
     let t0 = sim.now();
     let sent0 = sim.delivered;
     sim.leave(1);
     let leaver = 1;
     let done = sim
         .run_until(600_000, |s| s.everyone_sees(leaver, Some(crate::member::MemberStatus::Removed), None))
-        .ok_or_else(|| err("the leave did not converge"))?;
+        .ok_or_else(|| bad("the leave did not converge"))?;
     let ms = (done - t0) as f64;
     let params = json!({
         "sim_nodes": sim_nodes, "seed": seed, "gossip_interval_ms": 1000,

@@ -76,7 +76,10 @@ async fn start_observe(
     lines: &EventLines,
 ) -> Result<Observer, troupe_remote::Error> {
     let ep = crate::observe::start(listen, node, cluster).await.map_err(|e| match e {
-        troupe_observe::Error::Bind { .. } => troupe_remote::Error::from(troupe_remote::ErrorKind::Io(e.to_string())),
+        troupe_observe::Error::Bind { .. } => troupe_remote::Error::with_source(
+            troupe_remote::ErrorKind::Io(format!("cannot start the observe endpoint on {listen}")),
+            e,
+        ),
         other => troupe_remote::Error::config(other.to_string()),
     })?;
     lines.line(&format!("observe listening on {}", ep.addr()));
@@ -164,7 +167,7 @@ impl Extension for ClusterCommands {
 /// that overlay (module docs for the protocol).
 pub fn node_main(config_path: &Path) -> Result<(), troupe_remote::Error> {
     let cfg = NodeConfig::from_file(config_path)?;
-    let bad = |e: Error| troupe_remote::Error::config(e.to_string());
+    let bad = remote_error;
     let ocfg = cfg.overlay.as_ref().map(OverlayConfig::from_table).transpose().map_err(bad)?;
     if let Some(o) = &ocfg {
         o.check_node(&cfg.peers, cfg.cluster.is_some()).map_err(bad)?;
@@ -206,8 +209,14 @@ pub fn node_main(config_path: &Path) -> Result<(), troupe_remote::Error> {
     troupe_remote::cli::node_main_with(config_path, Some(setup))
 }
 
+/// A cluster error as the node binary reports it (a configuration error, exit code 2), the
+/// cluster error kept as the source.
+fn remote_error(e: Error) -> troupe_remote::Error {
+    troupe_remote::Error::with_source(troupe_remote::ErrorKind::Config(e.to_string()), e)
+}
+
 async fn start_cluster(node: &Node, ccfg: ClusterConfig, lines: EventLines) -> Result<Cluster, troupe_remote::Error> {
-    let cluster = Cluster::start(node, ccfg).await.map_err(|e| troupe_remote::Error::config(e.to_string()))?;
+    let cluster = Cluster::start(node, ccfg).await.map_err(remote_error)?;
     let mut events = cluster.subscribe();
     tokio::spawn(async move {
         loop {
@@ -230,23 +239,30 @@ pub fn status_main(addr: &str, secret: &str, timeout: Duration) -> Result<Status
         .worker_threads(1)
         .enable_all()
         .build()
-        .map_err(|e| Error::from(ErrorKind::Node(e.to_string())))?;
+        .map_err(|e| Error::node("cannot start the tokio runtime", e))?;
     let r = rt.block_on(async {
         let name = format!("troupe-cli-{}", std::process::id());
         let node = Node::start(NodeConfig::new(&name, secret)).await?;
         let conn = tokio::time::timeout(timeout, node.connect(addr)).await;
         let answer = match conn {
             Err(_) => Err(ErrorKind::Timeout(format!("no node answered at {addr} within {timeout:?}")).into()),
-            Ok(Err(e)) => Err(ErrorKind::Node(format!(
-                "cannot reach the node at {addr}: {e} (is it running, and is the secret the cluster's?)"
-            ))
-            .into()),
+            Ok(Err(e)) => Err(Error::node(
+                format!("cannot reach the node at {addr} (is it running, and is the secret the cluster's?)"),
+                e,
+            )),
             Ok(Ok(_)) => {
                 let r = node.remote_ref::<ClusterMsg>(addr, CLUSTER_ACTOR);
-                r.ask(ClusterMsg::Status, timeout).await.map_err(|e| {
-                    Error::from(ErrorKind::Node(format!(
-                        "the node at {addr} did not answer a status request ({e}); does it run with a [cluster] section?"
-                    )))
+                r.ask(ClusterMsg::Status, timeout).await.map_err(|e| match e {
+                    troupe::AskError::Timeout(after) => ErrorKind::Timeout(format!(
+                        "the node at {addr} did not answer a status request within {after:?}; is it overloaded?"
+                    ))
+                    .into(),
+                    e => Error::node(
+                        format!(
+                            "the node at {addr} did not answer a status request; does it run with a [cluster] section?"
+                        ),
+                        e,
+                    ),
                 })
             }
         };

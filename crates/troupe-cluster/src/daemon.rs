@@ -174,7 +174,10 @@ impl Cluster {
             Ok(sup) => sup,
             Err(e) => {
                 node.unexport(CLUSTER_ACTOR);
-                return Err(ErrorKind::Node(e.to_string()).into());
+                return Err(Error::with_source(
+                    ErrorKind::Node("cannot start the cluster daemon's supervisor".into()),
+                    e,
+                ));
             }
         };
         let started = shared.cmd.current(Duration::from_secs(30)).await;

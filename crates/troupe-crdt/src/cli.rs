@@ -93,6 +93,12 @@ impl Extension for Commands {
     }
 }
 
+/// An error of the layers above the node as the node binary reports it (a configuration error,
+/// exit code 2), the error kept as the source.
+fn config_error(e: impl std::error::Error + Send + Sync + 'static) -> troupe_remote::Error {
+    troupe_remote::Error::with_source(troupe_remote::ErrorKind::Config(e.to_string()), e)
+}
+
 /// Runs a node from `config_path` (which needs a `[cluster]` section) until `quit`, SIGINT or
 /// SIGTERM (module docs for the protocol).
 pub fn node_main(config_path: &Path) -> Result<(), troupe_remote::Error> {
@@ -100,12 +106,11 @@ pub fn node_main(config_path: &Path) -> Result<(), troupe_remote::Error> {
     let Some(table) = cfg.cluster.as_ref() else {
         return Err(troupe_remote::Error::config("troupe-crdt-node needs a [cluster] section"));
     };
-    let ccfg = ClusterConfig::from_table(table).map_err(|e| troupe_remote::Error::config(e.to_string()))?;
+    let ccfg = ClusterConfig::from_table(table).map_err(config_error)?;
     let setup: Setup = Box::new(move |node: Node, _cfg: NodeConfig, lines: EventLines| {
         Box::pin(async move {
-            let config = |e: String| troupe_remote::Error::config(e);
-            let cluster = Cluster::start(&node, ccfg).await.map_err(|e| config(e.to_string()))?;
-            let r = Replicator::start(&cluster, ReplicatorConfig::default()).map_err(|e| config(e.to_string()))?;
+            let cluster = Cluster::start(&node, ccfg).await.map_err(config_error)?;
+            let r = Replicator::start(&cluster, ReplicatorConfig::default()).map_err(config_error)?;
             let mut events = cluster.subscribe();
             let ev_lines = lines.clone();
             tokio::spawn(async move {

@@ -87,7 +87,10 @@ pub fn node_main_with(config_path: &Path, setup: Option<Setup>) -> Result<(), Er
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("TROUPE_LOG").unwrap_or_else(|_| "warn".into()))
         .with_writer(writer.clone())
         .try_init();
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(Error::io)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io("cannot start the tokio runtime", e))?;
     let r = rt.block_on(run(cfg, setup));
     // The stdin reader sits in a blocking read that only new input ends: dropping the runtime
     // would wait for it forever (issue 18: SIGTERM ignored while stdin is open). Leave it.
@@ -103,8 +106,8 @@ async fn run(cfg: NodeConfig, setup: Option<Setup>) -> Result<(), Error> {
     // Both handlers are installed before the first line, so a signal sent as soon as the node
     // says it listens finds them (a default SIGINT would kill the process with no clean stop).
     use tokio::signal::unix::{signal, SignalKind};
-    let mut term = signal(SignalKind::terminate()).map_err(Error::io)?;
-    let mut int = signal(SignalKind::interrupt()).map_err(Error::io)?;
+    let mut term = signal(SignalKind::terminate()).map_err(|e| Error::io("cannot install the SIGTERM handler", e))?;
+    let mut int = signal(SignalKind::interrupt()).map_err(|e| Error::io("cannot install the SIGINT handler", e))?;
     say(&format!("listening on {}", node.addr()));
     // Event lines can be triggered from the network (a peer refusing our messages), so they
     // are written by their own thread through a bounded queue: a stdout nobody reads drops
@@ -117,7 +120,7 @@ async fn run(cfg: NodeConfig, setup: Option<Setup>) -> Result<(), Error> {
                 say(&line);
             }
         })
-        .map_err(Error::io)?;
+        .map_err(|e| Error::io("cannot start the event-line thread", e))?;
     let ext = match setup {
         Some(f) => Some(f(node.clone(), cfg.clone(), EventLines(tx.clone())).await?),
         None => None,
@@ -176,7 +179,7 @@ async fn command(node: &Node, line: &str) -> bool {
         ("quit", ..) => return false,
         ("connect", Some(addr), ..) => match node.connect(addr).await {
             Ok(p) => say(&format!("connected {} {}", Esc(&p.name), Esc(&p.addr))),
-            Err(e) => say(&format!("error {}", Esc(&e.to_string()))),
+            Err(e) => say(&format!("error {}", Esc(&troupe::error_chain(&e)))),
         },
         ("partition", Some(addr), ..) => {
             node.partition(addr);

@@ -233,7 +233,7 @@ impl NodeConfig {
     /// validates the result (so the file may leave `secret` to `TROUPE_SECRET`).
     pub fn from_file(path: &std::path::Path) -> Result<Self, Error> {
         let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::io(format!("cannot read the node configuration {}: {e}", path.display())))?;
+            .map_err(|e| Error::io(format!("cannot read the node configuration {}", path.display()), e))?;
         let mut cfg: Self = toml::from_str(&text).map_err(|e| Error::config(format!("{}: {e}", path.display())))?;
         cfg.apply_env()?;
         cfg.validate()?;
@@ -275,7 +275,7 @@ impl NodeConfig {
             (Some(v), None) => self.secret = v,
             (None, Some(path)) => {
                 let text = std::fs::read_to_string(&path)
-                    .map_err(|e| Error::io(format!("cannot read the secret file {path} ({ENV_SECRET_FILE}): {e}")))?;
+                    .map_err(|e| Error::io(format!("cannot read the secret file {path} ({ENV_SECRET_FILE})"), e))?;
                 let text = text.strip_suffix('\n').unwrap_or(&text);
                 self.secret = text.strip_suffix('\r').unwrap_or(text).to_owned();
             }

@@ -178,8 +178,8 @@ fn nonce() -> [u8; 32] {
 async fn send<S: AsyncWrite + Unpin, T: serde::Serialize>(s: &mut S, k: u8, v: &T) -> Result<(), Error> {
     let mut out = Vec::new();
     write_frame(&mut out, k, |b| codec::encode_into(v, b))?;
-    s.write_all(&out).await.map_err(Error::io)?;
-    s.flush().await.map_err(Error::io)
+    s.write_all(&out).await.map_err(|e| Error::io("cannot write a handshake frame", e))?;
+    s.flush().await.map_err(|e| Error::io("cannot write a handshake frame", e))
 }
 
 async fn recv<S: AsyncRead + Unpin>(s: &mut S, fb: &mut FrameBuf) -> Result<(u8, Vec<u8>), Error> {
@@ -222,7 +222,7 @@ async fn recv<S: AsyncRead + Unpin>(s: &mut S, fb: &mut FrameBuf) -> Result<(u8,
                 return Err(ErrorKind::Handshake("the peer closed the connection during the handshake".into()).into())
             }
             Ok(_) => {}
-            Err(e) => return Err(Error::io(e)),
+            Err(e) => return Err(Error::io("cannot read a handshake frame", e)),
         }
     }
 }
@@ -435,7 +435,7 @@ pub async fn accept_bound<S: AsyncRead + AsyncWrite + Unpin>(
             b.extend_from_slice(&Features::ours().to_welcome()); // rule 9
             Ok(())
         })?;
-        s.write_all(&out).await.map_err(Error::io)?;
+        s.write_all(&out).await.map_err(|e| Error::io("cannot write a handshake frame", e))?;
         let peer = Identity { name: hello.name, listen: hello.listen, incarnation: hello.incarnation };
         Ok((Accepted { peer, channel: hello.channel, lane: hello.lane }, fb))
     };

@@ -223,9 +223,10 @@ pub fn dev_certs(dir: &Path, names: &[&str], hosts: &[&str]) -> Result<Vec<TlsCo
 #[cfg(feature = "tls-dev-certs")]
 pub fn dev_certs_with(dir: &Path, names: &[&str], hosts: &[&str], replace: bool) -> Result<Vec<TlsConfig>, Error> {
     use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
-    let fail = |what: &str, e: &dyn std::fmt::Display| {
-        Error::io(format!("dev certificates in {}: {what}: {e}", dir.display()))
-    };
+    let place = |what: &str| format!("dev certificates in {}: {what}", dir.display());
+    let fail = |what: &str, e: std::io::Error| Error::io(place(what), e);
+    let refuse = |what: &str, why: &str| Error::from(ErrorKind::Io(format!("{} {why}", place(what))));
+    let cert_fail = |what: &str, e: rcgen::Error| Error::with_source(ErrorKind::Other(place(what)), e);
     // Each name becomes NAME.crt and NAME.key inside `dir`: only plain file names, so no name
     // writes outside the folder (issue 18).
     for (i, name) in names.iter().enumerate() {
@@ -249,9 +250,9 @@ pub fn dev_certs_with(dir: &Path, names: &[&str], hosts: &[&str], replace: bool)
         }
     }
     if std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
-        return Err(fail("the folder is a symbolic link", &"give the real folder instead"));
+        return Err(refuse("the folder", "is a symbolic link; give the real folder instead"));
     }
-    std::fs::create_dir_all(dir).map_err(|e| fail("cannot create the folder", &e))?;
+    std::fs::create_dir_all(dir).map_err(|e| fail("cannot create the folder", e))?;
     // Nothing is written unless every file can be: checked first (issue 36: a planted symlink
     // was followed, and an existing ca.key silently replaced).
     let files: Vec<String> = ["ca.crt".to_owned(), "ca.key".to_owned()]
@@ -261,10 +262,10 @@ pub fn dev_certs_with(dir: &Path, names: &[&str], hosts: &[&str], replace: bool)
     for file in &files {
         match std::fs::symlink_metadata(dir.join(file)) {
             Ok(m) if m.file_type().is_symlink() => {
-                return Err(fail(file, &"is a symbolic link; nothing was written (remove it first)"));
+                return Err(refuse(file, "is a symbolic link; nothing was written (remove it first)"));
             }
             Ok(_) if !replace => {
-                return Err(fail(file, &"already exists; nothing was written (--force replaces it)"));
+                return Err(refuse(file, "already exists; nothing was written (--force replaces it)"));
             }
             _ => {}
         }
@@ -275,7 +276,7 @@ pub fn dev_certs_with(dir: &Path, names: &[&str], hosts: &[&str], replace: bool)
         let path = dir.join(file);
         if replace {
             match std::fs::remove_file(&path) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(fail(file, &e)),
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(fail(file, e)),
                 _ => {}
             }
         }
@@ -286,25 +287,25 @@ pub fn dev_certs_with(dir: &Path, names: &[&str], hosts: &[&str], replace: bool)
             .create_new(true)
             .mode(if secret { 0o600 } else { 0o644 })
             .open(&path)
-            .map_err(|e| fail(file, &e))?;
-        f.write_all(text.as_bytes()).map_err(|e| fail(file, &e))?;
+            .map_err(|e| fail(file, e))?;
+        f.write_all(text.as_bytes()).map_err(|e| fail(file, e))?;
         Ok(path.display().to_string())
     };
-    let ca_key = KeyPair::generate().map_err(|e| fail("CA key", &e))?;
-    let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(|e| fail("CA", &e))?;
+    let ca_key = KeyPair::generate().map_err(|e| cert_fail("CA key", e))?;
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(|e| cert_fail("CA", e))?;
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca_params.distinguished_name.push(DnType::CommonName, "troupe development CA");
-    let ca = ca_params.self_signed(&ca_key).map_err(|e| fail("CA", &e))?;
+    let ca = ca_params.self_signed(&ca_key).map_err(|e| cert_fail("CA", e))?;
     let ca_path = write("ca.crt", ca.pem(), false)?;
     write("ca.key", ca_key.serialize_pem(), true)?;
     let sans: Vec<String> = hosts.iter().map(|h| (*h).to_owned()).collect();
     names
         .iter()
         .map(|name| {
-            let key = KeyPair::generate().map_err(|e| fail(name, &e))?;
-            let mut p = CertificateParams::new(sans.clone()).map_err(|e| fail(name, &e))?;
+            let key = KeyPair::generate().map_err(|e| cert_fail(name, e))?;
+            let mut p = CertificateParams::new(sans.clone()).map_err(|e| cert_fail(name, e))?;
             p.distinguished_name.push(DnType::CommonName, *name);
-            let cert = p.signed_by(&key, &ca, &ca_key).map_err(|e| fail(name, &e))?;
+            let cert = p.signed_by(&key, &ca, &ca_key).map_err(|e| cert_fail(name, e))?;
             Ok(TlsConfig {
                 cert: write(&format!("{name}.crt"), cert.pem(), false)?,
                 key: write(&format!("{name}.key"), key.serialize_pem(), true)?,

@@ -122,7 +122,8 @@ impl<M: Send + 'static> ActorRef<M> {
     }
 
     /// Request/reply: builds the message around a [`ReplyTo`] and waits up to `timeout` for
-    /// the answer. Fails promptly with [`AskError::Gone`] when the actor is dead or dies.
+    /// the answer. Fails promptly with [`AskError::Gone`] when the actor is dead or dies, and with
+    /// [`AskError::Timeout`] (never `Gone`) when it is alive but did not answer in time.
     ///
     /// It may be awaited in any runtime, or outside one (e.g. `futures::executor::block_on` on a
     /// plain thread): then the timeout runs on the actor's home runtime's clock.
@@ -150,7 +151,7 @@ impl<M: Send + 'static> ActorRef<M> {
             Ok(Ok(r)) => r,
             Ok(Err(_)) if self.is_alive() => Err(AskError::NoReply),
             Ok(Err(_)) => Err(AskError::Gone),
-            Err(_) => Err(AskError::Timeout),
+            Err(_) => Err(AskError::Timeout(timeout)),
         }
     }
 
@@ -274,8 +275,14 @@ struct Adapter<M, F> {
 
 impl<M: Send + 'static, N: Send + 'static, F: Fn(N) -> M + Send + Sync + 'static> DynSender<N> for Adapter<M, F> {
     fn send(&self, msg: N) -> Result<(), SendError<N>> {
-        if !self.target.is_alive() {
-            return Err(SendError::new(SendErrorKind::Gone, Some(msg)));
+        // Refused before the transformation, the message itself comes back (error.rs rule 3);
+        // only a target that stops or fills up between this check and the send keeps it.
+        let refusal = match &self.target.inner {
+            Inner::Local(c) => c.refusal(),
+            Inner::Dyn(_) => (!self.target.is_alive()).then_some(SendErrorKind::Gone),
+        };
+        if let Some(kind) = refusal {
+            return Err(SendError::new(kind, Some(msg)));
         }
         self.target.send((self.f)(msg)).map_err(|e| SendError::new(e.kind(), None))
     }

@@ -31,9 +31,9 @@ impl<M: Send + 'static> ActorRef<M> {
     /// let sys = System::new().with_ask_timeout(Duration::from_millis(50));
     /// let s = sys.spawn(Silent(Vec::new()));
     /// let answer = sys.run(async { s.call(|r| r).await }).await;
-    /// assert_eq!(answer, Err(AskError::Timeout));
+    /// assert_eq!(answer, Err(AskError::Timeout(Duration::from_millis(50))));
     /// // An explicit timeout is still `ask`'s.
-    /// assert_eq!(s.ask(|r| r, Duration::from_millis(10)).await, Err(AskError::Timeout));
+    /// assert_eq!(s.ask(|r| r, Duration::from_millis(10)).await, Err(AskError::Timeout(Duration::from_millis(10))));
     /// # }
     /// ```
     pub async fn call<R: Send + 'static>(&self, make: impl FnOnce(ReplyTo<R>) -> M) -> Result<R, AskError> {

@@ -386,6 +386,17 @@ impl<M: Send + 'static> Cell<M> {
         Ok(())
     }
 
+    /// Why a send would be refused right now, if it would (a snapshot: an adapter checks it
+    /// before transforming its message, so the refusal can still hand the message back).
+    pub(crate) fn refusal(&self) -> Option<SendErrorKind> {
+        let g = self.inner.lock();
+        if g.status == Status::Dead || g.flag(F_CLOSING) || self.is_killed() {
+            return Some(SendErrorKind::Gone);
+        }
+        let full = g.config().capacity().is_some_and(|c| g.queue.len() >= c);
+        (full && g.config().overflow() == Overflow::Backpressure).then_some(SendErrorKind::Full)
+    }
+
     /// Registers a blocked `send_wait` caller; returns false when there is room (or the actor is
     /// dead) so the caller should retry at once.
     pub(crate) fn wait_for_room(&self, waker: &Waker) -> bool {

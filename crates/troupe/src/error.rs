@@ -1,7 +1,19 @@
 //! Typed errors of the local runtime. Each says what happened and what to do; a failed send
-//! hands the message back.
+//! hands the message back; an error caused by another keeps it as its `source()`.
+//!
+//! Rules:
+//! 1. A timeout is never reported as a stopped actor: [`AskError::Timeout`] (and
+//!    `SupervisorError::Timeout`) carry the time waited, [`AskError::Gone`] means stopped.
+//! 2. [`ActorError`] keeps the error it was built from as its `source()`, so a supervisor's log
+//!    or [`error_chain`] still shows the `io::Error` (or any other) underneath.
+//! 3. A [`SendError`] hands the message back ([`SendError::into_inner`]). An adapter
+//!    ([`crate::ActorRef::adapt`]) checks its target before transforming the message, so its
+//!    refusals hand back the caller's message too; only a target that stops or fills up between
+//!    that check and the send leaves nothing to hand back (`None`).
 
+use std::error::Error as StdError;
 use std::fmt;
+use std::time::Duration;
 
 use crate::ActorId;
 
@@ -15,7 +27,18 @@ pub enum SendErrorKind {
     Full,
 }
 
-/// A failed send; [`SendError::into_inner`] gives the message back when it could be kept.
+impl fmt::Display for SendErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SendErrorKind::Gone => "send failed: the actor has stopped; look it up again or restart it",
+            SendErrorKind::Full => "send failed: the actor's bounded mailbox is full; retry later or use send_wait",
+        })
+    }
+}
+
+/// A failed send; [`SendError::into_inner`] gives the message back (rule 3).
+#[derive(thiserror::Error)]
+#[error("{kind}")]
 pub struct SendError<M> {
     kind: SendErrorKind,
     msg: Option<M>,
@@ -32,10 +55,18 @@ impl<M> SendError<M> {
         self.kind
     }
 
-    /// The message that was not delivered (absent only when an adapter already transformed it).
+    /// The message that was not delivered; `None` only when an adapter's target
+    /// ([`crate::ActorRef::adapt`]) stopped or filled up between the adapter's check and its
+    /// send, after the message was transformed (rule 3).
     #[must_use]
     pub fn into_inner(self) -> Option<M> {
         self.msg
+    }
+
+    /// The same error without the message (e.g. to keep it as a `Send + Sync` source).
+    #[must_use]
+    pub fn without_message(&self) -> SendError<()> {
+        SendError { kind: self.kind, msg: None }
     }
 }
 
@@ -45,129 +76,189 @@ impl<M> fmt::Debug for SendError<M> {
     }
 }
 
-impl<M> fmt::Display for SendError<M> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.kind {
-            SendErrorKind::Gone => f.write_str("send failed: the actor has stopped; look it up again or restart it"),
-            SendErrorKind::Full => {
-                f.write_str("send failed: the actor's bounded mailbox is full; retry later or use send_wait")
-            }
-        }
-    }
-}
-
-impl<M> std::error::Error for SendError<M> {}
-
 /// Why an `ask` got no reply.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum AskError {
     /// The actor had stopped, or stopped before replying.
+    #[error("ask failed: the actor has stopped; look it up again or restart it")]
     Gone,
-    /// No reply within the timeout; the actor may still be working on it.
-    Timeout,
+    /// No reply within the timeout (the duration waited); the actor may still be working on it.
+    #[error("ask failed: no reply within {0:?}; raise the timeout or check the actor is not stuck")]
+    Timeout(Duration),
     /// The actor's bounded mailbox was full.
+    #[error("ask failed: the actor's bounded mailbox is full; retry later")]
     Full,
     /// The actor dropped the reply handle without answering.
+    #[error("ask failed: the actor dropped the reply handle without answering; check its handler replies")]
     NoReply,
     /// The actor's node refused the request before the actor saw it: it does not know a
     /// message type the request is or carries (`tag` names it): the reply type is not
     /// registered there, or that node knows another version of the type.
+    #[error(
+        "ask failed: the actor's node does not know the message type {tag:?}; register it there \
+         (derive RemoteMessage on the message that carries it) or run the same version on both nodes"
+    )]
     UnknownType {
         /// The type's tag, as the asker's node names it.
         tag: &'static str,
     },
 }
 
-impl fmt::Display for AskError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            AskError::Gone => f.write_str("ask failed: the actor has stopped"),
-            AskError::Timeout => {
-                f.write_str("ask failed: no reply within the timeout; raise it or check the actor is not stuck")
-            }
-            AskError::Full => f.write_str("ask failed: the actor's bounded mailbox is full; retry later"),
-            AskError::NoReply => f.write_str("ask failed: the actor dropped the reply handle without answering"),
-            AskError::UnknownType { tag } => write!(
-                f,
-                "ask failed: the actor's node does not know the message type {tag:?}; register it there \
-                 (derive RemoteMessage on the message that carries it) or run the same version on both nodes"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for AskError {}
-
 /// An error an actor returns from `started` to refuse to start, or from a [`crate::TryActor`]'s
-/// handler to stop. The crate's own errors convert into it, so `?` works on them:
+/// handler to stop: a message, and the error that caused it (its `source()`, rule 2).
+///
+/// `?` converts the crate's own errors, `std::io::Error`, boxed errors and strings into it; any
+/// other error goes through [`ActorError::from_source`] (a blanket `From<E: Error>` would clash
+/// with `ActorError` being an `Error` itself):
 ///
 /// ```
+/// use std::error::Error;
 /// use troupe::{ActorError, AskError};
+/// use std::time::Duration;
+///
 /// fn lookup() -> Result<(), ActorError> {
-///     Err(AskError::Timeout)?
+///     Err(AskError::Timeout(Duration::from_secs(1)))?
 /// }
-/// assert!(lookup().unwrap_err().to_string().contains("no reply within the timeout"));
+/// assert!(lookup().unwrap_err().to_string().contains("no reply within 1s"));
+///
+/// fn read() -> Result<String, ActorError> {
+///     Ok(std::fs::read_to_string("/no/such/file")?)
+/// }
+/// let e = read().unwrap_err();
+/// let io = e.source().unwrap().downcast_ref::<std::io::Error>().unwrap();
+/// assert_eq!(io.kind(), std::io::ErrorKind::NotFound);
+///
+/// let parsed: Result<u32, _> = "x".parse::<u32>();
+/// let e = parsed.map_err(ActorError::from_source).unwrap_err();
+/// assert!(e.source().unwrap().is::<std::num::ParseIntError>());
 /// ```
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ActorError(pub String);
+#[derive(Debug)]
+pub struct ActorError {
+    msg: String,
+    source: Option<Box<dyn StdError + Send + Sync + 'static>>,
+}
 
 impl ActorError {
-    /// Builds an error from any message.
+    /// Builds an error from a message, with no source.
     pub fn new(msg: impl Into<String>) -> Self {
-        Self(msg.into())
+        Self { msg: msg.into(), source: None }
     }
-}
 
-impl From<String> for ActorError {
-    fn from(msg: String) -> Self {
-        Self(msg)
+    /// Wraps `source`: the message is its text, `source()` is `source` itself.
+    pub fn from_source(source: impl StdError + Send + Sync + 'static) -> Self {
+        Self { msg: source.to_string(), source: Some(Box::new(source)) }
     }
-}
 
-impl From<&str> for ActorError {
-    fn from(msg: &str) -> Self {
-        Self(msg.to_owned())
+    /// A message saying what the actor was doing, caused by `source`.
+    ///
+    /// ```
+    /// use std::error::Error;
+    /// let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "denied");
+    /// let e = troupe::ActorError::with_source("cannot open the journal; check its permissions", io);
+    /// assert_eq!(e.to_string(), "cannot open the journal; check its permissions");
+    /// assert_eq!(troupe::error_chain(&e), "cannot open the journal; check its permissions: denied");
+    /// ```
+    pub fn with_source(msg: impl Into<String>, source: impl StdError + Send + Sync + 'static) -> Self {
+        Self { msg: msg.into(), source: Some(Box::new(source)) }
     }
-}
 
-impl From<AskError> for ActorError {
-    fn from(e: AskError) -> Self {
-        Self(e.to_string())
-    }
-}
-
-impl<M> From<SendError<M>> for ActorError {
-    fn from(e: SendError<M>) -> Self {
-        Self(e.to_string())
-    }
-}
-
-impl From<RegistryError> for ActorError {
-    fn from(e: RegistryError) -> Self {
-        Self(e.to_string())
-    }
-}
-
-impl From<LinkError> for ActorError {
-    fn from(e: LinkError) -> Self {
-        Self(e.to_string())
+    /// The message (its `Display` text, without the source's).
+    #[must_use]
+    pub fn msg(&self) -> &str {
+        &self.msg
     }
 }
 
 impl fmt::Display for ActorError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.msg)
     }
 }
 
-impl std::error::Error for ActorError {}
+impl StdError for ActorError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.source.as_deref().map(|e| e as &(dyn StdError + 'static))
+    }
+}
+
+impl From<String> for ActorError {
+    fn from(msg: String) -> Self {
+        Self::new(msg)
+    }
+}
+
+impl From<&str> for ActorError {
+    fn from(msg: &str) -> Self {
+        Self::new(msg)
+    }
+}
+
+impl From<Box<dyn StdError + Send + Sync + 'static>> for ActorError {
+    fn from(e: Box<dyn StdError + Send + Sync + 'static>) -> Self {
+        Self { msg: e.to_string(), source: Some(e) }
+    }
+}
+
+impl From<std::io::Error> for ActorError {
+    fn from(e: std::io::Error) -> Self {
+        Self::from_source(e)
+    }
+}
+
+impl From<AskError> for ActorError {
+    fn from(e: AskError) -> Self {
+        Self::from_source(e)
+    }
+}
+
+impl<M> From<SendError<M>> for ActorError {
+    fn from(e: SendError<M>) -> Self {
+        Self::from_source(e.without_message())
+    }
+}
+
+impl From<RegistryError> for ActorError {
+    fn from(e: RegistryError) -> Self {
+        Self::from_source(e)
+    }
+}
+
+impl From<LinkError> for ActorError {
+    fn from(e: LinkError) -> Self {
+        Self::from_source(e)
+    }
+}
+
+/// An error and its `source()` chain on one line, `": "` between them; a source whose text its
+/// parent already ends with (a wrapper that repeats it) is said once. For logs and binaries'
+/// last words: an error's own `Display` leaves its source out.
+///
+/// ```
+/// let e = troupe::ActorError::from(std::io::Error::other("disk full"));
+/// assert_eq!(troupe::error_chain(&e), "disk full");
+/// ```
+#[must_use]
+pub fn error_chain(e: &(dyn StdError + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(s) = next {
+        let text = s.to_string();
+        if !text.is_empty() && !out.ends_with(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        next = s.source();
+    }
+    out
+}
 
 /// Why a registry operation failed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RegistryError {
     /// The name is held by another live actor.
+    #[error("name {name:?} is already registered by {holder}; unregister it first or pick another name")]
     NameTaken {
         /// The name asked for.
         name: String,
@@ -175,51 +266,24 @@ pub enum RegistryError {
         holder: ActorId,
     },
     /// The actor is not alive, so it cannot be registered.
+    #[error("actor {0} is not alive and cannot be registered; register it from its `started`")]
     NotAlive(ActorId),
     /// The name is registered, but to an actor of another message type.
+    #[error("name {name:?} is registered to an actor of another message type; look it up with that type")]
     WrongType {
         /// The name looked up.
         name: String,
     },
     /// No live actor holds the name.
+    #[error("no live actor is registered as {0:?}; register it first, or wait for it to restart")]
     NotRegistered(String),
 }
 
-impl fmt::Display for RegistryError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RegistryError::NameTaken { name, holder } => {
-                write!(f, "name {name:?} is already registered by {holder}; unregister it first or pick another name")
-            }
-            RegistryError::NotAlive(id) => {
-                write!(f, "actor {id} is not alive and cannot be registered")
-            }
-            RegistryError::WrongType { name } => {
-                write!(f, "name {name:?} is registered to an actor of another message type")
-            }
-            RegistryError::NotRegistered(name) => {
-                write!(f, "no live actor is registered as {name:?}; register it first, or wait for it to restart")
-            }
-        }
-    }
-}
-
-impl std::error::Error for RegistryError {}
-
 /// Why linking failed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum LinkError {
     /// The other actor is already dead and this actor does not trap exits (OTP's `noproc`).
+    #[error("cannot link: actor {0} is already dead (noproc); monitor it instead, or trap exits")]
     NoProc(ActorId),
 }
-
-impl fmt::Display for LinkError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LinkError::NoProc(id) => write!(f, "cannot link: actor {id} is already dead (noproc)"),
-        }
-    }
-}
-
-impl std::error::Error for LinkError {}

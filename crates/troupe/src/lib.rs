@@ -71,7 +71,7 @@ pub use actor_ref::{ActorRef, DynSender, ReplyTo};
 pub use any_ref::AnyRef;
 pub use compute::compute;
 pub use ctx::{Ctx, PipeRef, TimerRef};
-pub use error::{ActorError, AskError, LinkError, RegistryError, SendError, SendErrorKind};
+pub use error::{error_chain, ActorError, AskError, LinkError, RegistryError, SendError, SendErrorKind};
 pub use exit::{Down, ExitReason, ExitSignal, Failure};
 pub use id::{ActorId, MonitorId};
 pub use lifecycle::{Phase, Service, ShutdownReport};

@@ -202,7 +202,7 @@ impl<M: Send + 'static> Pool<M> {
         match tokio::time::timeout_at(deadline, rx).await {
             Ok(Ok(r)) => r,
             Ok(Err(_)) => Err(AskError::Gone),
-            Err(_) => Err(AskError::Timeout),
+            Err(_) => Err(AskError::Timeout(timeout)),
         }
     }
 

@@ -340,7 +340,7 @@ async fn run<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> Outcom
         st.started = true;
         let ack = st.ctx.take_init_ack();
         if let Err(e) = st.actor.started(&mut st.ctx).await {
-            let reason = ExitReason::Error(e.to_string());
+            let reason = ExitReason::Error(crate::error_chain(&e));
             if let Some(ack) = ack {
                 let _ = ack.send(Err(e));
             }

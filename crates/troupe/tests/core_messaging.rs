@@ -101,7 +101,10 @@ async fn ask_an_actor_that_dies_before_replying_fails_with_gone() {
 async fn ask_past_its_timeout_fails_with_timeout() {
     let r = troupe::spawn(recorder());
     let gate = block(&r).await;
-    assert_eq!(r.ask(RMsg::Get, Duration::from_millis(50)).await.unwrap_err(), AskError::Timeout);
+    assert_eq!(
+        r.ask(RMsg::Get, Duration::from_millis(50)).await.unwrap_err(),
+        AskError::Timeout(Duration::from_millis(50))
+    );
     gate.notify_one();
 }
 
@@ -198,6 +201,20 @@ async fn adapter_maps_into_the_actor_type_and_reports_gone() {
     let err = strings.send("x").unwrap_err();
     assert_eq!(err.kind(), SendErrorKind::Gone);
     assert_eq!(err.into_inner(), Some("x"));
+}
+
+/// error.rs rule 3: an adapter whose target's bounded mailbox is full refuses before
+/// transforming, so the caller gets its own message back.
+#[tokio::test]
+async fn adapter_to_a_full_mailbox_hands_the_untransformed_message_back() {
+    let r = troupe::spawn_with(recorder(), Spawn::new().mailbox(MailboxConfig::bounded(1)));
+    let gate = block(&r).await;
+    r.send(RMsg::Num(1)).unwrap();
+    let strings = r.adapt(|s: &'static str| RMsg::Num(s.len() as u32));
+    let err = strings.send("full").unwrap_err();
+    assert_eq!(err.kind(), SendErrorKind::Full);
+    assert_eq!(err.into_inner(), Some("full"));
+    gate.notify_one();
 }
 
 /// Counts ticks from its own timers.

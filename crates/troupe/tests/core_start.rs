@@ -138,11 +138,14 @@ async fn call_times_out_after_the_system_s_default() {
     let sys = System::new().with_ask_timeout(Duration::from_millis(300));
     let s = sys.spawn(Silent(Vec::new()));
     let t0 = Instant::now();
-    assert_eq!(sys.run(async { s.call(|r| r).await }).await, Err(AskError::Timeout));
+    assert_eq!(sys.run(async { s.call(|r| r).await }).await, Err(AskError::Timeout(Duration::from_millis(300))));
     assert_eq!(t0.elapsed(), Duration::from_millis(300), "the paused clock moved exactly the timeout");
     // An explicit timeout overrides it.
     let t1 = Instant::now();
-    assert_eq!(sys.run(async { s.ask(|r| r, Duration::from_millis(40)).await }).await, Err(AskError::Timeout));
+    assert_eq!(
+        sys.run(async { s.ask(|r| r, Duration::from_millis(40)).await }).await,
+        Err(AskError::Timeout(Duration::from_millis(40)))
+    );
     assert_eq!(t1.elapsed(), Duration::from_millis(40));
     sys.shutdown().await;
 }
@@ -154,7 +157,7 @@ async fn call_outside_a_system_waits_the_documented_default() {
     assert_eq!(System::new().ask_timeout(), DEFAULT_ASK_TIMEOUT);
     let s = troupe::spawn(Silent(Vec::new()));
     let t0 = Instant::now();
-    assert_eq!(s.call(|r| r).await, Err(AskError::Timeout));
+    assert_eq!(s.call(|r| r).await, Err(AskError::Timeout(DEFAULT_ASK_TIMEOUT)));
     assert_eq!(t0.elapsed(), DEFAULT_ASK_TIMEOUT);
 }
 
@@ -174,7 +177,7 @@ async fn an_actor_s_call_uses_its_system_s_timeout() {
     let sys = System::new().with_ask_timeout(Duration::from_millis(750));
     let asker = sys.spawn(Asker(target));
     let (res, took) = asker.ask(|r| r, Duration::from_secs(60)).await.unwrap();
-    assert_eq!(res, Err(AskError::Timeout));
+    assert_eq!(res, Err(AskError::Timeout(Duration::from_millis(750))));
     assert_eq!(took, Duration::from_millis(750));
     sys.shutdown().await;
 }

@@ -175,7 +175,7 @@ fn ask_from_a_plain_thread_reaches_an_idle_actor_and_times_out_on_its_home_clock
     }
     let m = spawn_on(&home, Mute);
     let got = on_plain_thread(move || block_on(m.ask(|r| r, Duration::from_millis(50))));
-    assert_eq!(got, Err(AskError::Timeout));
+    assert_eq!(got, Err(AskError::Timeout(Duration::from_millis(50))));
 }
 
 #[test]

@@ -50,8 +50,9 @@ async fn current_times_out_when_the_child_is_not_restarted() {
     let only = child.current(T).await.unwrap();
     only.kill();
     only.terminated().await;
-    assert_eq!(child.current(Duration::from_millis(50)).await.unwrap_err(), AskError::Timeout);
-    assert_eq!(child.ask(ping, Duration::from_millis(50)).await.unwrap_err(), AskError::Timeout);
+    let t = Duration::from_millis(50);
+    assert_eq!(child.current(t).await.unwrap_err(), AskError::Timeout(t));
+    assert_eq!(child.ask(ping, t).await.unwrap_err(), AskError::Timeout(t));
     sup.stop().await;
 }
 

@@ -12,7 +12,7 @@ fn main() {
         }
     };
     if let Err(e) = troupe_cluster::cli::node_main(std::path::Path::new(&path)) {
-        eprintln!("troupe-cluster-node: {e}");
+        eprintln!("troupe-cluster-node: {}", troupe::error_chain(&e));
         let code = if matches!(e.kind, troupe_remote::ErrorKind::Config(_)) { 2 } else { 1 };
         std::process::exit(code);
     }

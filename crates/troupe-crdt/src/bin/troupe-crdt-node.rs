@@ -12,7 +12,7 @@ fn main() {
         }
     };
     if let Err(e) = troupe_crdt::cli::node_main(std::path::Path::new(&path)) {
-        eprintln!("troupe-crdt-node: {e}");
+        eprintln!("troupe-crdt-node: {}", troupe::error_chain(&e));
         let code = if matches!(e.kind, troupe_remote::ErrorKind::Config(_)) { 2 } else { 1 };
         std::process::exit(code);
     }

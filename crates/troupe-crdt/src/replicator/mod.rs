@@ -221,13 +221,14 @@ impl Replicator {
             .child(inbox)
             .child(ticker);
         let node = cluster.node();
-        node.export_child(REPLICATOR_ACTOR, &handle).map_err(|e| Error::from(ErrorKind::Node(e.to_string())))?;
+        node.export_child(REPLICATOR_ACTOR, &handle)
+            .map_err(|e| Error::node(format!("cannot export the replicator as {REPLICATOR_ACTOR:?}"), e))?;
         // Rule 9: in no system, so that only the replicator's own stop stops it.
         let sup = match System::outside(|| supervisor::spawn(spec)) {
             Ok(sup) => sup,
             Err(e) => {
                 node.unexport(REPLICATOR_ACTOR);
-                return Err(ErrorKind::Node(e.to_string()).into());
+                return Err(Error::node("cannot start the replicator's supervisor", e));
             }
         };
         let _ = inner.sup.set(sup.clone());
@@ -278,7 +279,10 @@ impl Replicator {
                 None => (value, None),
                 Some(d) => {
                     t.tx.send_replace(value.clone());
-                    let bytes = Arc::new(codec::encode(&d).map_err(|e| Error::from(ErrorKind::Node(e.to_string())))?);
+                    let bytes = Arc::new(
+                        codec::encode(&d)
+                            .map_err(|e| Error::node(format!("cannot encode the delta of {:?}", key.name()), e))?,
+                    );
                     slot.seq += 1;
                     slot.buffer.push_back((slot.seq, Instant::now(), Arc::clone(&bytes)));
                     if slot.buffer.len() > i.cfg.delta_buffer.max(1) {

@@ -32,10 +32,16 @@ async fn join_run(name: &str) -> Result<(Node, String, ActorRef<CoordMsg>, Actor
         listen: troupe_lab::netlayer::listen_any_port(),
         ..NodeConfig::new(name, &secret)
     };
-    let node = Node::start(cfg).await.map_err(|e| SutError::Node(format!("cannot start node {name}: {e}")))?;
-    node.connect(&addr).await.map_err(|e| SutError::Node(format!("cannot reach the orchestrator at {addr}: {e}")))?;
+    let node = Node::start(cfg)
+        .await
+        .map_err(|e| SutError::Node(format!("cannot start node {name}: {}", troupe::error_chain(&e))))?;
+    node.connect(&addr)
+        .await
+        .map_err(|e| SutError::Node(format!("cannot reach the orchestrator at {addr}: {}", troupe::error_chain(&e))))?;
     for member in std::env::var(ENV_MEMBERS).unwrap_or_default().split(',').filter(|m| !m.is_empty()) {
-        node.connect(member).await.map_err(|e| SutError::Node(format!("cannot reach server node {member}: {e}")))?;
+        node.connect(member)
+            .await
+            .map_err(|e| SutError::Node(format!("cannot reach server node {member}: {}", troupe::error_chain(&e))))?;
     }
     let coord: ActorRef<CoordMsg> = node
         .lookup(&addr, COORDINATOR)

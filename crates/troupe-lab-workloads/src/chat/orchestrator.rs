@@ -83,8 +83,9 @@ pub(super) async fn orchestrate(cfg: &ChatConfig, em: &Emitter) -> Result<Tally>
         listen: troupe_lab::netlayer::listen_any_port(),
         ..NodeConfig::new("discovery", &secret)
     };
-    let node =
-        Node::start(node_cfg).await.map_err(|e| SutError::Node(format!("cannot start the discovery node: {e}")))?;
+    let node = Node::start(node_cfg)
+        .await
+        .map_err(|e| SutError::Node(format!("cannot start the discovery node: {}", troupe::error_chain(&e))))?;
     let discovery = troupe::spawn(Discovery::new(cfg.lookup, std::time::Duration::from_millis(cfg.retry_delay_ms)));
     node.register_global(DISCOVERY, &discovery)
         .map_err(|e| SutError::Node(format!("cannot register discovery: {e}")))?;

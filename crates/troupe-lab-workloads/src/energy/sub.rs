@@ -140,12 +140,15 @@ async fn start_node() -> std::result::Result<Place, String> {
     let secret = nodes::secret();
     let cfg =
         NodeConfig { heartbeat_interval_ms: 200, heartbeat_timeout_ms: 5000, ..NodeConfig::new("clients", &secret) };
-    let node = Node::start(cfg).await.map_err(|e| format!("cannot start this process's node: {e}"))?;
+    let node =
+        Node::start(cfg).await.map_err(|e| format!("cannot start this process's node: {}", troupe::error_chain(&e)))?;
     let mut proc = NodeCmd::new("the node process", "energy-node").env(ENV_SECRET, &secret).stdout().start()?;
     let connected = async {
         let addr = proc.line("report its address", START_LIMIT).await?;
-        node.connect(&addr).await.map_err(|e| format!("cannot reach the node process at {addr}: {e}"))?;
-        node.lookup(&addr, CONTROL).await.map_err(|e| format!("cannot find {CONTROL}: {e}"))
+        node.connect(&addr)
+            .await
+            .map_err(|e| format!("cannot reach the node process at {addr}: {}", troupe::error_chain(&e)))?;
+        node.lookup(&addr, CONTROL).await.map_err(|e| format!("cannot find {CONTROL}: {}", troupe::error_chain(&e)))
     };
     match connected.await {
         Ok(control) => Ok(Place::Node { node, proc, control }),
@@ -234,7 +237,9 @@ async fn node_process(run: &EnergyConfig) -> Result<i32> {
     let secret = nodes::env(ENV_SECRET, "energy")?;
     let cfg =
         NodeConfig { heartbeat_interval_ms: 200, heartbeat_timeout_ms: 5000, ..NodeConfig::new("servers", &secret) };
-    let node = Node::start(cfg).await.map_err(|e| SutError::Node(format!("cannot start the node: {e}")))?;
+    let node = Node::start(cfg)
+        .await
+        .map_err(|e| SutError::Node(format!("cannot start the node: {}", troupe::error_chain(&e))))?;
     let quit = Arc::new(Notify::new());
     let control = troupe::spawn(Control { current: None, quit: Arc::clone(&quit) });
     node.export(CONTROL, &control).map_err(|e| SutError::Node(format!("cannot export {CONTROL}: {e}")))?;

@@ -86,7 +86,9 @@ pub(super) async fn run(cfg: &IotConfig, name: &str, actions: Vec<FaultAction>, 
     let servers = server_addrs()?;
     let (orch, secret) = (env(ENV_NODE)?, env(ENV_SECRET)?);
     let node = start_node(name, &troupe_lab::netlayer::listen_any_port(), &secret).await?;
-    node.connect(&orch).await.map_err(|e| SutError::Node(format!("cannot reach the orchestrator at {orch}: {e}")))?;
+    node.connect(&orch)
+        .await
+        .map_err(|e| SutError::Node(format!("cannot reach the orchestrator at {orch}: {}", troupe::error_chain(&e))))?;
     let counts = Arc::new(Counts { summed: AtomicU64::new(0), refused: AtomicU64::new(0), changed: Notify::new() });
     let len = cfg.report_len as i64;
     let report: ReportFn = Arc::new(move |_| (1..=len).collect());

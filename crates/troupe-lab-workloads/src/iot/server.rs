@@ -89,7 +89,9 @@ pub(super) async fn run(cfg: &IotConfig, name: &str, actions: &[FaultAction], em
     let attempt: u32 = env(ENV_ATTEMPT)?.parse().unwrap_or(0);
     let (orch, secret) = (env(ENV_NODE)?, env(ENV_SECRET)?);
     let node = start_node(name, &me, &secret).await?;
-    node.connect(&orch).await.map_err(|e| SutError::Node(format!("cannot reach the orchestrator at {orch}: {e}")))?;
+    node.connect(&orch)
+        .await
+        .map_err(|e| SutError::Node(format!("cannot reach the orchestrator at {orch}: {}", troupe::error_chain(&e))))?;
     let live = peer_membership(&node, servers.clone(), Duration::from_millis(200));
     let refused = Arc::new(AtomicU64::new(0));
     let (em2, by, count) = (em.clone(), name.to_string(), Arc::clone(&refused));

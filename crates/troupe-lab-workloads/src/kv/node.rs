@@ -245,8 +245,13 @@ async fn wire(
         if j == index {
             continue;
         }
-        node.connect(a).await.map_err(|e| format!("kv node {index}: cannot reach node {j} at {a}: {e}"))?;
-        let c = node.lookup(a, CONTROL).await.map_err(|e| format!("kv node {index}: no control on node {j}: {e}"))?;
+        node.connect(a)
+            .await
+            .map_err(|e| format!("kv node {index}: cannot reach node {j} at {a}: {}", troupe::error_chain(&e)))?;
+        let c = node
+            .lookup(a, CONTROL)
+            .await
+            .map_err(|e| format!("kv node {index}: no control on node {j}: {}", troupe::error_chain(&e)))?;
         controls.push(if by_name { node.remote_ref(a, CONTROL) } else { c });
     }
     let mut ae_peers = BTreeMap::new();

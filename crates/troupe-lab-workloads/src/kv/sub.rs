@@ -196,11 +196,17 @@ async fn run_with_nodes(
     let mut controls: Vec<ActorRef<ControlMsg>> = Vec::new();
     let mut table: Vec<Vec<Option<ActorRef<VnodeMsg>>>> = vec![vec![None; NODES]; cfg.vnodes as usize];
     for (i, a) in addrs.iter().enumerate() {
-        node.connect(a).await.map_err(|e| format!("cannot reach kv node {i} at {a}: {e}"))?;
-        let c = node.lookup(a, CONTROL).await.map_err(|e| format!("no control on kv node {i}: {e}"))?;
+        node.connect(a).await.map_err(|e| format!("cannot reach kv node {i} at {a}: {}", troupe::error_chain(&e)))?;
+        let c = node
+            .lookup(a, CONTROL)
+            .await
+            .map_err(|e| format!("no control on kv node {i}: {}", troupe::error_chain(&e)))?;
         controls.push(if cfg.by_name() { node.remote_ref(a, CONTROL) } else { c });
         for v in ring.vnodes_of(i) {
-            let r = node.lookup(a, &vnode_name(v)).await.map_err(|e| format!("no vnode {v} on kv node {i}: {e}"))?;
+            let r = node
+                .lookup(a, &vnode_name(v))
+                .await
+                .map_err(|e| format!("no vnode {v} on kv node {i}: {}", troupe::error_chain(&e)))?;
             // node.rs rule 6: under a killing nemesis the ref names the replica.
             table[v as usize][i] = Some(if cfg.by_name() { node.remote_ref(a, &vnode_name(v)) } else { r });
         }

@@ -188,9 +188,13 @@ type Rows = Vec<(u64, u64, u64)>;
 
 /// Set-up, warm-up and the measured window (rules 2-4); B's node is told to quit at the end.
 async fn measure(cfg: &LatencyConfig, em: &Emitter, node: &Node, rb: &str) -> std::result::Result<(), String> {
-    node.connect(rb).await.map_err(|e| format!("cannot reach node B through the relay at {rb}: {e}"))?;
-    let control: ActorRef<ControlMsg> =
-        node.lookup(rb, CONTROL).await.map_err(|e| format!("cannot find {CONTROL} on node B: {e}"))?;
+    node.connect(rb)
+        .await
+        .map_err(|e| format!("cannot reach node B through the relay at {rb}: {}", troupe::error_chain(&e)))?;
+    let control: ActorRef<ControlMsg> = node
+        .lookup(rb, CONTROL)
+        .await
+        .map_err(|e| format!("cannot find {CONTROL} on node B: {}", troupe::error_chain(&e)))?;
     let gossiping = cfg.transport == "channels_gossip";
     let got = Arc::new(GossipCount::default());
     let a_sink = gossiping.then(|| troupe::spawn(GossipSink { count: Arc::clone(&got) }));

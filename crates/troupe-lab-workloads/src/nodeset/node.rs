@@ -81,8 +81,9 @@ pub(crate) async fn node_process(opts: Opts) -> Result<i32> {
     let mut ncfg = NodeConfig::new(&format!("node-{index}"), &secret);
     ncfg.listen = me.clone();
     ncfg.advertise = Some(me.clone());
-    let node =
-        Node::start(ncfg).await.map_err(|e| SutError::Node(format!("cannot start node {index} on {me}: {e}")))?;
+    let node = Node::start(ncfg)
+        .await
+        .map_err(|e| SutError::Node(format!("cannot start node {index} on {me}: {}", troupe::error_chain(&e))))?;
     let cluster = Cluster::start(&node, cluster_config(&opts, &addrs))
         .await
         .map_err(|e| SutError::Node(format!("node {index}: cannot start its cluster membership: {e}")))?;

@@ -73,7 +73,9 @@ pub(super) fn exec_from_env() -> Result<i32> {
 
 /// Rules 1-3; returns (killed, skipped).
 async fn run(addr: &str, secret: &str, actions: &[FaultAction], em: &Emitter, limit: Duration) -> Result<(u64, u64)> {
-    let fail = |what: &str, e: &dyn std::fmt::Display| SutError::Node(format!("{what}: {e}"));
+    let fail = |what: &str, e: &(dyn std::error::Error + 'static)| {
+        SutError::Node(format!("{what}: {}", troupe::error_chain(e)))
+    };
     let cfg = NodeConfig { heartbeat_interval_ms: 200, heartbeat_timeout_ms: 2000, ..NodeConfig::new(NODE, secret) };
     let node = Node::start(cfg).await.map_err(|e| fail("cannot start the injector's node", &e))?;
     let mut events = node.subscribe();

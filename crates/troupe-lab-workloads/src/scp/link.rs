@@ -149,7 +149,8 @@ impl Link {
             heartbeat_timeout_ms: 2000,
             ..NodeConfig::new("scp-sub", &secret)
         };
-        let node = Node::start(cfg).await.map_err(|e| format!("cannot start the SUB's node: {e}"))?;
+        let node =
+            Node::start(cfg).await.map_err(|e| format!("cannot start the SUB's node: {}", troupe::error_chain(&e)))?;
         let state = Arc::new(Mutex::new(State::default()));
         let (ready, done) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
         let actor = troupe::spawn(TargetsActor {

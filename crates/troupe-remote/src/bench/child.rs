@@ -25,7 +25,7 @@ impl ChildNode {
     pub fn start(launcher: &Launcher, toml: &str) -> Result<ChildNode, Error> {
         let config =
             std::env::temp_dir().join(format!("troupe-bench-{}-{}.toml", std::process::id(), rand::random::<u32>()));
-        std::fs::write(&config, toml).map_err(Error::io)?;
+        std::fs::write(&config, toml).map_err(|e| Error::io(format!("cannot write {}", config.display()), e))?;
         let mut child = Command::new(&launcher.program)
             .args(&launcher.args)
             .arg("--config")
@@ -34,8 +34,11 @@ impl ChildNode {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .map_err(|e| Error::io(format!("cannot start {}: {e}", launcher.program.display())))?;
-        let stdout = child.stdout.take().ok_or_else(|| Error::io("no stdout"))?;
+            .map_err(|e| Error::io(format!("cannot start {}", launcher.program.display()), e))?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| Error::from(ErrorKind::Other("the child node has no stdout pipe".into())))?;
         let (tx, rx) = channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
@@ -70,8 +73,8 @@ impl ChildNode {
     /// Sends a command line (see [`crate::cli`]).
     pub fn cmd(&mut self, line: &str) -> Result<(), Error> {
         let s = self.stdin.as_mut().ok_or(ErrorKind::Closed)?;
-        writeln!(s, "{line}").map_err(Error::io)?;
-        s.flush().map_err(Error::io)
+        writeln!(s, "{line}").map_err(|e| Error::io("cannot write to the child node's stdin", e))?;
+        s.flush().map_err(|e| Error::io("cannot write to the child node's stdin", e))
     }
 
     /// Its process id.
@@ -82,7 +85,7 @@ impl ChildNode {
 
     /// SIGKILL, sent directly (no helper process in between).
     pub fn sigkill(&mut self) -> Result<(), Error> {
-        self.child.kill().map_err(Error::io)
+        self.child.kill().map_err(|e| Error::io("cannot kill the child node", e))
     }
 
     /// Sends signal `sig` (e.g. `SIGKILL` = 9, `SIGSTOP` = 19, `SIGCONT` = 18) with kill(1).
@@ -91,12 +94,12 @@ impl ChildNode {
             .arg(format!("-{sig}"))
             .arg(self.pid().to_string())
             .status()
-            .map_err(Error::io)?
+            .map_err(|e| Error::io("cannot run kill", e))?
             .success();
         if ok {
             Ok(())
         } else {
-            Err(Error::io(format!("kill -{sig} {} failed", self.pid())))
+            Err(ErrorKind::Other(format!("kill -{sig} {} failed", self.pid())).into())
         }
     }
 }

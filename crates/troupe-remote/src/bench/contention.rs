@@ -69,7 +69,7 @@ async fn experiment(
             for _ in 0..per {
                 let b = blob.clone();
                 let s = Instant::now();
-                r.ask(|x| Put(b, x), Duration::from_secs(120)).await.map_err(|e| Error::io(format!("ack ask: {e}")))?;
+                r.ask(|x| Put(b, x), Duration::from_secs(120)).await.map_err(|e| Error::other("an ack ask", e))?;
                 lat.push(s.elapsed().as_secs_f64() * 1e3);
             }
             Ok::<_, Error>(lat)
@@ -77,7 +77,7 @@ async fn experiment(
     }
     let mut all = Vec::new();
     for t in tasks {
-        all.extend(t.await.map_err(|e| Error::io(e.to_string()))??);
+        all.extend(t.await.map_err(|e| Error::other("an asking task", e))??);
     }
     let wall = t.elapsed().as_secs_f64();
     all.sort_by(|a, b| a.total_cmp(b));

@@ -70,7 +70,9 @@ fn one(launcher: &Launcher, rt: &tokio::runtime::Runtime, stop: bool, p: &Detect
         let (tx, rx) = tokio::sync::oneshot::channel();
         troupe::spawn(Monitor { target: echo.any(), out: Some(tx) });
         // The ask after the monitor request (same control lane order) proves it is in place.
-        echo.ask(|r| Echo(Blob(vec![]), r), Duration::from_secs(10)).await.map_err(|e| Error::io(e.to_string()))?;
+        echo.ask(|r| Echo(Blob(vec![]), r), Duration::from_secs(10))
+            .await
+            .map_err(|e| Error::other("an echo ask", e))?;
         let t0 = Instant::now();
         if stop {
             child.signal("STOP")?;
@@ -83,7 +85,7 @@ fn one(launcher: &Launcher, rt: &tokio::runtime::Runtime, stop: bool, p: &Detect
             .map_err(|_| Error::from(ErrorKind::Closed))?;
         node.shutdown();
         if reason != troupe::ExitReason::NoConnection {
-            return Err(Error::io(format!("Down with {reason}, expected noconnection")));
+            return Err(ErrorKind::Other(format!("Down with {reason}, expected noconnection")).into());
         }
         Ok(at.duration_since(t0).as_secs_f64() * 1e3)
     })

@@ -47,7 +47,7 @@ async fn one(echo: &troupe::ActorRef<Echo>, p: &LatencyParams, spin: bool) -> Re
     let (echo, p) = (echo.clone(), p.clone());
     tokio::spawn(async move { samples(&echo, &p, false).await })
         .await
-        .map_err(|e| Error::io(format!("the asking task failed: {e}")))?
+        .map_err(|e| Error::other("the asking task", e))?
 }
 
 async fn samples(echo: &troupe::ActorRef<Echo>, p: &LatencyParams, spin: bool) -> Result<Vec<f64>, Error> {
@@ -56,9 +56,7 @@ async fn samples(echo: &troupe::ActorRef<Echo>, p: &LatencyParams, spin: bool) -
     for _ in 0..p.samples {
         let b = payload.clone();
         let t = Instant::now();
-        echo.ask(|r| Echo(b, r), Duration::from_secs(10))
-            .await
-            .map_err(|e| Error::io(format!("echo ask failed: {e}")))?;
+        echo.ask(|r| Echo(b, r), Duration::from_secs(10)).await.map_err(|e| Error::other("an echo ask", e))?;
         v.push(t.elapsed().as_secs_f64() * 1e6);
         if spin {
             let until = Instant::now() + Duration::from_micros(p.interval_us);
@@ -106,7 +104,10 @@ pub fn remote_latency(launcher: &Launcher, p: &LatencyParams) -> Result<Vec<Row>
         for mode in modes {
             let spin = *mode == "busy-poll";
             let rt = if spin {
-                tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(Error::io)?
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| Error::io("cannot start a tokio runtime", e))?
             } else {
                 runtime()?
             };

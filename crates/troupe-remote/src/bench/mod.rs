@@ -127,7 +127,7 @@ impl Launcher {
         if let Ok(p) = std::env::var("TROUPE_NODE_BIN") {
             return Ok(Launcher { program: p.into(), args: vec![] });
         }
-        let exe = std::env::current_exe().map_err(Error::io)?;
+        let exe = std::env::current_exe().map_err(|e| Error::io("cannot find the running executable", e))?;
         let mut dir = exe.parent().map(PathBuf::from);
         for _ in 0..2 {
             let Some(d) = dir else { break };
@@ -161,7 +161,10 @@ pub(crate) fn quantile(sorted: &[f64], q: f64) -> f64 {
 }
 
 pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, Error> {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(Error::io)
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io("cannot start a tokio runtime", e))
 }
 
 pub(crate) const SECRET: &str = "troupe-bench";

@@ -21,7 +21,7 @@ fn main() {
     #[cfg(feature = "otel")]
     let _report = (std::env::var_os("TROUPE_NODE_OTEL_REPORT").is_some_and(|v| v == "1")).then(report::install);
     if let Err(e) = troupe_remote::cli::node_main(std::path::Path::new(&path)) {
-        eprintln!("troupe-node: {e}");
+        eprintln!("troupe-node: {}", troupe::error_chain(&e));
         std::process::exit(match e.kind {
             troupe_remote::ErrorKind::Config(_) => 2,
             troupe_remote::ErrorKind::Io(_) => 4,

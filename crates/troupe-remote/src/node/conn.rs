@@ -108,7 +108,7 @@ async fn connect_task(node: Arc<NodeInner>, peer: Arc<Peer>) {
             Ok(()) => return,
             Err(e) => e,
         };
-        tracing::info!(peer_addr = %Esc(&peer.addr), error = %Esc(&e.to_string()), "connect failed");
+        tracing::info!(peer_addr = %Esc(&peer.addr), error = %Esc(&troupe::error_chain(&e)), "connect failed");
         let self_dial = matches!(&e.kind, ErrorKind::Unreachable(m) if m.ends_with(SELF_DIAL));
         {
             let mut s = peer.session.lock();
@@ -165,7 +165,7 @@ async fn dial(
     let limit = Duration::from_millis(node.cfg.connect_timeout_ms);
     let sock = match tokio::time::timeout(limit, TcpStream::connect(addr)).await {
         Ok(Ok(s)) => s,
-        Ok(Err(e)) => return Err(ErrorKind::Unreachable(format!("{addr} ({e})")).into()),
+        Ok(Err(e)) => return Err(Error::with_source(ErrorKind::Unreachable(addr.to_owned()), e)),
         Err(_) => return Err(ErrorKind::Unreachable(format!("{addr} (no answer within {limit:?})")).into()),
     };
     let _ = sock.set_nodelay(true);
@@ -174,16 +174,20 @@ async fn dial(
         None => Stream::Plain(sock),
         Some(tls) => {
             let name = tls.name_for(addr)?;
-            let tls_failed = |e: String| {
+            let tls_failed = |why: String, e: Option<std::io::Error>| {
                 node.shared.stats.tls_failures.fetch_add(1, Ordering::Relaxed);
-                Error::new(ErrorKind::Handshake(format!(
-                    "TLS with {addr} failed: {e} (do both nodes use TLS, with certificates from the same CA?)"
-                )))
+                let kind = ErrorKind::Handshake(format!(
+                    "TLS with {addr} failed{why} (do both nodes use TLS, with certificates from the same CA?)"
+                ));
+                match e {
+                    Some(e) => Error::with_source(kind, e),
+                    None => Error::new(kind),
+                }
             };
             match tokio::time::timeout(hs, tls.connector.connect(name, sock)).await {
                 Ok(Ok(s)) => Stream::Tls(Box::new(s.into())),
-                Ok(Err(e)) => return Err(tls_failed(e.to_string())),
-                Err(_) => return Err(tls_failed(format!("no TLS answer within {hs:?}"))),
+                Ok(Err(e)) => return Err(tls_failed(String::new(), Some(e))),
+                Err(_) => return Err(tls_failed(format!(": no TLS answer within {hs:?}"), None)),
             }
         }
     };
@@ -379,7 +383,7 @@ async fn inbound_conn(node: Arc<NodeInner>, sock: TcpStream, from: SocketAddr) {
         Err(e) => {
             stats.handshake_failures.fetch_add(1, Ordering::Relaxed);
             let mut reason = "handshake";
-            if cert.is_some() && e.to_string().contains("TLS certificate") {
+            if cert.is_some() && troupe::error_chain(&e).contains("TLS certificate") {
                 stats.tls_failures.fetch_add(1, Ordering::Relaxed);
                 reason = "tls";
             }
@@ -391,7 +395,7 @@ async fn inbound_conn(node: Arc<NodeInner>, sock: TcpStream, from: SocketAddr) {
             crate::warn_limited!(
                 %from,
                 reason,
-                error = %Esc(&e.to_string()),
+                error = %Esc(&troupe::error_chain(&e)),
                 "closing connection from {from}: handshake refused"
             );
             return;
@@ -597,7 +601,7 @@ async fn inbound_reader(
                 peer_addr = %Esc(&peer.addr),
                 channel = %Esc(&ctx.channel),
                 reason,
-                error = %Esc(&e.to_string()),
+                error = %Esc(&troupe::error_chain(&e)),
                 "closing connection from {from}: bad input"
             );
         }

@@ -607,13 +607,15 @@ impl Node {
     pub async fn start(cfg: NodeConfig) -> Result<Node, Error> {
         cfg.validate()?;
         let tls = cfg.tls.as_ref().map(crate::tls::Tls::load).transpose()?;
-        let listener = tokio::net::TcpListener::bind(&cfg.listen)
-            .await
-            .map_err(|e| Error::io(format!("cannot listen on {}: {e}", cfg.listen)))?;
+        let listener = tokio::net::TcpListener::bind(&cfg.listen).await.map_err(|e| {
+            Error::io(format!("cannot listen on {}; free the port or pick another `listen`", cfg.listen), e)
+        })?;
         // The identity others know this node by: the advertised address, else the bound one.
         let listen = match &cfg.advertise {
             Some(a) => canonical(a),
-            None => listener.local_addr().map_err(Error::io)?.to_string(),
+            None => {
+                listener.local_addr().map_err(|e| Error::io("cannot read the bound listen address", e))?.to_string()
+            }
         };
         let causal = causal_wire::CausalState::new(&listen);
         let me = Identity { name: cfg.name.clone(), listen, incarnation: rand::random::<u64>() | 1 };

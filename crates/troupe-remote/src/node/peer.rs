@@ -34,7 +34,7 @@ use crate::node::Shared;
 use crate::proto::Control;
 
 /// A peer's connection status.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub(crate) enum Status {
     Down(Option<Error>),
     Connecting,

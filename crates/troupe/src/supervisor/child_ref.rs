@@ -113,7 +113,7 @@ impl<M: Send + 'static> ChildRef<M> {
         };
         match tokio::time::timeout(timeout, wait).await {
             Ok(Some(r)) => Ok(r),
-            _ => Err(AskError::Timeout),
+            _ => Err(AskError::Timeout(timeout)),
         }
     }
 
@@ -126,7 +126,10 @@ impl<M: Send + 'static> ChildRef<M> {
     ) -> Result<R, AskError> {
         let deadline = tokio::time::Instant::now() + timeout;
         let r = self.current(timeout).await?;
-        r.ask(make, deadline.saturating_duration_since(tokio::time::Instant::now())).await
+        match r.ask(make, deadline.saturating_duration_since(tokio::time::Instant::now())).await {
+            Err(AskError::Timeout(_)) => Err(AskError::Timeout(timeout)),
+            other => other,
+        }
     }
 }
 

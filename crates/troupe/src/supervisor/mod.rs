@@ -62,8 +62,9 @@ use server::Cmd;
 use crate::spawn::{spawn_acked, Spawn};
 use crate::{ActorId, ActorRef, AnyRef, AskError, ExitReason};
 
-/// How long supervisor calls wait; OTP waits forever, a dead supervisor answers `Gone` at once.
-pub(crate) const CALL_TIMEOUT: Duration = Duration::from_secs(3600);
+/// How long supervisor calls wait unless [`SupervisorRef::with_call_timeout`] says otherwise;
+/// OTP waits forever, a dead supervisor answers `Gone` at once.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// Why a supervisor operation failed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -105,6 +106,9 @@ pub enum SupervisorError {
     MaxChildren(usize),
     /// The supervisor has stopped.
     Gone,
+    /// The supervisor did not answer the call within this time (see
+    /// [`SupervisorRef::with_call_timeout`]); it is alive but busy, e.g. starting a slow child.
+    Timeout(Duration),
 }
 
 impl fmt::Display for SupervisorError {
@@ -137,7 +141,12 @@ impl fmt::Display for SupervisorError {
             SupervisorError::MaxChildren(n) => {
                 write!(f, "the supervisor already has its maximum of {n} children")
             }
-            SupervisorError::Gone => f.write_str("the supervisor has stopped"),
+            SupervisorError::Gone => f.write_str("the supervisor has stopped; start it again or use its parent"),
+            SupervisorError::Timeout(after) => write!(
+                f,
+                "the supervisor did not answer within {after:?} (it is busy, e.g. starting a slow child); retry, \
+                 or raise the call timeout"
+            ),
         }
     }
 }
@@ -146,13 +155,17 @@ impl std::error::Error for SupervisorError {}
 
 impl From<SupervisorError> for crate::ActorError {
     fn from(e: SupervisorError) -> Self {
-        Self::new(e.to_string())
+        Self::from_source(e)
     }
 }
 
+/// A call that got no answer in time is a [`SupervisorError::Timeout`], never `Gone`.
 impl From<AskError> for SupervisorError {
-    fn from(_: AskError) -> Self {
-        SupervisorError::Gone
+    fn from(e: AskError) -> Self {
+        match e {
+            AskError::Timeout(after) => SupervisorError::Timeout(after),
+            _ => SupervisorError::Gone,
+        }
     }
 }
 
@@ -184,7 +197,7 @@ pub async fn start(spec: SupervisorSpec) -> Result<SupervisorRef, SupervisorErro
     let slot = server::FailureSlot::default();
     let (r, ack) = spawn_acked(Supervisor::with_failure_slot(spec, slot.clone()), Spawn::new(), None);
     if let Ok(Ok(())) = ack.await {
-        return Ok(SupervisorRef(r));
+        return Ok(SupervisorRef::from_ref(r));
     }
     let reason = r.terminated().await;
     let (child, reason) = slot.lock().take().unwrap_or((String::new(), reason));
@@ -216,30 +229,58 @@ pub async fn start(spec: SupervisorSpec) -> Result<SupervisorRef, SupervisorErro
 /// ```
 pub fn spawn(spec: SupervisorSpec) -> Result<SupervisorRef, SupervisorError> {
     spec.validate()?;
-    Ok(SupervisorRef(crate::spawn::spawn_inner(Supervisor::new(spec), Spawn::new(), None, None)))
+    Ok(SupervisorRef::from_ref(crate::spawn::spawn_inner(Supervisor::new(spec), Spawn::new(), None, None)))
 }
 
 /// A handle to a running supervisor.
 #[derive(Clone, Debug)]
-pub struct SupervisorRef(ActorRef<SupervisorMsg>);
+pub struct SupervisorRef {
+    actor: ActorRef<SupervisorMsg>,
+    call_timeout: Duration,
+}
 
 impl SupervisorRef {
     /// Wraps a supervisor's actor ref (e.g. from a [`ChildRef`] of a child supervisor).
     #[must_use]
     pub fn from_ref(r: ActorRef<SupervisorMsg>) -> Self {
-        Self(r)
+        Self { actor: r, call_timeout: DEFAULT_CALL_TIMEOUT }
+    }
+
+    /// The same handle whose calls (`start_child`, `which_children`, ...) give up after
+    /// `timeout` with [`SupervisorError::Timeout`] (default [`DEFAULT_CALL_TIMEOUT`]).
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() {
+    /// use std::time::Duration;
+    /// use troupe::supervisor::{self, Strategy, SupervisorSpec};
+    /// let sup = supervisor::start(SupervisorSpec::new(Strategy::OneForOne)).await.unwrap();
+    /// let quick = sup.with_call_timeout(Duration::from_secs(5));
+    /// assert_eq!(quick.call_timeout(), Duration::from_secs(5));
+    /// assert!(quick.which_children().await.unwrap().is_empty());
+    /// sup.stop().await;
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn with_call_timeout(&self, timeout: Duration) -> Self {
+        Self { actor: self.actor.clone(), call_timeout: timeout }
+    }
+
+    /// How long this handle's calls wait for the supervisor's answer.
+    #[must_use]
+    pub fn call_timeout(&self) -> Duration {
+        self.call_timeout
     }
 
     /// The supervisor's actor ref.
     #[must_use]
     pub fn actor(&self) -> &ActorRef<SupervisorMsg> {
-        &self.0
+        &self.actor
     }
 
     /// The supervisor as an untyped ref.
     #[must_use]
     pub fn any(&self) -> AnyRef {
-        self.0.any()
+        self.actor.any()
     }
 
     /// Adds and starts a child at run time (a dynamic supervisor's `start_child`). An empty id
@@ -248,52 +289,52 @@ impl SupervisorRef {
     /// running (OTP). An id already in use fails with `AlreadyStarted` or `AlreadyPresent`.
     pub async fn start_child(&self, spec: impl Into<ChildSpec>) -> Result<Option<ActorId>, SupervisorError> {
         let spec = spec.into();
-        self.0.ask(|r| SupervisorMsg(Cmd::StartChild(spec, r)), CALL_TIMEOUT).await?
+        self.actor.ask(|r| SupervisorMsg(Cmd::StartChild(spec, r)), self.call_timeout).await?
     }
 
     /// Stops a child (it stays in the spec, not restarted, until `restart_child`).
     pub async fn terminate_child(&self, id: &str) -> Result<(), SupervisorError> {
         let id = id.to_owned();
-        self.0.ask(|r| SupervisorMsg(Cmd::TerminateChild(id, r)), CALL_TIMEOUT).await?
+        self.actor.ask(|r| SupervisorMsg(Cmd::TerminateChild(id, r)), self.call_timeout).await?
     }
 
     /// Starts a terminated child again; `Ok(None)` when its start returned ignore.
     pub async fn restart_child(&self, id: &str) -> Result<Option<ActorId>, SupervisorError> {
         let id = id.to_owned();
-        self.0.ask(|r| SupervisorMsg(Cmd::RestartChild(id, r)), CALL_TIMEOUT).await?
+        self.actor.ask(|r| SupervisorMsg(Cmd::RestartChild(id, r)), self.call_timeout).await?
     }
 
     /// Removes a terminated child's spec.
     pub async fn delete_child(&self, id: &str) -> Result<(), SupervisorError> {
         let id = id.to_owned();
-        self.0.ask(|r| SupervisorMsg(Cmd::DeleteChild(id, r)), CALL_TIMEOUT).await?
+        self.actor.ask(|r| SupervisorMsg(Cmd::DeleteChild(id, r)), self.call_timeout).await?
     }
 
     /// The children in start order.
     pub async fn which_children(&self) -> Result<Vec<ChildInfo>, SupervisorError> {
-        Ok(self.0.ask(|r| SupervisorMsg(Cmd::Which(r)), CALL_TIMEOUT).await?)
+        Ok(self.actor.ask(|r| SupervisorMsg(Cmd::Which(r)), self.call_timeout).await?)
     }
 
     /// How many children, how many running, how many supervisors and workers (OTP's
     /// `count_children`).
     pub async fn count_children(&self) -> Result<ChildCount, SupervisorError> {
-        Ok(self.0.ask(|r| SupervisorMsg(Cmd::Count(r)), CALL_TIMEOUT).await?)
+        Ok(self.actor.ask(|r| SupervisorMsg(Cmd::Count(r)), self.call_timeout).await?)
     }
 
     /// The spec of child `id` (OTP's `get_childspec`), e.g. to start it under another supervisor.
     pub async fn get_childspec(&self, id: &str) -> Result<ChildSpec, SupervisorError> {
         let id = id.to_owned();
-        self.0.ask(|r| SupervisorMsg(Cmd::GetSpec(id, r)), CALL_TIMEOUT).await?
+        self.actor.ask(|r| SupervisorMsg(Cmd::GetSpec(id, r)), self.call_timeout).await?
     }
 
     /// Stops the supervisor: its children stop in reverse order first. Returns its exit reason.
     pub async fn stop(&self) -> ExitReason {
-        self.0.any().stop(ExitReason::Shutdown);
-        self.0.terminated().await
+        self.actor.any().stop(ExitReason::Shutdown);
+        self.actor.terminated().await
     }
 
     /// Waits until the supervisor has stopped.
     pub async fn terminated(&self) -> ExitReason {
-        self.0.terminated().await
+        self.actor.terminated().await
     }
 }

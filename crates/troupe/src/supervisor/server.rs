@@ -271,7 +271,7 @@ impl Actor for Supervisor {
                     if let Some(slot) = &self.start_failure {
                         *slot.lock() = Some((id.clone(), reason.clone()));
                     }
-                    return Err(ActorError::new(format!("child {id:?} failed to start: {reason}")));
+                    return Err(ActorError::from_source(super::SupervisorError::StartFailed { child: id, reason }));
                 }
             }
         }

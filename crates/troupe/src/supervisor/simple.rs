@@ -25,7 +25,7 @@ use std::time::Duration;
 use super::child::{ChildCount, ChildInfo, ChildSpec};
 use super::server::{Cmd, SupervisorMsg};
 use super::spec::{IntensityWindow, Restart, Shutdown, Strategy, SupervisorSpec};
-use super::{SupervisorError, SupervisorRef, CALL_TIMEOUT};
+use super::{SupervisorError, SupervisorRef};
 use crate::{Actor, ActorId, ActorRef, AnyRef, ExitReason, MailboxConfig};
 
 type Make<Arg, M> = Arc<dyn Fn(Arg) -> (ChildSpec, super::ChildRef<M>) + Send + Sync>;
@@ -185,7 +185,7 @@ impl<Arg: Send + 'static, M: Send + 'static> SimpleSupervisorRef<Arg, M> {
     /// Stops the child that is actor `id` and forgets it (OTP `terminate_child(Sup, Pid)`);
     /// `NoSuchChild` when it is not a running child.
     pub async fn terminate_child(&self, id: ActorId) -> Result<(), SupervisorError> {
-        self.sup.actor().ask(|r| SupervisorMsg(Cmd::TerminateActor(id, r)), CALL_TIMEOUT).await?
+        self.sup.actor().ask(|r| SupervisorMsg(Cmd::TerminateActor(id, r)), self.sup.call_timeout()).await?
     }
 
     /// The children, in start order (ids are generated: `child-N`).

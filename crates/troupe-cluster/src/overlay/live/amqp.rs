@@ -84,13 +84,14 @@ pub(crate) struct Link {
 
 /// Rule 1.
 pub(crate) async fn connect(url: &str, me: &str) -> Result<Link, Error> {
-    let fail = |why: String| {
-        Error::from(ErrorKind::Node(format!(
-            "cannot reach the AMQP broker at {} ([overlay] amqp_url): {why}; start one with \
+    let text = |why: &str| {
+        format!(
+            "cannot reach the AMQP broker at {} ([overlay] amqp_url){why}; start one with \
              `bash scripts/rabbitmq.sh start DIR` and use the URL it prints",
             redact(url)
-        )))
+        )
     };
+    let fail = |why: String| Error::from(ErrorKind::Node(text(&format!(": {why}"))));
     let me_key = key("node", me).ok_or_else(|| fail("this node's address is too long for a routing key".into()))?;
     let opened = tokio::time::timeout(CONNECT_TIMEOUT, async {
         let props = ConnectionProperties::default().with_connection_name("troupe overlay".into());
@@ -109,8 +110,8 @@ pub(crate) async fn connect(url: &str, me: &str) -> Result<Link, Error> {
     .await;
     match opened {
         Ok(Ok(link)) => Ok(link),
-        Ok(Err(e)) => Err(fail(e.to_string())),
-        Err(_) => Err(fail(format!("no answer within {} s", CONNECT_TIMEOUT.as_secs()))),
+        Ok(Err(e)) => Err(Error::node(text(""), e)),
+        Err(_) => Err(ErrorKind::Timeout(text(&format!(": no answer within {} s", CONNECT_TIMEOUT.as_secs()))).into()),
     }
 }
 

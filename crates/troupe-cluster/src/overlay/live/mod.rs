@@ -108,7 +108,7 @@ impl Overlay {
 
     /// [`Overlay::send`] of a typed message, encoded as JSON.
     pub fn send_msg<T: Serialize>(&self, to: &str, actor: &str, msg: &T) -> Result<(), Error> {
-        let bytes = serde_json::to_vec(msg).map_err(|e| Error::from(ErrorKind::Node(e.to_string())))?;
+        let bytes = serde_json::to_vec(msg).map_err(|e| Error::with_source(ErrorKind::Encode, e))?;
         self.send(to, actor, bytes)
     }
 
