@@ -11,52 +11,17 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use troupe::lifecycle::{Phase, Service, StopFuture};
 use troupe::{Actor, Ctx, ExitReason, System};
-use troupe_cluster::{Cluster, ClusterConfig, ClusterEvent, MemberStatus};
+use troupe_cluster::{Cluster, ClusterEvent, MemberStatus};
 use troupe_crdt::{Consistency, GCounter, Key, Replicator, ReplicatorConfig};
 use troupe_remote::{Node, NodeConfig};
 
 const LONG: Duration = Duration::from_secs(60);
 
-struct Member {
-    sys: System,
-    node: Node,
-    cluster: Cluster,
-    r: Replicator,
-}
-
-fn cluster_cfg(seeds: Vec<String>) -> ClusterConfig {
-    ClusterConfig {
-        seeds,
-        heartbeat_interval_ms: 100,
-        acceptable_pause_ms: 1500,
-        min_std_dev_ms: 50,
-        gossip_interval_ms: 100,
-        stable_after_ms: 1000,
-        join_retry_min_ms: 100,
-        join_retry_max_ms: 500,
-        ..ClusterConfig::default()
-    }
-}
-
-async fn member(name: &str, seeds: Vec<String>) -> Member {
-    let sys = System::new();
-    let node = Node::start_in(&sys, NodeConfig::new(name, "life-test")).await.unwrap();
-    let cluster = Cluster::start_in(&sys, &node, cluster_cfg(seeds)).await.unwrap();
-    let r = Replicator::start_in(&sys, &cluster, ReplicatorConfig::default()).unwrap();
-    Member { sys, node, cluster, r }
-}
+mod inproc;
+use inproc::SysMember as Member;
 
 async fn members(n: usize) -> Vec<Member> {
-    let first = member("life1", Vec::new()).await;
-    let seed = first.node.addr();
-    let mut v = vec![first];
-    for i in 2..=n {
-        v.push(member(&format!("life{i}"), vec![seed.clone()]).await);
-    }
-    for m in &v {
-        m.cluster.wait_members(n, LONG).await.expect("all members up, converged");
-    }
-    v
+    inproc::system_members("life", n, "life-test", LONG).await
 }
 
 /// Logs its name in its `stopped` hook.
@@ -156,7 +121,7 @@ async fn a_phase_that_hangs_is_abandoned_at_its_bound_and_the_node_still_closes(
     let bound = Duration::from_millis(500);
     let sys = System::new().with_phase_timeout(Phase::StopReplicator, bound);
     let node = Node::start_in(&sys, NodeConfig::new("hang1", "life-test")).await.unwrap();
-    let cluster = Cluster::start_in(&sys, &node, cluster_cfg(Vec::new())).await.unwrap();
+    let cluster = Cluster::start_in(&sys, &node, inproc::cluster_cfg(Vec::new())).await.unwrap();
     cluster.wait_members(1, LONG).await.unwrap();
     let _r = Replicator::start_in(&sys, &cluster, ReplicatorConfig::default()).unwrap();
     sys.attach(Hang);

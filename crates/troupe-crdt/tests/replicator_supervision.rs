@@ -7,56 +7,15 @@
 use std::time::Duration;
 
 use troupe::lifecycle::Service;
-use troupe::System;
-use troupe_cluster::{Cluster, ClusterConfig};
-use troupe_crdt::{Consistency, GCounter, Key, Replicator, ReplicatorConfig, RESTART_INTENSITY};
-use troupe_remote::{Node, NodeConfig};
+use troupe_crdt::{Consistency, GCounter, Key, RESTART_INTENSITY};
 
 const LONG: Duration = Duration::from_secs(60);
 
-struct Member {
-    sys: System,
-    node: Node,
-    cluster: Cluster,
-    r: Replicator,
-}
-
-fn cluster_cfg(seeds: Vec<String>) -> ClusterConfig {
-    ClusterConfig {
-        seeds,
-        heartbeat_interval_ms: 100,
-        acceptable_pause_ms: 1500,
-        min_std_dev_ms: 50,
-        gossip_interval_ms: 100,
-        stable_after_ms: 1000,
-        join_retry_min_ms: 100,
-        join_retry_max_ms: 500,
-        ..ClusterConfig::default()
-    }
-}
-
-async fn member(name: &str, seeds: Vec<String>) -> Member {
-    let sys = System::new();
-    let node = Node::start_in(&sys, NodeConfig::new(name, "superv-test")).await.unwrap();
-    let cluster = Cluster::start_in(&sys, &node, cluster_cfg(seeds)).await.unwrap();
-    // Started with the system current: the replicator's supervisor still is not its actor.
-    let before = sys.alive();
-    let r = sys.run(async { Replicator::start_in(&sys, &cluster, ReplicatorConfig::default()) }).await.unwrap();
-    assert_eq!(sys.alive(), before, "the replicator's supervisor and children are not the system's actors");
-    Member { sys, node, cluster, r }
-}
+mod inproc;
+use inproc::SysMember as Member;
 
 async fn members(n: usize) -> Vec<Member> {
-    let first = member("sup1", Vec::new()).await;
-    let seed = first.node.addr();
-    let mut v = vec![first];
-    for i in 2..=n {
-        v.push(member(&format!("sup{i}"), vec![seed.clone()]).await);
-    }
-    for m in &v {
-        m.cluster.wait_members(n, LONG).await.expect("all members up, converged");
-    }
-    v
+    inproc::system_members("sup", n, "superv-test", LONG).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -99,8 +58,7 @@ async fn a_crashed_inbox_is_restarted_keeps_its_data_and_replication_goes_on() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_its_intensity_the_supervisor_gives_up_and_the_replicator_ends() {
-    let m = member("giveup", Vec::new()).await;
-    m.cluster.wait_members(1, LONG).await.unwrap();
+    let m = inproc::system_members("giveup", 1, "superv-test", LONG).await.remove(0);
     let hits = Key::<GCounter>::new("hits");
     m.r.update(&hits, Consistency::Local, LONG, |c, me| c.increment(me, 5)).await.unwrap();
 

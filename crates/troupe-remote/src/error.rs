@@ -138,6 +138,7 @@ impl Error {
     }
 
     /// `what` failed because of `e` (kept as the source).
+    #[cfg(feature = "bench")]
     pub(crate) fn other(what: impl Into<String>, e: impl StdError + Send + Sync + 'static) -> Self {
         Self::with_source(ErrorKind::Other(what.into()), e)
     }
