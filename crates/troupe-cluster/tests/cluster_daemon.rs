@@ -9,39 +9,15 @@ use troupe_test_support::capture;
 use std::time::Duration;
 
 use tracing::Level;
-use troupe_cluster::{Cluster, ClusterConfig, ClusterEvent, Downing, ErrorKind};
-use troupe_remote::{Node, NodeConfig};
+use troupe_cluster::{ClusterEvent, Downing, ErrorKind};
 
-const LONG: Duration = Duration::from_secs(60);
-
-fn cfg(seeds: Vec<String>) -> ClusterConfig {
-    ClusterConfig {
-        seeds,
-        heartbeat_interval_ms: 100,
-        acceptable_pause_ms: 1000,
-        min_std_dev_ms: 50,
-        gossip_interval_ms: 100,
-        stable_after_ms: 1500,
-        join_retry_min_ms: 100,
-        join_retry_max_ms: 500,
-        downing: Downing::KeepMajority,
-        ..ClusterConfig::default()
-    }
-}
+mod inproc;
+use inproc::LONG;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crashed_daemon_stops_the_membership_says_why_and_the_others_down_it() {
     let cap = capture::install();
-    let mut v: Vec<(Node, Cluster)> = Vec::new();
-    for i in 1..=3 {
-        let node = Node::start(NodeConfig::new(&format!("cd{i}"), "cd")).await.unwrap();
-        let seeds = v.first().map(|(n, _)| vec![n.addr()]).unwrap_or_default();
-        let c = Cluster::start(&node, cfg(seeds)).await.unwrap();
-        v.push((node, c));
-    }
-    for (_, c) in &v {
-        c.wait_members(3, LONG).await.expect("three members up, converged");
-    }
+    let v = inproc::members("cd", 3, Downing::KeepMajority).await;
     let (crashed, a1) = (v[2].0.addr(), v[0].0.addr());
     let mut mine = v[2].1.subscribe();
     let mut theirs = v[0].1.subscribe();

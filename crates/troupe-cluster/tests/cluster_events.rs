@@ -5,42 +5,16 @@
 
 use troupe_test_support::capture;
 
-use std::time::Duration;
-
 use tracing::Level;
-use troupe_cluster::{Cluster, ClusterConfig, Downing};
-use troupe_remote::{Node, NodeConfig};
+use troupe_cluster::Downing;
 
-const LONG: Duration = Duration::from_secs(60);
-
-fn cfg(seeds: Vec<String>) -> ClusterConfig {
-    ClusterConfig {
-        seeds,
-        heartbeat_interval_ms: 100,
-        acceptable_pause_ms: 1000,
-        min_std_dev_ms: 50,
-        gossip_interval_ms: 100,
-        stable_after_ms: 1500,
-        join_retry_min_ms: 100,
-        join_retry_max_ms: 500,
-        downing: Downing::KeepMajority,
-        ..ClusterConfig::default()
-    }
-}
+mod inproc;
+use inproc::LONG;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn membership_reachability_and_downing_events_carry_their_fields() {
     let cap = capture::install();
-    let mut v: Vec<(Node, Cluster)> = Vec::new();
-    for i in 1..=3 {
-        let node = Node::start(NodeConfig::new(&format!("ce{i}"), "ce")).await.unwrap();
-        let seeds = v.first().map(|(n, _)| vec![n.addr()]).unwrap_or_default();
-        let c = Cluster::start(&node, cfg(seeds)).await.unwrap();
-        v.push((node, c));
-    }
-    for (_, c) in &v {
-        c.wait_members(3, LONG).await.expect("three members up, converged");
-    }
+    let v = inproc::members("ce", 3, Downing::KeepMajority).await;
     let addr = |i: usize| v[i].0.addr();
     let (a1, a2, a3) = (addr(0), addr(1), addr(2));
 

@@ -5,39 +5,15 @@
 
 use troupe_test_support::recorder;
 
-use std::time::Duration;
-
 use recorder::TestRecorder;
-use troupe_cluster::{metrics as cluster_metrics, Cluster, ClusterConfig, MemberStatus};
-use troupe_remote::{Node, NodeConfig};
+use troupe_cluster::{metrics as cluster_metrics, Cluster, Downing, MemberStatus};
+use troupe_remote::Node;
 
-const LONG: Duration = Duration::from_secs(60);
-
-fn cfg(seeds: Vec<String>) -> ClusterConfig {
-    ClusterConfig {
-        seeds,
-        heartbeat_interval_ms: 100,
-        acceptable_pause_ms: 1000,
-        min_std_dev_ms: 50,
-        gossip_interval_ms: 100,
-        join_retry_min_ms: 100,
-        join_retry_max_ms: 500,
-        ..ClusterConfig::default()
-    }
-}
+mod inproc;
+use inproc::LONG;
 
 async fn three() -> Vec<(Node, Cluster)> {
-    let mut v: Vec<(Node, Cluster)> = Vec::new();
-    for i in 1..=3 {
-        let node = Node::start(NodeConfig::new(&format!("cm{i}"), "cm")).await.unwrap();
-        let seeds = v.first().map(|(n, _)| vec![n.addr()]).unwrap_or_default();
-        let c = Cluster::start(&node, cfg(seeds)).await.unwrap();
-        v.push((node, c));
-    }
-    for (_, c) in &v {
-        c.wait_members(3, LONG).await.expect("three members up, converged");
-    }
-    v
+    inproc::members("cm", 3, Downing::default()).await
 }
 
 /// Waits (bounded by `LONG`) for a state the daemon reaches on its own timers.
