@@ -6,17 +6,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
+use tokio::sync::Notify;
 use troupe::lifecycle::{Phase, Service, StopFuture};
 use troupe::{Actor, Ctx, ExitReason, System};
 
 type Log = Arc<Mutex<Vec<String>>>;
 
-/// Logs `stop:NAME` when stopped; never finishes when `hang`.
+/// Logs `stop:NAME` when stopped, then signals `done`; never finishes when `hang`.
 struct Recorder {
     name: &'static str,
     phase: Phase,
     log: Log,
     hang: bool,
+    done: Arc<Notify>,
 }
 
 impl Service for Recorder {
@@ -27,18 +29,19 @@ impl Service for Recorder {
         self.phase
     }
     fn stop(&self) -> StopFuture {
-        let (log, name, hang) = (self.log.clone(), self.name, self.hang);
+        let (log, name, hang, done) = (self.log.clone(), self.name, self.hang, self.done.clone());
         Box::pin(async move {
             if hang {
                 std::future::pending::<()>().await;
             }
             log.lock().push(format!("stop:{name}"));
+            done.notify_one();
         })
     }
 }
 
 fn rec(name: &'static str, phase: Phase, log: &Log) -> Recorder {
-    Recorder { name, phase, log: log.clone(), hang: false }
+    Recorder { name, phase, log: log.clone(), hang: false, done: Arc::new(Notify::new()) }
 }
 
 /// Logs `actor:NAME` in its `stopped` hook.
@@ -85,7 +88,7 @@ async fn rule_3_4_a_phase_that_hangs_is_abandoned_at_its_timeout_and_the_next_ru
     let bound = Duration::from_millis(300);
     let sys = System::new().with_phase_timeout(Phase::LeaveCluster, bound);
     sys.attach(rec("node", Phase::CloseNode, &log));
-    sys.attach(Recorder { name: "stuck", phase: Phase::LeaveCluster, log: log.clone(), hang: true });
+    sys.attach(Recorder { hang: true, ..rec("stuck", Phase::LeaveCluster, &log) });
     sys.attach(rec("after-stuck", Phase::LeaveCluster, &log));
     let started = std::time::Instant::now();
     let report = tokio::time::timeout(Duration::from_secs(20), sys.shutdown()).await.expect("shutdown is bounded");
@@ -172,13 +175,9 @@ async fn rule_6_a_service_attached_after_shutdown_is_stopped_at_once() {
     let log = Log::default();
     let sys = System::new();
     sys.shutdown().await;
-    sys.attach(rec("late", Phase::CloseNode, &log));
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while log.lock().is_empty() {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await
-    .expect("the late service is stopped");
+    let late = rec("late", Phase::CloseNode, &log);
+    let done = late.done.clone();
+    sys.attach(late);
+    tokio::time::timeout(Duration::from_secs(10), done.notified()).await.expect("the late service is stopped");
     assert_eq!(*log.lock(), ["stop:late"]);
 }
