@@ -36,7 +36,9 @@
 //!    room for later features. Builds from before this rule ignore the body, so it costs them
 //!    nothing. The feature `otel` advertises trace context ([`Features::TRACE_CONTEXT`]);
 //!    every build since the derive advertises typed refusals ([`Features::TYPED_REFUSALS`]:
-//!    it decodes `RefuseReason::UnknownType`).
+//!    it decodes `RefuseReason::UnknownType`). A node replies and refuses over the session
+//!    it dialled, so a refusal earned before that session is up (the peer's features not yet
+//!    known) is held until it is, then sent typed or untyped as that `Welcome` said.
 
 use std::time::Duration;
 

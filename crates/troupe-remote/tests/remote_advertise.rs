@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc::channel;
 use std::time::Duration;
 
-use common::{cfg, SECRET};
+use common::{cfg, free_port, SECRET};
 use troupe_remote::services::Echo;
 use troupe_remote::{Blob, ErrorKind, Node, NodeConfig};
 
@@ -37,11 +37,6 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
-}
-
-/// A loopback port that was free a moment ago (bound, read, released).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 struct Echoer;

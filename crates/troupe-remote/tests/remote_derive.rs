@@ -12,7 +12,7 @@ use std::time::Duration;
 use common::{cfg, NodeProc};
 use serde::{Deserialize, Serialize};
 use troupe::{Actor, ActorRef, AskError, Ctx, ReplyTo};
-use troupe_remote::{tag_of, Blob, Node, RemoteField, RemoteMessage};
+use troupe_remote::{tag_of, Blob, Node, NodeConfig, RemoteField, RemoteMessage};
 
 const T: Duration = Duration::from_secs(10);
 
@@ -261,4 +261,70 @@ async fn an_ask_the_receiver_cannot_type_fails_with_the_type_named() {
     let got = echo.ask(|r| troupe_remote::services::Echo(Blob(vec![3]), r), T).await.unwrap();
     assert_eq!(got.0, vec![3]);
     a.shutdown();
+}
+
+struct BlobEchoer;
+impl Actor for BlobEchoer {
+    type Msg = troupe_remote::services::Echo;
+    async fn handle(&mut self, troupe_remote::services::Echo(b, r): Self::Msg, _: &mut Ctx<Self>) {
+        r.send(b);
+    }
+}
+
+/// A loopback listener in front of `to` that holds every connection made to it, unforwarded,
+/// until `open` is sent `true`, then forwards it (each connection for at most a minute).
+async fn gate(to: String) -> (String, tokio::sync::watch::Sender<bool>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let front = listener.local_addr().unwrap().to_string();
+    let (open, opened) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        for _ in 0..64 {
+            let Ok(Ok((mut inbound, _))) = tokio::time::timeout(Duration::from_secs(60), listener.accept()).await
+            else {
+                return;
+            };
+            let (to, mut opened) = (to.clone(), opened.clone());
+            tokio::spawn(tokio::time::timeout(Duration::from_secs(60), async move {
+                if opened.wait_for(|o| *o).await.is_err() {
+                    return;
+                }
+                if let Ok(mut out) = tokio::net::TcpStream::connect(&to).await {
+                    let _ = tokio::io::copy_bidirectional(&mut inbound, &mut out).await;
+                }
+            }));
+        }
+    });
+    (front, open)
+}
+
+/// Regression (CI of the stop that brought the derive): each node sends on the connection it
+/// dialled, so a refusal goes back over the refusing node's own session to the asker. A frame
+/// can arrive before that session is up, while it is not yet known whether the asker decodes
+/// typed refusals; the refusal was then sent untyped and the ask failed as `NoReply`. Here the
+/// asker's advertised address is a gate that holds the refusing node's dial until the refusal
+/// has been made: it waits, and goes out typed once the session is up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_made_before_the_session_back_is_up_is_still_typed() {
+    let b = Node::start(cfg("b")).await.unwrap();
+    b.export("echo", &troupe::spawn(BlobEchoer)).unwrap();
+    let port = common::free_port();
+    let (front, open) = gate(format!("127.0.0.1:{port}")).await;
+    let a = Node::start(NodeConfig { listen: format!("127.0.0.1:{port}"), advertise: Some(front), ..cfg("a") })
+        .await
+        .unwrap();
+
+    let new = a.remote_ref::<NewEcho>(&b.addr(), "echo");
+    let ask =
+        tokio::spawn(async move { new.ask(|reply| NewEcho(Blob(vec![1]), reply), Duration::from_secs(30)).await });
+    let deadline = std::time::Instant::now() + T;
+    while b.stats().refused_in == 0 {
+        assert!(std::time::Instant::now() < deadline, "b never refused the ask");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(!ask.is_finished(), "the refusal cannot have reached a: b's session to a waits at the gate");
+    open.send(true).unwrap();
+    let r = tokio::time::timeout(T, ask).await.expect("the refusal reaches a once the gate opens").unwrap();
+    assert_eq!(r.unwrap_err(), AskError::UnknownType { tag: "test.derive.new-blob.v2" });
+    a.shutdown();
+    b.shutdown();
 }

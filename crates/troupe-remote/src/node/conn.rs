@@ -209,8 +209,6 @@ async fn connect_once(node: &Arc<NodeInner>, peer: &Arc<Peer>) -> Result<(), Err
     // `otel.rs`: trace context goes to this session only if its Welcome advertised it.
     #[cfg(feature = "otel")]
     peer.trace_context.store(features.trace_context, Ordering::Relaxed);
-    peer.typed_refusals.store(features.typed_refusals, Ordering::Relaxed);
-    let _ = features;
     let mut streams = vec![(peer.control_lane().clone(), control)];
     for ch in peer.channels.iter().skip(1) {
         for lane in &ch.lanes {
@@ -262,6 +260,7 @@ async fn connect_once(node: &Arc<NodeInner>, peer: &Arc<Peer>) -> Result<(), Err
     let me = &node.shared.me.listen;
     let mine = node.globals.read().of_node(me);
     peer.control(&Control::Globals { entries: mine, full: true });
+    peer.set_typed_refusals(features.typed_refusals);
     Ok(())
 }
 

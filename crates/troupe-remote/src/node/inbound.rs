@@ -208,15 +208,17 @@ fn handle(
     let _span = crate::otel::receive(node, peer, crate::otel::Received::Data(&h.target), h.tag, ext);
     let _ = ext;
     let refuse = |reason: RefuseReason| {
-        let reason = match reason {
-            RefuseReason::UnknownType { tag } if !peer.typed_refusals.load(Ordering::Relaxed) => {
-                RefuseReason::Undecodable(format!("the message carries type {}, unknown here", types::tag_name_of(tag)))
-            }
-            r => r,
-        };
         node.shared.stats.refused_in.fetch_add(1, Ordering::Relaxed);
         tracing::debug!(peer = %Esc(&peer.addr), target = ?h.target, "refused: {reason:?}");
-        peer.control(&Control::Refused { target: h.target.clone(), tag: h.tag, replies: replies.clone(), reason });
+        let refused =
+            |reason| Control::Refused { target: h.target.clone(), tag: h.tag, replies: replies.clone(), reason };
+        match reason {
+            RefuseReason::UnknownType { tag } => {
+                let why = format!("the message carries type {}, unknown here", types::tag_name_of(tag));
+                peer.refuse_typed(refused(RefuseReason::UnknownType { tag }), refused(RefuseReason::Undecodable(why)));
+            }
+            r => peer.control(&refused(r)),
+        }
     };
     let Some((_, ex)) = node.resolve_local(&h.target) else {
         refuse(RefuseReason::NoActor);

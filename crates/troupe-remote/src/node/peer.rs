@@ -230,8 +230,24 @@ pub(crate) struct Peer {
     /// Its current session's `Welcome` advertised W3C trace context (`otel.rs`).
     #[cfg(feature = "otel")]
     pub(crate) trace_context: AtomicBool,
-    /// The peer decodes `RefuseReason::UnknownType` (`handshake.rs` rule 9).
-    pub(crate) typed_refusals: AtomicBool,
+    /// Whether the peer decodes `RefuseReason::UnknownType` (`handshake.rs` rule 9), and the
+    /// refusals waiting to learn it ([`Peer::refuse_typed`]).
+    pub(crate) refusals: Mutex<Refusals>,
+}
+
+/// The most typed refusals held for a peer whose features are not known yet; past it they go
+/// out at once as `Undecodable`, which every build decodes.
+const MAX_HELD_REFUSALS: usize = 256;
+
+/// What a peer's current session advertised about typed refusals: `None` until our first
+/// session with it is up. A frame can arrive on the peer's own connection before that, and
+/// the refusal it earns goes back over ours, so it waits (issue 31: an ask refused in that
+/// window came back untyped, as `NoReply`).
+#[derive(Default)]
+pub(crate) struct Refusals {
+    typed: Option<bool>,
+    /// Each refusal as `(typed, untyped)`.
+    held: Vec<(Control, Control)>,
 }
 
 impl Peer {
@@ -263,7 +279,7 @@ impl Peer {
             ever_up: AtomicBool::new(false),
             #[cfg(feature = "otel")]
             trace_context: AtomicBool::new(false),
-            typed_refusals: AtomicBool::new(false),
+            refusals: Mutex::new(Refusals::default()),
         }
     }
 
@@ -463,6 +479,38 @@ impl Peer {
             self.send_frame(self.control_lane(), kind::CONTROL, false, None, |b, _| crate::codec::encode_into(msg, b));
         if let Err(e) = r {
             crate::warn_limited!(peer = %Esc(&self.addr), "control message not sent: {e:?}");
+        }
+    }
+
+    /// Sends a refusal that names an unknown type (`handshake.rs` rule 9): `typed` to a peer
+    /// whose session advertised typed refusals, `untyped` to one that did not, and, while no
+    /// session with the peer has been up yet, whichever fits once one is
+    /// ([`Peer::set_typed_refusals`]).
+    pub(crate) fn refuse_typed(&self, typed: Control, untyped: Control) {
+        let mut r = self.refusals.lock();
+        let send = match r.typed {
+            Some(true) => typed,
+            Some(false) => untyped,
+            None if r.held.len() < MAX_HELD_REFUSALS => {
+                r.held.push((typed, untyped));
+                return;
+            }
+            None => untyped,
+        };
+        drop(r);
+        self.control(&send);
+    }
+
+    /// Records what a new session advertised about typed refusals and sends the refusals held
+    /// until it was known.
+    pub(crate) fn set_typed_refusals(&self, yes: bool) {
+        let held = {
+            let mut r = self.refusals.lock();
+            r.typed = Some(yes);
+            std::mem::take(&mut r.held)
+        };
+        for (typed, untyped) in held {
+            self.control(if yes { &typed } else { &untyped });
         }
     }
 

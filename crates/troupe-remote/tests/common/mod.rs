@@ -231,6 +231,11 @@ pub fn proc_status_kib(pid: i32, field: &str) -> u64 {
 }
 
 /// A config for an in-test node.
+/// A loopback port that was free a moment ago (bound, read, released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
 pub fn cfg(name: &str) -> troupe_remote::NodeConfig {
     troupe_remote::NodeConfig::new(name, SECRET)
 }
