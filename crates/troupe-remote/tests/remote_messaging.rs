@@ -99,3 +99,89 @@ async fn unknown_names_nodes_and_addresses_are_typed_errors() {
     assert!(started.elapsed() < Duration::from_secs(5));
     a.shutdown();
 }
+
+struct BlobEchoer;
+impl Actor for BlobEchoer {
+    type Msg = Echo;
+    async fn handle(&mut self, Echo(b, r): Echo, _: &mut Ctx<Self>) {
+        r.send(b);
+    }
+}
+
+/// `Echo` as it travels: its `ReplyTo<Blob>` is a `WireReply` on the wire.
+#[derive(serde::Serialize)]
+struct RawEcho(Blob, troupe::remote_api::WireReply);
+
+/// Rule 12 of `node/mod.rs` (regression: an ask answered before the asker's control
+/// connection was accepted had its reply dropped, `replies_dropped`, and timed out; seen as a
+/// flaky `remote_lifecycle` test). The asker here is a raw session under an address whose
+/// listener the test holds: it opens only its data connection and asks, so the answering node
+/// has no session back to it, not even one starting. The reply must wait for that session,
+/// which the node starts itself, and arrive on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_to_an_asker_whose_control_connection_is_not_in_yet_waits_for_the_session_back() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use troupe_remote::frame::{kind, read_reply, write_frame, DataHeader, FrameBuf, HeaderExt, Target};
+    use troupe_remote::handshake::{self, Identity};
+    use troupe_remote::RemoteMessage;
+
+    let b = Node::start(cfg("b")).await.unwrap();
+    b.export("echo", &troupe::spawn(BlobEchoer)).unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let me = Identity { name: "raw".into(), listen: listener.local_addr().unwrap().to_string(), incarnation: 7 };
+    let mut data = tokio::net::TcpStream::connect(b.addr()).await.unwrap();
+    handshake::dial(&mut data, &me, "default", 0, common::SECRET.as_bytes(), T).await.unwrap();
+
+    let reply =
+        troupe::remote_api::WireReply { node: me.listen.clone(), id: 42, tag: troupe_remote::tag_hash(Blob::TAG) };
+    let header =
+        DataHeader { target: Target::Name("echo".into()), tag: troupe_remote::tag_hash(Echo::TAG), ack_seq: 0 };
+    let mut out = Vec::new();
+    write_frame(&mut out, kind::DATA, |w| {
+        header.write_ext(&HeaderExt::default(), w)?;
+        troupe_remote::codec::encode_into(&RawEcho(Blob(vec![9, 9]), reply), w)?;
+        w.extend_from_slice(&42u64.to_le_bytes()); // the reply trailer: one handle, number 42
+        w.push(1);
+        Ok(())
+    })
+    .unwrap();
+    data.write_all(&out).await.unwrap();
+
+    // The node answers by dialling the asker: its control lane first, then the default lane,
+    // which carries the reply. Connections are held until the end (a closed one is a node down).
+    let mut held = Vec::new();
+    let answer = tokio::time::timeout(T, async {
+        loop {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            let (acc, mut fb) = handshake::accept(&mut sock, &me, common::SECRET.as_bytes(), T).await.unwrap();
+            if acc.channel != "default" {
+                held.push(sock);
+                continue;
+            }
+            return read_until_reply(&mut sock, &mut fb).await;
+        }
+    })
+    .await
+    .expect("the reply arrives over the session the node opened back to the asker");
+    assert_eq!(answer.0, 42, "the reply names the ask's handle");
+    assert_eq!(answer.1, vec![9, 9], "and carries the echoed blob");
+    assert_eq!(b.stats().replies_dropped, 0);
+    drop(held);
+    b.shutdown();
+
+    async fn read_until_reply(sock: &mut tokio::net::TcpStream, fb: &mut FrameBuf) -> (u64, Vec<u8>) {
+        let mut buf = vec![0u8; 4096];
+        loop {
+            while let Some((k, body)) = fb.next_frame(1 << 20).unwrap() {
+                if k == kind::REPLY {
+                    let (id, _, payload) = read_reply(body).unwrap();
+                    let blob: Blob = troupe_remote::codec::decode(payload).unwrap();
+                    return (id, blob.0);
+                }
+            }
+            let n = sock.read(&mut buf).await.unwrap();
+            assert!(n > 0, "the node closed the session before replying");
+            fb.extend(&buf[..n]);
+        }
+    }
+}

@@ -54,6 +54,13 @@
 //!     (`partial_frame_bytes`); a frame past the budget closes the session (`limit_closes`),
 //!     before any of its body is buffered. Before this, the 16 connections rule 9 allows one
 //!     peer could hold a nearly complete 16 MiB frame each, 256 MiB (246 MiB measured with 15).
+//! 12. A reply goes over this node's own session to the asker, which may not be up yet when
+//!     the ask arrives: the asker's data connection can be accepted, and its ask answered,
+//!     before its control connection (which starts our session back) is. While any connection
+//!     from the asker is live, a reply to it waits for that session (and starts it); only with
+//!     none (the asker's session is gone, its ask failed there) is it dropped
+//!     (`replies_dropped`). Before this, such a reply was dropped, and the ask timed out
+//!     (`tests/remote_messaging.rs`, the first reply before the session back).
 
 pub(crate) mod causal_wire;
 pub(crate) mod conn;
