@@ -162,9 +162,10 @@ impl PeerService for Ring {
 
     fn tick(&mut self, out: &mut Outbox) {
         self.ticks += 1;
-        if self.ticks % GOSSIP_TICKS != 0 {
+        if self.ticks < GOSSIP_TICKS {
             return;
         }
+        self.ticks = 0;
         match self.around() {
             Some((_, succ)) => out.send(succ, self.list()),
             None => {

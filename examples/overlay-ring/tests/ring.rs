@@ -69,9 +69,9 @@ async fn rule_4_a_member_that_leaves_is_routed_around() {
     // The changes were published as events (service.rs rule 4).
     let mut seen = Vec::new();
     while seen.len() < 2 {
-        match tokio::time::timeout(LONG, events_q2.recv()).await.expect("the events in time").expect("open") {
-            ev @ (OverlayEvent::NeighbourDown { .. } | OverlayEvent::NeighbourUp { .. }) => seen.push(ev),
-            _ => {}
+        let ev = tokio::time::timeout(LONG, events_q2.recv()).await.expect("the events in time").expect("open");
+        if matches!(ev, OverlayEvent::NeighbourDown { .. } | OverlayEvent::NeighbourUp { .. }) {
+            seen.push(ev);
         }
     }
     assert!(seen.contains(&OverlayEvent::NeighbourDown { addr: addr(2) }), "{seen:?}");

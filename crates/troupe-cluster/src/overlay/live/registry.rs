@@ -164,13 +164,13 @@ mod tests {
     #[test]
     fn rule_2_built_in_duplicate_and_odd_names_cannot_be_registered() {
         let mut r = OverlayRegistry::new();
-        let e = r.register("hyparview", nothing).err().expect("built in").to_string();
+        let e = r.register("hyparview", nothing).expect_err("built in").to_string();
         assert!(e.contains("\"hyparview\" is built in"), "{e}");
         r.register("ring", nothing).unwrap();
-        let e = r.register("ring", nothing).err().expect("twice").to_string();
+        let e = r.register("ring", nothing).expect_err("twice").to_string();
         assert!(e.contains("already registered"), "{e}");
         for bad in ["", "Ring", "my ring", "ring!"] {
-            let e = r.register(bad, nothing).err().expect("odd name").to_string();
+            let e = r.register(bad, nothing).expect_err("odd name").to_string();
             assert!(e.contains("lowercase letters"), "{bad:?}: {e}");
         }
     }
