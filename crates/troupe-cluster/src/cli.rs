@@ -31,7 +31,7 @@ use crate::config::ClusterConfig;
 use crate::daemon::Cluster;
 use crate::error::{Error, ErrorKind};
 use crate::overlay::live::cli::OverlayCommands;
-use crate::overlay::live::{Overlay, OverlayConfig};
+use crate::overlay::live::{Overlay, OverlayConfig, OverlayRegistry};
 use crate::receptionist::ServiceKey;
 use crate::status::Status;
 use crate::wire::{ClusterMsg, CLUSTER_ACTOR};
@@ -166,9 +166,15 @@ impl Extension for ClusterCommands {
 /// section it joins the cluster and prints its events, with an `[overlay]` section it runs
 /// that overlay (module docs for the protocol).
 pub fn node_main(config_path: &Path) -> Result<(), troupe_remote::Error> {
+    node_main_with_overlays(config_path, OverlayRegistry::new())
+}
+
+/// [`node_main`] where `[overlay] kind` may also name an overlay registered in `overlays`:
+/// what a program of one's own calls to run `troupe node` with a user-defined overlay.
+pub fn node_main_with_overlays(config_path: &Path, overlays: OverlayRegistry) -> Result<(), troupe_remote::Error> {
     let cfg = NodeConfig::from_file(config_path)?;
     let bad = remote_error;
-    let ocfg = cfg.overlay.as_ref().map(OverlayConfig::from_table).transpose().map_err(bad)?;
+    let ocfg = cfg.overlay.as_ref().map(|t| OverlayConfig::from_table_with(t, &overlays)).transpose().map_err(bad)?;
     if let Some(o) = &ocfg {
         o.check_node(&cfg.peers, cfg.cluster.is_some()).map_err(bad)?;
     }
@@ -198,7 +204,7 @@ pub fn node_main(config_path: &Path) -> Result<(), troupe_remote::Error> {
             };
             let overlay = match ocfg {
                 Some(ocfg) => {
-                    let o = Overlay::start(&node, ocfg).await.map_err(bad)?;
+                    let o = Overlay::start_with(&node, ocfg, &overlays).await.map_err(bad)?;
                     Some(OverlayCommands::new(o, lines))
                 }
                 None => None,

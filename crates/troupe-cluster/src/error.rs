@@ -39,6 +39,14 @@ pub enum ErrorKind {
     /// The cluster daemon failed (a panic; `daemon.rs` rule 6): the membership has stopped and
     /// is not restarted; the text says why.
     DaemonFailed(String),
+    /// An overlay knows no path to the destination node: the message was not sent (the
+    /// overlay's `unroutable` counter counts it).
+    NoRoute {
+        /// The destination node, as the sender gave it.
+        to: String,
+        /// The overlay's kind.
+        overlay: String,
+    },
 }
 
 impl fmt::Display for ErrorKind {
@@ -63,6 +71,12 @@ impl fmt::Display for ErrorKind {
             ErrorKind::DaemonFailed(m) => write!(
                 f,
                 "the cluster membership has stopped: {m}; this node is no longer a member, start a new Cluster"
+            ),
+            ErrorKind::NoRoute { to, overlay } => write!(
+                f,
+                "no route to {to} in the {overlay:?} overlay: this node knows no path to that node, so the \
+                 message was not sent; check the address and that the node is a member (Overlay::neighbours, \
+                 Overlay::status)"
             ),
         }
     }

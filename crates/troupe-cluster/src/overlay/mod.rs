@@ -4,7 +4,9 @@
 //!
 //! - [`hyparview`]: active/passive views, join and forward-join, shuffle, healing.
 //! - [`plumtree`]: eager/lazy push, `IHave`, `Graft`, `Prune`.
-//! - [`live`]: the overlays on real `troupe_remote::Node`s, one application API for all.
+//! - [`live`]: the overlays on real `troupe_remote::Node`s, one application API for all,
+//!   and the contract of a user-defined overlay ([`PeerService`], selected by name through an
+//!   [`OverlayRegistry`]).
 //! - [`sim`]: nodes running both over a seeded network, with crashes, and the replicated
 //!   counter experiment of seed 004 §6.3 on full mesh, client-server and HyParView.
 
@@ -13,6 +15,8 @@ pub mod live;
 pub mod plumtree;
 #[cfg(feature = "sim")]
 pub mod sim;
+
+pub use live::{OverlayRegistry, PeerService};
 
 use serde::{Deserialize, Serialize};
 

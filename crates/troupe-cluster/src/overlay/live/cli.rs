@@ -5,7 +5,8 @@
 //! Rules:
 //! 1. At start the node registers the actor name `inbox`; each message sent to it prints
 //!    `event {"ev":"overlay_delivery","actor":"inbox","origin":ADDR,"text":TEXT,"hops":N}`.
-//! 2. Each neighbour change prints `event {"ev":"neighbour_up"|"neighbour_down","addr":ADDR}`.
+//! 2. Each neighbour change prints `event {"ev":"neighbour_up"|"neighbour_down","addr":ADDR}`,
+//!    each message this node could not route `event {"ev":"unroutable","to":ADDR,"origin":ADDR}`.
 //! 3. Commands: `overlay-status` (answers `overlay-status {json}`), `overlay-send ADDR ACTOR
 //!    TEXT` (answers `overlay-sent ADDR`), `overlay-subscribe TOPIC` (answers
 //!    `overlay-subscribed TOPIC`; each broadcast on it then prints an `overlay_delivery` event

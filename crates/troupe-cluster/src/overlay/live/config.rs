@@ -3,7 +3,10 @@
 //! are refused at start by [`OverlayConfig::validate`], naming the key and what is allowed.
 //!
 //! Rules:
-//! 1. `kind` is one of [`LiveKind::ALLOWED`].
+//! 1. `kind` is one of [`LiveKind::ALLOWED`] or a name registered in the
+//!    [`OverlayRegistry`] the section is validated with (`registry.rs` rule 1; a user-defined
+//!    overlay reads `contacts`, `peers`, `tick_ms` and `max_hops`, and rules 2 and 3 do not
+//!    apply to it).
 //! 2. `static`: each `peers` entry names a node by address (`name@host:port` or `host:port`);
 //!    a bare name is an unknown node. `peers` may be empty: such a node connects to nobody
 //!    and only accepts the nodes that list it. `client_server`: `role` is `client` or
@@ -17,12 +20,14 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::registry::{OverlayRegistry, Resolved};
 use crate::error::Error;
 use crate::overlay::hyparview::HyParViewConfig;
 
 /// The overlays a live node can run (rule 1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum LiveKind {
     /// Every node connects to every node it learns of (the default).
     FullMesh,
@@ -34,13 +39,18 @@ pub enum LiveKind {
     Hyparview,
     /// Publish-subscribe through an AMQP broker (RabbitMQ): nodes connect to the broker only.
     Amqp,
+    /// A user-defined overlay (a [`super::PeerService`] registered by name in an
+    /// [`OverlayRegistry`]); its name is the section's `kind`. [`LiveKind::parse`] never
+    /// returns it.
+    Registered,
 }
 
 impl LiveKind {
     /// The values `kind` accepts.
     pub const ALLOWED: &'static str = "full_mesh, static, client_server, hyparview, amqp";
 
-    /// Parses a `kind` value, naming the allowed values otherwise.
+    /// Parses a built-in `kind` value, naming the allowed values otherwise (registered names:
+    /// [`OverlayRegistry`]).
     ///
     /// ```
     /// use troupe_cluster::overlay::live::LiveKind;
@@ -141,16 +151,22 @@ fn check_addrs(key: &str, list: &[String]) -> Result<(), Error> {
 }
 
 impl OverlayConfig {
-    /// Reads and validates the `[overlay]` table of a node's configuration.
+    /// Reads and validates the `[overlay]` table of a node's configuration (built-in kinds
+    /// only: [`OverlayConfig::from_table_with`] accepts registered ones too).
     pub fn from_table(table: &toml::Table) -> Result<Self, Error> {
+        Self::from_table_with(table, &OverlayRegistry::new())
+    }
+
+    /// Reads the `[overlay]` table and validates it against `overlays` (rules 1 to 4).
+    pub fn from_table_with(table: &toml::Table, overlays: &OverlayRegistry) -> Result<Self, Error> {
         let cfg: Self = toml::Value::Table(table.clone())
             .try_into()
             .map_err(|e: toml::de::Error| Error::config(format!("[overlay]: {}", e.message())))?;
-        cfg.validate()?;
+        cfg.validate_with(overlays)?;
         Ok(cfg)
     }
 
-    /// The overlay's kind (rule 1).
+    /// The overlay's kind, when it is a built-in one (rule 1).
     pub fn kind(&self) -> Result<LiveKind, Error> {
         LiveKind::parse(&self.kind)
     }
@@ -172,10 +188,18 @@ impl OverlayConfig {
         }
     }
 
-    /// Rules 1 to 4.
+    /// Rules 1 to 4, built-in kinds only.
     pub fn validate(&self) -> Result<(), Error> {
+        self.validate_with(&OverlayRegistry::new())
+    }
+
+    /// Rules 1 to 4, with the kinds `overlays` knows.
+    pub fn validate_with(&self, overlays: &OverlayRegistry) -> Result<(), Error> {
         let bad = |m: String| Err(Error::config(format!("[overlay] {m}")));
-        let kind = self.kind()?;
+        let kind = match overlays.resolve(&self.kind)? {
+            Resolved::BuiltIn(k) => k,
+            Resolved::Registered(_) => LiveKind::Registered,
+        };
         check_addrs("peers", &self.peers)?;
         check_addrs("servers", &self.servers)?;
         check_addrs("contacts", &self.contacts)?;
@@ -215,7 +239,7 @@ impl OverlayConfig {
 
     /// Rule 5: refuses node settings that would connect this node to non-neighbours.
     pub fn check_node(&self, node_peers: &[String], has_cluster: bool) -> Result<(), Error> {
-        if self.kind()? == LiveKind::FullMesh {
+        if self.kind == "full_mesh" {
             return Ok(());
         }
         if !node_peers.is_empty() {
@@ -249,6 +273,32 @@ mod tests {
     fn rule_1_an_unknown_kind_is_refused_with_the_allowed_values() {
         let e = err("kind = \"ring\"");
         assert!(e.contains("kind") && e.contains("\"ring\"") && e.contains(LiveKind::ALLOWED), "{e}");
+    }
+
+    #[test]
+    fn rule_1_a_registered_kind_is_accepted_only_with_its_registry() {
+        use crate::overlay::live::{Outbox, PeerService};
+        struct Alone;
+        impl PeerService for Alone {
+            fn join(&mut self, _: &[String], _: &mut Outbox) {}
+            fn neighbours(&self) -> std::collections::BTreeSet<String> {
+                std::collections::BTreeSet::new()
+            }
+            fn next_hop(&self, _: &str) -> Option<String> {
+                None
+            }
+        }
+        let mut r = OverlayRegistry::new();
+        r.register("ring", |_| Ok(Box::new(Alone) as Box<dyn PeerService>)).unwrap();
+        let t: toml::Table = toml::from_str("kind = \"ring\"\ncontacts = [\"n1@127.0.0.1:7001\"]").unwrap();
+        let cfg = OverlayConfig::from_table_with(&t, &r).unwrap();
+        assert_eq!(cfg.kind, "ring");
+        let e = OverlayConfig::from_table(&t).unwrap_err().to_string();
+        assert!(e.contains("kind = \"ring\"") && e.contains("registered: none"), "{e}");
+        let t: toml::Table = toml::from_str("kind = \"ring\"\ncontacts = [\"n1\"]").unwrap();
+        let e = OverlayConfig::from_table_with(&t, &r).unwrap_err().to_string();
+        assert!(e.contains("contacts") && e.contains("\"n1\""), "rule 4 holds for it too: {e}");
+        assert!(cfg.check_node(&["127.0.0.1:1".into()], false).is_err(), "rule 5 holds for it too");
     }
 
     #[test]

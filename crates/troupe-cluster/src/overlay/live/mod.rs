@@ -1,7 +1,8 @@
 //! Overlays on real nodes: one application API ([`Overlay`]) whatever the overlay, chosen by
 //! the `[overlay]` section ([`OverlayConfig`]): full mesh (the default), static,
-//! client-server, HyParView membership with Plumtree broadcast, or publish-subscribe through
-//! an AMQP broker ([`amqp`]) (seed 004 §3). The
+//! client-server, HyParView membership with Plumtree broadcast, publish-subscribe through
+//! an AMQP broker ([`amqp`]) (seed 004 §3), or a user-defined overlay: a [`PeerService`]
+//! registered by name in an [`OverlayRegistry`] (`service.rs`, `registry.rs`). The
 //! protocols are the state machines of `overlay/hyparview.rs` and `overlay/plumtree.rs`
 //! (the simulator runs the same ones); `driver/mod.rs` drives them over a
 //! `troupe_remote::Node`, `route.rs` says where a routed message goes next.
@@ -16,6 +17,11 @@
 //! 3. A node holds connections only to its neighbours (plus short-lived ones the protocols
 //!    need, closed after a grace period; `driver/mod.rs` rule 4).
 //! 4. Bad configuration is refused at start, naming the key and the allowed values.
+//! 5. A message that cannot be routed is never dropped silently: at its origin the send
+//!    fails with [`ErrorKind::NoRoute`] when the overlay knows no next hop (a user-defined
+//!    overlay's [`PeerService::next_hop`] says `None`); wherever the routing finds no next
+//!    hop later (on the driver's task, or on a node in between) it is counted
+//!    ([`OverlayStatus::unroutable`]), logged, and published as [`OverlayEvent::Unroutable`].
 //!
 //! ```no_run
 //! # async fn demo(node: troupe_remote::Node) -> Result<(), troupe_cluster::Error> {
@@ -36,13 +42,21 @@ pub mod amqp;
 pub mod cli;
 mod config;
 mod driver;
+mod registry;
 pub mod route;
+mod service;
 mod wire;
 
 pub use config::{addr_of, LiveKind, OverlayConfig};
+pub use registry::{OverlayFactory, OverlayRegistry};
+pub use service::{Outbox, PeerService, ServiceContext};
 pub use wire::{Body, Delivery, Envelope, OverlayEvent, OverlayStatus, OverlayWire, OVERLAY_ACTOR};
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
+
+use parking_lot::Mutex;
 
 use serde::Serialize;
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -51,6 +65,15 @@ use troupe_remote::Node;
 
 use crate::error::{Error, ErrorKind};
 use driver::{Driver, Input};
+use registry::Resolved;
+
+/// What the handles and the driver of one overlay share: its kind's name, a user-defined
+/// overlay's service (rule 5: `send` asks it for a route), the `unroutable` counter.
+pub(crate) struct Shared {
+    pub(crate) name: String,
+    pub(crate) service: Option<Mutex<Box<dyn PeerService>>>,
+    pub(crate) unroutable: AtomicU64,
+}
 
 struct Inbox(mpsc::UnboundedSender<Input>);
 
@@ -67,43 +90,108 @@ pub struct Overlay {
     tx: mpsc::UnboundedSender<Input>,
     events: broadcast::Sender<OverlayEvent>,
     kind: LiveKind,
+    me: String,
+    shared: Arc<Shared>,
 }
 
 impl Overlay {
     /// Validates `cfg`, exports this node's `troupe.overlay` actor and starts the overlay
-    /// (dialling its kept links, joining through its contacts).
+    /// (dialling its kept links, joining through its contacts). Built-in kinds only:
+    /// [`Overlay::start_with`] runs registered ones too.
     pub async fn start(node: &Node, cfg: OverlayConfig) -> Result<Overlay, Error> {
-        cfg.validate()?;
-        let kind = cfg.kind()?;
+        Self::start_with(node, cfg, &OverlayRegistry::new()).await
+    }
+
+    /// [`Overlay::start`] with the kinds `overlays` knows: a registered kind's factory makes
+    /// this node's [`PeerService`] (its error refuses the start), which then joins through
+    /// the section's `contacts`.
+    ///
+    /// ```no_run
+    /// # use std::collections::BTreeSet;
+    /// # use troupe_cluster::overlay::live::{Outbox, PeerService};
+    /// # struct Ring;
+    /// # impl PeerService for Ring {
+    /// #     fn join(&mut self, _: &[String], _: &mut Outbox) {}
+    /// #     fn neighbours(&self) -> BTreeSet<String> { BTreeSet::new() }
+    /// #     fn next_hop(&self, _: &str) -> Option<String> { None }
+    /// # }
+    /// # async fn demo(node: troupe_remote::Node) -> Result<(), troupe_cluster::Error> {
+    /// use troupe_cluster::overlay::live::{Overlay, OverlayConfig, OverlayRegistry};
+    /// let mut overlays = OverlayRegistry::new();
+    /// overlays.register("ring", |_ctx| Ok(Box::new(Ring) as Box<dyn PeerService>))?;
+    /// let t: toml::Table = toml::from_str("kind = \"ring\"\ncontacts = [\"n1@127.0.0.1:7001\"]").unwrap();
+    /// let cfg = OverlayConfig::from_table_with(&t, &overlays)?;
+    /// let overlay = Overlay::start_with(&node, cfg, &overlays).await?;
+    /// assert_eq!(overlay.kind_name(), "ring");
+    /// # Ok(()) }
+    /// ```
+    pub async fn start_with(node: &Node, cfg: OverlayConfig, overlays: &OverlayRegistry) -> Result<Overlay, Error> {
+        cfg.validate_with(overlays)?;
+        let me = node.addr();
+        // The dispatch point: built-in and registered kinds resolve in one place.
+        let (kind, service) = match overlays.resolve(&cfg.kind)? {
+            Resolved::BuiltIn(k) => (k, None),
+            Resolved::Registered(factory) => {
+                let ctx = ServiceContext { me: &me, name: node.name(), config: &cfg };
+                (LiveKind::Registered, Some(Mutex::new(factory(&ctx)?)))
+            }
+        };
+        let shared = Arc::new(Shared { name: cfg.kind.clone(), service, unroutable: AtomicU64::new(0) });
         let (tx, rx) = mpsc::unbounded_channel();
         let events = broadcast::channel(1024).0;
         #[cfg(feature = "amqp")]
         if kind == LiveKind::Amqp {
-            let link = amqp::connect(&cfg.amqp_url, &node.addr()).await?;
+            let link = amqp::connect(&cfg.amqp_url, &me).await?;
             tokio::spawn(amqp::run(node.clone(), link, rx));
-            return Ok(Overlay { tx, events, kind });
+            return Ok(Overlay { tx, events, kind, me, shared });
         }
         let inbox = troupe::spawn(Inbox(tx.clone()));
         node.export(OVERLAY_ACTOR, &inbox)?;
-        let driver = Driver::new(node, cfg, kind, events.clone(), tx.clone());
+        let driver = Driver::new(node, cfg, kind, events.clone(), tx.clone(), shared.clone());
         tokio::spawn(driver.run(rx));
-        Ok(Overlay { tx, events, kind })
+        Ok(Overlay { tx, events, kind, me, shared })
     }
 
     fn input(&self, i: Input) -> Result<(), Error> {
         self.tx.send(i).map_err(|_| Error::from(ErrorKind::Stopped))
     }
 
-    /// The overlay's kind.
+    /// The overlay's kind ([`LiveKind::Registered`] for a user-defined one).
     #[must_use]
     pub fn kind(&self) -> LiveKind {
         self.kind
     }
 
+    /// The overlay's kind as `[overlay] kind` names it (`"full_mesh"`, a registered name, ...).
+    #[must_use]
+    pub fn kind_name(&self) -> &str {
+        &self.shared.name
+    }
+
     /// Sends `bytes` to the actor registered as `actor` on the node at `to` (`host:port` or
-    /// `name@host:port`), straight or forwarded (rule 2).
+    /// `name@host:port`), straight or forwarded (rule 2). Fails with [`ErrorKind::NoRoute`]
+    /// when the overlay knows no next hop toward `to` (rule 5), [`ErrorKind::Stopped`] after
+    /// [`Overlay::stop`].
+    ///
+    /// ```no_run
+    /// # fn demo(overlay: troupe_cluster::overlay::live::Overlay) {
+    /// use troupe_cluster::ErrorKind;
+    /// match overlay.send("127.0.0.1:9", "inbox", b"hi".to_vec()) {
+    ///     Err(e) if matches!(e.kind(), ErrorKind::NoRoute { .. }) => eprintln!("{e}"),
+    ///     other => other.expect("sent or refused with no route"),
+    /// }
+    /// # }
+    /// ```
     pub fn send(&self, to: &str, actor: &str, bytes: Vec<u8>) -> Result<(), Error> {
-        self.input(Input::Send { to: addr_of(to).to_owned(), actor: actor.to_owned(), bytes })
+        let to = addr_of(to);
+        if let Some(service) = &self.shared.service {
+            if to != self.me && service.lock().next_hop(to).is_none() {
+                self.shared.unroutable.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!("overlay {:?}: no route to {to}; the send fails", self.shared.name);
+                return Err(ErrorKind::NoRoute { to: to.to_owned(), overlay: self.shared.name.clone() }.into());
+            }
+        }
+        self.input(Input::Send { to: to.to_owned(), actor: actor.to_owned(), bytes })
     }
 
     /// [`Overlay::send`] of a typed message, encoded as JSON.

@@ -14,6 +14,8 @@
 //! 5. HyParView: only unicasts to an active neighbour travel as envelopes (straight there);
 //!    everything else rides Plumtree (see `driver/mod.rs`). AMQP routes nothing itself: the
 //!    broker does (`amqp.rs`).
+//! 6. A user-defined overlay routes through its own `PeerService` (`driver/mod.rs` rule 12),
+//!    not here: this function gives it no hop.
 //!
 //! Loops end because every node handles an envelope once and drops it after `max_hops`
 //! (`driver/mod.rs` rule 9).
@@ -61,7 +63,7 @@ pub fn next_hops(v: &View<'_>, from: Option<&str>, env: &Envelope) -> Vec<String
                 Vec::new()
             }
         }
-        (LiveKind::Hyparview, Body::Broadcast { .. }) | (LiveKind::Amqp, _) => Vec::new(),
+        (LiveKind::Hyparview, Body::Broadcast { .. }) | (LiveKind::Amqp | LiveKind::Registered, _) => Vec::new(),
         (LiveKind::Static, Body::Unicast { to, .. }) if v.neighbours.contains(to) => vec![to.clone()],
         (LiveKind::Static, _) => others(&[from_s]),
         (LiveKind::ClientServer, _) if !v.server => {

@@ -78,6 +78,14 @@ pub enum OverlayWire {
         /// The envelope.
         env: Envelope,
     },
+    /// A user-defined overlay's own message, from its [`super::PeerService`] on the sender to
+    /// the one on the receiver (`service.rs` rule 3).
+    Service {
+        /// The sender.
+        from: String,
+        /// What the sender's service said.
+        bytes: Vec<u8>,
+    },
 }
 
 impl RemoteMessage for OverlayWire {
@@ -99,9 +107,10 @@ pub struct Delivery {
     pub hops: u32,
 }
 
-/// Changes of this node's overlay neighbours.
+/// Changes of this node's overlay neighbours, and messages it could not route.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "ev", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum OverlayEvent {
     /// A node became a neighbour.
     NeighbourUp {
@@ -112,6 +121,15 @@ pub enum OverlayEvent {
     NeighbourDown {
         /// Its address.
         addr: String,
+    },
+    /// A message for `to` found no next hop here and was not passed on (counted in
+    /// [`OverlayStatus::unroutable`]; at its origin the send failed with
+    /// [`crate::ErrorKind::NoRoute`] instead).
+    Unroutable {
+        /// The destination node.
+        to: String,
+        /// The node that sent the message.
+        origin: String,
     },
 }
 
@@ -136,4 +154,8 @@ pub struct OverlayStatus {
     pub forwarded: u64,
     /// Connections to non-neighbours this node closed.
     pub swept: u64,
+    /// Messages for another node that found no next hop here (sends refused with
+    /// [`crate::ErrorKind::NoRoute`] included).
+    #[serde(default)]
+    pub unroutable: u64,
 }

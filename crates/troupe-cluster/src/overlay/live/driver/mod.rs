@@ -33,8 +33,19 @@
 //!     contacts, the next one every `JOIN_RETRY`.
 //! 11. A HyParView node that stops tells its active neighbours (`Disconnect`), so they heal
 //!     at once instead of waiting for the connection to drop.
+//! 12. A user-defined overlay (`service.rs`): its service joins at start through the contacts,
+//!     hears its peers' messages, failures (rules 5, 6) and ticks, and leaves at stop; its
+//!     neighbours are what `neighbours()` said after the last call, each change published as
+//!     an event, a new neighbour dialled and kept, a neighbour that went and is not connected
+//!     no longer redialled. Unicasts go to its `next_hop`, broadcasts to its `broadcast_to`.
+//! 13. A unicast for another node with no next hop is counted, logged and published as
+//!     `Unroutable` (`live/mod.rs` rule 5): under a user-defined overlay wherever it is, under
+//!     a built-in one at its origin (a flood that reaches a node with no other link is not
+//!     a failure).
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
@@ -44,6 +55,8 @@ use troupe::ActorRef;
 use troupe_remote::{Node, NodeEvent};
 
 use super::config::{addr_of, LiveKind, OverlayConfig};
+use super::service::{Outbox, PeerService};
+use super::Shared;
 
 mod timer;
 use super::route::{next_hops, View};
@@ -94,6 +107,7 @@ pub(crate) struct Driver {
     delivered: u64,
     forwarded: u64,
     swept: u64,
+    shared: Arc<Shared>,
 }
 
 impl Driver {
@@ -103,6 +117,7 @@ impl Driver {
         kind: LiveKind,
         events: broadcast::Sender<OverlayEvent>,
         tx: mpsc::UnboundedSender<Input>,
+        shared: Arc<Shared>,
     ) -> Self {
         let me = node.addr();
         let servers: Vec<String> = cfg.servers.iter().map(|s| addr_of(s).to_owned()).collect();
@@ -110,7 +125,7 @@ impl Driver {
         match kind {
             LiveKind::Static => kept.extend(cfg.peers.iter().map(|p| addr_of(p).to_owned())),
             LiveKind::ClientServer => kept.extend(servers.iter().cloned()),
-            LiveKind::FullMesh | LiveKind::Hyparview | LiveKind::Amqp => {}
+            LiveKind::FullMesh | LiveKind::Hyparview | LiveKind::Amqp | LiveKind::Registered => {}
         }
         kept.remove(&me);
         let (hv, pt) = if kind == LiveKind::Hyparview {
@@ -146,6 +161,7 @@ impl Driver {
             forwarded: 0,
             swept: 0,
             cfg,
+            shared,
         }
     }
 
@@ -162,6 +178,9 @@ impl Driver {
                 self.hello(&k);
             }
         }
+        // Rule 12.
+        let seeds = self.cfg.contacts.clone();
+        self.service(|s, out| s.join(&seeds, out));
         let mut stopped = None;
         let mut tick = tokio::time::interval(Duration::from_millis(self.cfg.tick_ms));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -193,7 +212,8 @@ impl Driver {
                 _ = tick.tick() => self.tick(),
             }
         }
-        // Rule 11.
+        // Rules 11 and 12.
+        self.service(|s, out| s.leave(out));
         if self.hv.is_some() {
             for n in self.neighbours() {
                 self.send_wire(&n, OverlayWire::Hv { from: self.me.clone(), msg: HvMsg::Disconnect });
@@ -218,6 +238,52 @@ impl Driver {
 
     fn emit(&self, ev: OverlayEvent) {
         let _ = self.events.send(ev);
+    }
+
+    /// Rule 12: calls a user-defined overlay's service (nothing under a built-in one), sends
+    /// what it asked, and publishes its neighbour changes.
+    fn service(&mut self, call: impl FnOnce(&mut dyn PeerService, &mut Outbox)) {
+        let shared = self.shared.clone();
+        let Some(service) = &shared.service else { return };
+        let mut out = Outbox::default();
+        let now = {
+            let mut s = service.lock();
+            call(&mut **s, &mut out);
+            let mut n = s.neighbours();
+            n.remove(&self.me);
+            n
+        };
+        for (to, bytes) in out.sends {
+            self.send_wire(&to, OverlayWire::Service { from: self.me.clone(), bytes });
+        }
+        let gone: Vec<String> = self.members.difference(&now).cloned().collect();
+        let new: Vec<String> = now.difference(&self.members).cloned().collect();
+        self.members = now;
+        for addr in gone {
+            if !self.node.is_connected(&addr) {
+                // Not redialled any more; a connection still up is swept once idle (rule 4).
+                self.node.disconnect(&addr);
+            }
+            self.emit(OverlayEvent::NeighbourDown { addr });
+        }
+        for addr in new {
+            self.last_used.insert(addr.clone(), Instant::now());
+            let (node, a) = (self.node.clone(), addr.clone());
+            tokio::spawn(async move {
+                let _ = node.connect(&a).await;
+            });
+            self.emit(OverlayEvent::NeighbourUp { addr });
+        }
+    }
+
+    /// Rule 13.
+    fn unroutable(&mut self, to: &str, origin: &str) {
+        self.shared.unroutable.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(
+            "overlay {:?}: no route from here to {to} for a message from {origin}; not passed on",
+            self.shared.name
+        );
+        self.emit(OverlayEvent::Unroutable { to: to.to_owned(), origin: origin.to_owned() });
     }
 
     fn add_member(&mut self, addr: &str) -> bool {
@@ -286,7 +352,9 @@ impl Driver {
 
     /// Rules 5 and 6.
     fn failed(&mut self, addr: &str) {
-        if let Some(hv) = &mut self.hv {
+        if self.shared.service.is_some() {
+            self.service(|s, out| s.peer_failed(addr, out));
+        } else if let Some(hv) = &mut self.hv {
             let mut out = Vec::new();
             hv.peer_failed(addr, &mut self.rng, &mut out);
             self.run_hv(out);
@@ -300,7 +368,8 @@ impl Driver {
             OverlayWire::Hello { from, .. }
             | OverlayWire::Hv { from, .. }
             | OverlayWire::Pt { from, .. }
-            | OverlayWire::Env { from, .. } => from.clone(),
+            | OverlayWire::Env { from, .. }
+            | OverlayWire::Service { from, .. } => from.clone(),
         };
         self.last_used.insert(from.clone(), Instant::now());
         match w {
@@ -321,6 +390,7 @@ impl Driver {
                 }
             }
             OverlayWire::Env { from, env } => self.on_env(Some(&from), env),
+            OverlayWire::Service { from, bytes } => self.service(|s, out| s.receive(&from, &bytes, out)),
         }
     }
 
@@ -347,7 +417,7 @@ impl Driver {
                 }
                 self.add_member(from);
             }
-            LiveKind::ClientServer | LiveKind::Hyparview | LiveKind::Amqp => {}
+            LiveKind::ClientServer | LiveKind::Hyparview | LiveKind::Amqp | LiveKind::Registered => {}
         }
     }
 
@@ -400,6 +470,46 @@ impl Driver {
         if env.hops >= self.cfg.max_hops {
             return;
         }
+        let hops = match self.route_by_service(from, &env) {
+            Some(hops) => hops,
+            None => self.route_built_in(from, &env),
+        };
+        if hops.is_empty() && from.is_none() {
+            if let Body::Unicast { to, .. } = &env.body {
+                let to = to.clone();
+                self.unroutable(&to, &env.id.0.clone());
+            }
+        }
+        let next = Envelope { hops: env.hops + 1, ..env };
+        for h in hops {
+            if from.is_some() {
+                self.forwarded += 1;
+            }
+            self.send_wire(&h, OverlayWire::Env { from: self.me.clone(), env: next.clone() });
+        }
+    }
+
+    /// Rule 12: a user-defined overlay's next hops (`None` under a built-in one); a unicast
+    /// with none is unroutable wherever it is (rule 13).
+    fn route_by_service(&mut self, from: Option<&str>, env: &Envelope) -> Option<Vec<String>> {
+        let shared = self.shared.clone();
+        let service = shared.service.as_ref()?;
+        let hops = match &env.body {
+            Body::Unicast { to, .. } => match service.lock().next_hop(to) {
+                Some(h) => vec![h],
+                None if from.is_some() => {
+                    self.unroutable(&to.clone(), &env.id.0.clone());
+                    Vec::new()
+                }
+                None => Vec::new(),
+            },
+            Body::Broadcast { .. } => service.lock().broadcast_to(from),
+        };
+        Some(hops.into_iter().filter(|h| *h != self.me).collect())
+    }
+
+    /// `route.rs`.
+    fn route_built_in(&self, from: Option<&str>, env: &Envelope) -> Vec<String> {
         let neighbours = self.neighbours();
         let connected: BTreeSet<String> = self.servers.iter().filter(|s| self.node.is_connected(s)).cloned().collect();
         let view = View {
@@ -410,14 +520,7 @@ impl Driver {
             servers: &self.servers,
             connected_servers: &connected,
         };
-        let hops = next_hops(&view, from, &env);
-        let next = Envelope { hops: env.hops + 1, ..env };
-        for h in hops {
-            if from.is_some() {
-                self.forwarded += 1;
-            }
-            self.send_wire(&h, OverlayWire::Env { from: self.me.clone(), env: next.clone() });
-        }
+        next_hops(&view, from, env)
     }
 
     fn deliver(&mut self, origin: &str, body: &Body, hops: u32) {

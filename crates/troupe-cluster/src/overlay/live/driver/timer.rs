@@ -24,6 +24,7 @@ impl Driver {
             pt.tick(now, &mut out);
             self.run_pt(out);
         }
+        self.service(|s, out| s.tick(out));
         let lonely = match self.kind {
             LiveKind::FullMesh => self.members.is_empty(),
             LiveKind::Hyparview => self.hv.as_ref().is_some_and(|h| h.active().is_empty()),
@@ -79,7 +80,7 @@ impl Driver {
         let mut passive: Vec<String> = self.hv.as_ref().map(|h| h.passive().to_vec()).unwrap_or_default();
         sorted(&mut passive);
         OverlayStatus {
-            kind: serde_json::to_value(self.kind).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default(),
+            kind: self.shared.name.clone(),
             me: self.me.clone(),
             neighbours: self.neighbours().into_iter().collect(),
             connected,
@@ -88,6 +89,7 @@ impl Driver {
             delivered: self.delivered,
             forwarded: self.forwarded,
             swept: self.swept,
+            unroutable: self.shared.unroutable.load(std::sync::atomic::Ordering::Relaxed),
         }
     }
 }
