@@ -19,7 +19,7 @@ pub struct Cell {
 pub struct Verdict {
     /// `agrees`, `disagrees`, `unchecked` or `no data`.
     pub word: &'static str,
-    /// What was measured, as `figures.csv` shows it (`a = 4800.1, b = 5100.0, a/b = 0.941`).
+    /// What was measured, as `figures.csv` shows it (`a = 4800.1; b = 5100.0; a/b = 0.941`).
     pub measured: String,
 }
 
@@ -80,6 +80,6 @@ pub fn verdict(check: Option<&Check>, cells: &[Cell]) -> Verdict {
     };
     Verdict {
         word: if ok { "agrees" } else { "disagrees" },
-        measured: format!("a = {a:.4}, b = {b:.4}, a/b = {ratio:.4}"),
+        measured: format!("a = {a:.4}; b = {b:.4}; a/b = {ratio:.4}"),
     }
 }
