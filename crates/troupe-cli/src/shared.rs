@@ -151,12 +151,13 @@ pub(crate) fn print_summary(o: &RunOutcome) {
 }
 
 /// What a sweep or a comparison did with its runs.
+#[derive(Default)]
 pub(crate) struct Tally {
     ok: usize,
     failed: usize,
     skipped: usize,
     degraded: usize,
-    interrupted: bool,
+    pub(crate) interrupted: bool,
 }
 
 impl From<&troupe_lab::sweep::SweepSummary> for Tally {
@@ -172,6 +173,15 @@ impl From<&troupe_lab::compare::CompareSummary> for Tally {
 }
 
 impl Tally {
+    /// Adds one more sweep's runs (`troupe lab reproduce`: one sweep per figure).
+    pub(crate) fn add(&mut self, s: &troupe_lab::sweep::SweepSummary) {
+        self.ok += s.ok;
+        self.failed += s.failed;
+        self.skipped += s.skipped;
+        self.degraded += s.degraded;
+        self.interrupted |= s.interrupted;
+    }
+
     /// Prints `<what> <out>: N ok, N failed, N already complete[; N degraded][, interrupted ...]`.
     pub(crate) fn say(&self, what: &str, out: &Path) {
         say!(

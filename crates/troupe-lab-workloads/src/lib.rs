@@ -22,6 +22,7 @@ pub mod latency;
 mod nodeset;
 pub mod overlay_scale;
 pub mod scp;
+pub mod studies;
 
 pub use error::SutError;
 use troupe_lab::registry::Registry;

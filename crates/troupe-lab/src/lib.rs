@@ -1,6 +1,6 @@
 //! The reliability lab: workload configs, fault schedules, the event writer and collector,
 //! running Troupe and peer runtimes as child processes, statistics and reports, sweeps,
-//! comparisons of runtimes side by side. It names no workload: a workload is a plug-in
+//! comparisons of runtimes side by side, studies reproduced as data ([`study`]). It names no workload: a workload is a plug-in
 //! ([`workload`]) the program hands the core in a [`registry::Registry`] (the `troupe` binary
 //! registers the crate `troupe-lab-workloads`); [`testkit::Noop`] is the core's own, for tests.
 //!
@@ -35,6 +35,7 @@ pub mod run;
 pub mod run_folder;
 pub mod schedule;
 pub mod stats;
+pub mod study;
 pub mod subprocess;
 pub mod sweep;
 pub mod testkit;

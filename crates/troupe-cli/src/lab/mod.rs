@@ -1,6 +1,6 @@
-//! `troupe lab ...`: run, sweep, compare, conform, report, micro, config, and the hidden `exec`
+//! `troupe lab ...`: run, sweep, compare, conform, reproduce, report, micro, config, and the hidden `exec`
 //! that is the Troupe SUB child. Thin: it parses and hands each subcommand to its module (`run`,
-//! `sweep`, `compare`, `conform`, `report`, `config`, `exec`; `crate::micro`), which installs the Ctrl-C handler,
+//! `sweep`, `compare`, `conform`, `reproduce`, `report`, `config`, `exec`; `crate::micro`), which installs the Ctrl-C handler,
 //! calls troupe-lab / troupe-micro and prints a summary; errors map to the exit codes listed in
 //! main.rs (`crate::shared`, which every subcommand module uses and none of them imports another).
 
@@ -16,6 +16,7 @@ mod config;
 mod conform;
 mod exec;
 mod report;
+mod reproduce;
 mod run;
 mod sweep;
 
@@ -120,6 +121,27 @@ enum LabCommand {
         #[arg(long)]
         scenario: Option<String>,
     },
+    /// Reproduce a published study (a seed): each figure's grid run through the sweep machinery
+    /// (resumable: run it again to finish), then `figures.csv` (the seed's statements, what was
+    /// measured, a verdict) and `report.html`. `--list` prints the studies, their figures and the
+    /// estimated time of each profile (docs/studies.md).
+    Reproduce {
+        /// The study: scp, chat, energy, iot, partisan (with --list and no study: all of them).
+        study: Option<String>,
+        /// Print the study's figures, their status and each profile's estimated time; run nothing.
+        #[arg(long)]
+        list: bool,
+        /// quick (a smaller grid, shorter windows, stated in the report) or full (the seed's grid).
+        #[arg(long, default_value = "quick", value_parser = ["quick", "full"])]
+        profile: String,
+        /// Only these figures, comma separated, as the seed numbers them (fig5a,fig7b).
+        #[arg(long, value_delimiter = ',')]
+        only: Option<Vec<String>>,
+        /// The study's folder [default: lab-runs/reproduce/<study>]; figures go to
+        /// <out>/<profile>/<figure>/, and a second run into the same folder resumes.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Rebuild the report of a run, sweep or comparison folder from its recorded events.
     Report {
         /// The run, sweep or comparison folder.
@@ -212,6 +234,9 @@ fn dispatch(args: LabArgs) -> anyhow::Result<i32> {
         ),
         LabCommand::Conform { workload, runtimes, out, scenario } => {
             conform::conform(&reg, &workload, runtimes, out, scenario)
+        }
+        LabCommand::Reproduce { study, list, profile, only, out } => {
+            reproduce::reproduce(&reg, reproduce::Options { study, list, profile, only, out })
         }
         LabCommand::Report { dir } => report::report(&reg, &dir),
         LabCommand::Micro { only, runtimes, json, reps, sets, out, threads, scaling } => {
