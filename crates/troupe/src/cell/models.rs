@@ -126,11 +126,10 @@ impl Parked {
     fn boxed(resumes: &Arc<Resumes>) -> Box<Self> {
         Box::new(Parked { resumes: resumes.clone(), fired: false })
     }
-}
 
-impl Parked {
-    /// A dormant the cell gave back (`Err` from a park): the activation goes on with it.
-    fn taken_back(mut self: Box<Self>) {
+    /// A dormant the cell gave back (`Err` from a park): the activation goes on with it, so
+    /// dropping it is no resume.
+    fn taken_back(&mut self) {
         self.fired = true;
     }
 }
@@ -200,7 +199,7 @@ fn actor(cell: &Arc<Cell<u32>>, resumes: &Arc<Resumes>, plan: Plan) -> Run {
                     // The carrier's part (`sched.rs`, rule 4): park the activation after the poll.
                     Poll::Pending if plan.hands_off => match cell.park_handed(Parked::boxed(resumes)) {
                         Ok(()) => return Poll::Ready(None),
-                        Err(back) => {
+                        Err(mut back) => {
                             back.taken_back();
                             continue;
                         }
@@ -257,7 +256,7 @@ fn actor(cell: &Arc<Cell<u32>>, resumes: &Arc<Resumes>, plan: Plan) -> Run {
                             return run;
                         }
                     }
-                    Err(back) => back.taken_back(),
+                    Err(mut back) => back.taken_back(),
                 }
             }
         }
