@@ -11,7 +11,8 @@
 #
 # The build goes to its own folder ($CARGO_TARGET_DIR/loom, default target/loom), so switching
 # RUSTFLAGS does not rebuild the ordinary target folder. Extra arguments go to the test binary
-# (a model's name to run one, --nocapture to see how many interleavings each explored).
+# (`--exact cell::models::NAME` runs one model; `--nocapture` shows how many interleavings each
+# explored).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

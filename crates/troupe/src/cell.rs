@@ -78,6 +78,7 @@
 //! | `a_handed_activation_swept_races_a_send` | 4, 12 | the sweeper waking a handed activation to park, against a send |
 //! | `a_drain_races_a_send` | 7, 11 | a drain request against a send: queued before it means handled |
 //! | `a_blocked_sender_is_woken_by_the_take` | 2, `mailbox.rs` 3 | a full bounded mailbox's `send_wait` against the take that frees room |
+//! | `a_system_message_overtakes_a_batch` | 5 | a system message against an activation serving a batch without the lock |
 //!
 //! A lost wake-up shows as a loom deadlock (the model's actor, or sender, waits for ever); a
 //! message stranded, a death missed or doubled, as a failed assertion.

@@ -485,3 +485,45 @@ fn a_blocked_sender_is_woken_by_the_take() {
         assert_dead(&cell, watcher, ExitReason::Normal);
     });
 }
+
+/// Rule 5: a system message pushed before the activation asks for its next item comes before
+/// the user messages the activation already holds in a batch (taken out of the queue under an
+/// earlier lock): `sys_pending` sends the batch path back to the lock.
+#[test]
+fn a_system_message_overtakes_a_batch() {
+    check(PREEMPTIONS, || {
+        let cell = new_cell(MailboxConfig::unbounded());
+        for m in 1..=3 {
+            cell.send(m).expect("alive");
+        }
+        let pushed = Arc::new(loom::sync::atomic::AtomicBool::new(false));
+        let pusher = {
+            let (cell, pushed) = (cell.clone(), pushed.clone());
+            thread::spawn(move || {
+                assert!(cell.push_sys(Sys::Stop(ExitReason::Normal)), "alive");
+                pushed.store(true, SeqCst);
+            })
+        };
+        let mut batch = VecDeque::new();
+        let mut taken = Vec::new();
+        loop {
+            let (published, item) = loom::future::block_on(poll_fn(|cx| {
+                let published = pushed.load(SeqCst);
+                cell.next_item_with(&mut batch, Some(cx), |_| false).map(|item| (published, item))
+            }));
+            match item {
+                Item::Msg(m) => {
+                    assert!(!published, "rule 5: message {m} was taken after a system message was queued");
+                    taken.push(m);
+                }
+                Item::Sys(Sys::Stop(reason)) => {
+                    cell.die(reason);
+                    break;
+                }
+                _ => panic!("only messages and the stop were sent"),
+            }
+        }
+        pusher.join().unwrap();
+        assert_eq!(taken, [1, 2, 3][..taken.len()], "one sender's messages are taken in order");
+    });
+}
