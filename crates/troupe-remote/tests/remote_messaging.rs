@@ -112,14 +112,14 @@ impl Actor for BlobEchoer {
 #[derive(serde::Serialize)]
 struct RawEcho(Blob, troupe::remote_api::WireReply);
 
-/// Rule 12 of `node/mod.rs` (regression: an ask answered before the asker's control
-/// connection was accepted had its reply dropped, `replies_dropped`, and timed out; seen as a
-/// flaky `remote_lifecycle` test). The asker here is a raw session under an address whose
-/// listener the test holds: it opens only its data connection and asks, so the answering node
-/// has no session back to it, not even one starting. The reply must wait for that session,
-/// which the node starts itself, and arrive on it.
+/// Rule 12 of `node/mod.rs` (regression: an ask read from a data connection before the
+/// asker's control connection was handled had its reply dropped, `replies_dropped`, and timed
+/// out; seen as a flaky `remote_lifecycle` test, 3 runs in 240). The asker here is a raw session
+/// under an address whose listener the test holds. It opens its data connection and asks
+/// before it opens its control connection, which is the order a busy node could see them in.
+/// The node must answer over the session back that the control connection starts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reply_to_an_asker_whose_control_connection_is_not_in_yet_waits_for_the_session_back() {
+async fn an_ask_read_before_the_askers_control_connection_is_answered_over_the_session_back() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use troupe_remote::frame::{kind, read_reply, write_frame, DataHeader, FrameBuf, HeaderExt, Target};
     use troupe_remote::handshake::{self, Identity};
@@ -146,6 +146,8 @@ async fn a_reply_to_an_asker_whose_control_connection_is_not_in_yet_waits_for_th
     })
     .unwrap();
     data.write_all(&out).await.unwrap();
+    let mut control = tokio::net::TcpStream::connect(b.addr()).await.unwrap();
+    handshake::dial(&mut control, &me, "control", 0, common::SECRET.as_bytes(), T).await.unwrap();
 
     // The node answers by dialling the asker: its control lane first, then the default lane,
     // which carries the reply. Connections are held until the end (a closed one is a node down).
@@ -166,7 +168,7 @@ async fn a_reply_to_an_asker_whose_control_connection_is_not_in_yet_waits_for_th
     assert_eq!(answer.0, 42, "the reply names the ask's handle");
     assert_eq!(answer.1, vec![9, 9], "and carries the echoed blob");
     assert_eq!(b.stats().replies_dropped, 0);
-    drop(held);
+    drop((held, control, data));
     b.shutdown();
 
     async fn read_until_reply(sock: &mut tokio::net::TcpStream, fb: &mut FrameBuf) -> (u64, Vec<u8>) {

@@ -34,6 +34,10 @@ pub(crate) fn start_background(inner: &Arc<NodeInner>, listener: TcpListener) {
     inner.tasks.lock().extend([a, m]);
 }
 
+/// Rule 12 of `node/mod.rs`: how long a data connection waits, before it is read, for the
+/// peer's control connection to start this node's session back.
+const SESSION_BACK_WAIT: Duration = Duration::from_secs(1);
+
 async fn accept_loop(weak: Weak<NodeInner>, listener: TcpListener) {
     loop {
         let accepted = listener.accept().await;
@@ -461,9 +465,14 @@ async fn inbound_conn(node: Arc<NodeInner>, sock: TcpStream, from: SocketAddr) {
         node.ensure_connected(&peer);
     }
     let ctx = InCtx { channel: acc.channel, lane: acc.lane, incarnation: acc.peer.incarnation, acks: Vec::new() };
+    let mut status = (!control).then(|| peer.status.subscribe());
     let reader = inbound_reader(Arc::downgrade(&node), peer.clone(), sock, fb, ctx, from);
     let task = tokio::spawn(async move {
         let _guard = guard; // released when the reader ends or is aborted
+        if let Some(status) = status.as_mut() {
+            // Rule 12 of `node/mod.rs`: the session back starts before this lane is read.
+            let _ = tokio::time::timeout(SESSION_BACK_WAIT, status.wait_for(|s| !matches!(s, Status::Down(_)))).await;
+        }
         reader.await;
     });
     peer.session.lock().tasks.push(task.abort_handle());

@@ -54,13 +54,15 @@
 //!     (`partial_frame_bytes`); a frame past the budget closes the session (`limit_closes`),
 //!     before any of its body is buffered. Before this, the 16 connections rule 9 allows one
 //!     peer could hold a nearly complete 16 MiB frame each, 256 MiB (246 MiB measured with 15).
-//! 12. A reply goes over this node's own session to the asker, which may not be up yet when
-//!     the ask arrives: the asker's data connection can be accepted, and its ask answered,
-//!     before its control connection (which starts our session back) is. While any connection
-//!     from the asker is live, a reply to it waits for that session (and starts it); only with
-//!     none (the asker's session is gone, its ask failed there) is it dropped
-//!     (`replies_dropped`). Before this, such a reply was dropped, and the ask timed out
-//!     (`tests/remote_messaging.rs`, the first reply before the session back).
+//! 12. Replies and refusals go over this node's own session to the asker, which the asker's
+//!     control connection starts when it is accepted. The asker dials that connection, and
+//!     finishes its handshake, before any data connection, but this node handles accepted
+//!     connections on separate tasks, so a data connection could be read, and its ask
+//!     answered, before the control connection's task had started the session back; the
+//!     reply was then dropped as if the asker were gone (`replies_dropped`) and the ask timed
+//!     out. So a data connection accepted while the peer is down waits, before it is read,
+//!     until the session back is starting or up, for at most 1 s (a peer that never opens a
+//!     control connection is then read as before). Test: `tests/remote_messaging.rs`.
 
 pub(crate) mod causal_wire;
 pub(crate) mod conn;

@@ -459,17 +459,10 @@ pub(crate) fn reply_through<R: RemoteMessage>(sink: ReplySink) -> ReplyTo<R> {
     ReplyTo::from_fn(move |r: R| {
         let peer = &sink.peer;
         if matches!(*peer.status.borrow(), Status::Down(_)) {
-            if peer.inbound.load(Ordering::Acquire) == 0 {
-                // The asker's session is gone and its ask failed there (rule 2 of
-                // `node/mod.rs`): nothing would ever take this reply out of the buffer.
-                peer.shared.stats.replies_dropped.fetch_add(1, Ordering::Relaxed);
-                return;
-            }
-            // Rule 12 of `node/mod.rs`: the asker is connected to us, but our own session to
-            // it, which carries the reply, is not up yet. The reply waits for it.
-            if let Some(node) = sink.node.upgrade() {
-                node.ensure_connected(peer);
-            }
+            // The asker's session is gone and its ask failed there (rule 2 of `node/mod.rs`):
+            // nothing would ever take this reply out of the buffer.
+            peer.shared.stats.replies_dropped.fetch_add(1, Ordering::Relaxed);
+            return;
         }
         let size = Size::of(&r);
         // Rule 10 of `node/mod.rs`: one relaxed load unless the node is near its budget.
