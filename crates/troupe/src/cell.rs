@@ -39,14 +39,58 @@
 //!     is polled again. An arrival at a `Handing` actor only enqueues. Waking a handed dormant
 //!     resumes that same activation where it stopped. A handed activation that stays idle for a
 //!     sweep period is woken once with the park request of rule 4, so it parks its state.
+//!
+//! # Who touches what
+//!
+//! | field | written | read | why that is enough |
+//! |---|---|---|---|
+//! | `id`, `home` | by `new` only | anywhere, no lock | never change |
+//! | `inner` (queue, dormant, waker, extra, status, exit, flags, cap, overflow) | under the lock | under the lock | every transition of rules 1-12 is one locked step on these |
+//! | `killed` | once, false to true, by `kill`, under the lock (`Release`) | under the lock by every transition that could let the actor wait, park or take more (`send`, `next_item`, `try_hibernate`, `park_handed`, `add_link`, `add_name`); without it (`Acquire`) by `is_killed`: the activation before each poll and each batched message, `is_alive` | it never goes back to false, and it is written under the lock, so a locked reader sees it exactly; an unlocked reader that misses it only runs until its next locked step, which sees it (and `kill` also wakes a waiting task): rule 6's "at its next poll" |
+//! | `sys_pending` | under the lock: set (`Release`) by `push_sys` with the system message queued, cleared (`Release`) by `next_item` when it takes the last one | without the lock (`Acquire`), only by `next_item` serving a batch | it only decides whether a batched message may be served without the lock; a stale `false` serves the batched message already racing the system message, a stale `true` costs one lock. Taking and emptying the system lane itself is under the lock (rule 5) |
+//! | `batched` | only by the activation, no lock (`Relaxed`) | by `mailbox_len` (`Relaxed`) | a count for reports and metrics, never a decision: a snapshot off by the message in flight is fine |
+//!
+//! The lock is `parking_lot`'s and the atomics `std`'s, through `crate::loom`, so the loom models
+//! below can swap them for loom's.
+//!
+//! # Loom models
+//!
+//! `cell/models.rs`, built only as this crate's unit tests with `--cfg troupe_loom` (run them
+//! with `scripts/loom.sh`), drives this file's real transitions (`send`, `next_item`,
+//! `try_hibernate`, `park_handed`, `push_sys`, `kill`, `sweep`, `die`, `wait_for_room`) from loom
+//! threads, and loom tries every interleaving of their locks and atomics (up to a preemption
+//! bound). Around them the models stand in for what is not this file's: the activation's loop
+//! (`spawn.rs`) reduced to its calls on the cell; a carrier by the hand-off decision passed to
+//! `next_item_with` (the scheduler's thread-locals are not modelled) and the `park_handed` it
+//! makes after the poll; the sweeper's thread by a model thread calling `sweep` (in these builds
+//! `sweeper::register` keeps nothing); and an activation's spawn by a dormant that resumes the
+//! model's actor thread. Each model, and the rules it checks:
+//!
+//! | model | rules | the race |
+//! |---|---|---|
+//! | `a_send_wakes_a_waiting_task` | 2, 3 | two sends against a task going to wait |
+//! | `a_send_activates_a_parking_actor` | 2, 3 | a send against a fresh activation parking its state |
+//! | `a_park_request_races_a_send` | 2, 3, 4 | the sweeper's park request against a send and the task waiting |
+//! | `a_kill_races_a_send_and_a_wait` | 3, 6, 7 | a kill against a send and the task waiting |
+//! | `a_kill_races_a_park` | 3, 6, 7 | a kill against the state being parked |
+//! | `a_send_races_a_hand_off` | 2, 12 | a send against a hand-off and its `park_handed` |
+//! | `a_kill_races_a_hand_off` | 6, 7, 12 | a kill against a hand-off and its `park_handed` |
+//! | `a_handed_activation_swept_races_a_send` | 4, 12 | the sweeper waking a handed activation to park, against a send |
+//! | `a_drain_races_a_send` | 7, 11 | a drain request against a send: queued before it means handled |
+//! | `a_blocked_sender_is_woken_by_the_take` | 2, `mailbox.rs` 3 | a full bounded mailbox's `send_wait` against the take that frees room |
+//! | `a_system_message_overtakes_a_batch` | 5 | a system message against an activation serving a batch without the lock |
+//!
+//! A lost wake-up shows as a loom deadlock (the model's actor, or sender, waits for ever); a
+//! message stranded, a death missed or doubled, as a failed assertion.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Weak};
 use std::task::{Context, Poll, Waker};
 
-use parking_lot::Mutex;
 use tokio::sync::oneshot;
+
+use crate::loom::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use crate::loom::sync::Mutex;
 
 use crate::any_ref::{AnyRef, Process};
 use crate::error::{SendError, SendErrorKind};
@@ -124,6 +168,7 @@ fn open<M>(env: Envelope<M>) -> M {
 }
 
 /// What the activation loop gets from the mailbox.
+#[must_use = "an item taken from the mailbox must be handled"]
 pub(crate) enum Item<M> {
     Msg(Envelope<M>),
     Sys(Sys),
@@ -259,6 +304,7 @@ impl<M> Inner<M> {
     }
 
     /// Rule 2: what an arrival must do to get the message handled.
+    #[must_use = "the wake must be run (after the lock is released), or the message is stranded"]
     fn wake(&mut self) -> Wake<M> {
         match self.status {
             Status::Idle => match self.dormant.take() {
@@ -280,6 +326,7 @@ impl<M> Inner<M> {
 }
 
 /// What an arrival does to the receiving actor (rule 2), carried out after the lock is released.
+#[must_use = "a wake must be run, or the actor it should start stays waiting or idle with work queued"]
 pub(crate) enum Wake<M> {
     Nothing,
     Task(Waker),
@@ -388,6 +435,7 @@ impl<M: Send + 'static> Cell<M> {
 
     /// Why a send would be refused right now, if it would (a snapshot: an adapter checks it
     /// before transforming its message, so the refusal can still hand the message back).
+    #[must_use]
     pub(crate) fn refusal(&self) -> Option<SendErrorKind> {
         let g = self.inner.lock();
         if g.status == Status::Dead || g.flag(F_CLOSING) || self.is_killed() {
@@ -399,6 +447,7 @@ impl<M: Send + 'static> Cell<M> {
 
     /// Registers a blocked `send_wait` caller; returns false when there is room (or the actor is
     /// dead) so the caller should retry at once.
+    #[must_use = "false means there is room already: the caller must retry, or it waits for a wake that never comes"]
     pub(crate) fn wait_for_room(&self, waker: &Waker) -> bool {
         let mut g = self.inner.lock();
         let full = g.status != Status::Dead && g.config().capacity().is_some_and(|c| g.queue.len() >= c);
@@ -418,10 +467,26 @@ impl<M: Send + 'static> Cell<M> {
     /// When nothing is there: without `cx` the answer is `Ready(Empty)`; with `cx` the task
     /// waits (status `Waiting`, its waker stored) and the answer is `Pending`, unless the
     /// sweeper asked it to park (rule 4), which answers `Ready(Empty)`.
+    #[must_use = "the item must be handled, and `Pending` means the task now waits or hands off"]
     pub(crate) fn next_item(
         self: &Arc<Self>,
         batch: &mut VecDeque<Envelope<M>>,
         cx: Option<&Context<'_>>,
+    ) -> Poll<Item<M>> {
+        self.next_item_with(batch, cx, crate::sched::hand_off)
+    }
+
+    /// [`Cell::next_item`] with the carrier's hand-off decision (`sched::hand_off`, given
+    /// whether this actor's hand-offs may form chains) passed in: the loom models decide it
+    /// themselves, as the scheduler's thread-locals are not modelled. Inlined always, so the
+    /// runtime's `next_item` is this body with `sched::hand_off` called in place.
+    #[inline(always)]
+    #[must_use = "the item must be handled, and `Pending` means the task now waits or hands off"]
+    fn next_item_with(
+        self: &Arc<Self>,
+        batch: &mut VecDeque<Envelope<M>>,
+        cx: Option<&Context<'_>>,
+        hand_off: impl FnOnce(bool) -> bool,
     ) -> Poll<Item<M>> {
         if !batch.is_empty() {
             if self.is_killed() {
@@ -474,7 +539,7 @@ impl<M: Send + 'static> Cell<M> {
             g.set_flag(F_PARK, false);
             return Poll::Ready(Item::Empty);
         }
-        if crate::sched::hand_off(!g.flag(F_NO_CHAINS)) {
+        if hand_off(!g.flag(F_NO_CHAINS)) {
             // Rule 12: the carrier parks this activation once this poll returns.
             g.status = Status::Handing;
         } else {
@@ -500,6 +565,7 @@ impl<M: Send + 'static> Cell<M> {
     }
 
     /// Rule 3: parks the state unless something arrived or a kill is pending.
+    #[must_use = "an `Err` hands the state back: the activation must go on with it"]
     pub(crate) fn try_hibernate<D: Dormant<M> + 'static>(&self, state: Box<D>) -> Result<(), Box<D>> {
         let mut g = self.inner.lock();
         if self.is_killed() || !g.queue.is_empty() || g.has_sys() {
@@ -513,6 +579,7 @@ impl<M: Send + 'static> Cell<M> {
 
     /// Rule 12: parks a handed-off activation, unless something arrived or a kill is pending
     /// since it chose to hand off; then it is given back, `Running`, to be polled again.
+    #[must_use = "an `Err` hands the activation back, `Running`: the carrier must poll it again"]
     pub(crate) fn park_handed<D: Dormant<M> + 'static>(&self, activation: Box<D>) -> Result<(), Box<D>> {
         let mut g = self.inner.lock();
         if g.status != Status::Handing || self.is_killed() || !g.queue.is_empty() || g.has_sys() {
@@ -811,13 +878,16 @@ impl<M: Send + 'static> Process for Cell<M> {
     }
 }
 
+#[cfg(all(test, troupe_loom))]
+mod models;
+
 #[cfg(test)]
 mod tests {
     /// The cell of an idle actor stays 112 bytes (128 with the `Arc`'s counts, the
     /// allocator's 128-byte class): new per-actor fields must fit in its padding or go in
     /// `Extra` (allocated on first use).
     #[test]
-    #[cfg(target_pointer_width = "64")]
+    #[cfg(all(target_pointer_width = "64", not(troupe_loom)))]
     fn the_cell_stays_small() {
         assert_eq!(std::mem::size_of::<super::Cell<()>>(), 112);
     }

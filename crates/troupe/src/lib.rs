@@ -50,6 +50,7 @@ mod exit;
 mod id;
 mod keyed;
 pub mod lifecycle;
+mod loom;
 mod mailbox;
 pub mod pool;
 mod precise;

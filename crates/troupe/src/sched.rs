@@ -271,6 +271,7 @@ pub(crate) fn schedule(home: &Arc<Handle>, activation: Activation) {
 /// wait: it runs in a carrier whose slot holds another activation, or (when `chains`: its cell
 /// is not marked, rule 8) it has just made a chain step. When true, the caller has marked its
 /// cell `Handing` and must return `Pending` at once; the carrier parks it after the poll.
+#[must_use = "true means the caller must mark its cell `Handing` and return `Pending` at once"]
 pub(crate) fn hand_off(chains: bool) -> bool {
     let left = BUDGET.get();
     let step = WOKE.replace(0) == 1 && MARK.replace(left).saturating_sub(left) == 1;
