@@ -316,14 +316,13 @@ fn a_send_activates_a_parking_actor() {
     });
 }
 
-/// Rules 2, 3 and 4: the sweeper asks a waiting task to park while a message arrives and the
-/// task goes to wait: the message is taken, whether the task parked first or not.
-#[test]
-fn a_park_request_races_a_send() {
-    check(PREEMPTIONS, || {
+/// The sweeper asks `plan`'s actor to park while a message arrives: the message is taken,
+/// whether the actor parked first or not.
+fn a_sweep_races_a_send(plan: Plan) {
+    check(PREEMPTIONS, move || {
         let cell = new_cell(MailboxConfig::unbounded());
         let watcher = watch(&cell);
-        let (actor, _) = spawn_actor(&cell, Plan { until: 1, ..WAITING });
+        let (actor, _) = spawn_actor(&cell, Plan { until: 1, ..plan });
         let sweeper = {
             let cell = cell.clone();
             thread::spawn(move || {
@@ -335,6 +334,13 @@ fn a_park_request_races_a_send() {
         assert_eq!(actor.join().unwrap().msgs, [7]);
         assert_dead(&cell, watcher, ExitReason::Normal);
     });
+}
+
+/// Rules 2, 3 and 4: the sweeper asks a waiting task to park while a message arrives and the
+/// task goes to wait.
+#[test]
+fn a_park_request_races_a_send() {
+    a_sweep_races_a_send(WAITING);
 }
 
 /// Rules 3, 6 and 7: a kill against a send and a task going to wait: the task stops (it is
@@ -415,21 +421,7 @@ fn a_kill_races_a_hand_off() {
 /// arrives: the activation takes the message, or parks its state and the send activates it.
 #[test]
 fn a_handed_activation_swept_races_a_send() {
-    check(PREEMPTIONS, || {
-        let cell = new_cell(MailboxConfig::unbounded());
-        let watcher = watch(&cell);
-        let (actor, _) = spawn_actor(&cell, Plan { until: 1, ..HANDING });
-        let sweeper = {
-            let cell = cell.clone();
-            thread::spawn(move || {
-                let _ = cell.sweep();
-            })
-        };
-        cell.send(7).expect("alive");
-        sweeper.join().unwrap();
-        assert_eq!(actor.join().unwrap().msgs, [7]);
-        assert_dead(&cell, watcher, ExitReason::Normal);
-    });
+    a_sweep_races_a_send(HANDING);
 }
 
 /// Rules 7 and 11: a drain request against a send: a message accepted was queued before the
