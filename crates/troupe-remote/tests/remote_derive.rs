@@ -316,6 +316,7 @@ async fn a_refusal_made_before_the_session_back_is_up_is_still_typed() {
     let new = a.remote_ref::<NewEcho>(&b.addr(), "echo");
     let ask =
         tokio::spawn(async move { new.ask(|reply| NewEcho(Blob(vec![1]), reply), Duration::from_secs(30)).await });
+    // A node publishes no event for a refusal it makes, so its counter is polled, bounded by T.
     let deadline = std::time::Instant::now() + T;
     while b.stats().refused_in == 0 {
         assert!(std::time::Instant::now() < deadline, "b never refused the ask");

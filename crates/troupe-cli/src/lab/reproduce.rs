@@ -13,6 +13,7 @@ use troupe_lab::manifest::Manifest;
 use troupe_lab::registry::Registry;
 use troupe_lab::report::grid::sweep_runs;
 use troupe_lab::report::html::{escape, link, Page};
+use troupe_lab::report::page::csv_text;
 use troupe_lab::study::{self, Cell, Figure, LoadedStudy};
 use troupe_lab::{compare, sweep, Error, ErrorKind};
 use troupe_lab_workloads::studies;
@@ -182,19 +183,11 @@ fn cells(dir: &Path) -> Vec<Cell> {
         .collect()
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
 /// Writes `figures.csv` and `report.html` into `out`; the number of statements.
 fn write_outputs(s: &LoadedStudy, figs: &[&Figure], profile: &str, out: &Path) -> anyhow::Result<usize> {
     std::fs::create_dir_all(out).map_err(|e| Error::io(out, e))?;
     let st = &s.study;
-    let mut csv = String::from("study,figure,statement,seed_value,measured_value,verdict\n");
+    let mut csv_rows = Vec::new();
     let mut page = Page::new(&format!("{}: {} (seed {}), profile {profile}", st.study, st.title, st.seed));
     page.p(&format!("Source: {}", st.source));
     page.p(&format!(
@@ -227,16 +220,14 @@ fn write_outputs(s: &LoadedStudy, figs: &[&Figure], profile: &str, out: &Path) -
             } else {
                 study::Verdict { word: "not run", measured: String::new() }
             };
-            let _ = writeln!(
-                csv,
-                "{},{},{},{},{},{}",
-                csv_field(&st.study),
-                csv_field(&fig.id),
-                csv_field(&stmt.text),
-                csv_field(&stmt.seed_value),
-                csv_field(&v.measured),
-                v.word
-            );
+            csv_rows.push(vec![
+                st.study.clone(),
+                fig.id.clone(),
+                stmt.text.clone(),
+                stmt.seed_value.clone(),
+                v.measured.clone(),
+                v.word.to_string(),
+            ]);
             rows.push(vec![stmt.text.clone(), stmt.seed_value.clone(), v.measured, v.word.to_string()]);
             n += 1;
         }
@@ -244,6 +235,8 @@ fn write_outputs(s: &LoadedStudy, figs: &[&Figure], profile: &str, out: &Path) -
             page.table(&["statement", "seed", "measured", "verdict"], &rows);
         }
     }
+    let header = ["study", "figure", "statement", "seed_value", "measured_value", "verdict"];
+    let csv = csv_text(&header, csv_rows)?;
     let path = out.join("figures.csv");
     std::fs::write(&path, csv).map_err(|e| Error::io(&path, e))?;
     let path = out.join("report.html");

@@ -476,8 +476,7 @@ impl Driver {
         };
         if hops.is_empty() && from.is_none() {
             if let Body::Unicast { to, .. } = &env.body {
-                let to = to.clone();
-                self.unroutable(&to, &env.id.0.clone());
+                self.unroutable(to, &env.id.0);
             }
         }
         let next = Envelope { hops: env.hops + 1, ..env };
@@ -498,7 +497,7 @@ impl Driver {
             Body::Unicast { to, .. } => match service.lock().next_hop(to) {
                 Some(h) => vec![h],
                 None if from.is_some() => {
-                    self.unroutable(&to.clone(), &env.id.0.clone());
+                    self.unroutable(to, &env.id.0);
                     Vec::new()
                 }
                 None => Vec::new(),
