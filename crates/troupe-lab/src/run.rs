@@ -406,14 +406,21 @@ pub fn execute(req: &RunRequest, mut p: Prepared, stop: &Stop) -> Result<Execute
     // The runtime's metrics are read on the lab's loopback, which a child in a namespace is not
     // on (rule 5 of crate::meter::sampler).
     let observe = net.is_none();
-    let ending =
-        match crate::meter::sampler::run_child(&spec, window + req.deadline_slack, stop, &dir, &req.config, observe) {
-            Ok(e) => e,
-            Err(e) => {
-                finish_failed(manifest, &dir, e.to_string(), stop.is_set())?;
-                return Err(e);
-            }
-        };
+    let ending = match crate::meter::sampler::run_child(
+        &spec,
+        window + req.deadline_slack,
+        stop,
+        &dir,
+        &req.config,
+        observe,
+        Some(&raw_events),
+    ) {
+        Ok(e) => e,
+        Err(e) => {
+            finish_failed(manifest, &dir, e.to_string(), stop.is_set())?;
+            return Err(e);
+        }
+    };
     let mut failure = ending.failure();
     manifest.interrupted = matches!(ending, Ending::Interrupted);
     // The layer's counters are read and its namespaces removed once the program has ended.

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use troupe_lab::meter::energy::{append_energy_events, energy_over, value_at};
-use troupe_lab::meter::procfs::{host_busy_ms, parse_stat, tree_usage};
+use troupe_lab::meter::procfs::{host_busy_ms, parse_stat, tree_usage, TreeTracker};
 use troupe_lab::meter::rapl::{self, increment, Powercap};
 use troupe_lab::meter::sampler::{read_samples, Sample, Sampler, SamplerOptions};
 use troupe_lab::meter::{choose, perf, probe, Counter, MeterError, ProbePaths, Source};
@@ -299,6 +299,7 @@ fn the_sampler_follows_a_real_child_tree() {
         counter: None,
         spawned_us: Some(troupe_lab::events::writer::now_us()),
         scrape: None,
+        work_events: None,
     })
     .unwrap();
     // Wait (bounded) until the samples show the grandchild's CPU time.
@@ -321,4 +322,84 @@ fn the_sampler_follows_a_real_child_tree() {
     assert!(last.last, "the last sample is marked");
     assert!(last.cpu_ms >= 100.0, "the spinning grandchild's CPU time is counted: {last:?}");
     assert!(last.energy_uj.is_none(), "no RAPL here: no energy figure in the samples");
+}
+
+/// Writes a fake `/proc/<pid>/stat` for each of `procs` and removes every other pid's folder.
+fn fake_procs(root: &Path, procs: &[(u32, u32, u64, u64, u64, u64, u64)]) {
+    for e in std::fs::read_dir(root).unwrap().flatten() {
+        std::fs::remove_dir_all(e.path()).unwrap();
+    }
+    for &p in procs {
+        let d = root.join(p.0.to_string());
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join("stat"), stat_line("x", p)).unwrap();
+    }
+}
+
+#[test]
+fn the_tracked_tree_keeps_the_time_of_processes_that_left_it() {
+    let t = tempfile::tempdir().unwrap();
+    let mut tr = TreeTracker::default();
+    let read = |tr: &mut TreeTracker| tr.read(t.path(), 10, 100.0, 4096).unwrap();
+    // The root, a child and a grandchild: (100 + 30 + 10) ticks of 10 ms.
+    fake_procs(t.path(), &[(10, 1, 100, 0, 0, 0, 1), (11, 10, 30, 0, 0, 0, 1), (12, 11, 10, 0, 0, 0, 1)]);
+    assert_eq!((read(&mut tr).cpu_ms, read(&mut tr).procs), (1400.0, 3));
+    // The grandchild ends at 15 ticks and its parent reaps it: the parent's reaped time shows
+    // all 15, of which 10 were counted already; the parent itself ran 10 more.
+    fake_procs(t.path(), &[(10, 1, 100, 0, 0, 0, 1), (11, 10, 40, 0, 15, 0, 1)]);
+    let u = read(&mut tr);
+    assert_eq!((u.cpu_ms, u.procs), (1550.0, 2), "nothing counted twice, the tail counted once");
+    // A grandchild the tree reads, then its parent exits (reaped by the root, 42 ticks in all)
+    // and the grandchild is orphaned: it leaves the tree and what it was counted with stays in
+    // the sum, where a plain sum over the live tree drops it.
+    fake_procs(t.path(), &[(10, 1, 100, 0, 0, 0, 1), (11, 10, 40, 0, 15, 0, 1), (13, 11, 20, 0, 0, 0, 1)]);
+    assert_eq!(read(&mut tr).cpu_ms, 1750.0);
+    fake_procs(t.path(), &[(10, 1, 100, 0, 42 + 15, 0, 1), (13, 1, 25, 0, 0, 0, 1)]);
+    assert_eq!(read(&mut tr).cpu_ms, 1770.0, "the child's 2-tick tail, through the root's reaped time");
+    assert_eq!(tree_usage(t.path(), 10, 100.0, 4096).unwrap().cpu_ms, 1570.0);
+    // A child the tree never saw, reaped by the root, is counted through the root's reaped time.
+    fake_procs(t.path(), &[(10, 1, 100, 0, 57 + 7, 0, 1)]);
+    assert_eq!(read(&mut tr).cpu_ms, 1840.0);
+    // A pid used again by a new process (another start time) is a new process.
+    let mut again = stat_line("x", (11, 10, 3, 0, 0, 0, 1));
+    again = again.replace(" 100 1000000 ", " 900 1000000 ");
+    fake_procs(t.path(), &[(10, 1, 100, 0, 64, 0, 1)]);
+    std::fs::create_dir_all(t.path().join("11")).unwrap();
+    std::fs::write(t.path().join("11/stat"), again).unwrap();
+    assert_eq!(read(&mut tr).cpu_ms, 1870.0);
+    fake_procs(t.path(), &[]);
+    assert!(tr.read(t.path(), 10, 100.0, 4096).is_none());
+    assert_eq!(tr.cpu_ms(), 1870.0, "the sum outlives the tree");
+}
+
+#[test]
+fn the_sampler_reads_right_after_each_work_line() {
+    let t = tempfile::tempdir().unwrap();
+    let out = t.path().join("resources.jsonl");
+    let events = t.path().join("events.jsonl");
+    // A program that ends a repetition, lives on for a while, and exits. The sampler's interval
+    // is far longer than the program, so only the work line can bring a reading in between.
+    let script = format!(
+        "echo '{{\"ev\":\"run_started\"}}' > {e}; sleep 0.2; echo '{{\"ev\": \"work\", \"rep\": 0}}' >> {e}; sleep 2",
+        e = events.display()
+    );
+    let mut child = std::process::Command::new("sh").args(["-c", &script]).spawn().unwrap();
+    let s = Sampler::start(SamplerOptions {
+        pid: child.id(),
+        interval: Duration::from_secs(600),
+        proc_root: "/proc".into(),
+        out: out.clone(),
+        counter: None,
+        spawned_us: Some(troupe_lab::events::writer::now_us()),
+        scrape: None,
+        work_events: Some(events.clone()),
+    })
+    .unwrap();
+    child.wait().unwrap();
+    s.finish().unwrap();
+    let got = read_samples(&out).unwrap();
+    let work: Vec<&Sample> = got.iter().filter(|s| s.work).collect();
+    assert_eq!(work.len(), 1, "one reading for the one work line: {got:?}");
+    assert!(work[0].procs >= 1, "taken while the program still lived: {got:?}");
+    assert_eq!(got.len(), 4, "the zero line, the first reading, the work reading, the last: {got:?}");
 }

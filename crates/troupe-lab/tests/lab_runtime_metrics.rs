@@ -75,6 +75,7 @@ fn sample_with(scrape: Option<SocketAddr>, enough: impl Fn(&[Sample]) -> bool) -
         counter: None,
         spawned_us: Some(troupe_lab::events::writer::now_us()),
         scrape,
+        work_events: None,
     })
     .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);

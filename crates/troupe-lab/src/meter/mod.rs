@@ -26,6 +26,7 @@ pub mod procfs;
 pub mod prom;
 pub mod rapl;
 pub mod sampler;
+pub mod watch;
 
 use std::path::PathBuf;
 

@@ -12,6 +12,19 @@
 //! 3. RSS of the tree = the sum of each process's resident pages times the page size.
 //! 4. Host busy time = the `cpu` line of `/proc/stat` less idle, iowait and steal, in ms.
 //! 5. Every function takes the `/proc` folder as an argument, so tests read a fake one.
+//! 6. Across readings ([`TreeTracker`]) the tree's CPU time is a running sum of what each
+//!    process (known by pid and start time) gained since it was last read: its own time's
+//!    growth, plus its reaped children's time's growth less what its children that vanished
+//!    had already been counted with (carried until the parent's reaped time shows them). A
+//!    process that leaves the tree keeps what it was counted with, so the sum never drops
+//!    when a descendant that nobody in the tree waits for exits (a detached helper, a far
+//!    node whose parent went first); only its CPU time since its last reading is lost. A
+//!    parent that vanishes drops its children's credit: a child whose parent exits is most
+//!    often orphaned (reaped outside the tree), so its parent's parent never sees its time.
+//!    The rarer case, a parent that reaps a child already read and exits within one interval,
+//!    counts that child's read time twice.
+//!    Reading a parent before its children (pid order) keeps a child reaped mid-pass from
+//!    being counted twice; a pid that wrapped around can break that order once.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -51,6 +64,8 @@ pub struct ProcStat {
     pub child_ticks: u64,
     /// Resident pages.
     pub rss_pages: u64,
+    /// Start time after boot, in clock ticks (with the pid, it names the process).
+    pub start: u64,
 }
 
 /// Parses `/proc/<pid>/stat` (the command name may hold spaces and parentheses: fields are
@@ -66,6 +81,7 @@ pub fn parse_stat(text: &str) -> Option<ProcStat> {
         own_ticks: n(11)? + n(12)?,
         child_ticks: n(13)? + n(14)?,
         rss_pages: n(21)?,
+        start: n(19).unwrap_or(0),
     })
 }
 
@@ -93,6 +109,25 @@ pub fn all_stats(proc_root: &Path) -> Vec<ProcStat> {
 
 /// The usage of `root` and its descendants (rules 1-3); `None` when `root` is gone.
 pub fn tree_usage(proc_root: &Path, root: u32, ticks_per_s: f64, page: u64) -> Option<TreeUsage> {
+    let members = tree_members(proc_root, root, ticks_per_s)?;
+    let mut usage = TreeUsage::default();
+    for m in &members {
+        usage.cpu_ms += m.own_ms + m.child_ms;
+        usage.rss_bytes += m.stat.rss_pages * page;
+        usage.procs += 1;
+    }
+    Some(usage)
+}
+
+/// One live process of a tree, its times in ms (rule 2).
+struct Member {
+    stat: ProcStat,
+    own_ms: f64,
+    child_ms: f64,
+}
+
+/// The live processes of `root`'s tree in pid order (rule 1); `None` when `root` is gone.
+fn tree_members(proc_root: &Path, root: u32, ticks_per_s: f64) -> Option<Vec<Member>> {
     let stats = all_stats(proc_root);
     let by_pid: HashMap<u32, &ProcStat> = stats.iter().map(|s| (s.pid, s)).collect();
     by_pid.get(&root)?;
@@ -100,25 +135,91 @@ pub fn tree_usage(proc_root: &Path, root: u32, ticks_per_s: f64, page: u64) -> O
     for s in &stats {
         children.entry(s.ppid).or_default().push(s.pid);
     }
-    let mut usage = TreeUsage::default();
+    let mut members = Vec::new();
     let mut todo = vec![root];
     let tick_ms = 1000.0 / ticks_per_s;
     // Bounded: each pid is visited once (a pid is its parent's child exactly once).
     while let Some(pid) = todo.pop() {
         if let Some(s) = by_pid.get(&pid) {
-            let own = (s.own_ticks as f64 * tick_ms).max(threads_run_ms(proc_root, pid).unwrap_or(0.0));
-            usage.cpu_ms += own + s.child_ticks as f64 * tick_ms;
-            usage.rss_bytes += s.rss_pages * page;
-            usage.procs += 1;
+            let own_ms = (s.own_ticks as f64 * tick_ms).max(threads_run_ms(proc_root, pid).unwrap_or(0.0));
+            members.push(Member { stat: **s, own_ms, child_ms: s.child_ticks as f64 * tick_ms });
         }
         if let Some(c) = children.get(&pid) {
             todo.extend(c.iter().copied().filter(|&c| c != pid));
         }
-        if usage.procs as usize > stats.len() {
+        if members.len() > stats.len() {
             break;
         }
     }
-    Some(usage)
+    members.sort_by_key(|m| m.stat.pid);
+    Some(members)
+}
+
+/// What the tracker last read of one process.
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    ppid: u32,
+    own_ms: f64,
+    child_ms: f64,
+}
+
+/// Follows a tree across readings (rule 6), so its CPU time never loses what a process that
+/// left it had used.
+///
+/// ```
+/// use troupe_lab::meter::procfs::TreeTracker;
+/// let mut t = TreeTracker::default();
+/// assert!(t.read("/nonexistent".as_ref(), 1, 100.0, 4096).is_none());
+/// assert_eq!(t.cpu_ms(), 0.0);
+/// ```
+#[derive(Debug, Default)]
+pub struct TreeTracker {
+    seen: HashMap<(u32, u64), Seen>,
+    /// Per parent pid: the time its vanished children were counted with, not yet seen in its
+    /// reaped time.
+    credit: HashMap<u32, f64>,
+    cpu_ms: f64,
+}
+
+impl TreeTracker {
+    /// The tree's CPU time so far (rule 6), ms.
+    pub fn cpu_ms(&self) -> f64 {
+        self.cpu_ms
+    }
+
+    /// Reads the tree once; its usage with `cpu_ms` the running sum (rule 6). `None` when
+    /// `root` is gone (the sum is kept).
+    pub fn read(&mut self, proc_root: &Path, root: u32, ticks_per_s: f64, page: u64) -> Option<TreeUsage> {
+        let members = tree_members(proc_root, root, ticks_per_s)?;
+        let live: std::collections::HashSet<(u32, u64)> = members.iter().map(|m| (m.stat.pid, m.stat.start)).collect();
+        let gone: Vec<(u32, u64)> = self.seen.keys().filter(|k| !live.contains(k)).copied().collect();
+        for k in gone {
+            if let Some(s) = self.seen.remove(&k) {
+                *self.credit.entry(s.ppid).or_default() += s.own_ms + s.child_ms;
+            }
+        }
+        let mut usage = TreeUsage::default();
+        for m in &members {
+            let key = (m.stat.pid, m.stat.start);
+            let prev = self.seen.get(&key).copied();
+            let (own0, child0) = prev.map_or((0.0, 0.0), |p| (p.own_ms, p.child_ms));
+            let grew_child = (m.child_ms - child0).max(0.0);
+            let credit = self.credit.get(&m.stat.pid).copied().unwrap_or(0.0);
+            let used = credit.min(grew_child);
+            if used > 0.0 {
+                self.credit.insert(m.stat.pid, credit - used);
+            }
+            self.cpu_ms += (m.own_ms - own0).max(0.0) + (grew_child - used);
+            self.seen
+                .insert(key, Seen { ppid: m.stat.ppid, own_ms: own0.max(m.own_ms), child_ms: child0.max(m.child_ms) });
+            usage.rss_bytes += m.stat.rss_pages * page;
+            usage.procs += 1;
+        }
+        // A parent that is gone takes its credit with it: nothing can show those children now.
+        self.credit.retain(|pid, c| *c > 0.0 && members.iter().any(|m| m.stat.pid == *pid));
+        usage.cpu_ms = self.cpu_ms;
+        Some(usage)
+    }
 }
 
 /// The run time of a process's live threads from their `schedstat` (first field, ns), in ms;

@@ -29,6 +29,12 @@
 //!    `runtime` key; a scrape that fails otherwise never fails the run: the sample says why in
 //!    `runtime_scrape_error`, and `runtime_scrape_errors` counts the failures so far (the last
 //!    sample holds the run's total).
+//! 6. Given the run's events file, the sampler also reads the tree within about
+//!    [`WATCH_STEP`] of every `work` line the program appends ([`super::watch`]), marked
+//!    `"work": true` and not scraped: the end of each repetition then has a reading while its
+//!    processes still live, however short the repetition and however soon the program exits
+//!    after it (a far node stopped right after the last repetition took its CPU time with it).
+//!    The tree's CPU time across readings follows rule 6 of [`super::procfs`].
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -36,7 +42,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -49,6 +55,9 @@ use crate::events::writer::now_us;
 
 /// The sampling interval of workloads without a `sample_ms` key.
 pub const DEFAULT_SAMPLE_MS: u64 = 500;
+
+/// How often the sampler looks for new `work` lines (rule 6).
+pub const WATCH_STEP: Duration = Duration::from_millis(5);
 
 /// The file the samples go to, in the run folder.
 pub const FILE: &str = "resources.jsonl";
@@ -79,6 +88,9 @@ pub struct Sample {
     /// The sample taken after the child was reaped.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub last: bool,
+    /// A reading taken because the program had just written a `work` line (rule 6).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub work: bool,
     /// The runtime's `troupe_*` series read at this sample (rule 5): a number, or `"NaN"`,
     /// `"+Inf"`, `"-Inf"`; absent when nothing served them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -114,6 +126,8 @@ pub struct SamplerOptions {
     pub spawned_us: Option<i64>,
     /// Where the child serves its metrics (rule 5), when it was told to.
     pub scrape: Option<SocketAddr>,
+    /// The run's events file, watched for `work` lines (rule 6).
+    pub work_events: Option<PathBuf>,
 }
 
 /// What the sampler thread hands back when stopped: the tree's CPU ms, the failed scrapes,
@@ -131,7 +145,7 @@ pub struct Sampler {
 struct State {
     ticks: f64,
     page: u64,
-    cpu_ms: f64,
+    tree: procfs::TreeTracker,
     scrape: Option<SocketAddr>,
     scrape_errors: u64,
 }
@@ -182,7 +196,7 @@ impl Sampler {
         let mut st = State {
             ticks: procfs::clock_ticks(),
             page: procfs::page_size(),
-            cpu_ms: 0.0,
+            tree: procfs::TreeTracker::default(),
             scrape: opts.scrape,
             scrape_errors: 0,
         };
@@ -196,33 +210,48 @@ impl Sampler {
             write_line(&mut file, &zero).map_err(|e| Error::other(format!("{}: {e}", opts.out.display())))?;
         }
         let (pid, root) = (opts.pid, opts.proc_root);
-        let take = move |st: &mut State, pc: &mut Option<Counter>, file: &mut std::fs::File| {
-            let Some(u) = procfs::tree_usage(&root, pid, st.ticks, st.page) else { return Ok(()) };
-            st.cpu_ms = st.cpu_ms.max(u.cpu_ms);
+        let take = move |st: &mut State, pc: &mut Option<Counter>, file: &mut std::fs::File, work: bool| {
+            let Some(u) = st.tree.read(&root, pid, st.ticks, st.page) else { return Ok(()) };
             let (energy_uj, error) = energy(pc);
             let mut s = Sample {
                 ts_us: now_us(),
-                cpu_ms: st.cpu_ms,
+                cpu_ms: u.cpu_ms,
                 rss_bytes: u.rss_bytes,
                 procs: u.procs,
                 host_busy_ms: host_busy(st.ticks),
                 energy_uj,
                 error,
+                work,
                 ..Sample::default()
             };
-            st.scrape_into(&mut s);
+            if !work {
+                st.scrape_into(&mut s);
+            }
             write_line(file, &s)
         };
-        take(&mut st, &mut pc, &mut file).map_err(|e| Error::other(format!("{}: {e}", opts.out.display())))?;
+        take(&mut st, &mut pc, &mut file, false).map_err(|e| Error::other(format!("{}: {e}", opts.out.display())))?;
         let (tx, rx) = mpsc::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("lab-sampler".into())
             .spawn(move || {
+                let mut watch = opts.work_events.map(super::watch::WorkWatch::new);
+                let mut next = Instant::now() + opts.interval;
                 // Bounded by the stop message, sent when the child has ended.
-                while let Err(mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(opts.interval) {
-                    take(&mut st, &mut pc, &mut file)?;
+                loop {
+                    let until_next = next.saturating_duration_since(Instant::now());
+                    let wait = if watch.is_some() { until_next.min(WATCH_STEP) } else { until_next };
+                    if !matches!(rx.recv_timeout(wait), Err(mpsc::RecvTimeoutError::Timeout)) {
+                        break;
+                    }
+                    if watch.as_mut().is_some_and(|w| w.poll()) {
+                        take(&mut st, &mut pc, &mut file, true)?;
+                    }
+                    if Instant::now() >= next {
+                        take(&mut st, &mut pc, &mut file, false)?;
+                        next = Instant::now() + opts.interval;
+                    }
                 }
-                Ok((st.cpu_ms, st.scrape_errors, pc))
+                Ok((st.tree.cpu_ms(), st.scrape_errors, pc))
             })
             .map_err(|e| Error::other(format!("cannot start the sampler thread: {e}")))?;
         Ok(Sampler { stop: tx, thread, out: opts.out, rusage0 })
@@ -306,6 +335,8 @@ pub fn free_loopback_addr() -> Option<SocketAddr> {
 /// With `observe` the child also gets [`prom::ENV_LISTEN`] and the sampler reads what it
 /// serves there (rule 5), unless the lab runs with [`prom::ENV_SWITCH`]`=off`; the caller
 /// leaves it off when the child cannot be reached on the lab's loopback (a network namespace).
+/// With `work_events` (the run's events file) the sampler also reads after each `work` line
+/// (rule 6).
 pub fn run_child(
     spec: &ChildSpec,
     deadline: Duration,
@@ -313,6 +344,7 @@ pub fn run_child(
     dir: &Path,
     cfg: &Config,
     observe: bool,
+    work_events: Option<&Path>,
 ) -> Result<Ending> {
     let (interval, asked, watts) = settings(cfg);
     let scrape = if observe && prom::wanted() { free_loopback_addr() } else { None };
@@ -344,6 +376,7 @@ pub fn run_child(
             out: dir.join(FILE),
             counter: counter.take(),
             scrape,
+            work_events: work_events.map(Path::to_path_buf),
         }));
     });
     if let Some(s) = sampler {
