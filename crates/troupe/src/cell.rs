@@ -49,6 +49,7 @@
 //! | `killed` | once, false to true, by `kill`, under the lock (`Release`) | under the lock by every transition that could let the actor wait, park or take more (`send`, `next_item`, `try_hibernate`, `park_handed`, `add_link`, `add_name`); without it (`Acquire`) by `is_killed`: the activation before each poll and each batched message, `is_alive` | it never goes back to false, and it is written under the lock, so a locked reader sees it exactly; an unlocked reader that misses it only runs until its next locked step, which sees it (and `kill` also wakes a waiting task): rule 6's "at its next poll" |
 //! | `sys_pending` | under the lock: set (`Release`) by `push_sys` with the system message queued, cleared (`Release`) by `next_item` when it takes the last one | without the lock (`Acquire`), only by `next_item` serving a batch | it only decides whether a batched message may be served without the lock; a stale `false` serves the batched message already racing the system message, a stale `true` costs one lock. Taking and emptying the system lane itself is under the lock (rule 5) |
 //! | `batched` | only by the activation, no lock (`Relaxed`) | by `mailbox_len` (`Relaxed`) | a count for reports and metrics, never a decision: a snapshot off by the message in flight is fine |
+//! | `no_chains` | once, false to true, no lock (`Relaxed`): by the carrier that sends the activation to a carrier of its own (`sched.rs` rules 3 and 4, `released`), or by the waker of a handed activation outside any carrier (`Wake::run`), each before it hands the activation on | by the activation, in `next_item`'s hand-off decision (`Relaxed`) | the activation is not running while it is set, and reaches its next poll through a dock's lock or a task spawn, which order the store before that poll's read; it only picks between two correct schedules (`sched.rs` rule 8), never a transition |
 //!
 //! The lock is `parking_lot`'s and the atomics `std`'s, through `crate::loom`, so the loom models
 //! below can swap them for loom's.
@@ -121,7 +122,7 @@ pub(crate) enum Status {
 
 /// Actor state parked in an idle cell; activating it spawns its task again.
 pub(crate) trait Dormant<M>: Send {
-    fn activate(self: Box<Self>, cell: Arc<Cell<M>>);
+    fn activate(self: Box<Self>, cell: &Arc<Cell<M>>);
     /// Dropped by a kill (rule 6), before the death: a parked state reports the end
     /// (`reports.rs` rules 5 and 6); a handed activation's guard does when it is dropped.
     fn drop_killed(self: Box<Self>) {}
@@ -188,6 +189,10 @@ pub(crate) struct Cell<M> {
     /// Messages taken out of the queue in a batch and not yet handed to the actor (so
     /// `mailbox_len` counts them). Only the activation writes it; it fits in the padding.
     batched: AtomicU32,
+    /// Once put in a slot and then sent to a carrier of its own, or woken from a handed state
+    /// where no slot took it: hands off only to a full slot (`sched.rs`, rule 8). Set without
+    /// the lock (a displacement is no locked step of the cell); it fits in the padding.
+    no_chains: AtomicBool,
     inner: Mutex<Inner<M>>,
 }
 
@@ -203,7 +208,7 @@ struct Inner<M> {
     status: Status,
     /// After death: the reason when it carries no text (see `ExitCode`), else in `extra.exit`.
     exit: ExitCode,
-    /// The `F_*` bits below, one byte for seven booleans (an idle actor's cell stays within 128
+    /// The `F_*` bits below, one byte for six booleans (an idle actor's cell stays within 128
     /// bytes with its `Arc` counts: the allocator's 128-byte class, not the 160-byte one).
     flags: u8,
 }
@@ -220,9 +225,6 @@ const F_SETTLED: u8 = 8;
 const F_CLOSING: u8 = 16;
 /// The dormant is a whole activation parked by a hand-off (rule 12), not a parked state.
 const F_HANDED: u8 = 32;
-/// Once put in a slot and then sent to a carrier of its own, or woken from a handed state where
-/// no slot took it: hands off only to a full slot (`sched.rs`, rule 8).
-const F_NO_CHAINS: u8 = 64;
 
 /// An exit reason without text, kept in a byte so a death allocates nothing.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -335,7 +337,8 @@ pub(crate) enum Wake<M> {
 }
 
 impl<M> Wake<M> {
-    fn run(self, cell: Arc<Cell<M>>) {
+    /// Borrows the cell: an activation takes the references it keeps, a task wake needs none.
+    fn run(self, cell: &Arc<Cell<M>>) {
         match self {
             Wake::Nothing => {}
             Wake::Task(w) => {
@@ -357,7 +360,7 @@ impl<M> Cell<M> {
     /// `sched.rs`, rule 8: this actor's hand-offs do not form chains (from now on it hands
     /// off only to a full slot, rule 4).
     pub(crate) fn no_chains(&self) {
-        self.inner.lock().set_flag(F_NO_CHAINS, true);
+        self.no_chains.store(true, Ordering::Relaxed);
     }
 }
 
@@ -376,6 +379,7 @@ impl<M: Send + 'static> Cell<M> {
             killed: AtomicBool::new(false),
             sys_pending: AtomicBool::new(false),
             batched: AtomicU32::new(0),
+            no_chains: AtomicBool::new(false),
             inner: Mutex::new(Inner {
                 queue: VecDeque::new(),
                 dormant: None,
@@ -427,9 +431,7 @@ impl<M: Send + 'static> Cell<M> {
         let wake = g.wake();
         drop(g);
         drop(evicted);
-        if !matches!(wake, Wake::Nothing) {
-            wake.run(self.clone());
-        }
+        wake.run(self);
         Ok(())
     }
 
@@ -527,8 +529,10 @@ impl<M: Send + 'static> Cell<M> {
                 _ => None,
             };
             drop(g);
-            for w in unblock.into_iter().flatten() {
-                w.wake();
+            if let Some(unblock) = unblock {
+                for w in unblock {
+                    w.wake();
+                }
             }
             return Poll::Ready(Item::Msg(m));
         }
@@ -539,7 +543,7 @@ impl<M: Send + 'static> Cell<M> {
             g.set_flag(F_PARK, false);
             return Poll::Ready(Item::Empty);
         }
-        if hand_off(!g.flag(F_NO_CHAINS)) {
+        if hand_off(!self.no_chains.load(Ordering::Relaxed)) {
             // Rule 12: the carrier parks this activation once this poll returns.
             g.status = Status::Handing;
         } else {
@@ -594,12 +598,17 @@ impl<M: Send + 'static> Cell<M> {
         Ok(())
     }
 
-    pub(crate) fn set_waker(&self, waker: &Waker) {
+    /// Stores the waker a kill wakes (rule 6) for a task awaiting something other than its
+    /// mailbox; false when a kill came first, which it then cannot wake: the caller must see
+    /// to another poll.
+    #[must_use = "false means a kill came first and will not wake this task: poll it again"]
+    pub(crate) fn set_waker(&self, waker: &Waker) -> bool {
         let mut g = self.inner.lock();
         match &g.waker {
             Some(w) if w.will_wake(waker) => {}
             _ => g.waker = Some(waker.clone()),
         }
+        !self.is_killed()
     }
 
     /// User messages waiting: queued, plus those an activation took in a batch and has not
@@ -727,7 +736,7 @@ impl<M: Send + 'static> crate::sweeper::Sweepable for Cell<M> {
                     other => other,
                 };
                 drop(g);
-                wake.run(self);
+                wake.run(&self);
                 false
             }
             Status::Idle | Status::Dead => {
@@ -771,7 +780,7 @@ impl<M: Send + 'static> Process for Cell<M> {
         self.sys_pending.store(true, Ordering::Release);
         let wake = g.wake();
         drop(g);
-        wake.run(self);
+        wake.run(&self);
         for w in unblock {
             w.wake();
         }

@@ -21,7 +21,19 @@ use crate::{Actor, ActorId, ActorRef, Down, ExitReason, ExitSignal, MonitorId};
 pub struct Ctx<A: Actor> {
     pub(crate) cell: Arc<Cell<A::Msg>>,
     trap_exit: bool,
+    /// A stop asked for with `Normal` or `Shutdown` (the usual ones), kept here so that such a
+    /// stop allocates no `CtxExtra`; a reason with text goes in `extra.stop`. At most one of the
+    /// two is set: the last `stop` wins. It fits in the padding after `trap_exit`.
+    stop_plain: PlainStop,
     extra: Option<Box<CtxExtra>>,
+}
+
+/// A stop reason without text, for [`Ctx::stop`]'s allocation-free case.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PlainStop {
+    None,
+    Normal,
+    Shutdown,
 }
 
 #[derive(Default)]
@@ -81,7 +93,7 @@ impl<A: Actor> Ctx<A> {
     ) -> Self {
         let extra = (parent.is_some() || init_ack.is_some() || system.is_some() || placement.is_some())
             .then(|| Box::new(CtxExtra { parent, init_ack, system, placement, ..Default::default() }));
-        Self { cell, trap_exit: false, extra }
+        Self { cell, trap_exit: false, stop_plain: PlainStop::None, extra }
     }
 
     /// Where this actor sits under a supervisor (`reports.rs` rule 5).
@@ -118,7 +130,19 @@ impl<A: Actor> Ctx<A> {
     /// Stops this actor after the current handler returns: `stopped` runs, then it exits with
     /// `reason`.
     pub fn stop(&mut self, reason: ExitReason) {
-        self.extra().stop = Some(reason);
+        let plain = match reason {
+            ExitReason::Normal => PlainStop::Normal,
+            ExitReason::Shutdown => PlainStop::Shutdown,
+            other => {
+                self.stop_plain = PlainStop::None;
+                self.extra().stop = Some(other);
+                return;
+            }
+        };
+        self.stop_plain = plain;
+        if let Some(e) = self.extra.as_mut() {
+            e.stop = None;
+        }
     }
 
     /// Stops this actor once it has handled the messages already queued
@@ -141,7 +165,11 @@ impl<A: Actor> Ctx<A> {
     }
 
     pub(crate) fn take_stop(&mut self) -> Option<ExitReason> {
-        self.extra.as_mut().and_then(|e| e.stop.take())
+        match std::mem::replace(&mut self.stop_plain, PlainStop::None) {
+            PlainStop::Normal => Some(ExitReason::Normal),
+            PlainStop::Shutdown => Some(ExitReason::Shutdown),
+            PlainStop::None => self.extra.as_mut().and_then(|e| e.stop.take()),
+        }
     }
 
     pub(crate) fn take_init_ack(&mut self) -> Option<crate::spawn::InitAck> {
@@ -332,5 +360,49 @@ impl<A: Actor> Drop for Ctx<A> {
                 t.abort();
             }
         }
+    }
+}
+
+#[cfg(all(test, not(troupe_loom)))]
+mod tests {
+    use std::sync::Arc;
+
+    use super::Ctx;
+    use crate::cell::Cell;
+    use crate::{Actor, ExitReason, MailboxConfig};
+
+    struct Nop;
+
+    impl Actor for Nop {
+        type Msg = ();
+        async fn handle(&mut self, _: (), _: &mut Ctx<Self>) {}
+    }
+
+    /// `Ctx::stop` with `Normal` or `Shutdown` allocates nothing, and whatever the kinds, the
+    /// last stop asked for is the one taken, once.
+    #[tokio::test]
+    async fn the_last_stop_wins_and_a_plain_one_allocates_nothing() {
+        let home = Arc::new(tokio::runtime::Handle::current());
+        let cell = Arc::new(Cell::new(MailboxConfig::default(), Vec::new(), home));
+        let mut c = Ctx::<Nop>::new(cell, None, None, None, None);
+        c.stop(ExitReason::Normal);
+        assert!(c.extra.is_none(), "a plain stop allocated the ctx's extra part");
+        assert_eq!(c.take_stop(), Some(ExitReason::Normal));
+        assert_eq!(c.take_stop(), None);
+        c.stop(ExitReason::Error("first".into()));
+        c.stop(ExitReason::Shutdown);
+        assert_eq!(c.take_stop(), Some(ExitReason::Shutdown));
+        assert_eq!(c.take_stop(), None);
+        c.stop(ExitReason::Normal);
+        c.stop(ExitReason::Error("last".into()));
+        assert_eq!(c.take_stop(), Some(ExitReason::Error("last".into())));
+        assert_eq!(c.take_stop(), None);
+    }
+
+    /// The ctx is part of every idle actor's parked state: the plain stop fits in its padding.
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn the_ctx_stays_three_words() {
+        assert_eq!(std::mem::size_of::<Ctx<Nop>>(), 24);
     }
 }

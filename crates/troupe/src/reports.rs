@@ -134,7 +134,7 @@ pub(crate) fn in_actor(id: ActorId) -> InActor {
 
 impl Drop for InActor {
     fn drop(&mut self) {
-        IN_ACTOR.set(self.0);
+        IN_ACTOR.with(|c| c.set(self.0));
     }
 }
 

@@ -47,11 +47,13 @@
 //!    sends to another worker from the fourth hop of a tick on. An actor that was put in a
 //!    slot and then sent to a carrier of its own (displaced, rule 3, or released, rule 4), or
 //!    that was woken from a hand-off where no slot could take it (outside any carrier), gains
-//!    nothing from chains: it is marked (`cell.rs`, `F_NO_CHAINS`) and from then on hands off
+//!    nothing from chains: it is marked (`cell.rs`, `no_chains`) and from then on hands off
 //!    only to a full slot (rule 4), as rule 7 has every actor do.
 //!
 //! The slot, the current carrier, the budget and the hand-off flag are thread-locals read and
 //! replaced whole (`std::cell::Cell`), never borrowed, so no code runs while one is borrowed.
+//! They are set through `with(|c| c.set(..))`: `LocalKey::set` goes through an initializer
+//! that is not inlined, measurably slower on this path.
 
 use std::cell::Cell;
 use std::future::Future;
@@ -177,7 +179,7 @@ fn pool_pop(home: Home) -> Option<Arc<Dock>> {
         Some(d) if d.home.id == home.id => pool.pop(),
         _ => None,
     };
-    POOL.set(pool);
+    POOL.with(|c| c.set(pool));
     dock
 }
 
@@ -197,7 +199,7 @@ fn pool_push(dock: &Arc<Dock>) -> bool {
     if room {
         pool.push(dock.clone());
     }
-    POOL.set(pool);
+    POOL.with(|c| c.set(pool));
     room
 }
 
@@ -205,7 +207,7 @@ fn pool_push(dock: &Arc<Dock>) -> bool {
 fn pool_has_room(home: Home) -> bool {
     let pool = POOL.take();
     let room = pool.len() < POOL_SIZE || pool.first().is_some_and(|d| d.home.id != home.id);
-    POOL.set(pool);
+    POOL.with(|c| c.set(pool));
     room
 }
 
@@ -239,12 +241,12 @@ fn run_elsewhere(home: Home, handle: Option<&Arc<Handle>>, activation: Activatio
 }
 
 fn put_next(a: Activation) -> Option<Activation> {
-    NEXT_FULL.set(true);
+    NEXT_FULL.with(|c| c.set(true));
     NEXT.replace(Some(a))
 }
 
 fn take_next() -> Option<Activation> {
-    NEXT_FULL.set(false);
+    NEXT_FULL.with(|c| c.set(false));
     NEXT.take()
 }
 
@@ -276,7 +278,7 @@ pub(crate) fn hand_off(chains: bool) -> bool {
     let left = BUDGET.get();
     let step = WOKE.replace(0) == 1 && MARK.replace(left).saturating_sub(left) == 1;
     if CURRENT.get().is_some() && (NEXT_FULL.get() || (chains && step)) {
-        HANDING.set(true);
+        HANDING.with(|c| c.set(true));
         true
     } else {
         false
@@ -285,7 +287,7 @@ pub(crate) fn hand_off(chains: bool) -> bool {
 
 /// Rule 8: an arrival woke an actor waiting in a carrier of its own (a tokio wake).
 pub(crate) fn note_task_wake() {
-    WOKE.set(WOKE.get().saturating_add(1));
+    WOKE.with(|c| c.set(WOKE.get().saturating_add(1)));
 }
 
 /// Rule 4: the actor has work of its own, so the slot's activation gets its own carrier.
@@ -303,7 +305,7 @@ pub(crate) fn release_next() {
 pub(crate) fn spend(local: &mut u32) -> bool {
     if CURRENT.get().is_some() {
         let left = BUDGET.get().saturating_sub(1);
-        BUDGET.set(left);
+        BUDGET.with(|c| c.set(left));
         left == 0
     } else {
         *local = local.saturating_sub(1);
@@ -324,9 +326,9 @@ pub(crate) fn outside<R>(f: impl FnOnce() -> R) -> R {
     let next = NEXT.take();
     let woke = WOKE.get();
     let out = f();
-    CURRENT.set(saved);
-    NEXT_FULL.set(full);
-    WOKE.set(woke);
+    CURRENT.with(|c| c.set(saved));
+    NEXT_FULL.with(|c| c.set(full));
+    WOKE.with(|c| c.set(woke));
     if let Some(stray) = NEXT.replace(next) {
         // Nothing outside a carrier fills the slot; should anything, it still runs.
         match saved {
@@ -368,8 +370,8 @@ async fn carrier(first: Activation, home: Home) {
                     }
                 }
             }
-            WOKE.set(0);
-            MARK.set(BUDGET.get());
+            WOKE.with(|c| c.set(0));
+            MARK.with(|c| c.set(BUDGET.get()));
             let run = current.as_mut().expect("set above");
             match run.as_mut().poll_run(cx) {
                 Poll::Pending if HANDING.replace(false) => {
@@ -427,7 +429,7 @@ async fn carrier(first: Activation, home: Home) {
 /// One hop of the current poll's budget; true when it is spent (rule 5).
 fn spent() -> bool {
     let left = BUDGET.get().saturating_sub(1);
-    BUDGET.set(left);
+    BUDGET.with(|c| c.set(left));
     left == 0
 }
 
@@ -453,13 +455,13 @@ impl Polling {
 
 impl Drop for Polling {
     fn drop(&mut self) {
-        HANDING.set(false);
+        HANDING.with(|c| c.set(false));
         if let Some(next) = take_next() {
             run_elsewhere(self.home, None, next);
         }
-        CURRENT.set(self.saved);
-        BUDGET.set(self.saved_budget);
-        NEXT_FULL.set(self.saved_full);
-        NEXT.set(self.saved_next.take());
+        CURRENT.with(|c| c.set(self.saved));
+        BUDGET.with(|c| c.set(self.saved_budget));
+        NEXT_FULL.with(|c| c.set(self.saved_full));
+        NEXT.with(|c| c.set(self.saved_next.take()));
     }
 }

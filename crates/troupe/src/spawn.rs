@@ -137,7 +137,7 @@ pub(crate) fn spawn_inner<A: Actor>(
     }
     let ctx = Ctx::new(cell.clone(), parent, ack, system, opts.placement);
     let state = Box::new(State { actor, ctx, started: false });
-    start_inline(cell.clone(), state);
+    start_inline(&cell, state);
     ActorRef::local(cell)
 }
 
@@ -172,14 +172,14 @@ fn home_runtime() -> Arc<tokio::runtime::Handle> {
 /// When it finishes without waiting, the actor parks without ever having had a task (a million
 /// idle actors cost no task memory and no allocator churn). When it waits, the same future
 /// moves into a task, whose first poll registers the real waker.
-fn start_inline<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>) {
-    let home = cell.home.clone();
+fn start_inline<A: Actor>(cell: &Arc<Cell<A::Msg>>, state: Box<State<A>>) {
+    let home = &cell.home;
     let mut act = boxed(cell, state);
     let mut cx = Context::from_waker(Waker::noop());
     // Not inside the spawner's carrier: what `started` wakes gets carriers of its own
     // (sched.rs, rule 2), and this stretch never hands off.
     if crate::sched::outside(|| act.as_mut().poll_run(&mut cx)).is_pending() {
-        home.spawn(crate::sched::carrier_on(act, &home));
+        home.spawn(crate::sched::carrier_on(act, home));
     }
 }
 
@@ -190,8 +190,8 @@ struct Act<M, F> {
     fut: F,
 }
 
-fn boxed<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>) -> Activation {
-    Box::pin(Act { cell: cell.clone(), fut: activation(cell, state) })
+fn boxed<A: Actor>(cell: &Arc<Cell<A::Msg>>, state: Box<State<A>>) -> Activation {
+    Box::pin(Act { cell: cell.clone(), fut: activation(cell.clone(), state) })
 }
 
 impl<M: Send + 'static, F: Future<Output = ()> + Send + 'static> Runnable for Act<M, F> {
@@ -219,7 +219,7 @@ impl<M: Send + 'static, F: Future<Output = ()> + Send + 'static> Runnable for Ac
 impl<M: Send + 'static, F: Future<Output = ()> + Send + 'static> Dormant<M> for Act<M, F> {
     /// `cell.rs`, rule 12: the handed-off activation resumes where it stopped, on its home
     /// runtime (rule 9): in the waking carrier's slot, or in a carrier of its own.
-    fn activate(self: Box<Self>, cell: Arc<Cell<M>>) {
+    fn activate(self: Box<Self>, cell: &Arc<Cell<M>>) {
         crate::sched::schedule(&cell.home, Box::into_pin(self));
     }
 }
@@ -240,9 +240,8 @@ enum Outcome {
 impl<A: Actor> Dormant<A::Msg> for State<A> {
     /// Rule 9: on the home runtime, never the waker's. If that runtime is gone, `spawn` drops
     /// the activation at once and its guard kills the actor (rule 10).
-    fn activate(self: Box<Self>, cell: Arc<Cell<A::Msg>>) {
-        let home = cell.home.clone();
-        crate::sched::schedule(&home, boxed(cell, self));
+    fn activate(self: Box<Self>, cell: &Arc<Cell<A::Msg>>) {
+        crate::sched::schedule(&cell.home, boxed(cell, self));
     }
 
     /// A parked actor killed: its end is reported (`reports.rs` rules 5 and 6), then its state
@@ -265,9 +264,8 @@ struct Armed<A: Actor> {
 }
 
 impl<A: Actor> Armed<A> {
-    fn take(&mut self) -> (Arc<Cell<A::Msg>>, Box<State<A>>) {
-        let cell = self.cell.clone().expect("an activation starts armed");
-        (cell, self.state.take().expect("an activation starts armed"))
+    fn take(&mut self) -> Box<State<A>> {
+        self.state.take().expect("an activation starts armed")
     }
 
     /// The activation finished: the actor parked or died the ordinary way.
@@ -295,17 +293,28 @@ fn activation<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>) -> impl F
         // The first local, so when the future is dropped mid-way the running actor (a later
         // local) is dropped before the guard reports the death.
         let mut armed = armed;
-        let (cell, state) = armed.take();
+        let state = armed.take();
+        // The loop borrows the guard's reference to the cell until it ends.
+        let cell = armed.cell.as_ref().expect("an activation starts armed");
         activate(cell, state, armed.at.as_deref()).await;
         armed.disarm();
     }
 }
 
-async fn activate<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>, at: Option<&Placement>) {
+thread_local! {
+    /// The activation being polled on this thread waits on its mailbox (or hands off): its
+    /// `next_item` returned `Pending`, so that poll ends with the cell's waker already stored
+    /// (or not needed). Set only by the loop in [`run`], read and reset by [`activate`] around
+    /// each poll, saved and restored there so an activation polled inside another (an inline
+    /// start) leaves the outer one's as it was.
+    static MAILBOX_WAIT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+async fn activate<A: Actor>(cell: &Arc<Cell<A::Msg>>, state: Box<State<A>>, at: Option<&Placement>) {
     // system.rs rule 1: the actor's code runs with its system current.
     let system = state.ctx.system().cloned();
     let outcome = {
-        let mut run = pin!(run(cell.clone(), state));
+        let mut run = pin!(run(cell, state));
         let mut known: Option<Waker> = None;
         poll_fn(|cx| {
             let _in = system.as_ref().map(crate::system::enter);
@@ -314,12 +323,35 @@ async fn activate<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>, at: O
             if cell.is_killed() {
                 return Poll::Ready(Outcome::Exit(ExitReason::Killed));
             }
-            if !known.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                cell.set_waker(cx.waker());
-                known = Some(cx.waker().clone());
-            }
-            match catch_unwind(AssertUnwindSafe(|| run.as_mut().poll(cx))) {
-                Ok(p) => p,
+            let outer = MAILBOX_WAIT.replace(false);
+            let polled = catch_unwind(AssertUnwindSafe(|| run.as_mut().poll(cx)));
+            let on_mailbox = MAILBOX_WAIT.replace(outer);
+            match polled {
+                Ok(Poll::Pending) if on_mailbox => {
+                    // Waiting: `next_item` stored this poll's waker under the lock; handing
+                    // off: it left the cell's waker as it was (the carrier parks the
+                    // activation, and the next carrier's waker is another). So `known` is
+                    // still the cell's waker when it is this poll's, and may not be otherwise.
+                    if !known.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                        known = None;
+                    }
+                    Poll::Pending
+                }
+                Ok(Poll::Pending) => {
+                    // Rule 6: the actor awaits something else, so a kill must be able to wake
+                    // this task. Stored after the poll, under the lock, where a kill that came
+                    // meanwhile is seen: then the task is polled again at once and stops.
+                    // `known` is the cell's waker, as only `next_item` (which resets `known`,
+                    // above) and this store change it while the activation lives.
+                    if !known.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                        if !cell.set_waker(cx.waker()) {
+                            cx.waker().wake_by_ref();
+                        }
+                        known = Some(cx.waker().clone());
+                    }
+                    Poll::Pending
+                }
+                Ok(ready) => ready,
                 Err(panic) => Poll::Ready(Outcome::Exit(ExitReason::Panicked(panic_message(&*panic)))),
             }
         })
@@ -335,7 +367,7 @@ async fn activate<A: Actor>(cell: Arc<Cell<A::Msg>>, state: Box<State<A>>, at: O
     cell.die(reason);
 }
 
-async fn run<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> Outcome {
+async fn run<A: Actor>(cell: &Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> Outcome {
     if !st.started {
         st.started = true;
         let ack = st.ctx.take_init_ack();
@@ -366,7 +398,15 @@ async fn run<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> Outcom
         // wait on it.
         let wait = handled && !st.ctx.draining();
         let item = if wait {
-            poll_fn(|cx| cell.next_item(&mut batch, Some(cx))).await
+            poll_fn(|cx| {
+                let item = cell.next_item(&mut batch, Some(cx));
+                if item.is_pending() {
+                    // Straight back to `activate`'s poll: it needs no waker of its own now.
+                    MAILBOX_WAIT.with(|c| c.set(true));
+                }
+                item
+            })
+            .await
         } else {
             match cell.next_item(&mut batch, None) {
                 Poll::Ready(item) => item,

@@ -136,7 +136,7 @@ impl Parked {
 
 impl Dormant<u32> for Parked {
     /// Where the runtime would schedule an activation, the model's actor thread goes on.
-    fn activate(mut self: Box<Self>, _cell: Arc<Cell<u32>>) {
+    fn activate(mut self: Box<Self>, _cell: &Arc<Cell<u32>>) {
         self.fired = true;
         self.resumes.activated.fetch_add(1, SeqCst);
         self.resumes.notify.notify();
@@ -189,11 +189,11 @@ fn actor(cell: &Arc<Cell<u32>>, resumes: &Arc<Resumes>, plan: Plan) -> Run {
     loop {
         let item = if waits && draining.is_none() {
             loom::future::block_on(poll_fn(|cx| loop {
-                // What `spawn.rs`'s `activate` does before each poll of the loop (rule 6).
+                // What `spawn.rs`'s `activate` does before each poll of the loop (rule 6). It
+                // stores no waker for a poll that waits on the mailbox: `next_item` does.
                 if cell.is_killed() {
                     return Poll::Ready(Some(Item::Killed));
                 }
-                cell.set_waker(cx.waker());
                 match cell.next_item_with(&mut batch, Some(cx), |_| plan.hands_off) {
                     Poll::Ready(item) => return Poll::Ready(Some(item)),
                     // The carrier's part (`sched.rs`, rule 4): park the activation after the poll.
