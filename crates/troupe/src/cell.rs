@@ -427,6 +427,12 @@ impl<M: Send + 'static> Cell<M> {
                 }
             }
         }
+        if g.queue.capacity() == 0 && std::mem::size_of::<Envelope<M>>() <= 1024 {
+            // The first message since the queue was created or handed to a batch: allocated at
+            // the 4 slots `push_back` would grow it to (for messages up to 1 KiB), without going
+            // through its growth path.
+            g.queue = VecDeque::with_capacity(4);
+        }
         g.queue.push_back(msg);
         let wake = g.wake();
         drop(g);

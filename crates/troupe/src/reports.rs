@@ -293,6 +293,7 @@ pub(crate) struct Meter {
 
 #[cfg(feature = "metrics")]
 impl Meter {
+    #[inline]
     pub(crate) fn new(at: Option<&Placement>, actor_type: &'static str) -> Self {
         let on = recording().then(|| {
             (
