@@ -30,6 +30,26 @@ async fn kill_during_a_handler_runs_no_more_of_its_code() {
     assert_eq!(*lg.lock(), vec!["p:started"], "the stopped hook must not run after a kill");
 }
 
+/// Rule 6 when the kill comes during the very poll that then awaits something other than the
+/// mailbox (here the actor kills itself, then awaits for ever): an activation stores the waker a
+/// kill wakes only after such a poll, so it must see the kill there and poll again; else the
+/// actor would stay alive, awaiting, for ever.
+#[tokio::test]
+async fn a_kill_during_the_poll_that_then_awaits_elsewhere_still_ends_the_actor() {
+    struct SelfKill;
+    impl Actor for SelfKill {
+        type Msg = ();
+        async fn handle(&mut self, _: (), ctx: &mut Ctx<Self>) {
+            ctx.myself().kill();
+            std::future::pending::<()>().await;
+        }
+    }
+    let a = troupe::spawn(SelfKill);
+    a.send(()).unwrap();
+    let end = tokio::time::timeout(std::time::Duration::from_secs(10), a.terminated()).await;
+    assert_eq!(end.expect("the killed actor went on awaiting"), ExitReason::Killed);
+}
+
 #[tokio::test]
 async fn a_panic_is_an_exit_reason_and_harms_no_one_else() {
     let lg = log();
