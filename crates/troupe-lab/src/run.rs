@@ -413,7 +413,7 @@ pub fn execute(req: &RunRequest, mut p: Prepared, stop: &Stop) -> Result<Execute
         &dir,
         &req.config,
         observe,
-        Some(&raw_events),
+        &raw_events,
     ) {
         Ok(e) => e,
         Err(e) => {

@@ -335,8 +335,8 @@ pub fn free_loopback_addr() -> Option<SocketAddr> {
 /// With `observe` the child also gets [`prom::ENV_LISTEN`] and the sampler reads what it
 /// serves there (rule 5), unless the lab runs with [`prom::ENV_SWITCH`]`=off`; the caller
 /// leaves it off when the child cannot be reached on the lab's loopback (a network namespace).
-/// With `work_events` (the run's events file) the sampler also reads after each `work` line
-/// (rule 6).
+/// The sampler also reads after each `work` line appended to `work_events`, the run's events
+/// file (rule 6).
 pub fn run_child(
     spec: &ChildSpec,
     deadline: Duration,
@@ -344,7 +344,7 @@ pub fn run_child(
     dir: &Path,
     cfg: &Config,
     observe: bool,
-    work_events: Option<&Path>,
+    work_events: &Path,
 ) -> Result<Ending> {
     let (interval, asked, watts) = settings(cfg);
     let scrape = if observe && prom::wanted() { free_loopback_addr() } else { None };
@@ -376,7 +376,7 @@ pub fn run_child(
             out: dir.join(FILE),
             counter: counter.take(),
             scrape,
-            work_events: work_events.map(Path::to_path_buf),
+            work_events: Some(work_events.to_path_buf()),
         }));
     });
     if let Some(s) = sampler {
