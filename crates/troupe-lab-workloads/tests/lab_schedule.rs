@@ -128,3 +128,55 @@ fn no_faults_when_baseline() {
     assert!(scp_schedule(&cfg(&["pattern=none".into()])).is_empty());
     assert!(scp_schedule(&cfg(&["pattern=burst".into(), "failure_rate=0".into()])).is_empty());
 }
+
+/// Rule 7: no two kills of one instant hit the same server while the group has a free slot, and
+/// a clash is resolved without drawing more from the PRNG (the kills after it are unchanged).
+#[test]
+fn one_instant_never_kills_one_server_twice() {
+    // One supervisor: every kill of a burst lands in group 0, where a draw with replacement
+    // clashes almost surely (25 draws from 128 slots).
+    for seed in 0..20u64 {
+        for pattern in ["burst", "random"] {
+            let s = scp_schedule(&cfg(&[
+                format!("seed={seed}"),
+                format!("pattern={pattern}"),
+                "supervisors=1".into(),
+                "pairs=128".into(),
+                "duration_s=4".into(),
+            ]));
+            assert!(!s.is_empty());
+            let mut seen = HashSet::new();
+            for a in &s {
+                assert!(
+                    seen.insert((a.at_ms, a.group, a.slot)),
+                    "seed {seed} {pattern}: server {}/{} killed twice at {} ms",
+                    a.group,
+                    a.slot,
+                    a.at_ms
+                );
+            }
+        }
+    }
+}
+
+/// Rule 7's limit: an instant with more kills for a group than it has slots takes every slot
+/// once before any twice.
+#[test]
+fn an_instant_with_more_kills_than_slots_spreads_them_evenly() {
+    let s = scp_schedule(&cfg(&[
+        "pattern=burst".into(),
+        "supervisors=1".into(),
+        "pairs=8".into(),
+        "burst_size=20".into(),
+        "failure_rate=20".into(),
+        "duration_s=10".into(),
+    ]));
+    let mut per: BTreeMap<(u64, u32), usize> = BTreeMap::new();
+    for a in &s {
+        *per.entry((a.at_ms, a.slot)).or_default() += 1;
+    }
+    let first = s[0].at_ms;
+    let counts: Vec<usize> = per.iter().filter(|((t, _), _)| *t == first).map(|(_, &n)| n).collect();
+    assert_eq!(counts.len(), 8, "all 8 slots hit in the first burst");
+    assert!(counts.iter().all(|&n| n == 2 || n == 3), "20 kills over 8 slots: {counts:?}");
+}

@@ -17,6 +17,14 @@
 //! 6. Targets: the group is taken round-robin over the supervisors in kill order, the slot is
 //!    uniformly random in the group (progressive: among the group's still-live slots, skipping
 //!    groups with none left). Ids are `f-<index>` in time order.
+//! 7. No two kills of one instant hit the same server: when the slot drawn for a kill is already
+//!    a target of another kill at the same `at_ms` in the same group, the kill takes the next
+//!    slot up (cyclically) that is not, drawing nothing more from the PRNG, so a schedule without
+//!    such a clash is what rules 1-6 alone give. Two kills of one server microseconds apart
+//!    would be one kill and one no-op on a server already down, and its one restart would leave
+//!    the other kill "never restarted" (a false `degraded`). Only when an instant holds more
+//!    kills for a group than the group has slots do slots repeat (every slot is taken once
+//!    before any is taken twice).
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -49,19 +57,49 @@ pub fn scp_schedule(cfg: &ScpConfig) -> Vec<FaultAction> {
         Pattern::Progressive => return progressive(cfg, &mut rng, window_ms),
     };
     let pps = cfg.pairs_per_supervisor();
+    let mut taken = InstantTargets::default();
     times
         .into_iter()
         .enumerate()
-        .map(|(i, at_ms)| FaultAction {
-            at_ms,
-            id: format!("f-{i}"),
-            kind: "kill".into(),
-            group: (i as u64 % u64::from(cfg.supervisors)) as u32,
-            slot: rng.gen_range(0..pps),
-            restart,
-            ..FaultAction::default()
+        .map(|(i, at_ms)| {
+            let group = (i as u64 % u64::from(cfg.supervisors)) as u32;
+            let drawn = rng.gen_range(0..pps);
+            FaultAction {
+                at_ms,
+                id: format!("f-{i}"),
+                kind: "kill".into(),
+                group,
+                slot: taken.claim(at_ms, group, drawn, pps),
+                restart,
+                ..FaultAction::default()
+            }
         })
         .collect()
+}
+
+/// The servers already targeted at the current instant (rule 7); times arrive in order.
+#[derive(Default)]
+struct InstantTargets {
+    at_ms: Option<u64>,
+    taken: std::collections::HashMap<u32, Vec<bool>>,
+}
+
+impl InstantTargets {
+    /// The slot a kill at `at_ms` in `group` hits, given the slot it drew: that slot if no other
+    /// kill of this instant hits it, else the next free one up, cyclically.
+    fn claim(&mut self, at_ms: u64, group: u32, drawn: u32, pps: u32) -> u32 {
+        if self.at_ms != Some(at_ms) {
+            self.at_ms = Some(at_ms);
+            self.taken.clear();
+        }
+        let used = self.taken.entry(group).or_insert_with(|| vec![false; pps as usize]);
+        if used.iter().all(|&u| u) {
+            used.iter_mut().for_each(|u| *u = false);
+        }
+        let slot = (0..pps).map(|k| (drawn + k) % pps).find(|&s| !used[s as usize]).unwrap_or(drawn);
+        used[slot as usize] = true;
+        slot
+    }
 }
 
 fn total_kills(rate: f64, duration_s: u64) -> u64 {
