@@ -2,7 +2,8 @@
 //! study's figures with their status and both profiles' estimates from any folder; one cheap
 //! figure (seed 004's overlay figure, simulated: seconds) runs its quick grid through the
 //! sweep machinery, writes `figures.csv` with a verdict and `report.html`, and a second run
-//! resumes (every run already complete); unknown studies and figures are usage errors.
+//! resumes (every run already complete), and `--list` over its folder sets the time it took
+//! beside the model's estimate; unknown studies and figures are usage errors.
 
 mod support;
 use support::lab::{assert_stdout_has, assert_success, assert_usage_error, csv_rows, output, read, TempLab};
@@ -19,6 +20,7 @@ fn list_prints_every_study_its_figures_status_and_estimates_from_any_folder() {
     assert_stdout_has(&o, "[missing: ");
     assert_stdout_has(&o, "estimates, from each grid");
     assert_stdout_has(&o, "profile quick:");
+    assert!(!support::lab::text(&o.stdout).contains("measured here"), "no runs in an empty folder");
 
     let o = output(&["lab", "reproduce", "scp", "--list"], tmp.path());
     assert_success(&o);
@@ -47,6 +49,13 @@ fn one_figure_runs_writes_a_verdict_and_resumes() {
     let o = lab.run(&["lab", "reproduce", "partisan", "--only", "fig11"], &[]);
     assert_success(&o);
     assert_stdout_has(&o, "0 ok, 0 failed, 4 already complete");
+
+    // Study rule 7: `--list` over the same folder sets the time measured here beside the model.
+    let o = lab.run(&["lab", "reproduce", "partisan", "--list"], &[]);
+    assert_success(&o);
+    assert_stdout_has(&o, "measured here (");
+    assert_stdout_has(&o, "1 figure(s) of profile quick, 4 runs, took ");
+    assert_stdout_has(&o, "at that ratio: quick ");
 }
 
 #[test]

@@ -236,6 +236,45 @@ pub fn rfc3339(unix_ms: u64) -> String {
     )
 }
 
+/// Reads a stamp [`rfc3339`] wrote (`2026-11-22T06:34:45.123Z`, the fraction optional) back as
+/// Unix milliseconds; `None` for any other shape.
+///
+/// ```
+/// use troupe_lab::machine::{parse_rfc3339, rfc3339};
+/// assert_eq!(parse_rfc3339(&rfc3339(1_795_000_123_456)), Some(1_795_000_123_456));
+/// assert_eq!(parse_rfc3339("1970-01-01T00:00:01Z"), Some(1000));
+/// assert_eq!(parse_rfc3339("yesterday"), None);
+/// ```
+pub fn parse_rfc3339(s: &str) -> Option<u64> {
+    let s = s.strip_suffix('Z')?;
+    let (date, clock) = s.split_once('T')?;
+    let num = |t: &str| -> Option<u32> { t.bytes().all(|b| b.is_ascii_digit()).then(|| t.parse().ok()).flatten() };
+    let mut d = date.split('-');
+    let (y, mo, da) = (num(d.next()?)?, num(d.next()?)?, num(d.next()?)?);
+    let (hms, frac) = clock.split_once('.').unwrap_or((clock, "0"));
+    let mut c = hms.split(':');
+    let (h, mi, se) = (num(c.next()?)?, num(c.next()?)?, num(c.next()?)?);
+    if d.next().is_some() || c.next().is_some() || frac.is_empty() || frac.len() > 3 {
+        return None;
+    }
+    let ms = num(frac)? * 10u32.pow(3 - frac.len() as u32);
+    let date = time::Date::from_calendar_date(
+        i32::try_from(y).ok()?,
+        time::Month::try_from(u8::try_from(mo).ok()?).ok()?,
+        u8::try_from(da).ok()?,
+    )
+    .ok()?;
+    let t = time::Time::from_hms_milli(
+        u8::try_from(h).ok()?,
+        u8::try_from(mi).ok()?,
+        u8::try_from(se).ok()?,
+        u16::try_from(ms).ok()?,
+    )
+    .ok()?;
+    let unix = time::PrimitiveDateTime::new(date, t).assume_utc().unix_timestamp_nanos() / 1_000_000;
+    u64::try_from(unix).ok()
+}
+
 /// Formats Unix milliseconds as a compact stamp for folder names, e.g. `20261122-063445`.
 pub fn folder_stamp(unix_ms: u64) -> String {
     let t = utc(unix_ms);

@@ -43,15 +43,25 @@ pub(super) fn reproduce(reg: &Registry, o: Options) -> anyhow::Result<i32> {
     };
     if o.list {
         for s in &chosen {
-            print!("{}", listing(reg, s)?);
+            print!("{}", listing(reg, s, &out_root(s, o.out.as_deref()))?);
         }
         return Ok(0);
     }
     run_study(reg, &chosen[0], &o)
 }
 
-/// The `--list` text of one study.
-fn listing(reg: &Registry, s: &LoadedStudy) -> anyhow::Result<String> {
+/// Where a study's runs go: `--out`, or `lab-runs/reproduce/<study>`. With `--list` and no study
+/// named, `--out` is a folder holding one such folder per study.
+fn out_root(s: &LoadedStudy, out: Option<&Path>) -> PathBuf {
+    match out {
+        Some(dir) if dir.join("quick").is_dir() || dir.join("full").is_dir() => dir.to_path_buf(),
+        Some(dir) => dir.join(&s.study.study),
+        None => Path::new("lab-runs").join("reproduce").join(&s.study.study),
+    }
+}
+
+/// The `--list` text of one study; `root` is where its runs would be (for the time measured).
+fn listing(reg: &Registry, s: &LoadedStudy, root: &Path) -> anyhow::Result<String> {
     let st = &s.study;
     let mut out = String::new();
     let _ = writeln!(out, "{} (seed {}): {}", st.study, st.seed, st.title);
@@ -82,11 +92,29 @@ fn listing(reg: &Registry, s: &LoadedStudy) -> anyhow::Result<String> {
     let _ = writeln!(
         out,
         "  total (figures that run): quick {}, full {}; estimates, from each grid: runs x (the workload's \
-         expected run time, an upper bound for some, + {} s), not measured\n",
+         expected run time, an upper bound for some, + {} s): the model",
         study::human(tq),
         study::human(tf),
         study::RUN_OVERHEAD.as_secs()
     );
+    for profile in study::PROFILES {
+        if let Some(m) = study::measured(s, reg, &root.join(profile), profile) {
+            let _ = writeln!(
+                out,
+                "  measured here ({}): {} figure(s) of profile {profile}, {} runs, took {} where the model said {} \
+                 (x{:.2}); at that ratio: quick {}, full {}",
+                root.join(profile).display(),
+                m.figures,
+                m.runs,
+                study::human(m.took),
+                study::human(m.estimated),
+                m.ratio(),
+                study::human(m.scale(tq)),
+                study::human(m.scale(tf)),
+            );
+        }
+    }
+    out.push('\n');
     Ok(out)
 }
 
@@ -112,7 +140,7 @@ fn run_study(reg: &Registry, s: &LoadedStudy, o: &Options) -> anyhow::Result<i32
         .into());
     }
     let figs = picked(s, o.only.as_deref())?;
-    let root = o.out.clone().unwrap_or_else(|| Path::new("lab-runs").join("reproduce").join(&s.study.study));
+    let root = o.out.clone().unwrap_or_else(|| out_root(s, None));
     let out = root.join(&o.profile);
     let stop = Stop::new();
     ctrl_c(&stop);

@@ -14,19 +14,24 @@
 //!    such a figure is listed, never run, and never given a verdict.
 //! 4. A profile (`quick`, `full`) is the figure's own grid with the profile's overrides applied
 //!    key by key: `full` is the seed's grid as written, `quick` the smaller one the file states.
-//! 5. The estimated time of a profile is derived from the grid, never measured: cells x runtimes
-//!    x repetitions x (the workload's expected run time + [`RUN_OVERHEAD`]).
+//! 5. The estimated time of a profile is derived from the grid: cells x runtimes x repetitions
+//!    x (the workload's expected run time + [`RUN_OVERHEAD`]). Expected run times are bounds
+//!    some workloads keep generous, so the model can be far above the truth.
 //! 6. A statement is machine-checked only when it has a `check` ([`Check`]); otherwise its
 //!    verdict is `unchecked`.
+//! 7. What the figures that ran to the end took here is read back from their run folders
+//!    ([`measured`]), so a listing can set the model beside this machine's time.
 
 mod check;
 mod format;
+mod measured;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 pub use check::{verdict, Cell, Verdict};
 pub use format::{Check, CheckKind, Figure, Overrides, Statement, Study, PLOTS};
+pub use measured::{measured, Measured, MAX_GAP};
 
 use crate::config::Config;
 use crate::error::{ConfigIssue, Error, ErrorKind, Result};
