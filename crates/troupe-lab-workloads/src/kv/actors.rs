@@ -3,7 +3,9 @@
 //!
 //! Rules:
 //! 1. A vnode replica serves `Put` (apply by version, answer `Ack`), `Get` (answer `Value` with
-//!    what it holds) and `Echo` (answer with the payload), on the requests channel.
+//!    what it holds) and `Echo` (answer with the payload), on the requests channel. With a
+//!    `storage_delay_ms`, a `Put` or `Get` first waits that long (the simulated storage of seed
+//!    004 §6.2.3), holding the replica: one storage access at a time per partition replica.
 //! 2. Anti-entropy, on its own channel: `AeTick` makes a replica send its digest to a peer
 //!    replica; a replica receiving `Digest` answers with `Repair` (the entries it holds newer)
 //!    and `Pull` (the keys the digest holds newer); `Pull` is answered with `Repair`.
@@ -191,6 +193,8 @@ pub(crate) struct Vnode {
     pub(crate) recovering: Option<std::collections::BTreeSet<u64>>,
     /// Rule 6.
     pub(crate) planted_bug: bool,
+    /// Rule 1: the simulated storage time of a get or put (zero: none).
+    pub(crate) storage_delay: std::time::Duration,
 }
 
 /// The planted bug's environment variable (rule 6; tests only).
@@ -204,6 +208,13 @@ impl Vnode {
             self.counters.objects.fetch_add(1, Ordering::AcqRel);
         }
         applied
+    }
+
+    /// Rule 1: the simulated storage access, in the replica's turn.
+    async fn storage(&self) {
+        if !self.storage_delay.is_zero() {
+            tokio::time::sleep(self.storage_delay).await;
+        }
     }
 
     fn entries(&self, keys: &[String]) -> Vec<(String, Version, SharedBlob)> {
@@ -220,12 +231,14 @@ impl Actor for Vnode {
                 let _ = send_with(&reply, Reply::Refused { req }, &self.lanes.requests(req));
             }
             VnodeMsg::Put { req, key, version, value, reply } => {
+                self.storage().await;
                 if !self.planted_bug {
                     self.put(&key, version, value);
                 }
                 let _ = send_with(&reply, Reply::Ack { req }, &self.lanes.requests(req));
             }
             VnodeMsg::Get { req, key, reply } => {
+                self.storage().await;
                 let obj = self.store.get(&key).map(|(v, b)| (*v, b.clone())); // shared, not copied
                 let _ = send_with(&reply, Reply::Value { req, obj }, &self.lanes.requests(req));
             }

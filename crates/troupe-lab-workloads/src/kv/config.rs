@@ -51,6 +51,14 @@ static KEYS: &[KeySpec] = &[
     ),
     int_key!("keys", 1, 100_000, 100, "the key space the clients pick keys from uniformly"),
     int_key!("read_pct", 0, 100, 50, "percent of kv operations that are gets (the rest are puts)"),
+    int_key!(
+        "storage_delay_ms",
+        0,
+        1_000,
+        0,
+        "simulated storage time of each get and put in its vnode replica, ms; a replica serves one \
+         at a time, so it bounds each partition at 1000/delay operations/s (seed 004 §6.2.3: 1 ms)"
+    ),
     SEED,
     troupe_lab::nemesis::NEMESIS,
     troupe_lab::nemesis::NEMESIS_INTERVAL_MS,
@@ -108,6 +116,8 @@ pub struct KvConfig {
     pub keys: u64,
     /// Percent gets.
     pub read_pct: u64,
+    /// Simulated storage time per get and put in a replica, ms (0: none).
+    pub storage_delay_ms: u64,
     /// The run's seed.
     pub seed: u64,
     /// The nemesis, when the run has one.
@@ -128,6 +138,7 @@ impl KvConfig {
             w: c.int("w").max(1) as u64,
             parallelism: c.int("parallelism").max(1) as u64,
             transport: c.str("transport").to_string(),
+            storage_delay_ms: c.int("storage_delay_ms").max(0) as u64,
             keys: c.int("keys").max(1) as u64,
             read_pct: c.int("read_pct").max(0) as u64,
             seed: c.int("seed").max(0) as u64,

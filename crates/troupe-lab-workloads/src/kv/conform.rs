@@ -18,6 +18,8 @@
 //!    node's (the client process), whose lines open with `run_started` and close with
 //!    `run_finished`; and its first `op` line is written at least the window's length after
 //!    its `run_started` (none during the window).
+//! 5. `kv.10`: with `storage_delay_ms` = D, every successful get and put took at least D ms (a
+//!    quorum waits for replicas that each wait D before they answer).
 
 use std::collections::BTreeMap;
 
@@ -47,6 +49,7 @@ pub(crate) fn rules() -> Vec<Rule> {
         r("kv.7", "latency from first send to completion; an operation past its limit fails and is counted", c7),
         r("kv.8", "anti-entropy every 500 ms per vnode, ring gossip every 200 ms per node", c8),
         r("kv.9", "events after the window only: op lines, window, nodes", c9),
+        r("kv.10", "each get and put waits its replica's simulated storage time", c10),
     ]
 }
 
@@ -59,7 +62,9 @@ pub(crate) fn scenarios() -> Vec<Scenario> {
         v.push(("service", service));
         v
     };
-    vec![Scenario::new("store", &with("kv")), Scenario::new("echo", &with("echo"))]
+    let mut slow = with("kv");
+    slow.push(("storage_delay_ms", "3"));
+    vec![Scenario::new("store", &with("kv")), Scenario::new("echo", &with("echo")), Scenario::new("storage", &slow)]
 }
 
 fn verdict(r: Result<(), String>) -> Verdict {
@@ -80,6 +85,29 @@ fn c8(t: &Trace<'_>) -> Verdict {
 }
 fn c9(t: &Trace<'_>) -> Verdict {
     verdict(after_window(t.events))
+}
+
+fn c10(t: &Trace<'_>) -> Verdict {
+    let cfg = KvConfig::from_config(t.config);
+    if cfg.storage_delay_ms == 0 || cfg.service != "kv" {
+        return Verdict::na("no simulated storage time (storage_delay_ms = 0, or the echo service)");
+    }
+    verdict(storage(&cfg, t.events))
+}
+
+/// Rule 5 (`kv.10`).
+pub(crate) fn storage(cfg: &KvConfig, events: &[Event]) -> Result<(), String> {
+    let floor = (cfg.storage_delay_ms * 1000) as i64;
+    let ok = |o: &&Event| o.raw.get("ok").and_then(serde_json::Value::as_bool).unwrap_or(false);
+    match ops(events).filter(ok).find(|o| o.int("latency_us") < floor) {
+        Some(o) => Err(format!(
+            "{} completed in {} µs, under the storage time of {} ms",
+            cite(o),
+            o.int("latency_us"),
+            cfg.storage_delay_ms
+        )),
+        None => Ok(()),
+    }
 }
 
 fn ops(events: &[Event]) -> impl Iterator<Item = &Event> {
@@ -231,6 +259,7 @@ mod tests {
             transport: "channels".into(),
             keys: 10,
             read_pct: 50,
+            storage_delay_ms: 0,
             seed: 1,
             nemesis: None,
         }
@@ -265,6 +294,17 @@ mod tests {
     fn with(mut v: Vec<Event>, i: usize, e: Event) -> Vec<Event> {
         v[i] = e;
         v
+    }
+
+    #[test]
+    fn rule_5_a_get_or_put_faster_than_the_storage_time_fails_and_a_failed_one_does_not_count() {
+        let slow = KvConfig { storage_delay_ms: 350, ..cfg() };
+        // good(): the successful operations took 400, 500 and 600 ms; the failed one 300 ms.
+        assert_eq!(storage(&slow, &good()), Ok(()));
+        let quick = KvConfig { storage_delay_ms: 450, ..cfg() };
+        assert!(storage(&quick, &good())
+            .unwrap_err()
+            .contains("completed in 400000 µs, under the storage time of 450 ms"));
     }
 
     #[test]
@@ -304,9 +344,9 @@ mod tests {
     }
 
     #[test]
-    fn every_contract_rule_has_a_rule_and_both_scenarios_set_valid_keys() {
+    fn every_contract_rule_has_a_rule_and_every_scenario_sets_valid_keys() {
         let ids: Vec<&str> = rules().iter().map(|r| r.id).collect();
-        assert_eq!(ids, (1..=9).map(|n| format!("kv.{n}")).collect::<Vec<_>>());
+        assert_eq!(ids, (1..=10).map(|n| format!("kv.{n}")).collect::<Vec<_>>());
         for s in scenarios() {
             let mut b = troupe_lab::config::ConfigBuilder::new(&super::super::Kv);
             for (k, v) in &s.settings {

@@ -123,6 +123,7 @@ pub(super) async fn node_process(cfg: &KvConfig, actions: &[FaultAction]) -> Res
             node: index as u64,
             recovering: recover.then_some(peers),
             planted_bug,
+            storage_delay: std::time::Duration::from_millis(cfg.storage_delay_ms),
         });
         node.export(&vnode_name(v), &a).map_err(|e| SutError::Node(format!("cannot export vnode {v}: {e}")))?;
         local.insert(v, a);

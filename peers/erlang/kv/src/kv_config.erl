@@ -2,10 +2,10 @@
 %% (TROUPE_CONFIG, docs/kv.md). Keys and allowed values as the Troupe program:
 %% service "kv" | "echo"; object_bytes 1..8388608; concurrency 1..256;
 %% duration_s 1..3600; vnodes 3..1024; n 3; r, w 1..3 with r + w > n; keys
-%% 1..100000; read_pct 0..100; seed >= 0; transport "one_connection" only
-%% (Distributed Erlang has one connection per node pair); parallelism is
-%% Troupe's and ignored; nemesis must be empty (no history is recorded here). A
-%% bad value is refused with one message naming the key.
+%% 1..100000; read_pct 0..100; storage_delay_ms 0..1000; seed >= 0; transport
+%% "one_connection" only (Distributed Erlang has one connection per node pair);
+%% parallelism is Troupe's and ignored; nemesis must be empty (no history is
+%% recorded here). A bad value is refused with one message naming the key.
 -module(kv_config).
 
 -export([load/1]).
@@ -52,6 +52,7 @@ check(Raw) ->
       n => N, r => R, w => W,
       keys => int_in(keys, Get(keys), 1, 100000),
       read_pct => int_in(read_pct, Get(read_pct), 0, 100),
+      storage_delay_ms => int_in(storage_delay_ms, Get(storage_delay_ms), 0, 1000),
       seed => int_in(seed, Get(seed), 0, 1 bsl 62)}.
 
 int_in(_K, V, Min, Max) when is_integer(V), V >= Min, V =< Max -> V;

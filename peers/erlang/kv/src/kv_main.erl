@@ -56,7 +56,7 @@ run() ->
     is_alive() orelse error(not_distributed),
     Nodes = start_nodes(3),
     #{vnodes := VN} = Cfg,
-    [ok = erpc:call(N, kv_node, start, [VN, Nodes -- [N]], 30000) || N <- Nodes],
+    [ok = erpc:call(N, kv_node, start, [VN, Nodes -- [N], maps:get(storage_delay_ms, Cfg)], 30000) || N <- Nodes],
     Counter = atomics:new(1, []),
     Self = self(),
     #{concurrency := Conc, duration_s := Dur} = Cfg,

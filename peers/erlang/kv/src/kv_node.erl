@@ -1,9 +1,10 @@
 %% kv_node: a store node of the Erlang kv peer (started by kv_main over erpc).
 %%
 %% Rules:
-%%  1. start(Vnodes, Peers) starts a kv_vnode per vnode (every node holds every
-%%     vnode: N = 3 on 3 nodes), the counters, an anti-entropy loop and a ring
-%%     gossip loop; Peers are the other store nodes.
+%%  1. start(Vnodes, Peers, StorageDelayMs) starts a kv_vnode per vnode (every
+%%     node holds every vnode: N = 3 on 3 nodes), the counters, an anti-entropy
+%%     loop and a ring gossip loop; Peers are the other store nodes. The vnodes
+%%     read StorageDelayMs (kv_vnode rule 5) from a persistent term.
 %%  2. Anti-entropy: every 500 ms each vnode sends its digest to one of its peer
 %%     replicas, taking them in turn.
 %%  3. Ring gossip: every 200 ms the node sends {ring_gossip, Node, Epoch,
@@ -12,9 +13,10 @@
 %%     Erlang's one connection per node pair.
 -module(kv_node).
 
--export([start/2, stats/0, count/1]).
+-export([start/3, stats/0, count/1]).
 
-start(VNodes, Peers) ->
+start(VNodes, Peers, StorageDelayMs) ->
+    persistent_term:put(kv_storage_delay_ms, StorageDelayMs),
     Self = self(),
     %% The counters' table lives in its own process (the erpc caller does not).
     spawn(fun() ->

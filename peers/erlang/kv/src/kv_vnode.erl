@@ -12,6 +12,9 @@
 %%  4. Anti-entropy: {ae_tick, Peer} sends {digest, [{Key, Version}], Self} to
 %%     Peer; a digest is answered with {repair, Entries} (held newer) and {pull,
 %%     Keys, Self} (the digest holds newer); a pull is answered with a repair.
+%%  5. Simulated storage (storage_delay_ms, seed 004 §6.2.3): a put or a get
+%%     first sleeps that long in the vnode's own process, so one storage access
+%%     at a time per replica, as the Troupe replica's await holds its actor.
 -module(kv_vnode).
 -behaviour(gen_server).
 
@@ -27,10 +30,12 @@ init([]) -> {ok, #{}}.
 handle_call(_, _, S) -> {reply, error, S}.
 
 handle_cast({put, From, Req, Key, Ver, Bin}, S) ->
+    storage(),
     S2 = put_new(Key, Ver, Bin, S),
     From ! {kv_reply, Req, ack},  % contract rule 4: applied, then acknowledged
     {noreply, S2};
 handle_cast({get, From, Req, Key}, S) ->
+    storage(),
     From ! {kv_reply, Req, {value, maps:get(Key, S, not_found)}},
     {noreply, S};
 handle_cast({echo, From, Req, Bin}, S) ->
@@ -57,6 +62,13 @@ handle_cast({pull, Keys, From}, S) ->
     gen_server:cast(From, {repair, [{K, V, B} || K <- Keys, {V, B} <- [maps:get(K, S, none)]]}),
     {noreply, S};
 handle_cast(_, S) -> {noreply, S}.
+
+%% Rule 5.
+storage() ->
+    case persistent_term:get(kv_storage_delay_ms, 0) of
+        0 -> ok;
+        D -> timer:sleep(D)
+    end.
 
 handle_info(_, S) -> {noreply, S}.
 
