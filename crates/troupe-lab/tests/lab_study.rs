@@ -1,7 +1,8 @@
 //! The study format of the core (`troupe_lab::study`) on the core's own workload
 //! ([`troupe_lab::testkit::Noop`]): rule 1 (every problem of a file at once, each naming file,
 //! figure and key), rule 3 (a `missing:` status), rule 4 (the quick profile replaces keys),
-//! rule 5 (the estimate from the grid) and rule 6 (the verdicts of each check kind).
+//! rule 5 (the estimate from the grid) and rule 6 (the verdicts of each check kind; a check no
+//! cell of a profile can meet is refused).
 
 use std::time::Duration;
 
@@ -29,7 +30,7 @@ plot = "line"
 x = "ticks"
 y = "ticks"
 grid = { ticks = [1, 2, 3] }
-quick = { runtimes = ["troupe"], reps = 1, grid = { ticks = [2] } }
+quick = { runtimes = ["troupe"], reps = 1, grid = { ticks = [1, 3] } }
 [[figure.statement]]
 text = "more ticks count more"
 check = { kind = "greater", metric = "ticks", a = { ticks = 3 }, b = { ticks = 1 } }
@@ -58,7 +59,7 @@ fn rules_4_5_profiles_and_estimates_come_from_the_grid() {
     // Noop expects 5 s a run.
     assert_eq!(full.estimate(), (Duration::from_secs(5) + RUN_OVERHEAD) * 12);
     let quick = s.plan(&reg(), fig, "quick").unwrap();
-    assert_eq!((quick.runs(), quick.sets.clone()), (1, vec!["ticks=2".to_string()]));
+    assert_eq!((quick.runs(), quick.sets.clone()), (2, vec!["ticks=1,3".to_string()]));
     assert!(s.study.figures[0].runnable() && !s.study.figures[1].runnable());
     let e = s.figure("fig3").unwrap_err().to_string();
     assert!(e.contains("fig1, fig2"), "{e}");
@@ -69,7 +70,7 @@ fn rule_1_every_problem_of_a_file_at_once() {
     let bad = GOOD
         .replace("plot = \"bar\"", "plot = \"pie\"")
         .replace("status = \"missing: a knob\"", "status = \"later\"")
-        .replace("grid = { ticks = [2] }", "grid = { ticks = [-1] }")
+        .replace("grid = { ticks = [1, 3] }", "grid = { ticks = [-1] }")
         .replace("a = { ticks = 3 }", "a = { tocks = 3 }");
     let e = study::load(&reg(), &bad, "demo.toml").unwrap_err().to_string();
     for needle in [
@@ -82,6 +83,22 @@ fn rule_1_every_problem_of_a_file_at_once() {
     }
     let e = study::load(&reg(), "study = 3", "demo.toml").unwrap_err().to_string();
     assert!(e.contains("demo.toml = (file): not a study file"), "{e}");
+}
+
+#[test]
+fn rule_6_a_check_no_cell_of_a_profile_can_meet_is_refused_unless_it_names_a_runtime_not_run() {
+    // The quick grid has only ticks = 2: "3 against 1" could never get a verdict there.
+    let bad = GOOD.replace("grid = { ticks = [1, 3] }", "grid = { ticks = [2] }");
+    let e = study::load(&reg(), &bad, "demo.toml").unwrap_err().to_string();
+    for needle in [
+        "demo.toml: figure fig1: statement[0].check.a (profile quick) = ticks = 3: no cell of the quick profile's grid",
+        "statement[0].check.b (profile quick) = ticks = 1",
+    ] {
+        assert!(e.contains(needle), "{needle:?} not in {e}");
+    }
+    // The same check on a runtime quick does not run reads `no data` there by design: accepted.
+    let peer = bad.replace("a = { ticks = 3 }", "a = { ticks = 3, runtime = \"erlang\" }");
+    assert!(study::load(&reg(), &peer, "demo.toml").is_ok());
 }
 
 fn cell(ticks: i64, runtime: &str, value: f64) -> Cell {

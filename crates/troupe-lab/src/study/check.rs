@@ -23,7 +23,7 @@ pub struct Verdict {
     pub measured: String,
 }
 
-fn matches(cell: &Cell, want: &std::collections::BTreeMap<String, toml::Value>) -> bool {
+pub(super) fn matches(cell: &Cell, want: &std::collections::BTreeMap<String, toml::Value>) -> bool {
     want.iter().all(|(k, v)| {
         if k == "runtime" {
             return cell.runtime == text(v);

@@ -18,7 +18,10 @@
 //!    x (the workload's expected run time + [`RUN_OVERHEAD`]). Expected run times are bounds
 //!    some workloads keep generous, so the model can be far above the truth.
 //! 6. A statement is machine-checked only when it has a `check` ([`Check`]); otherwise its
-//!    verdict is `unchecked`.
+//!    verdict is `unchecked`. Each side of a check must name a cell the profile's grid has
+//!    (its keys other than `runtime`), else the file is refused: such a statement could never
+//!    get a verdict. A check naming a runtime the profile does not run is exempt (it reads
+//!    `no data` there by design: a quick profile runs Troupe alone).
 //! 7. What the figures that ran to the end took here is read back from their run folders
 //!    ([`measured`]), so a listing can set the model beside this machine's time.
 
@@ -237,11 +240,57 @@ fn plan(registry: &Registry, fig: &Figure, profile: &str) -> std::result::Result
             }
         },
     };
+    if fig.runnable() && issues.is_empty() && fig_keys_ok(fig) {
+        issues.extend(unreachable_checks(fig, profile, &eff.runtimes, &configs));
+    }
     if issues.is_empty() {
         Ok(Plan { workload, sets, runtimes: eff.runtimes, reps: eff.reps, configs })
     } else {
         Err(issues)
     }
+}
+
+/// Whether the figure's own checks (keys, plot, status) pass: only then are its cells matched
+/// (a check with an unknown key is already reported as such).
+fn fig_keys_ok(fig: &Figure) -> bool {
+    format::check_figure(fig).is_empty()
+}
+
+/// Rule 6: the sides of the figure's checks that no cell of the grid matches.
+fn unreachable_checks(fig: &Figure, profile: &str, runtimes: &[String], configs: &[Config]) -> Vec<ConfigIssue> {
+    let cells: Vec<Cell> = configs
+        .iter()
+        .map(|c| Cell { runtime: String::new(), config: c.to_json(), summary: serde_json::Value::Null })
+        .collect();
+    let mut out = Vec::new();
+    for (n, st) in fig.statements.iter().enumerate() {
+        let Some(check) = &st.check else { continue };
+        let runs = |want: &BTreeMap<String, toml::Value>| {
+            want.get("runtime").is_none_or(|r| runtimes.contains(&format::text(r)))
+        };
+        if !runs(&check.a) || !runs(&check.b) {
+            continue; // a runtime this profile does not run: `no data` by design
+        }
+        for (side, want) in [("a", &check.a), ("b", &check.b)] {
+            let keys: BTreeMap<String, toml::Value> =
+                want.iter().filter(|(k, _)| k.as_str() != "runtime").map(|(k, v)| (k.clone(), v.clone())).collect();
+            if !cells.iter().any(|c| check::matches(c, &keys)) {
+                out.push(ConfigIssue {
+                    key: where_(profile, &format!("statement[{n}].check.{side}")),
+                    value: keys
+                        .iter()
+                        .map(|(k, v)| format!("{k} = {}", format::text(v)))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    problem: format!(
+                        "no cell of the {profile} profile's grid has these values, so the statement could never get \
+                         a verdict; name a cell the grid has, or add the values to the grid"
+                    ),
+                });
+            }
+        }
+    }
+    out
 }
 
 /// `key` for the full profile (the figure's own), `quick.key` for an override's.
