@@ -159,6 +159,7 @@ fn definition_3_missing_detections_skipped_and_missing_faults_and_errors_degrade
     let st = ChatStats::compute(&c, &run(extra), &sched);
     assert_eq!((st.injected_faults, st.planned_faults, st.skipped_faults, st.missing_faults), (2, 4, 1, 1));
     assert_eq!((st.detections, st.expected_detections), (2, 4));
+    assert_eq!((st.detections_missed, st.detections_open_at_end), (2, 0));
     let why = st.degradations().join("; ");
     for want in [
         "1 of 4 planned faults were neither carried out",
@@ -238,4 +239,29 @@ fn quantiles() {
     assert_eq!((d.min, d.max, d.median, d.p99, d.n), (1.0, 100.0, 50.5, 99.0, 100));
     assert_eq!((d.q1, d.q3), (25.75, 75.25));
     assert!(Dist::of(&mut []).is_none());
+}
+
+/// Definition 3: a chat killed in the window's last second with no detection logged (the client
+/// processes stop at the window's end) is open at the end, not a missed detection; one killed
+/// earlier and not noticed is missed and degrades the run.
+#[test]
+fn definition_3_a_kill_in_the_last_second_left_undetected_is_open_at_end_not_missed() {
+    let c = cfg(&[]);
+    // The window is 4 s: a kill 3 ms before its end, nobody detects it.
+    let late =
+        vec![ev(T0 + 3_997_000, "chat", "fault_injected", json!({"id": "f-1", "target": "chat-1", "kind": "kill"}))];
+    let st = ChatStats::compute(&c, &run(late), &[]);
+    assert_eq!((st.detections, st.expected_detections), (2, 4));
+    assert_eq!((st.detections_missed, st.detections_open_at_end), (0, 2));
+    assert!(st.degradations().iter().all(|d| !d.contains("due detections")), "{:?}", st.degradations());
+    // The same kill 1.5 s before the end is missed.
+    let early =
+        vec![ev(T0 + 2_500_000, "chat", "fault_injected", json!({"id": "f-1", "target": "chat-1", "kind": "kill"}))];
+    let st = ChatStats::compute(&c, &run(early), &[]);
+    assert_eq!((st.detections_missed, st.detections_open_at_end), (2, 0));
+    assert!(
+        st.degradations().join("; ").contains("2 of 4 due detections logged (2 missing"),
+        "{:?}",
+        st.degradations()
+    );
 }

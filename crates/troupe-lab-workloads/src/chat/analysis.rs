@@ -17,7 +17,12 @@
 //!    target at or before it; its time is the difference of their stamps. Only faults injected
 //!    inside the window count; a detection with no earlier injection on its target is counted
 //!    as unmatched. Every crashing fault (`kill`, `error`) injected inside the window is due
-//!    one detection from each client of its chat: `expected_detections`.
+//!    one detection from each client of its chat: `expected_detections`. A due detection not
+//!    logged is `detections_missed` (it degrades the run) when its fault came at least
+//!    [`troupe_lab::stats::RECOVERY_GRACE_MS`] before the window's end, and
+//!    `detections_open_at_end` otherwise: the client processes stop at the window's end, so a
+//!    chat killed 3 ms before had clients with no time to notice (as definition 4 treats a
+//!    rejoin).
 //! 4. Reconnection, over every detection (censored, troupe_lab::stats rules 5-7): a detection is
 //!    closed by the client's first `reconnected {ms}` stamped at or after it and before the
 //!    client's next detection (its sample is `ms`), whenever it was recorded: a fault late in
@@ -115,6 +120,12 @@ pub struct ChatStats {
     pub detections: usize,
     /// Detections due: crashing faults injected inside the window x clients of the chat.
     pub expected_detections: u64,
+    /// Due detections not logged, of faults injected at least a second before the window's end
+    /// (definition 3; they degrade the run).
+    pub detections_missed: u64,
+    /// Due detections not logged, of faults injected in the window's last second (definition
+    /// 3; not a degradation).
+    pub detections_open_at_end: u64,
     /// Detections closed by a rejoin before the window's end (definition 4).
     pub reconnections: usize,
     /// Detections never followed by a rejoin, made at least a second before the window's end
@@ -358,6 +369,13 @@ impl ChatStats {
         }
         let expected_detections = crash_injections.iter().filter(|&&ts| ts >= lo && ts < hi).count() as u64
             * u64::from(chat.clients_per_server);
+        let grace_from = hi - (troupe_lab::stats::RECOVERY_GRACE_MS * 1000.0) as i64;
+        let expected_late = crash_injections.iter().filter(|&&ts| ts >= grace_from.max(lo) && ts < hi).count() as u64
+            * u64::from(chat.clients_per_server);
+        let logged_late = detections.iter().filter(|d| d.injected_us >= grace_from).count() as u64;
+        let detections_open_at_end = expected_late.saturating_sub(logged_late);
+        let detections_missed = (expected_detections - expected_late)
+            .saturating_sub(detections.len() as u64 - logged_late.min(detections.len() as u64));
         // Definition 4.
         let end = events.iter().map(|e| e.ts_us).max().unwrap_or(hi).max(hi);
         let (reconnections, unreconnected_left) = close_detections(&detections, &reconnected, end);
@@ -404,6 +422,8 @@ impl ChatStats {
             all_connected_pct,
             detections: detections.len(),
             expected_detections,
+            detections_missed,
+            detections_open_at_end,
             reconnections: reconnections.len(),
             unreconnected: unreconnected_left.iter().filter(|l| !late(l)).count(),
             open_at_end: unreconnected_left.iter().filter(late).count(),
@@ -445,8 +465,11 @@ impl ChatStats {
         if self.skipped_faults > 0 {
             out.push(format!("{} of {} planned faults skipped", self.skipped_faults, self.planned_faults));
         }
-        if (self.detections as u64) < self.expected_detections {
-            out.push(format!("{} of {} due detections logged", self.detections, self.expected_detections));
+        if self.detections_missed > 0 {
+            out.push(format!(
+                "{} of {} due detections logged ({} missing of faults injected before the window's last second)",
+                self.detections, self.expected_detections, self.detections_missed
+            ));
         }
         if self.unreconnected > 0 {
             out.push(format!("{} of {} detections never followed by a rejoin", self.unreconnected, self.detections));
