@@ -120,3 +120,26 @@ fn rule_6_each_check_kind_judges_the_mean_of_its_cells() {
     assert_eq!(study::verdict(Some(&check("ratio", "min = 2.0\nmax = 3.0")), &cells).word, "disagrees");
     assert_eq!(study::verdict(Some(&check("greater", "")), &cells[..2]).word, "no data");
 }
+
+/// Rule 6: a check that names no runtime states a shape, judged on each runtime's own cells
+/// (never on a mean across runtimes), agreeing only where every runtime with both cells agrees.
+#[test]
+fn rule_6_a_shape_is_judged_per_runtime() {
+    let check: study::Check =
+        toml::from_str("kind = \"greater\"\nmetric = \"n.v\"\na = { ticks = 3 }\nb = { ticks = 1 }").unwrap();
+    // troupe: 30 > 20; erlang: 5 < 8. A mean over both (17.5 > 14) would say "agrees".
+    let cells = [cell(3, "troupe", 30.0), cell(1, "troupe", 20.0), cell(3, "erlang", 5.0), cell(1, "erlang", 8.0)];
+    let v = study::verdict(Some(&check), &cells);
+    assert_eq!(v.word, "disagrees");
+    assert!(
+        v.measured.contains("erlang (disagrees): a = 5.0000") && v.measured.contains("troupe (agrees)"),
+        "{}",
+        v.measured
+    );
+    let both = [cell(3, "troupe", 30.0), cell(1, "troupe", 20.0), cell(3, "erlang", 9.0), cell(1, "erlang", 8.0)];
+    assert_eq!(study::verdict(Some(&check), &both).word, "agrees");
+    // A runtime with only one of the cells is left out; one runtime alone reads as before.
+    let v = study::verdict(Some(&check), &cells[..3]);
+    assert_eq!((v.word, v.measured.as_str()), ("agrees", "troupe (agrees): a = 30.0000; b = 20.0000; a/b = 1.5000"));
+    assert_eq!(study::verdict(Some(&check), &cells[..2]).measured, "a = 30.0000; b = 20.0000; a/b = 1.5000");
+}

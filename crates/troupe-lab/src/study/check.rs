@@ -69,17 +69,49 @@ pub fn verdict(check: Option<&Check>, cells: &[Cell]) -> Verdict {
     let Some(c) = check else {
         return Verdict { word: "unchecked", measured: String::new() };
     };
-    let (Some(a), Some(b)) = (mean(cells, &c.a, &c.metric), mean(cells, &c.b, &c.metric)) else {
-        return Verdict { word: "no data", measured: format!("no completed run with {} in both cells", c.metric) };
-    };
+    if c.a.contains_key("runtime") || c.b.contains_key("runtime") {
+        return judge(c, cells).unwrap_or_else(|| no_data(c));
+    }
+    // A check that names no runtime states a shape: it is judged on each runtime's own cells
+    // (a mean over runtimes would mix them), and agrees only where every runtime that has both
+    // cells agrees.
+    let mut runtimes: Vec<&str> = cells.iter().map(|x| x.runtime.as_str()).collect();
+    runtimes.sort_unstable();
+    runtimes.dedup();
+    let judged: Vec<(&str, Verdict)> = runtimes
+        .iter()
+        .filter_map(|rt| {
+            let own: Vec<Cell> = cells.iter().filter(|x| x.runtime == *rt).cloned().collect();
+            judge(c, &own).map(|v| (*rt, v))
+        })
+        .collect();
+    match judged.as_slice() {
+        [] => no_data(c),
+        [(_, v)] if runtimes.len() == 1 => v.clone(),
+        _ => {
+            let all = judged.iter().all(|(_, v)| v.word == "agrees");
+            let measured =
+                judged.iter().map(|(rt, v)| format!("{rt} ({}): {}", v.word, v.measured)).collect::<Vec<_>>();
+            Verdict { word: if all { "agrees" } else { "disagrees" }, measured: measured.join(" | ") }
+        }
+    }
+}
+
+fn no_data(c: &Check) -> Verdict {
+    Verdict { word: "no data", measured: format!("no completed run with {} in both cells", c.metric) }
+}
+
+/// The verdict over `cells` taken together; `None` when a cell has no completed run.
+fn judge(c: &Check, cells: &[Cell]) -> Option<Verdict> {
+    let (a, b) = (mean(cells, &c.a, &c.metric)?, mean(cells, &c.b, &c.metric)?);
     let ratio = if b != 0.0 { a / b } else { f64::NAN };
     let ok = match c.kind {
         CheckKind::Greater => a > b,
         CheckKind::Less => a < b,
         CheckKind::Ratio => c.min.is_some_and(|lo| ratio >= lo) && c.max.is_some_and(|hi| ratio <= hi),
     };
-    Verdict {
+    Some(Verdict {
         word: if ok { "agrees" } else { "disagrees" },
         measured: format!("a = {a:.4}; b = {b:.4}; a/b = {ratio:.4}"),
-    }
+    })
 }

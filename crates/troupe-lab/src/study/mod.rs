@@ -18,7 +18,8 @@
 //!    x (the workload's expected run time + [`RUN_OVERHEAD`]). Expected run times are bounds
 //!    some workloads keep generous, so the model can be far above the truth.
 //! 6. A statement is machine-checked only when it has a `check` ([`Check`]); otherwise its
-//!    verdict is `unchecked`. Each side of a check must name a cell the profile's grid has
+//!    verdict is `unchecked`. A check naming no runtime states a shape and is judged on each
+//!    runtime's own cells ([`verdict`]). Each side of a check must name a cell the profile's grid has
 //!    (its keys other than `runtime`), else the file is refused: such a statement could never
 //!    get a verdict. A check naming a runtime the profile does not run is exempt (it reads
 //!    `no data` there by design: a quick profile runs Troupe alone).
