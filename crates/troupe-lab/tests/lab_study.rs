@@ -1,7 +1,7 @@
 //! The study format of the core (`troupe_lab::study`) on the core's own workload
 //! ([`troupe_lab::testkit::Noop`]): rule 1 (every problem of a file at once, each naming file,
 //! figure and key), rule 3 (a `missing:` status), rule 4 (the quick profile replaces keys),
-//! rule 5 (the estimate from the grid) and rule 6 (the verdicts of each check kind; a check no
+//! rule 5 (the estimate from the grid), rule 8 (`skip`) and rule 6 (the verdicts of each check kind; a check no
 //! cell of a profile can meet is refused).
 
 use std::time::Duration;
@@ -142,4 +142,26 @@ fn rule_6_a_shape_is_judged_per_runtime() {
     let v = study::verdict(Some(&check), &cells[..3]);
     assert_eq!((v.word, v.measured.as_str()), ("agrees", "troupe (agrees): a = 30.0000; b = 20.0000; a/b = 1.5000"));
     assert_eq!(study::verdict(Some(&check), &cells[..2]).measured, "a = 30.0000; b = 20.0000; a/b = 1.5000");
+}
+
+/// Rule 8: `skip` takes (runtime, cell) pairs out of the plan's runs and estimate; a skip naming
+/// a key the figure does not set is refused.
+#[test]
+fn rule_8_skip_leaves_out_the_pairs_a_runtime_cannot_run() {
+    let with_skip = GOOD.replace(
+        "reps = 2\nplot = \"line\"",
+        "reps = 2\nskip = [{ runtime = \"erlang\", ticks = 3 }]\nplot = \"line\"",
+    );
+    let s = study::load(&reg(), &with_skip, "demo.toml").unwrap();
+    let full = s.plan(&reg(), s.figure("fig1").unwrap(), "full").unwrap();
+    // 3 cells x 2 runtimes, less erlang at ticks = 3, x 2 repetitions.
+    assert_eq!(full.runs(), 10);
+    assert_eq!(full.estimate(), (Duration::from_secs(5) + RUN_OVERHEAD) * 10);
+    assert!(full.skips("erlang", &json!({ "ticks": 3 })) && !full.skips("troupe", &json!({ "ticks": 3 })));
+    let bad = GOOD.replace(
+        "reps = 2\nplot = \"line\"",
+        "reps = 2\nskip = [{ runtime = \"erlang\", tocks = 3 }]\nplot = \"line\"",
+    );
+    let e = study::load(&reg(), &bad, "demo.toml").unwrap_err().to_string();
+    assert!(e.contains("demo.toml: figure fig1: skip[0] = runtime, tocks: a skip picks cells"), "{e}");
 }

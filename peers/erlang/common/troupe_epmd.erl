@@ -12,6 +12,8 @@
 %%     before @); a node with no route is not reachable (noport). The latency
 %%     peer routes the far node to the lab's relay, never to its own port, so
 %%     every byte between them is delayed (docs/latency.md).
+%%  4. A node's address is the IPv4 address its host part names (kv in the lab's
+%%     network namespaces), else 127.0.0.1.
 -module(troupe_epmd).
 
 -export([start_link/0, register_node/2, register_node/3, port_please/2, port_please/3,
@@ -34,7 +36,13 @@ port_please(Name, _Host, _Timeout) ->
         Port -> {port, Port, 6}
     end.
 
-address_please(_Name, _Host, inet) -> {ok, {127, 0, 0, 1}};
+address_please(_Name, Host, inet) ->
+    %% A node named by an IPv4 address (the lab's network namespaces) is there;
+    %% any other host name is this machine's loopback.
+    case inet:parse_ipv4strict_address(to_list(Host)) of
+        {ok, Ip} -> {ok, Ip};
+        _ -> {ok, {127, 0, 0, 1}}
+    end;
 address_please(_Name, Host, Family) -> inet:getaddr(Host, Family).
 
 names() -> names(localhost).

@@ -168,7 +168,11 @@ fn run_study(reg: &Registry, s: &LoadedStudy, o: &Options) -> anyhow::Result<i32
             runtimes: plan.runtimes.clone(),
             reps: plan.reps,
         };
-        let grid = sweep::expand(&spec)?;
+        let mut grid = sweep::expand(&spec)?;
+        // The figure's `skip`: (runtime, cell) pairs the runtime cannot run.
+        grid.points.retain(|p| !plan.skips(&p.runtime, &p.config.to_json()));
+        let kept: Vec<String> = grid.points.iter().map(|p| p.name.clone()).collect();
+        grid.file.points.retain(|n| kept.contains(n));
         let project_root = project_root_for(&plan.runtimes)?;
         compare::check_runtimes(&plan.runtimes, plan.workload.name(), project_root.as_deref())?;
         let dir = out.join(&fig.id);

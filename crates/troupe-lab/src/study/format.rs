@@ -70,6 +70,11 @@ pub struct Figure {
     /// The quick profile's changes to the figure's grid.
     #[serde(default)]
     pub quick: Option<Overrides>,
+    /// Cells not run: each entry picks cells as a check's side does (grid/set keys and
+    /// `runtime`), for a runtime that cannot run those values (Distributed Erlang has no
+    /// `channels` transport). A sweep runs every runtime on every cell; this names the holes.
+    #[serde(default)]
+    pub skip: Vec<BTreeMap<String, toml::Value>>,
     /// The seed's values, transcribed: `"erlang, 0% = 5085 msg/s"`.
     #[serde(default)]
     pub seed_values: Vec<String>,

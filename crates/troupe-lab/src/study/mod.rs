@@ -25,6 +25,8 @@
 //!    `no data` there by design: a quick profile runs Troupe alone).
 //! 7. What the figures that ran to the end took here is read back from their run folders
 //!    ([`measured`]), so a listing can set the model beside this machine's time.
+//! 8. A figure's `skip` names (runtime, cell) pairs not run, for a runtime that cannot run a
+//!    cell's values; they are out of the plan's runs and estimate and of the sweep it hands on.
 
 mod check;
 mod format;
@@ -63,18 +65,35 @@ pub struct Plan {
     pub reps: u32,
     /// The validated configs of the grid's cells (one per cell, before runtimes).
     pub configs: Vec<Config>,
+    /// The figure's `skip` selectors: (runtime, cell) pairs not run.
+    pub skip: Vec<BTreeMap<String, toml::Value>>,
 }
 
 impl Plan {
-    /// The number of runs: cells x runtimes x repetitions.
+    /// The number of runs: cells x runtimes x repetitions, less the skipped (runtime, cell)
+    /// pairs.
     pub fn runs(&self) -> usize {
-        self.configs.len() * self.runtimes.len() * self.reps as usize
+        self.pairs().count() * self.reps as usize
     }
 
     /// The estimated time of the runs (rule 5).
     pub fn estimate(&self) -> Duration {
-        let per_rep: Duration = self.configs.iter().map(|c| self.workload.expected_duration(c) + RUN_OVERHEAD).sum();
-        per_rep * (self.runtimes.len() as u32) * self.reps
+        let per_rep: Duration = self.pairs().map(|(_, c)| self.workload.expected_duration(c) + RUN_OVERHEAD).sum();
+        per_rep * self.reps
+    }
+
+    /// Whether `runtime` skips the cell whose resolved config is `config` (the figure's `skip`).
+    pub fn skips(&self, runtime: &str, config: &serde_json::Value) -> bool {
+        let cell = Cell { runtime: runtime.to_string(), config: config.clone(), summary: serde_json::Value::Null };
+        self.skip.iter().any(|want| check::matches(&cell, want))
+    }
+
+    /// The (runtime, config) pairs that run.
+    fn pairs(&self) -> impl Iterator<Item = (&str, &Config)> {
+        self.runtimes
+            .iter()
+            .flat_map(move |rt| self.configs.iter().map(move |c| (rt.as_str(), c)))
+            .filter(|(rt, c)| !self.skips(rt, &c.to_json()))
     }
 }
 
@@ -241,11 +260,25 @@ fn plan(registry: &Registry, fig: &Figure, profile: &str) -> std::result::Result
             }
         },
     };
+    for (n, want) in fig.skip.iter().enumerate() {
+        let unknown: Vec<&String> = want
+            .keys()
+            .filter(|k| k.as_str() != "runtime" && !eff.set.contains_key(*k) && !eff.grid.contains_key(*k))
+            .collect();
+        if want.is_empty() || !unknown.is_empty() {
+            issues.push(ConfigIssue {
+                key: where_(profile, &format!("skip[{n}]")),
+                value: want.keys().cloned().collect::<Vec<_>>().join(", "),
+                problem: "a skip picks cells by the figure's set or grid keys and runtime, and names at least one"
+                    .into(),
+            });
+        }
+    }
     if fig.runnable() && issues.is_empty() && fig_keys_ok(fig) {
         issues.extend(unreachable_checks(fig, profile, &eff.runtimes, &configs));
     }
     if issues.is_empty() {
-        Ok(Plan { workload, sets, runtimes: eff.runtimes, reps: eff.reps, configs })
+        Ok(Plan { workload, sets, runtimes: eff.runtimes, reps: eff.reps, configs, skip: fig.skip.clone() })
     } else {
         Err(issues)
     }

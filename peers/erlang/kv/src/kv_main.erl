@@ -61,6 +61,11 @@ run() ->
     Self = self(),
     #{concurrency := Conc, duration_s := Dur} = Cfg,
     Bin = binary:copy(<<16#a5>>, maps:get(object_bytes, Cfg)),
+    %% In the lab's namespaces the network layer times its faults (the delay) from
+    %% the window start: say when it opens, as the Troupe program does.
+    os:getenv("TROUPE_NETNS", "") =/= "" andalso
+        troupe_events:emit(ready, [{what, <<"window">>}, {count, Conc},
+                                   {start_us, os:system_time(microsecond)}]),
     T0 = erlang:monotonic_time(microsecond),
     End = T0 + Dur * 1000000,
     Clients = [spawn_link(fun() -> Self ! {done, self(), client(Cfg, I, Nodes, Counter, Bin, End)} end)
@@ -85,31 +90,80 @@ run() ->
 limit(#{concurrency := C, object_bytes := B}) -> 10000 + (C * B * 3) div 20000.
 
 %% Rule 1: three store nodes on fixed ports, every node routed to every other.
+%% In the lab's network namespaces (TROUPE_NETNS: docs/lab.md "Network faults",
+%% netlayer rule 4), store node I is started with `ip netns exec` in the
+%% namespace the file names for node-I, listening on and named by its address.
 start_nodes(K) ->
     Ebin = filename:dirname(code:which(?MODULE)),
-    Ports = [free_port() || _ <- lists:seq(1, K)],
+    Spots = spots(K),
+    Ports = [free_port(Ip) || {_, Ip} <- Spots],
     Names = ["kv" ++ integer_to_list(I) || I <- lists:seq(0, K - 1)],
     Routes = lists:zip(Names, Ports),
     [troupe_epmd:route(N, P) || {N, P} <- Routes],
     Started = [begin
+                   {Exec, Ip} = Spot,
                    Args = ["-setcookie", atom_to_list(erlang:get_cookie()),
-                           "-kernel", "inet_dist_use_interface", "{127,0,0,1}",
+                           "-kernel", "inet_dist_use_interface", lists:flatten(io_lib:format("~w", [Ip])),
                            "-kernel", "inet_dist_listen_min", integer_to_list(P),
                            "-kernel", "inet_dist_listen_max", integer_to_list(P),
                            "-epmd_module", "troupe_epmd", "-start_epmd", "false", "-pa", Ebin],
-                   {ok, Peer, Node} = peer:start_link(#{name => list_to_atom(N), host => "127.0.0.1",
-                                                        longnames => true, connection => standard_io,
-                                                        wait_boot => 60000, args => Args}),
+                   Opts = #{name => list_to_atom(N), host => inet:ntoa(Ip),
+                            longnames => true, connection => standard_io,
+                            wait_boot => 60000, args => Args},
+                   {ok, Peer, Node} = peer:start_link(with_exec(Exec, Opts)),
                    unlink(Peer),
                    {Peer, Node}
-               end || {N, P} <- Routes],
+               end || {{N, P}, Spot} <- lists:zip(Routes, Spots)],
     persistent_term:put({?MODULE, peers}, Started),
     Nodes = [Nd || {_, Nd} <- Started],
     [pong = net_adm:ping(Nd) || Nd <- Nodes],
     [[ok = erpc:call(Nd, troupe_epmd, route, [N, P], 10000) || {N, P} <- Routes] || Nd <- Nodes],
     Nodes.
 
-free_port() ->
+with_exec(none, Opts) -> Opts;
+with_exec(Exec, Opts) -> Opts#{exec => Exec}.
+
+%% Where each store node runs: {none, {127,0,0,1}} on loopback, or {Exec, Ip} in
+%% the namespace of node-I (Exec runs erl through `ip netns exec NS`).
+spots(K) ->
+    case os:getenv("TROUPE_NETNS") of
+        false -> [{none, {127, 0, 0, 1}} || _ <- lists:seq(1, K)];
+        "" -> [{none, {127, 0, 0, 1}} || _ <- lists:seq(1, K)];
+        Path ->
+            Nodes = case troupe_json:read_file(Path) of
+                        {ok, Obj} -> troupe_json:get(nodes, Obj, []);
+                        {error, M} -> throw({input, "TROUPE_NETNS=" ++ Path ++ ": " ++ M})
+                    end,
+            IpBin = find_exe(["ip", "/usr/sbin/ip", "/sbin/ip"], "ip (iproute2)"),
+            Erl = find_exe(["erl"], "erl"),
+            [netns_spot(Path, Nodes, I, IpBin, Erl) || I <- lists:seq(0, K - 1)]
+    end.
+
+netns_spot(Path, Nodes, I, IpBin, Erl) ->
+    Want = list_to_binary("node-" ++ integer_to_list(I)),
+    case [N || N <- Nodes, troupe_json:get(name, N) =:= Want] of
+        [N] ->
+            Ns = binary_to_list(troupe_json:get(netns, N)),
+            Addr = binary_to_list(troupe_json:get(addr, N)),
+            case inet:parse_ipv4strict_address(Addr) of
+                {ok, Ip} -> {{IpBin, ["netns", "exec", Ns, Erl]}, Ip};
+                _ -> throw({input, "TROUPE_NETNS=" ++ Path ++ ": node " ++ binary_to_list(Want)
+                                  ++ " has no IPv4 addr (got " ++ Addr ++ ")"})
+            end;
+        _ -> throw({input, "TROUPE_NETNS=" ++ Path ++ ": no node named " ++ binary_to_list(Want)
+                           ++ " (the kv store nodes are node-0 .. node-2)"})
+    end.
+
+find_exe([], What) -> throw({input, "cannot find " ++ What ++ " on this machine"});
+find_exe([C | Rest], What) ->
+    case os:find_executable(C) of
+        false -> case filelib:is_regular(C) of true -> C; false -> find_exe(Rest, What) end;
+        P -> P
+    end.
+
+%% A free port on Ip; in a namespace the port is taken on the coordinator's
+%% side, which is free there too (each namespace has its own ports).
+free_port(_Ip) ->
     {ok, L} = gen_tcp:listen(0, [{ip, {127, 0, 0, 1}}]),
     {ok, P} = inet:port(L),
     ok = gen_tcp:close(L),
