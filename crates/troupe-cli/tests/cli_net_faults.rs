@@ -252,3 +252,29 @@ fn an_iot_run_at_the_network_layer_restarts_killed_servers_in_their_own_namespac
     assert!(n("net_packets_seen") > 0 && n("net_packets_cut") > 0, "{summary}");
     assert_eq!(n("net_packets_lost"), 0, "{summary}");
 }
+
+/// Rule 9 of the network layer: a delay due at 0 is the network's round trip for the whole run,
+/// in force before the window opens (the window start reaches the lab only when the program's
+/// `ready` line is flushed, which may be late). Every operation of a kv echo run with 10 ms each
+/// way takes at least the 20 ms round trip; before this, the first half second ran undelayed.
+#[test]
+fn a_kv_run_at_the_network_layer_pays_the_round_trip_on_every_operation() {
+    if !netns_host("kv delay at the network layer") {
+        return;
+    }
+    let kv = [
+        "service=echo",
+        "duration_s=2",
+        "concurrency=1",
+        "object_bytes=1024",
+        "vnodes=8",
+        "net_faults.delay_ms=[10, 10]",
+    ];
+    let (evs, summary) = run_ok("kv", &kv);
+    let lat: Vec<i64> = evs.iter().filter(|e| e["ev"] == "op").filter_map(|e| e["latency_us"].as_i64()).collect();
+    assert!(lat.len() >= 20, "{summary}");
+    let fast: Vec<&i64> = lat.iter().filter(|&&us| us < 20_000).collect();
+    assert!(fast.is_empty(), "{} of {} operations beat the 20 ms round trip: {fast:?}", fast.len(), lat.len());
+    let delay = evs.iter().find(|e| e["ev"] == "fault_injected" && e["id"] == "net-delay").expect("a delay line");
+    assert_eq!(delay["node"], "network");
+}

@@ -23,6 +23,11 @@
 //!    a put without storing it, so the history checker must find lost acknowledged writes;
 //!    `serve_while_recovering`, a restarted replica serves at once, empty (rule 5 switched off),
 //!    which lets a quorum miss an acknowledged write after a kill.
+//! 7. `Version` answers with the version a replica holds for a key, not the object, and
+//!    without the simulated storage time: the settling phase's reads (`settle.rs`), which are
+//!    the lab's bookkeeping after the window, not the clients' operations. (Reading whole
+//!    objects there sent every 1 MiB object of every key from every replica each round, which
+//!    one connection could not carry within a round's limit.)
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -78,6 +83,8 @@ pub(crate) enum VnodeMsg {
     Put { req: u64, key: String, version: Version, value: SharedBlob, reply: ActorRef<Reply> },
     /// Answer with the object held for `key`.
     Get { req: u64, key: String, reply: ActorRef<Reply> },
+    /// Answer with the version held for `key`, without the object (rule 7).
+    Version { req: u64, key: String, reply: ActorRef<Reply> },
     /// Answer with the payload.
     Echo { req: u64, payload: SharedBlob, reply: ActorRef<Reply> },
     /// Send this replica's digest to `peer`.
@@ -105,12 +112,18 @@ pub(crate) enum Reply {
     Echo { req: u64, payload: SharedBlob },
     /// The replica is recovering and did nothing (rule 5).
     Refused { req: u64 },
+    /// The version a replica holds for a version read (rule 7).
+    Version { req: u64, version: Option<Version> },
 }
 
 impl Reply {
     pub(crate) fn req(&self) -> u64 {
         match self {
-            Reply::Ack { req } | Reply::Value { req, .. } | Reply::Echo { req, .. } | Reply::Refused { req } => *req,
+            Reply::Ack { req }
+            | Reply::Value { req, .. }
+            | Reply::Echo { req, .. }
+            | Reply::Refused { req }
+            | Reply::Version { req, .. } => *req,
         }
     }
 }
@@ -227,7 +240,11 @@ impl Actor for Vnode {
 
     async fn handle(&mut self, msg: VnodeMsg, ctx: &mut Ctx<Self>) {
         match msg {
-            VnodeMsg::Put { req, reply, .. } | VnodeMsg::Get { req, reply, .. } if self.recovering.is_some() => {
+            VnodeMsg::Put { req, reply, .. }
+            | VnodeMsg::Get { req, reply, .. }
+            | VnodeMsg::Version { req, reply, .. }
+                if self.recovering.is_some() =>
+            {
                 let _ = send_with(&reply, Reply::Refused { req }, &self.lanes.requests(req));
             }
             VnodeMsg::Put { req, key, version, value, reply } => {
@@ -241,6 +258,10 @@ impl Actor for Vnode {
                 self.storage().await;
                 let obj = self.store.get(&key).map(|(v, b)| (*v, b.clone())); // shared, not copied
                 let _ = send_with(&reply, Reply::Value { req, obj }, &self.lanes.requests(req));
+            }
+            VnodeMsg::Version { req, key, reply } => {
+                let version = self.store.get(&key).map(|(v, _)| *v);
+                let _ = send_with(&reply, Reply::Version { req, version }, &self.lanes.requests(req));
             }
             VnodeMsg::Echo { req, payload, reply } => {
                 let _ = send_with(&reply, Reply::Echo { req, payload }, &self.lanes.requests(req));

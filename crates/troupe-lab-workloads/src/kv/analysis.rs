@@ -124,7 +124,10 @@ impl KvStats {
                 .map(|e| {
                     (
                         e.str("key").to_string(),
-                        super::check::Final { value: e.raw.get("value").and_then(Value::as_u64) },
+                        super::check::Final {
+                            value: e.raw.get("value").and_then(Value::as_u64),
+                            answered: e.raw.get("versions").and_then(Value::as_array).is_none_or(|v| !v.is_empty()),
+                        },
                     )
                 })
                 .collect();

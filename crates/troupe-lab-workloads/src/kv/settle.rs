@@ -3,7 +3,8 @@
 //! until the replicas agree, so the checker can tell what the store holds in the end.
 //!
 //! Rules:
-//! 1. A round sends a `Get` for each written key to each of its N replicas and collects the
+//! 1. A round sends a `Version` read (actors.rs rule 7: the version, not the object) for each
+//!    written key to each of its N replicas and collects the
 //!    answers for at most [`ROUND_LIMIT`]; a replica that refuses (recovering) or does not
 //!    answer leaves its key unsettled.
 //! 2. The replicas have converged when, in one round, every key has N answers with one version
@@ -60,7 +61,7 @@ pub(crate) async fn final_reads(
         let mut wanted = 0usize;
         for (i, k) in keys.iter().enumerate() {
             for r in &replicas[ring.vnode_of(k.as_bytes()) as usize] {
-                let m = VnodeMsg::Get { req: base | i as u64, key: k.clone(), reply: sink.clone() };
+                let m = VnodeMsg::Version { req: base | i as u64, key: k.clone(), reply: sink.clone() };
                 if send_with(r, m, &lanes.requests(i as u64)).is_ok() {
                     wanted += 1;
                 }
@@ -71,9 +72,9 @@ pub(crate) async fn final_reads(
         let deadline = tokio::time::Instant::now() + ROUND_LIMIT;
         while answered < wanted {
             match tokio::time::timeout_at(deadline, rx.recv()).await {
-                Ok(Some(Reply::Value { req, obj })) if req >> 32 == u64::from(rounds) => {
+                Ok(Some(Reply::Version { req, version })) if req >> 32 == u64::from(rounds) => {
                     answered += 1;
-                    got.entry((req & 0xffff_ffff) as usize).or_default().push(obj.map(|(v, _)| v.counter));
+                    got.entry((req & 0xffff_ffff) as usize).or_default().push(version.map(|v| v.counter));
                 }
                 Ok(Some(Reply::Refused { req })) if req >> 32 == u64::from(rounds) => answered += 1,
                 Ok(Some(_)) => {}

@@ -113,6 +113,16 @@ impl Controller {
             .spawn(move || {
                 let mut w = Writer { path: out, run_id, rt };
                 let mut o = Outcome::default();
+                // A delay due at 0 is the network's round trip for the whole run (rule 9 of
+                // `super`): in force before the window opens. The window start is known only
+                // once the program's `ready {what: "window"}` line reaches the events file, and
+                // a runtime may flush it hundreds of milliseconds late; timed from it, the
+                // first half second of a 5 s window ran undelayed.
+                for (_, step) in steps.iter().filter(|(at, _)| *at == 0) {
+                    if let Step::Delay { id, ms } = step {
+                        delay_now(&topo, id, ms, &mut w, &mut o);
+                    }
+                }
                 if let Some(start_us) = wait_window(&events, &flag) {
                     o.start_us = Some(start_us);
                     carry_out(&topo, &steps, start_us, &flag, &mut w, &mut o);
@@ -207,6 +217,16 @@ pub fn window_start(line: &str) -> Option<i64> {
         .flatten()
 }
 
+/// Puts the relay's delay in force now, with its `fault_injected` line.
+fn delay_now(topo: &Topology, id: &String, ms: &[u64; 2], w: &mut Writer, o: &mut Outcome) {
+    if topo.delay_now() {
+        w.line("fault_injected", json!({"id": id, "target": super::NODE, "kind": DELAY, "delay_ms": ms}));
+        o.injected.push(id.clone());
+    } else {
+        o.errors.push(format!("{id}: the run has no relay to delay through"));
+    }
+}
+
 /// Sleeps until wall-clock `due_us` or `stop`; false when stopped first.
 fn sleep_until(due_us: i64, stop: &AtomicBool) -> bool {
     let limit = Instant::now() + Duration::from_secs(24 * 3600);
@@ -243,14 +263,8 @@ fn carry_out(
             return;
         }
         match step {
-            Step::Delay { id, ms } => {
-                if topo.delay_now() {
-                    w.line("fault_injected", json!({"id": id, "target": super::NODE, "kind": DELAY, "delay_ms": ms}));
-                    o.injected.push(id.clone());
-                } else {
-                    o.errors.push(format!("{id}: the run has no relay to delay through"));
-                }
-            }
+            Step::Delay { .. } if *at_ms == 0 => {} // in force since the run started
+            Step::Delay { id, ms } => delay_now(topo, id, ms, w, o),
             Step::Loss { id, pct } => match nft::add_loss(&hub, *pct, topo.has_relay()) {
                 Ok(handles) => {
                     cuts.push((id.clone(), handles));

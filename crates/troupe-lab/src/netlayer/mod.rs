@@ -53,7 +53,10 @@
 //! 9. **Delay** ([`relay`]): with `delay_ms` set (the machines have no netem qdisc), every TCP
 //!    connection between the namespaces is redirected in the hub to the lab's relay, which
 //!    connects to the original destination and holds each chunk `[min, max]` ms (uniform,
-//!    seeded by the config's seed and the connection) once the delay line is due, never
+//!    seeded by the config's seed and the connection) once the delay line is due (a line due
+//!    at 0, the `[net_faults]` delay, is the network's round trip for the whole run and is in
+//!    force from the run's start, before the window opens: the window start reaches the lab
+//!    only when the program's `ready` line is flushed, which may be late), never
 //!    releasing a chunk before the one read before it. Loss and partitions then also apply on
 //!    the relay's client-side legs (input and output chains, matched by the connection's
 //!    original addresses), so each packet is faulted once. `net_counters` adds
