@@ -34,6 +34,7 @@ fn defaults_are_the_issues_quick_point() {
             transport: "channels".into(),
             keys: 100,
             read_pct: 50,
+            storage_delay_ms: 0,
             seed: 1,
             nemesis: None,
         }
@@ -52,6 +53,7 @@ fn each_bad_key_is_named_with_what_is_allowed() {
         ("n=4", "n", "3..=3"),
         ("transport=parallel_random", "transport", "channels, one_connection"),
         ("read_pct=101", "read_pct", "0..=100"),
+        ("storage_delay_ms=1001", "storage_delay_ms", "0..=1000"),
         ("keys=x", "keys", "an integer"),
     ] {
         let e = build(&[set]).expect_err(set).to_string();
