@@ -227,6 +227,8 @@ printf '%s\n' "${kv/one_connection/channels}" >"$tmp/kv-bad.json"
 refused kv-bad kv 'config key transport = "channels"' "transport=channels"
 printf '%s\n' "${kv/\"seed\":1/\"seed\":1,\"nemesis\":\"kill\"}" >"$tmp/kv-nem.json"
 refused kv-nem kv 'config key nemesis = "kill"' "nemesis=kill"
+printf '%s\n' "${kv/\"seed\":1/\"seed\":1,\"storage_delay_ms\":5000}" >"$tmp/kv-slow.json"
+refused kv-slow kv 'config key storage_delay_ms = 5000' "storage_delay_ms=5000"
 printf '%s\n' "$kv" >"$tmp/kv.json"
 TROUPE_CONFIG="$tmp/kv.json" TROUPE_EVENTS="$tmp/kv.events.jsonl" TROUPE_RUN_ID=smoke-kv \
     "$here/kv/run" 2>"$tmp/kv.err" || { cat "$tmp/kv.err" >&2; fail "kv exited non-zero"; }

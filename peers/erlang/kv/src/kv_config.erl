@@ -52,7 +52,11 @@ check(Raw) ->
       n => N, r => R, w => W,
       keys => int_in(keys, Get(keys), 1, 100000),
       read_pct => int_in(read_pct, Get(read_pct), 0, 100),
-      storage_delay_ms => int_in(storage_delay_ms, Get(storage_delay_ms), 0, 1000),
+      %% Absent in configs written before the key existed: no simulated storage.
+      storage_delay_ms => case Get(storage_delay_ms) of
+                              undefined -> 0;
+                              D -> int_in(storage_delay_ms, D, 0, 1000)
+                          end,
       seed => int_in(seed, Get(seed), 0, 1 bsl 62)}.
 
 int_in(_K, V, Min, Max) when is_integer(V), V >= Min, V =< Max -> V;
