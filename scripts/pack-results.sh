@@ -3,7 +3,8 @@
 # form committed under docs/results/: every file as it is, except
 #   - each run's raw lines (`events.jsonl`, `schedule.jsonl`, `resources.jsonl`), compressed
 #     with xz (`*.jsonl.xz`, about 20x smaller; `xz -dk FILE` gives the file back);
-#   - each run's own page and plots (`runs/*/report.html`, `runs/*/*.svg`), which
+#   - each run's own page, plots and tables (`runs/*/report.html`, `runs/*/*.svg`,
+#     `runs/*/*.csv`: chat's per-client tables alone come to 45 MB for one study), which
 #     `troupe lab report SWEEP_DIR` re-makes from the raw lines once they are unpacked
 #     (`for d in SWEEP_DIR/runs/*/; do (cd "$d" && xz -dk *.xz); done`). Rebuild the sweep,
 #     not a lone run: a run rebuilt alone is judged against its ceiling, not the sweep's
@@ -43,7 +44,7 @@ while IFS= read -r -d '' f; do
   name=${rel##*/}
   in_run=no
   case "$rel" in */runs/*/*) in_run=yes ;; esac
-  if [ "$in_run" = yes ] && { [ "$name" = report.html ] || [ "${name%.svg}" != "$name" ]; }; then
+  if [ "$in_run" = yes ] && { [ "$name" = report.html ] || [ "${name%.svg}" != "$name" ] || [ "${name%.csv}" != "$name" ]; }; then
     left=$((left + 1))
     continue
   fi
@@ -60,4 +61,4 @@ while IFS= read -r -d '' f; do
   esac
 done < <(find "$src" -type f -print0 | sort -z)
 
-echo "pack-results: $dest: $copied files copied, $packed raw files compressed (.xz), $left run pages and plots left out; $(du -sh "$dest" | cut -f1) in all"
+echo "pack-results: $dest: $copied files copied, $packed raw files compressed (.xz), $left run pages, plots and tables left out; $(du -sh "$dest" | cut -f1) in all"
