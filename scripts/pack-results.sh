@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Copies a lab output folder (a `troupe lab reproduce`, `sweep` or `compare` --out) into the
 # form committed under docs/results/: every file as it is, except
-#   - each run's raw lines (`events.jsonl`, `schedule.jsonl`, `resources.jsonl`), compressed
-#     with xz (`*.jsonl.xz`, about 20x smaller; `xz -dk FILE` gives the file back);
+#   - each run's JSON Lines files (`events.jsonl`, `schedule.jsonl`, `resources.jsonl`,
+#     `history.jsonl`, ...), compressed with xz (`*.jsonl.xz`, about 20x smaller; `xz -dk
+#     FILE` gives the file back);
 #   - each run's own page, plots and tables (`runs/*/report.html`, `runs/*/*.svg`,
 #     `runs/*/*.csv`: chat's per-client tables alone come to 45 MB for one study), which
 #     `troupe lab report SWEEP_DIR` re-makes from the raw lines once they are unpacked
@@ -49,8 +50,8 @@ while IFS= read -r -d '' f; do
     continue
   fi
   mkdir -p "$dest/$(dirname "$rel")"
-  case "$name" in
-    events.jsonl | schedule.jsonl | resources.jsonl)
+  case "$in_run:$name" in
+    yes:*.jsonl)
       xz -9 -T1 -c "$f" >"$dest/$rel.xz"
       packed=$((packed + 1))
       ;;
