@@ -171,8 +171,8 @@ fn run_study(reg: &Registry, s: &LoadedStudy, o: &Options) -> anyhow::Result<i32
         let mut grid = sweep::expand(&spec)?;
         // The figure's `skip`: (runtime, cell) pairs the runtime cannot run.
         grid.points.retain(|p| !plan.skips(&p.runtime, &p.config.to_json()));
-        let kept: Vec<String> = grid.points.iter().map(|p| p.name.clone()).collect();
-        grid.file.points.retain(|n| kept.contains(n));
+        let kept: std::collections::HashSet<&str> = grid.points.iter().map(|p| p.name.as_str()).collect();
+        grid.file.points.retain(|n| kept.contains(n.as_str()));
         let project_root = project_root_for(&plan.runtimes)?;
         compare::check_runtimes(&plan.runtimes, plan.workload.name(), project_root.as_deref())?;
         let dir = out.join(&fig.id);

@@ -369,13 +369,14 @@ impl ChatStats {
         }
         let expected_detections = crash_injections.iter().filter(|&&ts| ts >= lo && ts < hi).count() as u64
             * u64::from(chat.clients_per_server);
+        // Definition 3: due detections not logged, before and in the window's last second.
         let grace_from = hi - (troupe_lab::stats::RECOVERY_GRACE_MS * 1000.0) as i64;
         let expected_late = crash_injections.iter().filter(|&&ts| ts >= grace_from.max(lo) && ts < hi).count() as u64
             * u64::from(chat.clients_per_server);
         let logged_late = detections.iter().filter(|d| d.injected_us >= grace_from).count() as u64;
+        let logged_early = detections.len() as u64 - logged_late;
+        let detections_missed = (expected_detections - expected_late).saturating_sub(logged_early);
         let detections_open_at_end = expected_late.saturating_sub(logged_late);
-        let detections_missed = (expected_detections - expected_late)
-            .saturating_sub(detections.len() as u64 - logged_late.min(detections.len() as u64));
         // Definition 4.
         let end = events.iter().map(|e| e.ts_us).max().unwrap_or(hi).max(hi);
         let (reconnections, unreconnected_left) = close_detections(&detections, &reconnected, end);

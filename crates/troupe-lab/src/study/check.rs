@@ -23,12 +23,18 @@ pub struct Verdict {
     pub measured: String,
 }
 
-pub(super) fn matches(cell: &Cell, want: &std::collections::BTreeMap<String, toml::Value>) -> bool {
+/// Whether the run of `runtime` with the resolved `config` is a cell `want` picks (its keys, and
+/// `runtime` when it names one).
+pub(super) fn picks(
+    want: &std::collections::BTreeMap<String, toml::Value>,
+    runtime: &str,
+    config: &serde_json::Value,
+) -> bool {
     want.iter().all(|(k, v)| {
         if k == "runtime" {
-            return cell.runtime == text(v);
+            return runtime == text(v);
         }
-        let have = &cell.config[k.as_str()];
+        let have = &config[k.as_str()];
         match (have.as_f64(), v.as_float().or(v.as_integer().map(|i| i as f64))) {
             (Some(x), Some(y)) => (x - y).abs() <= 1e-9 * y.abs().max(1.0),
             _ => have.as_str().map(str::to_string).or_else(|| have.as_bool().map(|b| b.to_string())) == Some(text(v)),
@@ -37,7 +43,11 @@ pub(super) fn matches(cell: &Cell, want: &std::collections::BTreeMap<String, tom
 }
 
 fn mean(cells: &[Cell], want: &std::collections::BTreeMap<String, toml::Value>, metric: &str) -> Option<f64> {
-    let xs: Vec<f64> = cells.iter().filter(|c| matches(c, want)).filter_map(|c| lookup(&c.summary, metric)).collect();
+    let xs: Vec<f64> = cells
+        .iter()
+        .filter(|c| picks(want, &c.runtime, &c.config))
+        .filter_map(|c| lookup(&c.summary, metric))
+        .collect();
     (!xs.is_empty()).then(|| xs.iter().sum::<f64>() / xs.len() as f64)
 }
 

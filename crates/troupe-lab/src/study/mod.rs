@@ -84,8 +84,7 @@ impl Plan {
 
     /// Whether `runtime` skips the cell whose resolved config is `config` (the figure's `skip`).
     pub fn skips(&self, runtime: &str, config: &serde_json::Value) -> bool {
-        let cell = Cell { runtime: runtime.to_string(), config: config.clone(), summary: serde_json::Value::Null };
-        self.skip.iter().any(|want| check::matches(&cell, want))
+        self.skip.iter().any(|want| check::picks(want, runtime, config))
     }
 
     /// The (runtime, config) pairs that run.
@@ -93,7 +92,7 @@ impl Plan {
         self.runtimes
             .iter()
             .flat_map(move |rt| self.configs.iter().map(move |c| (rt.as_str(), c)))
-            .filter(|(rt, c)| !self.skips(rt, &c.to_json()))
+            .filter(|(rt, c)| self.skip.is_empty() || !self.skips(rt, &c.to_json()))
     }
 }
 
@@ -292,10 +291,7 @@ fn fig_keys_ok(fig: &Figure) -> bool {
 
 /// Rule 6: the sides of the figure's checks that no cell of the grid matches.
 fn unreachable_checks(fig: &Figure, profile: &str, runtimes: &[String], configs: &[Config]) -> Vec<ConfigIssue> {
-    let cells: Vec<Cell> = configs
-        .iter()
-        .map(|c| Cell { runtime: String::new(), config: c.to_json(), summary: serde_json::Value::Null })
-        .collect();
+    let cells: Vec<serde_json::Value> = configs.iter().map(Config::to_json).collect();
     let mut out = Vec::new();
     for (n, st) in fig.statements.iter().enumerate() {
         let Some(check) = &st.check else { continue };
@@ -308,7 +304,7 @@ fn unreachable_checks(fig: &Figure, profile: &str, runtimes: &[String], configs:
         for (side, want) in [("a", &check.a), ("b", &check.b)] {
             let keys: BTreeMap<String, toml::Value> =
                 want.iter().filter(|(k, _)| k.as_str() != "runtime").map(|(k, v)| (k.clone(), v.clone())).collect();
-            if !cells.iter().any(|c| check::matches(c, &keys)) {
+            if !cells.iter().any(|c| check::picks(&keys, "", c)) {
                 out.push(ConfigIssue {
                     key: where_(profile, &format!("statement[{n}].check.{side}")),
                     value: keys

@@ -96,7 +96,7 @@ limit(#{concurrency := C, object_bytes := B}) -> 10000 + (C * B * 3) div 20000.
 start_nodes(K) ->
     Ebin = filename:dirname(code:which(?MODULE)),
     Spots = spots(K),
-    Ports = [free_port(Ip) || {_, Ip} <- Spots],
+    Ports = [free_port() || _ <- Spots],
     Names = ["kv" ++ integer_to_list(I) || I <- lists:seq(0, K - 1)],
     Routes = lists:zip(Names, Ports),
     [troupe_epmd:route(N, P) || {N, P} <- Routes],
@@ -161,9 +161,9 @@ find_exe([C | Rest], What) ->
         P -> P
     end.
 
-%% A free port on Ip; in a namespace the port is taken on the coordinator's
-%% side, which is free there too (each namespace has its own ports).
-free_port(_Ip) ->
+%% A port free on this namespace's loopback; a store node in a namespace of its
+%% own finds it free there too (each namespace has its own ports).
+free_port() ->
     {ok, L} = gen_tcp:listen(0, [{ip, {127, 0, 0, 1}}]),
     {ok, P} = inet:port(L),
     ok = gen_tcp:close(L),
