@@ -254,10 +254,13 @@ impl Run {
         let mut settled = true;
         let mut parts = Vec::new();
         for k in kids {
-            if k.restarting || k.actor.as_ref().is_some_and(|a| !a.is_alive()) {
+            // Liveness is read once: a child supervisor that dies between two reads would
+            // otherwise count as alive for the settle check and print as a plain `running`.
+            let alive = k.actor.as_ref().map(AnyRef::is_alive);
+            if k.restarting || alive == Some(false) {
                 settled = false;
             }
-            let alive_sup = k.kind == ChildKind::Supervisor && k.actor.as_ref().is_some_and(AnyRef::is_alive);
+            let alive_sup = k.kind == ChildKind::Supervisor && alive == Some(true);
             if alive_sup {
                 let inner = match self.nested(&k.id) {
                     Some(n) => n.which_children().await.ok(),
