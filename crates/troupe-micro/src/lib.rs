@@ -31,6 +31,12 @@ pub mod bench;
 /// a benchmark in one multi-thread tokio runtime and returns their times. Expanded inside each
 /// such module (troupe, ractor, kameo), whose `flow`, `fj`, `pairs` and `tree` submodules hold
 /// that runtime's benchmarks under the same names.
+///
+/// The benchmark's driver (the code that spawns the first actors, sends the first messages and
+/// awaits the result) runs as a task on the runtime's own workers, as actix's driver runs on
+/// its `System`'s one thread: so `--threads N` means the benchmark runs on N threads in all,
+/// and no driver sits on a `block_on` thread outside them, paying a cross-thread wake-up for
+/// each actor it starts or wakes (docs/lab.md, "Micro-benchmarks", rule 6).
 macro_rules! tokio_iterations {
     () => {
         /// Runs `count` iterations of `bench` in one tokio runtime and returns their times.
@@ -41,7 +47,9 @@ macro_rules! tokio_iterations {
         ) -> Result<Vec<std::time::Duration>, crate::Error> {
             use crate::bench::Bench;
             let rt = crate::util::tokio_runtime()?;
-            rt.block_on(async {
+            let p = p.clone();
+            let driver = rt.spawn(async move {
+                let p = &p;
                 let mut times = Vec::with_capacity(count);
                 for _ in 0..count {
                     let t = match bench {
@@ -60,6 +68,9 @@ macro_rules! tokio_iterations {
                     times.push(t);
                 }
                 Ok(times)
+            });
+            rt.block_on(driver).unwrap_or_else(|e| {
+                Err(crate::Error::new(crate::ErrorKind::Failed, format!("{bench:?}: the benchmark's driver task failed: {e}")))
             })
         }
     };
