@@ -58,23 +58,20 @@ async fn servers(n: usize) -> Vec<Server> {
         nodes.push(node(&format!("server-{i}")).await);
     }
     let addrs: Vec<String> = nodes.iter().map(Node::addr).collect();
-    let mut out = Vec::new();
-    let mut views = Vec::new();
-    for node in nodes {
-        let live = peer_membership(&node, addrs.clone(), Duration::from_millis(50));
-        views.push(live.clone());
-        out.push(start_server(node, live));
-    }
-    // Wait until every server's desk sees all of them live (rule 3 reads this view; the nodes
-    // being connected is not enough: the view follows them on a 50 ms poll, and a device that
-    // said Hello before it did was kept by a server that saw only itself).
+    let mut views: Vec<_> =
+        nodes.iter().map(|node| peer_membership(node, addrs.clone(), Duration::from_millis(50))).collect();
+    // Wait until every view holds all the servers, and only then start the desks, which read
+    // the view once at start and follow its changes through a task of their own (rule 3 reads
+    // it; the nodes being connected is not enough: the view follows them on a 50 ms poll). A
+    // desk started earlier could take a device's Hello between its view changing and the desk
+    // hearing of it, and keep a device another server owns (seen once in 60 runs).
     for view in &mut views {
         tokio::time::timeout(LIMIT, view.wait_for(|v| v.len() == n))
             .await
             .expect("servers did not see each other live in time")
             .expect("the membership view is open");
     }
-    out
+    nodes.into_iter().zip(views).map(|(node, live)| start_server(node, live)).collect()
 }
 
 fn start_server(node: Node, live: watch::Receiver<Vec<String>>) -> Server {

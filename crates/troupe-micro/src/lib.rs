@@ -70,7 +70,10 @@ macro_rules! tokio_iterations {
                 Ok(times)
             });
             rt.block_on(driver).unwrap_or_else(|e| {
-                Err(crate::Error::new(crate::ErrorKind::Failed, format!("{bench:?}: the benchmark's driver task failed: {e}")))
+                Err(crate::Error::new(
+                    crate::ErrorKind::Failed,
+                    format!("{bench:?}: the benchmark's driver task failed: {e}"),
+                ))
             })
         }
     };

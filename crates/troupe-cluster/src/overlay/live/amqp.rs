@@ -203,18 +203,28 @@ pub(crate) async fn run(node: Node, link: Link, mut rx: mpsc::UnboundedReceiver<
                 Some(Input::Broadcast { topic, bytes }) => {
                     st.publish(&channel, key("topic", &topic), Body::Broadcast { topic, bytes }).await;
                 }
-                Some(Input::Subscribe { topic, tx }) => {
+                Some(Input::Subscribe { topic, tx, ack }) => {
+                    let mut result = Ok(());
                     if st.bound.insert(topic.clone()) {
                         let Some(k) = key("topic", &topic) else {
                             tracing::warn!("overlay (amqp): topic {topic:?} is too long for a routing key");
+                            st.bound.remove(&topic);
+                            if let Some(ack) = ack {
+                                let _ = ack.send(Err("the topic is too long for an AMQP routing key".into()));
+                            }
                             continue;
                         };
                         let b = QueueBindOptions::default();
                         if let Err(e) = channel.queue_bind(queue.clone(), EXCHANGE.into(), k, b, FieldTable::default()).await {
                             tracing::warn!("overlay (amqp): cannot subscribe to {topic:?}: {e}");
+                            st.bound.remove(&topic);
+                            result = Err(format!("the broker did not bind it: {e}"));
                         }
                     }
                     st.topics.entry(topic).or_default().push(tx);
+                    if let Some(ack) = ack {
+                        let _ = ack.send(result);
+                    }
                 }
                 Some(Input::Register { actor, tx }) => {
                     st.inboxes.insert(actor, tx);

@@ -9,8 +9,10 @@
 //!    each message this node could not route `event {"ev":"unroutable","to":ADDR,"origin":ADDR}`.
 //! 3. Commands: `overlay-status` (answers `overlay-status {json}`), `overlay-send ADDR ACTOR
 //!    TEXT` (answers `overlay-sent ADDR`), `overlay-subscribe TOPIC` (answers
-//!    `overlay-subscribed TOPIC`; each broadcast on it then prints an `overlay_delivery` event
-//!    with its `topic`), `overlay-broadcast TOPIC TEXT` (answers `overlay-broadcast TOPIC`).
+//!    `overlay-subscribed TOPIC` once the subscription is in force, on AMQP once the broker
+//!    bound the topic, so every broadcast sent after the answer reaches it; each broadcast on it
+//!    then prints an `overlay_delivery` event with its `topic`), `overlay-broadcast TOPIC TEXT`
+//!    (answers `overlay-broadcast TOPIC`).
 //!    A command that fails answers `error ...`.
 
 use serde_json::json;
@@ -90,10 +92,13 @@ impl OverlayCommands {
                     Err(e) => err(e),
                 }
             }
-            "overlay-subscribe" if !rest.is_empty() => {
-                print(self.lines.clone(), None, self.overlay.subscribe(rest));
-                format!("overlay-subscribed {rest}")
-            }
+            "overlay-subscribe" if !rest.is_empty() => match self.overlay.subscribed(rest).await {
+                Ok(rx) => {
+                    print(self.lines.clone(), None, rx);
+                    format!("overlay-subscribed {rest}")
+                }
+                Err(e) => err(e),
+            },
             "overlay-broadcast" => {
                 let mut a = rest.splitn(2, ' ');
                 let Some(topic) = a.next().filter(|t| !t.is_empty()) else {

@@ -205,12 +205,31 @@ impl Overlay {
         self.input(Input::Broadcast { topic: topic.to_owned(), bytes })
     }
 
-    /// Receives the broadcasts on `topic` from now on.
+    /// Receives the broadcasts on `topic` from the moment the overlay takes the request. On
+    /// the AMQP overlay the broker routes the topic to this node only once it has bound it, a
+    /// round trip later: a broadcast sent in between does not reach this subscriber. Use
+    /// [`Overlay::subscribed`] to wait until the subscription is in force.
     #[must_use]
     pub fn subscribe(&self, topic: &str) -> mpsc::UnboundedReceiver<Delivery> {
         let (tx, rx) = mpsc::unbounded_channel();
-        let _ = self.input(Input::Subscribe { topic: topic.to_owned(), tx });
+        let _ = self.input(Input::Subscribe { topic: topic.to_owned(), tx, ack: None });
         rx
+    }
+
+    /// As [`Overlay::subscribe`], returning once the subscription is in force: every
+    /// broadcast on `topic` sent after this returns reaches the receiver (on the AMQP overlay,
+    /// once the broker confirmed the binding). Fails when the overlay has stopped, when the
+    /// broker refused the binding (the error says why), or after 5 s without an answer.
+    pub async fn subscribed(&self, topic: &str) -> Result<mpsc::UnboundedReceiver<Delivery>, Error> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (ack, done) = oneshot::channel();
+        self.input(Input::Subscribe { topic: topic.to_owned(), tx, ack: Some(ack) })?;
+        match tokio::time::timeout(Duration::from_secs(5), done).await {
+            Err(_) => Err(Error::from(ErrorKind::Timeout(format!("overlay subscription to {topic:?} (5 s)")))),
+            Ok(Err(_)) => Err(Error::from(ErrorKind::Stopped)),
+            Ok(Ok(Err(why))) => Err(Error::from(ErrorKind::Node(format!("overlay subscription to {topic:?}: {why}")))),
+            Ok(Ok(Ok(()))) => Ok(rx),
+        }
     }
 
     /// Receives the messages sent to `actor` on this node (a later registration of the same

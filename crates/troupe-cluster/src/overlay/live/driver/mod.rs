@@ -67,12 +67,17 @@ use crate::overlay::plumtree::{MsgId, Plumtree, PlumtreeConfig, PtMsg, PtOut};
 const MAX_SEEN: usize = 100_000;
 const JOIN_RETRY: Duration = Duration::from_millis(500);
 
+/// `Input::Subscribe`'s `ack`, when given: answered once the subscription is in force (for the
+/// AMQP overlay, once the broker bound the topic to this node's queue), or with why it could
+/// not be made.
+pub(crate) type SubscribeAck = oneshot::Sender<Result<(), String>>;
+
 /// What reaches the driver (rule 1).
 pub(crate) enum Input {
     Wire(OverlayWire),
     Send { to: String, actor: String, bytes: Vec<u8> },
     Broadcast { topic: String, bytes: Vec<u8> },
-    Subscribe { topic: String, tx: mpsc::UnboundedSender<Delivery> },
+    Subscribe { topic: String, tx: mpsc::UnboundedSender<Delivery>, ack: Option<SubscribeAck> },
     Register { actor: String, tx: mpsc::UnboundedSender<Delivery> },
     Status(oneshot::Sender<OverlayStatus>),
     ProbeDone { addr: String, failed: bool },
@@ -333,7 +338,12 @@ impl Driver {
                 self.originate(body);
             }
             Input::Broadcast { topic, bytes } => self.originate(Body::Broadcast { topic, bytes }),
-            Input::Subscribe { topic, tx } => self.topics.entry(topic).or_default().push(tx),
+            Input::Subscribe { topic, tx, ack } => {
+                self.topics.entry(topic).or_default().push(tx);
+                if let Some(ack) = ack {
+                    let _ = ack.send(Ok(()));
+                }
+            }
             Input::Register { actor, tx } => {
                 self.inboxes.insert(actor, tx);
             }
