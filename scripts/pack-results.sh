@@ -3,7 +3,8 @@
 # form committed under docs/results/: every file as it is, except
 #   - each run's JSON Lines files (`events.jsonl`, `schedule.jsonl`, `resources.jsonl`,
 #     `history.jsonl`, ...), compressed with xz (`*.jsonl.xz`, about 20x smaller; `xz -dk
-#     FILE` gives the file back);
+#     FILE` gives the file back), and its `*.txt` output files over 256 KiB (`stderr.txt.xz`:
+#     the Akka SCP peer logs every kill, 2.3 MB a run);
 #   - each run's own page, plots and tables (`runs/*/report.html`, `runs/*/*.svg`,
 #     `runs/*/*.csv`: chat's per-client tables alone come to 45 MB for one study), which
 #     `troupe lab report SWEEP_DIR` re-makes from the raw lines once they are unpacked
@@ -54,6 +55,16 @@ while IFS= read -r -d '' f; do
     yes:*.jsonl)
       xz -9 -T1 -c "$f" >"$dest/$rel.xz"
       packed=$((packed + 1))
+      ;;
+    yes:*.txt)
+      # a run's stdout/stderr: kept as it is unless over 256 KiB (Akka logs every kill)
+      if [ "$(stat -c %s "$f")" -gt 262144 ]; then
+        xz -9 -T1 -c "$f" >"$dest/$rel.xz"
+        packed=$((packed + 1))
+      else
+        cp -p "$f" "$dest/$rel"
+        copied=$((copied + 1))
+      fi
       ;;
     *)
       cp -p "$f" "$dest/$rel"
