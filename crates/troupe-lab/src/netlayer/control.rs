@@ -218,10 +218,10 @@ pub fn window_start(line: &str) -> Option<i64> {
 }
 
 /// Puts the relay's delay in force now, with its `fault_injected` line.
-fn delay_now(topo: &Topology, id: &String, ms: &[u64; 2], w: &mut Writer, o: &mut Outcome) {
+fn delay_now(topo: &Topology, id: &str, ms: &[u64; 2], w: &mut Writer, o: &mut Outcome) {
     if topo.delay_now() {
         w.line("fault_injected", json!({"id": id, "target": super::NODE, "kind": DELAY, "delay_ms": ms}));
-        o.injected.push(id.clone());
+        o.injected.push(id.to_owned());
     } else {
         o.errors.push(format!("{id}: the run has no relay to delay through"));
     }
