@@ -36,6 +36,8 @@ pub enum ErrorKind {
     Unreachable(String),
     /// No answer within the time limit.
     Timeout(String),
+    /// The node's router (an overlay, [`crate::Router`]) knows no path to that node.
+    NoRoute(String),
     /// The node has no actor registered under that name.
     NoSuchName(String),
     /// The actor accepts another message type than the ref was built for.
@@ -79,6 +81,7 @@ impl fmt::Display for ErrorKind {
             }
             ErrorKind::Unreachable(a) => write!(f, "node at {a} is unreachable; check it runs and the address is right"),
             ErrorKind::Timeout(what) => write!(f, "timed out: {what}"),
+            ErrorKind::NoRoute(to) => write!(f, "no route to {to}: the overlay knows no path to that node (is it a member? is the overlay partitioned?)"),
             ErrorKind::NoSuchName(n) => write!(f, "no actor is registered as {n:?} on that node"),
             ErrorKind::TypeMismatch { expected, found } => write!(
                 f,

@@ -211,4 +211,38 @@ pub enum Control {
         /// The name.
         name: String,
     },
+    /// Open routed connection `id` (numbered by its sender) to the node at `to`, for the
+    /// connection of channel `channel`, lane `lane` that `origin` dials (`node/relay.rs`).
+    TunnelOpen {
+        /// The tunnel's number on this leg, chosen by its sender.
+        id: u64,
+        /// The node the connection is for.
+        to: String,
+        /// The node that dials it.
+        origin: String,
+        /// Legs travelled so far (1 on the first).
+        hops: u8,
+        /// The channel of the routed connection.
+        channel: String,
+        /// Its lane.
+        lane: u16,
+    },
+    /// Bytes of routed connection `id` on this leg.
+    TunnelData {
+        /// The tunnel's number on this leg.
+        id: u64,
+        /// True when the sender is the side that opened the tunnel on this leg.
+        from_opener: bool,
+        /// The bytes.
+        bytes: Vec<u8>,
+    },
+    /// Routed connection `id` on this leg is closed.
+    TunnelClose {
+        /// The tunnel's number on this leg.
+        id: u64,
+        /// True when the sender is the side that opened the tunnel on this leg.
+        from_opener: bool,
+        /// Why.
+        reason: String,
+    },
 }

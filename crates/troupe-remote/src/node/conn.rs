@@ -21,6 +21,7 @@ use crate::logging::Esc;
 use crate::node::inbound::{self, InCtx};
 use crate::node::lane::{Lane, Owner, Seg};
 use crate::node::peer::{Peer, Status, Watcher};
+use crate::node::relay::{self, Route};
 use crate::node::stream::{ReadHalf, Stream, WriteHalf};
 use crate::node::{NodeEvent, NodeInner};
 use crate::proto::Control;
@@ -160,38 +161,33 @@ fn is_me(node: &NodeInner, id: &Identity) -> bool {
     id.incarnation == node.shared.me.incarnation && id.listen == node.shared.me.listen
 }
 
-async fn dial(
-    node: &NodeInner,
-    addr: &str,
-    channel: &str,
-    lane: u16,
-) -> Result<(Identity, Stream, handshake::Features), Error> {
-    let limit = Duration::from_millis(node.cfg.connect_timeout_ms);
-    let sock = match tokio::time::timeout(limit, TcpStream::connect(addr)).await {
-        Ok(Ok(s)) => s,
-        Ok(Err(e)) => return Err(Error::with_source(ErrorKind::Unreachable(addr.to_owned()), e)),
-        Err(_) => return Err(ErrorKind::Unreachable(format!("{addr} (no answer within {limit:?})")).into()),
-    };
-    let _ = sock.set_nodelay(true);
+/// A dialled connection: who answered, the stream, what it advertised, and the neighbour it
+/// is routed through (`relay.rs`; `None` for TCP).
+type Dialled = (Identity, Stream, handshake::Features, Option<String>);
+
+async fn dial(node: &Arc<NodeInner>, addr: &str, channel: &str, lane: u16) -> Result<Dialled, Error> {
     let hs = Duration::from_millis(node.cfg.handshake_timeout_ms);
-    let mut stream = match &node.tls {
-        None => Stream::Plain(sock),
-        Some(tls) => {
-            let name = tls.name_for(addr)?;
-            let tls_failed = |why: String, e: Option<std::io::Error>| {
-                node.shared.stats.tls_failures.fetch_add(1, Ordering::Relaxed);
-                let kind = ErrorKind::Handshake(format!(
-                    "TLS with {addr} failed{why} (do both nodes use TLS, with certificates from the same CA?)"
-                ));
-                match e {
-                    Some(e) => Error::with_source(kind, e),
-                    None => Error::new(kind),
-                }
+    let via = match node.relays.route(addr) {
+        Route::Direct => None,
+        Route::Via(hop) => Some(hop),
+        Route::None => return Err(ErrorKind::NoRoute(addr.to_owned()).into()),
+    };
+    let mut stream = match &via {
+        None => dial_tcp(node, addr, hs).await?,
+        Some(hop) => {
+            let Stream::Tunnel(pipe) = relay::dial_via(node, hop, addr, channel, lane).await? else {
+                unreachable!("dial_via gives a tunnel")
             };
-            match tokio::time::timeout(hs, tls.connector.connect(name, sock)).await {
-                Ok(Ok(s)) => Stream::Tls(Box::new(s.into())),
-                Ok(Err(e)) => return Err(tls_failed(String::new(), Some(e))),
-                Err(_) => return Err(tls_failed(format!(": no TLS answer within {hs:?}"), None)),
+            match &node.tls {
+                None => Stream::Tunnel(pipe),
+                Some(tls) => {
+                    let name = tls.name_for(addr)?;
+                    match tokio::time::timeout(hs, tls.connector.connect(name, pipe)).await {
+                        Ok(Ok(s)) => Stream::TunnelTls(Box::new(s.into())),
+                        Ok(Err(e)) => return Err(tls_failed(node, addr, String::new(), Some(e))),
+                        Err(_) => return Err(tls_failed(node, addr, format!(": no TLS answer within {hs:?}"), None)),
+                    }
+                }
             }
         }
     };
@@ -202,21 +198,53 @@ async fn dial(
     if is_me(node, &id) {
         return Err(ErrorKind::Unreachable(format!("{addr}{SELF_DIAL}")).into());
     }
-    Ok((id, stream, features))
+    Ok((id, stream, features, via))
+}
+
+fn tls_failed(node: &NodeInner, addr: &str, why: String, e: Option<std::io::Error>) -> Error {
+    node.shared.stats.tls_failures.fetch_add(1, Ordering::Relaxed);
+    let kind = ErrorKind::Handshake(format!(
+        "TLS with {addr} failed{why} (do both nodes use TLS, with certificates from the same CA?)"
+    ));
+    match e {
+        Some(e) => Error::with_source(kind, e),
+        None => Error::new(kind),
+    }
+}
+
+async fn dial_tcp(node: &NodeInner, addr: &str, hs: Duration) -> Result<Stream, Error> {
+    let limit = Duration::from_millis(node.cfg.connect_timeout_ms);
+    let sock = match tokio::time::timeout(limit, TcpStream::connect(addr)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return Err(Error::with_source(ErrorKind::Unreachable(addr.to_owned()), e)),
+        Err(_) => return Err(ErrorKind::Unreachable(format!("{addr} (no answer within {limit:?})")).into()),
+    };
+    let _ = sock.set_nodelay(true);
+    Ok(match &node.tls {
+        None => Stream::Plain(sock),
+        Some(tls) => {
+            let name = tls.name_for(addr)?;
+            match tokio::time::timeout(hs, tls.connector.connect(name, sock)).await {
+                Ok(Ok(s)) => Stream::Tls(Box::new(s.into())),
+                Ok(Err(e)) => return Err(tls_failed(node, addr, String::new(), Some(e))),
+                Err(_) => return Err(tls_failed(node, addr, format!(": no TLS answer within {hs:?}"), None)),
+            }
+        }
+    })
 }
 
 async fn connect_once(node: &Arc<NodeInner>, peer: &Arc<Peer>) -> Result<(), Error> {
     if node.shared.faults.is_partitioned(&peer.addr) {
         return Err(ErrorKind::Unreachable(format!("{} (partitioned by fault injection)", peer.addr)).into());
     }
-    let (ident, control, features) = dial(node, &peer.addr, "control", 0).await?;
+    let (ident, control, features, via) = dial(node, &peer.addr, "control", 0).await?;
     // `otel.rs`: trace context goes to this session only if its Welcome advertised it.
     #[cfg(feature = "otel")]
     peer.trace_context.store(features.trace_context, Ordering::Relaxed);
     let mut streams = vec![(peer.control_lane().clone(), control)];
     for ch in peer.channels.iter().skip(1) {
         for lane in &ch.lanes {
-            let (id2, s, _) = dial(node, &peer.addr, &ch.name, lane.index).await?;
+            let (id2, s, _, _) = dial(node, &peer.addr, &ch.name, lane.index).await?;
             if id2.incarnation != ident.incarnation {
                 return Err(ErrorKind::Handshake("the peer restarted while we connected".into()).into());
             }
@@ -231,6 +259,7 @@ async fn connect_once(node: &Arc<NodeInner>, peer: &Arc<Peer>) -> Result<(), Err
         s.generation
     };
     peer.seen();
+    *peer.via.lock() = via.clone();
     let mut handles = Vec::new();
     for (lane, sock) in streams {
         let (r, w) = sock.into_split();
@@ -258,6 +287,7 @@ async fn connect_once(node: &Arc<NodeInner>, peer: &Arc<Peer>) -> Result<(), Err
         incarnation = ident.incarnation,
         channels = %channels.join(","),
         connections = peer.channels.iter().map(|c| c.lanes.len()).sum::<usize>(),
+        via = %Esc(via.as_deref().unwrap_or("")),
         "node up"
     );
     node.emit(NodeEvent::NodeUp { name: ident.name, addr: peer.addr.clone() });
@@ -358,7 +388,7 @@ async fn inbound_conn(node: Arc<NodeInner>, sock: TcpStream, from: SocketAddr) {
     }
     // What is left of the handshake deadline after the wait for the first byte.
     let hs = hs.saturating_sub(started.elapsed());
-    let mut sock = match &node.tls {
+    let sock = match &node.tls {
         None => Stream::Plain(sock),
         Some(tls) => match tokio::time::timeout(hs, tls.acceptor.accept(sock)).await {
             Ok(Ok(s)) => Stream::Tls(Box::new(s.into())),
@@ -380,6 +410,35 @@ async fn inbound_conn(node: Arc<NodeInner>, sock: TcpStream, from: SocketAddr) {
             }
         },
     };
+    accepted(node, sock, hs, from.to_string()).await;
+}
+
+/// `relay.rs`: a routed connection that ends at this node, from `origin`: accepted as if it
+/// came over TCP (under TLS when this node uses TLS).
+pub(crate) async fn inbound_tunnel(node: Arc<NodeInner>, pipe: tokio::io::DuplexStream, origin: String) {
+    let stats = &node.shared.stats;
+    stats.connections_accepted.fetch_add(1, Ordering::Relaxed);
+    let hs = Duration::from_millis(node.cfg.handshake_timeout_ms);
+    let from = format!("{origin} (routed)");
+    let sock = match &node.tls {
+        None => Stream::Tunnel(pipe),
+        Some(tls) => match tokio::time::timeout(hs, tls.acceptor.accept(pipe)).await {
+            Ok(Ok(s)) => Stream::TunnelTls(Box::new(s.into())),
+            _ => {
+                stats.tls_failures.fetch_add(1, Ordering::Relaxed);
+                stats.handshake_failures.fetch_add(1, Ordering::Relaxed);
+                stats.connections_closed.fetch_add(1, Ordering::Relaxed);
+                crate::warn_limited!(from = %Esc(&from), reason = "tls", "closing routed connection: TLS handshake failed");
+                return;
+            }
+        },
+    };
+    accepted(node, sock, hs, from).await;
+}
+
+/// An accepted connection after TCP (and TLS): the handshake, then its reader.
+async fn accepted(node: Arc<NodeInner>, mut sock: Stream, hs: Duration, from: String) {
+    let stats = &node.shared.stats;
     let cert = sock.peer_cert_name();
     let (acc, fb) = match handshake::accept_bound(&mut sock, &node.shared.me, &node.secret, hs, cert.as_deref()).await {
         Ok(x) => x,
@@ -535,7 +594,7 @@ async fn inbound_reader(
     mut sock: Stream,
     fb: FrameBuf,
     mut ctx: InCtx,
-    from: SocketAddr,
+    from: String,
 ) {
     let Some((spin, max_frame, budget)) = node
         .upgrade()
@@ -813,6 +872,7 @@ pub(crate) fn peer_down(node: &Arc<NodeInner>, peer: &Arc<Peer>, gen: Option<u64
     let err = Error::new(ErrorKind::Unreachable(format!("{} ({reason})", peer.addr)));
     peer.status.send_replace(Status::Down(Some(err)));
     fail_relations(node, peer);
+    relay::peer_gone(node, peer); // `relay.rs` rule 3
     node.globals.write().remove_node(&peer.addr);
     let causal = node.causal.drop_peer(peer); // `causal_wire.rs` rule 6
     crate::node::trim::released(queued + held + causal, 0);

@@ -409,6 +409,9 @@ fn control(node: &Arc<NodeInner>, peer: &Arc<Peer>, c: Control) -> Result<(), Er
                 return Err(limit_close(node, peer, why));
             }
         }
+        c @ (Control::TunnelOpen { .. } | Control::TunnelData { .. } | Control::TunnelClose { .. }) => {
+            crate::node::relay::control(node, peer, c);
+        }
         Control::GlobalGone { name } => {
             let mut g = node.globals.write();
             if g.get(&name).is_some_and(|e| e.node == peer.addr) {

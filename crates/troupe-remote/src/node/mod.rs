@@ -72,6 +72,7 @@ pub(crate) mod lane;
 pub(crate) mod lifecycle;
 pub(crate) mod peer;
 pub(crate) mod refs;
+pub(crate) mod relay;
 pub(crate) mod stream;
 pub(crate) mod trim;
 
@@ -263,6 +264,16 @@ pub struct StatsSnapshot {
     pub log_lines_suppressed: u64,
     /// Log lines dropped because stderr did not keep up (process-wide).
     pub log_lines_dropped: u64,
+    /// Routed connections this node opened through a neighbour (`relay.rs`).
+    pub tunnels_opened: u64,
+    /// Chunks of other nodes' routed connections this node passed on.
+    pub tunnel_chunks_relayed: u64,
+    /// Routed connections refused here (no route, too many legs, next hop unreachable).
+    pub tunnels_refused: u64,
+    /// Tunnel legs closed because a session they rode ended.
+    pub tunnels_broken: u64,
+    /// Tunnel legs held here now.
+    pub tunnels_live: u64,
 }
 
 /// What every peer and lane of a node shares.
@@ -367,6 +378,8 @@ pub(crate) struct NodeInner {
     pub(crate) closed: AtomicBool,
     /// Causal delivery's orders, one per label (`causal_wire.rs`).
     pub(crate) causal: causal_wire::CausalState,
+    /// The router and the routed connections (`relay.rs`).
+    pub(crate) relays: relay::Relays,
     next: AtomicU64,
 }
 
@@ -608,6 +621,9 @@ pub struct PeerInfo {
     pub name: String,
     /// Its listen address.
     pub addr: String,
+    /// The neighbour this node's connections to it are routed through (`None`: direct TCP;
+    /// [`Node::set_router`]).
+    pub via: Option<String>,
 }
 
 impl Node {
@@ -659,6 +675,7 @@ impl Node {
                 followed: RwLock::new(HashMap::new()),
                 closed: AtomicBool::new(false),
                 causal,
+                relays: relay::Relays::default(),
                 next: AtomicU64::new(1),
             }
         });
@@ -691,7 +708,7 @@ impl Node {
         let peer = self.inner.peer_for(addr);
         peer.keep.store(true, Ordering::Relaxed);
         self.inner.wait_up(&peer).await?;
-        Ok(PeerInfo { name: peer.name(), addr: peer.addr.clone() })
+        Ok(PeerInfo { name: peer.name(), addr: peer.addr.clone(), via: peer.via() })
     }
 
     /// The address of the connected or known node named `name`.
@@ -711,7 +728,7 @@ impl Node {
             .all_peers()
             .into_iter()
             .filter(|p| p.is_up())
-            .map(|p| PeerInfo { name: p.name(), addr: p.addr.clone() })
+            .map(|p| PeerInfo { name: p.name(), addr: p.addr.clone(), via: p.via() })
             .collect()
     }
 
@@ -918,6 +935,11 @@ impl Node {
             trims: trim::trims(),
             log_lines_suppressed: crate::logging::lines_suppressed(),
             log_lines_dropped: crate::logging::lines_dropped(),
+            tunnels_opened: l(&self.inner.relays.opened),
+            tunnel_chunks_relayed: l(&self.inner.relays.relayed),
+            tunnels_refused: l(&self.inner.relays.refused),
+            tunnels_broken: l(&self.inner.relays.broken),
+            tunnels_live: self.inner.relays.live() as u64,
         }
     }
 
@@ -985,6 +1007,42 @@ impl Node {
             conn::peer_down(&self.inner, &peer, None, conn::Cause::Local, "disconnected by this node");
         }
         was_up
+    }
+
+    /// Installs (or, with `None`, removes) the router that decides how this node reaches
+    /// nodes it holds no connection to: directly, through a neighbour, or not at all
+    /// (`relay.rs`). Overlays install one; sessions up now keep their route.
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() {
+    /// use std::sync::Arc;
+    /// use troupe_remote::{Node, NodeConfig, Route, Router};
+    /// struct Through(String);
+    /// impl Router for Through {
+    ///     fn route(&self, to: &str) -> Route {
+    ///         if to == self.0 { Route::Direct } else { Route::Via(self.0.clone()) }
+    ///     }
+    /// }
+    /// let (a, b, c) = (
+    ///     Node::start(NodeConfig::new("a", "s")).await.unwrap(),
+    ///     Node::start(NodeConfig::new("b", "s")).await.unwrap(),
+    ///     Node::start(NodeConfig::new("c", "s")).await.unwrap(),
+    /// );
+    /// a.set_router(Some(Arc::new(Through(b.addr()))));
+    /// let info = a.connect(&c.addr()).await.unwrap();
+    /// assert_eq!(info.via, Some(b.addr()), "a reaches c through b");
+    /// # }
+    /// ```
+    pub fn set_router(&self, router: Option<Arc<dyn relay::Router>>) {
+        self.inner.relays.set_router(router);
+    }
+
+    /// How many routed connections (tunnels, this node's own and those it passes on) ride
+    /// this node's session with the peer at `addr` now: an overlay keeps such a session up.
+    #[must_use]
+    pub fn tunnels_through(&self, addr: &str) -> usize {
+        let Some(p) = self.inner.peers.read().by_addr.get(&canonical(addr)).cloned() else { return 0 };
+        self.inner.relays.through(p.index)
     }
 
     /// Stops listening, closes every connection (peers see this node go down) and fails what

@@ -233,6 +233,9 @@ pub(crate) struct Peer {
     /// Whether the peer decodes `RefuseReason::UnknownType` (`handshake.rs` rule 9), and the
     /// refusals waiting to learn it ([`Peer::refuse_typed`]).
     pub(crate) refusals: Mutex<Refusals>,
+    /// The neighbour our current session's connections are routed through (`relay.rs`);
+    /// `None` for direct TCP.
+    pub(crate) via: Mutex<Option<String>>,
 }
 
 /// The most typed refusals held for a peer whose features are not known yet; past it they go
@@ -280,12 +283,18 @@ impl Peer {
             #[cfg(feature = "otel")]
             trace_context: AtomicBool::new(false),
             refusals: Mutex::new(Refusals::default()),
+            via: Mutex::new(None),
         }
     }
 
     #[inline]
     pub(crate) fn is_up(&self) -> bool {
         self.up.load(Ordering::Acquire)
+    }
+
+    /// `relay.rs`: the neighbour our session is routed through, if any.
+    pub(crate) fn via(&self) -> Option<String> {
+        self.via.lock().clone()
     }
 
     pub(crate) fn name(&self) -> String {

@@ -1,36 +1,43 @@
-//! A connection's byte stream: plain TCP, or TCP under TLS (`tls.rs`). The plain case keeps
+//! A connection's byte stream: plain TCP, TCP under TLS (`tls.rs`), or a routed stream through
+//! other nodes (`relay.rs`), itself under TLS when the node uses TLS. The plain case keeps
 //! tokio's owned halves, whose `try_write`/`try_read` the write-through and spinning fast paths
-//! use (rules 2-3 of `lane.rs`, `spin_us`); under TLS those paths step aside (`try_*` answer
-//! `WouldBlock`) and every write goes through the writer task.
+//! use (rules 2-3 of `lane.rs`, `spin_us`); in the others those paths step aside (`try_*`
+//! answer `WouldBlock`) and every write goes through the writer task.
 
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, DuplexStream, ReadBuf};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 
 type TlsStream = tokio_rustls::TlsStream<TcpStream>;
+type TunnelTlsStream = tokio_rustls::TlsStream<DuplexStream>;
 
 /// A whole connection.
 pub(crate) enum Stream {
     Plain(TcpStream),
     Tls(Box<TlsStream>),
+    /// A routed connection (`relay.rs`): this end of an in-process pipe whose other end a
+    /// relay task carries over a neighbour's session.
+    Tunnel(DuplexStream),
+    /// A routed connection under TLS, end to end (the relays see only ciphertext).
+    TunnelTls(Box<TunnelTlsStream>),
 }
 
 /// The read half of a connection.
 pub(crate) enum ReadHalf {
     Plain(OwnedReadHalf),
-    Tls(tokio::io::ReadHalf<Stream>),
+    Split(tokio::io::ReadHalf<Stream>),
 }
 
 /// The write half of a connection. The plain half is shared (`Arc`) so senders can write
-/// through it; the TLS half has one owner, the writer task.
+/// through it; the others have one owner, the writer task.
 pub(crate) enum WriteHalf {
     Plain(Arc<OwnedWriteHalf>),
-    Tls(tokio::io::WriteHalf<Stream>),
+    Split(tokio::io::WriteHalf<Stream>),
 }
 
 impl Stream {
@@ -40,9 +47,9 @@ impl Stream {
                 let (r, w) = s.into_split();
                 (ReadHalf::Plain(r), WriteHalf::Plain(Arc::new(w)))
             }
-            tls => {
-                let (r, w) = tokio::io::split(tls);
-                (ReadHalf::Tls(r), WriteHalf::Tls(w))
+            other => {
+                let (r, w) = tokio::io::split(other);
+                (ReadHalf::Split(r), WriteHalf::Split(w))
             }
         }
     }
@@ -50,10 +57,16 @@ impl Stream {
     /// Under TLS, the subject common name of the certificate the other side presented (empty
     /// when it has none; `handshake.rs` rule 8); `None` for plain TCP.
     pub(crate) fn peer_cert_name(&self) -> Option<String> {
-        let Stream::Tls(t) = self else { return None };
-        let certs = match &**t {
-            tokio_rustls::TlsStream::Client(c) => c.get_ref().1.peer_certificates(),
-            tokio_rustls::TlsStream::Server(s) => s.get_ref().1.peer_certificates(),
+        let certs = match self {
+            Stream::Tls(t) => match &**t {
+                tokio_rustls::TlsStream::Client(c) => c.get_ref().1.peer_certificates(),
+                tokio_rustls::TlsStream::Server(s) => s.get_ref().1.peer_certificates(),
+            },
+            Stream::TunnelTls(t) => match &**t {
+                tokio_rustls::TlsStream::Client(c) => c.get_ref().1.peer_certificates(),
+                tokio_rustls::TlsStream::Server(s) => s.get_ref().1.peer_certificates(),
+            },
+            Stream::Plain(_) | Stream::Tunnel(_) => return None,
         };
         Some(certs.and_then(<[_]>::first).and_then(|c| crate::tls::subject_common_name(c)).unwrap_or_default())
     }
@@ -62,7 +75,7 @@ impl Stream {
     pub(crate) fn try_read_buf(&self, buf: &mut Vec<u8>) -> io::Result<usize> {
         match self {
             Stream::Plain(s) => s.try_read_buf(buf),
-            Stream::Tls(_) => Err(io::ErrorKind::WouldBlock.into()),
+            _ => Err(io::ErrorKind::WouldBlock.into()),
         }
     }
 }
@@ -72,7 +85,7 @@ impl WriteHalf {
     pub(crate) fn shared(&self) -> Option<Arc<OwnedWriteHalf>> {
         match self {
             WriteHalf::Plain(w) => Some(w.clone()),
-            WriteHalf::Tls(_) => None,
+            WriteHalf::Split(_) => None,
         }
     }
 
@@ -91,7 +104,7 @@ impl WriteHalf {
                 }
                 Ok(())
             }
-            WriteHalf::Tls(w) => {
+            WriteHalf::Split(w) => {
                 w.write_all(buf).await?;
                 w.flush().await
             }
@@ -103,7 +116,7 @@ impl AsyncRead for ReadHalf {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         match self.get_mut() {
             ReadHalf::Plain(r) => Pin::new(r).poll_read(cx, buf),
-            ReadHalf::Tls(r) => Pin::new(r).poll_read(cx, buf),
+            ReadHalf::Split(r) => Pin::new(r).poll_read(cx, buf),
         }
     }
 }
@@ -113,6 +126,8 @@ impl AsyncRead for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_read(cx, buf),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+            Stream::Tunnel(s) => Pin::new(s).poll_read(cx, buf),
+            Stream::TunnelTls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
         }
     }
 }
@@ -122,6 +137,8 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_write(cx, buf),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+            Stream::Tunnel(s) => Pin::new(s).poll_write(cx, buf),
+            Stream::TunnelTls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
         }
     }
 
@@ -129,6 +146,8 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_flush(cx),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+            Stream::Tunnel(s) => Pin::new(s).poll_flush(cx),
+            Stream::TunnelTls(s) => Pin::new(s.as_mut()).poll_flush(cx),
         }
     }
 
@@ -136,6 +155,8 @@ impl AsyncWrite for Stream {
         match self.get_mut() {
             Stream::Plain(s) => Pin::new(s).poll_shutdown(cx),
             Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+            Stream::Tunnel(s) => Pin::new(s).poll_shutdown(cx),
+            Stream::TunnelTls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }
 }
