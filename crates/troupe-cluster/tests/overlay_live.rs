@@ -356,3 +356,94 @@ fn bad_overlay_configurations_are_refused_at_start_naming_the_key() {
         assert!(err.contains(key) && err.contains("[overlay]"), "{overlay}: the error names {key}: {err}");
     }
 }
+
+/// Breadth-first hop counts from `from` over the neighbour graph `views`.
+fn hops_from(views: &BTreeMap<String, BTreeSet<String>>, from: &str) -> BTreeMap<String, usize> {
+    let mut dist = BTreeMap::from([(from.to_owned(), 0)]);
+    let mut todo = std::collections::VecDeque::from([from.to_owned()]);
+    while let Some(n) = todo.pop_front() {
+        let d = dist[&n];
+        for m in views.get(&n).into_iter().flatten() {
+            if !dist.contains_key(m) {
+                dist.insert(m.clone(), d + 1);
+                todo.push_back(m.clone());
+            }
+        }
+    }
+    dist
+}
+
+/// The runtime's own traffic over the overlay (live/mod.rs rule 6, `links.rs`, troupe-remote's
+/// `node/relay.rs`): 7 real node processes under HyParView (active view 3) answer typed asks
+/// between every pair while each holds connections to its active view only, the rest going
+/// through neighbours; a monitor on an actor two hops away sees `Down` after a SIGKILL.
+#[test]
+fn hyparview_carries_typed_asks_between_every_pair_and_a_monitor_two_hops_away() {
+    let _serial = serial();
+    // Shuffles every minute: the overlay's own traffic stays on the active view during the test.
+    let params = "kind = \"hyparview\"\nactive_size = 3\npassive_size = 6\nshuffle_interval_ms = 60000";
+    let svc = |name: &str, overlay: &str| {
+        let text = format!(
+            "name = \"{name}\"\nsecret = \"{SECRET}\"\nlisten = \"127.0.0.1:0\"\nservices = [\"echo\"]\n\
+             heartbeat_interval_ms = 200\nheartbeat_timeout_ms = 3000\n[overlay]\ntick_ms = 50\n{overlay}\n"
+        );
+        Proc::start(env!("CARGO_BIN_EXE_troupe-cluster-node"), &[], &text)
+    };
+    let first = svc("r0", params);
+    let contact = format!("{params}\ncontacts = [\"r0@{}\"]", first.addr);
+    let mut nodes = vec![first];
+    for i in 1..7 {
+        nodes.push(svc(&format!("r{i}"), &contact));
+    }
+    let views = wait_overlay(&mut nodes.iter_mut().collect::<Vec<_>>(), "formation");
+    // links.rs rule 1: every node learns every node's neighbours before it routes to them;
+    // and the joins' temporary connections are closed (their protocol window is over).
+    for p in &mut nodes {
+        wait_status(
+            p,
+            "every node's links known, connections to the active view only",
+            |s| s["link_states"].as_u64() == Some(7) && list(s, "connected") == list(s, "neighbours"),
+            LONG,
+        );
+    }
+    let views_now: BTreeMap<String, BTreeSet<String>> =
+        nodes.iter_mut().map(|p| (p.addr.clone(), list(&status(p), "neighbours"))).collect();
+    eprintln!("active views: {views_now:#?}");
+    let addrs: Vec<String> = nodes.iter().map(|p| p.addr.clone()).collect();
+    let started = Instant::now();
+    for i in 0..nodes.len() {
+        for a in addrs.iter().filter(|a| **a != addrs[i]) {
+            let text = format!("from-{i}-to-{a}");
+            let l = nodes[i].ask(&format!("echo-ask {a} {text}"), "echo-");
+            assert!(l == format!("echo-answer {a} {text}"), "node {i} asked {a}: {l}");
+        }
+    }
+    eprintln!("42 typed asks answered in {:?}", started.elapsed());
+    // Rule 3 of the service: connections to the active view only; the other pairs' sessions
+    // are routed through neighbours.
+    let mut routed = 0;
+    for p in &mut nodes {
+        let s = wait_status(
+            p,
+            "connections only to the active view",
+            |s| list(s, "connected") == list(s, "neighbours"),
+            LONG,
+        );
+        routed += list(&s, "routed").len();
+        assert_eq!(s["unroutable"].as_u64(), Some(0), "{s:#}");
+    }
+    assert!(routed > 0, "some pairs are not neighbours, and talked through others");
+    // A monitor on an actor two hops away fires `Down` after its node is SIGKILLed.
+    let (o, t) = (0..nodes.len())
+        .flat_map(|o| (0..nodes.len()).map(move |t| (o, t)))
+        .find(|(o, t)| hops_from(&views_now, &addrs[*o]).get(&addrs[*t]) == Some(&2))
+        .unwrap_or_else(|| panic!("some pair is two hops apart in {views_now:#?} (formed as {views:#?})"));
+    let target = addrs[t].clone();
+    nodes[o].ask(&format!("monitor {target} echo"), "monitoring");
+    let killed = Instant::now();
+    nodes[t].signal(libc::SIGKILL);
+    let down =
+        nodes[o].wait_line(|l| l.starts_with("event ") && l.contains("\"ev\":\"down\"") && l.contains(&target), LONG);
+    eprintln!("SIGKILL -> Down two hops away: {:?} ({down})", killed.elapsed());
+    assert!(down.contains("NoConnection"), "{down}");
+}

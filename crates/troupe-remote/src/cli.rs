@@ -10,7 +10,11 @@
 //! Commands on standard input (optional; the node keeps running when input ends):
 //! `connect ADDR` (answers `connected NAME ADDR` or `error ...`), `partition ADDR`, `heal ADDR`,
 //! `faults PEER|* CHANNEL|* {json FaultConfig}`, `clear-faults`, `stats` (answers
-//! `stats {json}`), `quit`, and those of an [`Extension`] (the cluster's, in `troupe-cluster`). The node also stops on SIGINT or SIGTERM, promptly, whether or not
+//! `stats {json}`), `echo-ask ADDR TEXT` (a typed ask to the `echo` service at ADDR: answers
+//! `echo-answer ADDR TEXT`), `monitor ADDR NAME` (monitors the echo-typed actor NAME at ADDR,
+//! answers `monitoring ADDR NAME` once the peer holds the monitor, and prints
+//! `event {"ev":"down","addr":ADDR,"name":NAME,"reason":REASON}` when it fires), `quit`, and
+//! those of an [`Extension`] (the cluster's, in `troupe-cluster`). The node also stops on SIGINT or SIGTERM, promptly, whether or not
 //! its standard input is still open (the blocking stdin reader is never waited for).
 //!
 //! Peer-supplied strings in these lines are escaped (`logging::Esc`; event lines are JSON,
@@ -125,6 +129,7 @@ async fn run(cfg: NodeConfig, setup: Option<Setup>) -> Result<(), Error> {
         Some(f) => Some(f(node.clone(), cfg.clone(), EventLines(tx.clone())).await?),
         None => None,
     };
+    let tx_cmd = tx.clone();
     tokio::spawn(async move {
         loop {
             match events.recv().await {
@@ -143,6 +148,7 @@ async fn run(cfg: NodeConfig, setup: Option<Setup>) -> Result<(), Error> {
     });
     let ext_stop = ext.clone();
     let stdin_node = node.clone();
+    let lines_out = EventLines(tx_cmd);
     let commands = async move {
         let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
         while let Ok(Some(line)) = lines.next_line().await {
@@ -153,7 +159,7 @@ async fn run(cfg: NodeConfig, setup: Option<Setup>) -> Result<(), Error> {
                     continue;
                 }
             }
-            if !command(&stdin_node, line).await {
+            if !command(&stdin_node, line, &lines_out).await {
                 return;
             }
         }
@@ -171,8 +177,34 @@ async fn run(cfg: NodeConfig, setup: Option<Setup>) -> Result<(), Error> {
     Ok(())
 }
 
+/// Watches a remote actor for `monitor`: prints its `Down` as an event line.
+struct DownWatcher {
+    target: troupe::AnyRef,
+    addr: String,
+    name: String,
+    lines: EventLines,
+    started: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl troupe::Actor for DownWatcher {
+    type Msg = ();
+    async fn started(&mut self, ctx: &mut troupe::Ctx<Self>) -> Result<(), troupe::ActorError> {
+        ctx.monitor(&self.target);
+        if let Some(s) = self.started.take() {
+            let _ = s.send(());
+        }
+        Ok(())
+    }
+    async fn handle(&mut self, (): (), _: &mut troupe::Ctx<Self>) {}
+    async fn on_down(&mut self, d: troupe::Down, ctx: &mut troupe::Ctx<Self>) {
+        let ev = serde_json::json!({"ev": "down", "addr": self.addr, "name": self.name, "reason": format!("{:?}", d.reason)});
+        self.lines.event(&ev.to_string());
+        ctx.stop(troupe::ExitReason::Normal);
+    }
+}
+
 /// Runs one command; false to quit.
-async fn command(node: &Node, line: &str) -> bool {
+async fn command(node: &Node, line: &str, lines: &EventLines) -> bool {
     let mut parts = line.splitn(4, ' ');
     match (parts.next().unwrap_or(""), parts.next(), parts.next(), parts.next()) {
         ("", ..) => {}
@@ -203,6 +235,41 @@ async fn command(node: &Node, line: &str) -> bool {
             say("faults cleared");
         }
         ("stats", ..) => say(&format!("stats {}", serde_json::to_string(&node.stats()).unwrap_or_default())),
+        ("echo-ask", Some(addr), text, rest) => {
+            let text = [text, rest].into_iter().flatten().collect::<Vec<_>>().join(" ");
+            let asked = async {
+                let echo = node.lookup::<services::Echo>(addr, "echo").await?;
+                let limit = Duration::from_secs(10);
+                echo.ask(|r| services::Echo(crate::Blob(text.as_bytes().to_vec()), r), limit)
+                    .await
+                    .map_err(|e| Error::from(crate::ErrorKind::Other(format!("ask: {e}"))))
+            };
+            match asked.await {
+                Ok(b) => say(&format!("echo-answer {} {}", Esc(addr), Esc(&String::from_utf8_lossy(&b.0)))),
+                Err(e) => say(&format!("error echo-ask {}: {}", Esc(addr), Esc(&troupe::error_chain(&e)))),
+            }
+        }
+        ("monitor", Some(addr), Some(name), _) => match node.lookup::<services::Echo>(addr, name).await {
+            Ok(target) => {
+                let (started, ready) = tokio::sync::oneshot::channel();
+                let w = DownWatcher {
+                    target: target.any(),
+                    addr: addr.to_owned(),
+                    name: name.to_owned(),
+                    lines: lines.clone(),
+                    started: Some(started),
+                };
+                troupe::spawn(w);
+                let _ = ready.await;
+                // A lookup after the monitor on the same control lane: once it is answered,
+                // the peer has the monitor.
+                match node.lookup::<services::Echo>(addr, name).await {
+                    Ok(_) => say(&format!("monitoring {} {}", Esc(addr), Esc(name))),
+                    Err(e) => say(&format!("error monitor {}: {}", Esc(addr), Esc(&troupe::error_chain(&e)))),
+                }
+            }
+            Err(e) => say(&format!("error monitor {}: {}", Esc(addr), Esc(&troupe::error_chain(&e)))),
+        },
         (other, ..) => say(&format!("error unknown command {other:?}")),
     }
     true

@@ -165,9 +165,10 @@ fn is_me(node: &NodeInner, id: &Identity) -> bool {
 /// is routed through (`relay.rs`; `None` for TCP).
 type Dialled = (Identity, Stream, handshake::Features, Option<String>);
 
-async fn dial(node: &Arc<NodeInner>, addr: &str, channel: &str, lane: u16) -> Result<Dialled, Error> {
+async fn dial(node: &Arc<NodeInner>, addr: &str, channel: &str, lane: u16, direct: bool) -> Result<Dialled, Error> {
     let hs = Duration::from_millis(node.cfg.handshake_timeout_ms);
-    let via = match node.relays.route(addr) {
+    let route = if direct { Route::Direct } else { node.relays.route(addr) };
+    let via = match route {
         Route::Direct => None,
         Route::Via(hop) => Some(hop),
         Route::None => return Err(ErrorKind::NoRoute(addr.to_owned()).into()),
@@ -237,14 +238,15 @@ async fn connect_once(node: &Arc<NodeInner>, peer: &Arc<Peer>) -> Result<(), Err
     if node.shared.faults.is_partitioned(&peer.addr) {
         return Err(ErrorKind::Unreachable(format!("{} (partitioned by fault injection)", peer.addr)).into());
     }
-    let (ident, control, features, via) = dial(node, &peer.addr, "control", 0).await?;
+    let direct = peer.dialled_direct.load(Ordering::Relaxed);
+    let (ident, control, features, via) = dial(node, &peer.addr, "control", 0, direct).await?;
     // `otel.rs`: trace context goes to this session only if its Welcome advertised it.
     #[cfg(feature = "otel")]
     peer.trace_context.store(features.trace_context, Ordering::Relaxed);
     let mut streams = vec![(peer.control_lane().clone(), control)];
     for ch in peer.channels.iter().skip(1) {
         for lane in &ch.lanes {
-            let (id2, s, _, _) = dial(node, &peer.addr, &ch.name, lane.index).await?;
+            let (id2, s, _, _) = dial(node, &peer.addr, &ch.name, lane.index, via.is_none()).await?;
             if id2.incarnation != ident.incarnation {
                 return Err(ErrorKind::Handshake("the peer restarted while we connected".into()).into());
             }
@@ -521,6 +523,9 @@ async fn accepted(node: Arc<NodeInner>, mut sock: Stream, hs: Duration, from: St
     );
     let control = acc.channel == "control";
     if control {
+        // `relay.rs` rule 6: the session back takes the same kind of path.
+        let tcp = matches!(sock, Stream::Plain(_) | Stream::Tls(_));
+        peer.dialled_direct.store(tcp, Ordering::Relaxed);
         node.ensure_connected(&peer);
     }
     let ctx = InCtx { channel: acc.channel, lane: acc.lane, incarnation: acc.peer.incarnation, acks: Vec::new() };
@@ -873,6 +878,7 @@ pub(crate) fn peer_down(node: &Arc<NodeInner>, peer: &Arc<Peer>, gen: Option<u64
     peer.status.send_replace(Status::Down(Some(err)));
     fail_relations(node, peer);
     relay::peer_gone(node, peer); // `relay.rs` rule 3
+    peer.dialled_direct.store(false, Ordering::Relaxed);
     node.globals.write().remove_node(&peer.addr);
     let causal = node.causal.drop_peer(peer); // `causal_wire.rs` rule 6
     crate::node::trim::released(queued + held + causal, 0);

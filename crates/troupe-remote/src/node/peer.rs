@@ -236,6 +236,9 @@ pub(crate) struct Peer {
     /// The neighbour our current session's connections are routed through (`relay.rs`);
     /// `None` for direct TCP.
     pub(crate) via: Mutex<Option<String>>,
+    /// The peer's control connection to us came over TCP: ours to it goes over TCP too
+    /// (`relay.rs` rule 6).
+    pub(crate) dialled_direct: AtomicBool,
 }
 
 /// The most typed refusals held for a peer whose features are not known yet; past it they go
@@ -284,6 +287,7 @@ impl Peer {
             trace_context: AtomicBool::new(false),
             refusals: Mutex::new(Refusals::default()),
             via: Mutex::new(None),
+            dialled_direct: AtomicBool::new(false),
         }
     }
 

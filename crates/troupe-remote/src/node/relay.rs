@@ -29,6 +29,10 @@
 //!    closes it back with the reason (`tunnels_refused`).
 //! 5. A node's fault rules apply to the legs it sends: a dropped or duplicated chunk breaks the
 //!    routed connection (rule 3) rather than dropping one message.
+//! 6. The session back takes the path the peer took: a node whose peer's control connection
+//!    came over TCP dials it back over TCP, whatever its router says (the peer chose a direct
+//!    link, an overlay's neighbour request say); one that came through a tunnel dials back as
+//!    its router says. The other lanes of a session follow its control lane.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

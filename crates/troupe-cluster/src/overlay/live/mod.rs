@@ -22,6 +22,13 @@
 //!    overlay's [`PeerService::next_hop`] says `None`); wherever the routing finds no next
 //!    hop later (on the driver's task, or on a node in between) it is counted
 //!    ([`OverlayStatus::unroutable`]), logged, and published as [`OverlayEvent::Unroutable`].
+//! 6. The runtime's own traffic rides the overlay too: on every overlay but full mesh and
+//!    AMQP the overlay installs a router on its node (`links.rs`), so a typed
+//!    `ActorRef::send`, an ask, a remote monitor or a link to an actor on a node that is not
+//!    a neighbour goes through neighbours (`troupe_remote`'s routed connections), with the
+//!    guarantees of one connection while its route holds: order per sender and receiver,
+//!    `NoConnection` to monitors and links when the destination, or a node on the route,
+//!    goes (at-most-once, as any lost connection; the next send takes the route known then).
 //!
 //! ```no_run
 //! # async fn demo(node: troupe_remote::Node) -> Result<(), troupe_cluster::Error> {
@@ -42,6 +49,7 @@ pub mod amqp;
 pub mod cli;
 mod config;
 mod driver;
+pub mod links;
 mod registry;
 pub mod route;
 mod service;
@@ -56,7 +64,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
 
 use serde::Serialize;
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -147,7 +155,12 @@ impl Overlay {
         }
         let inbox = troupe::spawn(Inbox(tx.clone()));
         node.export(OVERLAY_ACTOR, &inbox)?;
-        let driver = Driver::new(node, cfg, kind, events.clone(), tx.clone(), shared.clone());
+        // `links.rs`: the runtime's own traffic to non-neighbours goes through neighbours.
+        let table = Arc::new(RwLock::new(links::LinkTable::new(&me, kind)));
+        if table.read().active() {
+            node.set_router(Some(Arc::new(links::OverlayRouter { table: table.clone(), shared: shared.clone() })));
+        }
+        let driver = Driver::new(node, cfg, kind, events.clone(), tx.clone(), shared.clone(), table);
         tokio::spawn(driver.run(rx));
         Ok(Overlay { tx, events, kind, me, shared })
     }

@@ -86,6 +86,13 @@ pub enum OverlayWire {
         /// What the sender's service said.
         bytes: Vec<u8>,
     },
+    /// Nodes' announced neighbours, for the routes of the runtime's own traffic (`links.rs`).
+    Links {
+        /// The sender.
+        from: String,
+        /// The states.
+        states: Vec<super::links::LinkState>,
+    },
 }
 
 impl RemoteMessage for OverlayWire {
@@ -144,6 +151,14 @@ pub struct OverlayStatus {
     pub neighbours: Vec<String>,
     /// The nodes it holds connections to now, as the node layer reports (sorted).
     pub connected: Vec<String>,
+    /// The nodes it has sessions with through neighbours, no connection of their own
+    /// (`links.rs`; sorted).
+    #[serde(default)]
+    pub routed: Vec<String>,
+    /// Nodes whose announced neighbours this node holds (`links.rs` rule 1; 0 on full mesh
+    /// and AMQP, which announce nothing).
+    #[serde(default)]
+    pub link_states: u64,
     /// HyParView's passive view (empty for other kinds).
     pub passive: Vec<String>,
     /// Plumtree's eager peers (empty for other kinds).

@@ -55,6 +55,7 @@ use troupe::ActorRef;
 use troupe_remote::{Node, NodeEvent};
 
 use super::config::{addr_of, LiveKind, OverlayConfig};
+use super::links::{LinkState, LinkTable};
 use super::service::{Outbox, PeerService};
 use super::Shared;
 
@@ -113,6 +114,7 @@ pub(crate) struct Driver {
     forwarded: u64,
     swept: u64,
     shared: Arc<Shared>,
+    links: Arc<parking_lot::RwLock<LinkTable>>,
 }
 
 impl Driver {
@@ -123,6 +125,7 @@ impl Driver {
         events: broadcast::Sender<OverlayEvent>,
         tx: mpsc::UnboundedSender<Input>,
         shared: Arc<Shared>,
+        links: Arc<parking_lot::RwLock<LinkTable>>,
     ) -> Self {
         let me = node.addr();
         let servers: Vec<String> = cfg.servers.iter().map(|s| addr_of(s).to_owned()).collect();
@@ -167,6 +170,7 @@ impl Driver {
             swept: 0,
             cfg,
             shared,
+            links,
         }
     }
 
@@ -225,6 +229,9 @@ impl Driver {
             }
         }
         self.node.unexport(OVERLAY_ACTOR);
+        if self.links.read().active() {
+            self.node.set_router(None);
+        }
         if let Some(ack) = stopped {
             let _ = ack.send(());
         }
@@ -311,6 +318,10 @@ impl Driver {
             return;
         }
         self.last_used.insert(to.to_owned(), Instant::now());
+        if !matches!(msg, OverlayWire::Links { .. } | OverlayWire::Env { .. } | OverlayWire::Pt { .. }) {
+            // `links.rs` rule 2: the protocol's own partner is dialled directly.
+            self.links.write().touch(to);
+        }
         if !self.node.is_connected(to) && self.probing.insert(to.to_owned()) {
             let (node, tx, addr) = (self.node.clone(), self.tx.clone(), to.to_owned());
             tokio::spawn(async move {
@@ -379,9 +390,14 @@ impl Driver {
             | OverlayWire::Hv { from, .. }
             | OverlayWire::Pt { from, .. }
             | OverlayWire::Env { from, .. }
-            | OverlayWire::Service { from, .. } => from.clone(),
+            | OverlayWire::Service { from, .. }
+            | OverlayWire::Links { from, .. } => from.clone(),
         };
-        self.last_used.insert(from.clone(), Instant::now());
+        if !matches!(w, OverlayWire::Links { .. }) {
+            // Link states are not a conversation: a node that announces to this one before its
+            // `Hello` arrives is no reason to sweep its connection (rule 4).
+            self.last_used.insert(from.clone(), Instant::now());
+        }
         match w {
             OverlayWire::Hello { from, members, server } => self.on_hello(&from, members, server),
             OverlayWire::Hv { from, msg } => {
@@ -401,6 +417,22 @@ impl Driver {
             }
             OverlayWire::Env { from, env } => self.on_env(Some(&from), env),
             OverlayWire::Service { from, bytes } => self.service(|s, out| s.receive(&from, &bytes, out)),
+            OverlayWire::Links { from, states } => {
+                let out = self.links.write().receive(&from, states);
+                self.send_links(out);
+            }
+        }
+    }
+
+    /// `links.rs` rule 1: tells the link table this node's neighbours, and sends what it says.
+    pub(super) fn announce(&mut self) {
+        let out = self.links.write().update(self.neighbours());
+        self.send_links(out);
+    }
+
+    fn send_links(&mut self, out: Vec<(String, Vec<LinkState>)>) {
+        for (to, states) in out {
+            self.send_wire(&to, OverlayWire::Links { from: self.me.clone(), states });
         }
     }
 

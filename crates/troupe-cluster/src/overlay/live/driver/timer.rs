@@ -25,6 +25,7 @@ impl Driver {
             self.run_pt(out);
         }
         self.service(|s, out| s.tick(out));
+        self.announce();
         let lonely = match self.kind {
             LiveKind::FullMesh => self.members.is_empty(),
             LiveKind::Hyparview => self.hv.as_ref().is_some_and(|h| h.active().is_empty()),
@@ -60,7 +61,13 @@ impl Driver {
         let grace = Duration::from_millis(self.cfg.tick_ms * 4).max(Duration::from_millis(500));
         let neighbours = self.neighbours();
         for p in self.node.peers() {
-            if neighbours.contains(&p.addr) || self.kept.contains(&p.addr) {
+            // `links.rs` rule 4: routed sessions, and sessions carrying routed connections,
+            // are the runtime's, not the overlay's.
+            if neighbours.contains(&p.addr)
+                || self.kept.contains(&p.addr)
+                || p.via.is_some()
+                || self.node.tunnels_through(&p.addr) > 0
+            {
                 continue;
             }
             if self.last_used.get(&p.addr).is_some_and(|t| t.elapsed() >= grace) {
@@ -75,8 +82,11 @@ impl Driver {
 
     pub(super) fn status(&self) -> OverlayStatus {
         let sorted = |v: &mut Vec<String>| v.sort();
-        let mut connected: Vec<String> = self.node.peers().into_iter().map(|p| p.addr).collect();
+        let (routed, direct): (Vec<_>, Vec<_>) = self.node.peers().into_iter().partition(|p| p.via.is_some());
+        let mut connected: Vec<String> = direct.into_iter().map(|p| p.addr).collect();
         sorted(&mut connected);
+        let mut routed: Vec<String> = routed.into_iter().map(|p| p.addr).collect();
+        sorted(&mut routed);
         let mut passive: Vec<String> = self.hv.as_ref().map(|h| h.passive().to_vec()).unwrap_or_default();
         sorted(&mut passive);
         OverlayStatus {
@@ -84,6 +94,8 @@ impl Driver {
             me: self.me.clone(),
             neighbours: self.neighbours().into_iter().collect(),
             connected,
+            routed,
+            link_states: self.links.read().states(),
             passive,
             eager: self.pt.as_ref().map(|p| p.eager().iter().cloned().collect()).unwrap_or_default(),
             delivered: self.delivered,

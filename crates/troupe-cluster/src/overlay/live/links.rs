@@ -1,0 +1,285 @@
+//! The runtime's own traffic over the overlay: what this node knows of every overlay node's
+//! neighbours (a link-state table the overlay floods), and the [`troupe_remote::Router`] it
+//! installs on the node, so that typed sends, asks, monitors and links to a node that is not
+//! a neighbour go through neighbours (`troupe_remote`'s routed connections,
+//! `node/relay.rs`) instead of a connection of their own.
+//!
+//! Rules:
+//! 1. Every overlay node but full mesh and AMQP announces its neighbours: a [`LinkState`]
+//!    numbered by a sequence that only grows (its first is the wall clock in milliseconds, so
+//!    a restarted node's announcements supersede its old ones), sent to every neighbour when
+//!    its neighbour set changes; a node that receives a newer state than it holds keeps it and
+//!    passes it to its other neighbours (flooding, each state once per node). A new neighbour
+//!    gets every state this node holds.
+//! 2. Routes: a neighbour, a node the overlay's own protocol talked to in the last
+//!    [`PROTOCOL_WINDOW`] and a node no state mentions are reached directly (joins, neighbour
+//!    requests to passive members and shuffles need their connection, which the overlay
+//!    closes once idle: `driver/mod.rs` rule 4); any other
+//!    node through the first hop of a shortest path over the announced links (breadth first,
+//!    ties broken by address); a node the states mention but no path reaches has no route
+//!    (`NoRoute`). A user-defined overlay routes through its own `PeerService::next_hop`.
+//! 3. A node that left or died drops out of its neighbours' states, so no path leads to it
+//!    after their next announcement.
+//! 4. The sessions routed this way are not the overlay's: they stay up while they are used
+//!    (the overlay never sweeps them), and a neighbour whose session carries routed
+//!    connections is not swept either (`driver/timer.rs`).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use parking_lot::RwLock;
+use serde::{Deserialize, Serialize};
+use troupe_remote::{Route, Router};
+
+use super::config::LiveKind;
+use super::Shared;
+
+/// How long after the overlay's protocol last talked to a node that node is dialled directly:
+/// the shortest grace before the overlay closes an idle connection (`driver/mod.rs` rule 4).
+pub const PROTOCOL_WINDOW: Duration = Duration::from_millis(500);
+
+/// One node's announced neighbours.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkState {
+    /// The node.
+    pub origin: String,
+    /// Its announcement's number (rule 1).
+    pub seq: u64,
+    /// Its neighbours then.
+    pub neighbours: Vec<String>,
+}
+
+/// The table one node keeps (rules 1-3).
+pub(crate) struct LinkTable {
+    me: String,
+    kind: LiveKind,
+    neighbours: BTreeSet<String>,
+    protocol: HashMap<String, Instant>,
+    states: BTreeMap<String, LinkState>,
+    seq: u64,
+    synced: BTreeSet<String>,
+}
+
+impl LinkTable {
+    pub(crate) fn new(me: &str, kind: LiveKind) -> Self {
+        let seq = SystemTime::now().duration_since(UNIX_EPOCH).map_or(1, |d| d.as_millis() as u64);
+        Self {
+            me: me.to_owned(),
+            kind,
+            neighbours: BTreeSet::new(),
+            protocol: HashMap::new(),
+            states: BTreeMap::new(),
+            seq,
+            synced: BTreeSet::new(),
+        }
+    }
+
+    /// Whether this overlay announces links at all (rule 1).
+    pub(crate) fn active(&self) -> bool {
+        !matches!(self.kind, LiveKind::FullMesh | LiveKind::Amqp)
+    }
+
+    /// The overlay's protocol is about to talk to `addr` (rule 2).
+    pub(crate) fn touch(&mut self, addr: &str) {
+        self.protocol.insert(addr.to_owned(), Instant::now());
+        if self.protocol.len() > 4096 {
+            self.protocol.retain(|_, t| t.elapsed() < PROTOCOL_WINDOW);
+        }
+    }
+
+    /// This node's neighbours now; returns what to send to whom: this node's new state to
+    /// every neighbour when the set changed, every state to each new neighbour (rule 1).
+    pub(crate) fn update(&mut self, neighbours: BTreeSet<String>) -> Vec<(String, Vec<LinkState>)> {
+        let mut out = Vec::new();
+        if !self.active() {
+            self.neighbours = neighbours;
+            return out;
+        }
+        let changed = neighbours != self.neighbours || !self.states.contains_key(&self.me);
+        self.neighbours = neighbours;
+        self.synced.retain(|n| self.neighbours.contains(n));
+        if changed {
+            self.seq += 1;
+            let mine = LinkState {
+                origin: self.me.clone(),
+                seq: self.seq,
+                neighbours: self.neighbours.iter().cloned().collect(),
+            };
+            self.states.insert(self.me.clone(), mine.clone());
+            for n in self.neighbours.iter().filter(|n| self.synced.contains(*n)) {
+                out.push((n.clone(), vec![mine.clone()]));
+            }
+        }
+        let all: Vec<LinkState> = self.states.values().cloned().collect();
+        let fresh: Vec<String> = self.neighbours.iter().filter(|n| !self.synced.contains(*n)).cloned().collect();
+        for n in fresh {
+            self.synced.insert(n.clone());
+            out.push((n, all.clone()));
+        }
+        out
+    }
+
+    /// States from `from`: keeps the newer ones and returns them with the neighbours to pass
+    /// them to (rule 1).
+    pub(crate) fn receive(&mut self, from: &str, states: Vec<LinkState>) -> Vec<(String, Vec<LinkState>)> {
+        let newer: Vec<LinkState> = states
+            .into_iter()
+            .filter(|s| s.origin != self.me && self.states.get(&s.origin).is_none_or(|k| s.seq > k.seq))
+            .collect();
+        if newer.is_empty() {
+            return Vec::new();
+        }
+        for s in &newer {
+            self.states.insert(s.origin.clone(), s.clone());
+        }
+        self.neighbours
+            .iter()
+            .filter(|n| n.as_str() != from && self.synced.contains(*n))
+            .map(|n| (n.clone(), newer.clone()))
+            .collect()
+    }
+
+    /// How many nodes' states this table holds (its own included).
+    pub(crate) fn states(&self) -> u64 {
+        self.states.len() as u64
+    }
+
+    /// The nodes this table knows of (its own states' origins and their neighbours).
+    #[cfg(test)]
+    fn known(&self) -> BTreeSet<&str> {
+        self.states.values().flat_map(|s| std::iter::once(&s.origin).chain(&s.neighbours)).map(String::as_str).collect()
+    }
+
+    /// Rule 2 for the built-in overlays.
+    pub(crate) fn route(&self, to: &str) -> Route {
+        if !self.active()
+            || self.neighbours.contains(to)
+            || self.protocol.get(to).is_some_and(|t| t.elapsed() < PROTOCOL_WINDOW)
+        {
+            return Route::Direct;
+        }
+        let mentioned = self.states.values().any(|s| s.origin == to || s.neighbours.iter().any(|n| n == to));
+        if !mentioned {
+            return Route::Direct;
+        }
+        // Breadth first from this node; each node reached remembers the first hop to it.
+        let mut first: HashMap<&str, &str> = HashMap::new();
+        let mut queue: VecDeque<&str> = VecDeque::new();
+        for n in &self.neighbours {
+            first.insert(n, n);
+            queue.push_back(n);
+        }
+        while let Some(u) = queue.pop_front() {
+            if u == to {
+                return Route::Via(first[u].to_owned());
+            }
+            let Some(s) = self.states.get(u) else { continue };
+            for v in &s.neighbours {
+                if v != &self.me && !first.contains_key(v.as_str()) {
+                    let hop = first[u];
+                    first.insert(v, hop);
+                    queue.push_back(v);
+                }
+            }
+        }
+        Route::None
+    }
+}
+
+/// The router an overlay installs on its node (rule 2).
+pub(crate) struct OverlayRouter {
+    pub(crate) table: Arc<RwLock<LinkTable>>,
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl Router for OverlayRouter {
+    fn route(&self, to: &str) -> Route {
+        let t = self.table.read();
+        if let Some(service) = &self.shared.service {
+            if t.neighbours.contains(to) || t.protocol.get(to).is_some_and(|x| x.elapsed() < PROTOCOL_WINDOW) {
+                return Route::Direct;
+            }
+            return match service.lock().next_hop(to) {
+                Some(h) if h == to => Route::Direct,
+                Some(h) => Route::Via(h),
+                None => Route::None,
+            };
+        }
+        t.route(to)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(v: &[&str]) -> BTreeSet<String> {
+        v.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    fn state(origin: &str, seq: u64, n: &[&str]) -> LinkState {
+        LinkState { origin: origin.into(), seq, neighbours: n.iter().map(|s| (*s).to_owned()).collect() }
+    }
+
+    #[test]
+    fn rule_1_a_change_goes_to_every_neighbour_and_a_new_neighbour_gets_everything() {
+        let mut t = LinkTable::new("a", LiveKind::Hyparview);
+        t.receive("x", vec![state("z", 5, &["y"])]);
+        let out = t.update(set(&["b"]));
+        assert_eq!(out.len(), 1, "{out:?}");
+        assert_eq!(out[0].0, "b");
+        assert_eq!(out[0].1.len(), 2, "b gets a's state and z's: {out:?}");
+        let out = t.update(set(&["b", "c"]));
+        let to: Vec<&str> = out.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(to, vec!["b", "c"], "b hears the change, c gets everything");
+        assert!(t.update(set(&["b", "c"])).is_empty(), "no change, nothing sent");
+    }
+
+    #[test]
+    fn rule_1_only_newer_states_are_kept_and_passed_on_but_not_back() {
+        let mut t = LinkTable::new("a", LiveKind::Static);
+        t.update(set(&["b", "c"]));
+        let out = t.receive("b", vec![state("d", 2, &["b"])]);
+        assert_eq!(out, vec![("c".to_owned(), vec![state("d", 2, &["b"])])]);
+        assert!(t.receive("c", vec![state("d", 2, &["b"])]).is_empty(), "seen already");
+        assert!(t.receive("c", vec![state("d", 1, &[])]).is_empty(), "older");
+        assert!(t.receive("c", vec![state("a", 99, &[])]).is_empty(), "nobody tells a about itself");
+    }
+
+    #[test]
+    fn rule_2_neighbours_direct_others_through_the_first_hop_of_a_shortest_path() {
+        // a - b - c - d, and a - e - d: d is two hops through... b-c-d is 3, e-d is 2.
+        let mut t = LinkTable::new("a", LiveKind::Hyparview);
+        t.update(set(&["b", "e"]));
+        t.receive("b", vec![state("b", 1, &["a", "c"]), state("c", 1, &["b", "d"]), state("e", 1, &["a", "d"])]);
+        t.receive("e", vec![state("d", 1, &["c", "e"])]);
+        assert_eq!(t.route("b"), Route::Direct);
+        assert_eq!(t.route("c"), Route::Via("b".into()));
+        assert_eq!(t.route("d"), Route::Via("e".into()));
+        assert_eq!(t.route("p"), Route::Direct, "nobody mentions p");
+        assert_eq!(t.route("stranger"), Route::Direct, "nobody mentions it: a contact, say");
+        t.touch("d");
+        assert_eq!(t.route("d"), Route::Direct, "the protocol is talking to it");
+        assert!(t.known().contains("d"));
+    }
+
+    #[test]
+    fn rule_3_a_node_no_path_reaches_has_no_route() {
+        let mut t = LinkTable::new("a", LiveKind::ClientServer);
+        t.update(set(&["s"]));
+        t.receive("s", vec![state("s", 1, &["a", "c"])]);
+        assert_eq!(t.route("c"), Route::Via("s".into()));
+        // c died: s announces without it; c's own last state still names s, but no path
+        // leads to c any more.
+        t.receive("s", vec![state("s", 2, &["a"]), state("c", 1, &["s"])]);
+        assert_eq!(t.route("c"), Route::None);
+    }
+
+    #[test]
+    fn full_mesh_routes_everything_directly_and_announces_nothing() {
+        let mut t = LinkTable::new("a", LiveKind::FullMesh);
+        assert!(t.update(set(&["b"])).is_empty());
+        assert_eq!(t.route("z"), Route::Direct);
+    }
+}
