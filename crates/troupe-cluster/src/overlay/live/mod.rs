@@ -41,6 +41,7 @@ pub mod amqp;
 #[cfg(feature = "cli")]
 pub mod cli;
 mod config;
+pub mod counter;
 mod driver;
 mod registry;
 pub mod route;
