@@ -14,8 +14,9 @@
 //!    layer's `bytes_out` and `frames_out`, membership and heartbeats included) is read and the
 //!    growth of their sum is a `traffic {second, at_ms, bytes, messages}`; the last one is taken
 //!    after the counter phase. A node that dies keeps its last counts.
-//! 3. Formation: the orchestrator follows every node's `neighbour_up`/`neighbour_down` events
-//!    until the overlay has formed (full mesh: every node lists every other; client-server: the
+//! 3. Formation: once every node started, the orchestrator reads each node's neighbours
+//!    (`overlay-status`: links kept from the start, a client's server, print no event), then
+//!    follows every node's `neighbour_up`/`neighbour_down` events until the overlay has formed (full mesh: every node lists every other; client-server: the
 //!    server lists every client and every client the server; HyParView: every node has a
 //!    neighbour and the views connect every node), at most `30 s + 100 ms x nodes`; then
 //!    `ready {what: "formed", count, sim_ms}` (ms since the first start), or first
@@ -268,10 +269,20 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// Rule 3: waits on the nodes' events until the overlay formed or its bound passed.
+    /// Rule 3: takes every node's neighbours from its `overlay-status` once, then follows their
+    /// events until the overlay formed or its bound passed.
     async fn form(&mut self) {
         let limit = Duration::from_secs(30) + Duration::from_millis(100) * self.cfg.nodes as u32;
         let deadline = Instant::now() + limit;
+        // Links an overlay keeps from the start (a client's server) print no event. Applying the
+        // events printed before the snapshot again after it is harmless: each address ends as
+        // the last event about it (or, without one, the snapshot) says.
+        for (i, a) in self.ask_all("overlay-status", |_| "overlay-status".into()).await {
+            let status = a.ok().and_then(|l| serde_json::from_str::<Value>(l.strip_prefix("overlay-status ")?).ok());
+            let Some(list) = status.as_ref().and_then(|v| v["neighbours"].as_array()) else { continue };
+            let view = self.views.entry(i).or_default();
+            view.extend(list.iter().filter_map(|a| a.as_str().map(str::to_owned)));
+        }
         while !self.formed() {
             match tokio::time::timeout_at(deadline, self.notes.recv()).await {
                 Ok(Some(n)) => self.note(n, 0),
