@@ -60,3 +60,35 @@ fn a_zero_view_is_refused_before_anything_runs() {
     assert!(err.contains("active_view") && err.contains("1..=64"), "{err}");
     assert!(!out.join("events.jsonl").exists(), "nothing ran");
 }
+
+#[test]
+fn process_mode_runs_the_counter_on_real_node_processes_until_it_converges() {
+    let lab = TempLab::new("processes");
+    let out = &lab.out;
+    let mut args = vec!["lab", "run", "overlay-scale"];
+    args.extend(sets(&["mode=processes", "nodes=6", "overlay=hyparview", "period_ms=250", "duration_s=8"]));
+    args.extend(["--out", out.to_str().unwrap()]);
+    let o = output(&args, lab.path());
+    assert_success(&o);
+    let s = summary(out);
+    assert_eq!(s["status"], "ok", "{s}");
+    assert_eq!(s["mode"], "processes", "{s}");
+    assert_eq!((s["nodes_started"].as_u64(), s["nodes_converged"].as_u64()), (Some(6), Some(6)), "{s}");
+    assert!(s["convergence_ms"].as_u64().is_some(), "{s}");
+    assert!(s["bytes_total"].as_u64().unwrap() > 0 && s["messages_total"].as_u64().unwrap() > 0, "{s}");
+    assert!(s["counter_sent"].as_u64().unwrap() >= 6, "every node sent its state at least once: {s}");
+    assert!(s["rss_kb_per_node"].as_u64().unwrap() > 0, "{s}");
+    let events = read(&out.join("events.jsonl"));
+    assert_eq!(events.matches("\"node_converged\"").count(), 6, "one per node");
+}
+
+#[test]
+fn a_bogus_mode_is_refused_before_anything_runs() {
+    let lab = TempLab::new("bogus");
+    let out = &lab.out;
+    let o = output(&["lab", "run", "overlay-scale", "--set", "mode=bogus", "--out", out.to_str().unwrap()], lab.path());
+    assert!(!o.status.success());
+    let err = text(&o.stderr);
+    assert!(err.contains("mode") && err.contains("sim, processes"), "{err}");
+    assert!(!out.join("events.jsonl").exists(), "nothing ran");
+}

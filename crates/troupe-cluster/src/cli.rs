@@ -205,7 +205,7 @@ pub fn node_main_with_overlays(config_path: &Path, overlays: OverlayRegistry) ->
             let overlay = match ocfg {
                 Some(ocfg) => {
                     let o = Overlay::start_with(&node, ocfg, &overlays).await.map_err(bad)?;
-                    Some(OverlayCommands::new(o, lines))
+                    Some(OverlayCommands::new(&node, o, lines))
                 }
                 None => None,
             };

@@ -92,3 +92,51 @@ fn a_missing_second_or_end_makes_the_run_incomplete() {
     assert_eq!(st.completeness_problem(&cfg), None, "not converging is a result, not a broken run");
     assert!(st.summary_json()["convergence_ms"].is_null());
 }
+
+#[test]
+fn a_bogus_mode_is_refused_naming_the_allowed_values() {
+    let e = build(&["mode=bogus"]).unwrap_err();
+    let text = e.to_string();
+    assert!(text.contains("mode") && text.contains("sim, processes"), "{text}");
+    let c = OverlayScaleConfig::from_config(&build(&[]).unwrap());
+    assert!(!c.processes, "the simulator is the default");
+    assert!(OverlayScaleConfig::from_config(&build(&["mode=processes"]).unwrap()).processes);
+}
+
+fn processes_run(converged: bool) -> Vec<Event> {
+    let mut v = vec![ev("run_started", json!({"workload": "overlay-scale", "config": {}}))];
+    for s in 0..3u64 {
+        v.push(ev("traffic", json!({"second": s, "at_ms": 1000 * (s + 1), "bytes": 100, "messages": 2})));
+    }
+    v.push(ev("ready", json!({"what": "formed", "count": 6, "sim_ms": 900})));
+    v.push(ev("ready", json!({"what": "go", "count": 6, "at_us": 1})));
+    if converged {
+        v.push(ev("ready", json!({"what": "converged", "count": 6, "ms": 1200})));
+    }
+    v.push(ev(
+        "processes",
+        json!({"nodes_wanted": 6, "nodes_started": 6, "nodes_running": 6,
+               "nodes_converged": if converged { 6 } else { 4 }, "command_failures": [],
+               "counter_sent": 40, "rss_kb_total": 60_000, "rss_read": 6, "rss_kb_max": 11_000}),
+    ));
+    v.push(ev("run_finished", json!({"dropped_events": 0, "errors": 0, "wall_ms": 4000})));
+    v
+}
+
+#[test]
+fn a_processes_run_sums_the_samples_and_degrades_when_a_node_does_not_converge() {
+    let cfg = build(&["mode=processes", "nodes=6"]).unwrap();
+    let st = OverlayStats::compute(&cfg, &processes_run(true));
+    assert_eq!(st.completeness_problem(&cfg), None);
+    assert_eq!((st.bytes_total, st.messages_total, st.convergence_ms), (300, 6, Some(1200)));
+    assert_eq!(st.rss_kb_per_node, Some(10_000));
+    assert!(st.degradations(&cfg).is_empty(), "{:?}", st.degradations(&cfg));
+    assert_eq!(st.summary_json()["mode"], "processes");
+    let st = OverlayStats::compute(&cfg, &processes_run(false));
+    let d = st.degradations(&cfg);
+    assert!(d.iter().any(|l| l.contains("4 of 6")), "a node that never converged degrades the run: {d:?}");
+    let mut failed = processes_run(true);
+    failed.insert(1, ev("node_failed", json!({"index": 3, "why": "did not say where it listens"})));
+    let d = OverlayStats::compute(&cfg, &failed).degradations(&cfg);
+    assert!(d.iter().any(|l| l.contains("os-3 did not start")), "{d:?}");
+}

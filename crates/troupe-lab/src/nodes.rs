@@ -4,8 +4,9 @@
 //! injector), and what those processes do the same way.
 //!
 //! Rules:
-//! 1. A node process is started as `<this executable> lab exec <role>` with the environment it
-//!    is given; its stdin and stdout are pipes when asked for (line commands and answers: an
+//! 1. A node process is started as `<this executable> lab exec <role>` (or, for a plain Troupe
+//!    node, `<this executable> node --config FILE`: [`NodeCmd::troupe_node`]) with the
+//!    environment it is given; its stdin and stdout are pipes when asked for (line commands and answers: an
 //!    address, `ready`), `/dev/null` otherwise. Its stderr goes through this process's stderr
 //!    unchanged (so it lands in the run's `stderr.txt` as before), and its last lines are kept.
 //! 2. Every wait is bounded: a line is waited for at most its limit, an exit at most its grace;
@@ -43,7 +44,7 @@ const TAIL_SETTLE: Duration = Duration::from_millis(500);
 #[derive(Debug, Clone)]
 pub struct NodeCmd {
     name: String,
-    role: String,
+    args: Vec<String>,
     env: Vec<(String, String)>,
     stdin: bool,
     stdout: bool,
@@ -54,7 +55,16 @@ impl NodeCmd {
     /// `troupe lab exec <role>`, called `name` in every message (`node B's process`,
     /// `node process server-0`): stdin and stdout `/dev/null`, no extra environment.
     pub fn new(name: impl Into<String>, role: &str) -> NodeCmd {
-        NodeCmd { name: name.into(), role: role.into(), env: Vec::new(), stdin: false, stdout: false, net_node: None }
+        let args = ["lab", "exec", role].map(String::from).to_vec();
+        NodeCmd { name: name.into(), args, env: Vec::new(), stdin: false, stdout: false, net_node: None }
+    }
+
+    /// `troupe node --config <config>`: a Troupe node of this executable speaking the node line
+    /// protocol (`listening on ADDR`, `event {json}`, command answers; docs/distribution.md),
+    /// called `name` in every message.
+    pub fn troupe_node(name: impl Into<String>, config: &std::path::Path) -> NodeCmd {
+        let args = vec!["node".into(), "--config".into(), config.display().to_string()];
+        NodeCmd { name: name.into(), args, env: Vec::new(), stdin: false, stdout: false, net_node: None }
     }
 
     /// Sets an environment variable of the process.
@@ -106,7 +116,7 @@ impl NodeCmd {
             None => Command::new(&exe),
         };
         let mut child = cmd
-            .args(["lab", "exec", &self.role])
+            .args(&self.args)
             .envs(self.env)
             .stdin(pipe_or_null(self.stdin))
             .stdout(pipe_or_null(self.stdout))
@@ -120,7 +130,7 @@ impl NodeCmd {
         let from = std::fs::File::from(err_read);
         let to = Arc::clone(&tail);
         let forwarder = std::thread::Builder::new()
-            .name(format!("stderr {}", self.role))
+            .name(format!("stderr {name}"))
             .spawn(move || forward(from, std::io::stderr(), &to))
             .map_err(|e| fail(&e))?;
         let stdin = child.stdin.take();

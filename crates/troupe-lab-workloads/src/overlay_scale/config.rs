@@ -1,7 +1,7 @@
 //! The `overlay-scale` workload's keys (workloads.md §5 "Overlay scale", seed 004 §6.3) with
 //! their embedded defaults, ranges and cross-key rules, and the typed view of a validated
-//! config. A HyParView view size of 0 and an unknown overlay are refused here, naming the key
-//! and the allowed values, before anything runs.
+//! config. A HyParView view size of 0, an unknown overlay and an unknown mode are refused here,
+//! naming the key and the allowed values, before anything runs.
 
 use troupe_cluster::overlay::hyparview::HyParViewConfig;
 use troupe_cluster::overlay::sim::OverlaySimConfig;
@@ -13,10 +13,21 @@ use troupe_lab::{choice_key, int_key};
 /// The overlays the simulation runs (the values of `overlay`).
 pub const OVERLAYS: &[&str] = &["full_mesh", "client_server", "hyparview"];
 
+/// Where the counter runs (the values of `mode`).
+pub const MODES: &[&str] = &["sim", "processes"];
+
 /// The `overlay-scale` schema.
 pub static SCHEMA: Schema = Schema { workload: "overlay-scale", keys: KEYS, cross_check };
 
 static KEYS: &[KeySpec] = &[
+    choice_key!(
+        "mode",
+        MODES,
+        "sim",
+        "sim (the deterministic overlay simulator, one OS process) or processes (one real `troupe \
+         node` process per node on loopback, running the live overlay and a counter actor; \
+         docs/overlay-scale.md, \"Process mode\")"
+    ),
     choice_key!(
         "overlay",
         OVERLAYS,
@@ -25,20 +36,32 @@ static KEYS: &[KeySpec] = &[
          (node 0 is the server; clients talk only to it) or hyparview (HyParView membership, \
          nodes talk to their active view)"
     ),
-    int_key!("nodes", 2, 4096, 64, "simulated nodes (seed 004 §6.3 measures 32..1024)"),
+    int_key!("nodes", 2, 4096, 64, "nodes (seed 004 §6.3 measures 32..1024; node processes in mode=processes)"),
     int_key!(
         "period_ms",
         10,
         600_000,
         5000,
-        "every node sends its full counter state to its neighbours every period_ms (simulated)"
+        "every node sends its full counter state to its neighbours every period_ms"
     ),
-    int_key!("duration_s", 1, 3600, 60, "simulated time the counter runs after the overlay formed, s"),
+    int_key!("duration_s", 1, 3600, 60, "time the counter runs after the overlay formed, s (simulated in mode=sim)"),
     int_key!("active_view", 1, 64, 5, "HyParView active view size (hyparview only; 0 is refused)"),
     int_key!("passive_view", 1, 1024, 30, "HyParView passive view size (hyparview only)"),
-    int_key!("latency_min_ms", 0, 10_000, 1, "smallest one-way link latency of the simulated network, ms"),
-    int_key!("latency_max_ms", 0, 10_000, 5, "largest one-way link latency of the simulated network, ms"),
-    int_key!("join_gap_ms", 0, 10_000, 10, "simulated time between two HyParView joins, ms"),
+    int_key!(
+        "latency_min_ms",
+        0,
+        10_000,
+        1,
+        "smallest one-way link latency of the simulated network, ms (mode=sim only)"
+    ),
+    int_key!(
+        "latency_max_ms",
+        0,
+        10_000,
+        5,
+        "largest one-way link latency of the simulated network, ms (mode=sim only)"
+    ),
+    int_key!("join_gap_ms", 0, 10_000, 10, "simulated time between two HyParView joins, ms (mode=sim only)"),
     SEED,
 ];
 
@@ -70,6 +93,8 @@ fn cross_check(c: &Config) -> Vec<CrossIssue> {
 /// The typed view of a validated `overlay-scale` config.
 #[derive(Debug, Clone)]
 pub struct OverlayScaleConfig {
+    /// Real node processes (`mode=processes`) rather than the simulator.
+    pub processes: bool,
     /// The overlay.
     pub overlay: OverlayKind,
     /// The overlay's name as configured.
@@ -102,6 +127,7 @@ impl OverlayScaleConfig {
             ..OverlaySimConfig::default()
         };
         OverlayScaleConfig {
+            processes: c.str("mode") == "processes",
             // The schema allows only OVERLAYS, which all parse.
             overlay: OverlayKind::parse(c.str("overlay")).unwrap_or(OverlayKind::FullMesh),
             overlay_name: c.str("overlay").to_string(),

@@ -1,6 +1,8 @@
-//! The Troupe program of `overlay-scale` (`troupe lab exec overlay-scale`): runs the
-//! deterministic overlay simulation of `troupe_cluster::overlay::sim` for the config and
-//! reports it as events. Simulated time, not wall time: the numbers depend only on the config
+//! The Troupe program of `overlay-scale` (`troupe lab exec overlay-scale`): with `mode=sim`
+//! (below) runs the deterministic overlay simulation of `troupe_cluster::overlay::sim` for the
+//! config and reports it as events; with `mode=processes` it runs the counter on real node
+//! processes instead (`processes/mod.rs`, whose events are its own but use the same `traffic`
+//! and `ready` kinds). Simulated time, not wall time: the numbers depend only on the config
 //! (seed included), so the same config gives the same events' fields, byte for byte, except
 //! `ts_us` and `wall_ms`.
 //!
@@ -28,6 +30,12 @@ use troupe_lab::events::writer::EventWriter;
 pub(super) fn exec() -> Result<i32> {
     let cfg = config::from_env(&super::OverlayScale)?;
     let typed = OverlayScaleConfig::from_config(&cfg);
+    if typed.processes {
+        let seed = cfg.int("seed") as u64;
+        return troupe_lab::subprocess::run_events("overlay-scale", &cfg, "orchestrator", |em| async move {
+            super::processes::run(&typed, seed, &em).await
+        });
+    }
     let writer = EventWriter::from_env("troupe", "sim")?;
     let em = writer.emitter();
     em.emit(

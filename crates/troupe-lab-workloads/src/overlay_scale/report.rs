@@ -6,10 +6,15 @@
 //! 1. run: `overlay_traffic.csv` (`second,bytes,messages,bytes_cumulative`), `traffic.svg`
 //!    (cumulative MB over simulated time), `report.html`;
 //! 2. sweep / compare: `overlay_scale.csv` (`runtime,overlay,nodes,seed,bytes_total,
-//!    messages_total,convergence_ms,formed_ms,status,run`, one row per run folder), `bytes.svg`
-//!    (log10 of bytes_total against nodes, one line per overlay), `convergence.svg`, and
-//!    `report.html` with the check of issue 13's target: HyParView sends fewer bytes than the full
-//!    mesh at every node count from 64 up.
+//!    messages_total,convergence_ms,formed_ms,status,run,mode,rss_kb_per_node`, one row per
+//!    run folder), `bytes.svg` (log10 of bytes_total against nodes, one line per overlay and
+//!    mode), `convergence.svg`, and `report.html` with the check of issue 13's target (HyParView
+//!    sends fewer bytes than the full mesh at every node count from 64 up), per mode;
+//! 3. when the folder holds both modes: `overlay_scale_calibration.csv`
+//!    (`overlay,nodes,bytes_sim,bytes_processes,bytes_ratio,messages_sim,messages_processes,
+//!    messages_ratio,convergence_ms_sim,convergence_ms_processes,convergence_ratio`, ratio =
+//!    processes / sim, one row per overlay and node count both modes reached with an `ok` run)
+//!    and its table on the page: the simulated and the real curves side by side.
 //!
 //! The sweep and comparison pages read every `summary.json` below the folder, so they do not
 //! depend on how the core names run folders.
@@ -56,9 +61,15 @@ pub(super) fn write_run_outputs(dir: &Path, m: &Manifest, st: &OverlayStats) -> 
         mark.dashed = true;
         series.push(mark);
     }
+    let real = st.mode == "processes";
     let chart = Chart {
-        title: "Bytes sent, cumulative (simulated time)".into(),
-        x_label: "simulated s".into(),
+        title: if real {
+            "Bytes sent, cumulative (node layer, wall time)"
+        } else {
+            "Bytes sent, cumulative (simulated time)"
+        }
+        .into(),
+        x_label: if real { "s since the first node started" } else { "simulated s" }.into(),
         y_label: "MB".into(),
         series,
         y_range: None,
@@ -73,6 +84,7 @@ pub(super) fn write_run_outputs(dir: &Path, m: &Manifest, st: &OverlayStats) -> 
 /// One run folder's numbers, read back from its `summary.json`.
 #[derive(Debug, Clone)]
 struct Row {
+    mode: String,
     runtime: String,
     overlay: String,
     nodes: u64,
@@ -83,6 +95,7 @@ struct Row {
     formed_ms: Option<u64>,
     status: String,
     run: String,
+    rss_kb_per_node: Option<u64>,
 }
 
 fn summaries(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
@@ -110,7 +123,9 @@ fn read_rows(dir: &Path) -> Result<Vec<Row>> {
         }
         let s = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("").to_string();
         let u = |k: &str| v.get(k).and_then(serde_json::Value::as_u64);
+        let mode = s("mode");
         rows.push(Row {
+            mode: if mode.is_empty() { "sim".into() } else { mode },
             runtime: s("runtime"),
             overlay: s("overlay"),
             nodes: u("nodes").unwrap_or(0),
@@ -121,10 +136,69 @@ fn read_rows(dir: &Path) -> Result<Vec<Row>> {
             formed_ms: u("formed_ms"),
             status: s("status"),
             run: s("run_id"),
+            rss_kb_per_node: u("rss_kb_per_node"),
         });
     }
-    rows.sort_by(|a, b| (&a.runtime, &a.overlay, a.nodes, a.seed).cmp(&(&b.runtime, &b.overlay, b.nodes, b.seed)));
+    rows.sort_by(|a, b| {
+        (&a.mode, &a.runtime, &a.overlay, a.nodes, a.seed).cmp(&(&b.mode, &b.runtime, &b.overlay, b.nodes, b.seed))
+    });
     Ok(rows)
+}
+
+/// Issue 13's target for each mode the folder holds (the simulator's first).
+fn target_checks(rows: &[Row]) -> Vec<String> {
+    let modes: std::collections::BTreeSet<&str> = rows.iter().map(|r| r.mode.as_str()).collect();
+    if modes.len() <= 1 {
+        return vec![target_check(rows)];
+    }
+    modes
+        .into_iter()
+        .rev()
+        .map(|m| {
+            let of: Vec<Row> = rows.iter().filter(|r| r.mode == m).cloned().collect();
+            format!("[{m}] {}", target_check(&of))
+        })
+        .collect()
+}
+
+/// Processes over simulator for one metric; `-` when either is missing or zero.
+fn ratio(real: Option<u64>, sim: Option<u64>) -> String {
+    match (real, sim) {
+        (Some(r), Some(s)) if s > 0 => format!("{:.2}", r as f64 / s as f64),
+        _ => "-".into(),
+    }
+}
+
+/// File 3: per overlay and node count both modes reached (`ok` runs; the first seed's), the
+/// figures side by side and their ratios.
+fn calibration(rows: &[Row]) -> Vec<Vec<String>> {
+    let ok = |mode: &str| -> BTreeMap<(String, u64), &Row> {
+        let mut m = BTreeMap::new();
+        for r in rows.iter().filter(|r| r.mode == mode && r.status == "ok") {
+            m.entry((r.overlay.clone(), r.nodes)).or_insert(r);
+        }
+        m
+    };
+    let (sim, real) = (ok("sim"), ok("processes"));
+    let opt = |v: Option<u64>| v.map_or("-".to_string(), |x| x.to_string());
+    sim.iter()
+        .filter_map(|(k, s)| real.get(k).map(|r| (k, s, r)))
+        .map(|((overlay, nodes), s, r)| {
+            vec![
+                overlay.clone(),
+                nodes.to_string(),
+                s.bytes_total.to_string(),
+                r.bytes_total.to_string(),
+                ratio(Some(r.bytes_total), Some(s.bytes_total)),
+                s.messages_total.to_string(),
+                r.messages_total.to_string(),
+                ratio(Some(r.messages_total), Some(s.messages_total)),
+                opt(s.convergence_ms),
+                opt(r.convergence_ms),
+                ratio(r.convergence_ms, s.convergence_ms),
+            ]
+        })
+        .collect()
 }
 
 /// Whether HyParView sent fewer bytes than the full mesh at every node count from 64 up where
@@ -176,6 +250,8 @@ pub(super) fn write_grid_report(dir: &Path, title: &str) -> Result<(Vec<String>,
             r.formed_ms.map_or(String::new(), |f| f.to_string()),
             r.status.clone(),
             r.run.clone(),
+            r.mode.clone(),
+            r.rss_kb_per_node.map_or(String::new(), |k| k.to_string()),
         ]
     });
     let header = [
@@ -189,11 +265,17 @@ pub(super) fn write_grid_report(dir: &Path, title: &str) -> Result<(Vec<String>,
         "formed_ms",
         "status",
         "run",
+        "mode",
+        "rss_kb_per_node",
     ];
     write(dir, "overlay_scale.csv", &csv_text(&header, csv_rows)?)?;
     let mut by_overlay: BTreeMap<String, Vec<&Row>> = BTreeMap::new();
     for r in rows.iter().filter(|r| r.status == "ok") {
-        by_overlay.entry(format!("{} ({})", r.overlay, r.runtime)).or_default().push(r);
+        let name = match r.mode.as_str() {
+            "sim" => format!("{} ({})", r.overlay, r.runtime),
+            m => format!("{} ({}, {m})", r.overlay, r.runtime),
+        };
+        by_overlay.entry(name).or_default().push(r);
     }
     let line = |f: &dyn Fn(&Row) -> Option<f64>| -> Vec<Series> {
         by_overlay
@@ -214,7 +296,7 @@ pub(super) fn write_grid_report(dir: &Path, title: &str) -> Result<(Vec<String>,
         y_range: None,
     };
     let convergence = Chart {
-        title: "Time to convergence (simulated) vs nodes".into(),
+        title: "Time to convergence vs nodes (simulated, or wall-clock for processes)".into(),
         x_label: "nodes".into(),
         y_label: "ms".into(),
         series: line(&|r| r.convergence_ms.map(|c| c as f64)),
@@ -223,35 +305,67 @@ pub(super) fn write_grid_report(dir: &Path, title: &str) -> Result<(Vec<String>,
     let (bytes_svg, conv_svg) = (plot::svg(&bytes, 760, 380), plot::svg(&convergence, 760, 380));
     write(dir, "bytes.svg", &bytes_svg)?;
     write(dir, "convergence.svg", &conv_svg)?;
-    let check = target_check(&rows);
+    let checks = target_checks(&rows);
+    let cal = calibration(&rows);
+    let cal_header = [
+        "overlay",
+        "nodes",
+        "bytes_sim",
+        "bytes_processes",
+        "bytes_ratio",
+        "messages_sim",
+        "messages_processes",
+        "messages_ratio",
+        "convergence_ms_sim",
+        "convergence_ms_processes",
+        "convergence_ratio",
+    ];
+    if !cal.is_empty() {
+        write(dir, "overlay_scale_calibration.csv", &csv_text(&cal_header, cal.clone())?)?;
+    }
     let mut p = Page::new(title);
-    p.p(&check);
+    for c in &checks {
+        p.p(c);
+    }
     let table: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
             vec![
+                r.mode.clone(),
                 r.runtime.clone(),
                 r.overlay.clone(),
                 r.nodes.to_string(),
                 format!("{:.2}", r.bytes_total as f64 / 1e6),
                 r.messages_total.to_string(),
                 r.convergence_ms.map_or("-".into(), |c| c.to_string()),
+                r.rss_kb_per_node.map_or("-".into(), |k| format!("{:.1}", k as f64 / 1024.0)),
                 r.status.clone(),
             ]
         })
         .collect();
-    p.table(&["runtime", "overlay", "nodes", "MB sent", "messages", "convergence ms", "status"], &table);
+    p.table(
+        &["mode", "runtime", "overlay", "nodes", "MB sent", "messages", "convergence ms", "MB RSS per node", "status"],
+        &table,
+    );
+    if !cal.is_empty() {
+        p.p("Simulated and real side by side (ratio = processes / sim), for every overlay and node count both \
+             modes reached with an ok run (overlay_scale_calibration.csv):");
+        p.table(&cal_header, &cal);
+    }
     p.figure(&bytes_svg, "Every byte sent (membership included), log10, per overlay and node count.");
     p.figure(&conv_svg, "Simulated ms from the increments until every node holds every increment.");
-    p.p("Simulated network (deterministic: same config and seed, same numbers). Files: overlay_scale.csv, bytes.svg, convergence.svg.");
+    p.p("mode sim: simulated network (deterministic: same config and seed, same numbers); mode processes: \
+         real node processes on loopback (wall-clock times, the node layer's bytes and frames). Files: \
+         overlay_scale.csv, bytes.svg, convergence.svg.");
     write(dir, "report.html", &p.finish())?;
     let mut lines = vec![format!(
-        "{:<10} {:<14} {:>6} {:>14} {:>12} {:>14}",
-        "runtime", "overlay", "nodes", "bytes", "messages", "convergence_ms"
+        "{:<9} {:<10} {:<14} {:>6} {:>14} {:>12} {:>14}",
+        "mode", "runtime", "overlay", "nodes", "bytes", "messages", "convergence_ms"
     )];
     lines.extend(rows.iter().map(|r| {
         format!(
-            "{:<10} {:<14} {:>6} {:>14} {:>12} {:>14}",
+            "{:<9} {:<10} {:<14} {:>6} {:>14} {:>12} {:>14}",
+            r.mode,
             r.runtime,
             r.overlay,
             r.nodes,
@@ -260,6 +374,10 @@ pub(super) fn write_grid_report(dir: &Path, title: &str) -> Result<(Vec<String>,
             r.convergence_ms.map_or("-".into(), |c| c.to_string())
         )
     }));
-    lines.push(check);
+    lines.extend(checks);
+    if !cal.is_empty() {
+        lines.push("processes / sim: overlay nodes bytes messages convergence".into());
+        lines.extend(cal.iter().map(|c| format!("  {} {} {} {} {}", c[0], c[1], c[4], c[7], c[10])));
+    }
     Ok((lines, rows.len()))
 }

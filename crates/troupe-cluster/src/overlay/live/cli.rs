@@ -14,17 +14,38 @@
 //!    then prints an `overlay_delivery` event with its `topic`), `overlay-broadcast TOPIC TEXT`
 //!    (answers `overlay-broadcast TOPIC`).
 //!    A command that fails answers `error ...`.
+//! 4. The replicated counter of `counter.rs` (what `overlay-scale --set mode=processes` runs):
+//!    `overlay-counter-start INDEX NODES PERIOD_MS` starts and exports this node's counter
+//!    actor (answers `overlay-counter-started INDEX` once it is exported; a second start
+//!    answers `error ...`); `overlay-counter-go` increments and starts the rounds (answers
+//!    `overlay-counter-go UNIX_US`, this node's wall clock at the go); `overlay-counter-status`
+//!    answers `overlay-counter-status {json}` (`counter::CounterReport`). When the counter
+//!    holds all NODES entries the node prints, once,
+//!    `event {"ev":"counter_converged","index":I,"nodes":N,"ms":MS,"unix_us":US}` (MS since
+//!    its go, US its wall clock then). The node layer's byte and frame counters are the base
+//!    protocol's `stats` answer.
 
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use parking_lot::Mutex;
 use serde_json::json;
 use tokio::sync::mpsc;
 use troupe_remote::cli::EventLines;
+use troupe_remote::Node;
 
+use super::counter::{Counter, CounterConfig};
 use super::{Delivery, Overlay};
 
 /// The overlay's commands and event lines on one node.
 pub struct OverlayCommands {
+    node: Node,
     overlay: Overlay,
     lines: EventLines,
+    counter: Mutex<Option<Counter>>,
+}
+
+fn unix_us() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64)
 }
 
 fn print(lines: EventLines, actor: Option<String>, mut rx: mpsc::UnboundedReceiver<Delivery>) {
@@ -44,9 +65,10 @@ fn print(lines: EventLines, actor: Option<String>, mut rx: mpsc::UnboundedReceiv
 }
 
 impl OverlayCommands {
-    /// Prints `overlay`'s neighbour changes and the `inbox` actor's messages (rules 1, 2).
+    /// Prints `overlay`'s neighbour changes and the `inbox` actor's messages (rules 1, 2);
+    /// `node` is the node the overlay runs on (the counter of rule 4 exports its actor there).
     #[must_use]
-    pub fn new(overlay: Overlay, lines: EventLines) -> Self {
+    pub fn new(node: &Node, overlay: Overlay, lines: EventLines) -> Self {
         let mut events = overlay.events();
         let l = lines.clone();
         tokio::spawn(async move {
@@ -61,7 +83,7 @@ impl OverlayCommands {
             }
         });
         print(lines.clone(), Some("inbox".into()), overlay.register("inbox"));
-        Self { overlay, lines }
+        Self { node: node.clone(), overlay, lines, counter: Mutex::new(None) }
     }
 
     /// The overlay.
@@ -70,7 +92,53 @@ impl OverlayCommands {
         &self.overlay
     }
 
-    /// Answers one command line (rule 3); `None` when it is not an overlay command.
+    /// `overlay-counter-start INDEX NODES PERIOD_MS` (rule 4).
+    fn counter_start(&self, args: &str) -> String {
+        let a: Vec<u64> = args.split_whitespace().filter_map(|x| x.parse().ok()).collect();
+        let [index, nodes, period] = a[..] else {
+            return "error usage: overlay-counter-start INDEX NODES PERIOD_MS".into();
+        };
+        let mut slot = self.counter.lock();
+        if slot.is_some() {
+            return "error a counter is already running on this node".into();
+        }
+        let cfg = CounterConfig {
+            index: u32::try_from(index).unwrap_or(u32::MAX),
+            nodes: u32::try_from(nodes).unwrap_or(u32::MAX),
+            period: std::time::Duration::from_millis(period),
+        };
+        let counter = match Counter::start(&self.node, &self.overlay, cfg) {
+            Ok(c) => c,
+            Err(e) => return format!("error {e}"),
+        };
+        let (c, lines) = (counter.clone(), self.lines.clone());
+        tokio::spawn(async move {
+            let r = c.converged().await;
+            if r.converged_ms.is_some() {
+                let ev = json!({"ev": "counter_converged", "index": r.index, "nodes": r.nodes,
+                                "ms": r.converged_ms, "unix_us": unix_us()});
+                lines.event(&ev.to_string());
+            }
+        });
+        *slot = Some(counter);
+        format!("overlay-counter-started {index}")
+    }
+
+    fn counter_cmd(&self, cmd: &str) -> String {
+        let Some(c) = self.counter.lock().clone() else {
+            return "error no counter on this node: send overlay-counter-start INDEX NODES PERIOD_MS first".into();
+        };
+        if cmd == "overlay-counter-go" {
+            let at = unix_us();
+            return match c.go() {
+                Ok(()) => format!("overlay-counter-go {at}"),
+                Err(e) => format!("error {e}"),
+            };
+        }
+        format!("overlay-counter-status {}", serde_json::to_string(&c.report()).unwrap_or_default())
+    }
+
+    /// Answers one command line (rules 3, 4); `None` when it is not an overlay command.
     pub async fn answer(&self, line: &str) -> Option<String> {
         let mut parts = line.splitn(2, ' ');
         let cmd = parts.next()?;
@@ -109,6 +177,8 @@ impl OverlayCommands {
                     Err(e) => err(e),
                 }
             }
+            "overlay-counter-start" => self.counter_start(rest),
+            "overlay-counter-go" | "overlay-counter-status" => self.counter_cmd(cmd),
             _ => return None,
         })
     }

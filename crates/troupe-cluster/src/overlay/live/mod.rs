@@ -48,6 +48,7 @@ pub mod amqp;
 #[cfg(feature = "cli")]
 pub mod cli;
 mod config;
+pub mod counter;
 mod driver;
 pub mod links;
 mod registry;
