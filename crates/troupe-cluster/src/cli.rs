@@ -176,7 +176,7 @@ pub fn node_main_with_overlays(config_path: &Path, overlays: OverlayRegistry) ->
     let bad = remote_error;
     let ocfg = cfg.overlay.as_ref().map(|t| OverlayConfig::from_table_with(t, &overlays)).transpose().map_err(bad)?;
     if let Some(o) = &ocfg {
-        o.check_node(&cfg.peers, cfg.cluster.is_some()).map_err(bad)?;
+        o.check_node(&cfg.peers).map_err(bad)?;
     }
     let ccfg = cfg.cluster.as_ref().map(ClusterConfig::from_table).transpose().map_err(bad)?;
     let observe = cfg.observe.as_ref().map(observe_listen).transpose()?;
@@ -194,21 +194,23 @@ pub fn node_main_with_overlays(config_path: &Path, overlays: OverlayRegistry) ->
     }
     let setup: Setup = Box::new(move |node: Node, _cfg: NodeConfig, lines: EventLines| {
         Box::pin(async move {
+            // The overlay first: its router carries what the cluster sends to non-neighbours.
+            let overlay = match ocfg {
+                Some(ocfg) => Some(Overlay::start_with(&node, ocfg, &overlays).await.map_err(bad)?),
+                None => None,
+            };
             let cluster = match ccfg {
                 Some(ccfg) => Some(start_cluster(&node, ccfg, lines.clone()).await?),
                 None => None,
             };
+            if let (Some(c), Some(o)) = (&cluster, &overlay) {
+                c.follow_overlay(o); // engine rule 9
+            }
             let endpoint = match observe {
                 Some(listen) => Some(start_observe(&listen, &node, cluster.clone(), &lines).await?),
                 None => None,
             };
-            let overlay = match ocfg {
-                Some(ocfg) => {
-                    let o = Overlay::start_with(&node, ocfg, &overlays).await.map_err(bad)?;
-                    Some(OverlayCommands::new(&node, o, lines))
-                }
-                None => None,
-            };
+            let overlay = overlay.map(|o| OverlayCommands::new(&node, o, lines));
             Ok(Arc::new(ClusterCommands(cluster, overlay, endpoint)) as Arc<dyn Extension>)
         })
     });

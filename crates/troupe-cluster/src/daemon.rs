@@ -59,6 +59,8 @@ pub(crate) enum Cmd {
     Tick,
     /// [`Cluster::debug_crash_daemon`]: panic (rule 6).
     Crash,
+    /// The overlay's neighbours of this node (engine rule 9; [`Cluster::follow_overlay`]).
+    Neighbours(Option<std::collections::BTreeSet<String>>),
 }
 
 /// The actor other members send to; it only forwards (rule 1).
@@ -188,6 +190,32 @@ impl Cluster {
         };
         tokio::spawn(watch_daemon(Arc::clone(&shared), sup, daemon));
         Ok(Cluster { shared })
+    }
+
+    /// Runs the membership on `overlay` (engine rule 9, seed 004 §3's peer service): gossip
+    /// and heartbeats go to this node's overlay neighbours only, and follow them as they
+    /// change; a non-neighbour's failure is learned through gossip. With a full mesh overlay
+    /// nothing changes. Called by `troupe node` when a node has both `[cluster]` and
+    /// `[overlay]`; the overlay's router carries whatever else the cluster sends to
+    /// non-neighbours (joins, the receptionist's lookups).
+    pub fn follow_overlay(&self, overlay: &crate::overlay::live::Overlay) {
+        if overlay.kind() == crate::overlay::live::LiveKind::FullMesh {
+            return;
+        }
+        let (cmd, overlay) = (self.shared.cmd.clone(), overlay.clone());
+        let mut events = overlay.events();
+        tokio::spawn(async move {
+            loop {
+                let Ok(n) = overlay.neighbours().await else { return };
+                if cmd.send(Cmd::Neighbours(Some(n.into_iter().collect()))).is_err() {
+                    return;
+                }
+                match events.recv().await {
+                    Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(broadcast::error::RecvError::Closed) => return,
+                }
+            }
+        });
     }
 
     /// Makes the daemon panic at its next command, and sends it one: for tests and drills of
@@ -443,6 +471,7 @@ impl Actor for Daemon {
                 return;
             }
             Cmd::Crash => panic!("cluster daemon: crash requested by Cluster::debug_crash_daemon"),
+            Cmd::Neighbours(n) => engine.set_neighbours(n),
             Cmd::Tick => {
                 self.tick_queued.store(false, Ordering::Release);
                 if let Some(dns) = shared.cfg.seed_dns.as_deref().filter(|_| !engine.is_member()) {

@@ -98,3 +98,88 @@ async fn wait_members_sees_convergence_that_raises_no_event() {
         c.wait_members(2, std::time::Duration::from_secs(60)).await.expect("both see two members up, converged");
     }
 }
+
+/// Five engines joined through `a`, messages passed at once; ticks every 10 ms until `t_end`.
+/// Returns what each engine sent, by sender, from `record_from` on.
+fn pump(
+    engines: &mut std::collections::BTreeMap<String, Engine>,
+    t0: u64,
+    t_end: u64,
+    record_from: u64,
+) -> std::collections::BTreeMap<String, Vec<(String, Wire)>> {
+    let mut sent: std::collections::BTreeMap<String, Vec<(String, Wire)>> = Default::default();
+    let mut t = t0;
+    while t < t_end {
+        let mut queue: std::collections::VecDeque<(String, Out)> = Default::default();
+        for (a, e) in engines.iter_mut() {
+            let mut out = Vec::new();
+            e.tick(t, &mut out);
+            queue.extend(out.into_iter().map(|o| (a.clone(), o)));
+        }
+        let mut budget = 10_000;
+        while let Some((from, o)) = queue.pop_front() {
+            budget -= 1;
+            assert!(budget > 0, "messages never settle");
+            let Out::Send(to, w) = o else { continue };
+            if t >= record_from {
+                sent.entry(from.clone()).or_default().push((to.clone(), w.clone()));
+            }
+            if let Some(e) = engines.get_mut(&to) {
+                let mut out = Vec::new();
+                e.receive(w, t, &mut out);
+                queue.extend(out.into_iter().map(|o| (to.clone(), o)));
+            }
+        }
+        t += 10;
+    }
+    sent
+}
+
+/// Engine rule 9: on an overlay a member gossips and heartbeats only its neighbours; a former
+/// neighbour stays monitored for a while (its failure is still judged), then not.
+#[test]
+fn rule_9_on_an_overlay_gossip_and_heartbeats_go_to_the_neighbours_only() {
+    let cfg = ClusterConfig { heartbeat_interval_ms: 100, gossip_interval_ms: 50, ..ClusterConfig::fast() };
+    let mut engines = std::collections::BTreeMap::new();
+    for (i, a) in ["a:1", "b:1", "c:1", "d:1", "e:1"].into_iter().enumerate() {
+        let seeds = if a == "a:1" { Vec::new() } else { vec!["a:1".to_owned()] };
+        engines.insert(a.to_owned(), Engine::new(ClusterConfig { seeds, ..cfg.clone() }, id(a), i as u64 + 1, 0));
+    }
+    pump(&mut engines, 0, 5_000, u64::MAX);
+    assert!(engines.values().all(|e| e.status().count(MemberStatus::Up) == 5), "all five up");
+    // A ring of five: each node's neighbours are the two next to it.
+    let ring = [
+        ("a:1", ["b:1", "e:1"]),
+        ("b:1", ["a:1", "c:1"]),
+        ("c:1", ["b:1", "d:1"]),
+        ("d:1", ["c:1", "e:1"]),
+        ("e:1", ["d:1", "a:1"]),
+    ];
+    let mut set = |a: &str, n: &[&str]| {
+        engines.get_mut(a).unwrap().set_neighbours(Some(n.iter().map(|s| (*s).to_owned()).collect()));
+    };
+    for (a, n) in ring {
+        set(a, &n);
+    }
+    let sent = pump(&mut engines, 5_000, 7_000, 5_000);
+    for (a, n) in ring {
+        let to: std::collections::BTreeSet<&str> = sent[a].iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(to, n.into_iter().collect(), "{a} talks to its neighbours only");
+        assert!(sent[a].iter().any(|(_, w)| matches!(w, Wire::Heartbeat { .. })), "{a} monitors them");
+    }
+    // The link a - e goes: e is still monitored by a for 20 heartbeat intervals (2 s here),
+    // then not.
+    engines.get_mut("a:1").unwrap().set_neighbours(Some(["b:1".to_owned()].into()));
+    engines.get_mut("e:1").unwrap().set_neighbours(Some(["d:1".to_owned()].into()));
+    let hb_to_e = |s: &std::collections::BTreeMap<String, Vec<(String, Wire)>>| {
+        s["a:1"].iter().filter(|(t, w)| t == "e:1" && matches!(w, Wire::Heartbeat { .. })).count()
+    };
+    let sent = pump(&mut engines, 7_000, 8_000, 7_000);
+    assert!(hb_to_e(&sent) > 0, "a former neighbour is still monitored at first");
+    let sent = pump(&mut engines, 8_000, 11_000, 9_500);
+    assert_eq!(hb_to_e(&sent), 0, "then no longer");
+    // Without an overlay again, a monitors by the ring as before.
+    engines.get_mut("a:1").unwrap().set_neighbours(None);
+    let sent = pump(&mut engines, 11_000, 12_000, 11_000);
+    assert!(sent["a:1"].iter().any(|(t, _)| t != "b:1" && t != "e:1"), "back to every member");
+}

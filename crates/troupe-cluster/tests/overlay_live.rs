@@ -374,26 +374,39 @@ fn hops_from(views: &BTreeMap<String, BTreeSet<String>>, from: &str) -> BTreeMap
 }
 
 /// The runtime's own traffic over the overlay (live/mod.rs rule 6, `links.rs`, troupe-remote's
-/// `node/relay.rs`): 7 real node processes under HyParView (active view 3) answer typed asks
+/// `node/relay.rs`) and the cluster on it (the engine's rule 9): 7 real node processes under
+/// HyParView (active view 3) form one cluster and see every member up, answer typed asks
 /// between every pair while each holds connections to its active view only, the rest going
-/// through neighbours; a monitor on an actor two hops away sees `Down` after a SIGKILL.
+/// through neighbours, find a service every node registered with the receptionist; a monitor on
+/// an actor two hops away sees `Down` after a SIGKILL, and the cluster there learns the kill
+/// through gossip.
 #[test]
 fn hyparview_carries_typed_asks_between_every_pair_and_a_monitor_two_hops_away() {
     let _serial = serial();
     // Shuffles every minute: the overlay's own traffic stays on the active view during the test.
     let params = "kind = \"hyparview\"\nactive_size = 3\npassive_size = 6\nshuffle_interval_ms = 60000";
-    let svc = |name: &str, overlay: &str| {
+    let svc = |name: &str, overlay: &str, cluster: &str| {
         let text = format!(
             "name = \"{name}\"\nsecret = \"{SECRET}\"\nlisten = \"127.0.0.1:0\"\nservices = [\"echo\"]\n\
-             heartbeat_interval_ms = 200\nheartbeat_timeout_ms = 3000\n[overlay]\ntick_ms = 50\n{overlay}\n"
+             heartbeat_interval_ms = 200\nheartbeat_timeout_ms = 3000\n[overlay]\ntick_ms = 50\n{overlay}\n\
+             [cluster]\ngossip_interval_ms = 200\nheartbeat_interval_ms = 200\n{cluster}\n"
         );
         Proc::start(env!("CARGO_BIN_EXE_troupe-cluster-node"), &[], &text)
     };
-    let first = svc("r0", params);
+    let first = svc("r0", params, "");
     let contact = format!("{params}\ncontacts = [\"r0@{}\"]", first.addr);
+    let seeds = format!("seeds = [\"{}\"]", first.addr);
     let mut nodes = vec![first];
     for i in 1..7 {
-        nodes.push(svc(&format!("r{i}"), &contact));
+        nodes.push(svc(&format!("r{i}"), &contact, &seeds));
+    }
+    // Engine rule 9: the membership runs on the overlay; every node sees all seven up.
+    for p in &mut nodes {
+        p.wait_status(
+            "seven members up",
+            |s| s["members"].as_array().is_some_and(|m| m.len() == 7 && m.iter().all(|r| r["status"] == "up")),
+            LONG,
+        );
     }
     let views = wait_overlay(&mut nodes.iter_mut().collect::<Vec<_>>(), "formation");
     // links.rs rule 1: every node learns every node's neighbours before it routes to them;
@@ -433,6 +446,19 @@ fn hyparview_carries_typed_asks_between_every_pair_and_a_monitor_two_hops_away()
         assert_eq!(s["unroutable"].as_u64(), Some(0), "{s:#}");
     }
     assert!(routed > 0, "some pairs are not neighbours, and talked through others");
+    // The receptionist on the overlay: a service every node registers is found from one.
+    for p in &mut nodes {
+        p.ask("register shop", "registered shop");
+    }
+    let end = Instant::now() + LONG;
+    loop {
+        let l = nodes[0].ask("find shop", "found shop");
+        if l.starts_with("found shop 7 ") {
+            break;
+        }
+        assert!(Instant::now() < end, "the receptionist never listed all seven: {l}");
+        nodes[0].try_wait_line(|l| l.starts_with("event "), Duration::from_millis(200));
+    }
     // A monitor on an actor two hops away fires `Down` after its node is SIGKILLed.
     let (o, t) = (0..nodes.len())
         .flat_map(|o| (0..nodes.len()).map(move |t| (o, t)))
@@ -446,4 +472,12 @@ fn hyparview_carries_typed_asks_between_every_pair_and_a_monitor_two_hops_away()
         nodes[o].wait_line(|l| l.starts_with("event ") && l.contains("\"ev\":\"down\"") && l.contains(&target), LONG);
     eprintln!("SIGKILL -> Down two hops away: {:?} ({down})", killed.elapsed());
     assert!(down.contains("NoConnection"), "{down}");
+    // Failure detection of a non-neighbour through gossip: the victim's neighbours find it
+    // unreachable and the origin, two hops away, hears it.
+    nodes[o].wait_status(
+        "the killed member unreachable",
+        |s| s["members"].as_array().is_some_and(|m| m.iter().any(|r| r["addr"] == target && r["reachable"] == false)),
+        LONG,
+    );
+    eprintln!("SIGKILL -> unreachable in the cluster two hops away: {:?}", killed.elapsed());
 }

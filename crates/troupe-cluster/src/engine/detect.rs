@@ -16,8 +16,26 @@ use crate::wire::Wire;
 use super::{Engine, Out};
 
 impl Engine {
-    /// The members this node monitors: the `monitored_by` live members after it on the ring.
+    /// The members this node monitors: the `monitored_by` live members after it on the ring;
+    /// on an overlay, its neighbours among the live members (rule 9).
     pub(crate) fn monitored(&self) -> Vec<(String, u64)> {
+        if self.neighbours.is_some() {
+            let me = self.me.addr.as_str();
+            let live: Vec<(String, u64)> = self
+                .gossip
+                .live()
+                .filter(|m| m.status != MemberStatus::Removed && m.id.addr != me)
+                .map(|m| (m.id.addr.clone(), m.id.uid))
+                .collect();
+            let near = self.on_overlay(live.iter().map(|(a, _)| a.clone()).collect());
+            if near.len() < live.len() {
+                return live.into_iter().filter(|(a, _)| near.contains(a) || self.former.contains_key(a)).collect();
+            }
+        }
+        self.ring_monitored()
+    }
+
+    fn ring_monitored(&self) -> Vec<(String, u64)> {
         let mut ring: Vec<(u64, &str, u64)> = self
             .gossip
             .live()
@@ -35,6 +53,16 @@ impl Engine {
             return;
         }
         self.next_hb = now + self.cfg.heartbeat_interval_ms;
+        // Rule 9: former neighbours are monitored a while, and while unreachable.
+        let window = super::FORMER_HEARTBEATS * self.cfg.heartbeat_interval_ms;
+        let unreachable = self.gossip.unreachable();
+        let live: Vec<String> = self.gossip.live().map(|m| m.id.addr.clone()).collect();
+        self.former.retain(|a, since| {
+            if *since == 0 {
+                *since = now;
+            }
+            live.contains(a) && (unreachable.contains(a) || now.saturating_sub(*since) < window)
+        });
         let subjects = self.monitored();
         // Detectors for members no longer monitored go, and so do our verdicts on them: a
         // verdict nobody keeps up to date must not keep a member unreachable.

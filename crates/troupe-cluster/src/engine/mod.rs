@@ -30,6 +30,14 @@
 //! 8. A member that sees itself down or removed stops; a downed one rejoins as a new
 //!    incarnation when `rejoin_when_downed` is set. A leaving member stops once it is exiting
 //!    and has pushed that to the others.
+//! 9. On an overlay (seed 004 §3's peer service: [`Engine::set_neighbours`]) a member gossips
+//!    (rule 4) and heartbeats (rule 5) only its overlay neighbours that are live members: the
+//!    membership's own traffic stays on the overlay's links, and a non-neighbour's failure is
+//!    learned from the reachability records its neighbours gossip. A neighbour that leaves the
+//!    neighbours (an overlay drops a failed node at once) stays monitored for
+//!    `FORMER_HEARTBEATS` (20) heartbeat intervals, and for as long as it is unreachable, so that
+//!    its failure is still judged. While none of its neighbours is a member yet, it gossips
+//!    and monitors as without an overlay.
 
 /// The state, for changing: counts the change (so work that depends only on the state is
 /// skipped while it stays the same) and copies it only when a sent message still shares it.
@@ -39,6 +47,9 @@ macro_rules! gm {
         std::sync::Arc::make_mut(&mut $s.gossip)
     }};
 }
+
+/// Rule 9: how many heartbeat intervals a former overlay neighbour stays monitored.
+pub(crate) const FORMER_HEARTBEATS: u64 = 20;
 
 mod detect;
 mod downing;
@@ -116,6 +127,11 @@ pub struct Engine {
     cgen: u64,
     left: bool,
     stats: EngineStats,
+    /// Rule 9: the overlay's neighbours, when the cluster runs on one.
+    neighbours: Option<BTreeSet<String>>,
+    /// Rule 9: former neighbours still monitored, with when they left the neighbours (ms; 0
+    /// until the next heartbeat round notes it).
+    former: BTreeMap<String, u64>,
 }
 
 impl Engine {
@@ -144,6 +160,8 @@ impl Engine {
             cgen: 1,
             left: false,
             stats: EngineStats::default(),
+            neighbours: None,
+            former: BTreeMap::new(),
         };
         if e.cfg.seeds.is_empty() && e.cfg.seed_dns.is_none() {
             e.form();
@@ -426,11 +444,47 @@ impl Engine {
     /// Reachable live members other than this node.
     fn targets(&self) -> Vec<String> {
         let unreachable = self.gossip.unreachable();
-        self.gossip
+        let all: Vec<String> = self
+            .gossip
             .live()
             .filter(|m| m.id.addr != self.me.addr && !unreachable.contains(&m.id.addr))
             .map(|m| m.id.addr.clone())
-            .collect()
+            .collect();
+        self.on_overlay(all)
+    }
+
+    /// Rule 9: of `members`, the overlay neighbours, when the cluster runs on an overlay and
+    /// some neighbour is among them; else all of them.
+    pub(crate) fn on_overlay(&self, members: Vec<String>) -> Vec<String> {
+        let Some(n) = &self.neighbours else { return members };
+        let near: Vec<String> = members.iter().filter(|m| n.contains(*m)).cloned().collect();
+        if near.is_empty() {
+            members
+        } else {
+            near
+        }
+    }
+
+    /// Rule 9: runs the membership on an overlay whose neighbours of this node are
+    /// `neighbours` (called again at each change); `None` runs it as a full mesh.
+    ///
+    /// ```
+    /// use troupe_cluster::{ClusterConfig, Engine, NodeId};
+    /// let mut e = Engine::new(ClusterConfig::default(), NodeId::fresh("127.0.0.1:1", "a"), 1, 0);
+    /// e.set_neighbours(Some(["127.0.0.1:2".to_owned()].into()));
+    /// ```
+    pub fn set_neighbours(&mut self, neighbours: Option<BTreeSet<String>>) {
+        if let (Some(old), Some(new)) = (&self.neighbours, &neighbours) {
+            for gone in old.difference(new) {
+                self.former.entry(gone.clone()).or_insert(0);
+            }
+        }
+        if let Some(new) = &neighbours {
+            self.former.retain(|a, _| !new.contains(a));
+        } else {
+            self.former.clear();
+        }
+        self.neighbours = neighbours;
     }
 
     fn gossip_round(&mut self, out: &mut Vec<Out>) {

@@ -66,6 +66,9 @@ pub(crate) fn dispatch(
     k: u8,
     body: &[u8],
 ) -> Result<(), Error> {
+    if k != kind::CONTROL {
+        peer.used.store(true, Ordering::Relaxed);
+    }
     match k {
         kind::DATA => data(node, peer, ctx, body),
         kind::CAUSAL => {

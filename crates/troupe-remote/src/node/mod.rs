@@ -1037,6 +1037,27 @@ impl Node {
         self.inner.relays.set_router(router);
     }
 
+    /// Whether the session with the peer at `addr` carried a data, reply or causal frame
+    /// (either way) since the last call, and how many monitors and links cross it now; `None`
+    /// when no such peer is known. An overlay closes routed sessions that stay unused.
+    ///
+    /// ```
+    /// # #[tokio::main] async fn main() {
+    /// use troupe_remote::{Node, NodeConfig};
+    /// let a = Node::start(NodeConfig::new("a", "s")).await.unwrap();
+    /// let b = Node::start(NodeConfig::new("b", "s")).await.unwrap();
+    /// a.connect(&b.addr()).await.unwrap();
+    /// assert_eq!(a.session_use(&b.addr()), Some((false, 0)), "only the runtime's own frames so far");
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn session_use(&self, addr: &str) -> Option<(bool, usize)> {
+        let p = self.inner.peers.read().by_addr.get(&canonical(addr)).cloned()?;
+        let used = p.used.swap(false, Ordering::Relaxed);
+        let r = p.relations.lock();
+        Some((used, r.monitors_out.len() + r.monitors_in.len() + r.links.len()))
+    }
+
     /// How many routed connections (tunnels, this node's own and those it passes on) ride
     /// this node's session with the peer at `addr` now: an overlay keeps such a session up.
     #[must_use]

@@ -239,6 +239,9 @@ pub(crate) struct Peer {
     /// The peer's control connection to us came over TCP: ours to it goes over TCP too
     /// (`relay.rs` rule 6).
     pub(crate) dialled_direct: AtomicBool,
+    /// A data, reply or causal frame went either way since [`crate::Node::session_use`] last
+    /// looked (the overlay closes idle routed sessions: `troupe_cluster` `links.rs` rule 4).
+    pub(crate) used: AtomicBool,
 }
 
 /// The most typed refusals held for a peer whose features are not known yet; past it they go
@@ -288,6 +291,7 @@ impl Peer {
             refusals: Mutex::new(Refusals::default()),
             via: Mutex::new(None),
             dialled_direct: AtomicBool::new(false),
+            used: AtomicBool::new(false),
         }
     }
 
@@ -343,6 +347,9 @@ impl Peer {
         size: Option<Size>,
         body: impl FnOnce(&mut Vec<u8>, u64) -> Result<(), Error>,
     ) -> Result<(), SendFail> {
+        if kind != kind::CONTROL {
+            self.used.store(true, Ordering::Relaxed);
+        }
         if !ack && !self.shared.faults.active() {
             if size.is_some_and(|n| n.full < LARGE_FRAME) {
                 // The hot path: a small frame, encoded straight into the lane's buffer.

@@ -14,9 +14,11 @@
 //! 3. `hyparview`: `active_size >= 1`, `passive_size >= 1`, `shuffle_interval_ms >= 1`.
 //!    `amqp`: `amqp_url` is an `amqp://` URL.
 //! 4. Every address list holds `host:port` entries (optionally `name@` in front).
-//! 5. Under any kind but `full_mesh`, the node-level `peers` list must be empty and there must
-//!    be no `[cluster]` section: both keep connections to every node, which the overlay
-//!    forbids (checked by [`OverlayConfig::check_node`]).
+//! 5. Under any kind but `full_mesh`, the node-level `peers` list must be empty: it keeps
+//!    connections to every listed node, which the overlay forbids (checked by
+//!    [`OverlayConfig::check_node`]). A `[cluster]` section runs on any overlay (the engine's
+//!    rule 9: its gossip and heartbeats go to the overlay's neighbours, the rest through the
+//!    overlay's router, `links.rs`).
 
 use serde::{Deserialize, Serialize};
 
@@ -238,7 +240,7 @@ impl OverlayConfig {
     }
 
     /// Rule 5: refuses node settings that would connect this node to non-neighbours.
-    pub fn check_node(&self, node_peers: &[String], has_cluster: bool) -> Result<(), Error> {
+    pub fn check_node(&self, node_peers: &[String]) -> Result<(), Error> {
         if self.kind == "full_mesh" {
             return Ok(());
         }
@@ -246,13 +248,6 @@ impl OverlayConfig {
             return Err(Error::config(format!(
                 "the node-level peers key cannot be used with [overlay] kind = {:?}: it keeps connections \
                  to every listed node; list them in [overlay] instead",
-                self.kind
-            )));
-        }
-        if has_cluster {
-            return Err(Error::config(format!(
-                "a [cluster] section cannot be used with [overlay] kind = {:?}: the cluster's membership \
-                 gossip connects every member (a full mesh); use kind = \"full_mesh\" or drop [cluster]",
                 self.kind
             )));
         }
@@ -298,7 +293,7 @@ mod tests {
         let t: toml::Table = toml::from_str("kind = \"ring\"\ncontacts = [\"n1\"]").unwrap();
         let e = OverlayConfig::from_table_with(&t, &r).unwrap_err().to_string();
         assert!(e.contains("contacts") && e.contains("\"n1\""), "rule 4 holds for it too: {e}");
-        assert!(cfg.check_node(&["127.0.0.1:1".into()], false).is_err(), "rule 5 holds for it too");
+        assert!(cfg.check_node(&["127.0.0.1:1".into()]).is_err(), "rule 5 holds for it too");
     }
 
     #[test]
@@ -348,13 +343,12 @@ mod tests {
     }
 
     #[test]
-    fn rule_5_node_peers_and_a_cluster_section_are_refused_off_full_mesh() {
+    fn rule_5_node_peers_are_refused_off_full_mesh() {
         let t: toml::Table = toml::from_str("kind = \"static\"\npeers = [\"127.0.0.1:7002\"]").unwrap();
         let cfg = OverlayConfig::from_table(&t).unwrap();
-        let e = cfg.check_node(&["127.0.0.1:7003".into()], false).unwrap_err().to_string();
+        let e = cfg.check_node(&["127.0.0.1:7003".into()]).unwrap_err().to_string();
         assert!(e.contains("peers"), "{e}");
-        let e = cfg.check_node(&[], true).unwrap_err().to_string();
-        assert!(e.contains("[cluster]"), "{e}");
-        assert!(OverlayConfig::default().check_node(&["127.0.0.1:1".into()], true).is_ok());
+        assert!(cfg.check_node(&[]).is_ok());
+        assert!(OverlayConfig::default().check_node(&["127.0.0.1:1".into()]).is_ok());
     }
 }

@@ -20,9 +20,10 @@
 //!    (`NoRoute`). A user-defined overlay routes through its own `PeerService::next_hop`.
 //! 3. A node that left or died drops out of its neighbours' states, so no path leads to it
 //!    after their next announcement.
-//! 4. The sessions routed this way are not the overlay's: they stay up while they are used
-//!    (the overlay never sweeps them), and a neighbour whose session carries routed
-//!    connections is not swept either (`driver/timer.rs`).
+//! 4. A routed session stays up while it is used: the overlay closes it once no data, reply
+//!    or causal frame crossed it for `max(5 s, 40 ticks)` and no monitor or link crosses it
+//!    (`driver/timer.rs`); a session that carries routed connections is not closed while it
+//!    does (a former neighbour stays connected until the routed sessions through it end).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;

@@ -115,6 +115,8 @@ pub(crate) struct Driver {
     swept: u64,
     shared: Arc<Shared>,
     links: Arc<parking_lot::RwLock<LinkTable>>,
+    /// Routed sessions and when they were last seen in use (`timer.rs`, `links.rs` rule 4).
+    routed_idle: HashMap<String, Instant>,
 }
 
 impl Driver {
@@ -171,6 +173,7 @@ impl Driver {
             cfg,
             shared,
             links,
+            routed_idle: HashMap::new(),
         }
     }
 

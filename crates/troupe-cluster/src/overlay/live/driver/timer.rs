@@ -7,6 +7,9 @@ use std::time::{Duration, Instant};
 use rand::seq::IteratorRandom;
 
 use super::{Driver, JOIN_RETRY};
+
+/// `links.rs` rule 4: the least time a routed session stays up unused.
+const ROUTED_IDLE: Duration = Duration::from_secs(5);
 use crate::overlay::live::config::{addr_of, LiveKind};
 use crate::overlay::live::wire::OverlayStatus;
 
@@ -60,14 +63,29 @@ impl Driver {
     fn sweep(&mut self) {
         let grace = Duration::from_millis(self.cfg.tick_ms * 4).max(Duration::from_millis(500));
         let neighbours = self.neighbours();
-        for p in self.node.peers() {
-            // `links.rs` rule 4: routed sessions, and sessions carrying routed connections,
-            // are the runtime's, not the overlay's.
-            if neighbours.contains(&p.addr)
-                || self.kept.contains(&p.addr)
-                || p.via.is_some()
-                || self.node.tunnels_through(&p.addr) > 0
-            {
+        let idle = Duration::from_millis(self.cfg.tick_ms * 40).max(ROUTED_IDLE);
+        let peers = self.node.peers();
+        self.routed_idle.retain(|a, _| peers.iter().any(|p| p.addr == *a && p.via.is_some()));
+        for p in peers {
+            if neighbours.contains(&p.addr) || self.kept.contains(&p.addr) {
+                continue;
+            }
+            // `links.rs` rule 4: a routed session is closed once unused for `idle`, with no
+            // monitor or link across it; a session carrying routed connections stays.
+            if p.via.is_some() {
+                let busy = self.node.session_use(&p.addr).is_none_or(|(used, relations)| used || relations > 0);
+                let since = self.routed_idle.entry(p.addr.clone()).or_insert_with(Instant::now);
+                if busy {
+                    *since = Instant::now();
+                } else if since.elapsed() >= idle {
+                    self.routed_idle.remove(&p.addr);
+                    if self.node.disconnect(&p.addr) {
+                        self.swept += 1;
+                    }
+                }
+                continue;
+            }
+            if self.node.tunnels_through(&p.addr) > 0 {
                 continue;
             }
             if self.last_used.get(&p.addr).is_some_and(|t| t.elapsed() >= grace) {
