@@ -66,7 +66,8 @@ pub(crate) fn dispatch(
     k: u8,
     body: &[u8],
 ) -> Result<(), Error> {
-    if k != kind::CONTROL {
+    // Read first: a line every sender shares is written once per look, not per frame.
+    if k != kind::CONTROL && !peer.used.load(Ordering::Relaxed) {
         peer.used.store(true, Ordering::Relaxed);
     }
     match k {

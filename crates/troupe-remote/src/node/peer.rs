@@ -347,7 +347,8 @@ impl Peer {
         size: Option<Size>,
         body: impl FnOnce(&mut Vec<u8>, u64) -> Result<(), Error>,
     ) -> Result<(), SendFail> {
-        if kind != kind::CONTROL {
+        // Read first: a line every sender shares is written once per look, not per frame.
+        if kind != kind::CONTROL && !self.used.load(Ordering::Relaxed) {
             self.used.store(true, Ordering::Relaxed);
         }
         if !ack && !self.shared.faults.active() {
