@@ -10,7 +10,9 @@
 //!    a restarted node's announcements supersede its old ones), sent to every neighbour when
 //!    its neighbour set changes; a node that receives a newer state than it holds keeps it and
 //!    passes it to its other neighbours (flooding, each state once per node). A new neighbour
-//!    gets every state this node holds.
+//!    gets this node's state and a digest of every state it holds (origin, sequence), and
+//!    answers with the states the digest lacks or holds older: the two exchange only what
+//!    one of them misses, not whole tables.
 //! 2. Routes: a neighbour, a node the overlay's own protocol talked to in the last
 //!    [`PROTOCOL_WINDOW`] and a node no state mentions are reached directly (joins, neighbour
 //!    requests to passive members and shuffles need their connection, which the overlay
@@ -49,6 +51,24 @@ pub struct LinkState {
     pub seq: u64,
     /// Its neighbours then.
     pub neighbours: Vec<String>,
+}
+
+/// What one `Links` message carries: states, and, to a new neighbour, a digest of every state
+/// the sender holds (origin and sequence), so that the neighbour sends back only what the
+/// sender lacks (rule 1).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkBatch {
+    /// States newer than the receiver may hold.
+    pub states: Vec<LinkState>,
+    /// The sender's digest, when it asks for what it lacks.
+    pub digest: Option<Vec<(String, u64)>>,
+}
+
+/// A batch for a neighbour.
+pub(crate) type Outgoing = (String, LinkBatch);
+
+fn batch(states: Vec<LinkState>) -> LinkBatch {
+    LinkBatch { states, digest: None }
 }
 
 /// The table one node keeps (rules 1-3).
@@ -90,8 +110,9 @@ impl LinkTable {
     }
 
     /// This node's neighbours now; returns what to send to whom: this node's new state to
-    /// every neighbour when the set changed, every state to each new neighbour (rule 1).
-    pub(crate) fn update(&mut self, neighbours: BTreeSet<String>) -> Vec<(String, Vec<LinkState>)> {
+    /// every neighbour when the set changed, and to each new neighbour this node's state with
+    /// the digest of every state it holds (rule 1).
+    pub(crate) fn update(&mut self, neighbours: BTreeSet<String>) -> Vec<Outgoing> {
         let mut out = Vec::new();
         if !self.active() {
             self.neighbours = neighbours;
@@ -109,36 +130,56 @@ impl LinkTable {
             };
             self.states.insert(self.me.clone(), mine.clone());
             for n in self.neighbours.iter().filter(|n| self.synced.contains(*n)) {
-                out.push((n.clone(), vec![mine.clone()]));
+                out.push((n.clone(), batch(vec![mine.clone()])));
             }
         }
-        let all: Vec<LinkState> = self.states.values().cloned().collect();
         let fresh: Vec<String> = self.neighbours.iter().filter(|n| !self.synced.contains(*n)).cloned().collect();
-        for n in fresh {
-            self.synced.insert(n.clone());
-            out.push((n, all.clone()));
+        if !fresh.is_empty() {
+            let digest: Vec<(String, u64)> = self.states.values().map(|s| (s.origin.clone(), s.seq)).collect();
+            let mine: Vec<LinkState> = self.states.get(&self.me).cloned().into_iter().collect();
+            for n in fresh {
+                self.synced.insert(n.clone());
+                out.push((n, LinkBatch { states: mine.clone(), digest: Some(digest.clone()) }));
+            }
         }
         out
     }
 
-    /// States from `from`: keeps the newer ones and returns them with the neighbours to pass
-    /// them to (rule 1).
-    pub(crate) fn receive(&mut self, from: &str, states: Vec<LinkState>) -> Vec<(String, Vec<LinkState>)> {
-        let newer: Vec<LinkState> = states
+    /// A batch from `from`: keeps the newer states and returns them with the neighbours to
+    /// pass them to; to a digest, answers `from` with the states it lacks or holds older
+    /// (rule 1).
+    pub(crate) fn receive(&mut self, from: &str, got: LinkBatch) -> Vec<Outgoing> {
+        let mut out = Vec::new();
+        if let Some(digest) = &got.digest {
+            let theirs: std::collections::HashMap<&str, u64> = digest.iter().map(|(o, q)| (o.as_str(), *q)).collect();
+            let lacking: Vec<LinkState> = self
+                .states
+                .values()
+                .filter(|s| theirs.get(s.origin.as_str()).is_none_or(|q| *q < s.seq))
+                .cloned()
+                .collect();
+            if !lacking.is_empty() {
+                out.push((from.to_owned(), batch(lacking)));
+            }
+        }
+        let newer: Vec<LinkState> = got
+            .states
             .into_iter()
             .filter(|s| s.origin != self.me && self.states.get(&s.origin).is_none_or(|k| s.seq > k.seq))
             .collect();
         if newer.is_empty() {
-            return Vec::new();
+            return out;
         }
         for s in &newer {
             self.states.insert(s.origin.clone(), s.clone());
         }
-        self.neighbours
-            .iter()
-            .filter(|n| n.as_str() != from && self.synced.contains(*n))
-            .map(|n| (n.clone(), newer.clone()))
-            .collect()
+        out.extend(
+            self.neighbours
+                .iter()
+                .filter(|n| n.as_str() != from && self.synced.contains(*n))
+                .map(|n| (n.clone(), batch(newer.clone()))),
+        );
+        out
     }
 
     /// How many nodes' states this table holds (its own included).
@@ -223,17 +264,31 @@ mod tests {
         LinkState { origin: origin.into(), seq, neighbours: n.iter().map(|s| (*s).to_owned()).collect() }
     }
 
+    fn states(v: Vec<LinkState>) -> LinkBatch {
+        batch(v)
+    }
+
     #[test]
-    fn rule_1_a_change_goes_to_every_neighbour_and_a_new_neighbour_gets_everything() {
+    fn rule_1_a_change_goes_to_every_neighbour_and_a_new_neighbour_swaps_what_it_misses() {
         let mut t = LinkTable::new("a", LiveKind::Hyparview);
-        t.receive("x", vec![state("z", 5, &["y"])]);
+        t.receive("x", states(vec![state("z", 5, &["y"])]));
         let out = t.update(set(&["b"]));
         assert_eq!(out.len(), 1, "{out:?}");
         assert_eq!(out[0].0, "b");
-        assert_eq!(out[0].1.len(), 2, "b gets a's state and z's: {out:?}");
+        assert_eq!(out[0].1.states.len(), 1, "b gets a's own state: {out:?}");
+        let digest = out[0].1.digest.clone().expect("and a's digest");
+        assert!(digest.contains(&("z".to_owned(), 5)), "{digest:?}");
+        // b holds z at 5 too and a newer y: it sends back y only.
+        let mut b = LinkTable::new("b", LiveKind::Hyparview);
+        b.update(set(&["a"]));
+        b.receive("c", states(vec![state("z", 5, &["y"]), state("y", 2, &["z"])]));
+        let back = b.receive("a", out[0].1.clone());
+        let to_a: Vec<&LinkState> = back.iter().filter(|(n, _)| n == "a").flat_map(|(_, m)| &m.states).collect();
+        assert!(to_a.iter().any(|s| s.origin == "y") && !to_a.iter().any(|s| s.origin == "z"), "{back:?}");
         let out = t.update(set(&["b", "c"]));
         let to: Vec<&str> = out.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(to, vec!["b", "c"], "b hears the change, c gets everything");
+        assert_eq!(to, vec!["b", "c"], "b hears the change, c gets the state and the digest");
+        assert!(out[0].1.digest.is_none() && out[1].1.digest.is_some(), "{out:?}");
         assert!(t.update(set(&["b", "c"])).is_empty(), "no change, nothing sent");
     }
 
@@ -241,11 +296,11 @@ mod tests {
     fn rule_1_only_newer_states_are_kept_and_passed_on_but_not_back() {
         let mut t = LinkTable::new("a", LiveKind::Static);
         t.update(set(&["b", "c"]));
-        let out = t.receive("b", vec![state("d", 2, &["b"])]);
-        assert_eq!(out, vec![("c".to_owned(), vec![state("d", 2, &["b"])])]);
-        assert!(t.receive("c", vec![state("d", 2, &["b"])]).is_empty(), "seen already");
-        assert!(t.receive("c", vec![state("d", 1, &[])]).is_empty(), "older");
-        assert!(t.receive("c", vec![state("a", 99, &[])]).is_empty(), "nobody tells a about itself");
+        let out = t.receive("b", states(vec![state("d", 2, &["b"])]));
+        assert_eq!(out, vec![("c".to_owned(), states(vec![state("d", 2, &["b"])]))]);
+        assert!(t.receive("c", states(vec![state("d", 2, &["b"])])).is_empty(), "seen already");
+        assert!(t.receive("c", states(vec![state("d", 1, &[])])).is_empty(), "older");
+        assert!(t.receive("c", states(vec![state("a", 99, &[])])).is_empty(), "nobody tells a about itself");
     }
 
     #[test]
@@ -253,8 +308,11 @@ mod tests {
         // a - b - c - d, and a - e - d: d is two hops through... b-c-d is 3, e-d is 2.
         let mut t = LinkTable::new("a", LiveKind::Hyparview);
         t.update(set(&["b", "e"]));
-        t.receive("b", vec![state("b", 1, &["a", "c"]), state("c", 1, &["b", "d"]), state("e", 1, &["a", "d"])]);
-        t.receive("e", vec![state("d", 1, &["c", "e"])]);
+        t.receive(
+            "b",
+            states(vec![state("b", 1, &["a", "c"]), state("c", 1, &["b", "d"]), state("e", 1, &["a", "d"])]),
+        );
+        t.receive("e", states(vec![state("d", 1, &["c", "e"])]));
         assert_eq!(t.route("b"), Route::Direct);
         assert_eq!(t.route("c"), Route::Via("b".into()));
         assert_eq!(t.route("d"), Route::Via("e".into()));
@@ -269,11 +327,11 @@ mod tests {
     fn rule_3_a_node_no_path_reaches_has_no_route() {
         let mut t = LinkTable::new("a", LiveKind::ClientServer);
         t.update(set(&["s"]));
-        t.receive("s", vec![state("s", 1, &["a", "c"])]);
+        t.receive("s", states(vec![state("s", 1, &["a", "c"])]));
         assert_eq!(t.route("c"), Route::Via("s".into()));
         // c died: s announces without it; c's own last state still names s, but no path
         // leads to c any more.
-        t.receive("s", vec![state("s", 2, &["a"]), state("c", 1, &["s"])]);
+        t.receive("s", states(vec![state("s", 2, &["a"]), state("c", 1, &["s"])]));
         assert_eq!(t.route("c"), Route::None);
     }
 

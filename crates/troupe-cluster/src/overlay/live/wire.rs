@@ -90,8 +90,8 @@ pub enum OverlayWire {
     Links {
         /// The sender.
         from: String,
-        /// The states.
-        states: Vec<super::links::LinkState>,
+        /// The states, and the sender's digest when it asks for what it lacks.
+        batch: super::links::LinkBatch,
     },
 }
 

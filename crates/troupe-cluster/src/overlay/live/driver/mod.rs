@@ -55,7 +55,7 @@ use troupe::ActorRef;
 use troupe_remote::{Node, NodeEvent};
 
 use super::config::{addr_of, LiveKind, OverlayConfig};
-use super::links::{LinkState, LinkTable};
+use super::links::{LinkTable, Outgoing};
 use super::service::{Outbox, PeerService};
 use super::Shared;
 
@@ -420,8 +420,8 @@ impl Driver {
             }
             OverlayWire::Env { from, env } => self.on_env(Some(&from), env),
             OverlayWire::Service { from, bytes } => self.service(|s, out| s.receive(&from, &bytes, out)),
-            OverlayWire::Links { from, states } => {
-                let out = self.links.write().receive(&from, states);
+            OverlayWire::Links { from, batch } => {
+                let out = self.links.write().receive(&from, batch);
                 self.send_links(out);
             }
         }
@@ -433,9 +433,9 @@ impl Driver {
         self.send_links(out);
     }
 
-    fn send_links(&mut self, out: Vec<(String, Vec<LinkState>)>) {
-        for (to, states) in out {
-            self.send_wire(&to, OverlayWire::Links { from: self.me.clone(), states });
+    fn send_links(&mut self, out: Vec<Outgoing>) {
+        for (to, batch) in out {
+            self.send_wire(&to, OverlayWire::Links { from: self.me.clone(), batch });
         }
     }
 
