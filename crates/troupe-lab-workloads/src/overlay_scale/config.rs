@@ -8,7 +8,7 @@ use troupe_cluster::overlay::sim::OverlaySimConfig;
 use troupe_cluster::overlay::OverlayKind;
 
 use troupe_lab::config::{cross, Config, CrossIssue, KeySpec, Schema, SEED};
-use troupe_lab::{choice_key, int_key};
+use troupe_lab::{bool_key, choice_key, int_key};
 
 /// The overlays the simulation runs (the values of `overlay`).
 pub const OVERLAYS: &[&str] = &["full_mesh", "client_server", "hyparview"];
@@ -35,6 +35,13 @@ static KEYS: &[KeySpec] = &[
         "full_mesh (every node talks to every other, Distributed Erlang's shape), client_server \
          (node 0 is the server; clients talk only to it) or hyparview (HyParView membership, \
          nodes talk to their active view)"
+    ),
+    bool_key!(
+        "routing",
+        true,
+        "mode=processes: the overlay also routes the runtime's own traffic to non-neighbours \
+         (`[overlay] routing`, its link states counted in the bytes); false measures the overlay \
+         without it (the simulator has no routing)"
     ),
     int_key!("nodes", 2, 4096, 64, "nodes (seed 004 §6.3 measures 32..1024; node processes in mode=processes)"),
     int_key!(
@@ -99,6 +106,8 @@ pub struct OverlayScaleConfig {
     pub overlay: OverlayKind,
     /// The overlay's name as configured.
     pub overlay_name: String,
+    /// `routing` (mode=processes).
+    pub routing: bool,
     /// Nodes.
     pub nodes: usize,
     /// State propagation period, ms.
@@ -131,6 +140,7 @@ impl OverlayScaleConfig {
             // The schema allows only OVERLAYS, which all parse.
             overlay: OverlayKind::parse(c.str("overlay")).unwrap_or(OverlayKind::FullMesh),
             overlay_name: c.str("overlay").to_string(),
+            routing: c.bool("routing"),
             nodes,
             period_ms: c.int("period_ms") as u64,
             duration_ms: c.int("duration_s") as u64 * 1000,

@@ -113,6 +113,10 @@ pub struct OverlayConfig {
     pub tick_ms: u64,
     /// Hops a forwarded message may travel before it is dropped.
     pub max_hops: u32,
+    /// Route the runtime's own traffic (typed sends, asks, monitors, links) to non-neighbours
+    /// through neighbours (`links.rs`); `false`: nodes reach non-neighbours directly, and no
+    /// link states are announced (full mesh and AMQP never route).
+    pub routing: bool,
 }
 
 impl Default for OverlayConfig {
@@ -130,6 +134,7 @@ impl Default for OverlayConfig {
             amqp_url: String::new(),
             tick_ms: 50,
             max_hops: 32,
+            routing: true,
         }
     }
 }

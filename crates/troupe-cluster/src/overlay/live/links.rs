@@ -5,10 +5,12 @@
 //! `node/relay.rs`) instead of a connection of their own.
 //!
 //! Rules:
-//! 1. Every overlay node but full mesh and AMQP announces its neighbours: a [`LinkState`]
+//! 1. Every overlay node but full mesh and AMQP (and one with `[overlay] routing = false`,
+//!    which reaches non-neighbours directly) announces its neighbours: a [`LinkState`]
 //!    numbered by a sequence that only grows (its first is the wall clock in milliseconds, so
 //!    a restarted node's announcements supersede its old ones), sent to every neighbour when
-//!    its neighbour set changes; a node that receives a newer state than it holds keeps it and
+//!    its neighbour set changes, at most once per [`ANNOUNCE_GAP`] (the changes in between go
+//!    together); a node that receives a newer state than it holds keeps it and
 //!    passes it to its other neighbours (flooding, each state once per node). A new neighbour
 //!    gets this node's state and a digest of every state it holds (origin, sequence), and
 //!    answers with the states the digest lacks or holds older: the two exchange only what
@@ -37,6 +39,11 @@ use troupe_remote::{Route, Router};
 
 use super::config::LiveKind;
 use super::Shared;
+
+/// The least time between two announcements of one node's neighbours (rule 1): changes in
+/// between are announced together (a forming HyParView overlay changes its views many times a
+/// second, and each announcement reaches every node).
+pub const ANNOUNCE_GAP: Duration = Duration::from_secs(1);
 
 /// How long after the overlay's protocol last talked to a node that node is dialled directly:
 /// the shortest grace before the overlay closes an idle connection (`driver/mod.rs` rule 4).
@@ -80,10 +87,19 @@ pub(crate) struct LinkTable {
     states: BTreeMap<String, LinkState>,
     seq: u64,
     synced: BTreeSet<String>,
+    /// The neighbours changed since this node last announced them.
+    pending: bool,
+    /// When it last announced, and the least time between two announcements (rule 1).
+    announced: Option<Instant>,
+    gap: Duration,
+    /// `[overlay] routing`.
+    routing: bool,
 }
 
 impl LinkTable {
-    pub(crate) fn new(me: &str, kind: LiveKind) -> Self {
+    /// The table of node `me` on an overlay of `kind`; with `routing` false it announces
+    /// nothing and routes everything directly.
+    pub(crate) fn new(me: &str, kind: LiveKind, routing: bool) -> Self {
         let seq = SystemTime::now().duration_since(UNIX_EPOCH).map_or(1, |d| d.as_millis() as u64);
         Self {
             me: me.to_owned(),
@@ -93,12 +109,22 @@ impl LinkTable {
             states: BTreeMap::new(),
             seq,
             synced: BTreeSet::new(),
+            pending: true,
+            announced: None,
+            gap: ANNOUNCE_GAP,
+            routing,
         }
+    }
+
+    /// [`LinkTable::new`] whose announcements may follow each other after `gap` (tests).
+    #[cfg(test)]
+    fn with_gap(me: &str, kind: LiveKind, gap: Duration) -> Self {
+        Self { gap, ..Self::new(me, kind, true) }
     }
 
     /// Whether this overlay announces links at all (rule 1).
     pub(crate) fn active(&self) -> bool {
-        !matches!(self.kind, LiveKind::FullMesh | LiveKind::Amqp)
+        self.routing && !matches!(self.kind, LiveKind::FullMesh | LiveKind::Amqp)
     }
 
     /// The overlay's protocol is about to talk to `addr` (rule 2).
@@ -118,10 +144,13 @@ impl LinkTable {
             self.neighbours = neighbours;
             return out;
         }
-        let changed = neighbours != self.neighbours || !self.states.contains_key(&self.me);
+        self.pending |= neighbours != self.neighbours;
         self.neighbours = neighbours;
         self.synced.retain(|n| self.neighbours.contains(n));
-        if changed {
+        let due = self.announced.is_none_or(|t| t.elapsed() >= self.gap);
+        if self.pending && due {
+            self.pending = false;
+            self.announced = Some(Instant::now());
             self.seq += 1;
             let mine = LinkState {
                 origin: self.me.clone(),
@@ -270,7 +299,7 @@ mod tests {
 
     #[test]
     fn rule_1_a_change_goes_to_every_neighbour_and_a_new_neighbour_swaps_what_it_misses() {
-        let mut t = LinkTable::new("a", LiveKind::Hyparview);
+        let mut t = LinkTable::with_gap("a", LiveKind::Hyparview, Duration::ZERO);
         t.receive("x", states(vec![state("z", 5, &["y"])]));
         let out = t.update(set(&["b"]));
         assert_eq!(out.len(), 1, "{out:?}");
@@ -279,7 +308,7 @@ mod tests {
         let digest = out[0].1.digest.clone().expect("and a's digest");
         assert!(digest.contains(&("z".to_owned(), 5)), "{digest:?}");
         // b holds z at 5 too and a newer y: it sends back y only.
-        let mut b = LinkTable::new("b", LiveKind::Hyparview);
+        let mut b = LinkTable::new("b", LiveKind::Hyparview, true);
         b.update(set(&["a"]));
         b.receive("c", states(vec![state("z", 5, &["y"]), state("y", 2, &["z"])]));
         let back = b.receive("a", out[0].1.clone());
@@ -293,8 +322,23 @@ mod tests {
     }
 
     #[test]
+    fn rule_1_changes_within_the_gap_are_announced_together() {
+        let mut t = LinkTable::with_gap("a", LiveKind::Hyparview, Duration::from_secs(3600));
+        let first = t.update(set(&["b"]));
+        assert_eq!(first.len(), 1, "the first announcement goes at once");
+        let out = t.update(set(&["b", "c"]));
+        assert!(out.iter().all(|(n, m)| n == "c" && m.digest.is_some()), "only c's sync: {out:?}");
+        assert!(t.update(set(&["b", "c", "d"])).iter().all(|(n, _)| n == "d"), "still within the gap");
+        assert!(t.pending, "the change waits for the gap");
+        t.announced = None;
+        let out = t.update(set(&["b", "c", "d"]));
+        assert_eq!(out.len(), 3, "one announcement of both changes to all three: {out:?}");
+        assert_eq!(out[0].1.states[0].neighbours, vec!["b", "c", "d"]);
+    }
+
+    #[test]
     fn rule_1_only_newer_states_are_kept_and_passed_on_but_not_back() {
-        let mut t = LinkTable::new("a", LiveKind::Static);
+        let mut t = LinkTable::new("a", LiveKind::Static, true);
         t.update(set(&["b", "c"]));
         let out = t.receive("b", states(vec![state("d", 2, &["b"])]));
         assert_eq!(out, vec![("c".to_owned(), states(vec![state("d", 2, &["b"])]))]);
@@ -306,7 +350,7 @@ mod tests {
     #[test]
     fn rule_2_neighbours_direct_others_through_the_first_hop_of_a_shortest_path() {
         // a - b - c - d, and a - e - d: d is two hops through... b-c-d is 3, e-d is 2.
-        let mut t = LinkTable::new("a", LiveKind::Hyparview);
+        let mut t = LinkTable::new("a", LiveKind::Hyparview, true);
         t.update(set(&["b", "e"]));
         t.receive(
             "b",
@@ -325,7 +369,7 @@ mod tests {
 
     #[test]
     fn rule_3_a_node_no_path_reaches_has_no_route() {
-        let mut t = LinkTable::new("a", LiveKind::ClientServer);
+        let mut t = LinkTable::new("a", LiveKind::ClientServer, true);
         t.update(set(&["s"]));
         t.receive("s", states(vec![state("s", 1, &["a", "c"])]));
         assert_eq!(t.route("c"), Route::Via("s".into()));
@@ -336,8 +380,16 @@ mod tests {
     }
 
     #[test]
+    fn routing_off_routes_everything_directly_and_announces_nothing() {
+        let mut t = LinkTable::new("a", LiveKind::Hyparview, false);
+        assert!(t.update(set(&["b"])).is_empty());
+        assert!(t.receive("b", states(vec![state("b", 1, &["a", "c"])])).is_empty() || t.route("c") == Route::Direct);
+        assert_eq!(t.route("c"), Route::Direct);
+    }
+
+    #[test]
     fn full_mesh_routes_everything_directly_and_announces_nothing() {
-        let mut t = LinkTable::new("a", LiveKind::FullMesh);
+        let mut t = LinkTable::new("a", LiveKind::FullMesh, true);
         assert!(t.update(set(&["b"])).is_empty());
         assert_eq!(t.route("z"), Route::Direct);
     }

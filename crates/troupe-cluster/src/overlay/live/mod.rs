@@ -157,7 +157,7 @@ impl Overlay {
         let inbox = troupe::spawn(Inbox(tx.clone()));
         node.export(OVERLAY_ACTOR, &inbox)?;
         // `links.rs`: the runtime's own traffic to non-neighbours goes through neighbours.
-        let table = Arc::new(RwLock::new(links::LinkTable::new(&me, kind)));
+        let table = Arc::new(RwLock::new(links::LinkTable::new(&me, kind, cfg.routing)));
         if table.read().active() {
             node.set_router(Some(Arc::new(links::OverlayRouter { table: table.clone(), shared: shared.clone() })));
         }

@@ -137,6 +137,11 @@ impl<'a> Run<'a> {
 
     /// The `[overlay]` section of node `i` (rule 1).
     fn overlay_section(&mut self, i: usize) -> String {
+        let routing = format!("routing = {}\n", self.cfg.routing);
+        routing + &self.overlay_kind_section(i)
+    }
+
+    fn overlay_kind_section(&mut self, i: usize) -> String {
         let c = self.cfg;
         let earlier: Vec<usize> = (0..self.members.len()).collect();
         let contact = earlier.choose(&mut self.rng).map(|&k| {
