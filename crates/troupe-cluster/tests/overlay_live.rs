@@ -409,13 +409,18 @@ fn hyparview_carries_typed_asks_between_every_pair_and_a_monitor_two_hops_away()
         );
     }
     let views = wait_overlay(&mut nodes.iter_mut().collect::<Vec<_>>(), "formation");
-    // links.rs rule 1: every node learns every node's neighbours before it routes to them;
-    // and the joins' temporary connections are closed (their protocol window is over).
+    // links.rs rules 1 and 2: every node learns every node's neighbours and has a path to
+    // every other before it routes to them; and the joins' temporary connections are closed
+    // (their protocol window is over).
     for p in &mut nodes {
         wait_status(
             p,
             "every node's links known, connections to the active view only",
-            |s| s["link_states"].as_u64() == Some(7) && list(s, "connected") == list(s, "neighbours"),
+            |s| {
+                s["link_states"].as_u64() == Some(7)
+                    && s["reachable"].as_u64() == Some(6)
+                    && list(s, "connected") == list(s, "neighbours")
+            },
             LONG,
         );
     }

@@ -238,7 +238,7 @@ async fn connect_once(node: &Arc<NodeInner>, peer: &Arc<Peer>) -> Result<(), Err
     if node.shared.faults.is_partitioned(&peer.addr) {
         return Err(ErrorKind::Unreachable(format!("{} (partitioned by fault injection)", peer.addr)).into());
     }
-    let direct = peer.dialled_direct.load(Ordering::Relaxed);
+    let direct = peer.dialled_direct.load(Ordering::Relaxed) || peer.direct_hint.load(Ordering::Relaxed);
     let (ident, control, features, via) = dial(node, &peer.addr, "control", 0, direct).await?;
     // `otel.rs`: trace context goes to this session only if its Welcome advertised it.
     #[cfg(feature = "otel")]
@@ -879,6 +879,7 @@ pub(crate) fn peer_down(node: &Arc<NodeInner>, peer: &Arc<Peer>, gen: Option<u64
     fail_relations(node, peer);
     relay::peer_gone(node, peer); // `relay.rs` rule 3
     peer.dialled_direct.store(false, Ordering::Relaxed);
+    peer.direct_hint.store(false, Ordering::Relaxed);
     node.globals.write().remove_node(&peer.addr);
     let causal = node.causal.drop_peer(peer); // `causal_wire.rs` rule 6
     crate::node::trim::released(queued + held + causal, 0);

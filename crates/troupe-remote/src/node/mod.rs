@@ -1058,6 +1058,16 @@ impl Node {
         Some((used, r.monitors_out.len() + r.monitors_in.len() + r.links.len()))
     }
 
+    /// Makes the next session with the node at `addr` go over TCP whatever the router says
+    /// (`relay.rs` rule 6): an overlay's own protocol needs its connection to the node it talks
+    /// to. A session up now keeps its path; the hint ends with the next session.
+    pub fn dial_directly(&self, addr: &str) {
+        let p = self.inner.peer_for(addr);
+        if !p.is_up() {
+            p.direct_hint.store(true, Ordering::Relaxed);
+        }
+    }
+
     /// How many routed connections (tunnels, this node's own and those it passes on) ride
     /// this node's session with the peer at `addr` now: an overlay keeps such a session up.
     #[must_use]

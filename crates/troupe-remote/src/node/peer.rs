@@ -242,6 +242,8 @@ pub(crate) struct Peer {
     /// A data, reply or causal frame went either way since [`crate::Node::session_use`] last
     /// looked (the overlay closes idle routed sessions: `troupe_cluster` `links.rs` rule 4).
     pub(crate) used: AtomicBool,
+    /// [`crate::Node::dial_directly`]: the next session goes over TCP whatever the router says.
+    pub(crate) direct_hint: AtomicBool,
 }
 
 /// The most typed refusals held for a peer whose features are not known yet; past it they go
@@ -292,6 +294,7 @@ impl Peer {
             via: Mutex::new(None),
             dialled_direct: AtomicBool::new(false),
             used: AtomicBool::new(false),
+            direct_hint: AtomicBool::new(false),
         }
     }
 

@@ -32,7 +32,9 @@
 //! 6. The session back takes the path the peer took: a node whose peer's control connection
 //!    came over TCP dials it back over TCP, whatever its router says (the peer chose a direct
 //!    link, an overlay's neighbour request say); one that came through a tunnel dials back as
-//!    its router says. The other lanes of a session follow its control lane.
+//!    its router says. The other lanes of a session follow its control lane. A node asked to
+//!    dial a peer directly ([`crate::Node::dial_directly`], what an overlay's own protocol
+//!    does) does so for its next session with it, whatever its router says.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

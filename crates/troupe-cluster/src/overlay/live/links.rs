@@ -18,7 +18,9 @@
 //! 2. Routes: a neighbour, a node the overlay's own protocol talked to in the last
 //!    [`PROTOCOL_WINDOW`] and a node no state mentions are reached directly (joins, neighbour
 //!    requests to passive members and shuffles need their connection, which the overlay
-//!    closes once idle: `driver/mod.rs` rule 4); any other
+//!    closes once idle: `driver/mod.rs` rule 4; the protocol also asks the node layer to dial
+//!    its partner directly, `Node::dial_directly`, so a dial that starts late on a loaded
+//!    machine is not routed); any other
 //!    node through the first hop of a shortest path over the announced links (breadth first,
 //!    ties broken by address); a node the states mention but no path reaches has no route
 //!    (`NoRoute`). A user-defined overlay routes through its own `PeerService::next_hop`.
@@ -234,7 +236,15 @@ impl LinkTable {
         if !mentioned {
             return Route::Direct;
         }
-        // Breadth first from this node; each node reached remembers the first hop to it.
+        match self.first_hops().get(to) {
+            Some(hop) => Route::Via((*hop).to_owned()),
+            None => Route::None,
+        }
+    }
+
+    /// Breadth first from this node over the announced links: each node reached, with the
+    /// first hop toward it (a neighbour is its own).
+    fn first_hops(&self) -> HashMap<&str, &str> {
         let mut first: HashMap<&str, &str> = HashMap::new();
         let mut queue: VecDeque<&str> = VecDeque::new();
         for n in &self.neighbours {
@@ -242,9 +252,6 @@ impl LinkTable {
             queue.push_back(n);
         }
         while let Some(u) = queue.pop_front() {
-            if u == to {
-                return Route::Via(first[u].to_owned());
-            }
             let Some(s) = self.states.get(u) else { continue };
             for v in &s.neighbours {
                 if v != &self.me && !first.contains_key(v.as_str()) {
@@ -254,7 +261,16 @@ impl LinkTable {
                 }
             }
         }
-        Route::None
+        first
+    }
+
+    /// How many other nodes a path over the announced links reaches now (0 when not routing).
+    pub(crate) fn reachable(&self) -> u64 {
+        if self.active() {
+            self.first_hops().len() as u64
+        } else {
+            0
+        }
     }
 }
 

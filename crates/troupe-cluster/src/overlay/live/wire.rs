@@ -159,6 +159,9 @@ pub struct OverlayStatus {
     /// and AMQP, which announce nothing).
     #[serde(default)]
     pub link_states: u64,
+    /// Other nodes a path over the announced links reaches now (`links.rs` rule 2).
+    #[serde(default)]
+    pub reachable: u64,
     /// HyParView's passive view (empty for other kinds).
     pub passive: Vec<String>,
     /// Plumtree's eager peers (empty for other kinds).

@@ -324,6 +324,7 @@ impl Driver {
         if !matches!(msg, OverlayWire::Links { .. } | OverlayWire::Env { .. } | OverlayWire::Pt { .. }) {
             // `links.rs` rule 2: the protocol's own partner is dialled directly.
             self.links.write().touch(to);
+            self.node.dial_directly(to);
         }
         if !self.node.is_connected(to) && self.probing.insert(to.to_owned()) {
             let (node, tx, addr) = (self.node.clone(), self.tx.clone(), to.to_owned());

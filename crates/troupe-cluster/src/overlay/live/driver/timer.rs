@@ -114,6 +114,7 @@ impl Driver {
             connected,
             routed,
             link_states: self.links.read().states(),
+            reachable: self.links.read().reachable(),
             passive,
             eager: self.pt.as_ref().map(|p| p.eager().iter().cloned().collect()).unwrap_or_default(),
             delivered: self.delivered,
