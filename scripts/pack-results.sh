@@ -45,7 +45,8 @@ while IFS= read -r -d '' f; do
   rel=${f#"$src"/}
   name=${rel##*/}
   in_run=no
-  case "$rel" in */runs/*/*) in_run=yes ;; esac
+  # a sweep's runs sit at runs/X/ at its top; a reproduce's at FIG/runs/X/
+  case "$rel" in runs/*/* | */runs/*/*) in_run=yes ;; esac
   if [ "$in_run" = yes ] && { [ "$name" = report.html ] || [ "${name%.svg}" != "$name" ] || [ "${name%.csv}" != "$name" ]; }; then
     left=$((left + 1))
     continue
