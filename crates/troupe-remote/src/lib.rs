@@ -97,7 +97,7 @@ pub use config::{
 pub use error::{Error, ErrorKind};
 pub use fault::FaultConfig;
 pub use node::refs::{send_with, SendOptions};
-pub use node::relay::{Route, Router, MAX_HOPS};
+pub use node::relay::{Route, Router, MAX_HOPS, MAX_TUNNELS_PER_PEER};
 pub use node::{Node, NodeEvent, PeerInfo, StatsSnapshot};
 #[cfg(feature = "tls-dev-certs")]
 pub use tls::{dev_certs, dev_certs_with};

@@ -319,7 +319,9 @@ async fn causal_rule_6_frames_from_a_peer_without_a_session_are_freed_when_its_c
     let s = wait_stats(&mut b, |s| stat(s, "causal_held") == 4);
     assert!(stat(&s, "causal_held_bytes") >= 4 << 20, "{s}");
     raw.shutdown(std::net::Shutdown::Both).unwrap();
-    let s = wait_stats(&mut b, |s| stat(s, "causal_held_bytes") == 0);
+    // The held count falls as each frame is released and the dropped count rises once after
+    // them all: wait for both (a snapshot between the two saw held 0 and dropped 0).
+    let s = wait_stats(&mut b, |s| stat(s, "causal_held_bytes") == 0 && stat(s, "causal_dropped") == 4);
     assert_eq!((stat(&s, "causal_held_bytes"), stat(&s, "causal_held")), (0, 0), "{s}");
     assert_eq!(stat(&s, "causal_dropped"), 4, "{s}");
 }

@@ -74,6 +74,9 @@ async fn line(a_cfg: NodeConfig, b_cfg: NodeConfig, c_cfg: NodeConfig) -> (Node,
     troupe_remote::services::start(&a, &["echo".to_owned()]).unwrap();
     a.set_router(through(&b));
     c.set_router(through(&b));
+    // The relay knows both ends (`relay.rs` rule 7: it passes tunnels on to known nodes only).
+    b.connect(&a.addr()).await.unwrap();
+    b.connect(&c.addr()).await.unwrap();
     (a, b, c)
 }
 
@@ -164,4 +167,32 @@ async fn tls_runs_end_to_end_through_the_relay() {
         n.shutdown();
     }
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// relay.rs rule 7: a relay passes a tunnel on only toward a node it knows, never to an address
+/// that merely arrived in the request (no dial to a forged destination).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_refuses_a_destination_it_does_not_know() {
+    let b = Node::start(cfg("b")).await.unwrap();
+    let a = Node::start(cfg("a")).await.unwrap();
+    // A listener nobody ever connected to: b has never heard of it.
+    let stranger = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = stranger.local_addr().unwrap().to_string();
+    a.set_router(through(&b));
+    assert!(a.lookup::<Echo>(&addr, "echo").await.is_err(), "no session through b");
+    let refused = tokio::time::timeout(T, async {
+        while b.stats().tunnels_refused == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    assert!(refused.is_ok(), "b refused and counted it: {:?}", b.stats());
+    assert_eq!(
+        b.stats().peers_known,
+        1,
+        "the stranger never entered b's peer table (only a did), so b never dialled it"
+    );
+    drop(stranger);
+    a.shutdown();
+    b.shutdown();
 }

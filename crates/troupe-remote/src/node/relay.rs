@@ -35,6 +35,11 @@
 //!    its router says. The other lanes of a session follow its control lane. A node asked to
 //!    dial a peer directly ([`crate::Node::dial_directly`], what an overlay's own protocol
 //!    does) does so for its next session with it, whatever its router says.
+//! 7. A relay passes a tunnel on only toward a node it knows (rule 7 of `node/mod.rs`: a
+//!    configured or connected member, or the peer it came from), never to an address that
+//!    merely arrived in the `TunnelOpen`; and one peer's session carries at most
+//!    [`MAX_TUNNELS_PER_PEER`] tunnel legs here. Past either the tunnel is refused
+//!    (`tunnels_refused`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -55,6 +60,9 @@ use crate::proto::Control;
 
 /// The most legs a routed connection travels (rule 4).
 pub const MAX_HOPS: u8 = 16;
+
+/// The most tunnel legs one peer's session carries on this node (rule 7).
+pub const MAX_TUNNELS_PER_PEER: usize = 4096;
 
 /// Bytes read from a pipe per `TunnelData` frame, and the pipe's buffer.
 const CHUNK: usize = 64 * 1024;
@@ -301,6 +309,9 @@ fn open(node: &Arc<NodeInner>, back: Leg, to: String, origin: String, hops: u8, 
     if hops >= MAX_HOPS {
         return refuse(format!("it travelled {hops} legs, the most a routed connection may (a routing loop?)"));
     }
+    if node.relays.through(back.peer.index) >= MAX_TUNNELS_PER_PEER {
+        return refuse(format!("{} already has {MAX_TUNNELS_PER_PEER} tunnels through this node", back.peer.addr));
+    }
     let next = match node.relays.route(&to) {
         Route::Direct => to.clone(),
         Route::Via(h) => h,
@@ -309,11 +320,14 @@ fn open(node: &Arc<NodeInner>, back: Leg, to: String, origin: String, hops: u8, 
     if next == back.peer.addr {
         return refuse(format!("the route to {to} leads back to {next}"));
     }
+    // Rule 7: only toward a node this one knows.
+    let Ok(q) = node.wire_peer(&next, back.peer.index) else {
+        return refuse(format!("{next} is not a node this one knows (a forged destination?)"));
+    };
     let back_key = back.key();
     node.relays.ends.lock().insert(back_key, End::Pending(Vec::new()));
     let node = node.clone();
     tokio::spawn(async move {
-        let q = node.peer_for(&next);
         if let Err(e) = node.wait_up(&q).await {
             node.relays.ends.lock().remove(&back_key);
             node.relays.refused.fetch_add(1, Ordering::Relaxed);
