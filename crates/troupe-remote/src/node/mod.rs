@@ -1028,6 +1028,7 @@ impl Node {
     ///     Node::start(NodeConfig::new("b", "s")).await.unwrap(),
     ///     Node::start(NodeConfig::new("c", "s")).await.unwrap(),
     /// );
+    /// b.connect(&c.addr()).await.unwrap(); // a relay passes tunnels on to nodes it knows
     /// a.set_router(Some(Arc::new(Through(b.addr()))));
     /// let info = a.connect(&c.addr()).await.unwrap();
     /// assert_eq!(info.via, Some(b.addr()), "a reaches c through b");
