@@ -134,6 +134,29 @@ fn definition_3_a_restart_never_current_counts_as_at_least_the_time_to_the_end_a
 }
 
 #[test]
+fn definition_3_a_sample_stamped_just_before_its_restart_still_closes_it() {
+    // The device process stamped device-3's restart 30 ms after its owner had reported the
+    // new incarnation current (a loaded machine): a sample, not an unrecovered restart.
+    let mut evs = run(&[]);
+    for e in evs.iter_mut().filter(|e| e.ev == "restarted" && e.str("target") == "device-3") {
+        *e = ev(T0 + 3_130_000, "devices-1", "restarted", json!({"target": "device-3", "attempt": 1}));
+    }
+    evs.sort_by_key(|e| e.ts_us);
+    let st = IotStats::compute(&cfg(), &evs, &[]);
+    let m = st.mttr_ms.clone().unwrap();
+    assert_eq!((m.n, m.censored, st.unrecovered), (2, 0, 0));
+    assert_eq!(m.p99, 120.0);
+    // Further off than the slack (100 ms) it belongs to no restart: device-3's restart stays
+    // open (in the window's last second, so open at the end rather than unrecovered).
+    for e in evs.iter_mut().filter(|e| e.ev == "restarted" && e.str("target") == "device-3") {
+        *e = ev(T0 + 3_250_000, "devices-1", "restarted", json!({"target": "device-3", "attempt": 1}));
+    }
+    evs.sort_by_key(|e| e.ts_us);
+    let st = IotStats::compute(&cfg(), &evs, &[]);
+    assert_eq!((st.mttr_ms.unwrap().censored, st.unrecovered, st.open_at_end), (1, 0, 1));
+}
+
+#[test]
 fn definition_6_skipped_missing_kills_and_errors_degrade_the_run() {
     let mut evs = run(&[]);
     evs.push(ev(

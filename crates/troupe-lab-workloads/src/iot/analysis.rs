@@ -10,9 +10,11 @@
 //!    counts' sum is divided by the time from the window start to the last one's stamp, not by
 //!    the number of seconds its timer meant to measure (a late timer never reads high).
 //! 3. `mttr_ms`, over every device restart (`restarted` of a `device-k`): the restart is closed
-//!    by the first `reconnected {target, ms}` of that device stamped at or after it and before
-//!    its next restart (the device's status current and known to every server; the sample is
-//!    `ms`, from the device's restart); a restart with none is a sample of at least the time
+//!    by the first `reconnected {target, ms}` of that device stamped at or after it (less
+//!    [`super::conform::MTTR_SLACK_MS`]: a device process may stamp `restarted` a moment after
+//!    the new incarnation started, and a fast owner can report it current first, as conformance
+//!    rule `iot.6` allows) and before its next restart (less the same slack); the device's status
+//!    current and known to every server; the sample is `ms`, from the device's restart); a restart with none is a sample of at least the time
 //!    from it to the run's last event (censored, troupe_lab::stats rules 5-7), and `unrecovered`
 //!    when it came at least [`troupe_lab::stats::RECOVERY_GRACE_MS`] before the window's end
 //!    (`open_at_end` otherwise): median, p99 (nearest rank), mean, min, max, count (every
@@ -323,13 +325,16 @@ fn close_restarts(
     rejoins: &BTreeMap<&str, Vec<(i64, f64)>>,
     last_us: i64,
 ) -> (Vec<f64>, Vec<f64>) {
+    let slack_us = (super::conform::MTTR_SLACK_MS * 1000.0) as i64;
     let (mut closed, mut open) = (Vec::new(), Vec::new());
     for (device, starts) in restarts {
         let rj = rejoins.get(device).map(Vec::as_slice).unwrap_or_default();
-        for (at, rejoin) in troupe_lab::stats::close_in_order(starts, rj) {
+        // Definition 3: a sample stamped up to the slack before its restart still closes it.
+        let early: Vec<i64> = starts.iter().map(|at| at - slack_us).collect();
+        for (at, rejoin) in troupe_lab::stats::close_in_order(&early, rj) {
             match rejoin {
                 Some(&(_, ms)) => closed.push(ms),
-                None => open.push((last_us - at).max(0) as f64 / 1000.0),
+                None => open.push((last_us - (at + slack_us)).max(0) as f64 / 1000.0),
             }
         }
     }

@@ -164,8 +164,10 @@ pub(super) async fn run(cfg: &IotConfig, name: &str, actions: Vec<FaultAction>, 
             }
             restarts.pop_front();
             if now < end {
-                fleet.start(k, attempt);
+                // Stamped before the start: the new incarnation can be current on its owner
+                // before this task runs again on a loaded machine.
                 em.emit("restarted", json!({"target": format!("device-{k}"), "attempt": attempt}));
+                fleet.start(k, attempt);
             }
         }
         while kills.front().is_some_and(|a| start + Duration::from_millis(a.at_ms) <= now) {
