@@ -1,8 +1,10 @@
 //! `troupe lab run|compare latency` through the real binary (real node processes and the
 //! lab's relay process on loopback): a short Troupe run per transport writes `summary.json`
 //! with the contract's keys and `latency.csv` with one row per message, every byte through
-//! the relay; the Erlang peer does the same and refuses any transport but `one_connection`
-//! naming the key; a comparison writes the side-by-side table.
+//! the relay, over a full mesh, client-server (node B reached through the hub) and HyParView;
+//! the Erlang peer does the same on a full mesh and refuses any transport but
+//! `one_connection` and any overlay but `full_mesh`, naming the key; a comparison writes the
+//! side-by-side table.
 //!
 //! These live beside the binary's other tests because they need `troupe` itself (the Troupe
 //! program starts node B and the relay as `troupe lab exec` processes). The Erlang tests skip
@@ -15,10 +17,18 @@ const SHORT: &[&str] = &["--set", "pairs=3", "--set", "messages=12", "--set", "r
 
 /// Runs one short point and checks the run folder against the contract; its summary.
 fn short_run(runtime: &str, transport: &str) -> serde_json::Value {
+    short_run_over(runtime, transport, "full_mesh")
+}
+
+/// [`short_run`] with `overlay`.
+fn short_run_over(runtime: &str, transport: &str, overlay: &str) -> serde_json::Value {
     let lab = TempLab::new("run");
     let out = &lab.out;
-    let o = lab
-        .run(&["lab", "run", "latency", "--runtime", runtime], &[&["--set", &format!("transport={transport}")], SHORT]);
+    let point = [format!("transport={transport}"), format!("overlay={overlay}")];
+    let o = lab.run(
+        &["lab", "run", "latency", "--runtime", runtime],
+        &[&["--set", &point[0], "--set", &point[1]], SHORT],
+    );
     let err = std::fs::read_to_string(out.join("stderr.txt")).unwrap_or_default();
     let ctx = format!("{runtime} {transport}: {}\n{}\n{err}", text(&o.stdout), text(&o.stderr));
     assert_eq!(o.status.code(), Some(0), "{ctx}");
@@ -30,10 +40,15 @@ fn short_run(runtime: &str, transport: &str) -> serde_json::Value {
         assert!(v >= 2.0, "latency_ms.{k} = {v}: {ctx}");
     }
     // Each pair sends its next message only after the ack: the ceiling is pairs / RTT
-    // (1,500 msg/s for 3 pairs at 2 ms), and Little's law ties throughput to the mean
-    // latency (pairs in flight = throughput x latency), up to the window's edges.
+    // (1,500 msg/s for 3 pairs at 2 ms; half that through a hub, two legs each way), and
+    // Little's law ties throughput to the mean latency (pairs in flight = throughput x
+    // latency), up to the window's edges.
     let (tput, mean) = (s["throughput_msgs_per_s"].as_f64().unwrap(), s["latency_ms"]["mean"].as_f64().unwrap());
-    assert!(tput > 0.0 && tput <= 3.0 * 1000.0 / 2.0, "{tput} msg/s against a ceiling of 1500: {ctx}");
+    let legs = if s["routed_sessions"] == 1 { 2.0 } else { 1.0 };
+    assert!(tput > 0.0 && tput <= 3.0 * 1000.0 / 2.0 / legs, "{tput} msg/s against a ceiling of 1500/{legs}: {ctx}");
+    if legs == 2.0 {
+        assert!(s["latency_ms"]["p50"].as_f64().unwrap() >= 4.0, "two legs, each through the relay: {ctx}");
+    }
     let in_flight = tput * mean / 1000.0;
     assert!((0.2 * 3.0..=1.1 * 3.0).contains(&in_flight), "{in_flight} pairs in flight of 3: {ctx}");
     assert!(
@@ -43,6 +58,7 @@ fn short_run(runtime: &str, transport: &str) -> serde_json::Value {
     assert_eq!(s["messages"], 12, "{ctx}");
     assert_eq!(s["rtt_ms"], 2, "{ctx}");
     assert_eq!(s["transport"], transport, "{ctx}");
+    assert_eq!(s["overlay"], overlay, "{ctx}");
     let csv = read(&out.join("latency.csv"));
     assert_eq!(csv.lines().next(), Some("pair,seq,latency_us"), "{csv}");
     assert_eq!(csv.lines().count(), 1 + 12, "{csv}");
@@ -67,6 +83,44 @@ fn troupe_parallel_transports_run_through_the_relay() {
     short_run("troupe", "parallel_random");
     let s = short_run("troupe", "channels_gossip");
     assert!(s["gossip"]["received"].as_u64().is_some(), "{s}");
+}
+
+#[test]
+fn troupe_runs_over_client_server_through_the_hub() {
+    let s = short_run_over("troupe", "one_connection", "client_server");
+    // Node A's sessions: the hub (its server) directly, node B through the hub.
+    let peers = s["route"]["peers"].as_object().unwrap_or_else(|| panic!("no route: {s}"));
+    assert_eq!(peers.len(), 2, "{s}");
+    assert_eq!(s["routed_sessions"], 1, "{s}");
+    let hub = peers.iter().find(|(_, v)| *v == "direct").map(|(k, _)| k.clone()).unwrap();
+    assert!(peers.values().any(|v| *v == hub.as_str()), "node B is reached through the hub {hub}: {s}");
+    // Every payload crossed the relay twice: into the hub, and out of it toward node B.
+    assert!(s["relay"]["bytes_up_in"].as_u64().unwrap() >= 2 * 12 * 524_288, "{s}");
+}
+
+#[test]
+fn troupe_runs_over_hyparview_and_says_how_its_sessions_went() {
+    let s = short_run_over("troupe", "parallel_affinity", "hyparview");
+    let peers = s["route"]["peers"].as_object().unwrap_or_else(|| panic!("no route: {s}"));
+    // Three nodes and an active view of 5: every node ends up a neighbour of every other, but
+    // node A may have reached node B through the hub before they were (a session keeps its
+    // route): either way the route names a node of the run.
+    assert_eq!(peers.len(), 2, "{s}");
+    for (addr, via) in peers {
+        assert!(via == "direct" || (via.as_str() != Some(addr) && peers.contains_key(via.as_str().unwrap())), "{s}");
+    }
+    assert!(s["routed_sessions"].as_u64().unwrap() <= 1, "{s}");
+}
+
+#[test]
+fn erlang_refuses_an_overlay_naming_the_key() {
+    if !erlang_or_skip("erlang_refuses_an_overlay_naming_the_key") {
+        return;
+    }
+    let lab = TempLab::new("run");
+    let out = &lab.out;
+    let o = lab.run(&["lab", "run", "latency", "--runtime", "erlang"], &[&["--set", "overlay=hyparview"], SHORT]);
+    assert_run_failed_naming(&o, out, &["config key overlay = \"hyparview\"", "\"full_mesh\""]);
 }
 
 #[test]

@@ -26,6 +26,7 @@ pub mod nemesis;
 pub mod netfaults;
 pub mod netlayer;
 pub mod nodes;
+pub mod overlay_net;
 pub mod peer;
 pub mod registry;
 pub mod relay;

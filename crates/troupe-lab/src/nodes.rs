@@ -348,18 +348,21 @@ pub fn env(name: &str, workload: &str) -> crate::error::Result<String> {
 
 /// A node process's wait for the end of its run: 0 when `quit` is notified; 1, said on stderr
 /// as `troupe ROLE: ...`, when its node loses `peer` (`events`, its node's subscription taken
-/// before it announced itself: a node down, or the node closed) or when `limit` passes.
+/// before it announced itself: a node down, or the node closed) or when `limit` passes. With
+/// `peer_addr`, only that node's `NodeDown` counts (a node on an overlay has sessions with
+/// other nodes that may come and go); without it, any node's.
 pub async fn serve_until_quit(
     mut events: tokio::sync::broadcast::Receiver<NodeEvent>,
     quit: &Notify,
     limit: Duration,
     role: &str,
-    peer: &str,
+    (peer, peer_addr): (&str, Option<&str>),
 ) -> i32 {
     let lost = async {
         loop {
             match events.recv().await {
-                Ok(NodeEvent::NodeDown { .. }) | Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                Ok(NodeEvent::NodeDown { addr, .. }) if peer_addr.is_none_or(|a| a == addr) => return,
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
                 _ => {}
             }
         }

@@ -246,7 +246,7 @@ async fn node_process(run: &EnergyConfig) -> Result<i32> {
     let events = node.subscribe();
     println!("{}", node.addr());
     let limit = rep_limit(run) * run.reps as u32 + START_LIMIT;
-    let code = nodes::serve_until_quit(events, &quit, limit, "energy-node", "the clients' node").await;
+    let code = nodes::serve_until_quit(events, &quit, limit, "energy-node", ("the clients' node", None)).await;
     control.stop();
     node.shutdown();
     Ok(code)

@@ -10,7 +10,10 @@
 //!    seconds (MB/s, decimal).
 //! 4. `summary.json`: `latency_ms.{p50,p99,mean,max}`, `throughput_msgs_per_s`,
 //!    `throughput_mb_per_s`, `messages`, `rtt_ms`, `transport`, plus `pairs`,
-//!    `payload_bytes`, `parallelism`, `window_s` and the relay's counts when recorded.
+//!    `payload_bytes`, `parallelism`, `window_s` and the relay's counts when recorded; `overlay`,
+//!    and with an overlay node A's `route` event (`{kind, peers}`) and `routed_sessions`, the
+//!    sessions of node A that ran through another node (1 when node B was reached through
+//!    the hub).
 
 use std::collections::BTreeSet;
 
@@ -50,10 +53,18 @@ pub struct LatencyStats {
     pub relay: Option<Value>,
     /// Gossip A received (`channels_gossip`).
     pub gossip: Option<Value>,
+    /// How node A's sessions ran (`route`, with an overlay).
+    pub route: Option<Value>,
     problems: Vec<String>,
 }
 
 impl LatencyStats {
+    /// Node A's sessions that ran through another node (rule 4), when it wrote its `route`.
+    pub fn routed_sessions(&self) -> Option<u64> {
+        let peers = self.route.as_ref()?.get("peers")?.as_object()?;
+        Some(peers.values().filter(|v| v.as_str() != Some("direct")).count() as u64)
+    }
+
     /// Computes the statistics of a run from its config and events.
     pub fn compute(cfg: &Config, events: &[Event]) -> LatencyStats {
         let c = LatencyConfig::from_config(cfg);
@@ -100,7 +111,8 @@ impl LatencyStats {
         let dist_ms = Dist::of(&mut ms);
         let relay = events.iter().find(|e| e.ev == "relay").map(Event::own_fields);
         let gossip = events.iter().find(|e| e.ev == "gossip").map(Event::own_fields);
-        LatencyStats { cfg: c, runtime, samples, dist_ms, window_s, relay, gossip, problems }
+        let route = events.iter().find(|e| e.ev == "route").map(Event::own_fields);
+        LatencyStats { cfg: c, runtime, samples, dist_ms, window_s, relay, gossip, route, problems }
     }
 
     /// Messages per second over the window (rule 3).
@@ -128,9 +140,14 @@ impl RunAnalysis for LatencyStats {
     }
 
     fn summary_rows(&self) -> Vec<(String, String)> {
+        let overlay = match self.routed_sessions() {
+            Some(n) => format!("{} ({n} of node A's sessions routed through another node)", self.cfg.overlay),
+            None => self.cfg.overlay.clone(),
+        };
         let f = |v: Option<f64>, unit: &str| v.map_or("-".to_string(), |x| format!("{x:.3} {unit}"));
         let mut rows = vec![
             ("transport".into(), self.cfg.transport.clone()),
+            ("overlay".into(), overlay),
             (
                 "pairs x payload".into(),
                 format!("{} x {} KiB, rtt {} ms", self.cfg.pairs, self.cfg.payload_bytes / 1024, self.cfg.rtt_ms),
@@ -157,6 +174,9 @@ impl RunAnalysis for LatencyStats {
             "window_s": num(self.window_s),
             "relay": self.relay.clone().unwrap_or(Value::Null),
             "gossip": self.gossip.clone().unwrap_or(Value::Null),
+            "overlay": self.cfg.overlay,
+            "route": self.route.clone().unwrap_or(Value::Null),
+            "routed_sessions": self.routed_sessions(),
         })
     }
 

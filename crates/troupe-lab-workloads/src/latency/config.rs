@@ -2,7 +2,8 @@
 //! ranges and cross-key rules, and the typed view of a validated config.
 //!
 //! The defaults are a quick run: 8 actor pairs, 512 KiB payloads, 1,000 messages, 1 ms RTT
-//! through the lab's relay, one connection; `troupe lab run latency` takes a few seconds.
+//! through the lab's relay, one connection, no overlay (full mesh); `troupe lab run latency`
+//! takes a few seconds.
 
 use troupe_lab::config::{cross, Config, CrossIssue, KeySpec, Schema, SEED};
 use troupe_lab::{choice_key, int_key};
@@ -60,6 +61,7 @@ static KEYS: &[KeySpec] = &[
         4,
         "connections per node pair for the data (parallel_random, parallel_affinity, channels_gossip)"
     ),
+    choice_key!("overlay", troupe_lab::overlay_net::OVERLAYS, "full_mesh", troupe_lab::overlay_net::HELP),
     SEED,
 ];
 
@@ -92,6 +94,9 @@ pub struct LatencyConfig {
     pub transport: String,
     /// Data connections for the parallel transports.
     pub parallelism: u64,
+    /// One of [`troupe_lab::overlay_net::OVERLAYS`]: with any but `full_mesh`, a hub process
+    /// joins the run and node A's traffic to node B rides the overlay.
+    pub overlay: String,
 }
 
 impl LatencyConfig {
@@ -104,6 +109,7 @@ impl LatencyConfig {
             rtt_ms: c.int("rtt_ms").max(0) as u64,
             transport: c.str("transport").to_string(),
             parallelism: c.int("parallelism").max(1) as u64,
+            overlay: c.str("overlay").to_string(),
         }
     }
 

@@ -4,20 +4,23 @@
 //! Rules:
 //! 1. A run's `latency.csv` has one row per message: `pair,seq,latency_us`.
 //! 2. The grid's CSV (`sweep.csv` or `compare.csv`) has one row per run folder: runtime,
-//!    transport, pairs, payload, rtt, messages, the latency figures, throughput, status and
+//!    transport, overlay (`full_mesh` for a folder from before the key), pairs, payload, rtt, messages, the latency figures, throughput, status and
 //!    reason (with the last line of the run's stderr); a failed run keeps its row with empty
 //!    figures.
 //! 3. Plots: per (payload, rtt), p99 latency against log2(pairs), one line per runtime and
-//!    transport (Distributed Erlang's is its one connection); a missing figure is a gap.
-//! 4. The ratio table: per (pairs, payload, rtt) and Troupe transport, Distributed Erlang's p99
-//!    over Troupe's (the mean over repetitions of each), and the same for throughput (Troupe's
-//!    over Erlang's): above 1 Troupe is better. The issue's target is checked where both have a
-//!    figure at 128 pairs, 8 MiB, 1 ms RTT: Erlang's p99 at least 2x Troupe's.
+//!    transport and overlay (Distributed Erlang's is its one connection, full mesh); a missing
+//!    figure is a gap.
+//! 4. The ratio table: per (pairs, payload, rtt) and Troupe transport and overlay, Distributed
+//!    Erlang's (full mesh) p99 over Troupe's (the mean over repetitions of each), and the same
+//!    for throughput (Troupe's over Erlang's): above 1 Troupe is better. The issue's target is
+//!    checked where both have a figure at 128 pairs, 8 MiB, 1 ms RTT on a full mesh: Erlang's
+//!    p99 at least 2x Troupe's.
 
 use std::path::Path;
 
 use super::analysis::LatencyStats;
 use troupe_lab::config::Config;
+use troupe_lab::overlay_net::FULL_MESH;
 use troupe_lab::error::Result;
 use troupe_lab::manifest::Manifest;
 use troupe_lab::report::grid::{
@@ -72,6 +75,7 @@ struct Row {
     status: String,
     reason: String,
     transport: String,
+    overlay: String,
     pairs: u64,
     payload: u64,
     rtt: u64,
@@ -96,6 +100,8 @@ fn load(dir: &Path) -> Vec<Row> {
             };
             Row {
                 transport: r.cfg_str("transport"),
+                // A run folder from before the key ran on a full mesh.
+                overlay: Some(r.cfg_str("overlay")).filter(|o| !o.is_empty()).unwrap_or_else(|| FULL_MESH.into()),
                 pairs: r.cfg_u64("pairs"),
                 payload: r.cfg_u64("payload_bytes"),
                 rtt: r.cfg_u64("rtt_ms"),
@@ -118,9 +124,20 @@ fn load(dir: &Path) -> Vec<Row> {
 /// The line a run belongs to in the plots (rule 3).
 fn line_name(r: &Row) -> String {
     if r.runtime == "troupe" {
-        format!("troupe {}", r.transport)
+        format!("troupe {}", r.variant())
     } else {
         format!("{} (one connection)", r.runtime)
+    }
+}
+
+impl Row {
+    /// Troupe's transport, and its overlay when it is not a full mesh.
+    fn variant(&self) -> String {
+        if self.overlay == FULL_MESH {
+            self.transport.clone()
+        } else {
+            format!("{} over {}", self.transport, self.overlay)
+        }
     }
 }
 
@@ -128,6 +145,7 @@ fn line_name(r: &Row) -> String {
 const COLUMNS: &[Column<Row>] = &[
     ("runtime", |r| r.runtime.clone()),
     ("transport", |r| r.transport.clone()),
+    ("overlay", |r| r.overlay.clone()),
     ("pairs", |r| r.pairs.to_string()),
     ("payload_bytes", |r| r.payload.to_string()),
     ("rtt_ms", |r| r.rtt.to_string()),
@@ -148,12 +166,13 @@ const COLUMNS: &[Column<Row>] = &[
 pub fn write_grid(dir: &Path, csv_name: &str, title: &str) -> Result<(usize, Vec<String>)> {
     let mut rows = load(dir);
     rows.sort_by(|a, b| {
-        (a.payload, a.rtt, a.pairs, &a.runtime, &a.transport).cmp(&(
+        (a.payload, a.rtt, a.pairs, &a.runtime, &a.transport, &a.overlay).cmp(&(
             b.payload,
             b.rtt,
             b.pairs,
             &b.runtime,
             &b.transport,
+            &b.overlay,
         ))
     });
     let intro = "Each actor on node A sends its messages to its partner on node B one after another, waiting for \
@@ -191,7 +210,7 @@ pub fn write_grid(dir: &Path, csv_name: &str, title: &str) -> Result<(usize, Vec
 /// The ratio table (rule 4) as aligned text lines, header first.
 fn ratio_lines(rows: &[Row]) -> Vec<String> {
     let mut out = vec![format!(
-        "{:>5} {:>9} {:>4}  {:<18} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8}  target",
+        "{:>5} {:>9} {:>4}  {:<32} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8}  target",
         "pairs",
         "payload",
         "rtt",
@@ -203,22 +222,25 @@ fn ratio_lines(rows: &[Row]) -> Vec<String> {
         "erlang/s",
         "tput x"
     )];
-    let mut keys: Vec<(u64, u64, u64, String)> = rows
+    let mut keys: Vec<(u64, u64, u64, String, String)> = rows
         .iter()
         .filter(|r| r.runtime == "troupe")
-        .map(|r| (r.payload, r.rtt, r.pairs, r.transport.clone()))
+        .map(|r| (r.payload, r.rtt, r.pairs, r.transport.clone(), r.overlay.clone()))
         .collect();
     keys.sort();
     keys.dedup();
-    for (payload, rtt, pairs, transport) in keys {
+    for (payload, rtt, pairs, transport, overlay) in keys {
         let at = |rt: &str, tr: Option<&str>| -> Vec<&Row> {
             rows.iter()
                 .filter(|r| r.runtime == rt && r.payload == payload && r.rtt == rtt && r.pairs == pairs)
                 .filter(|r| tr.is_none_or(|t| r.transport == t))
                 .collect()
         };
-        let t = at("troupe", Some(&transport));
-        let e = at("erlang", Some(super::config::ERLANG_TRANSPORT));
+        let t: Vec<&Row> = at("troupe", Some(&transport)).into_iter().filter(|r| r.overlay == overlay).collect();
+        let e: Vec<&Row> = at("erlang", Some(super::config::ERLANG_TRANSPORT))
+            .into_iter()
+            .filter(|r| r.overlay == FULL_MESH)
+            .collect();
         if e.is_empty() {
             continue;
         }
@@ -232,7 +254,7 @@ fn ratio_lines(rows: &[Row]) -> Vec<String> {
             (Some(a), Some(b)) if b > 0.0 => Some(a / b),
             _ => None,
         };
-        let target = if pairs == 128 && payload == 8_388_608 && rtt == 1 {
+        let target = if pairs == 128 && payload == 8_388_608 && rtt == 1 && overlay == FULL_MESH {
             match p99x {
                 Some(x) if x >= 2.0 => "met (p99 >= 2x lower)",
                 Some(_) => "not met (needs p99 >= 2x lower)",
@@ -242,11 +264,11 @@ fn ratio_lines(rows: &[Row]) -> Vec<String> {
             "-"
         };
         out.push(format!(
-            "{:>5} {:>8}K {:>4}  {:<18} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8}  {}",
+            "{:>5} {:>8}K {:>4}  {:<32} {:>10} {:>10} {:>8} {:>10} {:>10} {:>8}  {}",
             pairs,
             payload / 1024,
             rtt,
-            transport,
+            t.first().map_or(transport.clone(), |r| r.variant()),
             fmt(tp, 2),
             fmt(ep, 2),
             fmt(p99x, 2),

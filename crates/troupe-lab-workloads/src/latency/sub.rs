@@ -1,7 +1,7 @@
 //! The Troupe latency program as OS processes (the latency peer contract of docs/latency.md):
 //! `troupe lab exec latency` is node A and writes the events; it starts the lab's relay
 //! (`troupe lab exec latency-relay`, [`troupe_lab::relay`]) and node B (`troupe lab exec
-//! latency-node`) as its children.
+//! latency-node`) as its children, and with an overlay the hub (rule 6).
 //!
 //! Rules:
 //! 1. Both nodes advertise a relay address, A's relay forwarding to A and B's to B, so every
@@ -22,6 +22,14 @@
 //! 5. A config the program cannot run is refused with one stderr line naming the key and the
 //!    allowed values, exit 2. A failure (an ack not back in time, a refused send, a child gone)
 //!    ends the run with `run_finished {errors: 1}` and exit status 1.
+//! 6. Overlay (`overlay`, [`troupe_lab::overlay_net`]): with any but `full_mesh` a third
+//!    process, the hub (`latency-node` whose hub address is its own), starts first behind a
+//!    relay address of its own, and all three nodes start the overlay (the hub is the server
+//!    of `client_server` and the contact of `hyparview`). Node A waits until the overlay's
+//!    link states reach both others, then measures as above: every connection, each leg of a
+//!    routed one included, runs through the relay, so a route through the hub pays the RTT
+//!    twice. After the window, before node B is told to quit, node A writes `route {kind,
+//!    peers: {addr: "direct" | hop}}`; the hub is told to quit once node B's process has ended.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -40,6 +48,7 @@ use crate::SutError;
 use troupe_lab::error::Result;
 use troupe_lab::events::writer::Emitter;
 use troupe_lab::nodes::{self, NodeCmd, NodeProc};
+use troupe_lab::overlay_net;
 use troupe_lab::subprocess;
 
 /// The name node B exports its control actor under.
@@ -48,6 +57,11 @@ const CONTROL: &str = "latency-control";
 const ENV_SECRET: &str = "TROUPE_LATENCY_SECRET";
 /// The relay address node B advertises, handed to it in its environment.
 const ENV_ADVERTISE: &str = "TROUPE_LATENCY_ADVERTISE";
+/// The hub's relay address, handed to node B and the hub in their environment; empty without
+/// an overlay (rule 6).
+const ENV_HUB: &str = "TROUPE_LATENCY_HUB";
+/// Node A's relay address, handed to the children: only its going away ends them.
+const ENV_A: &str = "TROUPE_LATENCY_A";
 /// How long a child process may take to start and answer.
 const START_LIMIT: Duration = Duration::from_secs(60);
 
@@ -143,43 +157,120 @@ impl Relay {
     }
 }
 
-/// Node A's whole run (rules 1-4); the relay and node B are stopped whatever happens.
+/// Node A's whole run (rules 1-4, 6); the relay and the children are stopped whatever happens.
 async fn experiment(cfg: &LatencyConfig, em: &Emitter) -> std::result::Result<(), String> {
     let mut relay = Relay::start()?;
-    let result = async {
-        let ra = relay.listen().await?;
-        let rb = relay.listen().await?;
-        let secret = nodes::secret();
-        let a_listen = format!("127.0.0.1:{}", nodes::free_port()?);
-        let node = Node::start(node_config("a", &secret, cfg, &a_listen, &ra))
-            .await
-            .map_err(|e| format!("cannot start node A: {e}"))?;
-        let b = NodeCmd::new("node B's process", "latency-node").env(ENV_SECRET, &secret).env(ENV_ADVERTISE, &rb);
-        let mut b = match b.stdout().start() {
-            Ok(b) => b,
-            Err(e) => {
-                node.shutdown();
-                return Err(e);
-            }
-        };
-        let result = async {
-            let b_listen = b.line("report its address", START_LIMIT).await?;
-            relay.cmd(&format!("forward {rb} {b_listen}")).await?;
-            relay.cmd(&format!("forward {ra} {a_listen}")).await?;
-            let result = match measure(cfg, em, &node, &rb).await {
-                Ok(()) => Ok(()),
-                Err(e) => Err(b.failure(e).await),
-            };
-            relay.emit_stats(em).await;
-            result
+    let mut children: Vec<NodeProc> = Vec::new();
+    let mut node: Option<Node> = None;
+    let result = run_nodes(cfg, em, &mut relay, &mut children, &mut node).await;
+    // Node B first, then the hub it may route through.
+    for c in children.into_iter().rev() {
+        c.close(Duration::from_secs(10)).await;
+    }
+    if let Some(n) = node {
+        n.shutdown();
+    }
+    relay.close().await;
+    result
+}
+
+/// Starts a `latency-node` process advertising `advertise`, with the hub's address `hub`
+/// (empty without an overlay; the hub itself when it equals `advertise`, rule 6) and node A's
+/// `a`; the process and the address it listens on.
+async fn start_child(
+    what: &str,
+    secret: &str,
+    advertise: &str,
+    hub: &str,
+    a: &str,
+) -> std::result::Result<(NodeProc, String), String> {
+    let cmd = NodeCmd::new(what, "latency-node")
+        .env(ENV_SECRET, secret)
+        .env(ENV_ADVERTISE, advertise)
+        .env(ENV_HUB, hub)
+        .env(ENV_A, a);
+    let mut p = cmd.stdout().start()?;
+    match p.line("report its address", START_LIMIT).await {
+        Ok(listen) => Ok((p, listen)),
+        Err(e) => {
+            let e = p.failure(e).await;
+            p.close(Duration::from_secs(5)).await;
+            Err(e)
         }
-        .await;
-        b.close(Duration::from_secs(10)).await;
-        node.shutdown();
-        result
+    }
+}
+
+/// Rules 1, 2 and 6: the nodes, the relay's forwards, the overlay, then the measurement; the
+/// children and node A are left in `children` and `node` for the caller to stop.
+async fn run_nodes(
+    cfg: &LatencyConfig,
+    em: &Emitter,
+    relay: &mut Relay,
+    children: &mut Vec<NodeProc>,
+    node: &mut Option<Node>,
+) -> std::result::Result<(), String> {
+    let ra = relay.listen().await?;
+    let rb = relay.listen().await?;
+    let secret = nodes::secret();
+    let a_listen = format!("127.0.0.1:{}", nodes::free_port()?);
+    let a = Node::start(node_config("a", &secret, cfg, &a_listen, &ra))
+        .await
+        .map_err(|e| format!("cannot start node A: {e}"))?;
+    *node = Some(a.clone());
+    // Rule 6: the hub first, reachable through its relay before anyone joins it.
+    let hub = if overlay_net::needs_hub(&cfg.overlay) {
+        let rs = relay.listen().await?;
+        let (p, listen) = start_child("the hub's process", &secret, &rs, &rs, &ra).await?;
+        children.push(p);
+        relay.cmd(&format!("forward {rs} {listen}")).await?;
+        Some(rs)
+    } else {
+        None
+    };
+    let (p, b_listen) = start_child("node B's process", &secret, &rb, hub.as_deref().unwrap_or(""), &ra).await?;
+    children.push(p);
+    relay.cmd(&format!("forward {rb} {b_listen}")).await?;
+    relay.cmd(&format!("forward {ra} {a_listen}")).await?;
+    let overlay = match &hub {
+        Some(h) => overlay_net::start(&a, &cfg.overlay, h, false).await?,
+        None => None,
+    };
+    let result = async {
+        if let Some(o) = &overlay {
+            overlay_net::wait_reachable(o, 2, START_LIMIT).await?;
+        }
+        let hub_control: Option<ActorRef<ControlMsg>> = match &hub {
+            Some(h) => Some(
+                a.lookup(h, CONTROL)
+                    .await
+                    .map_err(|e| format!("cannot find {CONTROL} on the hub: {}", troupe::error_chain(&e)))?,
+            ),
+            None => None,
+        };
+        measure(cfg, em, &a, &rb, hub.as_deref()).await?;
+        // Rule 6: the hub quits after node B, whose session with node A may run through it.
+        if let Some(h) = hub_control {
+            if let Some(b) = children.pop() {
+                b.close(Duration::from_secs(10)).await;
+            }
+            let _ = h.send(ControlMsg::Quit);
+        }
+        Ok(())
     }
     .await;
-    relay.close().await;
+    let result = match result {
+        Ok(()) => Ok(()),
+        Err(mut e) => {
+            for c in children.iter_mut() {
+                e = c.failure(e).await;
+            }
+            Err(e)
+        }
+    };
+    relay.emit_stats(em).await;
+    if let Some(o) = overlay {
+        o.stop();
+    }
     result
 }
 
@@ -187,7 +278,13 @@ async fn experiment(cfg: &LatencyConfig, em: &Emitter) -> std::result::Result<()
 type Rows = Vec<(u64, u64, u64)>;
 
 /// Set-up, warm-up and the measured window (rules 2-4); B's node is told to quit at the end.
-async fn measure(cfg: &LatencyConfig, em: &Emitter, node: &Node, rb: &str) -> std::result::Result<(), String> {
+async fn measure(
+    cfg: &LatencyConfig,
+    em: &Emitter,
+    node: &Node,
+    rb: &str,
+    hub: Option<&str>,
+) -> std::result::Result<(), String> {
     node.connect(rb)
         .await
         .map_err(|e| format!("cannot reach node B through the relay at {rb}: {}", troupe::error_chain(&e)))?;
@@ -272,6 +369,10 @@ async fn measure(cfg: &LatencyConfig, em: &Emitter, node: &Node, rb: &str) -> st
     if let Some(g) = a_gossip {
         g.abort();
     }
+    // Rule 6: how node A's sessions ran, taken before node B is told to quit.
+    if hub.is_some() {
+        em.emit("route", overlay_net::route_json(node, &cfg.overlay));
+    }
     let _ = control.send(ControlMsg::Quit);
     rows.sort_unstable();
     for (pair, seq, us) in &rows {
@@ -292,15 +393,23 @@ async fn measure(cfg: &LatencyConfig, em: &Emitter, node: &Node, rb: &str) -> st
     failure.map_or(Ok(()), Err)
 }
 
-/// Node B's process: prints its listen address, serves until told to quit, until node A goes
-/// away, or until the run's deadline.
+/// Node B's process, or the hub's (rule 6): prints its listen address, serves until told to
+/// quit, until node A goes away, or until the run's deadline.
 async fn node_process(cfg: &LatencyConfig) -> Result<i32> {
     let secret = nodes::env(ENV_SECRET, "latency")?;
     let advertise = nodes::env(ENV_ADVERTISE, "latency")?;
+    let (hub, a) = (nodes::env(ENV_HUB, "latency")?, nodes::env(ENV_A, "latency")?);
+    let is_hub = hub == advertise;
     let listen = format!("127.0.0.1:{}", nodes::free_port().map_err(SutError::Process)?);
-    let node = Node::start(node_config("b", &secret, cfg, &listen, &advertise))
+    let name = if is_hub { "hub" } else { "b" };
+    let node = Node::start(node_config(name, &secret, cfg, &listen, &advertise))
         .await
-        .map_err(|e| SutError::Node(format!("cannot start node B: {e}")))?;
+        .map_err(|e| SutError::Node(format!("cannot start node {name}: {e}")))?;
+    let overlay = if overlay_net::needs_hub(&cfg.overlay) {
+        overlay_net::start(&node, &cfg.overlay, &hub, is_hub).await.map_err(SutError::Node)?
+    } else {
+        None
+    };
     let quit = Arc::new(Notify::new());
     let control =
         troupe::spawn(Control { cfg: cfg.clone(), partners: Vec::new(), gossip: None, quit: Arc::clone(&quit) });
@@ -308,7 +417,10 @@ async fn node_process(cfg: &LatencyConfig) -> Result<i32> {
     let events = node.subscribe();
     println!("{listen}");
     let limit = super::expected_window(cfg) + START_LIMIT;
-    let code = nodes::serve_until_quit(events, &quit, limit, "latency-node", "node A").await;
+    let code = nodes::serve_until_quit(events, &quit, limit, "latency-node", ("node A", Some(&a))).await;
+    if let Some(o) = overlay {
+        o.stop();
+    }
     control.stop();
     node.shutdown();
     Ok(code)

@@ -5,7 +5,9 @@
 %%   pairs 1..128; payload_bytes 524288..8388608; messages >= 10 and >= pairs;
 %%   rtt_ms 0..200 (the relay reads it; the program only checks it);
 %%   transport "one_connection" only: Distributed Erlang has one connection per
-%%   node pair, so the other transports are refused naming the key.
+%%   node pair, so the other transports are refused naming the key;
+%%   overlay "full_mesh" only: Distributed Erlang's nodes connect in a full mesh,
+%%   so the overlays (Troupe's) are refused naming the key.
 %% `parallelism` and `seed` are the lab's; the program ignores them. A bad or
 %% missing value is refused with one message naming the key, the value and what
 %% is allowed; the caller exits 2 before anything starts.
@@ -37,6 +39,12 @@ check(Raw) ->
         undefined -> bad(transport, undefined, "\"one_connection\"");
         T -> bad(transport, T, "\"one_connection\" (Distributed Erlang has one connection per "
                                "node pair; the other transports are Troupe's)")
+    end,
+    case Get(overlay) of
+        <<"full_mesh">> -> ok;
+        undefined -> bad(overlay, undefined, "\"full_mesh\"");
+        O -> bad(overlay, O, "\"full_mesh\" (Distributed Erlang's nodes connect in a full mesh; "
+                             "the overlays are Troupe's)")
     end,
     #{pairs => Pairs, payload_bytes => Payload, messages => Messages, rtt_ms => Rtt}.
 
