@@ -1,8 +1,9 @@
 //! `troupe lab run|compare kv` through the real binary (three real node processes plus the
 //! client process on loopback): a short Troupe run per transport writes `summary.json` with the
-//! contract's keys and `kv.csv` with one row per operation; the Erlang peer does the same and
-//! refuses any transport but `one_connection` naming the key; a comparison writes the
-//! side-by-side table.
+//! contract's keys and `kv.csv` with one row per operation, on a full mesh, client-server
+//! (node 0 the server) and HyParView; the Erlang peer does the same on a full mesh and refuses
+//! any transport but `one_connection` and any overlay but `full_mesh` naming the key; an
+//! overlay with faults is refused; a comparison writes the side-by-side table.
 //!
 //! The Erlang tests skip loudly without `erl` unless TROUPE_TEST_REQUIRE_ERLANG=1.
 
@@ -14,11 +15,17 @@ const SHORT: &[&str] =
 
 /// Runs one short point and checks the run folder against the contract; its summary.
 fn short_run(runtime: &str, service: &str, transport: &str) -> serde_json::Value {
+    short_run_over(runtime, service, transport, "full_mesh")
+}
+
+/// [`short_run`] with `overlay`.
+fn short_run_over(runtime: &str, service: &str, transport: &str, overlay: &str) -> serde_json::Value {
     let lab = TempLab::new("run");
     let out = &lab.out;
+    let point = [format!("transport={transport}"), format!("service={service}"), format!("overlay={overlay}")];
     let o = lab.run(
         &["lab", "run", "kv", "--runtime", runtime],
-        &[&["--set", &format!("transport={transport}"), "--set", &format!("service={service}")], SHORT],
+        &[&["--set", &point[0], "--set", &point[1], "--set", &point[2]], SHORT],
     );
     let err = std::fs::read_to_string(out.join("stderr.txt")).unwrap_or_default();
     let ctx = format!("{runtime} {service} {transport}: {}\n{}\n{err}", text(&o.stdout), text(&o.stderr));
@@ -41,6 +48,7 @@ fn short_run(runtime: &str, service: &str, transport: &str) -> serde_json::Value
     assert_eq!(s["object_bytes"], 65536, "{ctx}");
     assert_eq!(s["service"], service, "{ctx}");
     assert_eq!(s["transport"], transport, "{ctx}");
+    assert_eq!(s["overlay"], overlay, "{ctx}");
     let csv = read(&out.join("kv.csv"));
     assert_eq!(csv.lines().next(), Some("client,seq,op,latency_us,ok"), "{csv}");
     assert_eq!(csv.lines().count() as u64, 1 + ops, "{csv}");
@@ -64,6 +72,45 @@ fn troupe_channels_kv_run_writes_summary_and_csv() {
 fn troupe_one_connection_kv_and_echo_runs() {
     short_run("troupe", "kv", "one_connection");
     short_run("troupe", "echo", "channels");
+}
+
+#[test]
+fn troupe_kv_runs_over_client_server_through_node_0() {
+    let s = short_run_over("troupe", "kv", "channels", "client_server");
+    // The client node's sessions: node 0 (the server) directly, nodes 1 and 2 through it.
+    let peers = s["route"]["peers"].as_object().unwrap_or_else(|| panic!("no route: {s}"));
+    assert_eq!(peers.len(), 3, "{s}");
+    assert_eq!(s["routed_sessions"], 2, "{s}");
+    let hub = peers.iter().find(|(_, v)| *v == "direct").map(|(k, _)| k.clone()).unwrap();
+    assert_eq!(peers.values().filter(|v| **v == hub.as_str()).count(), 2, "{s}");
+}
+
+#[test]
+fn troupe_kv_runs_over_hyparview() {
+    let s = short_run_over("troupe", "echo", "one_connection", "hyparview");
+    let peers = s["route"]["peers"].as_object().unwrap_or_else(|| panic!("no route: {s}"));
+    assert_eq!(peers.len(), 3, "{s}");
+    for (addr, via) in peers {
+        assert!(via == "direct" || (via.as_str() != Some(addr) && peers.contains_key(via.as_str().unwrap())), "{s}");
+    }
+}
+
+#[test]
+fn an_overlay_with_faults_is_refused_and_erlang_refuses_any_overlay() {
+    let lab = TempLab::new("run");
+    let o = lab.run(&["lab", "run", "kv"], &[&["--set", "overlay=hyparview", "--set", "nemesis=kill"], SHORT]);
+    assert_eq!(o.status.code(), Some(2), "{}", ctx(&o));
+    assert!(text(&o.stderr).contains("overlay"), "{}", ctx(&o));
+    if !erlang_or_skip("an_overlay_with_faults_is_refused_and_erlang_refuses_any_overlay") {
+        return;
+    }
+    let lab = TempLab::new("run");
+    let out = &lab.out;
+    let o = lab.run(
+        &["lab", "run", "kv", "--runtime", "erlang"],
+        &[&["--set", "overlay=client_server", "--set", "transport=one_connection"], SHORT],
+    );
+    assert_run_failed_naming(&o, out, &["config key overlay = \"client_server\"", "\"full_mesh\""]);
 }
 
 #[test]

@@ -25,10 +25,8 @@ fn short_run_over(runtime: &str, transport: &str, overlay: &str) -> serde_json::
     let lab = TempLab::new("run");
     let out = &lab.out;
     let point = [format!("transport={transport}"), format!("overlay={overlay}")];
-    let o = lab.run(
-        &["lab", "run", "latency", "--runtime", runtime],
-        &[&["--set", &point[0], "--set", &point[1]], SHORT],
-    );
+    let o =
+        lab.run(&["lab", "run", "latency", "--runtime", runtime], &[&["--set", &point[0], "--set", &point[1]], SHORT]);
     let err = std::fs::read_to_string(out.join("stderr.txt")).unwrap_or_default();
     let ctx = format!("{runtime} {transport}: {}\n{}\n{err}", text(&o.stdout), text(&o.stderr));
     assert_eq!(o.status.code(), Some(0), "{ctx}");

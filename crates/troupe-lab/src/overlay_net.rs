@@ -105,3 +105,17 @@ pub fn route_json(node: &Node, kind: &str) -> Value {
         node.peers().into_iter().map(|p| (p.addr, Value::from(p.via.unwrap_or_else(|| "direct".into())))).collect();
     json!({"kind": kind, "peers": peers})
 }
+
+/// Rule 5: how many of the sessions a `route` event lists ran through another node; `None`
+/// when `route` is not such an event's fields.
+///
+/// ```
+/// let r = serde_json::json!({"kind": "client_server", "peers": {"a:1": "direct", "b:2": "a:1"}});
+/// assert_eq!(troupe_lab::overlay_net::routed_sessions(&r), Some(1));
+/// assert_eq!(troupe_lab::overlay_net::routed_sessions(&serde_json::Value::Null), None);
+/// ```
+#[must_use]
+pub fn routed_sessions(route: &Value) -> Option<u64> {
+    let peers = route.get("peers")?.as_object()?;
+    Some(peers.values().filter(|v| v.as_str() != Some("direct")).count() as u64)
+}

@@ -58,6 +58,8 @@ pub struct KvStats {
     pub window_s: Option<f64>,
     /// The nodes' counts, as recorded.
     pub nodes: Option<Value>,
+    /// How the client node's sessions ran (`route`, with an overlay).
+    pub route: Option<Value>,
     /// The history (rule 5).
     pub history: Vec<troupe_lab::history::Op>,
     /// The checker's verdict (rule 5), when the run was checked.
@@ -135,7 +137,8 @@ impl KvStats {
             super::check::check(&history, &finals, ms)
         });
         let missed = troupe_lab::nemesis::missed(actions, events);
-        KvStats { cfg: c, ops, dist_ms, window_s, nodes, history, verdict, missed, problems }
+        let route = events.iter().find(|e| e.ev == "route").map(Event::own_fields);
+        KvStats { cfg: c, ops, dist_ms, window_s, nodes, route, history, verdict, missed, problems }
     }
 
     /// Operations that failed.
@@ -228,6 +231,9 @@ impl RunAnalysis for KvStats {
             "echoes": self.count("echo"),
             "window_s": num(self.window_s),
             "nodes": self.nodes.clone().unwrap_or(Value::Null),
+            "overlay": self.cfg.overlay,
+            "route": self.route.clone().unwrap_or(Value::Null),
+            "routed_sessions": self.route.as_ref().and_then(troupe_lab::overlay_net::routed_sessions),
         });
         // Rule 5: the verdict's keys (its `ops` is the same count).
         if let (Some(v), Value::Object(m)) = (&self.verdict, &mut s) {

@@ -59,6 +59,7 @@ static KEYS: &[KeySpec] = &[
         "simulated storage time of each get and put in its vnode replica, ms; a replica serves one \
          at a time, so it bounds each partition at 1000/delay operations/s (seed 004 §6.2.3: 1 ms)"
     ),
+    choice_key!("overlay", troupe_lab::overlay_net::OVERLAYS, "full_mesh", troupe_lab::overlay_net::HELP),
     SEED,
     troupe_lab::nemesis::NEMESIS,
     troupe_lab::nemesis::NEMESIS_INTERVAL_MS,
@@ -76,6 +77,14 @@ fn cross_check(c: &Config) -> Vec<CrossIssue> {
             "nemesis",
             format!("{:?} with service {}", c.str("nemesis"), k.service),
             "a nemesis run checks the store's history: use service = \"kv\"",
+        ));
+    }
+    if k.overlay != troupe_lab::overlay_net::FULL_MESH && (k.nemesis.is_some() || c.net_faults().is_some()) {
+        out.push(cross(
+            &["overlay", "nemesis"],
+            "overlay",
+            format!("{} with faults", k.overlay),
+            "faults are wired into the full mesh only: run an overlay without nemesis and [net_faults]",
         ));
     }
     if k.r + k.w <= k.n {
@@ -122,6 +131,9 @@ pub struct KvConfig {
     pub seed: u64,
     /// The nemesis, when the run has one.
     pub nemesis: Option<troupe_lab::nemesis::Nemesis>,
+    /// One of [`troupe_lab::overlay_net::OVERLAYS`]: with any but `full_mesh`, the processes
+    /// join that overlay with node 0 as its hub, and the traffic rides it (docs/kv.md).
+    pub overlay: String,
 }
 
 impl KvConfig {
@@ -143,6 +155,7 @@ impl KvConfig {
             read_pct: c.int("read_pct").max(0) as u64,
             seed: c.int("seed").max(0) as u64,
             nemesis: troupe_lab::nemesis::Nemesis::of(c),
+            overlay: c.str("overlay").to_string(),
         }
     }
 

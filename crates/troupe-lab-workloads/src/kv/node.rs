@@ -24,6 +24,10 @@
 //!    With `kill` in the nemesis every ref between processes names its actor (`kv-vnode-<v>`,
 //!    `kv-control`) rather than its id, so it reaches the new process; the address a node
 //!    listens on is its network namespace's at the network layer, loopback otherwise.
+//! 7. Overlay (`overlay`, [`troupe_lab::overlay_net`]): with any but `full_mesh`, on the
+//!    `peers` line the node starts the overlay with node 0 as its hub (the server of
+//!    `client_server`, the contact of `hyparview`) and waits until its link states reach the
+//!    other store nodes before it dials them, so its sessions to non-neighbours are routed.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -141,6 +145,12 @@ pub(super) async fn node_process(cfg: &KvConfig, actions: &[FaultAction]) -> Res
     if addrs.len() != NODES {
         return Err(SutError::Setup(format!("kv node: expected {NODES} peer addresses, got {peers_line:?}")).into());
     }
+    // Rule 7: the overlay, and its routes to the other store nodes, before the first dial.
+    let overlay =
+        troupe_lab::overlay_net::start(&node, &cfg.overlay, &addrs[0], index == 0).await.map_err(SutError::Node)?;
+    if let Some(o) = &overlay {
+        troupe_lab::overlay_net::wait_reachable(o, NODES as u64 - 1, START_LIMIT).await.map_err(SutError::Setup)?;
+    }
     let wiring = wire(&node, &ring, index, &addrs, &local, cfg.by_name()).await.map_err(SutError::Setup)?;
     println!("ready");
     let ae = tokio::spawn(ae_loop(local.clone(), wiring.ae_peers));
@@ -170,6 +180,9 @@ pub(super) async fn node_process(cfg: &KvConfig, actions: &[FaultAction]) -> Res
         }
     };
     faults.calm();
+    if let Some(o) = overlay {
+        o.stop();
+    }
     ae.abort();
     gossip.abort();
     for a in local.values() {

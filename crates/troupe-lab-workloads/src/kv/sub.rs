@@ -33,6 +33,10 @@
 //! 7. Settling (service kv): after the window and the final heal, every key written is read
 //!    from every replica until they agree (`settle.rs`): one `final_read {key, versions,
 //!    value}` per key and `converged {ms, rounds, keys}` (`ms` null when the bound passed).
+//! 8. Overlay (`overlay`, [`troupe_lab::overlay_net`]; not with faults): once the nodes are
+//!    ready (each joined with node 0 as the hub, `node.rs` rule 7), the client node joins too
+//!    and waits until its link states reach all three before it dials them; after the window
+//!    it writes `route {kind, peers}` (how its sessions ran), and node 0 is told to quit last.
 
 use std::time::Duration;
 
@@ -192,6 +196,26 @@ async fn run_with_nodes(
     let addrs = set.addrs;
     tell(set.procs, &format!("peers {}", addrs.join(" "))).await?;
     hear(set.procs, "ready").await?;
+    // Rule 8: this node joins the overlay too, and waits for its routes to every store node.
+    let overlay = troupe_lab::overlay_net::start(node, &cfg.overlay, &addrs[0], false).await?;
+    if let Some(o) = &overlay {
+        troupe_lab::overlay_net::wait_reachable(o, NODES as u64, START_LIMIT).await?;
+    }
+    let result = measure_with_nodes(cfg, em, node, set, actions).await;
+    if let Some(o) = overlay {
+        o.stop();
+    }
+    result
+}
+
+async fn measure_with_nodes(
+    cfg: &KvConfig,
+    em: &Emitter,
+    node: &Node,
+    set: &mut NodeSet<'_>,
+    actions: &[FaultAction],
+) -> std::result::Result<(), String> {
+    let addrs = set.addrs;
     let ring = Ring::new(NODES, cfg.vnodes, cfg.n as usize);
     let mut controls: Vec<ActorRef<ControlMsg>> = Vec::new();
     let mut table: Vec<Vec<Option<ActorRef<VnodeMsg>>>> = vec![vec![None; NODES]; cfg.vnodes as usize];
@@ -257,6 +281,13 @@ async fn run_with_nodes(
                 stats_err.get_or_insert(format!("kv node {i} did not report its counts: {e}"));
             }
         }
+    }
+    // Rule 8: how this node's sessions ran, before the nodes quit; node 0, the overlay's
+    // hub, quits last.
+    if cfg.overlay != troupe_lab::overlay_net::FULL_MESH {
+        em.emit("route", troupe_lab::overlay_net::route_json(node, &cfg.overlay));
+    }
+    for c in controls.iter().rev() {
         let _ = c.send(ControlMsg::Quit);
     }
     let failed = rows.iter().filter(|r| !r.ok).count();

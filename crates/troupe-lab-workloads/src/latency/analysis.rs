@@ -61,8 +61,7 @@ pub struct LatencyStats {
 impl LatencyStats {
     /// Node A's sessions that ran through another node (rule 4), when it wrote its `route`.
     pub fn routed_sessions(&self) -> Option<u64> {
-        let peers = self.route.as_ref()?.get("peers")?.as_object()?;
-        Some(peers.values().filter(|v| v.as_str() != Some("direct")).count() as u64)
+        troupe_lab::overlay_net::routed_sessions(self.route.as_ref()?)
     }
 
     /// Computes the statistics of a run from its config and events.

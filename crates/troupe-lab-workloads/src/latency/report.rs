@@ -20,9 +20,9 @@ use std::path::Path;
 
 use super::analysis::LatencyStats;
 use troupe_lab::config::Config;
-use troupe_lab::overlay_net::FULL_MESH;
 use troupe_lab::error::Result;
 use troupe_lab::manifest::Manifest;
+use troupe_lab::overlay_net::FULL_MESH;
 use troupe_lab::report::grid::{
     figure_cell as fmt, group_lines, log2_chart, run_rows, with_stderr, write_runs_report, Column,
 };

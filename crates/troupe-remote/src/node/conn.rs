@@ -165,9 +165,22 @@ fn is_me(node: &NodeInner, id: &Identity) -> bool {
 /// is routed through (`relay.rs`; `None` for TCP).
 type Dialled = (Identity, Stream, handshake::Features, Option<String>);
 
-async fn dial(node: &Arc<NodeInner>, addr: &str, channel: &str, lane: u16, direct: bool) -> Result<Dialled, Error> {
+/// Dials `addr` for one lane: over TCP when `direct`, else through `through` when given (the
+/// path the peer took, `relay.rs` rule 6), else as the router says.
+async fn dial(
+    node: &Arc<NodeInner>,
+    addr: &str,
+    channel: &str,
+    lane: u16,
+    direct: bool,
+    through: Option<&str>,
+) -> Result<Dialled, Error> {
     let hs = Duration::from_millis(node.cfg.handshake_timeout_ms);
-    let route = if direct { Route::Direct } else { node.relays.route(addr) };
+    let route = match (direct, through) {
+        (true, _) => Route::Direct,
+        (false, Some(hop)) => Route::Via(hop.to_owned()),
+        (false, None) => node.relays.route(addr),
+    };
     let via = match route {
         Route::Direct => None,
         Route::Via(hop) => Some(hop),
@@ -239,14 +252,16 @@ async fn connect_once(node: &Arc<NodeInner>, peer: &Arc<Peer>) -> Result<(), Err
         return Err(ErrorKind::Unreachable(format!("{} (partitioned by fault injection)", peer.addr)).into());
     }
     let direct = peer.dialled_direct.load(Ordering::Relaxed) || peer.direct_hint.load(Ordering::Relaxed);
-    let (ident, control, features, via) = dial(node, &peer.addr, "control", 0, direct).await?;
+    let back = if direct { None } else { peer.came_via.lock().clone() };
+    let (ident, control, features, via) = dial(node, &peer.addr, "control", 0, direct, back.as_deref()).await?;
     // `otel.rs`: trace context goes to this session only if its Welcome advertised it.
     #[cfg(feature = "otel")]
     peer.trace_context.store(features.trace_context, Ordering::Relaxed);
     let mut streams = vec![(peer.control_lane().clone(), control)];
     for ch in peer.channels.iter().skip(1) {
         for lane in &ch.lanes {
-            let (id2, s, _, _) = dial(node, &peer.addr, &ch.name, lane.index, via.is_none()).await?;
+            // The other lanes follow the control lane's path (`relay.rs` rule 6).
+            let (id2, s, _, _) = dial(node, &peer.addr, &ch.name, lane.index, via.is_none(), via.as_deref()).await?;
             if id2.incarnation != ident.incarnation {
                 return Err(ErrorKind::Handshake("the peer restarted while we connected".into()).into());
             }
@@ -412,12 +427,12 @@ async fn inbound_conn(node: Arc<NodeInner>, sock: TcpStream, from: SocketAddr) {
             }
         },
     };
-    accepted(node, sock, hs, from.to_string()).await;
+    accepted(node, sock, hs, from.to_string(), None).await;
 }
 
 /// `relay.rs`: a routed connection that ends at this node, from `origin`: accepted as if it
 /// came over TCP (under TLS when this node uses TLS).
-pub(crate) async fn inbound_tunnel(node: Arc<NodeInner>, pipe: tokio::io::DuplexStream, origin: String) {
+pub(crate) async fn inbound_tunnel(node: Arc<NodeInner>, pipe: tokio::io::DuplexStream, origin: String, hop: String) {
     let stats = &node.shared.stats;
     stats.connections_accepted.fetch_add(1, Ordering::Relaxed);
     let hs = Duration::from_millis(node.cfg.handshake_timeout_ms);
@@ -435,11 +450,12 @@ pub(crate) async fn inbound_tunnel(node: Arc<NodeInner>, pipe: tokio::io::Duplex
             }
         },
     };
-    accepted(node, sock, hs, from).await;
+    accepted(node, sock, hs, from, Some(hop)).await;
 }
 
-/// An accepted connection after TCP (and TLS): the handshake, then its reader.
-async fn accepted(node: Arc<NodeInner>, mut sock: Stream, hs: Duration, from: String) {
+/// An accepted connection after TCP (and TLS): the handshake, then its reader. `hop` is the
+/// neighbour a routed connection came through (`None` over TCP).
+async fn accepted(node: Arc<NodeInner>, mut sock: Stream, hs: Duration, from: String, hop: Option<String>) {
     let stats = &node.shared.stats;
     let cert = sock.peer_cert_name();
     let (acc, fb) = match handshake::accept_bound(&mut sock, &node.shared.me, &node.secret, hs, cert.as_deref()).await {
@@ -526,6 +542,7 @@ async fn accepted(node: Arc<NodeInner>, mut sock: Stream, hs: Duration, from: St
         // `relay.rs` rule 6: the session back takes the same kind of path.
         let tcp = matches!(sock, Stream::Plain(_) | Stream::Tls(_));
         peer.dialled_direct.store(tcp, Ordering::Relaxed);
+        *peer.came_via.lock() = hop;
         node.ensure_connected(&peer);
     }
     let ctx = InCtx { channel: acc.channel, lane: acc.lane, incarnation: acc.peer.incarnation, acks: Vec::new() };
@@ -880,6 +897,7 @@ pub(crate) fn peer_down(node: &Arc<NodeInner>, peer: &Arc<Peer>, gen: Option<u64
     relay::peer_gone(node, peer); // `relay.rs` rule 3
     peer.dialled_direct.store(false, Ordering::Relaxed);
     peer.direct_hint.store(false, Ordering::Relaxed);
+    *peer.came_via.lock() = None;
     node.globals.write().remove_node(&peer.addr);
     let causal = node.causal.drop_peer(peer); // `causal_wire.rs` rule 6
     crate::node::trim::released(queued + held + causal, 0);

@@ -239,6 +239,9 @@ pub(crate) struct Peer {
     /// The peer's control connection to us came over TCP: ours to it goes over TCP too
     /// (`relay.rs` rule 6).
     pub(crate) dialled_direct: AtomicBool,
+    /// The neighbour the peer's routed control connection to us came through: ours to it goes
+    /// through the same one (`relay.rs` rule 6); `None` when it came over TCP or not yet.
+    pub(crate) came_via: Mutex<Option<String>>,
     /// A data, reply or causal frame went either way since [`crate::Node::session_use`] last
     /// looked (the overlay closes idle routed sessions: `troupe_cluster` `links.rs` rule 4).
     pub(crate) used: AtomicBool,
@@ -293,6 +296,7 @@ impl Peer {
             refusals: Mutex::new(Refusals::default()),
             via: Mutex::new(None),
             dialled_direct: AtomicBool::new(false),
+            came_via: Mutex::new(None),
             used: AtomicBool::new(false),
             direct_hint: AtomicBool::new(false),
         }

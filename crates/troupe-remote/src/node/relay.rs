@@ -31,8 +31,10 @@
 //!    routed connection (rule 3) rather than dropping one message.
 //! 6. The session back takes the path the peer took: a node whose peer's control connection
 //!    came over TCP dials it back over TCP, whatever its router says (the peer chose a direct
-//!    link, an overlay's neighbour request say); one that came through a tunnel dials back as
-//!    its router says. The other lanes of a session follow its control lane. A node asked to
+//!    link, an overlay's neighbour request say); one that came through a tunnel dials back
+//!    through the neighbour that tunnel came from, whatever its router says (its router may
+//!    not know the peer yet: an overlay's link states travel behind the first dial). The other
+//!    lanes of a session follow its control lane. A node asked to
 //!    dial a peer directly ([`crate::Node::dial_directly`], what an overlay's own protocol
 //!    does) does so for its next session with it, whatever its router says.
 //! 7. A relay passes a tunnel on only toward a node it knows (rule 7 of `node/mod.rs`: a
@@ -302,8 +304,9 @@ fn open(node: &Arc<NodeInner>, back: Leg, to: String, origin: String, hops: u8, 
     };
     if to == node.shared.me.listen {
         let (mine, pipe) = tokio::io::duplex(CHUNK);
+        let hop = back.peer.addr.clone();
         end_here(node, back, pipe);
-        tokio::spawn(super::conn::inbound_tunnel(node.clone(), mine, origin));
+        tokio::spawn(super::conn::inbound_tunnel(node.clone(), mine, origin, hop));
         return;
     }
     if hops >= MAX_HOPS {

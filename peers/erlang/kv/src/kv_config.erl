@@ -4,6 +4,7 @@
 %% duration_s 1..3600; vnodes 3..1024; n 3; r, w 1..3 with r + w > n; keys
 %% 1..100000; read_pct 0..100; storage_delay_ms 0..1000; seed >= 0; transport
 %% "one_connection" only (Distributed Erlang has one connection per node pair);
+%% overlay "full_mesh" only (Distributed Erlang's nodes connect in a full mesh);
 %% parallelism is Troupe's and ignored; nemesis must be empty (no history is
 %% recorded here). A bad value is refused with one message naming the key.
 -module(kv_config).
@@ -28,6 +29,11 @@ check(Raw) ->
         <<"one_connection">> -> ok;
         T -> bad(transport, T, "\"one_connection\" (Distributed Erlang has one connection per "
                                "node pair; channels is Troupe's)")
+    end,
+    case Get(overlay) of
+        <<"full_mesh">> -> ok;
+        O -> bad(overlay, O, "\"full_mesh\" (Distributed Erlang's nodes connect in a full mesh; "
+                             "the overlays are Troupe's)")
     end,
     case Get(nemesis) of
         undefined -> ok;
