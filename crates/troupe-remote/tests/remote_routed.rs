@@ -1,7 +1,7 @@
 //! Routed connections (`node/relay.rs`): with a router, a node reaches a node it holds no TCP
 //! connection to through a neighbour; typed asks, monitors and links work end to end; losing
 //! the destination or the relay fires `NoConnection`; no path is a typed error; TLS runs end
-//! to end through the relay.
+//! to end through the relay; the session back takes the path the peer took.
 
 mod common;
 
@@ -93,6 +93,25 @@ async fn asks_cross_a_relay_both_ways_and_no_tcp_joins_the_ends() {
     assert!(a.stats().tunnels_opened >= 1);
     assert!(b.stats().tunnel_chunks_relayed > 0, "b carried the bytes");
     assert!(a.tunnels_through(&b.addr()) >= 1, "a's session with b carries the tunnels");
+    for n in [a, b, c] {
+        n.shutdown();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_back_goes_through_the_neighbour_the_peer_came_through() {
+    // c has no router at all (an overlay whose link states have not reached it yet): its
+    // session back to a still takes the path a took, through b (relay.rs rule 6).
+    let b = Node::start(cfg("b")).await.unwrap();
+    let a = Node::start(cfg("a")).await.unwrap();
+    let c = Node::start(cfg("c")).await.unwrap();
+    troupe_remote::services::start(&c, &["echo".to_owned()]).unwrap();
+    a.set_router(through(&b));
+    b.connect(&a.addr()).await.unwrap();
+    b.connect(&c.addr()).await.unwrap();
+    assert_eq!(ask(&a, &c.addr(), "to c").await.unwrap(), b"to c");
+    let c_sees_a = c.peers().into_iter().find(|p| p.addr == a.addr()).expect("c has a session with a");
+    assert_eq!(c_sees_a.via, Some(b.addr()), "c answers a through b, not over TCP");
     for n in [a, b, c] {
         n.shutdown();
     }
