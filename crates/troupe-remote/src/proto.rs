@@ -233,8 +233,9 @@ pub enum Control {
         id: u64,
         /// True when the sender is the side that opened the tunnel on this leg.
         from_opener: bool,
-        /// The bytes.
-        bytes: Vec<u8>,
+        /// The bytes (a byte string: the same bytes on the wire as a `Vec<u8>`, encoded and
+        /// decoded in one copy rather than byte by byte).
+        bytes: crate::Blob,
     },
     /// Routed connection `id` on this leg is closed.
     TunnelClose {

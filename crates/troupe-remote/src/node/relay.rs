@@ -132,7 +132,7 @@ impl Leg {
     }
 
     fn data(&self, bytes: Vec<u8>) -> bool {
-        self.send(&Control::TunnelData { id: self.id, from_opener: self.opener, bytes })
+        self.send(&Control::TunnelData { id: self.id, from_opener: self.opener, bytes: crate::Blob(bytes) })
     }
 
     fn close(&self, reason: &str) {
@@ -259,7 +259,7 @@ pub(crate) fn control(node: &Arc<NodeInner>, peer: &Arc<Peer>, c: Control) {
             let back = Leg { lane: lane_for(peer, &channel, lane), peer: peer.clone(), id, opener: false };
             open(node, back, to, origin, hops, channel, lane);
         }
-        Control::TunnelData { id, from_opener, bytes } => {
+        Control::TunnelData { id, from_opener, bytes: crate::Blob(bytes) } => {
             let key = (peer.index, id, !from_opener);
             let mut ends = node.relays.ends.lock();
             match ends.get_mut(&key) {
