@@ -45,8 +45,12 @@ while IFS= read -r -d '' f; do
   rel=${f#"$src"/}
   name=${rel##*/}
   in_run=no
-  # a sweep's runs sit at runs/X/ at its top; a reproduce's at FIG/runs/X/
+  # a sweep's runs sit at runs/X/ at its top; a reproduce's at FIG/runs/X/; a comparison's at
+  # RUNTIME/X/: any folder below the top that holds a run's manifest.json
   case "$rel" in runs/*/* | */runs/*/*) in_run=yes ;; esac
+  if [ "$in_run" = no ] && [ "$(dirname "$f")" != "$src" ] && [ -f "$(dirname "$f")/manifest.json" ]; then
+    in_run=yes
+  fi
   if [ "$in_run" = yes ] && { [ "$name" = report.html ] || [ "${name%.svg}" != "$name" ] || [ "${name%.csv}" != "$name" ]; }; then
     left=$((left + 1))
     continue

@@ -119,3 +119,32 @@ pub fn routed_sessions(route: &Value) -> Option<u64> {
     let peers = route.get("peers")?.as_object()?;
     Some(peers.values().filter(|v| v.as_str() != Some("direct")).count() as u64)
 }
+
+/// The name of a Troupe line in a grid's table or plot: its transport, and its overlay when
+/// that is not a full mesh. `overlay` is a run folder's `overlay` key, empty in a folder from
+/// before the key (a full mesh).
+///
+/// ```
+/// assert_eq!(troupe_lab::overlay_net::variant("channels", "hyparview"), "channels over hyparview");
+/// assert_eq!(troupe_lab::overlay_net::variant("channels", "full_mesh"), "channels");
+/// assert_eq!(troupe_lab::overlay_net::variant("channels", ""), "channels");
+/// ```
+#[must_use]
+pub fn variant(transport: &str, overlay: &str) -> String {
+    if overlay.is_empty() || overlay == FULL_MESH {
+        transport.to_string()
+    } else {
+        format!("{transport} over {overlay}")
+    }
+}
+
+/// A run folder's `overlay` key as a value of [`OVERLAYS`]: `full_mesh` when it is empty (a
+/// folder from before the key).
+#[must_use]
+pub fn recorded(overlay: String) -> String {
+    if overlay.is_empty() {
+        FULL_MESH.to_string()
+    } else {
+        overlay
+    }
+}

@@ -4,14 +4,16 @@
 //! Rules:
 //! 1. A run's `kv.csv` has one row per operation: `client,seq,op,latency_us,ok`.
 //! 2. The grid's CSV (`sweep.csv` or `compare.csv`) has one row per run folder: runtime,
-//!    service, transport, concurrency, object bytes, ops/s, p50, p99, mean, ops, failed ops,
-//!    status and reason; a failed run keeps its row with empty figures.
+//!    service, transport, overlay (`full_mesh` for a folder from before the key),
+//!    concurrency, object bytes, ops/s, p50, p99, mean, ops, failed ops, status and reason; a
+//!    failed run keeps its row with empty figures.
 //! 3. The side-by-side lines: per (service, object bytes, concurrency), each runtime's
-//!    throughput and p99 (the mean over repetitions), Troupe's transports each on their own
-//!    line, Erlang's beside each.
+//!    throughput and p99 (the mean over repetitions), Troupe's transports (and overlays) each
+//!    on their own line, Erlang's beside each.
 //! 4. The grid's plots, as seed 004's figures 6-7 and 9-10 draw them: per (service, object
-//!    bytes), throughput against concurrency, one line per runtime and Troupe transport (the
-//!    mean over repetitions), `ops_vs_concurrency_<service>_<object>b.svg`, also in the report.
+//!    bytes), throughput against concurrency, one line per runtime and Troupe transport and
+//!    overlay (the mean over repetitions), `ops_vs_concurrency_<service>_<object>b.svg`, also
+//!    in the report.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -72,6 +74,7 @@ struct Row {
     reason: String,
     service: String,
     transport: String,
+    overlay: String,
     concurrency: u64,
     object: u64,
     ops_s: Option<f64>,
@@ -93,6 +96,7 @@ fn load(dir: &Path) -> Vec<Row> {
             Row {
                 service: r.cfg_str("service"),
                 transport: r.cfg_str("transport"),
+                overlay: troupe_lab::overlay_net::recorded(r.cfg_str("overlay")),
                 concurrency: r.cfg_u64("concurrency"),
                 object: r.cfg_u64("object_bytes"),
                 ops_s: r.figure(&["ops_per_s"]),
@@ -115,6 +119,7 @@ const COLUMNS: &[Column<Row>] = &[
     ("runtime", |r| r.runtime.clone()),
     ("service", |r| r.service.clone()),
     ("transport", |r| r.transport.clone()),
+    ("overlay", |r| r.overlay.clone()),
     ("concurrency", |r| r.concurrency.to_string()),
     ("object_bytes", |r| r.object.to_string()),
     ("ops_per_s", |r| fmt(r.ops_s, 1)),
@@ -132,12 +137,13 @@ const COLUMNS: &[Column<Row>] = &[
 pub fn write_grid(dir: &Path, csv_name: &str, title: &str) -> Result<(usize, Vec<String>)> {
     let mut rows = load(dir);
     rows.sort_by(|a, b| {
-        (&a.service, a.object, a.concurrency, &a.runtime, &a.transport).cmp(&(
+        (&a.service, a.object, a.concurrency, &a.runtime, &a.transport, &a.overlay).cmp(&(
             &b.service,
             b.object,
             b.concurrency,
             &b.runtime,
             &b.transport,
+            &b.overlay,
         ))
     });
     let lines = side_by_side(&rows);
@@ -154,10 +160,10 @@ pub fn write_grid(dir: &Path, csv_name: &str, title: &str) -> Result<(usize, Vec
     Ok((rows.len(), lines))
 }
 
-/// The name of a runtime's line: Troupe's per transport.
+/// The name of a runtime's line: Troupe's per transport and overlay.
 fn line_name(r: &Row) -> String {
     if r.runtime == "troupe" {
-        format!("troupe {}", r.transport)
+        format!("troupe {}", troupe_lab::overlay_net::variant(&r.transport, &r.overlay))
     } else {
         r.runtime.clone()
     }
@@ -194,13 +200,13 @@ fn side_by_side(rows: &[Row]) -> Vec<String> {
             .push(r);
     }
     let mut out = vec![format!(
-        "{:<5} {:>9} {:>5}  {:<24} {:>10} {:>10} {:>7}",
+        "{:<5} {:>9} {:>5}  {:<40} {:>10} {:>10} {:>7}",
         "svc", "object", "conc", "runtime", "ops/s", "p99 ms", "failed"
     )];
     for ((svc, obj, conc), lines) in &points {
         for (name, rs) in lines {
             out.push(format!(
-                "{:<5} {:>9} {:>5}  {:<24} {:>10} {:>10} {:>7}",
+                "{:<5} {:>9} {:>5}  {:<40} {:>10} {:>10} {:>7}",
                 svc,
                 obj,
                 conc,
@@ -226,6 +232,7 @@ mod tests {
             reason: String::new(),
             service: "kv".into(),
             transport: transport.into(),
+            overlay: "full_mesh".into(),
             concurrency,
             object,
             ops_s,

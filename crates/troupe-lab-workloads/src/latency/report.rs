@@ -100,8 +100,7 @@ fn load(dir: &Path) -> Vec<Row> {
             };
             Row {
                 transport: r.cfg_str("transport"),
-                // A run folder from before the key ran on a full mesh.
-                overlay: Some(r.cfg_str("overlay")).filter(|o| !o.is_empty()).unwrap_or_else(|| FULL_MESH.into()),
+                overlay: troupe_lab::overlay_net::recorded(r.cfg_str("overlay")),
                 pairs: r.cfg_u64("pairs"),
                 payload: r.cfg_u64("payload_bytes"),
                 rtt: r.cfg_u64("rtt_ms"),
@@ -133,11 +132,7 @@ fn line_name(r: &Row) -> String {
 impl Row {
     /// Troupe's transport, and its overlay when it is not a full mesh.
     fn variant(&self) -> String {
-        if self.overlay == FULL_MESH {
-            self.transport.clone()
-        } else {
-            format!("{} over {}", self.transport, self.overlay)
-        }
+        troupe_lab::overlay_net::variant(&self.transport, &self.overlay)
     }
 }
 
