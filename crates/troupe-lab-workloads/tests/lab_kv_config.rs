@@ -37,6 +37,7 @@ fn defaults_are_the_issues_quick_point() {
             storage_delay_ms: 0,
             seed: 1,
             nemesis: None,
+            overlay: "full_mesh".into(),
         }
     );
 }
@@ -52,6 +53,7 @@ fn each_bad_key_is_named_with_what_is_allowed() {
         ("duration_s=3601", "duration_s", "1..=3600"),
         ("n=4", "n", "3..=3"),
         ("transport=parallel_random", "transport", "channels, one_connection"),
+        ("overlay=star", "overlay", "full_mesh, client_server, hyparview"),
         ("read_pct=101", "read_pct", "0..=100"),
         ("storage_delay_ms=1001", "storage_delay_ms", "0..=1000"),
         ("keys=x", "keys", "an integer"),

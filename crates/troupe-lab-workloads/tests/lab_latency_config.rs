@@ -27,7 +27,8 @@ fn defaults_are_the_issues_quick_point() {
             messages: 1000,
             rtt_ms: 1,
             transport: "one_connection".into(),
-            parallelism: 4
+            parallelism: 4,
+            overlay: "full_mesh".into(),
         }
     );
     assert_eq!(c.data_connections(), 1);
@@ -45,6 +46,7 @@ fn each_bad_key_is_named_with_what_is_allowed() {
         ("rtt_ms=201", "rtt_ms", "0..=200"),
         ("transport=two_connections", "transport", "one_connection, parallel_random, parallel_affinity"),
         ("parallelism=0", "parallelism", "1..=64"),
+        ("overlay=ring", "overlay", "full_mesh, client_server, hyparview"),
         ("pairs=x", "pairs", "an integer"),
     ] {
         let e = build(&[set]).expect_err(set).to_string();

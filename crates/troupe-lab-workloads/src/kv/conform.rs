@@ -262,6 +262,7 @@ mod tests {
             storage_delay_ms: 0,
             seed: 1,
             nemesis: None,
+            overlay: "full_mesh".into(),
         }
     }
 

@@ -211,6 +211,7 @@ mod tests {
             rtt_ms: 1,
             transport: "one_connection".into(),
             parallelism: 4,
+            overlay: "full_mesh".into(),
         }
     }
 
