@@ -10,11 +10,12 @@
 //!    counts' sum is divided by the time from the window start to the last one's stamp, not by
 //!    the number of seconds its timer meant to measure (a late timer never reads high).
 //! 3. `mttr_ms`, over every device restart (`restarted` of a `device-k`): the restart is closed
-//!    by the first `reconnected {target, ms}` of that device stamped at or after it (less
-//!    [`super::conform::MTTR_SLACK_MS`]: a device process may stamp `restarted` a moment after
-//!    the new incarnation started, and a fast owner can report it current first, as conformance
-//!    rule `iot.6` allows) and before its next restart (less the same slack); the device's status
-//!    current and known to every server; the sample is `ms`, from the device's restart); a restart with none is a sample of at least the time
+//!    by the first `reconnected {target, ms}` of that device stamped at or after it, less
+//!    `conform.rs`' `MTTR_SLACK_MS` (100 ms: a device process may stamp `restarted` a moment
+//!    after the new incarnation started, and a fast owner can report it current first, as
+//!    conformance rule `iot.6` allows), and before its next restart (less the same slack): the
+//!    device's status current and known to every server; the sample is `ms`, from the device's
+//!    restart. A restart with none is a sample of at least the time
 //!    from it to the run's last event (censored, troupe_lab::stats rules 5-7), and `unrecovered`
 //!    when it came at least [`troupe_lab::stats::RECOVERY_GRACE_MS`] before the window's end
 //!    (`open_at_end` otherwise): median, p99 (nearest rank), mean, min, max, count (every
