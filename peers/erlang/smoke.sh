@@ -10,8 +10,8 @@
 # them); and the energy programs (energy/: the 4 workloads, native and
 # distributed, checked against the energy peer contract by
 # peers/lib/energy-smoke.sh); and the latency program (latency/: a refused
-# transport, and a short run through the lab's relay: the troupe binary from
-# TROUPE_EXE, PATH or ./target, built with cargo when none is found); and the kv store (kv/: a refused transport, then a 1 s run of the
+# transport and overlay, and a short run through the lab's relay: the troupe binary from
+# TROUPE_EXE, PATH or ./target, built with cargo when none is found); and the kv store (kv/: a refused transport and overlay, then a 1 s run of the
 # quorum store on three store nodes). Exits non-zero on the first failure. Takes well under 3 minutes.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -192,9 +192,11 @@ refused badinj scp 'config key injector = "thread": must be "node" or "in_proces
 # --- end of SCP injector block ---------------------------------------------------
 # --- latency: a refused transport, then a short run through the lab's relay ------
 "$here/latency/build"
-lat='{"pairs":2,"payload_bytes":524288,"messages":10,"rtt_ms":2,"transport":"one_connection","parallelism":4,"seed":1}'
+lat='{"pairs":2,"payload_bytes":524288,"messages":10,"rtt_ms":2,"transport":"one_connection","parallelism":4,"overlay":"full_mesh","seed":1}'
 printf '%s\n' "${lat/one_connection/parallel_random}" >"$tmp/lat-bad.json"
 refused lat-bad latency 'config key transport = "parallel_random"' "transport=parallel_random" TROUPE_EXE=/bin/true
+printf '%s\n' "${lat/full_mesh/hyparview}" >"$tmp/lat-ovl.json"
+refused lat-ovl latency 'config key overlay = "hyparview"' "overlay=hyparview" TROUPE_EXE=/bin/true
 # The relay is the troupe binary: TROUPE_EXE, else `troupe` on PATH, else one under ./target
 # (release first), else it is built here (cargo build -p troupe-cli); never skipped.
 root=$(cd "$here/../.." && pwd)
@@ -222,9 +224,11 @@ step "latency ok ($troupe_bin): $(grep -o '"ev":"window","elapsed_us":[0-9]*' "$
 
 # --- kv: a refused transport, then a 1 s run of the quorum store on 3 store nodes ----
 "$here/kv/build"
-kv='{"service":"kv","object_bytes":65536,"concurrency":2,"duration_s":1,"vnodes":8,"n":3,"r":2,"w":2,"parallelism":4,"transport":"one_connection","keys":20,"read_pct":50,"seed":1}'
+kv='{"service":"kv","object_bytes":65536,"concurrency":2,"duration_s":1,"vnodes":8,"n":3,"r":2,"w":2,"parallelism":4,"transport":"one_connection","keys":20,"read_pct":50,"overlay":"full_mesh","seed":1}'
 printf '%s\n' "${kv/one_connection/channels}" >"$tmp/kv-bad.json"
 refused kv-bad kv 'config key transport = "channels"' "transport=channels"
+printf '%s\n' "${kv/full_mesh/client_server}" >"$tmp/kv-ovl.json"
+refused kv-ovl kv 'config key overlay = "client_server"' "overlay=client_server"
 printf '%s\n' "${kv/\"seed\":1/\"seed\":1,\"nemesis\":\"kill\"}" >"$tmp/kv-nem.json"
 refused kv-nem kv 'config key nemesis = "kill"' "nemesis=kill"
 printf '%s\n' "${kv/\"seed\":1/\"seed\":1,\"storage_delay_ms\":5000}" >"$tmp/kv-slow.json"
