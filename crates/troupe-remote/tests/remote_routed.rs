@@ -157,16 +157,14 @@ async fn no_route_is_a_typed_error_and_a_relay_without_one_refuses() {
     let d = Node::start(cfg("d")).await.unwrap();
     d.set_router(through(&b));
     b.set_router(Some(Arc::new(Through { hop: a.addr(), none: Some(c.addr()) })));
+    let mut b_events = b.subscribe();
     let e = d.lookup::<Echo>(&c.addr(), "echo").await.unwrap_err();
     assert!(!matches!(e.kind, ErrorKind::NoRoute(_)), "d itself had a route: {e}");
-    let refused = tokio::time::timeout(T, async {
-        while b.stats().tunnels_refused == 0 {
-            tokio::task::yield_now().await;
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await;
-    assert!(refused.is_ok(), "b refused and counted it: {:?}", b.stats());
+    let ev = wait_event(&mut b_events, T, |e| matches!(e, NodeEvent::TunnelRefused { .. })).await;
+    let NodeEvent::TunnelRefused { to, origin, reason } = ev else { unreachable!() };
+    assert_eq!((to, origin), (c.addr(), d.addr()));
+    assert!(reason.contains("no route"), "{reason}");
+    assert!(b.stats().tunnels_refused >= 1, "b counted it: {:?}", b.stats());
     for n in [a, b, c, d] {
         n.shutdown();
     }
@@ -198,14 +196,13 @@ async fn a_relay_refuses_a_destination_it_does_not_know() {
     let stranger = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = stranger.local_addr().unwrap().to_string();
     a.set_router(through(&b));
+    let mut b_events = b.subscribe();
     assert!(a.lookup::<Echo>(&addr, "echo").await.is_err(), "no session through b");
-    let refused = tokio::time::timeout(T, async {
-        while b.stats().tunnels_refused == 0 {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-    })
-    .await;
-    assert!(refused.is_ok(), "b refused and counted it: {:?}", b.stats());
+    let ev = wait_event(&mut b_events, T, |e| matches!(e, NodeEvent::TunnelRefused { .. })).await;
+    let NodeEvent::TunnelRefused { to, reason, .. } = ev else { unreachable!() };
+    assert_eq!(to, addr);
+    assert!(reason.contains("not a node this one knows"), "{reason}");
+    assert!(b.stats().tunnels_refused >= 1, "b counted it: {:?}", b.stats());
     assert_eq!(
         b.stats().peers_known,
         1,

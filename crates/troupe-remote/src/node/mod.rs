@@ -128,6 +128,17 @@ pub enum NodeEvent {
         /// Why.
         reason: String,
     },
+    /// This node, as a relay, refused a routed connection and closed it back (no next hop, too
+    /// many legs, a destination it does not know, too many tunnels for one peer, the next hop
+    /// unreachable; `relay.rs` rules 4 and 7), counted in `tunnels_refused`.
+    TunnelRefused {
+        /// The destination the tunnel asked for.
+        to: String,
+        /// The node that opened it.
+        origin: String,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// Counters, readable with [`Node::stats`].

@@ -26,7 +26,8 @@
 //!    links get `NoConnection`, its asks fail (at-most-once, as any lost connection). The
 //!    next send dials again, on the route the router gives then.
 //! 4. A tunnel travels at most [`MAX_HOPS`] legs; a node with no next hop, or past the bound,
-//!    closes it back with the reason (`tunnels_refused`).
+//!    closes it back with the reason (`tunnels_refused`, and [`NodeEvent::TunnelRefused`] to
+//!    the node's subscribers).
 //! 5. A node's fault rules apply to the legs it sends: a dropped or duplicated chunk breaks the
 //!    routed connection (rule 3) rather than dropping one message.
 //! 6. The session back takes the path the peer took: a node whose peer's control connection
@@ -57,7 +58,7 @@ use crate::logging::Esc;
 use crate::node::lane::Lane;
 use crate::node::peer::Peer;
 use crate::node::stream::Stream;
-use crate::node::NodeInner;
+use crate::node::{NodeEvent, NodeInner};
 use crate::proto::Control;
 
 /// The most legs a routed connection travels (rule 4).
@@ -301,6 +302,7 @@ fn open(node: &Arc<NodeInner>, back: Leg, to: String, origin: String, hops: u8, 
         node.relays.refused.fetch_add(1, Ordering::Relaxed);
         crate::warn_limited!(to = %Esc(&to), origin = %Esc(&origin), "routed connection refused: {why}");
         back.close(&why);
+        node.emit(NodeEvent::TunnelRefused { to: to.clone(), origin: origin.clone(), reason: why });
     };
     if to == node.shared.me.listen {
         let (mine, pipe) = tokio::io::duplex(CHUNK);
@@ -334,7 +336,9 @@ fn open(node: &Arc<NodeInner>, back: Leg, to: String, origin: String, hops: u8, 
         if let Err(e) = node.wait_up(&q).await {
             node.relays.ends.lock().remove(&back_key);
             node.relays.refused.fetch_add(1, Ordering::Relaxed);
-            back.close(&format!("the next hop {next} is unreachable: {e}"));
+            let reason = format!("the next hop {next} is unreachable: {e}");
+            back.close(&reason);
+            node.emit(NodeEvent::TunnelRefused { to, origin, reason });
             return;
         }
         let id = node.next_id();
