@@ -4,9 +4,9 @@
 //! Rules:
 //! 1. A run's `latency.csv` has one row per message: `pair,seq,latency_us`.
 //! 2. The grid's CSV (`sweep.csv` or `compare.csv`) has one row per run folder: runtime,
-//!    transport, overlay (`full_mesh` for a folder from before the key), pairs, payload, rtt, messages, the latency figures, throughput, status and
-//!    reason (with the last line of the run's stderr); a failed run keeps its row with empty
-//!    figures.
+//!    transport, overlay (`full_mesh` for a folder from before the key), pairs, payload, rtt,
+//!    messages, the latency figures, throughput, status and reason (with the last line of the
+//!    run's stderr); a failed run keeps its row with empty figures.
 //! 3. Plots: per (payload, rtt), p99 latency against log2(pairs), one line per runtime and
 //!    transport and overlay (Distributed Erlang's is its one connection, full mesh); a missing
 //!    figure is a gap.
@@ -225,17 +225,14 @@ fn ratio_lines(rows: &[Row]) -> Vec<String> {
     keys.sort();
     keys.dedup();
     for (payload, rtt, pairs, transport, overlay) in keys {
-        let at = |rt: &str, tr: Option<&str>| -> Vec<&Row> {
+        let at = |rt: &str, tr: &str, ov: &str| -> Vec<&Row> {
             rows.iter()
                 .filter(|r| r.runtime == rt && r.payload == payload && r.rtt == rtt && r.pairs == pairs)
-                .filter(|r| tr.is_none_or(|t| r.transport == t))
+                .filter(|r| r.transport == tr && r.overlay == ov)
                 .collect()
         };
-        let t: Vec<&Row> = at("troupe", Some(&transport)).into_iter().filter(|r| r.overlay == overlay).collect();
-        let e: Vec<&Row> = at("erlang", Some(super::config::ERLANG_TRANSPORT))
-            .into_iter()
-            .filter(|r| r.overlay == FULL_MESH)
-            .collect();
+        let t = at("troupe", &transport, &overlay);
+        let e = at("erlang", super::config::ERLANG_TRANSPORT, FULL_MESH);
         if e.is_empty() {
             continue;
         }
@@ -263,7 +260,7 @@ fn ratio_lines(rows: &[Row]) -> Vec<String> {
             pairs,
             payload / 1024,
             rtt,
-            t.first().map_or(transport.clone(), |r| r.variant()),
+            troupe_lab::overlay_net::variant(&transport, &overlay),
             fmt(tp, 2),
             fmt(ep, 2),
             fmt(p99x, 2),

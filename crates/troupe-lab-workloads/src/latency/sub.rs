@@ -405,11 +405,7 @@ async fn node_process(cfg: &LatencyConfig) -> Result<i32> {
     let node = Node::start(node_config(name, &secret, cfg, &listen, &advertise))
         .await
         .map_err(|e| SutError::Node(format!("cannot start node {name}: {e}")))?;
-    let overlay = if overlay_net::needs_hub(&cfg.overlay) {
-        overlay_net::start(&node, &cfg.overlay, &hub, is_hub).await.map_err(SutError::Node)?
-    } else {
-        None
-    };
+    let overlay = overlay_net::start(&node, &cfg.overlay, &hub, is_hub).await.map_err(SutError::Node)?;
     let quit = Arc::new(Notify::new());
     let control =
         troupe::spawn(Control { cfg: cfg.clone(), partners: Vec::new(), gossip: None, quit: Arc::clone(&quit) });

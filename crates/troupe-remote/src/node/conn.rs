@@ -20,7 +20,7 @@ use crate::handshake::{self, Identity};
 use crate::logging::Esc;
 use crate::node::inbound::{self, InCtx};
 use crate::node::lane::{Lane, Owner, Seg};
-use crate::node::peer::{Peer, Status, Watcher};
+use crate::node::peer::{Came, Peer, Status, Watcher};
 use crate::node::relay::{self, Route};
 use crate::node::stream::{ReadHalf, Stream, WriteHalf};
 use crate::node::{NodeEvent, NodeInner};
@@ -251,8 +251,12 @@ async fn connect_once(node: &Arc<NodeInner>, peer: &Arc<Peer>) -> Result<(), Err
     if node.shared.faults.is_partitioned(&peer.addr) {
         return Err(ErrorKind::Unreachable(format!("{} (partitioned by fault injection)", peer.addr)).into());
     }
-    let direct = peer.dialled_direct.load(Ordering::Relaxed) || peer.direct_hint.load(Ordering::Relaxed);
-    let back = if direct { None } else { peer.came_via.lock().clone() };
+    let came = peer.came.lock().clone();
+    let direct = came == Some(Came::Tcp) || peer.direct_hint.load(Ordering::Relaxed);
+    let back = match came {
+        Some(Came::Through(hop)) if !direct => Some(hop),
+        _ => None,
+    };
     let (ident, control, features, via) = dial(node, &peer.addr, "control", 0, direct, back.as_deref()).await?;
     // `otel.rs`: trace context goes to this session only if its Welcome advertised it.
     #[cfg(feature = "otel")]
@@ -539,10 +543,8 @@ async fn accepted(node: Arc<NodeInner>, mut sock: Stream, hs: Duration, from: St
     );
     let control = acc.channel == "control";
     if control {
-        // `relay.rs` rule 6: the session back takes the same kind of path.
-        let tcp = matches!(sock, Stream::Plain(_) | Stream::Tls(_));
-        peer.dialled_direct.store(tcp, Ordering::Relaxed);
-        *peer.came_via.lock() = hop;
+        // `relay.rs` rule 6: the session back takes the same path.
+        *peer.came.lock() = Some(hop.map_or(Came::Tcp, Came::Through));
         node.ensure_connected(&peer);
     }
     let ctx = InCtx { channel: acc.channel, lane: acc.lane, incarnation: acc.peer.incarnation, acks: Vec::new() };
@@ -895,9 +897,8 @@ pub(crate) fn peer_down(node: &Arc<NodeInner>, peer: &Arc<Peer>, gen: Option<u64
     peer.status.send_replace(Status::Down(Some(err)));
     fail_relations(node, peer);
     relay::peer_gone(node, peer); // `relay.rs` rule 3
-    peer.dialled_direct.store(false, Ordering::Relaxed);
     peer.direct_hint.store(false, Ordering::Relaxed);
-    *peer.came_via.lock() = None;
+    *peer.came.lock() = None;
     node.globals.write().remove_node(&peer.addr);
     let causal = node.causal.drop_peer(peer); // `causal_wire.rs` rule 6
     crate::node::trim::released(queued + held + causal, 0);

@@ -236,17 +236,23 @@ pub(crate) struct Peer {
     /// The neighbour our current session's connections are routed through (`relay.rs`);
     /// `None` for direct TCP.
     pub(crate) via: Mutex<Option<String>>,
-    /// The peer's control connection to us came over TCP: ours to it goes over TCP too
-    /// (`relay.rs` rule 6).
-    pub(crate) dialled_direct: AtomicBool,
-    /// The neighbour the peer's routed control connection to us came through: ours to it goes
-    /// through the same one (`relay.rs` rule 6); `None` when it came over TCP or not yet.
-    pub(crate) came_via: Mutex<Option<String>>,
+    /// How the peer's control connection to us came, in its current session (`relay.rs` rule
+    /// 6): ours to it takes the same path; `None` before it came.
+    pub(crate) came: Mutex<Option<Came>>,
     /// A data, reply or causal frame went either way since [`crate::Node::session_use`] last
     /// looked (the overlay closes idle routed sessions: `troupe_cluster` `links.rs` rule 4).
     pub(crate) used: AtomicBool,
     /// [`crate::Node::dial_directly`]: the next session goes over TCP whatever the router says.
     pub(crate) direct_hint: AtomicBool,
+}
+
+/// The path a peer's control connection to this node came by (`relay.rs` rule 6).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Came {
+    /// Over TCP.
+    Tcp,
+    /// Through a tunnel from this neighbour.
+    Through(String),
 }
 
 /// The most typed refusals held for a peer whose features are not known yet; past it they go
@@ -295,8 +301,7 @@ impl Peer {
             trace_context: AtomicBool::new(false),
             refusals: Mutex::new(Refusals::default()),
             via: Mutex::new(None),
-            dialled_direct: AtomicBool::new(false),
-            came_via: Mutex::new(None),
+            came: Mutex::new(None),
             used: AtomicBool::new(false),
             direct_hint: AtomicBool::new(false),
         }

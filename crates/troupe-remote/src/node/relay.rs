@@ -298,12 +298,7 @@ fn close_pair(node: &NodeInner, key: Key, why: &str) {
 
 /// An open from `back`'s peer: end it here, or pass it on (rules 1 and 4).
 fn open(node: &Arc<NodeInner>, back: Leg, to: String, origin: String, hops: u8, channel: String, lane: u16) {
-    let refuse = |why: String| {
-        node.relays.refused.fetch_add(1, Ordering::Relaxed);
-        crate::warn_limited!(to = %Esc(&to), origin = %Esc(&origin), "routed connection refused: {why}");
-        back.close(&why);
-        node.emit(NodeEvent::TunnelRefused { to: to.clone(), origin: origin.clone(), reason: why });
-    };
+    let refuse = |why: String| refused(node, &back, to.clone(), origin.clone(), why);
     if to == node.shared.me.listen {
         let (mine, pipe) = tokio::io::duplex(CHUNK);
         let hop = back.peer.addr.clone();
@@ -335,11 +330,7 @@ fn open(node: &Arc<NodeInner>, back: Leg, to: String, origin: String, hops: u8, 
     tokio::spawn(async move {
         if let Err(e) = node.wait_up(&q).await {
             node.relays.ends.lock().remove(&back_key);
-            node.relays.refused.fetch_add(1, Ordering::Relaxed);
-            let reason = format!("the next hop {next} is unreachable: {e}");
-            back.close(&reason);
-            node.emit(NodeEvent::TunnelRefused { to, origin, reason });
-            return;
+            return refused(&node, &back, to, origin, format!("the next hop {next} is unreachable: {e}"));
         }
         let id = node.next_id();
         let fwd = Leg { lane: lane_for(&q, &channel, lane), peer: q, id, opener: true };
@@ -362,6 +353,15 @@ fn open(node: &Arc<NodeInner>, back: Leg, to: String, origin: String, hops: u8, 
             back.close("the next hop's lane is full (max_buffer_bytes)");
         }
     });
+}
+
+/// Rules 4 and 7: this relay refuses the tunnel toward `to` that `back` carries: counted,
+/// logged, closed back with `why`, and told to the node's subscribers.
+fn refused(node: &NodeInner, back: &Leg, to: String, origin: String, why: String) {
+    node.relays.refused.fetch_add(1, Ordering::Relaxed);
+    crate::warn_limited!(to = %Esc(&to), origin = %Esc(&origin), "routed connection refused: {why}");
+    back.close(&why);
+    node.emit(NodeEvent::TunnelRefused { to, origin, reason: why });
 }
 
 /// Rule 3: the session with `peer` ended; every tunnel leg on it closes, and what it was
