@@ -152,8 +152,6 @@ pub(crate) enum ControlMsg {
     Gossip(RingGossip),
     /// The node's counts.
     Stats(ReplyTo<NodeStats>),
-    /// End the node process.
-    Quit,
 }
 
 impl RemoteMessage for VnodeMsg {
@@ -323,7 +321,6 @@ impl Actor for Vnode {
 /// A node's control actor (rule 3).
 pub(crate) struct Control {
     pub(crate) counters: Arc<Counters>,
-    pub(crate) quit: Arc<tokio::sync::Notify>,
 }
 
 impl Actor for Control {
@@ -335,7 +332,6 @@ impl Actor for Control {
                 self.counters.gossip_received.fetch_add(1, Ordering::AcqRel);
             }
             ControlMsg::Stats(r) => r.send(self.counters.snapshot()),
-            ControlMsg::Quit => self.quit.notify_one(),
         }
     }
 }

@@ -10,8 +10,10 @@
 //!    replicas, taking them in turn (actors.rs rule 2), on the anti-entropy channel.
 //! 3. Ring gossip: every [`GOSSIP_EVERY_MS`] the node sends its ring epoch and members to the
 //!    other nodes' control actors on the gossip channel.
-//! 4. The process ends on `Quit` (exit 0), or when its stdin closes (the orchestrator is gone)
-//!    or the run's deadline passes (exit 1).
+//! 4. The process ends on the stdin line `quit` (exit 0), or when its stdin closes without it
+//!    (the orchestrator is gone) or the run's deadline passes (exit 1). The end comes on stdin,
+//!    not as an actor message: a message could arrive after the orchestrator closes the pipe,
+//!    and the node would then report a clean run as the orchestrator gone.
 //! 5. Network faults (`[net_faults]`, docs/kv.md): when the run's schedule has network lines,
 //!    the node writes events as `node-<index>` and, on the stdin line `start <us>` (the window
 //!    start, wall-clock microseconds), applies them on its own node (`troupe_lab::netfaults::apply`:
@@ -34,7 +36,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::sync::Notify;
 use troupe::ActorRef;
 use troupe_remote::{send_with, ChannelConfig, Node, NodeConfig};
 
@@ -132,8 +133,7 @@ pub(super) async fn node_process(cfg: &KvConfig, actions: &[FaultAction]) -> Res
         node.export(&vnode_name(v), &a).map_err(|e| SutError::Node(format!("cannot export vnode {v}: {e}")))?;
         local.insert(v, a);
     }
-    let quit = Arc::new(Notify::new());
-    let control = troupe::spawn(Control { counters: Arc::clone(&counters), quit: Arc::clone(&quit) });
+    let control = troupe::spawn(Control { counters: Arc::clone(&counters) });
     node.export(CONTROL, &control).map_err(|e| SutError::Node(format!("cannot export {CONTROL}: {e}")))?;
     println!("{listen}");
     let mut stdin = BufReader::new(tokio::io::stdin()).lines();
@@ -164,16 +164,17 @@ pub(super) async fn node_process(cfg: &KvConfig, actions: &[FaultAction]) -> Res
     let mut faults = Faults { cfg, node: &node, index, addrs: &addrs, actions, writer: writer.as_ref(), task: None };
     let deadline = super::expected_window(cfg) + START_LIMIT;
     let code = tokio::select! {
-        _ = quit.notified() => 0,
-        _ = async {
-            // Bounded by the orchestrator: it ends when stdin closes.
+        // Bounded by the orchestrator: it ends on `quit` or when stdin closes.
+        c = async {
             while let Ok(Some(line)) = stdin.next_line().await {
+                if line.trim() == "quit" {
+                    return 0;
+                }
                 faults.command(line.trim());
             }
-        } => {
             eprintln!("troupe kv-node: the orchestrator went away");
             1
-        }
+        } => c,
         _ = tokio::time::sleep(deadline) => {
             eprintln!("troupe kv-node: the run's deadline passed");
             1

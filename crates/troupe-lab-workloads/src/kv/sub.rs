@@ -178,6 +178,20 @@ async fn tell(procs: &mut [NodeProc], line: &str) -> std::result::Result<(), Str
     Ok(())
 }
 
+/// Tells the node processes to quit (`node.rs` rule 4), the last first, each after the one
+/// before it has ended (bounded by [`QUIT_GRACE`]), so node 0, the overlay's hub, ends last.
+/// A process that does not end in time is left to `close`, which kills it.
+async fn quit(procs: &mut [NodeProc]) {
+    for p in procs.iter_mut().rev() {
+        if p.send("quit").await.is_ok() {
+            let _ = p.wait_for(QUIT_GRACE).await;
+        }
+    }
+}
+
+/// How long a node process may take to end after `quit`.
+const QUIT_GRACE: Duration = Duration::from_secs(10);
+
 /// Waits for the line `word` from every node process.
 async fn hear(procs: &mut [NodeProc], word: &str) -> std::result::Result<(), String> {
     for p in procs.iter_mut() {
@@ -287,9 +301,7 @@ async fn measure_with_nodes(
     if cfg.overlay != troupe_lab::overlay_net::FULL_MESH {
         em.emit("route", troupe_lab::overlay_net::route_json(node, &cfg.overlay));
     }
-    for c in controls.iter().rev() {
-        let _ = c.send(ControlMsg::Quit);
-    }
+    quit(set.procs).await;
     let failed = rows.iter().filter(|r| !r.ok).count();
     for r in &rows {
         em.emit(
