@@ -334,7 +334,8 @@ impl<M> Inner<M> {
     }
 
     /// Rule 13: to the segments once they hold some, or once the front is full at a
-    /// segment's size; else to the front.
+    /// segment's size; else to the front. Inlined: it is on every send's path.
+    #[inline(always)]
     fn push(&mut self, msg: Envelope<M>) {
         let full =
             self.queue.len() == self.queue.capacity() && self.queue.capacity() >= segments::seg_cap::<Envelope<M>>();
@@ -353,16 +354,18 @@ impl<M> Inner<M> {
     }
 
     /// The oldest queued message (rule 13: the next segment becomes the front when the front
-    /// empties).
+    /// empties). Inlined: it is on every take's path.
+    #[inline(always)]
     fn pop(&mut self) -> Option<Envelope<M>> {
         let m = self.queue.pop_front();
-        if self.queue.is_empty() {
+        if self.queue.is_empty() && self.extra.is_some() {
             self.refill();
         }
         m
     }
 
     /// Rule 13: an emptied front takes the oldest segment's place.
+    #[inline(never)]
     fn refill(&mut self) {
         if let Some(next) = self.extra.as_mut().and_then(|e| e.tail.take_oldest()) {
             self.queue = next;

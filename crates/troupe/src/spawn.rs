@@ -369,36 +369,44 @@ where
         // moved out; the other fields are never pinned. `Life` has a `Drop` impl, which does not
         // move `phase` either.
         let this = unsafe { self.get_unchecked_mut() };
-        let Some(cell) = this.cell.clone() else {
-            return Poll::Ready(());
-        };
-        let _in = this.system.as_ref().map(crate::system::enter);
-        let _span = tracing::trace_span!(target: "troupe", "actor", id = %cell.id).entered();
-        let _actor = crate::reports::in_actor(cell.id);
-        let outcome = loop {
-            let polled = match &mut this.phase {
-                // SAFETY: see above: pinned in place.
-                Phase::Serve(s) => match Self::guarded(&cell, &mut this.known, cx, unsafe { Pin::new_unchecked(s) }) {
-                    Poll::Pending => return Poll::Pending,
-                    Poll::Ready(Ok(Ended::Stop(st, reason))) => {
-                        this.phase = Phase::Stop((this.stop)(st, reason));
-                        continue;
-                    }
-                    Poll::Ready(Ok(Ended::Done(o))) => Ok(o),
-                    Poll::Ready(Err(reason)) => Err(reason),
-                },
-                // SAFETY: as above.
-                Phase::Stop(t) => match Self::guarded(&cell, &mut this.known, cx, unsafe { Pin::new_unchecked(t) }) {
-                    Poll::Pending => return Poll::Pending,
-                    Poll::Ready(r) => r,
-                },
-                Phase::Done => return Poll::Ready(()),
+        let outcome = {
+            // Borrowed, not cloned: a clone would be two atomic operations a poll.
+            let Some(cell) = this.cell.as_ref() else {
+                return Poll::Ready(());
             };
-            break polled.unwrap_or_else(Outcome::Exit);
+            let _in = this.system.as_ref().map(crate::system::enter);
+            let _span = tracing::trace_span!(target: "troupe", "actor", id = %cell.id).entered();
+            let _actor = crate::reports::in_actor(cell.id);
+            loop {
+                let polled = match &mut this.phase {
+                    // SAFETY: see above: pinned in place.
+                    Phase::Serve(s) => match Self::guarded(cell, &mut this.known, cx, unsafe { Pin::new_unchecked(s) })
+                    {
+                        Poll::Pending => return Poll::Pending,
+                        Poll::Ready(Ok(Ended::Stop(st, reason))) => {
+                            this.phase = Phase::Stop((this.stop)(st, reason));
+                            continue;
+                        }
+                        Poll::Ready(Ok(Ended::Done(o))) => Ok(o),
+                        Poll::Ready(Err(reason)) => Err(reason),
+                    },
+                    // SAFETY: as above.
+                    Phase::Stop(t) => {
+                        match Self::guarded(cell, &mut this.known, cx, unsafe { Pin::new_unchecked(t) }) {
+                            Poll::Pending => return Poll::Pending,
+                            Poll::Ready(r) => r,
+                        }
+                    }
+                    Phase::Done => return Poll::Ready(()),
+                };
+                break polled.unwrap_or_else(Outcome::Exit);
+            }
         };
         // The actor's state is dropped here, before anyone is told of its death.
         this.phase = Phase::Done;
-        this.cell = None;
+        let Some(cell) = this.cell.take() else {
+            return Poll::Ready(());
+        };
         let (reason, linked) = match outcome {
             Outcome::Parked => return Poll::Ready(()),
             Outcome::Exit(reason) => (reason, false),

@@ -189,7 +189,7 @@ fn actor(cell: &Arc<Cell<u32>>, resumes: &Arc<Resumes>, plan: Plan) -> Run {
     loop {
         let item = if waits && draining.is_none() {
             loom::future::block_on(poll_fn(|cx| loop {
-                // What `spawn.rs`'s `activate` does before each poll of the loop (rule 6). It
+                // What `spawn.rs`'s `Life` does before each poll of the loop (rule 6). It
                 // stores no waker for a poll that waits on the mailbox: `next_item` does.
                 if cell.is_killed() {
                     return Poll::Ready(Some(Item::Killed));
