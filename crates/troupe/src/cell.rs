@@ -39,18 +39,13 @@
 //!     is polled again. An arrival at a `Handing` actor only enqueues. Waking a handed dormant
 //!     resumes that same activation where it stopped. A handed activation that stays idle for a
 //!     sweep period is woken once with the park request of rule 4, so it parks its state.
-//! 13. A long queue is segmented (`cell/segments.rs`): the queue is a front buffer that grows
-//!     up to about 8 KiB, then fixed-size segments after it (kept in `extra`), so a mailbox
-//!     filled faster than it is drained never copies itself into a larger buffer. Every rule
-//!     above reads "the queue" as the front and its segments in order, and the segments are
-//!     non-empty only while the front is, so "both lanes are empty" still looks at the front.
 //!
 //! # Who touches what
 //!
 //! | field | written | read | why that is enough |
 //! |---|---|---|---|
 //! | `id`, `home` | by `new` only | anywhere, no lock | never change |
-//! | `inner` (queue and its segments, dormant, waker, extra, status, exit, flags, cap, overflow) | under the lock | under the lock | every transition of rules 1-12 is one locked step on these |
+//! | `inner` (queue, dormant, waker, extra, status, exit, flags, cap, overflow) | under the lock | under the lock | every transition of rules 1-12 is one locked step on these |
 //! | `killed` | once, false to true, by `kill`, under the lock (`Release`) | under the lock by every transition that could let the actor wait, park or take more (`send`, `next_item`, `try_hibernate`, `park_handed`, `add_link`, `add_name`); without it (`Acquire`) by `is_killed`: the activation before each poll and each batched message, `is_alive` | it never goes back to false, and it is written under the lock, so a locked reader sees it exactly; an unlocked reader that misses it only runs until its next locked step, which sees it (and `kill` also wakes a waiting task): rule 6's "at its next poll" |
 //! | `sys_pending` | under the lock: set (`Release`) by `push_sys` with the system message queued, cleared (`Release`) by `next_item` when it takes the last one | without the lock (`Acquire`), only by `next_item` serving a batch | it only decides whether a batched message may be served without the lock; a stale `false` serves the batched message already racing the system message, a stale `true` costs one lock. Taking and emptying the system lane itself is under the lock (rule 5) |
 //! | `batched` | only by the activation, no lock (`Relaxed`) | by `mailbox_len` (`Relaxed`) | a count for reports and metrics, never a decision: a snapshot off by the message in flight is fine |
@@ -104,9 +99,6 @@ use crate::keyed::Keyed;
 use crate::mailbox::{MailboxConfig, Overflow};
 use crate::registry::Registry;
 use crate::{ActorId, Down, ExitReason, ExitSignal, MonitorId};
-
-mod segments;
-use segments::Segments;
 
 /// A system message: handled before user messages, never counted against capacity.
 pub(crate) enum Sys {
@@ -208,7 +200,7 @@ struct Inner<M> {
     queue: VecDeque<Envelope<M>>,
     dormant: Option<Box<dyn Dormant<M>>>,
     waker: Option<Waker>,
-    extra: Option<Box<Extra<M>>>,
+    extra: Option<Box<Extra>>,
     /// The mailbox's bound (0: unbounded) and overflow policy, kept as fields rather than a
     /// `MailboxConfig` so they share one word with the status, the exit code and the flags.
     cap: u32,
@@ -270,10 +262,9 @@ impl ExitCode {
 }
 
 /// The rarely used parts, allocated on first use so an idle actor stays small.
-struct Extra<M> {
+#[derive(Default)]
+struct Extra {
     sys: VecDeque<Sys>,
-    /// A long queue's segments after `Inner::queue` (rule 13).
-    tail: Segments<Envelope<M>>,
     /// Links and monitors, keyed (`keyed.rs`): O(1) to add and remove however many there are.
     links: Keyed<ActorId, AnyRef>,
     monitors: Keyed<MonitorId, AnyRef>,
@@ -287,24 +278,6 @@ struct Extra<M> {
     exit: Option<ExitReason>,
     /// A name for people (`Spawn::name`).
     name: Option<Arc<str>>,
-}
-
-impl<M> Default for Extra<M> {
-    fn default() -> Self {
-        Self {
-            sys: VecDeque::new(),
-            tail: Segments::default(),
-            links: Keyed::default(),
-            monitors: Keyed::default(),
-            names: Vec::new(),
-            groups: Vec::new(),
-            watchers: Vec::new(),
-            blocked_senders: Vec::new(),
-            dropped: 0,
-            exit: None,
-            name: None,
-        }
-    }
 }
 
 impl<M> Inner<M> {
@@ -324,52 +297,8 @@ impl<M> Inner<M> {
         MailboxConfig::from_parts(self.cap, self.overflow)
     }
 
-    fn extra(&mut self) -> &mut Extra<M> {
+    fn extra(&mut self) -> &mut Extra {
         self.extra.get_or_insert_with(Default::default)
-    }
-
-    /// User messages queued: the front and its segments (rule 13).
-    fn queued(&self) -> usize {
-        self.queue.len() + self.extra.as_ref().map_or(0, |e| e.tail.len())
-    }
-
-    /// Rule 13: to the segments once they hold some, or once the front is full at a
-    /// segment's size; else to the front. Inlined: it is on every send's path.
-    #[inline(always)]
-    fn push(&mut self, msg: Envelope<M>) {
-        let full =
-            self.queue.len() == self.queue.capacity() && self.queue.capacity() >= segments::seg_cap::<Envelope<M>>();
-        match self.extra.as_mut() {
-            Some(e) if !e.tail.is_empty() => return e.tail.push(msg),
-            _ if full => return self.extra().tail.push(msg),
-            _ => {}
-        }
-        if self.queue.capacity() == 0 && std::mem::size_of::<Envelope<M>>() <= 1024 {
-            // The first message since the queue was created or handed to a batch: allocated at
-            // the 4 slots `push_back` would grow it to (for messages up to 1 KiB), without going
-            // through its growth path.
-            self.queue = VecDeque::with_capacity(4);
-        }
-        self.queue.push_back(msg);
-    }
-
-    /// The oldest queued message (rule 13: the next segment becomes the front when the front
-    /// empties). Inlined: it is on every take's path.
-    #[inline(always)]
-    fn pop(&mut self) -> Option<Envelope<M>> {
-        let m = self.queue.pop_front();
-        if self.queue.is_empty() && self.extra.is_some() {
-            self.refill();
-        }
-        m
-    }
-
-    /// Rule 13: an emptied front takes the oldest segment's place.
-    #[inline(never)]
-    fn refill(&mut self) {
-        if let Some(next) = self.extra.as_mut().and_then(|e| e.tail.take_oldest()) {
-            self.queue = next;
-        }
     }
 
     fn has_sys(&self) -> bool {
@@ -479,7 +408,7 @@ impl<M: Send + 'static> Cell<M> {
         }
         let mut evicted = None;
         if let Some(cap) = g.config().capacity() {
-            if g.queued() >= cap {
+            if g.queue.len() >= cap {
                 match g.config().overflow() {
                     Overflow::Backpressure => {
                         drop(g);
@@ -492,13 +421,19 @@ impl<M: Send + 'static> Cell<M> {
                         return Ok(());
                     }
                     Overflow::DropOldest => {
-                        evicted = g.pop();
+                        evicted = g.queue.pop_front();
                         g.extra().dropped += 1;
                     }
                 }
             }
         }
-        g.push(msg);
+        if g.queue.capacity() == 0 && std::mem::size_of::<Envelope<M>>() <= 1024 {
+            // The first message since the queue was created or handed to a batch: allocated at
+            // the 4 slots `push_back` would grow it to (for messages up to 1 KiB), without going
+            // through its growth path.
+            g.queue = VecDeque::with_capacity(4);
+        }
+        g.queue.push_back(msg);
         let wake = g.wake();
         drop(g);
         drop(evicted);
@@ -514,7 +449,7 @@ impl<M: Send + 'static> Cell<M> {
         if g.status == Status::Dead || g.flag(F_CLOSING) || self.is_killed() {
             return Some(SendErrorKind::Gone);
         }
-        let full = g.config().capacity().is_some_and(|c| g.queued() >= c);
+        let full = g.config().capacity().is_some_and(|c| g.queue.len() >= c);
         (full && g.config().overflow() == Overflow::Backpressure).then_some(SendErrorKind::Full)
     }
 
@@ -523,7 +458,7 @@ impl<M: Send + 'static> Cell<M> {
     #[must_use = "false means there is room already: the caller must retry, or it waits for a wake that never comes"]
     pub(crate) fn wait_for_room(&self, waker: &Waker) -> bool {
         let mut g = self.inner.lock();
-        let full = g.status != Status::Dead && g.config().capacity().is_some_and(|c| g.queued() >= c);
+        let full = g.status != Status::Dead && g.config().capacity().is_some_and(|c| g.queue.len() >= c);
         if full {
             g.extra().blocked_senders.push(waker.clone());
         }
@@ -587,13 +522,12 @@ impl<M: Send + 'static> Cell<M> {
         }
         if g.config().capacity().is_none() && g.queue.len() >= 2 {
             std::mem::swap(&mut g.queue, batch);
-            g.refill();
             g.set_flag(F_ACTIVE, true);
             g.set_flag(F_PARK, false);
             drop(g);
             return Poll::Ready(self.serve_batch(batch));
         }
-        if let Some(m) = g.pop() {
+        if let Some(m) = g.queue.pop_front() {
             g.set_flag(F_ACTIVE, true);
             g.set_flag(F_PARK, false);
             let unblock = match g.extra.as_mut() {
@@ -687,7 +621,7 @@ impl<M: Send + 'static> Cell<M> {
     /// handed to the actor yet. The one being handled is not counted.
     pub(crate) fn mailbox_len(&self) -> usize {
         let g = self.inner.lock();
-        g.queued() + self.batched.load(Ordering::Relaxed) as usize
+        g.queue.len() + self.batched.load(Ordering::Relaxed) as usize
     }
 
     pub(crate) fn set_name(&self, name: Arc<str>) {
@@ -715,7 +649,7 @@ impl<M: Send + 'static> Cell<M> {
             }
             g.status = Status::Dead;
             g.waker = None;
-            let queue = (std::mem::take(&mut g.queue), g.extra.as_mut().map(|e| e.tail.take_all()));
+            let queue = std::mem::take(&mut g.queue);
             let dormant = g.dormant.take();
             let extra = g.extra.take();
             g.exit = ExitCode::of(&reason);
@@ -744,7 +678,7 @@ impl<M: Send + 'static> Cell<M> {
 }
 
 /// Signals links and monitors, releases names, wakes blocked senders; returns the watchers.
-fn notify_death<M>(id: ActorId, reason: &ExitReason, e: Extra<M>) -> Vec<oneshot::Sender<ExitReason>> {
+fn notify_death(id: ActorId, reason: &ExitReason, e: Extra) -> Vec<oneshot::Sender<ExitReason>> {
     for (_, l) in e.links.into_values() {
         l.0.push_sys(Sys::Exit(ExitSignal { from: id, reason: reason.clone() }));
     }
@@ -971,36 +905,6 @@ mod tests {
     #[cfg(all(target_pointer_width = "64", not(troupe_loom)))]
     fn the_cell_stays_small() {
         assert_eq!(std::mem::size_of::<super::Cell<()>>(), 112);
-    }
-
-    /// Rule 13: a mailbox filled faster than it is drained keeps its front buffer at a
-    /// segment's size (a `VecDeque` alone would have doubled to 16,384 slots here, copying
-    /// the queue each time), and hands the messages over in order.
-    #[tokio::test]
-    #[cfg(not(troupe_loom))]
-    async fn a_long_queue_never_grows_its_front_past_a_segment() {
-        use super::*;
-        let cell =
-            Arc::new(Cell::<u64>::new(MailboxConfig::default(), vec![], Arc::new(tokio::runtime::Handle::current())));
-        for i in 0..10_000 {
-            cell.send(i).expect("a running cell takes messages");
-        }
-        let seg = segments::seg_cap::<Envelope<u64>>();
-        {
-            let g = cell.inner.lock();
-            assert!(g.queue.capacity() <= seg, "front capacity {} over a segment's {seg}", g.queue.capacity());
-            assert_eq!(g.queued(), 10_000);
-        }
-        let mut batch = VecDeque::new();
-        let mut got = Vec::new();
-        loop {
-            match cell.next_item(&mut batch, None) {
-                Poll::Ready(Item::Msg(m)) => got.push(open(m)),
-                Poll::Ready(Item::Empty) => break,
-                _ => panic!("only messages were queued"),
-            }
-        }
-        assert_eq!(got, (0..10_000).collect::<Vec<_>>());
     }
 
     /// `reports.rs` rule 4: without `trace-context` a queued message is the bare message, so

@@ -156,58 +156,6 @@ async fn drop_oldest_keeps_the_newest_and_counts_drops() {
     assert_eq!(got, vec![3, 4, 5]);
 }
 
-/// `cell.rs` rule 13: a queue long enough to be segmented (about 30 segments here) is
-/// counted whole and handled in order.
-#[tokio::test]
-async fn a_long_queue_is_counted_whole_and_handled_in_order() {
-    let r = troupe::spawn(recorder());
-    let gate = block(&r).await;
-    for i in 0..10_000 {
-        r.send(RMsg::Num(i)).unwrap();
-    }
-    assert_eq!(r.mailbox_len(), 10_000);
-    gate.notify_one();
-    let got = r.ask(RMsg::Get, T).await.unwrap();
-    assert_eq!(got, (0..10_000).collect::<Vec<_>>());
-}
-
-/// Rule 13 with a bound above a segment's size: drop-oldest takes from the front and the
-/// next segment moves up, so the newest `cap` messages are the ones kept.
-#[tokio::test]
-async fn drop_oldest_over_a_segmented_queue_keeps_the_newest() {
-    let rec = recorder();
-    let mirror = rec.mirror.clone();
-    let cfg = MailboxConfig::bounded(1000).with_overflow(Overflow::DropOldest);
-    let r = troupe::spawn_with(rec, Spawn::new().mailbox(cfg));
-    let gate = block(&r).await;
-    for i in 1..=1500 {
-        r.send(RMsg::Num(i)).unwrap();
-    }
-    assert_eq!((r.mailbox_len(), r.dropped()), (1000, 500));
-    gate.notify_one();
-    common::wait_until("the recorder to drain its mailbox", T, || mirror.lock().len() >= 1000).await;
-    assert_eq!(*mirror.lock(), (501..=1500).collect::<Vec<_>>());
-}
-
-/// Rule 7 over a segmented queue: a kill drops every queued message, the last segment's
-/// included, so an ask queued behind thousands of messages sees `Gone`.
-#[tokio::test]
-async fn a_kill_drops_every_segment_of_a_long_queue() {
-    let r = troupe::spawn(recorder());
-    let _gate = block(&r).await;
-    for i in 0..5000 {
-        r.send(RMsg::Num(i)).unwrap();
-    }
-    let pending = {
-        let r = r.clone();
-        tokio::spawn(async move { r.ask(RMsg::Get, Duration::from_secs(30)).await })
-    };
-    common::wait_until("the ask to be queued", T, || r.mailbox_len() == 5001).await;
-    r.kill();
-    assert_eq!(pending.await.unwrap().unwrap_err(), AskError::Gone);
-    assert_eq!(r.terminated().await, ExitReason::Killed);
-}
-
 #[tokio::test]
 async fn system_messages_jump_the_queue() {
     let lg = log();
