@@ -407,15 +407,20 @@ where
         let Some(cell) = this.cell.take() else {
             return Poll::Ready(());
         };
-        let (reason, linked) = match outcome {
-            Outcome::Parked => return Poll::Ready(()),
-            Outcome::Exit(reason) => (reason, false),
-            Outcome::Linked(reason) => (reason, true),
-        };
-        crate::reports::ended(cell.id, std::any::type_name::<A>(), || cell.name(), this.at.as_deref(), &reason, linked);
-        cell.die(reason);
+        match outcome {
+            Outcome::Parked => {}
+            Outcome::Exit(reason) => end::<A>(&cell, this.at.as_deref(), reason, false),
+            Outcome::Linked(reason) => end::<A>(&cell, this.at.as_deref(), reason, true),
+        }
         Poll::Ready(())
     }
+}
+
+/// An actor's end, once its state is dropped: reported (`reports.rs` rules 5 and 6), then its
+/// death (`cell.rs` rule 7).
+fn end<A: Actor>(cell: &Arc<Cell<A::Msg>>, at: Option<&Placement>, reason: ExitReason, linked: bool) {
+    crate::reports::ended(cell.id, std::any::type_name::<A>(), || cell.name(), at, &reason, linked);
+    cell.die(reason);
 }
 
 impl<A: Actor, S, F, T> Drop for Life<A, S, F, T> {
@@ -423,16 +428,7 @@ impl<A: Actor, S, F, T> Drop for Life<A, S, F, T> {
         if let Some(cell) = self.cell.take() {
             // Rule 10: dropped unfinished. The state goes first, as at any death (rule 7).
             self.phase = Phase::Done;
-            let reason = ExitReason::Killed;
-            crate::reports::ended(
-                cell.id,
-                std::any::type_name::<A>(),
-                || cell.name(),
-                self.at.as_deref(),
-                &reason,
-                false,
-            );
-            cell.die(reason);
+            end::<A>(&cell, self.at.as_deref(), ExitReason::Killed, false);
         }
     }
 }
@@ -577,7 +573,7 @@ fn serve<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> impl Futur
     }
 }
 
-/// A system message other than `Stop` (`serve` takes that one itself, so it never comes here): a drain request is
+/// A system message other than `Stop` (`serve` takes that one itself): a drain request is
 /// noted, an exit signal is handed to `on_exit` when trapped and ends the actor when not (unless
 /// `Normal`), a `Down` goes to `on_down`. The outcome when the actor ends.
 async fn system<A: Actor>(st: &mut State<A>, me: crate::ActorId, sys: Sys) -> Option<Outcome> {
