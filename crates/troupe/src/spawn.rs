@@ -503,61 +503,70 @@ fn serve<A: Actor>(cell: Arc<Cell<A::Msg>>, mut st: Box<State<A>>) -> impl Futur
             // pending, the actor stops when its mailbox is empty (cell.rs, rule 11), so it must
             // not wait on it.
             let wait = handled && !st.ctx.draining();
-            let item = if wait {
-                poll_fn(|cx| {
-                    let item = cell.next_item(&mut batch, Some(cx));
-                    if item.is_pending() {
-                        // Straight back to `Life`'s poll: it needs no waker of its own now.
-                        MAILBOX_WAIT.with(|c| c.set(true));
+            // Where `next_item` writes a message it takes (`cell.rs`, `Item`): one write, then
+            // one move out. The block ends the slot before the handler's await, so the
+            // activation keeps no room for it there (a `Copy` message would leave it alive).
+            let m = {
+                let mut slot = None;
+                let item = if wait {
+                    poll_fn(|cx| {
+                        let item = cell.next_item(&mut batch, &mut slot, Some(cx));
+                        if item.is_pending() {
+                            // Straight back to `Life`'s poll: it needs no waker of its own now.
+                            MAILBOX_WAIT.with(|c| c.set(true));
+                        }
+                        item
+                    })
+                    .await
+                } else {
+                    match cell.next_item(&mut batch, &mut slot, None) {
+                        Poll::Ready(item) => item,
+                        Poll::Pending => unreachable!("next_item without a context never waits"),
                     }
-                    item
-                })
-                .await
-            } else {
-                match cell.next_item(&mut batch, None) {
-                    Poll::Ready(item) => item,
-                    Poll::Pending => unreachable!("next_item without a context never waits"),
-                }
-            };
-            // The item is moved into the match (`{ item }`): a temporary that ends with this
-            // statement, so no `Item` is kept across the handler's await (the activation is
-            // smaller by one).
-            let m = match { item } {
-                Item::Msg(m) => {
-                    // sched.rs, rule 4: this actor has work, so what it woke runs elsewhere.
-                    crate::sched::release_next();
-                    handled = true;
-                    m
-                }
-                Item::Empty => {
-                    if let Some(reason) = st.ctx.take_drain() {
-                        return Ended::Stop(st, reason);
+                };
+                // The item is moved into the match (`{ item }`): a temporary that ends with this
+                // statement, so no `Item` is kept across the handler's await (the activation is
+                // smaller by one).
+                match { item } {
+                    Item::Msg => {
+                        // sched.rs, rule 4: this actor has work, so what it woke runs elsewhere.
+                        crate::sched::release_next();
+                        handled = true;
                     }
-                    match cell.try_hibernate(st) {
-                        Ok(()) => return Ended::Done(Outcome::Parked),
-                        Err(back) => {
-                            st = back;
-                            stepped = false;
-                            continue;
+                    Item::Empty => {
+                        if let Some(reason) = st.ctx.take_drain() {
+                            return Ended::Stop(st, reason);
+                        }
+                        match cell.try_hibernate(st) {
+                            Ok(()) => return Ended::Done(Outcome::Parked),
+                            Err(back) => {
+                                st = back;
+                                stepped = false;
+                                continue;
+                            }
                         }
                     }
+                    Item::Killed => {
+                        crate::sched::release_next();
+                        return Ended::Done(Outcome::Exit(ExitReason::Killed));
+                    }
+                    Item::Sys(Sys::Stop(reason)) => {
+                        crate::sched::release_next();
+                        return Ended::Stop(st, reason);
+                    }
+                    Item::Sys(sys) => {
+                        crate::sched::release_next();
+                        handled = true;
+                        pending = Some(Box::new(sys));
+                        // Straight to it at the top, before this turn's stop and budget checks.
+                        stepped = false;
+                        continue;
+                    }
                 }
-                Item::Killed => {
-                    crate::sched::release_next();
-                    return Ended::Done(Outcome::Exit(ExitReason::Killed));
-                }
-                Item::Sys(Sys::Stop(reason)) => {
-                    crate::sched::release_next();
-                    return Ended::Stop(st, reason);
-                }
-                Item::Sys(sys) => {
-                    crate::sched::release_next();
-                    handled = true;
-                    pending = Some(Box::new(sys));
-                    // Straight to it at the top, before this turn's stop and budget checks.
-                    stepped = false;
-                    continue;
-                }
+                let Some(m) = slot else {
+                    unreachable!("`Item::Msg` comes with its message in the slot");
+                };
+                m
             };
             #[cfg(feature = "metrics")]
             meter.handled(|| cell.mailbox_len());

@@ -179,6 +179,7 @@ struct Run {
 fn actor(cell: &Arc<Cell<u32>>, resumes: &Arc<Resumes>, plan: Plan) -> Run {
     let mut run = Run::default();
     let mut batch = VecDeque::new();
+    let mut slot = None;
     let mut waits = plan.waits;
     let mut draining = None;
     let mut resumed = 0;
@@ -194,7 +195,7 @@ fn actor(cell: &Arc<Cell<u32>>, resumes: &Arc<Resumes>, plan: Plan) -> Run {
                 if cell.is_killed() {
                     return Poll::Ready(Some(Item::Killed));
                 }
-                match cell.next_item_with(&mut batch, Some(cx), |_| plan.hands_off) {
+                match cell.next_item_with(&mut batch, &mut slot, Some(cx), |_| plan.hands_off) {
                     Poll::Ready(item) => return Poll::Ready(Some(item)),
                     // The carrier's part (`sched.rs`, rule 4): park the activation after the poll.
                     Poll::Pending if plan.hands_off => match cell.park_handed(Parked::boxed(resumes)) {
@@ -208,7 +209,7 @@ fn actor(cell: &Arc<Cell<u32>>, resumes: &Arc<Resumes>, plan: Plan) -> Run {
                 }
             }))
         } else {
-            match cell.next_item(&mut batch, None) {
+            match cell.next_item(&mut batch, &mut slot, None) {
                 Poll::Ready(item) => Some(item),
                 Poll::Pending => unreachable!("next_item without a context never waits"),
             }
@@ -223,8 +224,8 @@ fn actor(cell: &Arc<Cell<u32>>, resumes: &Arc<Resumes>, plan: Plan) -> Run {
             continue;
         };
         match item {
-            Item::Msg(m) => {
-                run.msgs.push(m);
+            Item::Msg => {
+                run.msgs.push(slot.take().expect("`Item::Msg` fills the slot"));
                 waits = true;
                 if run.msgs.len() == plan.until {
                     end(&mut run, ExitReason::Normal);
@@ -497,14 +498,16 @@ fn a_system_message_overtakes_a_batch() {
             })
         };
         let mut batch = VecDeque::new();
+        let mut slot = None;
         let mut taken = Vec::new();
         loop {
             let (published, item) = loom::future::block_on(poll_fn(|cx| {
                 let published = pushed.load(SeqCst);
-                cell.next_item_with(&mut batch, Some(cx), |_| false).map(|item| (published, item))
+                cell.next_item_with(&mut batch, &mut slot, Some(cx), |_| false).map(|item| (published, item))
             }));
             match item {
-                Item::Msg(m) => {
+                Item::Msg => {
+                    let m = slot.take().expect("`Item::Msg` fills the slot");
                     assert!(!published, "rule 5: message {m} was taken after a system message was queued");
                     taken.push(m);
                 }
