@@ -286,6 +286,17 @@ struct Extra {
 }
 
 impl<M> Inner<M> {
+    /// Queues a message, allocating an empty queue at the 4 slots `push_back` would grow it to
+    /// (for messages up to 1 KiB) without going through its growth path: the first message
+    /// since the queue was created or handed to a batch.
+    #[inline(always)]
+    fn push(&mut self, msg: Envelope<M>) {
+        if self.queue.capacity() == 0 && std::mem::size_of::<Envelope<M>>() <= 1024 {
+            self.queue = VecDeque::with_capacity(4);
+        }
+        self.queue.push_back(msg);
+    }
+
     fn flag(&self, f: u8) -> bool {
         self.flags & f != 0
     }
@@ -411,6 +422,28 @@ impl<M: Send + 'static> Cell<M> {
             drop(g);
             return Err(SendError::new(SendErrorKind::Gone, Some(open(msg))));
         }
+        if g.config().capacity().is_some() {
+            return self.send_bounded(g, msg);
+        }
+        // An unbounded mailbox: the path of nearly every send, kept free of the bounded one's
+        // locals (an evicted message kept across the unlock was copied through memory at
+        // every send, a store-forwarding stall measured on `chameneos`).
+        g.push(msg);
+        let wake = g.wake();
+        drop(g);
+        wake.run(self);
+        Ok(())
+    }
+
+    /// [`Cell::send`] to a bounded mailbox: refused, dropped or evicting by its overflow policy
+    /// when full (`mailbox.rs`). Out of line so the unbounded path stays small.
+    #[cold]
+    #[inline(never)]
+    fn send_bounded(
+        self: &Arc<Self>,
+        mut g: crate::loom::sync::MutexGuard<'_, Inner<M>>,
+        msg: Envelope<M>,
+    ) -> Result<(), SendError<M>> {
         let mut evicted = None;
         if let Some(cap) = g.config().capacity() {
             if g.queue.len() >= cap {
@@ -432,13 +465,7 @@ impl<M: Send + 'static> Cell<M> {
                 }
             }
         }
-        if g.queue.capacity() == 0 && std::mem::size_of::<Envelope<M>>() <= 1024 {
-            // The first message since the queue was created or handed to a batch: allocated at
-            // the 4 slots `push_back` would grow it to (for messages up to 1 KiB), without going
-            // through its growth path.
-            g.queue = VecDeque::with_capacity(4);
-        }
-        g.queue.push_back(msg);
+        g.push(msg);
         let wake = g.wake();
         drop(g);
         drop(evicted);

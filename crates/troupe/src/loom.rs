@@ -15,7 +15,7 @@
 #[cfg(not(all(test, troupe_loom)))]
 pub(crate) mod sync {
     //! The ordinary build: re-exports, nothing added.
-    pub(crate) use parking_lot::Mutex;
+    pub(crate) use parking_lot::{Mutex, MutexGuard};
 
     pub(crate) mod atomic {
         //! `std`'s atomics.
@@ -33,6 +33,8 @@ pub(crate) mod sync {
         pub(crate) use loom::sync::atomic::{AtomicBool, AtomicU32};
         pub(crate) use std::sync::atomic::Ordering;
     }
+
+    pub(crate) use loom::sync::MutexGuard;
 
     /// loom's mutex, locked as `parking_lot::Mutex` is.
     pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
