@@ -75,6 +75,9 @@ pub(crate) trait Runnable: Send {
     /// It was put in a slot and then sent to a carrier of its own (displaced or released):
     /// its actor's hand-offs do not form chains (rule 8).
     fn released(&self);
+    /// Its actor's home runtime (`cell.rs`, rule 9): the carrier running it is of that runtime,
+    /// so a carrier reads its own home from what it runs instead of keeping it.
+    fn home(&self) -> &Arc<Handle>;
 }
 
 /// An activation, type-erased so a carrier can run actors of any message type.
@@ -235,8 +238,8 @@ fn run_elsewhere(home: Home, handle: Option<&Arc<Handle>>, activation: Activatio
     }
     let activation = activation.expect("not handed to a dock");
     match handle {
-        Some(h) => drop(h.spawn(carrier(activation, home))),
-        None => drop(tokio::spawn(carrier(activation, home))),
+        Some(h) => drop(h.spawn(carrier(activation))),
+        None => drop(tokio::spawn(carrier(activation))),
     }
 }
 
@@ -339,18 +342,28 @@ pub(crate) fn outside<R>(f: impl FnOnce() -> R) -> R {
     out
 }
 
-/// A carrier for `activation` on `home`, to be spawned there (an inline start that waits).
-pub(crate) fn carrier_on(activation: Activation, home: &Arc<Handle>) -> impl Future<Output = ()> + Send + 'static {
-    carrier(activation, Home::of(home))
+/// A carrier for `activation`, to be spawned on its home (an inline start that waits).
+pub(crate) fn carrier_on(activation: Activation) -> impl Future<Output = ()> + Send + 'static {
+    carrier(activation)
 }
 
 /// A tokio task running activations one after the other (rules 1-5, 7): `first`, then those
 /// it takes from its slot when the one it runs finishes or hands off, then, idle in its
 /// thread's pool, those handed to its dock.
-async fn carrier(first: Activation, home: Home) {
+///
+/// A plain `poll_fn` holding the activation and the dock only (24 bytes), not an `async fn`
+/// (which kept its arguments twice, 80 bytes): so a carrier's tokio task fits in 128 bytes
+/// instead of 256 (a task is aligned to 128). Its home is read from what it holds: every
+/// activation it runs, and its dock, are of the runtime it was spawned on (rules 1 and 2).
+fn carrier(first: Activation) -> impl Future<Output = ()> + Send + 'static {
     let mut current = Some(first);
     let mut dock: Option<Arc<Dock>> = None;
     std::future::poll_fn(move |cx: &mut Context<'_>| {
+        let home = match (&current, &dock) {
+            (Some(a), _) => Home::of(a.home()),
+            (None, Some(d)) => d.home,
+            (None, None) => return Poll::Ready(()),
+        };
         let _polling = Polling::enter(home);
         loop {
             if current.is_none() {
@@ -423,7 +436,6 @@ async fn carrier(first: Activation, home: Home) {
             }
         }
     })
-    .await;
 }
 
 /// One hop of the current poll's budget; true when it is spent (rule 5).
