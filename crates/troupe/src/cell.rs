@@ -422,12 +422,12 @@ impl<M: Send + 'static> Cell<M> {
             drop(g);
             return Err(SendError::new(SendErrorKind::Gone, Some(open(msg))));
         }
-        if g.config().capacity().is_some() {
-            return self.send_bounded(g, msg);
+        if g.config().capacity().is_some_and(|cap| g.queue.len() >= cap) {
+            return self.send_full(g, msg);
         }
-        // An unbounded mailbox: the path of nearly every send, kept free of the bounded one's
-        // locals (an evicted message kept across the unlock was copied through memory at
-        // every send, a store-forwarding stall measured on `chameneos`).
+        // The path of nearly every send, kept free of the full mailbox's locals (an evicted
+        // message kept across the unlock was copied through memory at every send, a
+        // store-forwarding stall measured on `chameneos`).
         g.push(msg);
         let wake = g.wake();
         drop(g);
@@ -435,42 +435,37 @@ impl<M: Send + 'static> Cell<M> {
         Ok(())
     }
 
-    /// [`Cell::send`] to a bounded mailbox: refused, dropped or evicting by its overflow policy
-    /// when full (`mailbox.rs`). Out of line so the unbounded path stays small.
+    /// [`Cell::send`] to a full bounded mailbox: refused, dropped or evicting the oldest by its
+    /// overflow policy (`mailbox.rs`). Out of line so the common path stays small.
     #[cold]
     #[inline(never)]
-    fn send_bounded(
+    fn send_full(
         self: &Arc<Self>,
         mut g: crate::loom::sync::MutexGuard<'_, Inner<M>>,
         msg: Envelope<M>,
     ) -> Result<(), SendError<M>> {
-        let mut evicted = None;
-        if let Some(cap) = g.config().capacity() {
-            if g.queue.len() >= cap {
-                match g.config().overflow() {
-                    Overflow::Backpressure => {
-                        drop(g);
-                        return Err(SendError::new(SendErrorKind::Full, Some(open(msg))));
-                    }
-                    Overflow::DropNewest => {
-                        g.extra().dropped += 1;
-                        drop(g);
-                        drop(msg);
-                        return Ok(());
-                    }
-                    Overflow::DropOldest => {
-                        evicted = g.queue.pop_front();
-                        g.extra().dropped += 1;
-                    }
-                }
+        match g.config().overflow() {
+            Overflow::Backpressure => {
+                drop(g);
+                Err(SendError::new(SendErrorKind::Full, Some(open(msg))))
+            }
+            Overflow::DropNewest => {
+                g.extra().dropped += 1;
+                drop(g);
+                drop(msg);
+                Ok(())
+            }
+            Overflow::DropOldest => {
+                let evicted = g.queue.pop_front();
+                g.extra().dropped += 1;
+                g.push(msg);
+                let wake = g.wake();
+                drop(g);
+                drop(evicted);
+                wake.run(self);
+                Ok(())
             }
         }
-        g.push(msg);
-        let wake = g.wake();
-        drop(g);
-        drop(evicted);
-        wake.run(self);
-        Ok(())
     }
 
     /// Why a send would be refused right now, if it would (a snapshot: an adapter checks it

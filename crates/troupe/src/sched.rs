@@ -342,11 +342,6 @@ pub(crate) fn outside<R>(f: impl FnOnce() -> R) -> R {
     out
 }
 
-/// A carrier for `activation`, to be spawned on its home (an inline start that waits).
-pub(crate) fn carrier_on(activation: Activation) -> impl Future<Output = ()> + Send + 'static {
-    carrier(activation)
-}
-
 /// A tokio task running activations one after the other (rules 1-5, 7): `first`, then those
 /// it takes from its slot when the one it runs finishes or hands off, then, idle in its
 /// thread's pool, those handed to its dock.
@@ -355,7 +350,8 @@ pub(crate) fn carrier_on(activation: Activation) -> impl Future<Output = ()> + S
 /// (which kept its arguments twice, 80 bytes): so a carrier's tokio task fits in 128 bytes
 /// instead of 256 (a task is aligned to 128). Its home is read from what it holds: every
 /// activation it runs, and its dock, are of the runtime it was spawned on (rules 1 and 2).
-fn carrier(first: Activation) -> impl Future<Output = ()> + Send + 'static {
+/// Spawned here for woken activations, and by `spawn.rs` for an inline start that waits.
+pub(crate) fn carrier(first: Activation) -> impl Future<Output = ()> + Send + 'static {
     let mut current = Some(first);
     let mut dock: Option<Arc<Dock>> = None;
     std::future::poll_fn(move |cx: &mut Context<'_>| {

@@ -179,7 +179,7 @@ fn start_inline<A: Actor>(cell: &Arc<Cell<A::Msg>>, state: Box<State<A>>) {
     // Not inside the spawner's carrier: what `started` wakes gets carriers of its own
     // (sched.rs, rule 2), and this stretch never hands off.
     if crate::sched::outside(|| act.as_mut().poll_run(&mut cx)).is_pending() {
-        home.spawn(crate::sched::carrier_on(act));
+        home.spawn(crate::sched::carrier(act));
     }
 }
 
@@ -676,7 +676,7 @@ mod tests {
     #[test]
     #[allow(unreachable_code)]
     fn a_carrier_future_fits_a_128_byte_task() {
-        let size = size_of_made(&|| crate::sched::carrier_on(unreachable!()));
+        let size = size_of_made(&|| crate::sched::carrier(unreachable!()));
         assert!(size <= 24, "a carrier future is {size} bytes");
     }
 }
