@@ -94,6 +94,17 @@ for doc in "${docs[@]}"; do
     fi
 done
 
+# gen-run-json.py refuses options it does not know and targets that do not exist, writing nothing
+# (a `--help` once left a `--help.run.json` at the top of the tree)
+for bad in --bogus does/not/exist; do
+    if python3 scripts/gen-run-json.py "$bad" >/dev/null 2>&1; then
+        fail scripts/gen-run-json.py 0 "$bad" "accepted instead of refused with exit 2"
+    fi
+done
+if ls ./*.run.json ./-*.run.json >/dev/null 2>&1; then
+    fail . 0 "$(ls ./*.run.json ./-*.run.json 2>/dev/null | head -1)" "a run.json at the top of the tree (a stray gen-run-json.py output)"
+fi
+
 if [[ $failures -gt 0 ]]; then
     echo "check-figures: $failures results reference(s) without their data (of $checked checked)" >&2
     exit 1

@@ -176,9 +176,20 @@ def build(target):
 
 
 def main(argv):
+    if not argv or "-h" in argv or "--help" in argv:
+        print(__doc__.strip())
+        return 0 if argv else 2
+    unknown = [a for a in argv if a.startswith("-") and a != "--force"]
+    if unknown:
+        print(f"gen-run-json.py: unknown option {unknown[0]!r}; the only option is --force (see --help)", file=sys.stderr)
+        return 2
     force = "--force" in argv
-    for target in [a for a in argv if a != "--force"]:
-        target = target.rstrip("/")
+    targets = [a.rstrip("/") for a in argv if a != "--force"]
+    missing = [t for t in targets if not os.path.exists(t)]
+    if missing:
+        print(f"gen-run-json.py: {missing[0]!r} does not exist; name a results folder or a .jsonl file", file=sys.stderr)
+        return 2
+    for target in targets:
         dest = os.path.join(target, "run.json") if os.path.isdir(target) else re.sub(r"\.jsonl?$", "", target) + ".run.json"
         if os.path.exists(dest) and not force:
             print(f"{dest}: exists, left alone (--force rewrites it)")
@@ -191,4 +202,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main(sys.argv[1:]))
