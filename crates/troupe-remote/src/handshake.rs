@@ -38,7 +38,9 @@
 //!    every build since the derive advertises typed refusals ([`Features::TYPED_REFUSALS`]:
 //!    it decodes `RefuseReason::UnknownType`). A node replies and refuses over the session
 //!    it dialled, so a refusal earned before that session is up (the peer's features not yet
-//!    known) is held until it is, then sent typed or untyped as that `Welcome` said.
+//!    known) is held until it is, then sent typed or untyped as that `Welcome` said. Every
+//!    build since issue 30 advertises batched `Down`s ([`Features::BATCHED_DOWNS`]: it decodes
+//!    `Control::Downs`); a peer that did not advertise them gets one `Down` per monitor.
 
 use std::time::Duration;
 
@@ -78,7 +80,7 @@ pub struct Accepted {
 ///
 /// ```
 /// use troupe_remote::handshake::Features;
-/// let f = Features { trace_context: true, typed_refusals: true };
+/// let f = Features { trace_context: true, typed_refusals: true, batched_downs: true };
 /// assert_eq!(Features::from_welcome(&f.to_welcome()), f);
 /// assert_eq!(Features::from_welcome(&[]), Features::default(), "an empty Welcome: none");
 /// ```
@@ -89,6 +91,9 @@ pub struct Features {
     /// `RefuseReason::UnknownType` in a `Refused` control message (older builds could not
     /// decode it, and would close the connection).
     pub typed_refusals: bool,
+    /// `Control::Downs`: the `Down`s of one death to one peer in one frame (`node/downs.rs`;
+    /// older builds could not decode it, and would close the connection).
+    pub batched_downs: bool,
 }
 
 impl Features {
@@ -96,11 +101,14 @@ impl Features {
     pub const TRACE_CONTEXT: u8 = 1;
     /// The flag of [`Features::typed_refusals`].
     pub const TYPED_REFUSALS: u8 = 2;
+    /// The flag of [`Features::batched_downs`].
+    pub const BATCHED_DOWNS: u8 = 4;
 
-    /// What this build accepts: trace context with the feature `otel`, and typed refusals.
+    /// What this build accepts: trace context with the feature `otel`, typed refusals and
+    /// batched `Down`s.
     #[must_use]
     pub const fn ours() -> Features {
-        Features { trace_context: cfg!(feature = "otel"), typed_refusals: true }
+        Features { trace_context: cfg!(feature = "otel"), typed_refusals: true, batched_downs: true }
     }
 
     /// The `Welcome` body advertising these features: empty when there are none, as before
@@ -108,7 +116,8 @@ impl Features {
     #[must_use]
     pub fn to_welcome(self) -> Vec<u8> {
         let flags = if self.trace_context { Self::TRACE_CONTEXT } else { 0 }
-            | if self.typed_refusals { Self::TYPED_REFUSALS } else { 0 };
+            | if self.typed_refusals { Self::TYPED_REFUSALS } else { 0 }
+            | if self.batched_downs { Self::BATCHED_DOWNS } else { 0 };
         if flags == 0 {
             Vec::new()
         } else {
@@ -120,7 +129,11 @@ impl Features {
     #[must_use]
     pub fn from_welcome(body: &[u8]) -> Features {
         let flags = body.first().copied().unwrap_or(0);
-        Features { trace_context: flags & Self::TRACE_CONTEXT != 0, typed_refusals: flags & Self::TYPED_REFUSALS != 0 }
+        Features {
+            trace_context: flags & Self::TRACE_CONTEXT != 0,
+            typed_refusals: flags & Self::TYPED_REFUSALS != 0,
+            batched_downs: flags & Self::BATCHED_DOWNS != 0,
+        }
     }
 }
 
@@ -489,11 +502,16 @@ mod tests {
         assert_eq!((who, features), (id("b"), Features::ours()));
         assert_eq!(Features::ours().trace_context, cfg!(feature = "otel"));
         assert!(Features::ours().typed_refusals);
+        assert!(Features::ours().batched_downs);
         // Nothing to advertise: the empty Welcome of before rule 9.
         assert!(Features::default().to_welcome().is_empty());
         assert_eq!(
             Features::from_welcome(&[Features::TRACE_CONTEXT | 0x80, 9, 9]),
-            Features { trace_context: true, typed_refusals: false }
+            Features { trace_context: true, typed_refusals: false, batched_downs: false }
+        );
+        assert_eq!(
+            Features::from_welcome(&[Features::BATCHED_DOWNS]),
+            Features { trace_context: false, typed_refusals: false, batched_downs: true }
         );
     }
 

@@ -246,4 +246,15 @@ pub enum Control {
         /// Why.
         reason: String,
     },
+    /// Monitors `mids` fired: my actor `actor` stopped (`node/downs.rs`). Sent only to a peer
+    /// whose session advertised `Features::batched_downs`; last in this enum, so the variants
+    /// before it keep their numbers on the wire.
+    Downs {
+        /// My actor.
+        actor: u64,
+        /// Why it stopped.
+        reason: ExitReason,
+        /// The monitors' numbers on your side.
+        mids: Vec<u64>,
+    },
 }

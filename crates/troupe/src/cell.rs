@@ -716,8 +716,14 @@ fn notify_death(id: ActorId, reason: &ExitReason, e: Extra) -> Vec<oneshot::Send
     for (_, l) in e.links.into_values() {
         l.0.push_sys(Sys::Exit(ExitSignal { from: id, reason: reason.clone() }));
     }
-    for (mid, watcher) in e.monitors.into_values() {
-        watcher.0.push_sys(Sys::Down(Down { id: mid, actor: id, reason: reason.clone() }));
+    if e.monitors.len() > 0 {
+        // `remote_api.rs` rule 5: a transport sends the remote `Down`s of this death per peer
+        // once every monitor has been signalled.
+        crate::remote_api::deferring(|| {
+            for (mid, watcher) in e.monitors.into_values() {
+                watcher.0.push_sys(Sys::Down(Down { id: mid, actor: id, reason: reason.clone() }));
+            }
+        });
     }
     if !e.names.is_empty() || !e.groups.is_empty() {
         for (name, reg) in &e.names {

@@ -12,6 +12,11 @@
 //! 4. Inside [`sizing`], refs and reply handles serialise as placeholders (an empty node
 //!    address) with no side effect at all: no export, no hook call, the `ReplyTo` keeps its
 //!    answering half. A transport uses it to size a message before encoding it.
+//! 5. An actor's death signals all its monitors in one go, inside a deferral scope: work a
+//!    transport hands to [`defer`] during it runs once every monitor has been signalled, on
+//!    the same thread, in the order deferred. A transport queues each remote `Down` and
+//!    defers one flush per peer, so the `Down`s of one death leave as one message per peer.
+//!    Outside such a scope, [`defer`] runs the work at once.
 
 use std::any::{Any, TypeId};
 use std::cell::RefCell;
@@ -115,6 +120,69 @@ impl AnyRef {
 /// it also drops the link `to` holds with `from`. False when `to` is dead.
 pub fn deliver_exit(to: &AnyRef, from: ActorId, reason: ExitReason) -> bool {
     to.0.clone().push_sys(Sys::Exit(ExitSignal { from, reason }))
+}
+
+/// Work handed to [`defer`].
+type Deferred = Box<dyn FnOnce()>;
+
+thread_local! {
+    /// Rule 5: the work deferred in the death notification under way on this thread, if any.
+    static DEFERRED: RefCell<Option<Vec<Deferred>>> = const { RefCell::new(None) };
+}
+
+/// Rule 5: runs `f` in a deferral scope (or inside the one already open on this thread); the
+/// work deferred during it runs when the outermost scope ends, even if `f` panics.
+pub(crate) fn deferring<R>(f: impl FnOnce() -> R) -> R {
+    struct Scope;
+    impl Drop for Scope {
+        fn drop(&mut self) {
+            // Work deferred while the deferred work runs is taken too: the loop ends when a
+            // pass found nothing.
+            loop {
+                let work = DEFERRED.with(|d| d.borrow_mut().as_mut().map(std::mem::take).unwrap_or_default());
+                if work.is_empty() {
+                    break;
+                }
+                for w in work {
+                    w();
+                }
+            }
+            DEFERRED.with(|d| *d.borrow_mut() = None);
+        }
+    }
+    let outermost = DEFERRED.with(|d| {
+        let mut d = d.borrow_mut();
+        d.is_none().then(|| *d = Some(Vec::new())).is_some()
+    });
+    let _scope = outermost.then_some(Scope);
+    f()
+}
+
+/// Runs `work` once the death notification under way on this thread has signalled every
+/// monitor (rule 5), or at once when none is: a transport uses it to send the `Down`s of one
+/// death to one peer as a single message.
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
+/// // Outside a death notification the work runs at once.
+/// let ran = Arc::new(AtomicUsize::new(0));
+/// let r = ran.clone();
+/// troupe::remote_api::defer(move || {
+///     r.fetch_add(1, Ordering::SeqCst);
+/// });
+/// assert_eq!(ran.load(Ordering::SeqCst), 1);
+/// ```
+pub fn defer(work: impl FnOnce() + 'static) {
+    let mut work = Some(work);
+    DEFERRED.with(|d| {
+        if let Some(q) = d.borrow_mut().as_mut() {
+            q.push(Box::new(work.take().expect("taken once")));
+        }
+    });
+    if let Some(w) = work {
+        w();
+    }
 }
 
 /// Delivers a `Down` to local actor `to`. False when `to` is dead.

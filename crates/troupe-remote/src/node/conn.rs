@@ -316,6 +316,7 @@ async fn connect_once(node: &Arc<NodeInner>, peer: &Arc<Peer>) -> Result<(), Err
     let mine = node.globals.read().of_node(me);
     peer.control(&Control::Globals { entries: mine, full: true });
     peer.set_typed_refusals(features.typed_refusals);
+    peer.batched_downs.store(features.batched_downs, Ordering::Relaxed);
     Ok(())
 }
 

@@ -322,6 +322,7 @@ fn control(node: &Arc<NodeInner>, peer: &Arc<Peer>, c: Control) -> Result<(), Er
                 crate::node::conn::fire(peer, key, mid, w, reason);
             }
         }
+        Control::Downs { actor: _, reason, mids } => peer.receive_downs(&reason, &mids),
         Control::Link { from, to } => match node.resolve_local(&to).filter(|(_, e)| e.any.is_alive()) {
             Some((id, ex)) => {
                 let held = {

@@ -66,6 +66,7 @@
 
 pub(crate) mod causal_wire;
 pub(crate) mod conn;
+pub(crate) mod downs;
 pub(crate) mod globals;
 pub(crate) mod inbound;
 pub(crate) mod lane;
@@ -180,6 +181,8 @@ pub(crate) struct Stats {
     pub(crate) reply_bytes: AtomicU64,
     pub(crate) partial_frame_bytes: AtomicU64,
     pub(crate) trace_context_dropped: AtomicU64,
+    pub(crate) downs_out: AtomicU64,
+    pub(crate) down_frames_out: AtomicU64,
 }
 
 /// A snapshot of a node's counters.
@@ -285,6 +288,11 @@ pub struct StatsSnapshot {
     pub tunnels_broken: u64,
     /// Tunnel legs held here now.
     pub tunnels_live: u64,
+    /// `Down`s sent to peers for the monitors they held on this node's actors, one per
+    /// monitor (`node/downs.rs` rule 4).
+    pub downs_out: u64,
+    /// Frames that carried them: a `Downs` frame carries the `Down`s of one death to one peer.
+    pub down_frames_out: u64,
 }
 
 /// What every peer and lane of a node shares.
@@ -427,6 +435,14 @@ impl NodeInner {
 
     /// Rule 7: the peer at an address that arrived inside a message from peer index `from`.
     pub(crate) fn wire_peer(self: &Arc<Self>, addr: &str, from: u16) -> Result<Arc<Peer>, PeerRefused> {
+        // Every key of `by_addr` is canonical, so an address found as it is needs no parsing
+        // and printing (the common case: a node writes its own canonical address into refs;
+        // each ref in each message decoded paid for both).
+        if let Some(p) = self.peers.read().by_addr.get(addr) {
+            if p.index == from || p.keep.load(Ordering::Relaxed) || p.ever_up.load(Ordering::Relaxed) {
+                return Ok(p.clone());
+            }
+        }
         let addr = canonical(addr);
         let known = self.peers.read().by_addr.get(&addr).cloned();
         let member = match &known {
@@ -951,6 +967,8 @@ impl Node {
             tunnels_refused: l(&self.inner.relays.refused),
             tunnels_broken: l(&self.inner.relays.broken),
             tunnels_live: self.inner.relays.live() as u64,
+            downs_out: l(&s.downs_out),
+            down_frames_out: l(&s.down_frames_out),
         }
     }
 

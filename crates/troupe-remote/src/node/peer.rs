@@ -244,6 +244,10 @@ pub(crate) struct Peer {
     pub(crate) used: AtomicBool,
     /// [`crate::Node::dial_directly`]: the next session goes over TCP whatever the router says.
     pub(crate) direct_hint: AtomicBool,
+    /// Our current session's `Welcome` advertised batched `Down`s (`downs.rs` rule 2).
+    pub(crate) batched_downs: AtomicBool,
+    /// `Down`s waiting for their flush (`downs.rs` rule 1).
+    pub(crate) downs: Mutex<Vec<crate::node::downs::PendingDown>>,
 }
 
 /// The path a peer's control connection to this node came by (`relay.rs` rule 6).
@@ -304,6 +308,8 @@ impl Peer {
             came: Mutex::new(None),
             used: AtomicBool::new(false),
             direct_hint: AtomicBool::new(false),
+            batched_downs: AtomicBool::new(false),
+            downs: Mutex::new(Vec::new()),
         }
     }
 

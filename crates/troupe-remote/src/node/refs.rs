@@ -322,7 +322,7 @@ impl RemoteProcess for WatcherProxy {
         if self.peer.relations.lock().monitors_in.remove(&self.mid).is_none() {
             return false;
         }
-        self.peer.control(&Control::Down { mid: self.mid, actor: d.actor.seq(), reason: d.reason });
+        self.peer.send_down(self.mid, d.actor.seq(), d.reason);
         true
     }
     fn add_link(&self, _: AnyRef) -> bool {
