@@ -382,7 +382,7 @@ pub(crate) struct NodeInner {
     /// Mutual TLS, when configured (`tls.rs`).
     pub(crate) tls: Option<crate::tls::Tls>,
     pub(crate) peers: RwLock<Peers>,
-    pub(crate) exports: RwLock<HashMap<u64, Arc<Export>>>,
+    pub(crate) exports: RwLock<IdMap<Arc<Export>>>,
     pub(crate) names: RwLock<HashMap<String, u64>>,
     /// Asks waiting for a remote answer: reply number -> (peer index, the waiting handle).
     pub(crate) pending: Mutex<HashMap<u64, (u16, Box<dyn PendingReply>)>>,
@@ -554,6 +554,11 @@ impl NodeInner {
     }
 
     fn add_export(self: &Arc<Self>, id: u64, ex: Export) {
+        // An actor is exported once and its ref may travel in every message it sends: the
+        // common case takes the read lock only.
+        if self.exports.read().contains_key(&id) {
+            return;
+        }
         let any = ex.any.clone();
         let fresh = {
             let mut g = self.exports.write();
@@ -611,6 +616,29 @@ impl NodeInner {
 
     pub(crate) fn emit(&self, ev: NodeEvent) {
         let _ = self.events.send(ev);
+    }
+}
+
+/// A map keyed by this node's own numbers (exported actors): hashed by one mix of the number
+/// instead of SipHash. Only for keys this node chooses; a map keyed by numbers a peer chooses
+/// (its monitor numbers) keeps the default hasher.
+pub(crate) type IdMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<IdHasher>>;
+
+/// The hasher of [`IdMap`].
+#[derive(Default)]
+pub(crate) struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = peer::mix(self.0 ^ u64::from(*b));
+        }
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = peer::mix(self.0 ^ x);
     }
 }
 
@@ -692,7 +720,7 @@ impl Node {
                 tls,
                 cfg: cfg.clone(),
                 peers: RwLock::new(Peers::default()),
-                exports: RwLock::new(HashMap::new()),
+                exports: RwLock::new(IdMap::default()),
                 names: RwLock::new(HashMap::new()),
                 pending: Mutex::new(HashMap::new()),
                 lookups: Mutex::new(HashMap::new()),

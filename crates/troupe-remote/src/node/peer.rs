@@ -120,8 +120,9 @@ pub(crate) enum Watcher {
 /// Monitors and links crossing to this peer.
 #[derive(Default)]
 pub(crate) struct Relations {
-    /// Our monitors on their actors: our mid -> (their actor, watcher).
-    pub(crate) monitors_out: HashMap<u64, (u64, Watcher)>,
+    /// Our monitors on their actors: our mid -> (their actor, watcher). Our numbers, so a
+    /// cheap hasher (`IdMap`); their numbers below keep SipHash.
+    pub(crate) monitors_out: crate::node::IdMap<(u64, Watcher)>,
     /// Their monitors on our actors: their mid -> (our actor, our monitor id).
     pub(crate) monitors_in: HashMap<u64, (AnyRef, MonitorId)>,
     /// Links: (our actor seq, their actor key) -> (our actor, how they address our actor).
