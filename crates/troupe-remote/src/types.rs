@@ -129,6 +129,9 @@ pub(crate) struct TypeEntry {
     pub(crate) make_ref: fn(Arc<RemoteActor>) -> Box<dyn Any + Send>,
     /// The pieces to export an `&ActorRef<M>` (given as `&dyn Any`).
     pub(crate) export: fn(&dyn Any) -> Option<Export>,
+    /// The export number of an `&ActorRef<M>` to a plain local actor (not an adapter nor a
+    /// remote actor): its sequence number, the number [`Self::export`] files it under.
+    pub(crate) local_seq: fn(&dyn Any) -> Option<u64>,
     /// Clones the `ActorRef<M>` held in an export (for refs that come home).
     pub(crate) local_clone: fn(&(dyn Any + Send + Sync)) -> Option<Box<dyn Any + Send>>,
     /// When an `&ActorRef<M>` is one of our remote refs: its actor.
@@ -157,10 +160,37 @@ pub fn tag_of<M: RemoteMessage>() -> &'static str {
     registered::<M>().tag_name
 }
 
+thread_local! {
+    /// Entries this thread has looked up. The registry never removes or replaces an entry, so
+    /// a remembered one stays right, and a lookup here spares the shared lock, whose reader
+    /// count every thread writes (a ref in a message looks its type up on each encode and
+    /// decode).
+    static SEEN: std::cell::RefCell<Vec<(TypeId, &'static TypeEntry)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The most entries one thread remembers (a scan of this many is still cheaper than the lock).
+const SEEN_MAX: usize = 32;
+
+fn seen(id: TypeId) -> Option<&'static TypeEntry> {
+    SEEN.with_borrow(|v| v.iter().find(|(t, _)| *t == id).map(|(_, e)| *e))
+}
+
+fn remember(id: TypeId, e: &'static TypeEntry) -> &'static TypeEntry {
+    SEEN.with_borrow_mut(|v| {
+        if v.len() < SEEN_MAX {
+            v.push((id, e));
+        }
+    });
+    e
+}
+
 pub(crate) fn registered<M: RemoteMessage>() -> &'static TypeEntry {
     let id = TypeId::of::<M>();
-    if let Some(e) = TYPES.read().get(&id) {
+    if let Some(e) = seen(id) {
         return e;
+    }
+    if let Some(e) = TYPES.read().get(&id).copied() {
+        return remember(id, e);
     }
     let tag_name: &'static str = match M::tag() {
         Cow::Borrowed(t) => t,
@@ -172,6 +202,7 @@ pub(crate) fn registered<M: RemoteMessage>() -> &'static TypeEntry {
         tag_name,
         make_ref: |a| Box::new(refs::remote_ref::<M>(a)),
         export: |r| r.downcast_ref::<ActorRef<M>>().map(refs::export_parts::<M>),
+        local_seq: |r| r.downcast_ref::<ActorRef<M>>().and_then(refs::local_seq::<M>),
         local_clone: |t| t.downcast_ref::<ActorRef<M>>().map(|r| Box::new(r.clone()) as Box<dyn Any + Send>),
         remote_of: |r| r.downcast_ref::<ActorRef<M>>().and_then(refs::remote_of::<M>),
         pending: |b| {
@@ -197,7 +228,10 @@ pub(crate) fn registered<M: RemoteMessage>() -> &'static TypeEntry {
 }
 
 pub(crate) fn entry(id: TypeId) -> Result<&'static TypeEntry, String> {
-    TYPES.read().get(&id).copied().ok_or_else(|| {
+    if let Some(e) = seen(id) {
+        return Ok(e);
+    }
+    TYPES.read().get(&id).copied().map(|e| remember(id, e)).ok_or_else(|| {
         "a ref or reply handle of a message type that is not registered for remote use; derive \
          RemoteMessage for the enclosing message, list the type in its RemoteMessage::nested or call \
          troupe_remote::register::<T>() at start-up"

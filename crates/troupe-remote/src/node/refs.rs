@@ -400,6 +400,12 @@ pub(crate) struct Export {
     pub(crate) deliver: fn(&(dyn Any + Send + Sync), &[u8]) -> Result<(), RefuseReason>,
 }
 
+/// The number [`export_parts`] files a plain local actor's ref under (`None` for an adapter
+/// or a remote actor, which get numbers of their own).
+pub(crate) fn local_seq<M: RemoteMessage>(r: &ActorRef<M>) -> Option<u64> {
+    (remote_api::dyn_sender_any(r).is_none() && r.id().node() == 0).then(|| r.id().seq())
+}
+
 pub(crate) fn export_parts<M: RemoteMessage>(r: &ActorRef<M>) -> Export {
     let e = types::registered::<M>();
     Export {
@@ -518,6 +524,10 @@ impl SerdeHook for NodeHook {
             }
         }
         let node = self.node()?;
+        // An actor whose ref already went out is exported already: no `Export` to build.
+        if let Some(id) = (e.local_seq)(r).filter(|id| node.exports.read().contains_key(id)) {
+            return Ok(WireRef { node: node.shared.me.listen.clone(), id, tag: e.tag });
+        }
         let export = (e.export)(r).ok_or("the ref is not of the registered type")?;
         let id = node.export_anonymous(export);
         Ok(WireRef { node: node.shared.me.listen.clone(), id, tag: e.tag })
