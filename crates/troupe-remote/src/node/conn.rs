@@ -899,6 +899,9 @@ pub(crate) fn peer_down(node: &Arc<NodeInner>, peer: &Arc<Peer>, gen: Option<u64
     fail_relations(node, peer);
     relay::peer_gone(node, peer); // `relay.rs` rule 3
     peer.direct_hint.store(false, Ordering::Relaxed);
+    // `downs.rs` rule 2: the next session says again whether it decodes batched `Down`s (the
+    // peer may come back as an older build).
+    peer.batched_downs.store(false, Ordering::Relaxed);
     *peer.came.lock() = None;
     node.globals.write().remove_node(&peer.addr);
     let causal = node.causal.drop_peer(peer); // `causal_wire.rs` rule 6

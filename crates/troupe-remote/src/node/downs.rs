@@ -10,7 +10,8 @@
 //!    one frame per monitor. A flush sends what is queued in runs of the same actor and
 //!    reason, in queue order; a run of one is a plain `Down`.
 //! 2. A peer that did not advertise them (an older build, or one whose session from us is not
-//!    up yet) gets one `Down` per monitor at once, as before.
+//!    up yet, or went down: the flag is cleared then, as the peer may come back as an older
+//!    build) gets one `Down` per monitor at once, as before.
 //! 3. The receiver takes every monitor of a batch from the peer's table under one lock, then
 //!    fires each; a number it does not hold (demonitored meanwhile) is skipped, as for a lone
 //!    `Down`.
