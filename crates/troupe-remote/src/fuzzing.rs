@@ -325,7 +325,12 @@ fn control_frame(c: &mut Choices<'_>, peer: &str, me: &str) -> Option<(u8, Vec<u
         2 => Control::Link { from: small_id(c), to: target(c) },
         3 => Control::Unlink { from: small_id(c), to: target(c) },
         4 => Control::Exit { from: target(c), to: target(c), reason: reason(c) },
-        5 => Control::Down { mid: small_id(c), actor: small_id(c), reason: reason(c) },
+        5 if c.flag() => Control::Down { mid: small_id(c), actor: small_id(c), reason: reason(c) },
+        5 => Control::Downs {
+            actor: small_id(c),
+            reason: reason(c),
+            mids: (0..c.below(8)).map(|_| small_id(c)).collect(),
+        },
         6 => globals(c, peer, me),
         7 => Control::GlobalGone { name: if c.flag() { format!("g{}", c.below(16)) } else { c.string() } },
         8 => Control::Lookup { req: small_id(c), name: c.string() },
