@@ -5,9 +5,8 @@
 //! 1. A `Down` for a peer whose current session advertised batched `Down`s
 //!    (`handshake.rs` rule 9) is queued on the peer; the first one queued defers one flush
 //!    (`troupe::remote_api::defer`), which the core runs once the dying actor has signalled
-//!    every monitor (`remote_api.rs` rule 5), or at once when [`FLUSH_AT`] are queued. So the
-//!    monitors one peer holds on an actor leave as `Control::Downs` frames of up to
-//!    [`FLUSH_AT`] monitor numbers each (fewer when `max_frame_bytes` is small), instead of
+//!    every monitor (`remote_api.rs` rule 5). So the monitors one peer holds on an actor
+//!    leave as `Control::Downs` frames of up to [`MAX_MIDS`] monitor numbers each, instead of
 //!    one frame per monitor. A flush sends what is queued in runs of the same actor and
 //!    reason, in queue order; a run of one is a plain `Down`.
 //! 2. A peer that did not advertise them (an older build, or one whose session from us is not
@@ -31,11 +30,6 @@ use crate::proto::Control;
 /// A node whose `max_frame_bytes` is smaller puts fewer in each ([`Peer::flush_downs`]).
 pub(crate) const MAX_MIDS: usize = 4096;
 
-/// Rule 1: a queue this long is sent at once, without waiting for the death's other monitors:
-/// the first watchers hear of it while the dying actor's node is still signalling the rest
-/// (a chat's 50,000 monitors take that node about 12 ms).
-pub(crate) const FLUSH_AT: usize = 1024;
-
 /// Room in a `Downs` frame for everything but the reason and the numbers.
 const FRAME_ROOM: usize = 256;
 
@@ -50,15 +44,12 @@ impl Peer {
             self.count_downs(1);
             return;
         }
-        let (first, full) = {
+        let first = {
             let mut q = self.downs.lock();
             q.push((actor, reason, mid));
-            (q.len() == 1, q.len() >= FLUSH_AT)
+            q.len() == 1
         };
-        if full {
-            // The deferred flush then finds the queue empty, or holds the rest.
-            self.flush_downs();
-        } else if first {
+        if first {
             let peer = self.clone();
             troupe::remote_api::defer(move || peer.flush_downs());
         }
