@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""table.py SET_DIR: one line per run of a set made by run.sh (before-N, after-N), and the
-median of each column per build."""
+"""table.py SET_DIR: one line per run of a set made by run.sh (before-N, after-N; any
+NAME-N), and the median of each column per NAME."""
 import glob
 import json
 import os
@@ -9,7 +9,7 @@ import sys
 
 d = sys.argv[1]
 cols = ["cpu_s", "det_mean", "det_p99", "rec_mean", "rec_p99", "all_rejoined_ms", "bytes_per_client"]
-rows = {"before": [], "after": []}
+rows = {}
 print("run        status " + " ".join(f"{c:>16}" for c in cols))
 for f in sorted(glob.glob(os.path.join(d, "*", "summary.json"))):
     run = os.path.basename(os.path.dirname(f))
@@ -26,7 +26,7 @@ for f in sorted(glob.glob(os.path.join(d, "*", "summary.json"))):
         all_rejoined,
         s["bytes_per_client"],
     ]
-    rows[run.split("-")[0]].append(v)
+    rows.setdefault(run.split("-")[0], []).append(v)
     print(f"{run:<10} {s['status']:<6} " + " ".join(f"{x:>16.2f}" for x in v))
 for build, vs in rows.items():
     if vs:
