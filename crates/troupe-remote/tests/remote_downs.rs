@@ -6,41 +6,14 @@ mod common;
 
 use std::time::Duration;
 
-use common::cfg;
-use troupe::{Actor, AnyRef, Ctx, Down, ExitReason};
+use common::{cfg, DownWatcher};
+use troupe::ExitReason;
 use troupe_remote::services::Echo;
 use troupe_remote::Node;
 
 const T: Duration = Duration::from_secs(20);
 /// Watchers on node a; under `downs.rs`' `MAX_MIDS` (4096), so one frame carries them all.
 const WATCHERS: u64 = 2000;
-
-/// Monitors a target and reports the reason of its `Down`.
-struct Watcher {
-    target: AnyRef,
-    out: tokio::sync::mpsc::UnboundedSender<ExitReason>,
-}
-
-impl Actor for Watcher {
-    type Msg = ();
-    async fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), troupe::ActorError> {
-        ctx.monitor(&self.target);
-        Ok(())
-    }
-    async fn handle(&mut self, _: (), _: &mut Ctx<Self>) {}
-    async fn on_down(&mut self, d: Down, _: &mut Ctx<Self>) {
-        let _ = self.out.send(d.reason);
-    }
-}
-
-/// Polls (bounded) until `f` holds.
-async fn until(what: &str, f: impl Fn() -> bool) {
-    let deadline = tokio::time::Instant::now() + T;
-    while !f() {
-        assert!(tokio::time::Instant::now() < deadline, "{what}: not within {T:?}");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_downs_of_one_death_reach_every_remote_watcher_in_one_frame() {
@@ -53,9 +26,14 @@ async fn the_downs_of_one_death_reach_every_remote_watcher_in_one_frame() {
 
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     for _ in 0..WATCHERS {
-        troupe::spawn(Watcher { target: echo.any(), out: tx.clone() });
+        // `started` runs inside `spawn`, so each `Monitor` is queued on a's control connection
+        // before the next watcher starts.
+        troupe::spawn(DownWatcher { target: echo.any(), out: tx.clone() });
     }
-    until("every monitor held on b", || b.stats().monitors_in == WATCHERS).await;
+    // A lookup travels the same control connection after every `Monitor`, and b answers it
+    // after handling them: once it is answered, b holds them all.
+    a.lookup::<Echo>(&b.addr(), "echo").await.unwrap();
+    assert_eq!(b.stats().monitors_in, WATCHERS, "every monitor held on b");
     let before = b.stats();
 
     echo.kill();

@@ -8,8 +8,8 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{cfg, wait_event};
-use troupe::{Actor, AnyRef, Ctx, Down, ExitReason};
+use common::{cfg, wait_event, watch};
+use troupe::ExitReason;
 use troupe_remote::services::Echo;
 use troupe_remote::{Blob, ErrorKind, Node, NodeConfig, NodeEvent, Route, Router};
 
@@ -35,29 +35,6 @@ impl Router for Through {
 
 fn through(hop: &Node) -> Option<Arc<dyn Router>> {
     Some(Arc::new(Through { hop: hop.addr(), none: None }))
-}
-
-struct Watcher {
-    target: AnyRef,
-    out: tokio::sync::mpsc::UnboundedSender<ExitReason>,
-}
-
-impl Actor for Watcher {
-    type Msg = ();
-    async fn started(&mut self, ctx: &mut Ctx<Self>) -> Result<(), troupe::ActorError> {
-        ctx.monitor(&self.target);
-        Ok(())
-    }
-    async fn handle(&mut self, _: (), _: &mut Ctx<Self>) {}
-    async fn on_down(&mut self, d: Down, _: &mut Ctx<Self>) {
-        let _ = self.out.send(d.reason);
-    }
-}
-
-fn watch(target: AnyRef) -> tokio::sync::mpsc::UnboundedReceiver<ExitReason> {
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    troupe::spawn(Watcher { target, out: tx });
-    rx
 }
 
 async fn ask(node: &Node, addr: &str, text: &str) -> Result<Vec<u8>, String> {

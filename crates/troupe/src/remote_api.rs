@@ -152,7 +152,11 @@ pub(crate) fn deferring<R>(f: impl FnOnce() -> R) -> R {
     }
     let outermost = DEFERRED.with(|d| {
         let mut d = d.borrow_mut();
-        d.is_none().then(|| *d = Some(Vec::new())).is_some()
+        if d.is_some() {
+            return false;
+        }
+        *d = Some(Vec::new());
+        true
     });
     let _scope = outermost.then_some(Scope);
     f()

@@ -438,17 +438,13 @@ impl NodeInner {
         // Every key of `by_addr` is canonical, so an address found as it is needs no parsing
         // and printing (the common case: a node writes its own canonical address into refs;
         // each ref in each message decoded paid for both).
-        if let Some(p) = self.peers.read().by_addr.get(addr) {
-            if p.index == from || p.keep.load(Ordering::Relaxed) || p.ever_up.load(Ordering::Relaxed) {
-                return Ok(p.clone());
-            }
+        let is_member =
+            |p: &Peer| p.index == from || p.keep.load(Ordering::Relaxed) || p.ever_up.load(Ordering::Relaxed);
+        if let Some(p) = self.peers.read().by_addr.get(addr).filter(|p| is_member(p)) {
+            return Ok(p.clone());
         }
         let addr = canonical(addr);
-        let known = self.peers.read().by_addr.get(&addr).cloned();
-        let member = match &known {
-            Some(p) => p.index == from || p.keep.load(Ordering::Relaxed) || p.ever_up.load(Ordering::Relaxed),
-            None => false,
-        };
+        let member = self.peers.read().by_addr.get(&addr).is_some_and(|p| is_member(p));
         if member || self.globals.read().holds_any(&addr) {
             return self.make_peer(&addr, true);
         }
@@ -554,11 +550,6 @@ impl NodeInner {
     }
 
     fn add_export(self: &Arc<Self>, id: u64, ex: Export) {
-        // An actor is exported once and its ref may travel in every message it sends: the
-        // common case takes the read lock only.
-        if self.exports.read().contains_key(&id) {
-            return;
-        }
         let any = ex.any.clone();
         let fresh = {
             let mut g = self.exports.write();

@@ -259,3 +259,28 @@ pub async fn wait_event(
     .await
     .unwrap_or_else(|_| panic!("no matching node event within {limit:?}"))
 }
+
+/// Monitors `target` and sends the reason of its `Down` to `out`.
+pub struct DownWatcher {
+    pub target: troupe::AnyRef,
+    pub out: tokio::sync::mpsc::UnboundedSender<troupe::ExitReason>,
+}
+
+impl troupe::Actor for DownWatcher {
+    type Msg = ();
+    async fn started(&mut self, ctx: &mut troupe::Ctx<Self>) -> Result<(), troupe::ActorError> {
+        ctx.monitor(&self.target);
+        Ok(())
+    }
+    async fn handle(&mut self, _: (), _: &mut troupe::Ctx<Self>) {}
+    async fn on_down(&mut self, d: troupe::Down, _: &mut troupe::Ctx<Self>) {
+        let _ = self.out.send(d.reason);
+    }
+}
+
+/// Spawns a [`DownWatcher`] of `target`; its `Down`'s reason arrives on the receiver.
+pub fn watch(target: troupe::AnyRef) -> tokio::sync::mpsc::UnboundedReceiver<troupe::ExitReason> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    troupe::spawn(DownWatcher { target, out: tx });
+    rx
+}
