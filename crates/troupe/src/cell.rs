@@ -18,8 +18,8 @@
 //! 6. Kill sets `killed` under the lock. An idle actor dies at once; a running one is woken and
 //!    its task stops at its next poll without running more actor code.
 //! 7. Death happens once: status becomes `Dead`, queued messages are dropped (pending `ask`s see
-//!    `Gone`), then links get an exit signal, monitors a `Down`, names are released, and only
-//!    then are death watchers told the reason. Nothing is accepted after death.
+//!    `Gone`), then links get an exit signal, names are released, monitors get a `Down`, and
+//!    only then are death watchers told the reason. Nothing is accepted after death.
 //! 8. An actor lives until it stops, referenced or not (as an Erlang process does): its parked
 //!    state holds its own cell, so dropping every `ActorRef` does not end it.
 //! 9. An actor belongs to the runtime it was spawned in (its `home`): every activation runs on
@@ -39,6 +39,11 @@
 //!     is polled again. An arrival at a `Handing` actor only enqueues. Waking a handed dormant
 //!     resumes that same activation where it stopped. A handed activation that stays idle for a
 //!     sweep period is woken once with the park request of rule 4, so it parks its state.
+//! 13. A death with more than [`DOWN_CHUNK`] monitors signals them from a task of its own on
+//!     its home runtime, [`DOWN_CHUNK`] at a time, yielding between chunks: what its links woke
+//!     (a supervisor that restarts it) runs first instead of waiting, on the dying actor's
+//!     thread, behind tens of thousands of `Down`s. Rule 7's order holds: its watchers are told
+//!     after the last chunk. A task its runtime drops unrun (shut down) signals them all at once.
 //!
 //! # Who touches what
 //!
@@ -95,7 +100,7 @@ use crate::loom::sync::Mutex;
 
 use crate::any_ref::{AnyRef, Process};
 use crate::error::{SendError, SendErrorKind};
-use crate::keyed::Keyed;
+use crate::keyed::{IntoValues, Keyed};
 use crate::mailbox::{MailboxConfig, Overflow};
 use crate::registry::Registry;
 use crate::{ActorId, Down, ExitReason, ExitSignal, MonitorId};
@@ -224,7 +229,8 @@ const F_SWEPT: u8 = 1;
 const F_ACTIVE: u8 = 2;
 /// The sweeper asked the task to park the state.
 const F_PARK: u8 = 4;
-/// After death: links and monitors have been signalled; `terminated()` may answer at once.
+/// After death: links and monitors have been signalled (rule 13: maybe some time after the
+/// status became `Dead`); `terminated()` may answer at once.
 const F_SETTLED: u8 = 8;
 /// A drain request arrived: sends are refused (rule 11).
 const F_CLOSING: u8 = 16;
@@ -675,7 +681,7 @@ impl<M: Send + 'static> Cell<M> {
 
     /// Rule 7. Watchers (`terminated()`) are told last, so a caller that saw the death knows
     /// its links and monitors have already been signalled.
-    pub(crate) fn die(&self, reason: ExitReason) {
+    pub(crate) fn die(self: &Arc<Self>, reason: ExitReason) {
         let (extra, queue, dormant) = {
             let mut g = self.inner.lock();
             if g.status == Status::Dead {
@@ -694,36 +700,84 @@ impl<M: Send + 'static> Cell<M> {
         };
         drop(dormant);
         drop(queue);
-        let mut watchers = match extra {
+        let (monitors, watchers) = match extra {
             Some(e) => notify_death(self.id, &reason, *e),
-            None => Vec::new(),
+            None => (Keyed::default(), Vec::new()),
         };
+        let left = monitors.len();
+        let mut dying = Dying { cell: Arc::clone(self), reason, monitors: monitors.into_values(), left, watchers };
+        if left > DOWN_CHUNK && cfg!(not(troupe_loom)) {
+            // Rule 13. Dropped unrun (its runtime shutting down), it signals the rest at once.
+            self.home.spawn(async move {
+                while dying.signal(DOWN_CHUNK) {
+                    tokio::task::yield_now().await;
+                }
+            });
+        }
+    }
+}
+
+/// Rule 13: a death with more monitors than this signals them from a task of its own, this
+/// many at a time.
+pub(crate) const DOWN_CHUNK: usize = 1024;
+
+/// A death's monitors not yet signalled, and its watchers. Dropped, it signals the monitors
+/// left, marks the death settled and tells the watchers (rule 7's order).
+struct Dying<M: Send + 'static> {
+    cell: Arc<Cell<M>>,
+    reason: ExitReason,
+    monitors: IntoValues<MonitorId, AnyRef>,
+    /// Live monitors still in `monitors` (its slots may hold holes).
+    left: usize,
+    watchers: Vec<oneshot::Sender<ExitReason>>,
+}
+
+impl<M: Send + 'static> Dying<M> {
+    /// Signals up to `n` more monitors; whether some are left.
+    fn signal(&mut self, n: usize) -> bool {
+        let n = n.min(self.left);
+        if n > 0 {
+            let (id, reason, monitors) = (self.cell.id, &self.reason, &mut self.monitors);
+            // `remote_api.rs` rule 5: a transport sends the remote `Down`s of these monitors per
+            // peer once they have all been signalled.
+            crate::remote_api::deferring(|| {
+                for (mid, watcher) in monitors.by_ref().take(n) {
+                    watcher.0.push_sys(Sys::Down(Down { id: mid, actor: id, reason: reason.clone() }));
+                }
+            });
+            self.left -= n;
+        }
+        self.left > 0
+    }
+}
+
+impl<M: Send + 'static> Drop for Dying<M> {
+    fn drop(&mut self) {
+        self.signal(usize::MAX);
+        let mut watchers = std::mem::take(&mut self.watchers);
         {
-            let mut g = self.inner.lock();
+            let mut g = self.cell.inner.lock();
             g.set_flag(F_SETTLED, true);
             if let Some(e) = g.extra.as_mut() {
                 watchers.append(&mut e.watchers);
             }
         }
         for w in watchers {
-            let _ = w.send(reason.clone());
+            let _ = w.send(self.reason.clone());
         }
     }
 }
 
-/// Signals links and monitors, releases names, wakes blocked senders; returns the watchers.
-fn notify_death(id: ActorId, reason: &ExitReason, e: Extra) -> Vec<oneshot::Sender<ExitReason>> {
+/// Signals links, releases names, wakes blocked senders; returns the monitors, to be signalled
+/// next, and the watchers.
+#[allow(clippy::type_complexity)]
+fn notify_death(
+    id: ActorId,
+    reason: &ExitReason,
+    e: Extra,
+) -> (Keyed<MonitorId, AnyRef>, Vec<oneshot::Sender<ExitReason>>) {
     for (_, l) in e.links.into_values() {
         l.0.push_sys(Sys::Exit(ExitSignal { from: id, reason: reason.clone() }));
-    }
-    if e.monitors.len() > 0 {
-        // `remote_api.rs` rule 5: a transport sends the remote `Down`s of this death per peer
-        // once every monitor has been signalled.
-        crate::remote_api::deferring(|| {
-            for (mid, watcher) in e.monitors.into_values() {
-                watcher.0.push_sys(Sys::Down(Down { id: mid, actor: id, reason: reason.clone() }));
-            }
-        });
     }
     if !e.names.is_empty() || !e.groups.is_empty() {
         for (name, reg) in &e.names {
@@ -740,7 +794,7 @@ fn notify_death(id: ActorId, reason: &ExitReason, e: Extra) -> Vec<oneshot::Send
     for w in e.blocked_senders {
         w.wake();
     }
-    e.watchers
+    (e.monitors, e.watchers)
 }
 
 impl<M: Send + 'static> crate::sweeper::Sweepable for Cell<M> {

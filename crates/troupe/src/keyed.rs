@@ -20,6 +20,9 @@ use std::hash::Hash;
 /// Slots searched in place before an index is built (rule 3).
 pub(crate) const SMALL: usize = 8;
 
+/// [`Keyed::into_values`]: the live entries, in order (rule 1).
+pub(crate) type IntoValues<K, V> = std::iter::Flatten<std::vec::IntoIter<Option<(K, V)>>>;
+
 /// An insertion-ordered map with O(1) amortised insert, lookup and removal.
 pub(crate) struct Keyed<K, V> {
     slots: Vec<Option<(K, V)>>,
@@ -107,7 +110,7 @@ impl<K: Copy + Eq + Hash, V> Keyed<K, V> {
     }
 
     /// The live entries in order (rule 1).
-    pub(crate) fn into_values(self) -> impl Iterator<Item = (K, V)> {
+    pub(crate) fn into_values(self) -> IntoValues<K, V> {
         self.slots.into_iter().flatten()
     }
 
