@@ -115,6 +115,55 @@ fn troupe_node_stops_on_sigterm_and_sigint_with_stdin_an_open_pipe() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The `troupe` binary runs with transparent huge pages off (main.rs, `disable_thp`), as the
+/// kernel reports for the process (`THP_enabled` in /proc/PID/status, Linux 5.0 on); with
+/// `MIMALLOC_ALLOW_THP` set it leaves them as they were.
+#[test]
+#[cfg(target_os = "linux")]
+fn the_troupe_binary_runs_with_transparent_huge_pages_off_unless_told_otherwise() {
+    use std::io::{BufRead, BufReader};
+    let dir = std::env::temp_dir().join(format!("troupe-cli-thp-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cfg = dir.join("n.toml");
+    std::fs::write(&cfg, "name = \"n\"\nsecret = \"s\"\nlisten = \"127.0.0.1:0\"\n").unwrap();
+    let mut seen = Vec::new();
+    for allow in [None, Some("1")] {
+        let mut cmd = troupe();
+        cmd.args(["node", "--config"])
+            .arg(&cfg)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped());
+        match allow {
+            Some(v) => cmd.env("MIMALLOC_ALLOW_THP", v),
+            None => cmd.env_remove("MIMALLOC_ALLOW_THP"),
+        };
+        let mut node = cmd.spawn().unwrap();
+        let _stdin = node.stdin.take();
+        let mut first = String::new();
+        BufReader::new(node.stdout.take().unwrap()).read_line(&mut first).unwrap();
+        assert!(first.starts_with("listening on "), "{first}");
+        // Read while the node runs: it set its policy before it listened.
+        let status = std::fs::read_to_string(format!("/proc/{}/status", node.id())).unwrap();
+        let _ = node.kill();
+        let _ = node.wait();
+        let thp = status.lines().find_map(|l| l.strip_prefix("THP_enabled:")).map(|v| v.trim().to_owned());
+        seen.push(thp);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let Some(off) = seen[0].clone() else {
+        eprintln!("this kernel does not report THP_enabled; nothing to check");
+        return;
+    };
+    assert_eq!(off, "0", "troupe runs with transparent huge pages allowed");
+    // This test's own process inherits whatever its parent set; `MIMALLOC_ALLOW_THP` leaves that.
+    let inherited = std::fs::read_to_string("/proc/self/status")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("THP_enabled:"))
+        .map(|v| v.trim().to_owned());
+    assert_eq!(seen[1], inherited, "MIMALLOC_ALLOW_THP set, yet troupe changed the policy");
+}
+
 /// Regression (issue 18, item 6): `troupe node` exited 2 for a missing config file where
 /// `troupe lab` exits 4 for file problems; the OS error is printed once.
 #[test]
