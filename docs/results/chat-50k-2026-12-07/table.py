@@ -15,7 +15,7 @@ for f in sorted(glob.glob(os.path.join(d, "*", "summary.json"))):
     run = os.path.basename(os.path.dirname(f))
     s = json.load(open(f))
     with open(os.path.join(os.path.dirname(f), "phases.txt")) as fh:
-        phases = [line.split() for line in fh.readlines()[1:] if len(line.split()) == 6]
+        phases = [line.split() for line in fh.readlines()[1:] if len(line.split()) >= 6]
     all_rejoined = statistics.median(float(p[4]) for p in phases) if phases else float("nan")
     v = [
         s["resources"]["cpu_s"],
