@@ -39,11 +39,13 @@
 //!     is polled again. An arrival at a `Handing` actor only enqueues. Waking a handed dormant
 //!     resumes that same activation where it stopped. A handed activation that stays idle for a
 //!     sweep period is woken once with the park request of rule 4, so it parks its state.
-//! 13. A death with more than [`DOWN_CHUNK`] monitors signals them from a task of its own on
-//!     its home runtime, [`DOWN_CHUNK`] at a time, yielding between chunks: what its links woke
-//!     (a supervisor that restarts it) runs first instead of waiting, on the dying actor's
-//!     thread, behind tens of thousands of `Down`s. Rule 7's order holds: its watchers are told
-//!     after the last chunk. A task its runtime drops unrun (shut down) signals them all at once.
+//! 13. A death with more than [`DOWN_CHUNK`] monitors, on a runtime's thread, signals them from
+//!     a task of its own on that runtime, [`DOWN_CHUNK`] at a time, yielding between chunks:
+//!     what its links woke (a supervisor that restarts it) runs first instead of waiting, on
+//!     the dying actor's thread, behind tens of thousands of `Down`s. Rule 7's order holds: its
+//!     watchers are told after the last chunk. A task its runtime drops unrun (shut down)
+//!     signals them all at once, as does a death outside any runtime (a kill of an idle actor
+//!     from a plain thread), where nothing waits behind them.
 //!
 //! # Who touches what
 //!
@@ -707,12 +709,16 @@ impl<M: Send + 'static> Cell<M> {
         let left = monitors.len();
         let mut dying = Dying { cell: Arc::clone(self), reason, monitors: monitors.into_values(), left, watchers };
         if left > DOWN_CHUNK && cfg!(not(troupe_loom)) {
-            // Rule 13. Dropped unrun (its runtime shutting down), it signals the rest at once.
-            self.home.spawn(async move {
-                while dying.signal(DOWN_CHUNK) {
-                    tokio::task::yield_now().await;
-                }
-            });
+            // Rule 13, on the runtime this death happens on; outside any runtime nothing waits
+            // behind the signals, and `dying` signals them all when dropped below. Dropped unrun
+            // (its runtime shutting down), the task signals them at once too.
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(async move {
+                    while dying.signal(DOWN_CHUNK) {
+                        tokio::task::yield_now().await;
+                    }
+                });
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
 //! A death with many monitors (`cell.rs` rule 13): what its links woke runs before its
-//! monitors are told, `terminated()` still answers only after every `Down` (rule 7), and a
-//! death whose runtime is gone still signals every monitor.
+//! monitors are told, `terminated()` still answers only after every `Down` (rule 7), a death
+//! whose runtime is gone still signals every monitor, and so does a death outside any runtime
+//! while the actor's own runtime is not being driven.
 
 use std::time::Duration;
 
@@ -140,4 +141,32 @@ fn a_death_in_a_runtime_shutting_down_still_signals_every_monitor() {
     assert_eq!(here.block_on(victim.terminated()), ExitReason::Killed);
     let (downs, _) = here.block_on(watcher.ask(WMsg::Report, T)).unwrap();
     assert_eq!(downs, MONITORS);
+}
+
+/// Rule 13 outside any runtime: a kill from a plain thread of an idle actor whose home runtime
+/// (a current-thread one) nobody drives signals every monitor before it returns. A task on the
+/// home runtime would wait for someone to drive it; the watchers are on another runtime.
+#[test]
+fn a_death_outside_any_runtime_signals_every_monitor_at_once() {
+    let here = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let home = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let watcher = here.block_on(async { troupe::spawn(Watcher::default()) });
+    // Spawned on `home` without running anything there: the victim stays idle.
+    let victim = {
+        let _in = home.enter();
+        troupe::spawn(Victim)
+    };
+    here.block_on(watcher.ask(|r| WMsg::Monitor(victim.any(), MONITORS, r), T)).unwrap();
+
+    let v = victim.clone();
+    std::thread::spawn(move || {
+        assert!(tokio::runtime::Handle::try_current().is_err(), "a plain thread has no runtime");
+        v.kill();
+    })
+    .join()
+    .unwrap();
+    assert!(!victim.is_alive());
+    let (downs, _) = here.block_on(watcher.ask(WMsg::Report, T)).unwrap();
+    assert_eq!(downs, MONITORS, "the Downs waited for the victim's undriven home runtime");
+    assert_eq!(here.block_on(victim.terminated()), ExitReason::Killed);
 }
