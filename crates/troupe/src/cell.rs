@@ -707,28 +707,58 @@ impl<M: Send + 'static> Cell<M> {
             None => (Keyed::default(), Vec::new()),
         };
         let left = monitors.len();
-        let mut dying = Dying { cell: Arc::clone(self), reason, monitors: monitors.into_values(), left, watchers };
         if left > DOWN_CHUNK && cfg!(not(troupe_loom)) {
             // Rule 13, on the runtime this death happens on; outside any runtime nothing waits
-            // behind the signals, and `dying` signals them all when dropped below. Dropped unrun
-            // (its runtime shutting down), the task signals them at once too.
+            // behind the signals, and they are sent below. Dropped unrun (its runtime shutting
+            // down), the task signals them at once too.
             if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                let mut dying =
+                    Dying { cell: Arc::clone(self), reason, monitors: monitors.into_values(), left, watchers };
                 rt.spawn(async move {
                     while dying.signal(DOWN_CHUNK) {
                         tokio::task::yield_now().await;
                     }
                 });
+                return;
             }
         }
+        if left > 0 {
+            signal_downs(self.id, &reason, &mut monitors.into_values(), left);
+        }
+        self.settle(&reason, watchers);
     }
+
+    /// Rule 7's last step: the death is settled and its watchers are told.
+    fn settle(&self, reason: &ExitReason, mut watchers: Vec<oneshot::Sender<ExitReason>>) {
+        {
+            let mut g = self.inner.lock();
+            g.set_flag(F_SETTLED, true);
+            if let Some(e) = g.extra.as_mut() {
+                watchers.append(&mut e.watchers);
+            }
+        }
+        for w in watchers {
+            let _ = w.send(reason.clone());
+        }
+    }
+}
+
+/// Signals the next `n` of `monitors` a `Down`. `remote_api.rs` rule 5: a transport sends the
+/// remote `Down`s of these monitors per peer once they have all been signalled.
+fn signal_downs(id: ActorId, reason: &ExitReason, monitors: &mut IntoValues<MonitorId, AnyRef>, n: usize) {
+    crate::remote_api::deferring(|| {
+        for (mid, watcher) in monitors.take(n) {
+            watcher.0.push_sys(Sys::Down(Down { id: mid, actor: id, reason: reason.clone() }));
+        }
+    });
 }
 
 /// Rule 13: a death with more monitors than this signals them from a task of its own, this
 /// many at a time.
 pub(crate) const DOWN_CHUNK: usize = 1024;
 
-/// A death's monitors not yet signalled, and its watchers. Dropped, it signals the monitors
-/// left, marks the death settled and tells the watchers (rule 7's order).
+/// Rule 13: a death's monitors not yet signalled, and its watchers. Dropped, it signals the
+/// monitors left, marks the death settled and tells the watchers (rule 7's order).
 struct Dying<M: Send + 'static> {
     cell: Arc<Cell<M>>,
     reason: ExitReason,
@@ -743,14 +773,7 @@ impl<M: Send + 'static> Dying<M> {
     fn signal(&mut self, n: usize) -> bool {
         let n = n.min(self.left);
         if n > 0 {
-            let (id, reason, monitors) = (self.cell.id, &self.reason, &mut self.monitors);
-            // `remote_api.rs` rule 5: a transport sends the remote `Down`s of these monitors per
-            // peer once they have all been signalled.
-            crate::remote_api::deferring(|| {
-                for (mid, watcher) in monitors.by_ref().take(n) {
-                    watcher.0.push_sys(Sys::Down(Down { id: mid, actor: id, reason: reason.clone() }));
-                }
-            });
+            signal_downs(self.cell.id, &self.reason, &mut self.monitors, n);
             self.left -= n;
         }
         self.left > 0
@@ -760,17 +783,7 @@ impl<M: Send + 'static> Dying<M> {
 impl<M: Send + 'static> Drop for Dying<M> {
     fn drop(&mut self) {
         self.signal(usize::MAX);
-        let mut watchers = std::mem::take(&mut self.watchers);
-        {
-            let mut g = self.cell.inner.lock();
-            g.set_flag(F_SETTLED, true);
-            if let Some(e) = g.extra.as_mut() {
-                watchers.append(&mut e.watchers);
-            }
-        }
-        for w in watchers {
-            let _ = w.send(self.reason.clone());
-        }
+        self.cell.settle(&self.reason, std::mem::take(&mut self.watchers));
     }
 }
 
