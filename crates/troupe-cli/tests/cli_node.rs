@@ -122,6 +122,10 @@ fn troupe_node_stops_on_sigterm_and_sigint_with_stdin_an_open_pipe() {
 #[cfg(target_os = "linux")]
 fn the_troupe_binary_runs_with_transparent_huge_pages_off_unless_told_otherwise() {
     use std::io::{BufRead, BufReader};
+    let thp_of = |status_file: String| {
+        let status = std::fs::read_to_string(status_file).unwrap();
+        status.lines().find_map(|l| l.strip_prefix("THP_enabled:")).map(|v| v.trim().to_owned())
+    };
     let dir = std::env::temp_dir().join(format!("troupe-cli-thp-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let cfg = dir.join("n.toml");
@@ -143,11 +147,9 @@ fn the_troupe_binary_runs_with_transparent_huge_pages_off_unless_told_otherwise(
         BufReader::new(node.stdout.take().unwrap()).read_line(&mut first).unwrap();
         assert!(first.starts_with("listening on "), "{first}");
         // Read while the node runs: it set its policy before it listened.
-        let status = std::fs::read_to_string(format!("/proc/{}/status", node.id())).unwrap();
+        seen.push(thp_of(format!("/proc/{}/status", node.id())));
         let _ = node.kill();
         let _ = node.wait();
-        let thp = status.lines().find_map(|l| l.strip_prefix("THP_enabled:")).map(|v| v.trim().to_owned());
-        seen.push(thp);
     }
     let _ = std::fs::remove_dir_all(&dir);
     let Some(off) = seen[0].clone() else {
@@ -156,11 +158,7 @@ fn the_troupe_binary_runs_with_transparent_huge_pages_off_unless_told_otherwise(
     };
     assert_eq!(off, "0", "troupe runs with transparent huge pages allowed");
     // This test's own process inherits whatever its parent set; `MIMALLOC_ALLOW_THP` leaves that.
-    let inherited = std::fs::read_to_string("/proc/self/status")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("THP_enabled:"))
-        .map(|v| v.trim().to_owned());
+    let inherited = thp_of("/proc/self/status".into());
     assert_eq!(seen[1], inherited, "MIMALLOC_ALLOW_THP set, yet troupe changed the policy");
 }
 

@@ -284,7 +284,7 @@ struct Extra {
     /// Registered names and group memberships, with the registry each is in.
     names: Vec<(String, Weak<Registry>)>,
     groups: Vec<(String, Weak<Registry>)>,
-    watchers: Vec<oneshot::Sender<ExitReason>>,
+    watchers: Watchers,
     blocked_senders: Vec<Waker>,
     dropped: u64,
     /// After death, a reason with text (others are in `Inner::exit`).
@@ -729,7 +729,7 @@ impl<M: Send + 'static> Cell<M> {
     }
 
     /// Rule 7's last step: the death is settled and its watchers are told.
-    fn settle(&self, reason: &ExitReason, mut watchers: Vec<oneshot::Sender<ExitReason>>) {
+    fn settle(&self, reason: &ExitReason, mut watchers: Watchers) {
         {
             let mut g = self.inner.lock();
             g.set_flag(F_SETTLED, true);
@@ -753,6 +753,9 @@ fn signal_downs(id: ActorId, reason: &ExitReason, monitors: &mut IntoValues<Moni
     });
 }
 
+/// Who awaits an actor's death (`terminated()`), told its reason last (rule 7).
+type Watchers = Vec<oneshot::Sender<ExitReason>>;
+
 /// Rule 13: a death with more monitors than this signals them from a task of its own, this
 /// many at a time.
 pub(crate) const DOWN_CHUNK: usize = 1024;
@@ -765,7 +768,7 @@ struct Dying<M: Send + 'static> {
     monitors: IntoValues<MonitorId, AnyRef>,
     /// Live monitors still in `monitors` (its slots may hold holes).
     left: usize,
-    watchers: Vec<oneshot::Sender<ExitReason>>,
+    watchers: Watchers,
 }
 
 impl<M: Send + 'static> Dying<M> {
@@ -789,12 +792,7 @@ impl<M: Send + 'static> Drop for Dying<M> {
 
 /// Signals links, releases names, wakes blocked senders; returns the monitors, to be signalled
 /// next, and the watchers.
-#[allow(clippy::type_complexity)]
-fn notify_death(
-    id: ActorId,
-    reason: &ExitReason,
-    e: Extra,
-) -> (Keyed<MonitorId, AnyRef>, Vec<oneshot::Sender<ExitReason>>) {
+fn notify_death(id: ActorId, reason: &ExitReason, e: Extra) -> (Keyed<MonitorId, AnyRef>, Watchers) {
     for (_, l) in e.links.into_values() {
         l.0.push_sys(Sys::Exit(ExitSignal { from: id, reason: reason.clone() }));
     }
