@@ -126,6 +126,10 @@ fn a_recorded_run_states_commit_machine_versions_threads_and_load_even_outside_t
     assert!(run["machine"]["cores"].as_u64().is_some_and(|c| c > 0), "{run}");
     assert!(run["load"]["busy_pct"].as_f64().is_some(), "{run}");
     assert!(run["load"]["loadavg_start"].is_string(), "{run}");
+    // The core-to-core round trip, where it was timed, is in the record and in the table's
+    // load line alike.
+    let rtt = run["load"]["core_rtt_start_ns"].as_u64().or(run["load"]["core_rtt_end_ns"].as_u64());
+    assert_eq!(rtt.is_some(), stdout.contains("; core-to-core round trip "), "{run}\n{stdout}");
     assert!(run["libraries"].as_str().unwrap().contains("tokio"), "{run}");
     assert!(run["threads"]["troupe"]["threads"].as_u64().is_some(), "{run}");
     assert!(run["command"].as_array().unwrap().iter().any(|a| a == "--out"), "{run}");

@@ -162,6 +162,12 @@ pub struct Load {
     pub busy_pct: Option<f64>,
     /// Stolen share of all cores' time in between, percent.
     pub steal_pct: Option<f64>,
+    /// [`core_round_trip_ns`] before, in ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core_rtt_start_ns: Option<u32>,
+    /// [`core_round_trip_ns`] after, in ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core_rtt_end_ns: Option<u32>,
 }
 
 /// A measurement's start: call [`LoadProbe::finish`] at its end.
@@ -169,17 +175,21 @@ pub struct Load {
 pub struct LoadProbe {
     loadavg: Option<String>,
     cpu: Option<CpuTimes>,
+    core_rtt: Option<u32>,
 }
 
 impl LoadProbe {
-    /// Reads the counters now.
+    /// Reads the counters now, and times the core-to-core round trip ([`core_round_trip_ns`]).
     pub fn start() -> LoadProbe {
-        LoadProbe { loadavg: loadavg(), cpu: CpuTimes::now() }
+        // Timed first, so its spinning stays out of the CPU counters.
+        let core_rtt = core_round_trip_ns();
+        LoadProbe { loadavg: loadavg(), cpu: CpuTimes::now(), core_rtt }
     }
 
     /// Reads them again and gives the load in between.
     pub fn finish(&self) -> Load {
-        Load::between(self.loadavg.clone(), self.cpu, loadavg(), CpuTimes::now())
+        let end = Load::between(self.loadavg.clone(), self.cpu, loadavg(), CpuTimes::now());
+        end.with_core_rtt(self.core_rtt, core_round_trip_ns())
     }
 }
 
@@ -192,20 +202,171 @@ impl Load {
             let p = part(&b).checked_sub(part(&a))?;
             Some((p as f64 * 1000.0 / total as f64).round() / 10.0)
         };
-        Load { loadavg_start: la0, loadavg_end: la1, busy_pct: pct(|c| c.total - c.idle), steal_pct: pct(|c| c.steal) }
+        Load {
+            loadavg_start: la0,
+            loadavg_end: la1,
+            busy_pct: pct(|c| c.total - c.idle),
+            steal_pct: pct(|c| c.steal),
+            core_rtt_start_ns: None,
+            core_rtt_end_ns: None,
+        }
+    }
+
+    /// The same load with the core-to-core round trips timed before and after.
+    #[must_use]
+    pub fn with_core_rtt(mut self, start: Option<u32>, end: Option<u32>) -> Load {
+        (self.core_rtt_start_ns, self.core_rtt_end_ns) = (start, end);
+        self
     }
 
     /// One line for tables and reports.
     pub fn summary(&self) -> String {
         let f = |v: Option<f64>| v.map_or("?".into(), |p| format!("{p:.1}%"));
-        format!(
+        let mut line = format!(
             "loadavg {} -> {}; cpu busy {}, steal {} (all cores, /proc/stat, this program included)",
             self.loadavg_start.as_deref().unwrap_or("?"),
             self.loadavg_end.as_deref().unwrap_or("?"),
             f(self.busy_pct),
             f(self.steal_pct)
-        )
+        );
+        if self.core_rtt_start_ns.is_some() || self.core_rtt_end_ns.is_some() {
+            let ns = |v: Option<u32>| v.map_or("?".into(), |n| n.to_string());
+            line.push_str(&format!(
+                "; core-to-core round trip {} -> {} ns",
+                ns(self.core_rtt_start_ns),
+                ns(self.core_rtt_end_ns)
+            ));
+        }
+        line
     }
+}
+
+/// Round trips a batch of [`core_round_trip_ns`] times; batches it takes at most.
+const RTT_TRIPS: u64 = 1_000;
+const RTT_BATCHES: usize = 9;
+
+/// How long a cache line takes to go from one core to another and back, in ns: two threads
+/// pinned to the first two CPUs this process may run on pass a counter back and forth through
+/// one atomic, in batches of 1,000 round trips (at most 9 batches and about 100 ms); the median
+/// batch's time per round trip. `None` with fewer than two CPUs, where pinning fails, or when
+/// not one batch finished in time.
+///
+/// The same cloud VM can read about 70 ns at one time and over 300 ns at another (its virtual
+/// CPUs placed on cores that share a cache, or not), and a benchmark whose actors message
+/// each other across workers runs up to three times slower in the second case, so a run
+/// records it at both ends ([`LoadProbe`]).
+///
+/// ```
+/// // Linux with two CPUs or more: a figure; otherwise None, never a panic.
+/// if let Some(ns) = troupe_lab::machine::core_round_trip_ns() {
+///     assert!(ns > 0);
+/// }
+/// ```
+pub fn core_round_trip_ns() -> Option<u32> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::time::{Duration, Instant};
+    /// The value that tells the echoing thread to stop.
+    const STOP: u64 = u64::MAX;
+    let cpus = allowed_cpus();
+    let (&a, &b) = (cpus.first()?, cpus.get(1)?);
+    let line = std::sync::Arc::new(AtomicU64::new(0));
+    let deadline = Instant::now() + Duration::from_millis(100);
+    let echo = {
+        let line = line.clone();
+        std::thread::Builder::new()
+            .name("core-rtt".into())
+            .spawn(move || {
+                if !pin_to(b) {
+                    line.store(STOP, Ordering::Release);
+                    return;
+                }
+                let mut spins = 0u32;
+                loop {
+                    let v = line.load(Ordering::Acquire);
+                    if v == STOP {
+                        return;
+                    }
+                    if v % 2 == 1 {
+                        line.store(v + 1, Ordering::Release);
+                    } else {
+                        spins = spins.wrapping_add(1);
+                        // Bounded in time even if the other side never writes again.
+                        if spins % 4096 == 0 && Instant::now() > deadline + Duration::from_millis(50) {
+                            return;
+                        }
+                        std::hint::spin_loop();
+                    }
+                }
+            })
+            .ok()?
+    };
+    let timed = std::thread::Builder::new()
+        .name("core-rtt".into())
+        .spawn({
+            let line = line.clone();
+            move || -> Vec<u128> {
+                // Each batch's ns per round trip; a batch cut short by the deadline counts the
+                // round trips it finished (a loaded machine reads slow, not absent).
+                let mut batches = Vec::new();
+                if !pin_to(a) {
+                    return batches;
+                }
+                let mut next = 1u64;
+                'batches: while batches.len() < RTT_BATCHES && Instant::now() < deadline {
+                    let t0 = Instant::now();
+                    let mut trips = 0u64;
+                    while trips < RTT_TRIPS {
+                        if line.compare_exchange(next - 1, next, Ordering::AcqRel, Ordering::Acquire).is_err() {
+                            break 'batches; // the echo gave up (pinning failed)
+                        }
+                        let mut spins = 0u32;
+                        while line.load(Ordering::Acquire) != next + 1 {
+                            spins = spins.wrapping_add(1);
+                            if spins % 4096 == 0 && Instant::now() > deadline {
+                                if trips > 0 {
+                                    batches.push(t0.elapsed().as_nanos() / u128::from(trips));
+                                }
+                                break 'batches;
+                            }
+                            std::hint::spin_loop();
+                        }
+                        next += 2;
+                        trips += 1;
+                    }
+                    batches.push(t0.elapsed().as_nanos() / u128::from(RTT_TRIPS));
+                }
+                line.store(STOP, Ordering::Release);
+                batches
+            }
+        })
+        .ok();
+    let mut batches = timed.and_then(|t| t.join().ok()).unwrap_or_default();
+    line.store(STOP, Ordering::Release);
+    let _ = echo.join();
+    batches.sort_unstable();
+    u32::try_from(*batches.get(batches.len() / 2)?).ok()
+}
+
+/// The CPUs this process may run on, lowest first (`sched_getaffinity`).
+fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: cpu_set_t is plain data; zeroed is the empty set, and sched_getaffinity writes at
+    // most the size passed.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is the calling thread.
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0 {
+        return Vec::new();
+    }
+    // SAFETY: CPU_ISSET reads the set within its bounds (the index is below CPU_SETSIZE).
+    (0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect()
+}
+
+/// Pins the calling thread to `cpu`; false if the kernel refused.
+fn pin_to(cpu: usize) -> bool {
+    // SAFETY: as in `allowed_cpus`; CPU_SET writes within the set's bounds (cpu came from it).
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: `set` is a valid cpu_set_t of the size passed; pid 0 is the calling thread.
+    unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0 }
 }
 
 /// Milliseconds since the Unix epoch.
@@ -294,6 +455,28 @@ mod tests {
         assert_eq!((l.busy_pct, l.steal_pct), (Some(65.0), Some(30.0)));
         assert!(l.summary().starts_with("loadavg 1.00 0.50 0.25 -> ?; cpu busy 65.0%, steal 30.0%"), "{}", l.summary());
         assert_eq!(Load::between(None, Some(a), None, Some(a)).busy_pct, None, "no time passed");
+        assert!(!l.summary().contains("core-to-core"), "not timed, not said");
+        let timed = l.with_core_rtt(Some(70), None);
+        assert!(timed.summary().ends_with("; core-to-core round trip 70 -> ? ns"), "{}", timed.summary());
+    }
+
+    #[test]
+    fn the_core_round_trip_is_timed_where_two_cpus_are_allowed() {
+        let t0 = std::time::Instant::now();
+        let rtt = core_round_trip_ns();
+        // Bounded whatever the load: 100 ms of batches plus the threads' start and join.
+        assert!(t0.elapsed() < std::time::Duration::from_secs(5), "{:?}", t0.elapsed());
+        // A loaded machine may keep a spinning thread off its CPU for the whole 100 ms, so
+        // two CPUs do not promise a figure; one is never a free round trip.
+        assert!(rtt.is_none_or(|ns| ns > 0), "{rtt:?}");
+        // A thread allowed one CPU (its helpers inherit that) has no second core to time.
+        let one = std::thread::spawn(|| {
+            let cpu = *allowed_cpus().first().expect("this thread may run somewhere");
+            assert!(pin_to(cpu), "pinning to an allowed CPU");
+            (allowed_cpus(), core_round_trip_ns())
+        });
+        let (cpus, rtt) = one.join().expect("the one-CPU thread ran");
+        assert_eq!((cpus.len(), rtt), (1, None));
     }
 
     #[test]

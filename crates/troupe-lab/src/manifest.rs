@@ -86,6 +86,9 @@ pub struct Manifest {
     /// `/proc/stat`'s CPU counters when the run started.
     #[serde(default)]
     pub cpu_start: Option<CpuTimes>,
+    /// The core-to-core round trip when the run started, ns (`machine::core_round_trip_ns`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub core_rtt_start_ns: Option<u32>,
     /// The machine's load over the run (load averages, busy and stolen CPU share), written
     /// when it ends.
     #[serde(default)]

@@ -251,6 +251,8 @@ fn starting_manifest(req: &RunRequest, run_id: String) -> Manifest {
         interrupted: false,
         status: Status::Running,
         reason: None,
+        // Timed first, so its 100 ms of spinning stays out of the run's CPU counters.
+        core_rtt_start_ns: machine::core_round_trip_ns(),
         loadavg_start: machine::loadavg(),
         loadavg_end: None,
         cpu_start: machine::CpuTimes::now(),
@@ -498,12 +500,15 @@ pub fn analyse(req: &RunRequest, x: Executed) -> Result<RunOutcome> {
     };
     manifest.ended_at = Some(machine::rfc3339(machine::now_unix_ms()));
     manifest.loadavg_end = machine::loadavg();
-    manifest.load = Some(machine::Load::between(
-        manifest.loadavg_start.clone(),
-        manifest.cpu_start,
-        manifest.loadavg_end.clone(),
-        machine::CpuTimes::now(),
-    ));
+    manifest.load = Some(
+        machine::Load::between(
+            manifest.loadavg_start.clone(),
+            manifest.cpu_start,
+            manifest.loadavg_end.clone(),
+            machine::CpuTimes::now(),
+        )
+        .with_core_rtt(manifest.core_rtt_start_ns, machine::core_round_trip_ns()),
+    );
     manifest.write(&dir)?;
     if let Some(st) = &stats {
         crate::run_folder::write_run_outputs(req.workload, &dir, &manifest, &req.config, st.as_ref())?;

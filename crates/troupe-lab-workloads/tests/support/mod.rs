@@ -98,6 +98,7 @@ pub fn write_run(dir: &Path, cfg: &Config, counts: &[u64], status: Status) -> Ve
         loadavg_start: None,
         loadavg_end: None,
         cpu_start: None,
+        core_rtt_start_ns: None,
         load: None,
     };
     m.write(dir).unwrap();
