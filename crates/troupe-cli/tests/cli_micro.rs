@@ -120,6 +120,10 @@ fn a_recorded_run_states_commit_machine_versions_threads_and_load_even_outside_t
     // fib (1 line), memory (4: after stop, leaked, per actor, spawn time).
     assert_eq!(rows.len(), 5, "{lines}");
     assert_eq!(rows[0]["samples"].as_array().unwrap().len(), 2);
+    // The core-to-core round trip timed before each repetition, one per sample (null where it
+    // could not be timed); memory, measured in a child, has none.
+    assert_eq!(rows[0]["core_rtt_ns"].as_array().map(Vec::len), Some(2), "{lines}");
+    assert!(rows.iter().filter(|r| r["bench"] == "memory").all(|r| r.get("core_rtt_ns").is_none()), "{lines}");
     assert!(rows.iter().any(|r| r["bench"] == "memory" && r["metric"] == "bytes_per_actor"), "{lines}");
     let run = json(&out.join("run.json"));
     assert_eq!(run["git_commit"].as_str().map(str::len), Some(40), "{run}");

@@ -237,6 +237,11 @@ pub struct Record {
     /// The worker threads the runtime ran its actors on (see [`crate::threads`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub threads: Option<u32>,
+    /// The core-to-core round trip in ns timed just before each repetition, in the order of
+    /// `samples` (`null` where it could not be timed); empty when the run timed none
+    /// ([`crate::MicroOptions::rep_probe`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub core_rtt_ns: Vec<Option<u32>>,
 }
 
 /// A spread (`(max - min) / median`) above this many percent flags a figure as unsteady.
@@ -363,9 +368,16 @@ pub fn merge_reps(reps: &[Vec<Record>]) -> Vec<Record> {
     first
         .iter()
         .map(|head| {
-            let samples: Vec<f64> =
-                reps.iter().filter_map(|rep| rep.iter().find(|r| r.metric == head.metric)).map(|r| r.value).collect();
-            let mut r = Record { samples: Vec::new(), ..head.clone() };
+            let lines: Vec<&Record> =
+                reps.iter().filter_map(|rep| rep.iter().find(|r| r.metric == head.metric)).collect();
+            let samples: Vec<f64> = lines.iter().map(|r| r.value).collect();
+            // One probe per repetition, or none kept (they would not line up with the samples).
+            let core_rtt_ns = if lines.iter().all(|r| r.core_rtt_ns.len() == 1) {
+                lines.iter().map(|r| r.core_rtt_ns[0]).collect()
+            } else {
+                Vec::new()
+            };
+            let mut r = Record { samples: Vec::new(), core_rtt_ns, ..head.clone() };
             r.params.insert("reps".into(), samples.len() as u64);
             r.set_samples(samples);
             r

@@ -70,7 +70,7 @@ pub(crate) fn run(opts: &MicroOptions, out: &mut dyn Write) -> Result<(), Error>
         }
     }
 
-    let mut one = |rt: &str, bench: Bench, p: &Params| -> Result<Vec<Record>, Error> {
+    let run_rep = |rt: &str, bench: Bench, p: &Params| -> Result<Vec<Record>, Error> {
         if crate::IN_PROCESS_RUNTIMES.contains(&rt) {
             if bench == Bench::Memory {
                 crate::memory::run_child(rt, p.get("n"), opts.child_args.as_deref())
@@ -81,6 +81,17 @@ pub(crate) fn run(opts: &MicroOptions, out: &mut dyn Write) -> Result<(), Error>
             let r = root.as_deref().expect("external runtimes are ready only with a root");
             run_peer(r, rt, bench, p, 1)
         }
+    };
+    let mut one = |rt: &str, bench: Bench, p: &Params| -> Result<Vec<Record>, Error> {
+        let probe = opts.rep_probe.filter(|_| bench != Bench::Memory);
+        let rtt = probe.map(|f| f());
+        let mut recs = run_rep(rt, bench, p)?;
+        if let Some(rtt) = rtt {
+            for r in &mut recs {
+                r.core_rtt_ns = vec![rtt];
+            }
+        }
+        Ok(recs)
     };
     let mut records: Vec<Record> = Vec::new();
     for (bench, p) in &params {

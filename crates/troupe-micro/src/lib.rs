@@ -155,6 +155,11 @@ pub struct MicroOptions {
     /// binary whose `main` reaches [`run`] again with the same command line (the `troupe` CLI,
     /// the `micro` example).
     pub child_args: Option<Vec<String>>,
+    /// Called just before each repetition of a benchmark (not `memory`) on each runtime; what
+    /// it returns is kept in the line's `core_rtt_ns`, one entry per sample. The `troupe` CLI
+    /// passes the lab's core-to-core round trip (`troupe_lab::machine::core_round_trip_ns`),
+    /// so a repetition run while the machine was in its slow state can be told apart.
+    pub rep_probe: Option<fn() -> Option<u32>>,
 }
 
 /// What kind of failure an [`Error`] is.

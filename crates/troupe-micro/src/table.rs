@@ -60,6 +60,9 @@ pub(crate) fn render(
         }
     }
     write_aligned(&rows, out)?;
+    if let Some(line) = rtt_line(records) {
+        writeln!(out, "{line}")?;
+    }
     if !problems.is_empty() {
         writeln!(out, "not run:")?;
         for p in problems {
@@ -139,6 +142,32 @@ fn write_aligned(rows: &[Vec<String>], out: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
+/// Round trips over this many ns mark a repetition run in the slow state of a VM whose two
+/// vCPUs sometimes share no cache (docs/lab.md, "Reading them on a small VM").
+pub(crate) const SLOW_RTT_NS: u32 = 150;
+
+/// What the round trips timed before the repetitions read (`Record::core_rtt_ns`, of the
+/// `time_ms` lines, one per repetition), if any were: their range and how many were slow.
+fn rtt_line(records: &[Record]) -> Option<String> {
+    let all: Vec<Option<u32>> =
+        records.iter().filter(|r| r.metric == "time_ms").flat_map(|r| r.core_rtt_ns.iter().copied()).collect();
+    let timed: Vec<u32> = all.iter().flatten().copied().collect();
+    if all.is_empty() {
+        return None;
+    }
+    let (lo, hi) = (timed.iter().min(), timed.iter().max());
+    let slow = timed.iter().filter(|&&n| n > SLOW_RTT_NS).count();
+    Some(match (lo, hi) {
+        (Some(lo), Some(hi)) => format!(
+            "core-to-core round trip before each repetition: {lo}-{hi} ns; {slow} of {} repetitions over \
+             {SLOW_RTT_NS} ns (the slow state: `core_rtt_ns` in each JSON line says which){}",
+            all.len(),
+            if timed.len() < all.len() { format!("; {} not timed", all.len() - timed.len()) } else { String::new() }
+        ),
+        _ => format!("core-to-core round trip before each repetition: not timed ({} repetitions)", all.len()),
+    })
+}
+
 fn machine() -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
@@ -157,6 +186,27 @@ fn machine() -> String {
 mod tests {
     use super::*;
     use std::collections::BTreeMap;
+
+    #[test]
+    fn the_round_trips_before_the_repetitions_are_summed_up_under_the_table() {
+        let mut a = rec("troupe", "time_ms", 1.0);
+        a.core_rtt_ns = vec![Some(64), Some(251), None];
+        let mut b = rec("actix", "time_ms", 1.0);
+        b.core_rtt_ns = vec![Some(70), Some(66), Some(211)];
+        let mut rate = rec("troupe", "msgs_per_s", 1.0);
+        rate.core_rtt_ns = vec![Some(999)];
+        assert_eq!(
+            rtt_line(&[a.clone(), b, rate]).unwrap(),
+            "core-to-core round trip before each repetition: 64-251 ns; 2 of 6 repetitions over 150 ns \
+             (the slow state: `core_rtt_ns` in each JSON line says which); 1 not timed"
+        );
+        assert_eq!(rtt_line(&[rec("troupe", "time_ms", 1.0)]), None, "none timed, no line");
+        a.core_rtt_ns = vec![None];
+        assert_eq!(
+            rtt_line(&[a]).unwrap(),
+            "core-to-core round trip before each repetition: not timed (1 repetitions)"
+        );
+    }
 
     fn rec(rt: &str, metric: &str, value: f64) -> Record {
         Record {

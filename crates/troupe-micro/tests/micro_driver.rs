@@ -56,6 +56,7 @@ echo "{\"bench\":\"$b\",\"runtime\":\"akka\",\"metric\":\"time_ms\",\"value\":$k
         reps: Some(1),
         params: [("n".to_string(), 100)].into_iter().collect(),
         child_args: None,
+        rep_probe: None,
     };
     let mut out = Vec::new();
     let err = troupe_micro::run(&opts, &mut out).expect_err("missing and failing peers are errors");

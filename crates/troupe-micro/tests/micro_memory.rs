@@ -25,6 +25,7 @@ fn main() -> ExitCode {
         reps: None,
         params: [("n".to_string(), N)].into_iter().collect(),
         child_args: Some(Vec::new()),
+        rep_probe: None,
     };
     let mut out = Vec::new();
     let result = troupe_micro::run(&opts, &mut out);

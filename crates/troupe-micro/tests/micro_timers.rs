@@ -15,6 +15,7 @@ fn opts(runtimes: &[&str], json: bool, n: u64) -> MicroOptions {
         reps: Some(1),
         params: [("timers.n".to_string(), n)].into_iter().collect(),
         child_args: None,
+        rep_probe: None,
     }
 }
 

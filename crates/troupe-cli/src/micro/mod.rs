@@ -113,6 +113,7 @@ pub(crate) fn main(a: MicroArgs) -> i32 {
             reps: a.reps,
             params,
             child_args: None,
+            rep_probe: Some(machine::core_round_trip_ns),
         };
         let mut buf: Vec<u8> = Vec::new();
         let result = if collect {

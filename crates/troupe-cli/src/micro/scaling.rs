@@ -60,6 +60,7 @@ pub(super) fn main(a: &MicroArgs, counts: &[u32], params: BTreeMap<String, u64>)
             reps: a.reps,
             params: params.clone(),
             child_args: None,
+            rep_probe: Some(machine::core_round_trip_ns),
         };
         let mut buf = Vec::new();
         let r = troupe_micro::run(&opts, &mut buf);
