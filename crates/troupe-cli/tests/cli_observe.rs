@@ -94,9 +94,21 @@ fn metrics_of_every_layer_after_traffic_and_a_kill() {
     let seeds = format!("[cluster]\n{PROFILE}seeds = [\"{}\"]\n", a.addr);
     let b = node(dir.path(), "b", &seeds);
     let c = node(dir.path(), "c", &seeds);
-    for n in [&b, &c] {
-        wait(&a.lines, |l| l.contains("\"member_up\"") && l.contains(&n.addr), "b and c up on a");
-    }
+    // Both, in whichever order a logs them (waiting for b's line first skipped a c line that
+    // came before it, and then waited for c in vain).
+    let up = std::cell::Cell::new([false, false]);
+    wait(
+        &a.lines,
+        |l| {
+            let mut seen = up.get();
+            for (i, n) in [&b, &c].into_iter().enumerate() {
+                seen[i] |= l.contains("\"member_up\"") && l.contains(&n.addr);
+            }
+            up.set(seen);
+            seen == [true, true]
+        },
+        "b and c up on a",
+    );
     // Traffic beyond the cluster's own gossip and heartbeats: a status ask over the wire.
     let out = troupe().args(["cluster", "status", "--node", &b.addr, "--secret", SECRET]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
