@@ -29,8 +29,9 @@
 //!    a poll that has run less than [`POLL_SLICE`] since its budget first ran out gets a new
 //!    budget and goes on; otherwise the carrier goes to the back of its worker's run queue. So
 //!    one poll runs at most about two budgets' worth of messages plus the slice. (Each yield
-//!    notifies an idle worker, which steals the carrier: with a budget alone, a ping-pong on two
-//!    workers moved cores every 256 hops and ran slower than on one.) When a poll ends (it
+//!    makes tokio wake an idle worker, which finds nothing to do or steals the carrier: with a
+//!    budget alone, a ping-pong on two workers yielded every 256 hops and ran slower than on
+//!    one.) When a poll ends (it
 //!    yielded, or an actor awaits something else) the slot is handed to a carrier of its own,
 //!    so it never outlives the poll.
 //! 6. An activation is armed (`spawn.rs`): dropped before it finished, it kills its actor
