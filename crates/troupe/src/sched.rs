@@ -55,6 +55,21 @@
 //!    that was woken from a hand-off where no slot could take it (outside any carrier), gains
 //!    nothing from chains: it is marked (`cell.rs`, `no_chains`) and from then on hands off
 //!    only to a full slot (rule 4), as rule 7 has every actor do.
+//! 9. Batches: an activation woken outside any carrier (a plain task such as a benchmark's
+//!    driver or a transport's reader, a thread, a `block_on`) joins the last batch this
+//!    thread started, when that batch is of the same runtime, holds fewer than [`BATCH`] and
+//!    its carrier has not been polled yet; else it goes to an idle carrier of the thread's
+//!    pool (rule 7); else it starts a new batch, in a new carrier. The carrier takes the whole batch at its
+//!    first poll and runs it in wake order, one activation after another, as it runs its slot
+//!    (the slot first). An actor of a batch that waits (on its mailbox or on anything else)
+//!    while some of the batch is left goes to a carrier of its own, which polls it again (so
+//!    its wakes reach that carrier), and the batch goes on without it. When the poll's budget
+//!    first runs out (rule 5), or the poll ends (a yield), with some of the batch left, the
+//!    rest goes on at once in a carrier of its own, in order. So no actor waits behind
+//!    another's wait, and a batch of long-running actors is spread over the workers as one
+//!    task each would be. So a burst of wakes from outside (spawning and
+//!    messaging many actors) costs one task spawn per 16 short-lived actors instead of one
+//!    each.
 //!
 //! The slot, the current carrier, the budget and the hand-off flag are thread-locals read and
 //! replaced whole (`std::cell::Cell`), never borrowed, so no code runs while one is borrowed.
@@ -99,6 +114,9 @@ pub(crate) const POLL_SLICE: Duration = Duration::from_micros(200);
 /// Idle carriers a thread keeps (rule 7).
 pub(crate) const POOL_SIZE: usize = 16;
 
+/// Activations one batch holds at most (rule 9).
+pub(crate) const BATCH: usize = 16;
+
 /// The runtime a carrier runs on: its handle's address (the fast check) and its id.
 #[derive(Clone, Copy)]
 struct Home {
@@ -136,6 +154,14 @@ thread_local! {
     static MARK: Cell<u32> = const { Cell::new(0) };
     /// Idle carriers (rule 7), taken and put back whole, never borrowed.
     static POOL: Cell<Vec<Arc<Dock>>> = const { Cell::new(Vec::new()) };
+    /// Rule 9: the batch this thread last started outside any carrier.
+    /// Weak, so a batch whose carrier the runtime drops unrun is dropped with it (its
+    /// activations kill their actors, rule 6), not kept here.
+    static OPEN: Cell<Option<std::sync::Weak<Dock>>> = const { Cell::new(None) };
+    /// Rule 9: the rest of the batch the current carrier took (last to run first), and whether
+    /// it holds any.
+    static SPARE: Cell<Vec<Activation>> = const { Cell::new(Vec::new()) };
+    static SPARE_FULL: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Where an idle carrier is handed its next activation (rule 7).
@@ -154,6 +180,10 @@ struct Docked {
     docked: bool,
     /// Handed an activation since the sweeper's last visit.
     used: bool,
+    /// Rule 9: activations woken outside any carrier, waiting for this carrier's first poll.
+    batch: Vec<Activation>,
+    /// Rule 9: the batch still takes more (its carrier has not started).
+    open: bool,
     /// On the sweeper's list.
     swept: bool,
 }
@@ -230,6 +260,19 @@ fn pool_has_room(home: Home) -> bool {
 /// thread's pool, else a new one.
 fn run_elsewhere(home: Home, handle: Option<&Arc<Handle>>, activation: Activation) {
     let mut activation = Some(activation);
+    if !to_pool(home, |d| d.activation = activation.take()) {
+        let activation = activation.expect("not handed to a dock");
+        match handle {
+            Some(h) => drop(h.spawn(carrier(activation))),
+            None => drop(tokio::spawn(carrier(activation))),
+        }
+    }
+}
+
+/// Hands work to an idle carrier of `home` from this thread's pool (rule 7): `give` puts it in
+/// the carrier's dock. False when the pool has none (and `give` was not called).
+fn to_pool(home: Home, give: impl FnOnce(&mut Docked)) -> bool {
+    let mut give = Some(give);
     // Bounded by the pool's size: each turn takes one carrier out of it.
     while let Some(dock) = pool_pop(home) {
         let waker = {
@@ -237,7 +280,7 @@ fn run_elsewhere(home: Home, handle: Option<&Arc<Handle>>, activation: Activatio
             if d.retired {
                 continue;
             }
-            d.activation = activation.take();
+            (give.take().expect("given once"))(&mut d);
             d.docked = false;
             d.used = true;
             d.waker.take()
@@ -246,13 +289,9 @@ fn run_elsewhere(home: Home, handle: Option<&Arc<Handle>>, activation: Activatio
         if let Some(w) = waker {
             w.wake();
         }
-        return;
+        return true;
     }
-    let activation = activation.expect("not handed to a dock");
-    match handle {
-        Some(h) => drop(h.spawn(carrier(activation))),
-        None => drop(tokio::spawn(carrier(activation))),
-    }
+    false
 }
 
 fn put_next(a: Activation) -> Option<Activation> {
@@ -260,9 +299,43 @@ fn put_next(a: Activation) -> Option<Activation> {
     NEXT.replace(Some(a))
 }
 
+#[inline]
 fn take_next() -> Option<Activation> {
-    NEXT_FULL.with(|c| c.set(false));
-    NEXT.take()
+    if NEXT_FULL.replace(false) {
+        return NEXT.take();
+    }
+    if SPARE_FULL.get() {
+        return take_spare();
+    }
+    None
+}
+
+/// Rule 9: a carrier takes the batch handed to its dock: the first to run comes back, the rest
+/// becomes the spare list, last to run first. The spare list is empty here (a carrier looks at
+/// its dock only when it has run all of it).
+#[cold]
+#[inline(never)]
+fn take_batch(g: &mut Docked) -> Option<Activation> {
+    g.open = false;
+    let mut batch = std::mem::take(&mut g.batch);
+    batch.reverse();
+    let first = batch.pop();
+    if !batch.is_empty() {
+        SPARE_FULL.with(|c| c.set(true));
+        drop(SPARE.replace(batch));
+    }
+    first
+}
+
+/// Rule 9: the next activation of the current carrier's batch.
+#[cold]
+#[inline(never)]
+fn take_spare() -> Option<Activation> {
+    let mut spare = SPARE.take();
+    let next = spare.pop();
+    SPARE_FULL.with(|c| c.set(!spare.is_empty()));
+    SPARE.with(|c| c.set(spare));
+    next
 }
 
 /// Whether an activation of `home` woken here would go into a slot (rule 2).
@@ -280,8 +353,42 @@ pub(crate) fn schedule(home: &Arc<Handle>, activation: Activation) {
                 run_elsewhere(here, None, displaced);
             }
         }
-        _ => run_elsewhere(Home::of(home), Some(home), activation),
+        _ => run_batched(home, activation),
     }
+}
+
+/// Rule 9: an activation woken outside any carrier joins this thread's open batch of `home`,
+/// else goes to an idle carrier of this thread's pool, else starts a batch in a new carrier.
+fn run_batched(home: &Arc<Handle>, activation: Activation) {
+    let mut activation = Some(activation);
+    if let Some(d) = OPEN.take().and_then(|w| w.upgrade()) {
+        if d.home.is(home) {
+            let mut g = d.inner.lock();
+            if g.open && g.batch.len() < BATCH {
+                g.batch.push(activation.take().expect("not handed yet"));
+            }
+            drop(g);
+            if activation.is_none() {
+                OPEN.with(|c| c.set(Some(Arc::downgrade(&d))));
+                return;
+            }
+        }
+    }
+    if !to_pool(Home::of(home), |d| d.activation = activation.take()) {
+        start_batch(home, activation.expect("not handed yet"));
+    }
+}
+
+/// Rule 9: a new carrier whose first poll runs `first` (and whatever joins it before then).
+fn start_batch(home: &Arc<Handle>, first: Activation) {
+    let mut batch = Vec::with_capacity(BATCH);
+    batch.push(first);
+    let dock = Arc::new(Dock {
+        home: Home::of(home),
+        inner: parking_lot::Mutex::new(Docked { batch, open: true, ..Default::default() }),
+    });
+    OPEN.with(|c| c.set(Some(Arc::downgrade(&dock))));
+    drop(home.spawn(carrier_state(None, Some(dock))));
 }
 
 /// Rules 4 and 8: whether an actor that found its mailbox empty should hand off rather than
@@ -337,10 +444,16 @@ pub(crate) fn outside<R>(f: impl FnOnce() -> R) -> R {
     let saved = CURRENT.replace(None);
     let full = NEXT_FULL.replace(false);
     let next = NEXT.take();
+    // The batch's rest (rule 9), kept aside only when there is one.
+    let spare = SPARE_FULL.replace(false).then(|| SPARE.take());
     let woke = WOKE.get();
     let out = f();
     CURRENT.with(|c| c.set(saved));
     NEXT_FULL.with(|c| c.set(full));
+    if let Some(spare) = spare {
+        SPARE_FULL.with(|c| c.set(true));
+        SPARE.with(|c| c.set(spare));
+    }
     WOKE.with(|c| c.set(woke));
     if let Some(stray) = NEXT.replace(next) {
         // Nothing outside a carrier fills the slot; should anything, it still runs.
@@ -362,8 +475,14 @@ pub(crate) fn outside<R>(f: impl FnOnce() -> R) -> R {
 /// activation it runs, and its dock, are of the runtime it was spawned on (rules 1 and 2).
 /// Spawned here for woken activations, and by `spawn.rs` for an inline start that waits.
 pub(crate) fn carrier(first: Activation) -> impl Future<Output = ()> + Send + 'static {
-    let mut current = Some(first);
-    let mut dock: Option<Arc<Dock>> = None;
+    carrier_state(Some(first), None)
+}
+
+/// A carrier holding `current` and `dock` (a batch carrier starts with its dock only, rule 9).
+fn carrier_state(
+    mut current: Option<Activation>,
+    mut dock: Option<Arc<Dock>>,
+) -> impl Future<Output = ()> + Send + 'static {
     std::future::poll_fn(move |cx: &mut Context<'_>| {
         let home = match (&current, &dock) {
             (Some(a), _) => Home::of(a.home()),
@@ -378,6 +497,10 @@ pub(crate) fn carrier(first: Activation) -> impl Future<Output = ()> + Send + 's
                     return Poll::Ready(());
                 };
                 let mut g = d.inner.lock();
+                if !g.batch.is_empty() {
+                    current = take_batch(&mut g);
+                    continue;
+                }
                 match g.activation.take() {
                     Some(a) => current = Some(a),
                     None if g.retired => return Poll::Ready(()),
@@ -405,7 +528,15 @@ pub(crate) fn carrier(first: Activation) -> impl Future<Output = ()> + Send + 's
                         continue;
                     }
                 }
-                Poll::Pending => return Poll::Pending,
+                Poll::Pending if !SPARE_FULL.get() => return Poll::Pending,
+                Poll::Pending => {
+                    // Rule 9: it waits, and the rest of its batch must not wait behind it. It
+                    // goes to a carrier of its own, whose first poll registers that carrier's
+                    // waker (a wake meanwhile reaches this one, which polls what it holds);
+                    // this one goes on with the batch.
+                    let waiting = current.take().expect("polled just now");
+                    run_elsewhere(home, None, waiting);
+                }
                 // The finished activation is dropped here, outside any borrow.
                 Poll::Ready(()) => current = None,
             }
@@ -413,8 +544,9 @@ pub(crate) fn carrier(first: Activation) -> impl Future<Output = ()> + Send + 's
                 Some(next) => current = Some(next),
                 None => {
                     // Rule 7: idle in this thread's pool, or end when it is full (a carrier
-                    // that never docked makes no dock, so a burst of carriers leaves nothing).
-                    if dock.is_none() && !pool_has_room(home) {
+                    // that never docked makes no dock, and one that ends is never put on the
+                    // sweeper's list, so a burst of carriers leaves nothing).
+                    if !pool_has_room(home) {
                         return Poll::Ready(());
                     }
                     let d = dock.get_or_insert_with(|| Arc::new(Dock { home, inner: Default::default() }));
@@ -452,6 +584,11 @@ fn spent() -> bool {
     if left > 0 {
         return false;
     }
+    // Rule 9: a batch stays together only while its actors are short; one that spends a whole
+    // budget sends the rest on, where another worker can take them.
+    if let Some(home) = CURRENT.get() {
+        spare_elsewhere(home);
+    }
     let mut start = SLICE.get();
     let over = slice_over(&mut start, Instant::now());
     SLICE.with(|c| c.set(start));
@@ -468,6 +605,35 @@ fn slice_over(start: &mut Option<Instant>, now: Instant) -> bool {
     now.duration_since(first) >= POLL_SLICE
 }
 
+/// Rule 9: what is left of the current carrier's batch goes on in a carrier of its own. The
+/// look is inlined (one thread-local flag, on every carrier poll); the move is not.
+#[inline]
+fn spare_elsewhere(home: Home) {
+    if SPARE_FULL.get() {
+        move_spare(home);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn move_spare(home: Home) {
+    SPARE_FULL.with(|c| c.set(false));
+    let mut rest = SPARE.take();
+    if rest.len() == 1 {
+        let last = rest.pop().expect("one left");
+        SPARE.with(|c| c.set(rest));
+        return run_elsewhere(home, None, last);
+    }
+    rest.reverse();
+    // An idle carrier of this thread's pool takes the rest when there is one (no allocation).
+    let mut rest = Some(rest);
+    if !to_pool(home, |d| d.batch = rest.take().expect("given once")) {
+        let batch = rest.expect("not handed to a dock");
+        let dock = Arc::new(Dock { home, inner: parking_lot::Mutex::new(Docked { batch, ..Default::default() }) });
+        drop(tokio::spawn(carrier_state(None, Some(dock))));
+    }
+}
+
 /// Makes a carrier current for one poll; on drop, hands a left-over slot to a carrier of its
 /// own (rule 5) and restores what was current before.
 struct Polling {
@@ -480,22 +646,29 @@ struct Polling {
 }
 
 impl Polling {
+    #[inline(always)]
     fn enter(home: Home) -> Self {
         let saved = CURRENT.replace(Some(home));
         let saved_budget = BUDGET.replace(POLL_BUDGET);
         let saved_slice = SLICE.replace(None);
         let saved_full = NEXT_FULL.replace(false);
         let saved_next = NEXT.take();
+        // A poll inside another's (never in practice) sends the outer one's batch on.
+        spare_elsewhere(home);
         Polling { saved, saved_budget, saved_slice, saved_full, saved_next, home }
     }
 }
 
 impl Drop for Polling {
+    #[inline(always)]
     fn drop(&mut self) {
         HANDING.with(|c| c.set(false));
-        if let Some(next) = take_next() {
-            run_elsewhere(self.home, None, next);
+        if NEXT_FULL.replace(false) {
+            if let Some(next) = NEXT.take() {
+                run_elsewhere(self.home, None, next);
+            }
         }
+        spare_elsewhere(self.home);
         CURRENT.with(|c| c.set(self.saved));
         BUDGET.with(|c| c.set(self.saved_budget));
         SLICE.with(|c| c.set(self.saved_slice));
