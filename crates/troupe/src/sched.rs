@@ -3,7 +3,8 @@
 //! cross-thread hop.
 //!
 //! Rules (the design is explained in `docs/concepts.md`, "Scheduling"; tests in
-//! `tests/core_sched.rs` and `tests/core_sched_chains.rs` name the rule they check):
+//! `tests/core_sched.rs`, `tests/core_sched_chains.rs` and `tests/core_sched_batches.rs` name
+//! the rule they check):
 //! 1. Every activation runs inside a carrier: a tokio task that polls one actor's activation at
 //!    a time. A carrier is spawned on the actor's home runtime (`cell.rs`, rule 9). An
 //!    activation is boxed once and keeps its box while it moves between carriers and its cell.
