@@ -60,17 +60,16 @@
 //!    driver or a transport's reader, a thread, a `block_on`) joins the last batch this
 //!    thread started, when that batch is of the same runtime, holds fewer than [`BATCH`] and
 //!    its carrier has not been polled yet; else it goes to an idle carrier of the thread's
-//!    pool (rule 7); else it starts a new batch, in a new carrier. The carrier takes the whole batch at its
-//!    first poll and runs it in wake order, one activation after another, as it runs its slot
-//!    (the slot first). An actor of a batch that waits (on its mailbox or on anything else)
-//!    while some of the batch is left goes to a carrier of its own, which polls it again (so
-//!    its wakes reach that carrier), and the batch goes on without it. When the poll's budget
-//!    first runs out (rule 5), or the poll ends (a yield), with some of the batch left, the
-//!    rest goes on at once in a carrier of its own, in order. So no actor waits behind
-//!    another's wait, and a batch of long-running actors is spread over the workers as one
-//!    task each would be. So a burst of wakes from outside (spawning and
-//!    messaging many actors) costs one task spawn per 16 short-lived actors instead of one
-//!    each.
+//!    pool (rule 7); else it starts a new batch, in a new carrier. The carrier takes the whole
+//!    batch at its first poll and runs it in wake order, one activation after another, as it
+//!    runs its slot (the slot first). An actor of a batch that waits (on its mailbox or on
+//!    anything else) while some of the batch is left goes to a carrier of its own, which polls
+//!    it again (so its wakes reach that carrier), and the batch goes on without it. When the
+//!    poll's budget first runs out (rule 5), or the poll ends (a yield), with some of the batch
+//!    left, the rest goes on at once in a carrier of its own, in order. So no actor waits
+//!    behind another's wait, a batch of long-running actors is spread over the workers as one
+//!    task each would be, and a burst of wakes from outside (spawning and messaging many
+//!    actors) costs one task spawn per 16 short-lived actors instead of one each.
 //!
 //! The slot, the current carrier, the budget and the hand-off flag are thread-locals read and
 //! replaced whole (`std::cell::Cell`), never borrowed, so no code runs while one is borrowed.
