@@ -42,9 +42,10 @@
 //!    thread, all of one runtime) instead of ending, and "a carrier of its own" (rules 2-5)
 //!    means an idle carrier from the waking thread's pool when there is one: the activation is
 //!    put in its dock and the carrier is woken, a plain tokio wake with no allocation; only when
-//!    the pool is empty is a new carrier spawned. An actor with an empty mailbox and an empty
-//!    slot waits on its mailbox (keeping its carrier) as before: handing off then too was
-//!    measured slower where busy actors wake idle ones (`chameneos`, `big`), except for rule 8.
+//!    the pool is empty is a new carrier spawned. An actor with an empty mailbox, an empty
+//!    slot and no batch left (rule 9) waits on its mailbox (keeping its carrier): handing off
+//!    then too was measured slower where busy actors wake idle ones (`chameneos`, `big`),
+//!    except for rule 8.
 //! 8. A chain step hands off even with an empty slot: an actor that, since its mailbox was last
 //!    empty, took exactly one message (or system message) and woke exactly one actor *waiting*
 //!    in a carrier of its own (a tokio wake), hands off as in rule 4 instead of waiting. The
@@ -62,9 +63,12 @@
 //!    its carrier has not been polled yet; else it goes to an idle carrier of the thread's
 //!    pool (rule 7); else it starts a new batch, in a new carrier. The carrier takes the whole
 //!    batch at its first poll and runs it in wake order, one activation after another, as it
-//!    runs its slot (the slot first). An actor of a batch that waits (on its mailbox or on
-//!    anything else) while some of the batch is left goes to a carrier of its own, which polls
-//!    it again (so its wakes reach that carrier), and the batch goes on without it. When the
+//!    runs its slot (the slot first). An actor of a batch that finds its mailbox empty while
+//!    some of the batch is left hands off (rule 4: its activation parks in its cell, and the
+//!    next message to it puts it in the sender's slot or a batch), so the actors of a burst
+//!    keep no task each once they have handled their message. One that waits on anything else
+//!    while some of the batch is left goes to a carrier of its own, which polls it again (so
+//!    its wakes reach that carrier). Either way the batch goes on without it. When the
 //!    poll's budget first runs out (rule 5), or the poll ends (a yield), with some of the batch
 //!    left, the rest goes on at once in a carrier of its own, in order. So no actor waits
 //!    behind another's wait, a batch of long-running actors is spread over the workers as one
@@ -391,15 +395,16 @@ fn start_batch(home: &Arc<Handle>, first: Activation) {
     drop(home.spawn(carrier_state(None, Some(dock))));
 }
 
-/// Rules 4 and 8: whether an actor that found its mailbox empty should hand off rather than
-/// wait: it runs in a carrier whose slot holds another activation, or (when `chains`: its cell
-/// is not marked, rule 8) it has just made a chain step. When true, the caller has marked its
-/// cell `Handing` and must return `Pending` at once; the carrier parks it after the poll.
+/// Rules 4, 8 and 9: whether an actor that found its mailbox empty should hand off rather than
+/// wait: it runs in a carrier whose slot holds another activation or whose batch is not done,
+/// or (when `chains`: its cell is not marked, rule 8) it has just made a chain step. When
+/// true, the caller has marked its cell `Handing` and must return `Pending` at once; the
+/// carrier parks it after the poll.
 #[must_use = "true means the caller must mark its cell `Handing` and return `Pending` at once"]
 pub(crate) fn hand_off(chains: bool) -> bool {
     let left = BUDGET.get();
     let step = WOKE.replace(0) == 1 && MARK.replace(left).saturating_sub(left) == 1;
-    if CURRENT.get().is_some() && (NEXT_FULL.get() || (chains && step)) {
+    if CURRENT.get().is_some() && (NEXT_FULL.get() || SPARE_FULL.get() || (chains && step)) {
         HANDING.with(|c| c.set(true));
         true
     } else {
@@ -530,7 +535,8 @@ fn carrier_state(
                 }
                 Poll::Pending if !SPARE_FULL.get() => return Poll::Pending,
                 Poll::Pending => {
-                    // Rule 9: it waits, and the rest of its batch must not wait behind it. It
+                    // Rule 9: it waits on something other than its mailbox (with an empty
+                    // mailbox it hands off), and the rest of its batch must not wait behind it. It
                     // goes to a carrier of its own, whose first poll registers that carrier's
                     // waker (a wake meanwhile reaches this one, which polls what it holds);
                     // this one goes on with the batch.
