@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The loom models of the core's cell races (crates/troupe/src/cell.rs, "Loom models"; the
-# models are in crates/troupe/src/cell/models.rs).
+# models are in crates/troupe/src/cell/models.rs) and of the cell's spin lock
+# (crates/troupe/src/spin.rs, `models`).
 #
 # Builds troupe's unit tests with `--cfg troupe_loom` (a cfg of troupe's own: the plain `loom`
 # cfg changes tokio and other dependencies), in release, and runs only the models. Each model
@@ -11,8 +12,8 @@
 #
 # The build goes to its own folder ($CARGO_TARGET_DIR/loom, default target/loom), so switching
 # RUSTFLAGS does not rebuild the ordinary target folder. Extra arguments go to the test binary
-# (`--exact cell::models::NAME` runs one model; `--nocapture` shows how many interleavings each
-# explored).
+# (`--exact cell::models::NAME` or `--exact spin::models::NAME` runs one model; `--nocapture`
+# shows how many interleavings each explored).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,7 +29,7 @@ fi
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 set +e
-timeout "$limit" cargo test -p troupe --release --lib -- cell::models "$@" 2>&1 | tee "$log"
+timeout "$limit" cargo test -p troupe --release --lib -- models:: "$@" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 set -e
 if [ "$rc" = 124 ]; then

@@ -58,8 +58,9 @@
 //! | `batched` | only by the activation, no lock (`Relaxed`) | by `mailbox_len` (`Relaxed`) | a count for reports and metrics, never a decision: a snapshot off by the message in flight is fine |
 //! | `no_chains` | once, false to true, no lock (`Relaxed`): by the carrier that sends the activation to a carrier of its own (`sched.rs` rules 3 and 4, `released`), or by the waker of a handed activation outside any carrier (`Wake::run`), each before it hands the activation on | by the activation, in `next_item`'s hand-off decision (`Relaxed`) | the activation is not running while it is set, and reaches its next poll through a dock's lock or a task spawn, which order the store before that poll's read; it only picks between two correct schedules (`sched.rs` rule 8), never a transition |
 //!
-//! The lock is `parking_lot`'s and the atomics `std`'s, through `crate::loom`, so the loom models
-//! below can swap them for loom's.
+//! The lock is a spin lock (`spin.rs`: its unlock is a plain store, not a locked instruction)
+//! and the atomics `std`'s, through `crate::loom`, so the loom models below can swap them for
+//! loom's.
 //!
 //! # Loom models
 //!

@@ -59,6 +59,7 @@ pub mod remote_api;
 mod reports;
 mod sched;
 mod spawn;
+mod spin;
 mod start;
 #[cfg(feature = "stats")]
 pub mod stats;

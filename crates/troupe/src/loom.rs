@@ -1,9 +1,9 @@
 //! The synchronisation primitives whose interleavings the cell's loom models explore
 //! (`cell.rs`, "Loom models"), behind one path so the models can swap them.
 //!
-//! In every ordinary build (the library, its tests, its users) these are re-exports:
-//! `parking_lot`'s lock and `std`'s atomics, so the hot path compiles to exactly what it did
-//! before the facade existed. Only in this crate's own unit tests built with
+//! In every ordinary build (the library, its tests, its users) these are re-exports: the
+//! cell's spin lock (`spin.rs`, with `parking_lot`'s shape) and `std`'s atomics, so the hot
+//! path compiles to exactly what it would without the facade. Only in this crate's own unit tests built with
 //! `--cfg troupe_loom` (`scripts/loom.sh`) are they `loom`'s, which record every lock and
 //! atomic access and let loom try each interleaving of them. The plain `--cfg loom` is not
 //! used: it switches tokio and other dependencies to builds that do not compile here.
@@ -14,8 +14,8 @@
 
 #[cfg(not(all(test, troupe_loom)))]
 pub(crate) mod sync {
-    //! The ordinary build: re-exports, nothing added.
-    pub(crate) use parking_lot::{Mutex, MutexGuard};
+    //! The ordinary build: the cell's spin lock (`spin.rs`) and `std`'s atomics.
+    pub(crate) use crate::spin::{Mutex, MutexGuard};
 
     pub(crate) mod atomic {
         //! `std`'s atomics.
@@ -23,9 +23,21 @@ pub(crate) mod sync {
     }
 }
 
+#[cfg(not(all(test, troupe_loom)))]
+pub(crate) mod thread {
+    //! The ordinary build: `std`'s yield (the spin lock's wait, `spin.rs`).
+    pub(crate) use std::thread::yield_now;
+}
+
+#[cfg(all(test, troupe_loom))]
+pub(crate) mod thread {
+    //! The model build: loom's yield, which lets another model thread run.
+    pub(crate) use loom::thread::yield_now;
+}
+
 #[cfg(all(test, troupe_loom))]
 pub(crate) mod sync {
-    //! The model build: loom's primitives, with `parking_lot`'s shape (a lock that cannot be
+    //! The model build: loom's primitives, with the spin lock's (and `parking_lot`'s) shape (a lock that cannot be
     //! poisoned, so `lock` returns the guard itself).
 
     pub(crate) mod atomic {
