@@ -1,9 +1,9 @@
 //! The synchronisation primitives whose interleavings the cell's loom models explore
 //! (`cell.rs`, "Loom models"), behind one path so the models can swap them.
 //!
-//! In every ordinary build (the library, its tests, its users) these are re-exports: the
-//! cell's spin lock (`spin.rs`, with `parking_lot`'s shape) and `std`'s atomics, so the hot
-//! path compiles to exactly what it would without the facade. Only in this crate's own unit tests built with
+//! In every ordinary build (the library, its tests, its users) these are re-exports: the cell's
+//! spin lock (`spin.rs`, with `parking_lot`'s shape) and `std`'s atomics, so the hot path compiles
+//! to exactly what it would without the facade. Only in this crate's own unit tests built with
 //! `--cfg troupe_loom` (`scripts/loom.sh`) are they `loom`'s, which record every lock and
 //! atomic access and let loom try each interleaving of them. The plain `--cfg loom` is not
 //! used: it switches tokio and other dependencies to builds that do not compile here.
@@ -37,8 +37,8 @@ pub(crate) mod thread {
 
 #[cfg(all(test, troupe_loom))]
 pub(crate) mod sync {
-    //! The model build: loom's primitives, with the spin lock's (and `parking_lot`'s) shape (a lock that cannot be
-    //! poisoned, so `lock` returns the guard itself).
+    //! The model build: loom's primitives, with the spin lock's (and `parking_lot`'s) shape (a
+    //! lock that cannot be poisoned, so `lock` returns the guard itself).
 
     pub(crate) mod atomic {
         //! loom's atomics (orderings are `std`'s).

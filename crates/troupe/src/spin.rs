@@ -7,12 +7,12 @@
 //! empty), so on one worker those unlocks were a measurable share of a message's cost
 //! (`docs/results/micro-spin-2026-12-07/`). Here an unlock is a plain release store.
 //!
-//! Why a spin lock is sound here: every critical section over a cell is short and never
-//! waits (a queue push or pop, a few flags, a waker clone); what the cell drops (queued
-//! messages, a parked state) it drops after the unlock, so no user code runs under it. A thread that finds it held spins with a growing pause, then
-//! yields its time slice (`std::thread::yield_now`) between looks, so a holder descheduled
-//! by the OS or the hypervisor is not fought for the core. The lock is one byte, as
-//! `parking_lot`'s is, so a cell's size does not change.
+//! Why a spin lock is sound here: every critical section over a cell is short and never waits (a
+//! queue push or pop, a few flags, a waker clone); what the cell drops (queued messages, a parked
+//! state) it drops after the unlock, so no user code runs under it. A thread that finds it held
+//! spins with a growing pause, then yields its time slice (`std::thread::yield_now`) between looks,
+//! so a holder descheduled by the OS or the hypervisor is not fought for the core. The lock is one
+//! byte, as `parking_lot`'s is, so a cell's size does not change.
 
 use crate::loom::sync::atomic::{AtomicBool, Ordering};
 
