@@ -218,6 +218,11 @@ impl LinkTable {
         self.states.len() as u64
     }
 
+    /// Whether this table holds a state announced by `addr` (a node of this overlay).
+    pub(crate) fn holds(&self, addr: &str) -> bool {
+        self.states.contains_key(addr)
+    }
+
     /// The nodes this table knows of (its own states' origins and their neighbours).
     #[cfg(test)]
     fn known(&self) -> BTreeSet<&str> {

@@ -15,7 +15,9 @@
 //!    `Hello` on it.
 //! 4. A connection to an overlay node that is not a neighbour and has carried nothing for
 //!    `max(500 ms, 4 ticks)` is closed (HyParView's temporary connections: neighbour requests,
-//!    shuffle replies, first contacts). Connections of non-overlay clients are left alone.
+//!    shuffle replies, first contacts). A connection from an overlay node (in the passive view,
+//!    or whose link state this node holds) that the overlay never talked on counts from the
+//!    first sweep that sees it. Connections of non-overlay clients are left alone.
 //! 5. Sending to a node that is not connected starts a probe (one at a time per node); when
 //!    it fails, HyParView is told the node failed (its rule 5), full mesh forgets the member.
 //! 6. A lost connection to a neighbour is a failure: HyParView heals its active view from the

@@ -88,6 +88,13 @@ impl Driver {
             if self.node.tunnels_through(&p.addr) > 0 {
                 continue;
             }
+            if !self.last_used.contains_key(&p.addr) && self.is_overlay_node(&p.addr) {
+                // A node of this overlay connected on a session the overlay never talked on
+                // (it dialled this node and sent only link states, which do not count, from an
+                // active view that still lists this node): its clock starts now, so it is swept
+                // too, and that node, seeing the connection go, heals its own view.
+                self.last_used.insert(p.addr.clone(), Instant::now());
+            }
             if self.last_used.get(&p.addr).is_some_and(|t| t.elapsed() >= grace) {
                 self.last_used.remove(&p.addr);
                 self.refs.remove(&p.addr);
@@ -96,6 +103,12 @@ impl Driver {
                 }
             }
         }
+    }
+
+    /// Rule 4's "overlay node": one in HyParView's passive view, or whose link state this
+    /// node holds. A connection from anything else is a non-overlay client's, left alone.
+    fn is_overlay_node(&self, addr: &str) -> bool {
+        self.hv.as_ref().is_some_and(|h| h.passive().iter().any(|a| a == addr)) || self.links.read().holds(addr)
     }
 
     pub(super) fn status(&self) -> OverlayStatus {
