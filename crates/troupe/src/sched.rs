@@ -13,12 +13,19 @@
 //!    task of its own: its activation goes into the carrier's run-next slot. Woken from
 //!    anywhere else (a plain thread, another runtime, an actor's inline start), it gets a new
 //!    carrier.
-//! 3. The slot holds one activation. A second one woken in the same poll takes the slot, and
-//!    the one it displaces gets a carrier of its own (so it can run on another worker): the
-//!    newest wins, as tokio's own LIFO slot does.
+//! 3. The slot holds one activation. A second one woken in the same poll takes the slot (the
+//!    newest wins, as tokio's own LIFO slot does), and the one it displaces goes on top of the
+//!    carrier's stack (the list rule 9's batches use): the carrier runs the slot, then the
+//!    stack, newest first. So a tree of actors that spawn and message children (`skynet`,
+//!    `fib`) unfolds depth first in one task, with a few hundred actors alive at a time instead
+//!    of a whole level of the tree, and no task per actor. Work still spreads: when the stack
+//!    holds [`SPILL`], its oldest half (the roots of the largest subtrees) goes to a carrier of
+//!    its own, where another worker can take it; and what the running actor put on the stack
+//!    leaves with its slot when it takes another message (rule 4). The stack, like the slot,
+//!    never outlives the poll (rule 5).
 //! 4. An actor that takes a message (or a system message) while the slot is full first hands
-//!    the slot's activation to a carrier of its own, so the woken actor never waits behind the
-//!    sender's backlog. An actor that finds its mailbox empty while the slot is full *hands
+//!    the slot's activation, and what it displaced onto the stack (rule 3), to carriers of
+//!    their own, so the woken actors never wait behind the sender's backlog. An actor that finds its mailbox empty while the slot is full *hands
 //!    off*: instead of waiting on its mailbox with the carrier's waker, it parks its activation,
 //!    future and all, in its cell (`cell.rs`, status `Handing`, then `Idle`), and the carrier
 //!    goes on with the slot's activation on the same thread. The next message to it puts that
@@ -52,11 +59,11 @@
 //!    actor it woke does the same when it passes the message on, so a chain through waiting
 //!    actors (a token round a ring whose nodes were told their successor first) becomes, after
 //!    one lap, a chain of hand-offs in one carrier (rule 4) instead of tokio wakes, which tokio
-//!    sends to another worker from the fourth hop of a tick on. An actor that was put in a
-//!    slot and then sent to a carrier of its own (displaced, rule 3, or released, rule 4), or
-//!    that was woken from a hand-off where no slot could take it (outside any carrier), gains
-//!    nothing from chains: it is marked (`cell.rs`, `no_chains`) and from then on hands off
-//!    only to a full slot (rule 4), as rule 7 has every actor do.
+//!    sends to another worker from the fourth hop of a tick on. An actor that was woken into
+//!    a slot or the stack and then sent to a carrier of its own (spilled, rule 3, or released,
+//!    rule 4), or that was woken from a hand-off where no slot could take it (outside any
+//!    carrier), gains nothing from chains: it is marked (`cell.rs`, `no_chains`) and from then
+//!    on hands off only to a full slot (rule 4), as rule 7 has every actor do.
 //! 9. Batches: an activation woken outside any carrier (a plain task such as a benchmark's
 //!    driver or a transport's reader, a thread, a `block_on`) joins the last batch this
 //!    thread started, when that batch is of the same runtime, holds fewer than [`BATCH`] and
@@ -121,6 +128,12 @@ pub(crate) const POOL_SIZE: usize = 16;
 /// Activations one batch holds at most (rule 9).
 pub(crate) const BATCH: usize = 16;
 
+/// Rule 3: when the carrier's stack holds this many activations, its oldest half goes to a
+/// carrier of its own. Measured (`docs/results/micro-stack-2026-12-08/`): at 16 or more, `fib`
+/// on two workers ran slower than on one (too little left for the second worker to take); at
+/// 2 or 4, `skynet` lost most of what depth first gains.
+pub(crate) const SPILL: usize = 8;
+
 /// The runtime a carrier runs on: its handle's address (the fast check) and its id.
 #[derive(Clone, Copy)]
 struct Home {
@@ -162,10 +175,13 @@ thread_local! {
     /// Weak, so a batch whose carrier the runtime drops unrun is dropped with it (its
     /// activations kill their actors, rule 6), not kept here.
     static OPEN: Cell<Option<std::sync::Weak<Dock>>> = const { Cell::new(None) };
-    /// Rule 9: the rest of the batch the current carrier took (last to run first), and whether
-    /// it holds any.
+    /// The carrier's stack (rules 3 and 9): the rest of the batch it took and the activations
+    /// displaced from its slot, next to run last; and whether it holds any.
     static SPARE: Cell<Vec<Activation>> = const { Cell::new(Vec::new()) };
     static SPARE_FULL: Cell<bool> = const { Cell::new(false) };
+    /// Rules 3 and 4: how many of the stack's top the running actor displaced (it releases
+    /// them when it takes another message).
+    static PUSHED: Cell<usize> = const { Cell::new(0) };
 }
 
 /// Where an idle carrier is handed its next activation (rule 7).
@@ -353,8 +369,7 @@ pub(crate) fn schedule(home: &Arc<Handle>, activation: Activation) {
     match CURRENT.get() {
         Some(here) if here.is(home) => {
             if let Some(displaced) = put_next(activation) {
-                displaced.released();
-                run_elsewhere(here, None, displaced);
+                push_displaced(here, displaced);
             }
         }
         _ => run_batched(home, activation),
@@ -417,12 +432,66 @@ pub(crate) fn note_task_wake() {
     WOKE.with(|c| c.set(WOKE.get().saturating_add(1)));
 }
 
-/// Rule 4: the actor has work of its own, so the slot's activation gets its own carrier.
+/// Rule 3: an activation displaced from the slot goes on top of the carrier's stack; when the
+/// stack is full, its oldest half goes on in a carrier of its own.
+fn push_displaced(here: Home, displaced: Activation) {
+    let mut stack = SPARE.take();
+    stack.push(displaced);
+    SPARE_FULL.with(|c| c.set(true));
+    PUSHED.with(|c| c.set(PUSHED.get() + 1));
+    if stack.len() < SPILL {
+        SPARE.with(|c| c.set(stack));
+        return;
+    }
+    spill(here, stack);
+}
+
+#[cold]
+#[inline(never)]
+fn spill(here: Home, mut stack: Vec<Activation>) {
+    let oldest: Vec<Activation> = stack.drain(..SPILL / 2).collect();
+    for a in &oldest {
+        a.released();
+    }
+    PUSHED.with(|c| c.set(PUSHED.get().min(stack.len())));
+    SPARE.with(|c| c.set(stack));
+    batch_elsewhere(here, oldest);
+}
+
+/// Rule 4: the actor has work of its own, so the slot's activation, and what the actor
+/// displaced onto the stack (rule 3), get carriers of their own.
+#[inline]
 pub(crate) fn release_next() {
-    if NEXT_FULL.get() {
-        if let (Some(here), Some(next)) = (CURRENT.get(), take_next()) {
+    if NEXT_FULL.get() || PUSHED.get() > 0 {
+        release_woken();
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn release_woken() {
+    let Some(here) = CURRENT.get() else {
+        return;
+    };
+    if NEXT_FULL.replace(false) {
+        if let Some(next) = NEXT.take() {
             next.released();
             run_elsewhere(here, None, next);
+        }
+    }
+    let pushed = PUSHED.replace(0);
+    if pushed > 0 && SPARE_FULL.get() {
+        let mut stack = SPARE.take();
+        let mine = stack.split_off(stack.len().saturating_sub(pushed));
+        SPARE_FULL.with(|c| c.set(!stack.is_empty()));
+        SPARE.with(|c| c.set(stack));
+        for a in &mine {
+            a.released();
+        }
+        match mine.len() {
+            0 => {}
+            1 => run_elsewhere(here, None, mine.into_iter().next().expect("one")),
+            _ => batch_elsewhere(here, mine),
         }
     }
 }
@@ -452,7 +521,9 @@ pub(crate) fn outside<R>(f: impl FnOnce() -> R) -> R {
     // The batch's rest (rule 9), kept aside only when there is one.
     let spare = SPARE_FULL.replace(false).then(|| SPARE.take());
     let woke = WOKE.get();
+    let pushed = PUSHED.replace(0);
     let out = f();
+    PUSHED.with(|c| c.set(pushed));
     CURRENT.with(|c| c.set(saved));
     NEXT_FULL.with(|c| c.set(full));
     if let Some(spare) = spare {
@@ -519,6 +590,7 @@ fn carrier_state(
             }
             WOKE.with(|c| c.set(0));
             MARK.with(|c| c.set(BUDGET.get()));
+            PUSHED.with(|c| c.set(0));
             let run = current.as_mut().expect("set above");
             match run.as_mut().poll_run(cx) {
                 Poll::Pending if HANDING.replace(false) => {
@@ -624,6 +696,7 @@ fn spare_elsewhere(home: Home) {
 #[inline(never)]
 fn move_spare(home: Home) {
     SPARE_FULL.with(|c| c.set(false));
+    PUSHED.with(|c| c.set(0));
     let mut rest = SPARE.take();
     if rest.len() == 1 {
         let last = rest.pop().expect("one left");
@@ -631,10 +704,15 @@ fn move_spare(home: Home) {
         return run_elsewhere(home, None, last);
     }
     rest.reverse();
-    // An idle carrier of this thread's pool takes the rest when there is one (no allocation).
-    let mut rest = Some(rest);
-    if !to_pool(home, |d| d.batch = rest.take().expect("given once")) {
-        let batch = rest.expect("not handed to a dock");
+    batch_elsewhere(home, rest);
+}
+
+/// Rules 3, 4 and 9: `batch` goes on in a carrier of its own, in order: an idle carrier of
+/// this thread's pool when there is one (no allocation), else a new one.
+fn batch_elsewhere(home: Home, batch: Vec<Activation>) {
+    let mut batch = Some(batch);
+    if !to_pool(home, |d| d.batch = batch.take().expect("given once")) {
+        let batch = batch.expect("not handed to a dock");
         let dock = Arc::new(Dock { home, inner: parking_lot::Mutex::new(Docked { batch, ..Default::default() }) });
         drop(tokio::spawn(carrier_state(None, Some(dock))));
     }
