@@ -105,8 +105,8 @@ pub(crate) trait Runnable: Send {
     /// Parks the activation in its cell (rule 4), or gives it back when the cell has work or a
     /// kill after all: the carrier then polls it again.
     fn park(self: Pin<Box<Self>>) -> Result<(), Activation>;
-    /// It was put in a slot and then sent to a carrier of its own (displaced or released):
-    /// its actor's hand-offs do not form chains (rule 8).
+    /// It was put in a slot or a carrier's stack and then sent to a carrier of its own
+    /// (spilled or released): its actor's hand-offs do not form chains (rule 8).
     fn released(&self);
     /// Its actor's home runtime (`cell.rs`, rule 9): the carrier running it is of that runtime,
     /// so a carrier reads its own home from what it runs instead of keeping it.
