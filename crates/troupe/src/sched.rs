@@ -25,13 +25,14 @@
 //!    never outlives the poll (rule 5).
 //! 4. An actor that takes a message (or a system message) while the slot is full first hands
 //!    the slot's activation, and what it displaced onto the stack (rule 3), to carriers of
-//!    their own, so the woken actors never wait behind the sender's backlog. An actor that finds its mailbox empty while the slot is full *hands
-//!    off*: instead of waiting on its mailbox with the carrier's waker, it parks its activation,
-//!    future and all, in its cell (`cell.rs`, status `Handing`, then `Idle`), and the carrier
-//!    goes on with the slot's activation on the same thread. The next message to it puts that
-//!    same activation, unchanged, into the sender's slot. So a chain of messages between
-//!    idle actors (a ping-pong, a token round a ring) runs as a loop in one task, with no
-//!    allocation, no wake and no spawn per hop.
+//!    their own, so the woken actors never wait behind the sender's backlog. An actor that
+//!    finds its mailbox empty while the slot is full *hands off*: instead of waiting on its
+//!    mailbox with the carrier's waker, it parks its activation, future and all, in its cell
+//!    (`cell.rs`, status `Handing`, then `Idle`), and the carrier goes on with the slot's
+//!    activation on the same thread. The next message to it puts that same activation,
+//!    unchanged, into the sender's slot. So a chain of messages between idle actors (a
+//!    ping-pong, a token round a ring) runs as a loop in one task, with no allocation, no wake
+//!    and no spawn per hop.
 //! 5. Fairness: all the actors a carrier runs in one poll share one budget of
 //!    [`POLL_BUDGET`] messages and hops. When it is spent the poll's time slice is looked at:
 //!    a poll that has run less than [`POLL_SLICE`] since its budget first ran out gets a new
@@ -459,10 +460,13 @@ fn spill(here: Home, mut stack: Vec<Activation>) {
 }
 
 /// Rule 4: the actor has work of its own, so the slot's activation, and what the actor
-/// displaced onto the stack (rule 3), get carriers of their own.
+/// displaced onto the stack (rule 3), get carriers of their own. One look on this path (every
+/// message taken): a displacement leaves the slot full, and nothing empties the slot while the
+/// same actor runs but `release_woken` (which forgets `PUSHED`), so `PUSHED > 0` implies a
+/// full slot.
 #[inline]
 pub(crate) fn release_next() {
-    if NEXT_FULL.get() || PUSHED.get() > 0 {
+    if NEXT_FULL.get() {
         release_woken();
     }
 }
@@ -488,10 +492,10 @@ fn release_woken() {
         for a in &mine {
             a.released();
         }
-        match mine.len() {
-            0 => {}
-            1 => run_elsewhere(here, None, mine.into_iter().next().expect("one")),
-            _ => batch_elsewhere(here, mine),
+        if mine.len() == 1 {
+            run_elsewhere(here, None, mine.into_iter().next().expect("one"));
+        } else {
+            batch_elsewhere(here, mine);
         }
     }
 }

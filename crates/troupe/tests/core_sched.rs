@@ -1,4 +1,5 @@
-//! Scheduling (`sched.rs`, rules 2-5 and 7; rule 8 in `core_sched_chains.rs`): a send from an actor to an idle actor on the same
+//! Scheduling (`sched.rs`, rules 2-5 and 7; rule 8 in `core_sched_chains.rs`, rule 3's stack in
+//! `core_sched_stack.rs`): a send from an actor to an idle actor on the same
 //! runtime runs the receiver in the sender's carrier, on the sender's thread; the run-next slot
 //! never strands an activation (a displaced one, one behind a busy sender, one behind a sender
 //! that awaits it); and a chain of handoffs that never ends does not starve other tasks.
@@ -130,12 +131,13 @@ fn rule_3_every_actor_woken_in_one_handler_runs_the_displaced_ones_included() {
     assert_eq!(got, (0..50).collect::<Vec<_>>());
 }
 
-/// On `Kick` wakes an idle `Leaf`; on `Block` waits, blocking its thread, for that leaf's note.
+/// On `Kick` wakes its idle leaves; on `Block` waits, blocking its thread, for their notes, and
+/// reports how many came.
 struct Busy {
-    leaf: ActorRef<Note>,
+    leaves: Vec<ActorRef<Note>>,
     notes: Option<mpsc::Sender<usize>>,
-    from_leaf: Option<mpsc::Receiver<usize>>,
-    result: Option<mpsc::Sender<bool>>,
+    from_leaves: Option<mpsc::Receiver<usize>>,
+    result: Option<mpsc::Sender<usize>>,
 }
 
 enum BusyMsg {
@@ -149,33 +151,47 @@ impl Actor for Busy {
         match msg {
             BusyMsg::Kick => {
                 let tx = self.notes.take().unwrap();
-                self.leaf.send(Note(tx, 7)).unwrap();
+                for (i, leaf) in self.leaves.iter().enumerate() {
+                    leaf.send(Note(tx.clone(), i)).unwrap();
+                }
             }
             BusyMsg::Block => {
-                let rx = self.from_leaf.take().unwrap();
-                // The worker's queues move to another thread while this one blocks; the leaf
-                // can run there only if it is in them, not in this carrier's slot.
-                let got = tokio::task::block_in_place(|| rx.recv_timeout(T).is_ok());
+                let (rx, n) = (self.from_leaves.take().unwrap(), self.leaves.len());
+                // The worker's queues move to another thread while this one blocks; the leaves
+                // can run there only if they are in them, not in this carrier's slot or stack.
+                let got = tokio::task::block_in_place(|| (0..n).take_while(|_| rx.recv_timeout(T).is_ok()).count());
                 let _ = self.result.take().unwrap().send(got);
             }
         }
     }
 }
 
-#[test]
-fn rule_4_an_actor_with_more_work_releases_the_actor_it_woke() {
+/// A busy actor wakes `n` idle leaves on `Kick`, then takes `Block` with them just woken (both
+/// queued before it runs): how many leaves ran while it blocked, within `wait`.
+fn leaves_run_while_their_waker_blocks(n: usize, wait: Duration) -> usize {
     let rt = two_workers();
     let (result_tx, result_rx) = mpsc::channel();
     rt.block_on(async {
         let (tx, rx) = mpsc::channel();
-        let leaf = troupe::spawn(Leaf);
-        let busy = troupe::spawn(Busy { leaf, notes: Some(tx), from_leaf: Some(rx), result: Some(result_tx) });
-        // Both queued before `busy` runs: it takes `Block` with the leaf just woken.
+        let leaves = (0..n).map(|_| troupe::spawn(Leaf)).collect();
+        let busy = troupe::spawn(Busy { leaves, notes: Some(tx), from_leaves: Some(rx), result: Some(result_tx) });
         busy.send(BusyMsg::Kick).unwrap();
         busy.send(BusyMsg::Block).unwrap();
     });
-    let got = result_rx.recv_timeout(T + T).expect("the busy actor finished");
-    assert!(got, "the leaf woken by Kick ran while its waker blocked on Block");
+    result_rx.recv_timeout(wait).expect("the busy actor finished")
+}
+
+#[test]
+fn rule_4_an_actor_with_more_work_releases_the_actor_it_woke() {
+    let got = leaves_run_while_their_waker_blocks(1, T + T);
+    assert!(got == 1, "the leaf woken by Kick ran while its waker blocked on Block");
+}
+
+/// Rule 3 puts the two leaves woken before the last on the stack (`core_sched_stack.rs`).
+#[test]
+fn rule_4_an_actor_with_more_work_releases_what_it_stacked() {
+    let got = leaves_run_while_their_waker_blocks(3, T * 4);
+    assert_eq!(got, 3, "the three leaves woken by Kick ran while their waker blocked on Block");
 }
 
 /// Wakes an idle `Leaf` and then awaits its answer in the same handler.

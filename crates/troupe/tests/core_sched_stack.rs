@@ -1,8 +1,8 @@
 //! Scheduling, rule 3 (`sched.rs`): the activations an actor wakes in one handler, past the
 //! one in the run-next slot, go on its carrier's stack and run in that carrier, newest first,
 //! so a tree of spawning actors unfolds depth first; a full stack sends its oldest half to a
-//! carrier of its own (where another worker can take it); and, rule 4, an actor that takes
-//! another message first sends what it stacked on, so nothing waits behind its backlog.
+//! carrier of its own (where another worker can take it). That an actor taking another message
+//! first sends what it stacked on (rule 4) is tested in `core_sched.rs`.
 //!
 //! Each test builds its own runtime, so what it checks does not depend on the test harness.
 
@@ -181,53 +181,4 @@ fn rule_3_a_tree_of_spawning_actors_unfolds_depth_first() {
     assert_eq!(sum, width.pow(depth) as u64, "every leaf counted once");
     let peak = peak.load(Ordering::Relaxed);
     assert!(peak < nodes / 8, "at most {} nodes alive at once, not a level of the tree: {peak} of {nodes}", nodes / 8);
-}
-
-/// On `Kick` wakes its leaves; on `Block` blocks its thread until every leaf has answered.
-struct Busy {
-    leaves: Vec<ActorRef<()>>,
-    from_leaves: Option<mpsc::Receiver<(usize, Option<tokio::task::Id>)>>,
-    result: Option<mpsc::Sender<usize>>,
-}
-
-enum BusyMsg {
-    Kick,
-    Block,
-}
-
-impl Actor for Busy {
-    type Msg = BusyMsg;
-    async fn handle(&mut self, msg: BusyMsg, _: &mut Ctx<Self>) {
-        match msg {
-            BusyMsg::Kick => {
-                for leaf in self.leaves.drain(..) {
-                    leaf.send(()).unwrap();
-                }
-            }
-            BusyMsg::Block => {
-                let rx = self.from_leaves.take().unwrap();
-                // The worker's queues move to another thread while this one blocks; the leaves
-                // can run there only if they are in them, not on this carrier's stack.
-                let got = tokio::task::block_in_place(|| (0..3).take_while(|_| rx.recv_timeout(T).is_ok()).count());
-                let _ = self.result.take().unwrap().send(got);
-            }
-        }
-    }
-}
-
-#[test]
-fn rule_4_an_actor_with_more_work_releases_what_it_stacked() {
-    let rt = two_workers();
-    let (result_tx, result_rx) = mpsc::channel();
-    rt.block_on(async {
-        let (tx, rx) = mpsc::channel();
-        let leaves = (0..3).map(|index| troupe::spawn(Leaf { index, seen: tx.clone() })).collect();
-        let busy = troupe::spawn(Busy { leaves, from_leaves: Some(rx), result: Some(result_tx) });
-        // Both queued before `busy` runs: it takes `Block` with three leaves just woken, one in
-        // its slot and two on its stack.
-        busy.send(BusyMsg::Kick).unwrap();
-        busy.send(BusyMsg::Block).unwrap();
-    });
-    let got = result_rx.recv_timeout(T * 4).expect("the busy actor finished");
-    assert_eq!(got, 3, "the three leaves woken by Kick ran while their waker blocked on Block");
 }
